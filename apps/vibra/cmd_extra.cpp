@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Registration of the subcommands added by later modules (tracking, analysis).
+#include "commands.hpp"
+
+namespace vibra::app {
+
+#ifndef VIBRA_HAVE_TRACKING
+bool print_video_info(const std::string&, std::ostream&) { return false; }
+#endif
+
+void register_extra_commands(CLI::App&, GlobalOptions&) {}
+
+}  // namespace vibra::app

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The `vibra` subcommands. Each registers itself on the CLI11 app and runs in its callback;
+// errors propagate as exceptions to main(), which maps them to exit codes
+// (0 ok, 1 runtime or data error, 2 usage error).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace vibra::app {
+
+/// Options every subcommand sees.
+struct GlobalOptions {
+    bool quiet = false;
+    int verbose = 0;
+    std::string command_line;  ///< the whole argv, recorded as provenance
+    /// Progress lines only when not quiet and stderr is a terminal.
+    bool progress() const;
+};
+
+/// Thrown by a command that finished but must exit non-zero (e.g. a batch with a broken input,
+/// a truncated video kept as incomplete). The message is printed as the summary.
+struct ExitStatus {
+    int code;
+    std::string message;
+};
+
+void register_import(CLI::App& app, GlobalOptions& g);
+void register_export(CLI::App& app, GlobalOptions& g);
+void register_info(CLI::App& app, GlobalOptions& g);
+// Later modules add their registration functions here (track, synth, render, analyze, convert).
+void register_extra_commands(CLI::App& app, GlobalOptions& g);
+
+}  // namespace vibra::app

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "vibra/core/cell_list.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "vibra/core/error.hpp"
+
+namespace vibra {
+
+CellList::CellList(std::span<const double> x, std::span<const double> y, double cutoff, const Geometry& g)
+    : x_(x.begin(), x.end()), y_(y.begin(), y.end()), cutoff_(cutoff) {
+    if (!(cutoff > 0) || !std::isfinite(cutoff))
+        throw ParameterError("CellList: cutoff must be > 0, got " + std::to_string(cutoff));
+    if (x.size() != y.size()) throw ParameterError("CellList: x and y differ in length");
+    periodic_ = g.periodic();
+    if (periodic_) {
+        x0_ = g.x0, y0_ = g.y0, lx_ = g.lx(), ly_ = g.ly();
+        if (cutoff > 0.5 * std::min(lx_, ly_))
+            throw ParameterError("CellList: cutoff " + std::to_string(cutoff) +
+                                 " exceeds half the periodic box (minimum image would be ambiguous)");
+        for (std::size_t i = 0; i < x_.size(); ++i) {  // wrap into the box
+            x_[i] -= lx_ * std::floor((x_[i] - x0_) / lx_);
+            y_[i] -= ly_ * std::floor((y_[i] - y0_) / ly_);
+        }
+    } else {
+        double xmin = std::numeric_limits<double>::infinity(), xmax = -xmin, ymin = xmin, ymax = -xmin;
+        for (std::size_t i = 0; i < x_.size(); ++i) {
+            if (!std::isfinite(x_[i]) || !std::isfinite(y_[i])) continue;
+            xmin = std::min(xmin, x_[i]), xmax = std::max(xmax, x_[i]);
+            ymin = std::min(ymin, y_[i]), ymax = std::max(ymax, y_[i]);
+        }
+        if (xmin > xmax) xmin = xmax = ymin = ymax = 0;  // no finite point
+        x0_ = xmin, y0_ = ymin, lx_ = xmax - xmin, ly_ = ymax - ymin;
+    }
+    // Cells at least `cutoff` wide; cap the count so sparse data cannot blow up memory.
+    const double max_cells_per_dim = 4096;
+    nx_ = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::min(max_cells_per_dim, std::floor(lx_ / cutoff))));
+    ny_ = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::min(max_cells_per_dim, std::floor(ly_ / cutoff))));
+    cell_w_ = lx_ > 0 ? lx_ / static_cast<double>(nx_) : 1.0;
+    cell_h_ = ly_ > 0 ? ly_ / static_cast<double>(ny_) : 1.0;
+
+    // Counting sort of points into cells.
+    start_.assign(n_cells() + 1, 0);
+    std::vector<std::size_t> cell(x_.size(), std::numeric_limits<std::size_t>::max());
+    for (std::size_t i = 0; i < x_.size(); ++i) {
+        if (!std::isfinite(x_[i]) || !std::isfinite(y_[i])) continue;
+        cell[i] = cell_of(x_[i], y_[i]);
+        ++start_[cell[i] + 1];
+    }
+    for (std::size_t c = 0; c < n_cells(); ++c) start_[c + 1] += start_[c];
+    items_.resize(static_cast<std::size_t>(start_.back()));
+    std::vector<std::int64_t> fill(start_.begin(), start_.end() - 1);
+    for (std::size_t i = 0; i < x_.size(); ++i)
+        if (cell[i] != std::numeric_limits<std::size_t>::max())
+            items_[static_cast<std::size_t>(fill[cell[i]]++)] = i;
+
+    // 3×3 stencils; with periodic wrap and fewer than 3 cells a neighbour repeats, so deduplicate.
+    stencil_start_.assign(n_cells() + 1, 0);
+    std::vector<std::size_t> tmp;
+    for (std::int64_t cy = 0; cy < ny_; ++cy) {
+        for (std::int64_t cx = 0; cx < nx_; ++cx) {
+            tmp.clear();
+            for (std::int64_t oy = -1; oy <= 1; ++oy) {
+                for (std::int64_t ox = -1; ox <= 1; ++ox) {
+                    std::int64_t ax = cx + ox, ay = cy + oy;
+                    if (periodic_) {
+                        ax = (ax + nx_) % nx_;
+                        ay = (ay + ny_) % ny_;
+                    } else if (ax < 0 || ay < 0 || ax >= nx_ || ay >= ny_) {
+                        continue;
+                    }
+                    tmp.push_back(static_cast<std::size_t>(ay * nx_ + ax));
+                }
+            }
+            std::sort(tmp.begin(), tmp.end());
+            tmp.erase(std::unique(tmp.begin(), tmp.end()), tmp.end());
+            stencil_.insert(stencil_.end(), tmp.begin(), tmp.end());
+            stencil_start_[static_cast<std::size_t>(cy * nx_ + cx) + 1] = stencil_.size();
+        }
+    }
+}
+
+std::size_t CellList::cell_of(double px, double py) const {
+    if (periodic_) {  // queries may come from outside the box
+        px -= lx_ * std::floor((px - x0_) / lx_);
+        py -= ly_ * std::floor((py - y0_) / ly_);
+    }
+    auto ix = static_cast<std::int64_t>(std::floor((px - x0_) / cell_w_));
+    auto iy = static_cast<std::int64_t>(std::floor((py - y0_) / cell_h_));
+    // Clamp: points on the upper edge and queries outside the bounding box map to border cells;
+    // a neighbour within the cut-off is then still within the ±1 stencil.
+    ix = std::clamp<std::int64_t>(ix, 0, nx_ - 1);
+    iy = std::clamp<std::int64_t>(iy, 0, ny_ - 1);
+    return static_cast<std::size_t>(iy * nx_ + ix);
+}
+
+}  // namespace vibra

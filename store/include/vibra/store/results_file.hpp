@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The vibra results file (HDF5): root attributes schema="vibra-results", schema_version,
+// vibra_version, created, input_path, input_checksum; one group per analysis under
+// /analysis/<name>, each dataset with a `units` attribute, each group with its parameters as
+// attributes. Writing merges into an existing file (groups given now replace their old
+// versions, others stay) and is atomic (copy, write, rename). Layout: docs/hdf5-layout.md.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "vibra/core/result.hpp"
+#include "vibra/core/trajectory.hpp"
+
+namespace vibra::store {
+
+inline constexpr const char* kResultsSchema = "vibra-results";
+inline constexpr const char* kResultsSchemaVersion = "1.0";
+
+struct ResultsProvenance {
+    std::string input_path;      ///< trajectory file the results were computed from
+    std::string input_checksum;  ///< "sha256:<hex>" of it
+    std::string parameters;      ///< command line
+};
+
+/// Merge `groups` into the results file at `path` (created if absent) as /analysis/<group.name>.
+/// Throws FormatError if `path` exists but is not a vibra results file; IoError on write failure
+/// (the old file is then untouched).
+void write_results(const std::string& path, const std::vector<ResultGroup>& groups, const ResultsProvenance& prov,
+                   const Metadata& input_meta);
+
+/// Names of the groups under /analysis.
+std::vector<std::string> list_results(const std::string& path);
+/// Read /analysis/<name> back (arrays, attributes, sub-groups).
+ResultGroup read_results(const std::string& path, const std::string& name);
+/// Root attributes (schema, input_path, input_checksum, …) of a results file.
+Attributes read_results_root(const std::string& path);
+
+}  // namespace vibra::store

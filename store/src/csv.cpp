@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// trackpy-style CSV in (frame,particle,x,y[,species,vx,vy,radius,…]) and out.
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "detail/atomic.hpp"
+#include "detail/text.hpp"
+#include "vibra/core/checksum.hpp"
+#include "vibra/core/error.hpp"
+#include "vibra/core/progress.hpp"
+#include "vibra/core/version.hpp"
+#include "vibra/store/text_formats.hpp"
+#include "vibra/store/trajectory_file.hpp"
+
+namespace vibra::store {
+
+using detail::parse_double;
+using detail::parse_int;
+
+ImportSummary import_csv(const std::string& in, const std::string& out, const ImportOptions& opt) {
+    detail::LineReader lr(in);
+    std::string line;
+    std::vector<std::string_view> tok;
+    // Header (skip leading blank lines).
+    do {
+        if (!lr.next(line)) throw FormatError(in + ": empty file: no CSV header (need frame,particle,x,y)");
+    } while (line.find_first_not_of(" \t") == std::string::npos);
+    detail::split_csv(line, tok);
+    std::map<std::string, int> col;
+    for (std::size_t i = 0; i < tok.size(); ++i) col[std::string(tok[i])] = static_cast<int>(i);
+    const std::size_t n_cols = tok.size();
+    auto idx = [&](const char* name) { auto it = col.find(name); return it == col.end() ? -1 : it->second; };
+    for (const char* req : {"frame", "particle", "x", "y"})
+        if (idx(req) < 0)
+            throw FormatError(at_line(in, lr.line_no(), std::string("header has no '") + req +
+                                                            "' column (need at least frame,particle,x,y)"));
+    const int c_frame = idx("frame"), c_part = idx("particle"), c_x = idx("x"), c_y = idx("y");
+    const int c_sp = idx("species"), c_vx = idx("vx"), c_vy = idx("vy"), c_r = idx("radius"), c_b = idx("brightness"),
+              c_q = idx("quality"), c_sc = idx("species_confidence");
+    if ((c_vx >= 0) != (c_vy >= 0)) throw FormatError(at_line(in, lr.line_no(), "header has only one of vx, vy"));
+
+    Metadata meta;
+    meta.length_unit = opt.length_unit.value_or("px");
+    meta.time_unit = opt.time_unit.value_or("frame");
+    meta.frame_interval = opt.dt.value_or(1.0);
+    if (!(meta.frame_interval > 0)) throw ParameterError("--dt must be > 0");
+    meta.species_diameters = opt.diameters;
+    meta.source.file = in;
+    meta.source.checksum = file_checksum(in);
+    meta.source.vibra_version = vibra::version();
+    ColumnSet cs;
+    cs.velocity = c_vx >= 0;
+    cs.radius = c_r >= 0;
+    cs.brightness = c_b >= 0;
+    cs.quality = c_q >= 0;
+    cs.species_confidence = c_sc >= 0;
+    TrajectoryWriter writer(out, meta, cs);
+
+    TrajectoryTable block;
+    std::int64_t next_frame = 0;  // first frame not yet written
+    std::int64_t cur = -1;        // frame of the rows being collected
+    std::size_t cur_start = 0;
+    ImportSummary sum;
+    Progress progress("import " + in, -1, opt.progress);
+
+    // Sort and check the rows of frame `cur`, then write if the block is large.
+    auto close_frame = [&](bool force) {
+        if (cur < 0) return;
+        block.sort_rows(cur_start, block.size());
+        for (std::size_t i = cur_start + 1; i < block.size(); ++i)
+            if (block.particle[i] == block.particle[i - 1] && block.particle[i] >= 0)
+                throw FormatError(in + ": frame " + std::to_string(cur) + ": duplicate particle " +
+                                  std::to_string(block.particle[i]));
+        if (force || static_cast<std::int64_t>(block.size()) >= opt.block_rows) {
+            writer.append(block, cur + 1 - next_frame);
+            next_frame = cur + 1;
+            block = TrajectoryTable{};
+        }
+        cur_start = block.size();
+    };
+
+    while (lr.next(line)) {
+        if (line.find_first_not_of(" \t") == std::string::npos) continue;
+        detail::split_csv(line, tok);
+        if (tok.size() != n_cols)
+            throw FormatError(at_line(in, lr.line_no(), "expected " + std::to_string(n_cols) + " fields, got " +
+                                                            std::to_string(tok.size())));
+        const auto ln = lr.line_no();
+        auto tk = [&](int c) { return tok[static_cast<std::size_t>(c)]; };
+        const std::int64_t f = parse_int(tk(c_frame), in, ln, "frame");
+        if (f < 0) throw FormatError(at_line(in, ln, "field 'frame': negative frame " + std::to_string(f)));
+        if (f < cur)
+            throw FormatError(at_line(in, ln, "field 'frame': frame " + std::to_string(f) + " after frame " +
+                                                  std::to_string(cur) + " (rows must be in frame order)"));
+        if (f != cur) {
+            close_frame(false);
+            cur = f;
+        }
+        std::int64_t p = parse_int(tk(c_part), in, ln, "particle");
+        if (p < -1) throw FormatError(at_line(in, ln, "field 'particle': " + std::to_string(p) + " is negative (only -1 = unlinked)"));
+        std::int8_t s = 0;
+        if (c_sp >= 0) {
+            const auto v = tk(c_sp);
+            if (v == "small") s = kSpeciesSmall;
+            else if (v == "large") s = kSpeciesLarge;
+            else if (v == "unknown" || v.empty()) s = kSpeciesUnknown;
+            else {
+                const auto code = parse_int(v, in, ln, "species");
+                if (code < -1 || code > 1)
+                    throw FormatError(at_line(in, ln, "field 'species': " + std::to_string(code) + " is not -1, 0 or 1"));
+                s = static_cast<std::int8_t>(code);
+            }
+        }
+        block.push(f, p, parse_double(tk(c_x), in, ln, "x"), parse_double(tk(c_y), in, ln, "y"), s);
+        if (c_vx >= 0) {
+            block.vx.push_back(parse_double(tk(c_vx), in, ln, "vx"));
+            block.vy.push_back(parse_double(tk(c_vy), in, ln, "vy"));
+        }
+        if (c_r >= 0) block.radius.push_back(static_cast<float>(parse_double(tk(c_r), in, ln, "radius")));
+        if (c_b >= 0) block.brightness.push_back(static_cast<float>(parse_double(tk(c_b), in, ln, "brightness")));
+        if (c_q >= 0) block.quality.push_back(static_cast<float>(parse_double(tk(c_q), in, ln, "quality")));
+        if (c_sc >= 0)
+            block.species_confidence.push_back(static_cast<float>(parse_double(tk(c_sc), in, ln, "species_confidence")));
+        ++sum.rows;
+        if ((sum.rows & 0xffff) == 0) progress.update(sum.rows);
+    }
+    close_frame(true);
+    progress.finish();
+    sum.frames = next_frame;
+    sum.lines = lr.line_no();
+    writer.commit();
+    return sum;
+}
+
+void export_csv(const std::string& in, const std::string& out, bool show_progress) {
+    TrajectoryReader r(in);
+    detail::check_writable_dir(out);
+    const std::string partial = out + ".partial";
+    struct Cleanup {
+        std::string p;
+        bool keep = false;
+        ~Cleanup() {
+            if (!keep) std::remove(p.c_str());
+        }
+    } cleanup{partial};
+    std::ofstream os(partial, std::ios::binary | std::ios::trunc);
+    if (!os) throw IoError(out + ": cannot create " + partial);
+    const bool vel = r.columns().velocity;
+    os << (vel ? "frame,particle,x,y,species,vx,vy\n" : "frame,particle,x,y,species\n");
+    const std::int64_t T = r.n_frames();
+    // Blocks of frames sized to ~1M rows keep memory bounded.
+    std::int64_t f = 0;
+    std::string buf;
+    Progress progress("export " + in, T, show_progress);
+    while (f < T) {
+        std::int64_t n = 1;
+        while (f + n < T && r.index().offsets[static_cast<std::size_t>(f + n)] - r.index().offsets[static_cast<std::size_t>(f)] < (1 << 20))
+            ++n;
+        const Trajectory tr = r.read_frames(f, n);
+        buf.clear();
+        for (std::size_t i = 0; i < tr.rows.size(); ++i) {
+            detail::append_number(buf, tr.rows.frame[i]);
+            buf += ',';
+            detail::append_number(buf, tr.rows.particle[i]);
+            buf += ',';
+            detail::append_number(buf, tr.rows.x[i]);
+            buf += ',';
+            detail::append_number(buf, tr.rows.y[i]);
+            buf += ',';
+            detail::append_number(buf, static_cast<std::int64_t>(tr.rows.species[i]));
+            if (vel) {
+                buf += ',';
+                detail::append_number(buf, tr.rows.vx[i]);
+                buf += ',';
+                detail::append_number(buf, tr.rows.vy[i]);
+            }
+            buf += '\n';
+        }
+        os.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+        if (!os) throw IoError(out + ": write failed (disk full?)");
+        f += n;
+        progress.update(f);
+    }
+    os.close();
+    if (!os) throw IoError(out + ": write failed on close");
+    detail::publish(partial, out);
+    cleanup.keep = true;
+}
+
+}  // namespace vibra::store

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Thin RAII handles over the HDF5 C API and the store's one error funnel: HDF5's own error
+// printing is switched off and its error stack is folded into the vibra::IoError text.
+#pragma once
+
+#include <hdf5.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vibra/core/error.hpp"
+#include "vibra/core/result.hpp"
+
+namespace vibra::store::detail {
+
+/// Owns one hid_t and closes it with the right H5*close.
+class Handle {
+public:
+    Handle() = default;
+    explicit Handle(hid_t id) : id_(id) {}
+    Handle(const Handle&) = delete;
+    Handle& operator=(const Handle&) = delete;
+    Handle(Handle&& o) noexcept : id_(o.id_) { o.id_ = H5I_INVALID_HID; }
+    Handle& operator=(Handle&& o) noexcept {
+        if (this != &o) {
+            reset();
+            id_ = o.id_;
+            o.id_ = H5I_INVALID_HID;
+        }
+        return *this;
+    }
+    ~Handle() { reset(); }
+    hid_t get() const { return id_; }
+    operator hid_t() const { return id_; }
+    bool valid() const { return id_ >= 0; }
+    void reset();
+
+private:
+    hid_t id_ = H5I_INVALID_HID;
+};
+
+/// Switch off HDF5's automatic error printing (once per process; idempotent).
+void silence_hdf5();
+/// Throws IoError("<file>: <what>: <hdf5 error stack>") if id < 0 or status < 0.
+hid_t check(hid_t id, const std::string& file, const std::string& what);
+void check_status(herr_t st, const std::string& file, const std::string& what);
+
+bool exists(hid_t loc, const std::string& path);
+
+// Attributes ----------------------------------------------------------------------------------
+void write_attr(hid_t obj, const std::string& name, const AttrValue& v, const std::string& file);
+/// Reads any numeric or string attribute; false if absent.
+bool read_attr(hid_t obj, const std::string& name, AttrValue& out, const std::string& file);
+std::string read_attr_string(hid_t obj, const std::string& name, const std::string& file,
+                             const std::string& fallback = "");
+std::vector<std::string> list_attrs(hid_t obj);
+std::vector<std::string> list_links(hid_t group);
+
+// Datasets -----------------------------------------------------------------------------------
+hid_t native_type(const double*);
+hid_t native_type(const float*);
+hid_t native_type(const std::int64_t*);
+hid_t native_type(const std::int8_t*);
+
+/// Write a whole dataset (contiguous, or chunked + shuffle + deflate when `compress`).
+template <class T>
+void write_dataset(hid_t loc, const std::string& name, const std::vector<T>& data,
+                   const std::vector<hsize_t>& shape, const std::string& units, const std::string& file,
+                   bool compress = true);
+
+/// Read a 1-D (or flattened N-d) dataset's elements [offset, offset+count) (all if count < 0).
+template <class T>
+std::vector<T> read_dataset(hid_t loc, const std::string& name, const std::string& file,
+                            std::int64_t offset = 0, std::int64_t count = -1);
+/// Shape of a dataset.
+std::vector<hsize_t> dataset_shape(hid_t loc, const std::string& name, const std::string& file);
+
+}  // namespace vibra::store::detail

@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "detail/h5.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+namespace vibra::store::detail {
+
+void Handle::reset() {
+    if (id_ < 0) return;
+    switch (H5Iget_type(id_)) {
+        case H5I_FILE: H5Fclose(id_); break;
+        case H5I_GROUP: H5Gclose(id_); break;
+        case H5I_DATASET: H5Dclose(id_); break;
+        case H5I_DATASPACE: H5Sclose(id_); break;
+        case H5I_DATATYPE: H5Tclose(id_); break;
+        case H5I_ATTR: H5Aclose(id_); break;
+        case H5I_GENPROP_LST: H5Pclose(id_); break;
+        default: break;
+    }
+    id_ = H5I_INVALID_HID;
+}
+
+void silence_hdf5() {
+    static std::once_flag once;
+    std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+}
+
+namespace {
+herr_t walk_cb(unsigned n, const H5E_error2_t* err, void* data) {
+    auto* s = static_cast<std::string*>(data);
+    if (n > 2) return 0;  // the innermost few entries say what happened
+    if (!s->empty()) *s += "; ";
+    *s += err->desc ? err->desc : "?";
+    return 0;
+}
+std::string hdf5_stack() {
+    std::string s;
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, walk_cb, &s);
+    H5Eclear2(H5E_DEFAULT);
+    return s.empty() ? "" : " (HDF5: " + s + ")";
+}
+}  // namespace
+
+hid_t check(hid_t id, const std::string& file, const std::string& what) {
+    if (id < 0) throw IoError(file + ": " + what + hdf5_stack());
+    return id;
+}
+void check_status(herr_t st, const std::string& file, const std::string& what) {
+    if (st < 0) throw IoError(file + ": " + what + hdf5_stack());
+}
+
+bool exists(hid_t loc, const std::string& path) {
+    // Check each component so a missing parent is "false", not an error.
+    std::size_t pos = 0;
+    while (true) {
+        pos = path.find('/', pos + 1);
+        const std::string part = path.substr(0, pos);
+        if (!part.empty() && part != "/" && H5Lexists(loc, part.c_str(), H5P_DEFAULT) <= 0) return false;
+        if (pos == std::string::npos) return true;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+namespace {
+Handle vlen_string_type() {
+    Handle t(H5Tcopy(H5T_C_S1));
+    H5Tset_size(t, H5T_VARIABLE);
+    H5Tset_cset(t, H5T_CSET_UTF8);
+    return t;
+}
+template <class T>
+void write_numeric_attr(hid_t obj, const std::string& name, const std::vector<T>& v, bool scalar,
+                        const std::string& file) {
+    const hsize_t n = v.size();
+    Handle space(scalar ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &n, nullptr));
+    if (H5Aexists(obj, name.c_str()) > 0) H5Adelete(obj, name.c_str());
+    Handle a(check(H5Acreate2(obj, name.c_str(), native_type(static_cast<const T*>(nullptr)), space, H5P_DEFAULT,
+                              H5P_DEFAULT),
+                   file, "cannot create attribute '" + name + "'"));
+    check_status(H5Awrite(a, native_type(static_cast<const T*>(nullptr)), v.data()), file,
+                 "cannot write attribute '" + name + "'");
+}
+void write_string_attr(hid_t obj, const std::string& name, const std::vector<std::string>& v, bool scalar,
+                       const std::string& file) {
+    const hsize_t n = v.size();
+    Handle space(scalar ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &n, nullptr));
+    Handle type = vlen_string_type();
+    if (H5Aexists(obj, name.c_str()) > 0) H5Adelete(obj, name.c_str());
+    Handle a(check(H5Acreate2(obj, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT), file,
+                   "cannot create attribute '" + name + "'"));
+    std::vector<const char*> ptrs;
+    for (const auto& s : v) ptrs.push_back(s.c_str());
+    check_status(H5Awrite(a, type, ptrs.data()), file, "cannot write attribute '" + name + "'");
+}
+}  // namespace
+
+void write_attr(hid_t obj, const std::string& name, const AttrValue& v, const std::string& file) {
+    std::visit(
+        [&](const auto& x) {
+            using X = std::decay_t<decltype(x)>;
+            if constexpr (std::is_same_v<X, double> || std::is_same_v<X, std::int64_t>)
+                write_numeric_attr(obj, name, std::vector<X>{x}, true, file);
+            else if constexpr (std::is_same_v<X, std::string>)
+                write_string_attr(obj, name, {x}, true, file);
+            else if constexpr (std::is_same_v<X, std::vector<std::string>>)
+                write_string_attr(obj, name, x, false, file);
+            else
+                write_numeric_attr(obj, name, x, false, file);
+        },
+        v);
+}
+
+bool read_attr(hid_t obj, const std::string& name, AttrValue& out, const std::string& file) {
+    if (H5Aexists(obj, name.c_str()) <= 0) return false;
+    Handle a(check(H5Aopen(obj, name.c_str(), H5P_DEFAULT), file, "cannot open attribute '" + name + "'"));
+    Handle type(H5Aget_type(a));
+    Handle space(H5Aget_space(a));
+    const int rank = H5Sget_simple_extent_ndims(space);
+    const auto n = static_cast<std::size_t>(H5Sget_simple_extent_npoints(space));
+    const H5T_class_t cls = H5Tget_class(type);
+    if (cls == H5T_STRING) {
+        std::vector<std::string> vals;
+        if (H5Tis_variable_str(type) > 0) {
+            Handle mem = vlen_string_type();
+            std::vector<char*> ptrs(n, nullptr);
+            check_status(H5Aread(a, mem, ptrs.data()), file, "cannot read attribute '" + name + "'");
+            for (auto* p : ptrs) vals.emplace_back(p ? p : "");
+            H5Dvlen_reclaim(mem, space, H5P_DEFAULT, ptrs.data());
+        } else {
+            const std::size_t sz = H5Tget_size(type);
+            std::vector<char> buf(sz * n + 1, '\0');
+            check_status(H5Aread(a, type, buf.data()), file, "cannot read attribute '" + name + "'");
+            for (std::size_t i = 0; i < n; ++i) {
+                std::string s(buf.data() + i * sz, sz);
+                s.erase(std::find(s.begin(), s.end(), '\0'), s.end());
+                vals.push_back(s);
+            }
+        }
+        if (rank == 0 && vals.size() == 1)
+            out = vals[0];
+        else
+            out = vals;
+        return true;
+    }
+    if (cls == H5T_INTEGER) {
+        std::vector<std::int64_t> v(n);
+        check_status(H5Aread(a, H5T_NATIVE_INT64, v.data()), file, "cannot read attribute '" + name + "'");
+        if (rank == 0 && n == 1)
+            out = v[0];
+        else
+            out = v;
+        return true;
+    }
+    if (cls == H5T_FLOAT) {
+        std::vector<double> v(n);
+        check_status(H5Aread(a, H5T_NATIVE_DOUBLE, v.data()), file, "cannot read attribute '" + name + "'");
+        if (rank == 0 && n == 1)
+            out = v[0];
+        else
+            out = v;
+        return true;
+    }
+    throw FormatError(at_field(file, name, "attribute has an unsupported type"));
+}
+
+std::string read_attr_string(hid_t obj, const std::string& name, const std::string& file,
+                             const std::string& fallback) {
+    AttrValue v;
+    if (!read_attr(obj, name, v, file)) return fallback;
+    if (auto* s = std::get_if<std::string>(&v)) return *s;
+    throw FormatError(at_field(file, name, "attribute is not a string"));
+}
+
+namespace {
+herr_t attr_cb(hid_t, const char* name, const H5A_info_t*, void* data) {
+    static_cast<std::vector<std::string>*>(data)->emplace_back(name);
+    return 0;
+}
+herr_t link_cb(hid_t, const char* name, const H5L_info_t*, void* data) {
+    static_cast<std::vector<std::string>*>(data)->emplace_back(name);
+    return 0;
+}
+}  // namespace
+
+std::vector<std::string> list_attrs(hid_t obj) {
+    std::vector<std::string> out;
+    H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, nullptr, attr_cb, &out);
+    return out;
+}
+std::vector<std::string> list_links(hid_t group) {
+    std::vector<std::string> out;
+    H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, nullptr, link_cb, &out);
+    return out;
+}
+
+hid_t native_type(const double*) { return H5T_NATIVE_DOUBLE; }
+hid_t native_type(const float*) { return H5T_NATIVE_FLOAT; }
+hid_t native_type(const std::int64_t*) { return H5T_NATIVE_INT64; }
+hid_t native_type(const std::int8_t*) { return H5T_NATIVE_INT8; }
+
+template <class T>
+void write_dataset(hid_t loc, const std::string& name, const std::vector<T>& data,
+                   const std::vector<hsize_t>& shape_in, const std::string& units, const std::string& file,
+                   bool compress) {
+    std::vector<hsize_t> shape = shape_in.empty() ? std::vector<hsize_t>{data.size()} : shape_in;
+    Handle space(H5Screate_simple(static_cast<int>(shape.size()), shape.data(), nullptr));
+    Handle dcpl(H5Pcreate(H5P_DATASET_CREATE));
+    hsize_t total = 1;
+    for (auto s : shape) total *= s;
+    if (compress && total > 0) {
+        // ~1 MiB chunks along the first axis.
+        std::vector<hsize_t> chunk = shape;
+        hsize_t row = sizeof(T);
+        for (std::size_t i = 1; i < shape.size(); ++i) row *= std::max<hsize_t>(1, shape[i]);
+        chunk[0] = std::max<hsize_t>(1, std::min<hsize_t>(shape[0], (1u << 20) / std::max<hsize_t>(row, 1)));
+        for (std::size_t i = 1; i < chunk.size(); ++i) chunk[i] = std::max<hsize_t>(1, chunk[i]);
+        H5Pset_chunk(dcpl, static_cast<int>(chunk.size()), chunk.data());
+        H5Pset_shuffle(dcpl);
+        H5Pset_deflate(dcpl, 4);
+    }
+    Handle d(check(H5Dcreate2(loc, name.c_str(), native_type(static_cast<const T*>(nullptr)), space, H5P_DEFAULT,
+                              dcpl, H5P_DEFAULT),
+                   file, "cannot create dataset '" + name + "'"));
+    if (total > 0)
+        check_status(H5Dwrite(d, native_type(static_cast<const T*>(nullptr)), H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                              data.data()),
+                     file, "cannot write dataset '" + name + "'");
+    write_attr(d, "units", units, file);
+}
+
+template <class T>
+std::vector<T> read_dataset(hid_t loc, const std::string& name, const std::string& file, std::int64_t offset,
+                            std::int64_t count) {
+    if (!exists(loc, name)) throw FormatError(at_field(file, name, "dataset is missing"));
+    Handle d(check(H5Dopen2(loc, name.c_str(), H5P_DEFAULT), file, "cannot open dataset '" + name + "'"));
+    Handle space(H5Dget_space(d));
+    const auto n = static_cast<std::int64_t>(H5Sget_simple_extent_npoints(space));
+    if (count < 0) count = n - offset;
+    if (offset < 0 || offset + count > n)
+        throw FormatError(at_field(file, name, "requested elements [" + std::to_string(offset) + ", " +
+                                                   std::to_string(offset + count) + ") beyond its " +
+                                                   std::to_string(n) + " elements"));
+    std::vector<T> out(static_cast<std::size_t>(count));
+    if (count == 0) return out;
+    const int rank = H5Sget_simple_extent_ndims(space);
+    if (rank == 1) {
+        hsize_t off = static_cast<hsize_t>(offset), cnt = static_cast<hsize_t>(count);
+        H5Sselect_hyperslab(space, H5S_SELECT_SET, &off, nullptr, &cnt, nullptr);
+        Handle mem(H5Screate_simple(1, &cnt, nullptr));
+        check_status(H5Dread(d, native_type(static_cast<const T*>(nullptr)), mem, space, H5P_DEFAULT, out.data()),
+                     file, "cannot read dataset '" + name + "'");
+    } else {
+        if (offset != 0 || count != n)
+            throw ParameterError(file + ": partial read of multi-dimensional dataset '" + name + "'");
+        check_status(H5Dread(d, native_type(static_cast<const T*>(nullptr)), H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                             out.data()),
+                     file, "cannot read dataset '" + name + "'");
+    }
+    return out;
+}
+
+std::vector<hsize_t> dataset_shape(hid_t loc, const std::string& name, const std::string& file) {
+    Handle d(check(H5Dopen2(loc, name.c_str(), H5P_DEFAULT), file, "cannot open dataset '" + name + "'"));
+    Handle space(H5Dget_space(d));
+    const int rank = H5Sget_simple_extent_ndims(space);
+    std::vector<hsize_t> dims(static_cast<std::size_t>(std::max(rank, 0)));
+    H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+    return dims;
+}
+
+#define VIBRA_INSTANTIATE(T)                                                                               \
+    template void write_dataset<T>(hid_t, const std::string&, const std::vector<T>&,                       \
+                                   const std::vector<hsize_t>&, const std::string&, const std::string&, bool); \
+    template std::vector<T> read_dataset<T>(hid_t, const std::string&, const std::string&, std::int64_t,   \
+                                            std::int64_t);
+VIBRA_INSTANTIATE(double)
+VIBRA_INSTANTIATE(float)
+VIBRA_INSTANTIATE(std::int64_t)
+VIBRA_INSTANTIATE(std::int8_t)
+#undef VIBRA_INSTANTIATE
+
+}  // namespace vibra::store::detail

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "vibra/store/results_file.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+
+#include "detail/atomic.hpp"
+#include "detail/h5.hpp"
+#include "detail/meta_attrs.hpp"
+#include "vibra/core/error.hpp"
+#include "vibra/core/version.hpp"
+
+namespace vibra::store {
+
+using detail::check;
+using detail::exists;
+using detail::Handle;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string iso_now() {
+    const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+void write_group(hid_t parent, const ResultGroup& g, const std::string& file) {
+    if (g.name.empty() || g.name.find('/') != std::string::npos)
+        throw ParameterError(file + ": result group name '" + g.name + "' is empty or contains '/'");
+    Handle h(check(H5Gcreate2(parent, g.name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), file,
+                   "cannot create group " + g.name));
+    for (const auto& [k, v] : g.attrs) detail::write_attr(h, k, v, file);
+    for (const auto& a : g.arrays) {
+        std::vector<hsize_t> shape(a.shape.begin(), a.shape.end());
+        std::visit([&](const auto& data) { detail::write_dataset(h.get(), a.name, data, shape, a.units, file); }, a.data);
+        Handle d(check(H5Dopen2(h, a.name.c_str(), H5P_DEFAULT), file, "cannot reopen " + a.name));
+        for (const auto& [k, v] : a.attrs) detail::write_attr(d, k, v, file);
+    }
+    for (const auto& sub : g.groups) write_group(h, sub, file);
+}
+
+ResultGroup read_group(hid_t parent, const std::string& name, const std::string& file) {
+    ResultGroup g;
+    g.name = name;
+    Handle h(check(H5Gopen2(parent, name.c_str(), H5P_DEFAULT), file, "cannot open group " + name));
+    for (const auto& a : detail::list_attrs(h)) detail::read_attr(h, a, g.attrs[a], file);
+    for (const auto& link : detail::list_links(h)) {
+        H5O_info_t info;
+        H5Oget_info_by_name2(h, link.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT);
+        if (info.type == H5O_TYPE_GROUP) {
+            g.groups.push_back(read_group(h, link, file));
+            continue;
+        }
+        ResultArray a;
+        a.name = link;
+        const auto shape = detail::dataset_shape(h, link, file);
+        a.shape.assign(shape.begin(), shape.end());
+        Handle d(check(H5Dopen2(h, link.c_str(), H5P_DEFAULT), file, "cannot open " + link));
+        Handle type(H5Dget_type(d));
+        if (H5Tget_class(type) == H5T_FLOAT)
+            a.data = detail::read_dataset<double>(h, link, file);
+        else if (H5Tget_size(type) == 1)
+            a.data = detail::read_dataset<std::int8_t>(h, link, file);
+        else
+            a.data = detail::read_dataset<std::int64_t>(h, link, file);
+        for (const auto& at : detail::list_attrs(d)) {
+            if (at == "units")
+                a.units = detail::read_attr_string(d, "units", file);
+            else
+                detail::read_attr(d, at, a.attrs[at], file);
+        }
+        g.arrays.push_back(std::move(a));
+    }
+    return g;
+}
+
+Handle open_results(const std::string& path, unsigned flags) {
+    detail::silence_hdf5();
+    if (!fs::exists(path)) throw IoError(path + ": no such file");
+    if (H5Fis_hdf5(path.c_str()) <= 0) throw FormatError(path + ": not an HDF5 file");
+    Handle f(check(H5Fopen(path.c_str(), flags, H5P_DEFAULT), path, "cannot open"));
+    const auto schema = detail::read_attr_string(f, "schema", path);
+    if (schema != kResultsSchema)
+        throw FormatError(at_field(path, "/schema", "is '" + schema + "', expected '" + kResultsSchema +
+                                                        "' (refusing to overwrite a file that is not a vibra results file)"));
+    return f;
+}
+
+}  // namespace
+
+void write_results(const std::string& path, const std::vector<ResultGroup>& groups, const ResultsProvenance& prov,
+                   const Metadata& input_meta) {
+    detail::silence_hdf5();
+    detail::check_writable_dir(path);
+    const std::string partial = path + ".partial";
+    struct Cleanup {
+        std::string p;
+        bool keep = false;
+        ~Cleanup() {
+            if (!keep) std::remove(p.c_str());
+        }
+    } cleanup{partial};
+    Handle f;
+    if (fs::exists(path)) {
+        open_results(path, H5F_ACC_RDONLY);  // validates the schema before touching anything
+        std::error_code ec;
+        fs::copy_file(path, partial, fs::copy_options::overwrite_existing, ec);
+        if (ec) throw IoError(path + ": cannot copy to " + partial + ": " + ec.message());
+        f = Handle(check(H5Fopen(partial.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), path, "cannot open copy " + partial));
+    } else {
+        f = Handle(check(H5Fcreate(partial.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), path,
+                         "cannot create " + partial));
+        detail::write_attr(f, "schema", std::string(kResultsSchema), path);
+        detail::write_attr(f, "schema_version", std::string(kResultsSchemaVersion), path);
+    }
+    detail::write_attr(f, "vibra_version", std::string(vibra::version()), path);
+    detail::write_attr(f, "created", iso_now(), path);
+    detail::write_attr(f, "input_path", prov.input_path, path);
+    detail::write_attr(f, "input_checksum", prov.input_checksum, path);
+    detail::write_attr(f, "parameters", prov.parameters, path);
+    if (exists(f, "input_meta")) H5Ldelete(f, "input_meta", H5P_DEFAULT);
+    {
+        // The input's metadata, so units and geometry travel with the results.
+        Handle im(check(H5Gcreate2(f, "input_meta", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), path, "cannot create /input_meta"));
+        detail::write_meta(im, input_meta, path);
+    }
+    Handle an(exists(f, "analysis") ? H5Gopen2(f, "analysis", H5P_DEFAULT)
+                                    : H5Gcreate2(f, "analysis", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    check(an.get(), path, "cannot open /analysis");
+    for (const auto& g : groups) {
+        if (exists(an, g.name)) H5Ldelete(an, g.name.c_str(), H5P_DEFAULT);
+        write_group(an, g, path);
+    }
+    detail::check_status(H5Fflush(f, H5F_SCOPE_GLOBAL), path, "cannot flush");
+    an.reset();
+    f.reset();
+    detail::publish(partial, path);
+    cleanup.keep = true;
+}
+
+std::vector<std::string> list_results(const std::string& path) {
+    Handle f = open_results(path, H5F_ACC_RDONLY);
+    if (!exists(f, "analysis")) return {};
+    Handle an(check(H5Gopen2(f, "analysis", H5P_DEFAULT), path, "cannot open /analysis"));
+    return detail::list_links(an);
+}
+
+ResultGroup read_results(const std::string& path, const std::string& name) {
+    Handle f = open_results(path, H5F_ACC_RDONLY);
+    if (!exists(f, "analysis/" + name)) throw FormatError(at_field(path, "/analysis/" + name, "group is missing"));
+    Handle an(check(H5Gopen2(f, "analysis", H5P_DEFAULT), path, "cannot open /analysis"));
+    return read_group(an, name, path);
+}
+
+Attributes read_results_root(const std::string& path) {
+    Handle f = open_results(path, H5F_ACC_RDONLY);
+    Attributes out;
+    for (const auto& a : detail::list_attrs(f)) detail::read_attr(f, a, out[a], path);
+    return out;
+}
+
+}  // namespace vibra::store

@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "vibra/store/trajectory_file.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+
+#include "detail/atomic.hpp"
+#include "detail/h5.hpp"
+#include "detail/meta_attrs.hpp"
+#include "vibra/core/error.hpp"
+#include "vibra/core/version.hpp"
+
+namespace vibra::store {
+
+using detail::check;
+using detail::check_status;
+using detail::exists;
+using detail::Handle;
+
+ColumnSet ColumnSet::of(const TrajectoryTable& t) {
+    return {!t.vx.empty(), !t.radius.empty(), !t.brightness.empty(), !t.quality.empty(),
+            !t.species_confidence.empty()};
+}
+
+namespace {
+
+std::string iso_now() {
+    const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+// Extendable, chunked (~1 MiB), shuffled + deflated 1-D dataset.
+template <class T>
+Handle create_column(hid_t group, const char* name, const std::string& units, const std::string& file) {
+    const hsize_t zero = 0, unlimited = H5S_UNLIMITED;
+    const hsize_t chunk = (1u << 20) / sizeof(T);
+    Handle space(H5Screate_simple(1, &zero, &unlimited));
+    Handle dcpl(H5Pcreate(H5P_DATASET_CREATE));
+    H5Pset_chunk(dcpl, 1, &chunk);
+    H5Pset_shuffle(dcpl);
+    H5Pset_deflate(dcpl, 4);
+    Handle d(check(H5Dcreate2(group, name, detail::native_type(static_cast<const T*>(nullptr)), space, H5P_DEFAULT,
+                              dcpl, H5P_DEFAULT),
+                   file, std::string("cannot create dataset /trajectories/") + name));
+    detail::write_attr(d, "units", units, file);
+    return d;
+}
+
+template <class T>
+void append_column(hid_t d, const std::vector<T>& v, hsize_t old_n, const std::string& file, const char* name) {
+    if (v.empty()) return;
+    const hsize_t add = v.size(), new_n = old_n + add;
+    check_status(H5Dset_extent(d, &new_n), file, std::string("cannot extend /trajectories/") + name);
+    Handle fspace(H5Dget_space(d));
+    H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &old_n, nullptr, &add, nullptr);
+    Handle mspace(H5Screate_simple(1, &add, nullptr));
+    check_status(H5Dwrite(d, detail::native_type(static_cast<const T*>(nullptr)), mspace, fspace, H5P_DEFAULT,
+                          v.data()),
+                 file, std::string("cannot write /trajectories/") + name);
+}
+
+}  // namespace
+
+struct TrajectoryWriter::Impl {
+    std::string partial;
+    Handle file, traj;
+    Handle frame, particle, x, y, species, vx, vy, radius, brightness, quality, species_confidence;
+};
+
+TrajectoryWriter::TrajectoryWriter(const std::string& path, const Metadata& meta, ColumnSet cols)
+    : impl_(std::make_unique<Impl>()), path_(path), meta_(meta), cols_(cols) {
+    detail::silence_hdf5();
+    detail::check_writable_dir(path);
+    impl_->partial = path + ".partial";
+    impl_->file = Handle(check(H5Fcreate(impl_->partial.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), path,
+                               "cannot create " + impl_->partial));
+    impl_->traj = Handle(check(H5Gcreate2(impl_->file, "trajectories", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), path,
+                               "cannot create /trajectories"));
+    const auto& L = meta_.length_unit;
+    const auto V = detail::velocity_units(meta_);
+    auto& t = impl_->traj;
+    impl_->frame = create_column<std::int64_t>(t, "frame", "frame", path);
+    impl_->particle = create_column<std::int64_t>(t, "particle", "1", path);
+    impl_->x = create_column<double>(t, "x", L, path);
+    impl_->y = create_column<double>(t, "y", L, path);
+    impl_->species = create_column<std::int8_t>(t, "species", "1", path);
+    if (cols_.velocity) {
+        impl_->vx = create_column<double>(t, "vx", V, path);
+        impl_->vy = create_column<double>(t, "vy", V, path);
+    }
+    if (cols_.radius) impl_->radius = create_column<float>(t, "radius", L, path);
+    if (cols_.brightness) impl_->brightness = create_column<float>(t, "brightness", "counts", path);
+    if (cols_.quality) impl_->quality = create_column<float>(t, "quality", "1", path);
+    if (cols_.species_confidence) impl_->species_confidence = create_column<float>(t, "species_confidence", "1", path);
+}
+
+TrajectoryWriter::~TrajectoryWriter() {
+    if (committed_ || !impl_) return;
+    const std::string partial = impl_->partial;
+    impl_.reset();  // close handles before unlinking
+    std::remove(partial.c_str());
+}
+
+void TrajectoryWriter::append(const TrajectoryTable& rows, std::int64_t n_frames, const FrameColumns& fc) {
+    if (committed_) throw ParameterError(path_ + ": append after commit");
+    if (n_frames < 0) throw ParameterError(path_ + ": append: n_frames < 0");
+    rows.check_lengths(path_);
+    if (ColumnSet::of(rows) != cols_ && !rows.empty())
+        throw ParameterError(path_ + ": append: optional columns differ from the writer's column set");
+    // Rows must belong to [n_frames_, n_frames_+n_frames) in order: build the block's offsets.
+    const FrameIndex idx = build_frame_index(rows, n_frames_, n_frames, path_);
+    for (std::size_t i = 1; i < rows.size(); ++i)
+        if (rows.frame[i] == rows.frame[i - 1] && rows.particle[i] <= rows.particle[i - 1] &&
+            !(rows.particle[i] == kUnlinked && rows.particle[i - 1] == kUnlinked))
+            throw FormatError(at_frame(path_, rows.frame[i],
+                                       rows.particle[i] == rows.particle[i - 1]
+                                           ? "duplicate particle " + std::to_string(rows.particle[i])
+                                           : "rows not sorted by particle"));
+    auto per_frame = [&](std::vector<auto>& dst, const auto& src, const char* name) {
+        if (src.empty()) {
+            if (!dst.empty()) throw ParameterError(path_ + ": per-frame column " + name + " missing in a block");
+            return;
+        }
+        if (static_cast<std::int64_t>(src.size()) != n_frames)
+            throw ParameterError(path_ + ": per-frame column " + name + " has the wrong length");
+        if (dst.empty() && n_frames_ > 0)
+            throw ParameterError(path_ + ": per-frame column " + name + " appeared after the first block");
+        dst.insert(dst.end(), src.begin(), src.end());
+    };
+    per_frame(frames_.time_s, fc.time_s, "frame_time");
+    per_frame(frames_.timestep, fc.timestep, "timestep");
+    per_frame(frames_.image_number, fc.image_number, "image_number");
+
+    const auto old = static_cast<hsize_t>(n_rows_);
+    append_column(impl_->frame, rows.frame, old, path_, "frame");
+    append_column(impl_->particle, rows.particle, old, path_, "particle");
+    append_column(impl_->x, rows.x, old, path_, "x");
+    append_column(impl_->y, rows.y, old, path_, "y");
+    append_column(impl_->species, rows.species, old, path_, "species");
+    if (cols_.velocity) {
+        append_column(impl_->vx, rows.vx, old, path_, "vx");
+        append_column(impl_->vy, rows.vy, old, path_, "vy");
+    }
+    if (cols_.radius) append_column(impl_->radius, rows.radius, old, path_, "radius");
+    if (cols_.brightness) append_column(impl_->brightness, rows.brightness, old, path_, "brightness");
+    if (cols_.quality) append_column(impl_->quality, rows.quality, old, path_, "quality");
+    if (cols_.species_confidence)
+        append_column(impl_->species_confidence, rows.species_confidence, old, path_, "species_confidence");
+    for (std::int64_t f = 0; f < n_frames; ++f) offsets_.push_back(n_rows_ + idx.offsets[static_cast<std::size_t>(f) + 1]);
+    n_rows_ += static_cast<std::int64_t>(rows.size());
+    n_frames_ += n_frames;
+}
+
+void TrajectoryWriter::set_diagnostic(const std::string& name, std::vector<std::int64_t> values,
+                                      const std::string& units) {
+    diagnostics_[name] = {std::move(values), units};
+}
+
+void TrajectoryWriter::commit() {
+    if (committed_) return;
+    auto& f = impl_->file;
+    detail::write_attr(f, "schema", std::string(kTrajectorySchema), path_);
+    detail::write_attr(f, "schema_version", std::string(kTrajectorySchemaVersion), path_);
+    detail::write_attr(f, "vibra_version", std::string(vibra::version()), path_);
+    detail::write_attr(f, "created", iso_now(), path_);
+    {
+        Handle idx(check(H5Gcreate2(f, "index", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), path_, "cannot create /index"));
+        detail::write_dataset(idx.get(), "frame_offsets", offsets_, {}, "rows", path_);
+        if (!frames_.time_s.empty()) detail::write_dataset(idx.get(), "frame_time", frames_.time_s, {}, "s", path_);
+        if (!frames_.timestep.empty())
+            detail::write_dataset(idx.get(), "timestep", frames_.timestep, {}, "step", path_);
+        if (!frames_.image_number.empty())
+            detail::write_dataset(idx.get(), "image_number", frames_.image_number, {}, "1", path_);
+    }
+    if (!diagnostics_.empty()) {
+        Handle dg(check(H5Gcreate2(f, "diagnostics", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), path_,
+                        "cannot create /diagnostics"));
+        for (const auto& [name, vu] : diagnostics_) detail::write_dataset(dg.get(), name, vu.first, {}, vu.second, path_);
+    }
+    detail::write_meta(f, meta_, path_);
+    check_status(H5Fflush(f, H5F_SCOPE_GLOBAL), path_, "cannot flush");
+    const std::string partial = impl_->partial;
+    impl_.reset();
+    detail::publish(partial, path_);
+    committed_ = true;
+}
+
+void write_trajectory(const std::string& path, const Trajectory& t) {
+    TrajectoryWriter w(path, t.meta, ColumnSet::of(t.rows));
+    w.append(t.rows, t.index.n_frames(), t.frames);
+    w.commit();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+struct TrajectoryReader::Impl {
+    Handle file, traj;
+};
+
+TrajectoryReader::TrajectoryReader(const std::string& path) : impl_(std::make_unique<Impl>()), path_(path) {
+    detail::silence_hdf5();
+    if (!std::filesystem::exists(path)) throw IoError(path + ": no such file");
+    if (H5Fis_hdf5(path.c_str()) <= 0)
+        throw FormatError(path + ": not an HDF5 file (vibra trajectory files are HDF5)");
+    impl_->file = Handle(check(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), path, "cannot open"));
+    const auto& f = impl_->file;
+    const std::string schema = detail::read_attr_string(f, "schema", path);
+    if (schema != kTrajectorySchema)
+        throw FormatError(at_field(path, "/schema", "is '" + schema + "', expected '" + kTrajectorySchema + "'"));
+    schema_version_ = detail::read_attr_string(f, "schema_version", path);
+    const auto major = schema_version_.substr(0, schema_version_.find('.'));
+    if (major.empty() || major.find_first_not_of("0123456789") != std::string::npos)
+        throw FormatError(at_field(path, "/schema_version", "'" + schema_version_ + "' is not a version"));
+    if (std::stoi(major) > 1)
+        throw FormatError(at_field(path, "/schema_version", "is " + schema_version_ +
+                                                                 ", newer than this vibra reads (1.x); upgrade vibra"));
+    meta_ = detail::read_meta(f, path);
+    if (!exists(f, "trajectories")) throw FormatError(at_field(path, "/trajectories", "group is missing"));
+    impl_->traj = Handle(check(H5Gopen2(f, "trajectories", H5P_DEFAULT), path, "cannot open /trajectories"));
+    const auto& t = impl_->traj;
+    auto len = [&](const char* name) -> std::int64_t {
+        if (!exists(t, name)) return -1;
+        const auto s = detail::dataset_shape(t, name, path);
+        if (s.size() != 1) throw FormatError(at_field(path, std::string("/trajectories/") + name, "is not 1-D"));
+        return static_cast<std::int64_t>(s[0]);
+    };
+    std::int64_t n = -1;
+    for (const char* name : {"frame", "particle", "x", "y", "species"}) {
+        const auto m = len(name);
+        if (m < 0) throw FormatError(at_field(path, std::string("/trajectories/") + name, "dataset is missing"));
+        if (n < 0) n = m;
+        if (m != n)
+            throw FormatError(at_field(path, std::string("/trajectories/") + name,
+                                       "has " + std::to_string(m) + " rows, /trajectories/frame has " + std::to_string(n)));
+    }
+    auto opt = [&](const char* name) {
+        const auto m = len(name);
+        if (m >= 0 && m != n)
+            throw FormatError(at_field(path, std::string("/trajectories/") + name,
+                                       "has " + std::to_string(m) + " rows, /trajectories/frame has " + std::to_string(n)));
+        return m >= 0;
+    };
+    cols_.velocity = opt("vx");
+    if (opt("vy") != cols_.velocity) throw FormatError(at_field(path, "/trajectories/vy", "vx and vy must come together"));
+    cols_.radius = opt("radius");
+    cols_.brightness = opt("brightness");
+    cols_.quality = opt("quality");
+    cols_.species_confidence = opt("species_confidence");
+
+    if (!exists(f, "index/frame_offsets")) throw FormatError(at_field(path, "/index/frame_offsets", "dataset is missing"));
+    index_.first_frame = 0;
+    index_.offsets = detail::read_dataset<std::int64_t>(f, "index/frame_offsets", path);
+    if (index_.offsets.empty() || index_.offsets.front() != 0 || index_.offsets.back() != n)
+        throw FormatError(at_field(path, "/index/frame_offsets", "must start at 0 and end at the row count " + std::to_string(n)));
+    for (std::size_t i = 1; i < index_.offsets.size(); ++i)
+        if (index_.offsets[i] < index_.offsets[i - 1])
+            throw FormatError(at_field(path, "/index/frame_offsets", "decreases at frame " + std::to_string(i - 1)));
+    const auto T = static_cast<std::size_t>(index_.n_frames());
+    auto per_frame = [&](const char* name, auto& dst) {
+        const std::string p = std::string("index/") + name;
+        if (!exists(f, p)) return;
+        using V = typename std::decay_t<decltype(dst)>::value_type;
+        dst = detail::read_dataset<V>(f, p, path);
+        if (dst.size() != T)
+            throw FormatError(at_field(path, "/" + p, "has " + std::to_string(dst.size()) + " entries, expected " +
+                                                          std::to_string(T) + " frames"));
+    };
+    per_frame("frame_time", frames_.time_s);
+    per_frame("timestep", frames_.timestep);
+    per_frame("image_number", frames_.image_number);
+}
+
+TrajectoryReader::~TrajectoryReader() = default;
+TrajectoryReader::TrajectoryReader(TrajectoryReader&&) noexcept = default;
+
+std::vector<std::string> TrajectoryReader::diagnostics() const {
+    if (!exists(impl_->file, "diagnostics")) return {};
+    Handle g(check(H5Gopen2(impl_->file, "diagnostics", H5P_DEFAULT), path_, "cannot open /diagnostics"));
+    return detail::list_links(g);
+}
+
+std::vector<std::int64_t> TrajectoryReader::read_diagnostic(const std::string& name) const {
+    return detail::read_dataset<std::int64_t>(impl_->file, "diagnostics/" + name, path_);
+}
+
+TrajectoryTable TrajectoryReader::read_columns(const std::vector<std::string>& names, std::int64_t first,
+                                               std::int64_t count) const {
+    first = std::clamp<std::int64_t>(first, 0, n_frames());
+    count = std::clamp<std::int64_t>(count, 0, n_frames() - first);
+    const std::int64_t r0 = index_.offsets[static_cast<std::size_t>(first)];
+    const std::int64_t r1 = index_.offsets[static_cast<std::size_t>(first + count)];
+    TrajectoryTable t;
+    const auto& g = impl_->traj;
+    for (const auto& name : names) {
+        if (name == "frame") t.frame = detail::read_dataset<std::int64_t>(g, name, path_, r0, r1 - r0);
+        else if (name == "particle") t.particle = detail::read_dataset<std::int64_t>(g, name, path_, r0, r1 - r0);
+        else if (name == "x") t.x = detail::read_dataset<double>(g, name, path_, r0, r1 - r0);
+        else if (name == "y") t.y = detail::read_dataset<double>(g, name, path_, r0, r1 - r0);
+        else if (name == "species") t.species = detail::read_dataset<std::int8_t>(g, name, path_, r0, r1 - r0);
+        else if (name == "vx" && cols_.velocity) t.vx = detail::read_dataset<double>(g, name, path_, r0, r1 - r0);
+        else if (name == "vy" && cols_.velocity) t.vy = detail::read_dataset<double>(g, name, path_, r0, r1 - r0);
+        else if (name == "radius" && cols_.radius) t.radius = detail::read_dataset<float>(g, name, path_, r0, r1 - r0);
+        else if (name == "brightness" && cols_.brightness)
+            t.brightness = detail::read_dataset<float>(g, name, path_, r0, r1 - r0);
+        else if (name == "quality" && cols_.quality) t.quality = detail::read_dataset<float>(g, name, path_, r0, r1 - r0);
+        else if (name == "species_confidence" && cols_.species_confidence)
+            t.species_confidence = detail::read_dataset<float>(g, name, path_, r0, r1 - r0);
+        else if (name != "vx" && name != "vy" && name != "radius" && name != "brightness" && name != "quality" &&
+                 name != "species_confidence")
+            throw ParameterError(path_ + ": unknown column '" + name + "'");
+    }
+    return t;
+}
+
+Trajectory TrajectoryReader::read_frames(std::int64_t first, std::int64_t count) const {
+    first = std::clamp<std::int64_t>(first, 0, n_frames());
+    count = std::clamp<std::int64_t>(count, 0, n_frames() - first);
+    Trajectory tr;
+    tr.meta = meta_;
+    tr.rows = read_columns({"frame", "particle", "x", "y", "species", "vx", "vy", "radius", "brightness", "quality",
+                            "species_confidence"},
+                           first, count);
+    tr.rows.validate(path_);
+    // The frame column must agree with the index it was read through.
+    tr.index = build_frame_index(tr.rows, first, count, path_);
+    const std::int64_t r0 = index_.offsets[static_cast<std::size_t>(first)];
+    for (std::int64_t fr = first; fr < first + count; ++fr)
+        if (tr.index.end(fr) + r0 != index_.offsets[static_cast<std::size_t>(fr + 1)])
+            throw FormatError(at_frame(path_, fr, "/index/frame_offsets disagrees with /trajectories/frame"));
+    auto slice = [&](const auto& v) {
+        using V = std::decay_t<decltype(v)>;
+        if (v.empty()) return V{};
+        return V(v.begin() + first, v.begin() + first + count);
+    };
+    tr.frames.time_s = slice(frames_.time_s);
+    tr.frames.timestep = slice(frames_.timestep);
+    tr.frames.image_number = slice(frames_.image_number);
+    return tr;
+}
+
+}  // namespace vibra::store
