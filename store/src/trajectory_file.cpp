@@ -280,6 +280,12 @@ TrajectoryReader::TrajectoryReader(const std::string& path) : impl_(std::make_un
 }
 
 TrajectoryReader::~TrajectoryReader() = default;
+
+std::int64_t TrajectoryReader::rows_in(std::int64_t first, std::int64_t count) const {
+    first = std::clamp<std::int64_t>(first, 0, n_frames());
+    count = std::clamp<std::int64_t>(count, 0, n_frames() - first);
+    return index_.offsets[static_cast<std::size_t>(first + count)] - index_.offsets[static_cast<std::size_t>(first)];
+}
 TrajectoryReader::TrajectoryReader(TrajectoryReader&&) noexcept = default;
 
 std::vector<std::string> TrajectoryReader::diagnostics() const {

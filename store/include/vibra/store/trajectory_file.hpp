@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "vibra/core/trajectory.hpp"
+#include "vibra/core/trajectory_source.hpp"
 
 namespace vibra::store {
 
@@ -74,7 +75,7 @@ private:
 void write_trajectory(const std::string& path, const Trajectory& t);
 
 /// Opens a trajectory file, validates its schema and index, and reads frame ranges on demand.
-class TrajectoryReader {
+class TrajectoryReader final : public TrajectorySource {
 public:
     /// Throws IoError (cannot open) or FormatError (not a vibra trajectory file, missing dataset,
     /// unequal lengths, bad index, newer major schema version), naming the file and field.
@@ -83,12 +84,13 @@ public:
     TrajectoryReader(TrajectoryReader&&) noexcept;
 
     const std::string& path() const { return path_; }
-    const Metadata& meta() const { return meta_; }
+    const Metadata& meta() const override { return meta_; }
     const ColumnSet& columns() const { return cols_; }
-    std::int64_t n_frames() const { return index_.n_frames(); }
-    std::int64_t n_rows() const { return index_.offsets.back(); }
+    std::int64_t n_frames() const override { return index_.n_frames(); }
+    std::int64_t n_rows() const override { return index_.offsets.back(); }
     const FrameIndex& index() const { return index_; }
-    const FrameColumns& frame_columns() const { return frames_; }
+    const FrameColumns& frame_columns() const override { return frames_; }
+    std::int64_t rows_in(std::int64_t first, std::int64_t count) const override;
     std::string schema_version() const { return schema_version_; }
     /// Names of the /diagnostics datasets (empty when none).
     std::vector<std::string> diagnostics() const;
@@ -96,7 +98,7 @@ public:
 
     /// Frames [first, first+count) (clamped to the file): rows by hyperslab, index rebased to the
     /// slice, per-frame columns sliced. Validates sorting and duplicates of what it reads.
-    Trajectory read_frames(std::int64_t first, std::int64_t count) const;
+    Trajectory read_frames(std::int64_t first, std::int64_t count) const override;
     Trajectory read_all() const { return read_frames(0, n_frames()); }
     /// Reads only the named columns of frames [first, first+count) — e.g. {"particle"} for
     /// track statistics without positions. Unnamed required columns are left empty.

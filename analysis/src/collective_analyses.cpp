@@ -1,0 +1,10 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The collective analyses offered by `vibra analyze` (see registry.hpp). Filled in by the module
+// that implements them.
+#include "vibra/analysis/registry.hpp"
+
+namespace vibra::analysis {
+
+std::vector<AnalysisSpec> collective_analyses() { return {}; }
+
+}  // namespace vibra::analysis

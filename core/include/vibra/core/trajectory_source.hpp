@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Where analyses get frames from: a file read block by block (vibra::store::TrajectoryReader)
+// or a trajectory already in memory (tests, simulations). Analyses stream over blocks of
+// frames through this interface, so their memory is bounded by a block plus their result.
+#pragma once
+
+#include <cstdint>
+
+#include "vibra/core/trajectory.hpp"
+
+namespace vibra {
+
+class TrajectorySource {
+public:
+    virtual ~TrajectorySource() = default;
+    virtual const Metadata& meta() const = 0;
+    virtual std::int64_t n_frames() const = 0;
+    /// Total rows over all frames.
+    virtual std::int64_t n_rows() const = 0;
+    /// Frames [first, first+count) (clamped), with their index (first_frame = first) and
+    /// per-frame columns.
+    virtual Trajectory read_frames(std::int64_t first, std::int64_t count) const = 0;
+    /// Per-frame columns of the whole range (time stamps, time steps).
+    virtual const FrameColumns& frame_columns() const = 0;
+    /// Rows in frames [first, first+count) — lets a caller size its blocks.
+    virtual std::int64_t rows_in(std::int64_t first, std::int64_t count) const = 0;
+};
+
+/// A Trajectory held in memory, served through the TrajectorySource interface.
+class InMemorySource final : public TrajectorySource {
+public:
+    /// @pre t.index covers frames [0, T) of t.rows (build_frame_index(t.rows, 0, T)).
+    explicit InMemorySource(Trajectory t);
+    const Metadata& meta() const override { return t_.meta; }
+    std::int64_t n_frames() const override { return t_.index.n_frames(); }
+    std::int64_t n_rows() const override { return static_cast<std::int64_t>(t_.rows.size()); }
+    Trajectory read_frames(std::int64_t first, std::int64_t count) const override;
+    const FrameColumns& frame_columns() const override { return t_.frames; }
+    std::int64_t rows_in(std::int64_t first, std::int64_t count) const override;
+    const Trajectory& trajectory() const { return t_; }
+
+private:
+    Trajectory t_;
+};
+
+/// Frames per block so that a block holds about `target_rows` rows (at least 1 frame).
+std::int64_t frames_per_block(const TrajectorySource& s, std::int64_t target_rows = 1 << 21);
+
+}  // namespace vibra

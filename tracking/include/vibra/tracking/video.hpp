@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Frame sources: one interface for every kind of input (OpenCV video containers, image
+// sequences, and native high-speed camera files such as Phantom .cine and Photron .mraw).
+// Frames stream one at a time, never the whole video in memory; grey 8- or 16-bit images.
+#pragma once
+
+#include <opencv2/core.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace vibra::tracking {
+
+/// One decoded frame: grey image, CV_8UC1 or CV_16UC1, top row first.
+struct Frame {
+    std::int64_t index = 0;          ///< 0-based position in the input (after --frames A:B: A, A+1, …)
+    double time_s = -1;              ///< camera time stamp in s, < 0 when the input has none
+    std::int64_t image_number = 0;   ///< the camera's own image number (= index when none)
+    cv::Mat image;
+};
+
+/// What an input says about itself.
+struct VideoInfo {
+    std::string path;
+    std::string format;            ///< "opencv", "image-sequence", "cine", "mraw", …
+    std::int64_t width = 0, height = 0;
+    std::int64_t n_frames = -1;    ///< −1 when unknown
+    double fps = 0;                ///< 0 when unknown
+    int bit_depth = 8;             ///< significant bits per pixel
+    std::map<std::string, std::string> extra;  ///< format-specific fields (exposure, trigger time, …)
+};
+
+enum class ReadStatus {
+    ok,         ///< `frame` holds the next frame
+    end,        ///< no more frames
+    corrupt,    ///< the next frame could not be decoded; it was skipped (frame.index says which)
+    truncated,  ///< the input ends before the frames its header promises
+};
+
+/// Parameters shared by all readers.
+struct ReaderParams {
+    int channel = -1;            ///< colour → grey: −1 = luma (0.299 R + 0.587 G + 0.114 B), else channel 0/1/2 (R/G/B)
+    std::int64_t first = 0;      ///< first frame (inclusive)
+    std::int64_t last = -1;      ///< last frame (exclusive), −1 = to the end
+};
+
+class FrameSource {
+public:
+    virtual ~FrameSource() = default;
+    virtual const VideoInfo& info() const = 0;
+    /// Reads the next frame of the range into `frame`.
+    virtual ReadStatus next(Frame& frame) = 0;
+};
+
+/// Opens INPUT: a video file, a camera file (.cine, .mraw with .cih/.cihx), an image-sequence
+/// folder, or a glob ("frames/*.png"). Throws vibra::IoError / FormatError naming the input.
+std::unique_ptr<FrameSource> open_video(const std::string& input, const ReaderParams& params = {});
+
+}  // namespace vibra::tracking
