@@ -21,6 +21,7 @@ void register_import(CLI::App& app, GlobalOptions& g) {
     struct Opts {
         std::string input, output, format, species_map = "1:small,2:large", diameter, time_unit, length_unit;
         double dt = 0;
+        std::int64_t block_rows = 1 << 20;
     };
     auto o = std::make_shared<Opts>();
     auto* cmd = app.add_subcommand("import", "Import a LAMMPS text dump or a CSV table into a vibra HDF5 trajectory file");
@@ -34,8 +35,11 @@ void register_import(CLI::App& app, GlobalOptions& g) {
     cmd->add_option("--dt", o->dt, "Time between dumped frames, in --time-unit (default 1)");
     cmd->add_option("--time-unit", o->time_unit, "Time unit (default: tau for LAMMPS, frame for CSV)");
     cmd->add_option("--length-unit", o->length_unit, "Length unit (default: sigma for LAMMPS, px for CSV)");
+    cmd->add_option("--block-rows", o->block_rows, "Rows buffered before each write (bounds memory)")
+        ->capture_default_str()->check(CLI::PositiveNumber);
     cmd->callback([o, &g] {
         store::ImportOptions opt;
+        opt.block_rows = o->block_rows;
         opt.species_map = store::parse_species_map(o->species_map);
         if (!o->diameter.empty()) opt.diameters = store::parse_diameters(o->diameter);
         if (o->dt != 0) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "test_support.hpp"
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,6 +38,21 @@ CommandResult run(const std::string& command) {
 }
 
 CommandResult run_vibra(const std::string& args) { return run(std::string("'") + VIBRA_CLI + "' " + args); }
+
+int run_measured(const std::string& command, long& peak_rss_kb) {
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid == 0) {
+        const std::string cmd = command + " >/dev/null 2>&1";
+        ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    int status = 0;
+    struct rusage ru {};
+    ::wait4(pid, &status, 0, &ru);
+    peak_rss_kb = ru.ru_maxrss;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
 
 std::string read_text(const std::string& path) {
     std::ifstream in(path, std::ios::binary);

@@ -28,6 +28,10 @@ CommandResult run(const std::string& command);
 /// Runs the vibra CLI with arguments (a shell-quoted string).
 CommandResult run_vibra(const std::string& args);
 
+/// Runs a shell command (output discarded) and returns its exit code; `peak_rss_kb` receives the
+/// child's peak resident set size (getrusage via wait4), for memory-bound checks.
+int run_measured(const std::string& command, long& peak_rss_kb);
+
 std::string read_text(const std::string& path);
 void write_text(const std::string& path, const std::string& text);
 
