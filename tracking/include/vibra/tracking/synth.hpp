@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Synthetic video with exact ground truth: bi-disperse disks moved by the core soft-disk
+// simulator (active-Brownian driving, damping, walls) and rendered sub-pixel exact. Used by the
+// tests, the benchmarks, the README demo and by users tuning detection on a new setup
+// (`vibra synth`). Rendering model (see docs/tracking.md, "Synthetic video"):
+//
+//   I(p) = Q[ gain(p) · flicker_t · ( bg + (fg − bg) · Σ_disks look(p) ) ⊗ PSF + noise ]
+//
+// where look(p) is the disk's profile integrated exactly over the pixel square p (exact area of
+// circle ∩ square for every concentric layer of the look), averaged over the exposure sub-frames
+// (motion blur), convolved with an optional Gaussian PSF, with Poisson (shot) and Gaussian (read)
+// noise, fixed hot/dead pixels and quantisation Q to 8 or 16 bits. Coordinates: image
+// convention, x = column, y = row, (0,0) = centre of the top-left pixel, so pixel (i,j) covers
+// [i−½, i+½] × [j−½, j+½]. Everything is deterministic given the seeds.
+#pragma once
+
+#include <opencv2/core.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "vibra/core/trajectory.hpp"
+
+namespace vibra::tracking {
+
+/// How a disk looks (intensity profile as a function of the distance ρ from its centre, in
+/// units of the level contrast fg − bg; 1 = "foreground").
+enum class DiskLook {
+    plain,       ///< uniform disk: 1 for ρ < r
+    dark_ring,   ///< uniform disk with a dark annulus ρ ∈ [0.62 r, 0.80 r] at level 1 − ring_depth
+    marker_dot,  ///< uniform disk with a central dot ρ < dot_fraction·r at level 1 − dot_depth
+    bright_rim,  ///< bright rim ρ ∈ [rim_inner·r, r] at 1, darker interior at interior_level with texture
+};
+const char* to_string(DiskLook look);
+/// "plain", "dark-ring" (or "ring"), "marker-dot" (or "dot"), "bright-rim" (or "rim"); throws ParameterError.
+DiskLook disk_look_from_string(const std::string& s);
+
+/// One disk to draw, image coordinates in px.
+struct Disk {
+    double x = 0, y = 0;        ///< centre (px)
+    double radius = 1;          ///< outer radius (px)
+    std::int8_t species = 0;    ///< 0 small, 1 large (only informative for rendering)
+    std::uint32_t texture_seed = 0;  ///< texture pattern of the bright_rim look (per disk, moves with it)
+    double angle = 0;           ///< texture orientation (rad)
+};
+
+/// Image formation. Intensities are fractions of full scale (0 = black, 1 = 255 or 65535).
+struct RenderParams {
+    int width = 256;                 ///< px
+    int height = 256;                ///< px
+    int bit_depth = 8;               ///< 8 → CV_8UC1, 16 → CV_16UC1
+    double background = 0.15;        ///< bg level (fraction of full scale) for bright-on-dark
+    double foreground = 0.75;        ///< disk level (fraction of full scale) for bright-on-dark
+    bool dark_on_bright = false;     ///< swap the two levels: dark disks on a bright background
+    DiskLook look = DiskLook::plain;
+    double ring_depth = 0.6;         ///< dark_ring: ring level = 1 − ring_depth (contrast units)
+    double ring_inner = 0.62;        ///< dark_ring: inner radius of the ring / r
+    double ring_outer = 0.80;        ///< dark_ring: outer radius of the ring / r
+    double dot_fraction = 0.25;      ///< marker_dot: dot radius / r
+    double dot_depth = 0.8;          ///< marker_dot: dot level = 1 − dot_depth
+    double rim_inner = 0.80;         ///< bright_rim: inner radius of the rim / r
+    double interior_level = 0.45;    ///< bright_rim: mean interior level (contrast units)
+    double texture_amplitude = 0.15; ///< bright_rim: texture amplitude (contrast units)
+    /// Pixel integration: 0 = exact area of circle ∩ pixel (default, sub-pixel exact); n ≥ 1 =
+    /// n×n point samples per pixel (for comparison; converges to the exact result as n grows).
+    int supersample = 0;
+    double blur_sigma = 0;           ///< Gaussian PSF σ (px), 0 = none
+    double noise_sigma = 0;          ///< Gaussian read noise σ in units of the contrast |fg − bg|
+    double photons_full_scale = 0;   ///< Poisson shot noise: photons at full scale; 0 = none
+    double gradient = 0;             ///< illumination gain goes linearly 1 − g/2 … 1 + g/2 across the frame
+    double gradient_angle = 0.5;     ///< direction of the gradient (rad from +x)
+    double flicker = 0;              ///< relative RMS of the per-frame global gain (Gaussian)
+    double hot_pixel_fraction = 0;   ///< fraction of pixels stuck at full scale (same in every frame)
+    double dead_pixel_fraction = 0;  ///< fraction of pixels stuck at 0
+    std::uint64_t seed = 1;          ///< noise, flicker, hot/dead pixel pattern
+    void validate() const;           ///< throws ParameterError naming the field
+};
+
+/// Noise-free scene in float: CV_64FC1, values = Σ look coverage in contrast units (0 = background,
+/// 1 = a full plain disk pixel), averaged over `subframes` (each a list of disks; one entry =
+/// no motion blur). Only look, ring/dot/rim/texture, supersample, width and height are used. This
+/// is the exact "indicator" the tests integrate.
+cv::Mat render_coverage(std::span<const std::vector<Disk>> subframes, const RenderParams& p);
+cv::Mat render_coverage(std::span<const Disk> disks, const RenderParams& p);
+
+/// A full frame (CV_8UC1 or CV_16UC1): coverage → levels → illumination, flicker → PSF blur →
+/// noise → hot/dead pixels → quantisation. `frame` selects the noise/flicker realisation
+/// (deterministic in (seed, frame)).
+cv::Mat render_frame(std::span<const Disk> disks, const RenderParams& p, std::int64_t frame = 0);
+/// Same with motion blur: the exposure averaged over sub-frame positions.
+cv::Mat render_frame(std::span<const std::vector<Disk>> subframes, const RenderParams& p, std::int64_t frame = 0);
+
+/// Exact area (px²) of the disk of radius r centred at (cx, cy) inside the rectangle
+/// [x0,x1]×[y0,y1]. Public because tests and the detector's edge model can use it.
+double circle_rect_area(double cx, double cy, double r, double x0, double y0, double x1, double y1);
+
+/// Whole synthetic experiment: dynamics + rendering.
+struct SynthParams {
+    RenderParams render;               ///< image size, look, noise, … (render.seed is offset per run)
+    double radius_small = 6;           ///< px
+    double radius_large = 8;           ///< px (equal to radius_small or n_large = 0 → one size)
+    std::int64_t n_small = -1;         ///< −1 = from packing_fraction (half the disks of each size)
+    std::int64_t n_large = -1;         ///< −1 = from packing_fraction
+    double packing_fraction = 0.5;     ///< area fraction inside the box when counts are −1
+    double margin = 4;                 ///< px between the image border and the walls of the box
+    std::int64_t frames = 100;
+    std::uint64_t seed = 1;            ///< dynamics seed (render noise uses render.seed)
+    /// Dynamics in px and frames. The soft-disk simulator runs in px with time unit = 1 frame.
+    double step_rms = 0.3;             ///< target per-axis RMS displacement per frame of a free disk (px)
+    double active_speed = 0.0;         ///< self-propulsion speed (px/frame), 0 = none
+    double rotational_diffusion = 0.5; ///< propulsion direction diffusion (rad²/frame)
+    double damping = 5.0;              ///< friction rate γ (1/frame); step_rms sets the temperature
+    double stiffness = 0;              ///< contact spring; 0 = automatic (keeps overlaps < 0.1 px)
+    std::int64_t substeps = 0;         ///< integration steps per frame; 0 = automatic
+    std::int64_t equilibrate = 20;     ///< frames simulated before the first recorded frame
+    int exposure_subframes = 1;        ///< sub-frame positions averaged into one frame (1 = no motion blur)
+    double exposure = 1.0;             ///< exposure / frame interval, in (0, 1]
+    void validate() const;             ///< throws ParameterError naming the field
+};
+
+/// Produces frames one at a time with their exact truth (the centre averaged over the
+/// exposure, radius = true radius, species, particle = disk id, vx/vy in px/frame).
+class SynthGenerator {
+public:
+    explicit SynthGenerator(const SynthParams& p);
+    ~SynthGenerator();
+    SynthGenerator(const SynthGenerator&) = delete;
+    SynthGenerator& operator=(const SynthGenerator&) = delete;
+
+    /// Renders frame frames_done() into `image` and appends its truth rows (frame, particle, x,
+    /// y, species, vx, vy, radius) to `truth`. Returns false (and does nothing) after the last frame.
+    bool next(cv::Mat& image, TrajectoryTable& truth);
+    std::int64_t frames_done() const;
+    /// Metadata of the truth: units px / frame, window_rect geometry = the box, image size,
+    /// species diameters (2 × radius, px).
+    Metadata metadata() const;
+    /// Largest disk–disk overlap (px) seen so far at the recorded sub-frames.
+    double max_overlap() const;
+    const SynthParams& params() const;
+    std::int64_t n_disks() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+/// Output formats of write_synth.
+enum class SynthFormat { avi_raw, avi_ffv1, png, tiff };
+
+/// Runs a generator and writes the video (`video_path`: a .avi file, or a folder for png/tiff
+/// sequences, frames named frame_000000.png …) and the truth as a vibra HDF5 trajectory file.
+/// Throws IoError when a file cannot be written (FFV1 not available → IoError saying so).
+void write_synth(const SynthParams& p, SynthFormat format, const std::string& video_path,
+                 const std::string& truth_path, const std::string& provenance = {});
+
+}  // namespace vibra::tracking
