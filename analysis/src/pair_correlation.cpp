@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "vibra/analysis/pair_correlation.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "vibra/core/cell_list.hpp"
+#include "vibra/core/error.hpp"
+#include "vibra/core/progress.hpp"
+
+namespace vibra::analysis {
+
+namespace {
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+}
+
+StructureFrame structure_frame(const Trajectory& t, std::int64_t f) {
+    StructureFrame out;
+    out.frame = f;
+    out.time = frame_time(t.meta, t.frames, t.index.first_frame, f);
+    const auto& m = t.meta;
+    const auto& rows = t.rows;
+    const auto b = static_cast<std::size_t>(t.index.begin(f)), e = static_cast<std::size_t>(t.index.end(f));
+    Geometry g = m.geometry;
+    if (g.kind == GeometryKind::unbounded) {
+        double x0 = std::numeric_limits<double>::infinity(), x1 = -x0, y0 = x0, y1 = -x0;
+        for (std::size_t r = b; r < e; ++r) {
+            if (!std::isfinite(rows.x[r]) || !std::isfinite(rows.y[r])) continue;
+            x0 = std::min(x0, rows.x[r]), x1 = std::max(x1, rows.x[r]);
+            y0 = std::min(y0, rows.y[r]), y1 = std::max(y1, rows.y[r]);
+        }
+        if (!(x1 > x0) || !(y1 > y0)) {  // fewer than two distinct points: an empty frame
+            out.window = Geometry::rect(0, 0, 1, 1);
+            return out;
+        }
+        g = Geometry::rect(x0, y0, x1, y1);
+    }
+    out.window = g;
+    const bool has_radius = !rows.radius.empty();
+    const bool has_diam = !m.species_diameters.empty();
+    const std::size_t n = e - b;
+    out.x.reserve(n), out.y.reserve(n), out.species.reserve(n), out.particle.reserve(n);
+    for (std::size_t r = b; r < e; ++r) {
+        double x = rows.x[r], y = rows.y[r];
+        if (!std::isfinite(x) || !std::isfinite(y)) continue;
+        if (g.periodic()) {
+            x -= g.lx() * std::floor((x - g.x0) / g.lx());
+            y -= g.ly() * std::floor((y - g.y0) / g.ly());
+            if (x >= g.x1) x = g.x0;  // rounding at the upper edge
+            if (y >= g.y1) y = g.y0;
+        } else if (!g.contains(x, y)) {
+            continue;  // detections outside the window are cropped consistently with |W|
+        }
+        const std::int8_t s = rows.species.empty() ? kSpeciesUnknown : rows.species[r];
+        out.x.push_back(x);
+        out.y.push_back(y);
+        out.species.push_back(s);
+        out.particle.push_back(rows.particle[r]);
+        if (has_radius || has_diam) {
+            double rad = kNaN;
+            if (has_diam && s >= 0 && static_cast<std::size_t>(s) < m.species_diameters.size())
+                rad = 0.5 * m.species_diameters[static_cast<std::size_t>(s)];
+            else if (has_radius && std::isfinite(rows.radius[r]) && rows.radius[r] > 0)
+                rad = rows.radius[r];
+            out.radius.push_back(rad);
+        }
+    }
+    return out;
+}
+
+void for_each_structure_frame(const TrajectorySource& source, std::int64_t stride,
+                              const std::function<void(const StructureFrame&)>& fn, bool progress,
+                              const std::string& label) {
+    if (stride < 1) throw ParameterError(label + ": frame stride must be >= 1, got " + std::to_string(stride));
+    const std::int64_t T = source.n_frames();
+    const std::int64_t block = frames_per_block(source);
+    Progress bar(label, T, progress && Progress::stderr_is_interactive());
+    for (std::int64_t first = 0; first < T; first += block) {
+        // only read blocks that contain a sampled frame
+        const std::int64_t next_sample = ((first + stride - 1) / stride) * stride;
+        if (next_sample >= first + block) continue;
+        const Trajectory t = source.read_frames(first, block);
+        for (std::int64_t f = next_sample; f < first + t.index.n_frames(); f += stride) fn(structure_frame(t, f));
+        bar.update(std::min(T, first + block));
+    }
+    bar.finish();
+}
+
+void PairCorrelationParams::validate() const {
+    if (!(r_max > 0) || !std::isfinite(r_max))
+        throw ParameterError("gr: r_max must be > 0, got " + std::to_string(r_max));
+    if (bins < 1 || bins > 10'000'000) throw ParameterError("gr: bins must be in [1, 1e7], got " + std::to_string(bins));
+}
+
+double circle_fraction_inside_disk(double d, double r, double R) {
+    if (r <= 0 || d + r <= R) return 1.0;
+    if (d <= 0) return 0.0;  // r > R around the centre: entirely outside
+    const double c = (R * R - d * d - r * r) / (2.0 * d * r);
+    if (c >= 1) return 1.0;
+    if (c <= -1) return 0.0;
+    return 1.0 - std::acos(c) / M_PI;
+}
+
+PairCorrelation::PairCorrelation(const PairCorrelationParams& p) : p_(p) {
+    p_.validate();
+    const auto nb = static_cast<std::size_t>(p_.bins);
+    for (auto& row : num_)
+        for (auto& v : row) v.assign(nb, 0.0);
+    num_tot_.assign(nb, 0.0);
+    sum_gf_.assign(nb, 0.0);
+    sum_gf2_.assign(nb, 0.0);
+}
+
+void PairCorrelation::accumulate(const StructureFrame& fr) {
+    const Geometry& w = fr.window;
+    const double area = w.area();
+    if (!(area > 0)) throw ParameterError("gr: frame " + std::to_string(fr.frame) + ": window has no area");
+    const double rmax = p_.r_max;
+    switch (w.kind) {
+        case GeometryKind::periodic_box:
+            if (rmax > 0.5 * std::min(w.lx(), w.ly()))
+                throw ParameterError("gr: r_max " + std::to_string(rmax) + " exceeds half the periodic box (" +
+                                     std::to_string(0.5 * std::min(w.lx(), w.ly())) + ")");
+            break;
+        case GeometryKind::window_circle:
+            if (rmax >= 2 * w.r)
+                throw ParameterError("gr: r_max " + std::to_string(rmax) + " must be below the window diameter " +
+                                     std::to_string(2 * w.r));
+            break;
+        default:
+            if (rmax >= std::min(w.lx(), w.ly()))
+                throw ParameterError("gr: r_max " + std::to_string(rmax) +
+                                     " must be below the short side of the window " +
+                                     std::to_string(std::min(w.lx(), w.ly())) + " at frame " + std::to_string(fr.frame));
+    }
+    const std::size_t n = fr.size();
+    std::int64_t cnt[2] = {0, 0};
+    for (auto s : fr.species) {
+        if (s == kSpeciesSmall) ++cnt[0];
+        else if (s == kSpeciesLarge) ++cnt[1];
+    }
+    ns_ += cnt[0], nl_ += cnt[1], nu_ += static_cast<std::int64_t>(n) - cnt[0] - cnt[1];
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b)
+            norm_[a][b] += static_cast<double>(cnt[a]) * static_cast<double>(cnt[b] - (a == b ? 1 : 0)) / area;
+    const double nd = static_cast<double>(n);
+    const double norm_f = n > 1 ? nd * (nd - 1) / area : 0.0;
+    norm_tot_ += norm_f;
+    sum_density_ += nd / area, sum_density_s_ += static_cast<double>(cnt[0]) / area;
+    sum_density_l_ += static_cast<double>(cnt[1]) / area;
+    ++frames_;
+
+    const auto nb = static_cast<std::size_t>(p_.bins);
+    const double dr = rmax / static_cast<double>(p_.bins);
+    std::vector<double> tot(nb, 0.0);
+    if (n >= 2) {
+        const bool corr = p_.edge == EdgeCorrection::automatic;
+        std::vector<double> dcen;  // distance to the circle's centre
+        if (w.kind == GeometryKind::window_circle) {
+            dcen.resize(n);
+            for (std::size_t i = 0; i < n; ++i) dcen[i] = std::hypot(fr.x[i] - w.cx, fr.y[i] - w.cy);
+        }
+        const CellList cl(fr.x, fr.y, rmax, w);
+        cl.for_each_pair([&](std::size_t i, std::size_t j, double dx, double dy, double r2) {
+            const double r = std::sqrt(r2);
+            const auto bin = static_cast<std::size_t>(r / dr);
+            if (bin >= nb) return;
+            double wij = 1, wji = 1;
+            if (corr && w.kind == GeometryKind::window_rect) {
+                wij = wji = area / ((w.lx() - std::abs(dx)) * (w.ly() - std::abs(dy)));
+            } else if (corr && w.kind == GeometryKind::window_circle) {
+                const double fi = circle_fraction_inside_disk(dcen[i], r, w.r);
+                const double fj = circle_fraction_inside_disk(dcen[j], r, w.r);
+                wij = fi > 0 ? 1.0 / fi : 0.0;
+                wji = fj > 0 ? 1.0 / fj : 0.0;
+            }
+            tot[bin] += wij + wji;
+            const auto si = fr.species[i], sj = fr.species[j];
+            if (si >= 0 && si < 2 && sj >= 0 && sj < 2) {
+                num_[si][sj][bin] += wij;
+                num_[sj][si][bin] += wji;
+            }
+        });
+    }
+    for (std::size_t k = 0; k < nb; ++k) {
+        num_tot_[k] += tot[k];
+        if (norm_f > 0) {
+            const double r0 = dr * static_cast<double>(k), r1 = r0 + dr;
+            const double gf = tot[k] / (norm_f * M_PI * (r1 * r1 - r0 * r0));
+            sum_gf_[k] += gf;
+            sum_gf2_[k] += gf * gf;
+        }
+    }
+}
+
+PairCorrelationResult PairCorrelation::result() const {
+    PairCorrelationResult out;
+    const auto nb = static_cast<std::size_t>(p_.bins);
+    const double dr = p_.r_max / static_cast<double>(p_.bins);
+    out.r.resize(nb), out.r_edges.resize(nb + 1), out.g.resize(nb), out.g_err.resize(nb);
+    out.g_ss.resize(nb), out.g_sl.resize(nb), out.g_ll.resize(nb);
+    out.frames = frames_, out.n_small = ns_, out.n_large = nl_, out.n_unknown = nu_;
+    const double fr = frames_ > 0 ? static_cast<double>(frames_) : kNaN;
+    out.density = sum_density_ / fr, out.density_small = sum_density_s_ / fr, out.density_large = sum_density_l_ / fr;
+    auto ratio = [](double num, double den) { return den > 0 ? num / den : kNaN; };
+    for (std::size_t k = 0; k <= nb; ++k) out.r_edges[k] = dr * static_cast<double>(k);
+    for (std::size_t k = 0; k < nb; ++k) {
+        const double r0 = out.r_edges[k], r1 = out.r_edges[k + 1];
+        const double shell = M_PI * (r1 * r1 - r0 * r0);
+        out.r[k] = 0.5 * (r0 + r1);
+        out.g[k] = ratio(num_tot_[k], norm_tot_ * shell);
+        out.g_ss[k] = ratio(num_[0][0][k], norm_[0][0] * shell);
+        out.g_ll[k] = ratio(num_[1][1][k], norm_[1][1] * shell);
+        out.g_sl[k] = ratio(num_[0][1][k] + num_[1][0][k], (norm_[0][1] + norm_[1][0]) * shell);
+        if (frames_ >= 2) {
+            const double m = sum_gf_[k] / fr;
+            const double var = std::max(0.0, (sum_gf2_[k] / fr - m * m) * fr / (fr - 1));
+            out.g_err[k] = std::sqrt(var / fr);
+        } else {
+            out.g_err[k] = kNaN;
+        }
+    }
+    return out;
+}
+
+GrPeak gr_peak(std::span<const double> edges, std::span<const double> g, double density) {
+    GrPeak pk;
+    const std::size_t n = g.size();
+    if (n == 0 || edges.size() != n + 1) return pk;
+    std::size_t p = n;
+    for (std::size_t k = 0; k < n; ++k)
+        if (std::isfinite(g[k]) && (p == n || g[k] > g[p])) p = k;
+    if (p == n) {
+        pk.r_peak = pk.g_peak = pk.r_min = pk.coordination = kNaN;
+        return pk;
+    }
+    pk.r_peak = 0.5 * (edges[p] + edges[p + 1]);
+    pk.g_peak = g[p];
+    std::size_t m = n;
+    for (std::size_t k = p + 1; k < n; ++k) {
+        if (!std::isfinite(g[k])) continue;
+        if (g[k] < 1 && (k + 1 == n || !std::isfinite(g[k + 1]) || g[k] <= g[k + 1])) {
+            m = k;
+            break;
+        }
+    }
+    if (m == n) {
+        pk.r_min = pk.coordination = kNaN;
+        return pk;
+    }
+    pk.r_min = 0.5 * (edges[m] + edges[m + 1]);
+    double z = 0;
+    for (std::size_t k = 0; k <= m; ++k) {
+        if (!std::isfinite(g[k])) continue;
+        const double a = M_PI * (edges[k + 1] * edges[k + 1] - edges[k] * edges[k]);
+        z += (k == m ? 0.5 : 1.0) * g[k] * a;
+    }
+    pk.coordination = density * z;
+    return pk;
+}
+
+}  // namespace vibra::analysis
