@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", std::string("vibra ") + vibra::version());
     app.set_config("--config", "", "TOML file with settings; keys are the long flag names");
     app.require_subcommand(1);
+    app.fallthrough();  // global flags (-q, -v, --config) may follow the subcommand
     GlobalOptions g;
     for (int i = 0; i < argc; ++i) g.command_line += (i ? " " : "") + std::string(argv[i]);
     app.add_flag("-q,--quiet", g.quiet, "No progress or summaries, errors only");
