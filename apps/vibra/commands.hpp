@@ -30,6 +30,7 @@ void register_import(CLI::App& app, GlobalOptions& g);
 void register_export(CLI::App& app, GlobalOptions& g);
 void register_info(CLI::App& app, GlobalOptions& g);
 void register_analyze(CLI::App& app, GlobalOptions& g);
+void register_simulate(CLI::App& app, GlobalOptions& g);
 // Later modules add their registration functions here (track, synth, render, analyze, convert).
 void register_extra_commands(CLI::App& app, GlobalOptions& g);
 

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
     register_export(app, g);
     register_info(app, g);
     register_analyze(app, g);
+    register_simulate(app, g);
     register_extra_commands(app, g);
 
     try {
