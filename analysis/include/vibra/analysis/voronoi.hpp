@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Radical (power, Laguerre) Voronoi tessellation of one frame of disks, written for vibra: each
+// cell is a bounding polygon (window or periodic box around the particle) clipped by the radical
+// lines of neighbours found with the core CellList, with a search radius that grows until no
+// farther particle can cut the cell. Gives local areas, local packing fractions φ_i = πR_i²/A_i
+// and neighbour lists (ψ6). Cells touching the window boundary are flagged (methods.md §12).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "vibra/analysis/pair_correlation.hpp"
+
+namespace vibra::analysis {
+
+struct VoronoiParams {
+    bool radical = true;        ///< true: power diagram weighted by radius²; false: plain Voronoi
+    double search_radius = 0;   ///< first neighbour search radius (length unit); 0 = 3 × mean spacing
+    void validate() const;      ///< throws ParameterError naming the field
+};
+
+/// Tessellation of one frame. Neighbours in CSR form: particle i's neighbours are
+/// neighbour[offsets[i] … offsets[i+1]) with the length of the shared cell edge.
+struct VoronoiTessellation {
+    std::vector<double> area;            ///< cell area (length unit²); 0 for an empty power cell
+    std::vector<std::uint8_t> boundary;  ///< 1 when the cell touches the window boundary (area truncated)
+    std::vector<double> radius;          ///< radius used for each particle (length unit; 0 for plain)
+    std::vector<std::int64_t> offsets{0};
+    std::vector<std::int64_t> neighbour;
+    std::vector<double> edge_length;     ///< length unit
+    std::int64_t brute_force_cells = 0;  ///< cells that needed a search over all particles
+};
+
+/// Radical Voronoi tessellation of `frame` (positions inside frame.window; periodic boxes by
+/// minimum image). Radius per particle: frame.radius; NaN entries (unknown species without a
+/// measured radius) get the mean of the finite radii. Throws ParameterError when `radical` is set
+/// and the frame has no radius information (neither species diameters nor a radius column).
+/// Complexity O(N) for homogeneous data (O(N) extra per boundary cell of a window).
+VoronoiTessellation radical_voronoi(const StructureFrame& frame, const VoronoiParams& p = {});
+
+/// Local packing fraction φ_i = π R_i² / A_i (NaN for empty cells).
+std::vector<double> local_packing_fraction(const VoronoiTessellation& v);
+
+}  // namespace vibra::analysis
