@@ -149,3 +149,33 @@ TEST_CASE("import streams: a 10x larger dump does not take 10x the memory", "[in
     // 10x the input; holding it all would add ~30 MB (≥ 52 bytes per row).
     REQUIRE(double(rss_large) < 1.3 * double(rss_small));
 }
+
+TEST_CASE("--config TOML sets subcommand options by their long names", "[integration]") {
+    test::TempDir dir("cli_config");
+    test::write_text(dir.file("cfg.toml"), "quiet = true\n[import]\ndt = 0.25\ndiameter = \"small=2.0,large=2.8\"\n");
+    const auto r = test::run_vibra("--config " + q(dir.file("cfg.toml")) + " import " + q(kDump) + " -o " + q(dir.file("c.h5")));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    REQUIRE(r.output.empty());  // quiet from the config
+    store::TrajectoryReader rd(dir.file("c.h5"));
+    REQUIRE(rd.meta().frame_interval == 0.25);
+    REQUIRE(rd.meta().species_diameters == std::vector<double>{2.0, 2.8});
+}
+
+TEST_CASE("simulate writes a periodic bi-disperse trajectory with velocities", "[integration]") {
+    test::TempDir dir("cli_simulate");
+    const auto r = test::run_vibra("simulate -o " + q(dir.file("s.h5")) +
+                                   " --n-small 30 --n-large 20 --frames 12 --equilibrate 5 --steps-per-frame 5 -q");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    store::TrajectoryReader rd(dir.file("s.h5"));
+    REQUIRE(rd.n_frames() == 12);
+    REQUIRE(rd.n_rows() == 12 * 50);
+    REQUIRE(rd.columns().velocity);
+    REQUIRE(rd.meta().geometry.periodic());
+    REQUIRE_THAT(rd.meta().frame_interval, Catch::Matchers::WithinRel(5e-3, 1e-12));
+    const auto t = rd.read_frames(0, 1);
+    REQUIRE(std::count(t.rows.species.begin(), t.rows.species.end(), kSpeciesLarge) == 20);
+    REQUIRE(test::run_vibra("simulate -o " + q(dir.file("bad.h5")) + " --dt -1").exit_code == 2);
+    REQUIRE_FALSE(fs::exists(dir.file("bad.h5")));
+}
