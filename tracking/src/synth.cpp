@@ -3,11 +3,15 @@
 // defects, quantisation) and the soft-disk driven generator. See synth.hpp for the model.
 #include "vibra/tracking/synth.hpp"
 
+#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#include <opencv2/videoio.hpp>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <random>
 #include <string>
 
@@ -102,9 +106,103 @@ struct Texture {
     double operator()(double u, double v) const {
         double s = 0;
         for (std::size_t k = 0; k < 4; ++k) s += std::cos(kx[k] * u + ky[k] * v + ph[k]);
-        return 0.5 * s / 2.0;  // RMS 0.5·sqrt(2)/2·... ≈ 0.35, |s| ≤ 1
+        return 0.25 * s;  // |value| ≤ 1, RMS ≈ 0.35
     }
 };
+
+// ---- Gaussian PSF ⊗ disk, integrated over pixels (semi-analytic) ----------------------------
+//
+// pixel(i,j) = ∫∫_disk B(i − x) B(j − y) dx dy with B = box ⊗ Gaussian(σ) per axis
+//            = ∫_{−π/2}^{π/2} R cosθ · B(i − cx − R sinθ) · [∫_{−s}^{s} B(j − cy − t) dt] dθ,  s = R cosθ,
+// the θ integral by Gauss–Legendre (smooth integrand), the t integral in closed form via the
+// antiderivative of erf. Separable: per node one row of B values and one column of chord
+// integrals, then an outer product.
+
+struct GaussLegendre {
+    std::vector<double> x, w;
+};
+
+const GaussLegendre& gauss_legendre(int n) {
+    thread_local std::vector<std::pair<int, GaussLegendre>> cache;
+    for (const auto& [k, g] : cache)
+        if (k == n) return g;
+    GaussLegendre g;
+    g.x.resize(static_cast<std::size_t>(n));
+    g.w.resize(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) {
+        double z = std::cos(kPi * (i + 0.75) / (n + 0.5)), dp = 1;
+        for (int it = 0; it < 100; ++it) {
+            double p1 = 1, p2 = 0;
+            for (int k = 1; k <= n; ++k) {
+                const double p3 = p2;
+                p2 = p1;
+                p1 = ((2.0 * k - 1) * z * p2 - (k - 1.0) * p3) / k;
+            }
+            dp = n * (z * p1 - p2) / (z * z - 1);
+            const double dz = p1 / dp;
+            z -= dz;
+            if (std::abs(dz) < 1e-15) break;
+        }
+        g.x[static_cast<std::size_t>(i)] = z;
+        g.w[static_cast<std::size_t>(i)] = 2 / ((1 - z * z) * dp * dp);
+    }
+    cache.emplace_back(n, std::move(g));
+    return cache.back().second;
+}
+
+// ∫_0^u erf(a / (√2 σ)) da.
+inline double erf_primitive(double u, double sigma) {
+    const double k = std::sqrt(2.0) * sigma, z = u / k;
+    return k * (z * std::erf(z) + (std::exp(-z * z) - 1.0) / std::sqrt(kPi));
+}
+
+// Adds weight × (PSF ⊗ disk of radius R at (cx, cy)) integrated over pixels.
+void add_disk_psf(cv::Mat& acc, double cx, double cy, double R, double sigma, double weight) {
+    const double reach = R + 0.5 + 6.0 * sigma;
+    const int i0 = std::max(0, int(std::floor(cx - reach))), i1 = std::min(acc.cols - 1, int(std::ceil(cx + reach)));
+    const int j0 = std::max(0, int(std::floor(cy - reach))), j1 = std::min(acc.rows - 1, int(std::ceil(cy + reach)));
+    if (i0 > i1 || j0 > j1) return;
+    const int n = std::clamp(int(std::ceil(4.0 * R / sigma)) + 12, 16, 400);
+    const auto& gl = gauss_legendre(n);
+    const int nc = i1 - i0 + 1, nr = j1 - j0 + 1;
+    const double k = 1.0 / (std::sqrt(2.0) * sigma);
+    std::vector<double> bx(static_cast<std::size_t>(nc)), cyv(static_cast<std::size_t>(nr));
+    std::vector<double> eb(static_cast<std::size_t>(nc + 1)), ep(static_cast<std::size_t>(nr + 1)),
+        em(static_cast<std::size_t>(nr + 1));
+    thread_local std::vector<double> patch;
+    patch.assign(static_cast<std::size_t>(nc) * static_cast<std::size_t>(nr), 0.0);
+    for (int q = 0; q < n; ++q) {
+        const double th = 0.5 * kPi * gl.x[static_cast<std::size_t>(q)];
+        const double wq = 0.5 * kPi * gl.w[static_cast<std::size_t>(q)] * R * std::cos(th);
+        const double xn = cx + R * std::sin(th), s = R * std::cos(th);
+        // B(i − xn) = ½ [erf((i − xn + ½) k) − erf((i − xn − ½) k)]: boundaries i − ½.
+        for (int c = 0; c <= nc; ++c) eb[static_cast<std::size_t>(c)] = std::erf((i0 + c - 0.5 - xn) * k);
+        for (int c = 0; c < nc; ++c)
+            bx[static_cast<std::size_t>(c)] = 0.5 * (eb[static_cast<std::size_t>(c + 1)] - eb[static_cast<std::size_t>(c)]);
+        // ∫_{−s}^{s} B(j − cy − t) dt = ½ [E(v+½) − E(v−½)]_{v = j−cy−s}^{j−cy+s}, E = erf_primitive.
+        for (int r = 0; r <= nr; ++r) {
+            const double b = j0 + r - 0.5 - cy;  // boundary j − ½ relative to cy
+            ep[static_cast<std::size_t>(r)] = erf_primitive(b + s, sigma);
+            em[static_cast<std::size_t>(r)] = erf_primitive(b - s, sigma);
+        }
+        for (int r = 0; r < nr; ++r) {
+            const auto a = static_cast<std::size_t>(r), b = a + 1;
+            // E(j−cy+s+½) − E(j−cy−s+½) − E(j−cy+s−½) + E(j−cy−s−½)
+            cyv[a] = 0.5 * ((ep[b] - em[b]) - (ep[a] - em[a]));
+        }
+        for (int r = 0; r < nr; ++r) {
+            const double f = wq * cyv[static_cast<std::size_t>(r)];
+            if (f == 0) continue;
+            double* row = patch.data() + static_cast<std::size_t>(r) * static_cast<std::size_t>(nc);
+            for (int c = 0; c < nc; ++c) row[c] += f * bx[static_cast<std::size_t>(c)];
+        }
+    }
+    for (int r = 0; r < nr; ++r) {
+        double* dst = acc.ptr<double>(j0 + r) + i0;
+        const double* src = patch.data() + static_cast<std::size_t>(r) * static_cast<std::size_t>(nc);
+        for (int c = 0; c < nc; ++c) dst[c] += weight * src[c];
+    }
+}
 
 void add_disk(cv::Mat& acc, const Disk& d, const std::vector<Layer>& layers, const RenderParams& p, double w) {
     const double R = d.radius;
@@ -211,8 +309,25 @@ cv::Mat render_coverage(std::span<const std::vector<Disk>> subframes, const Rend
     if (subframes.empty()) return acc;
     const auto layers = layers_of(p);
     const double w = 1.0 / double(subframes.size());
+    if (p.blur_sigma <= 0) {
+        for (const auto& disks : subframes)
+            for (const auto& d : disks) add_disk(acc, d, layers, p, w);
+        return acc;
+    }
+    // Continuous PSF before pixel integration: exact layers semi-analytically; the texture of the
+    // bright-rim look (not a disk layer) is box-integrated, then blurred discretely.
+    std::vector<Layer> plain_layers, textured_layers;
+    for (const auto& l : layers) (l.textured ? textured_layers : plain_layers).push_back(l);
     for (const auto& disks : subframes)
-        for (const auto& d : disks) add_disk(acc, d, layers, p, w);
+        for (const auto& d : disks)
+            for (const auto& l : plain_layers) add_disk_psf(acc, d.x, d.y, l.radius_factor * d.radius, p.blur_sigma, w * l.weight);
+    if (!textured_layers.empty() && p.texture_amplitude != 0) {
+        cv::Mat tex(p.height, p.width, CV_64FC1, cv::Scalar(0.0));
+        for (const auto& disks : subframes)
+            for (const auto& d : disks) add_disk(tex, d, textured_layers, p, w);
+        cv::GaussianBlur(tex, tex, cv::Size(0, 0), p.blur_sigma, p.blur_sigma, cv::BORDER_CONSTANT);
+        acc += tex;
+    }
     return acc;
 }
 
@@ -239,7 +354,6 @@ cv::Mat render_frame(std::span<const std::vector<Disk>> subframes, const RenderP
             row[i] = flick * gain * (bg + (fg - bg) * row[i]);
         }
     }
-    if (p.blur_sigma > 0) cv::GaussianBlur(img, img, cv::Size(0, 0), p.blur_sigma, p.blur_sigma, cv::BORDER_REPLICATE);
     const double contrast = std::abs(fg - bg);
     if (p.photons_full_scale > 0 || p.noise_sigma > 0) {
         for (int j = 0; j < img.rows; ++j) {
@@ -287,5 +401,307 @@ cv::Mat render_frame(std::span<const Disk> disks, const RenderParams& p, std::in
     std::vector<std::vector<Disk>> one{std::vector<Disk>(disks.begin(), disks.end())};
     return render_frame(std::span<const std::vector<Disk>>(one), p, frame);
 }
+
+// ---- generator ----------------------------------------------------------------------------
+
+void SynthParams::validate() const {
+    render.validate();
+    const std::string w = "synth parameters";
+    if (!(radius_small > 0.5)) bad(w, "radius_small", radius_small, "> 0.5 px");
+    if (!(radius_large > 0.5)) bad(w, "radius_large", radius_large, "> 0.5 px");
+    if (n_small < -1) bad(w, "n_small", double(n_small), ">= 0 (or -1 = from packing fraction)");
+    if (n_large < -1) bad(w, "n_large", double(n_large), ">= 0 (or -1 = from packing fraction)");
+    if (n_small < 0 && n_large < 0 && !(packing_fraction > 0 && packing_fraction <= 0.85))
+        bad(w, "packing_fraction", packing_fraction, "in (0, 0.85]");
+    if (!(margin >= 0) || 2 * margin + 4 * std::max(radius_small, radius_large) > std::min(render.width, render.height))
+        bad(w, "margin", margin, ">= 0 and leave room for disks inside the image");
+    if (frames < 1) bad(w, "frames", double(frames), ">= 1");
+    if (!(step_rms >= 0)) bad(w, "step_rms", step_rms, ">= 0 px");
+    if (!(active_speed >= 0)) bad(w, "active_speed", active_speed, ">= 0 px/frame");
+    if (!(rotational_diffusion >= 0)) bad(w, "rotational_diffusion", rotational_diffusion, ">= 0");
+    if (!(damping > 0)) bad(w, "damping", damping, "> 0 1/frame");
+    if (!(stiffness >= 0)) bad(w, "stiffness", stiffness, ">= 0 (0 = automatic)");
+    if (substeps < 0) bad(w, "substeps", double(substeps), ">= 0 (0 = automatic)");
+    if (equilibrate < 0) bad(w, "equilibrate", double(equilibrate), ">= 0");
+    if (exposure_subframes < 1 || exposure_subframes > 256)
+        bad(w, "exposure_subframes", exposure_subframes, "in [1, 256]");
+    if (!(exposure > 0 && exposure <= 1)) bad(w, "exposure", exposure, "in (0, 1]");
+}
+
+struct SynthGenerator::Impl {
+    SynthParams p;
+    SoftDiskParams sp;
+    std::unique_ptr<SoftDiskSimulator> sim;
+    double offset_x = 0, offset_y = 0;  // image = simulation + offset
+    std::int64_t done = 0;
+    double worst_overlap = 0;
+    std::vector<std::int64_t> sub_steps;  // step offsets of the exposure sub-frames in a frame
+
+    double overlap_now() const { return sim->max_overlap(); }
+};
+
+SynthGenerator::SynthGenerator(const SynthParams& params) : impl_(std::make_unique<Impl>()) {
+    auto& m = *impl_;
+    m.p = params;
+    m.p.validate();
+    const auto& p = m.p;
+    const double bw = p.render.width - 2 * p.margin, bh = p.render.height - 2 * p.margin;
+    std::int64_t ns = p.n_small, nl = p.n_large;
+    const bool one_size = p.radius_large == p.radius_small;
+    if (ns < 0 && nl < 0) {
+        const double mean_area = one_size ? kPi * p.radius_small * p.radius_small
+                                          : 0.5 * kPi * (p.radius_small * p.radius_small + p.radius_large * p.radius_large);
+        const auto n = static_cast<std::int64_t>(std::llround(p.packing_fraction * bw * bh / mean_area));
+        ns = one_size ? n : n - n / 2;
+        nl = one_size ? 0 : n / 2;
+    } else {
+        ns = std::max<std::int64_t>(ns, 0);
+        nl = std::max<std::int64_t>(nl, 0);
+    }
+    if (ns + nl < 1) bad("synth parameters", "n_small + n_large", 0, ">= 1");
+    const double phi = kPi * (double(ns) * p.radius_small * p.radius_small + double(nl) * p.radius_large * p.radius_large) / (bw * bh);
+    if (phi > 0.86) bad("synth parameters", "packing fraction of the requested counts", phi, "<= 0.86");
+
+    // Dynamics in px and frames. Temperature so that a free small disk moves step_rms per axis
+    // per frame: MSD(1) = 2 (T/γ) (1 − (1 − e^{−γ})/γ).
+    const double g = p.damping;
+    const double T = p.step_rms * p.step_rms * g / (2.0 * (1.0 - (1.0 - std::exp(-g)) / g));
+    const double m_large = (p.radius_large / p.radius_small) * (p.radius_large / p.radius_small);
+    const double m_max = std::max(1.0, m_large);
+    double k = p.stiffness;
+    if (k <= 0) {
+        // Contacts: a collision with relative kinetic energy E compresses by sqrt(2E/k); allow for
+        // rare energetic collisions (E ≈ 15 T) and active pushing (a column of L/d disks each
+        // pushing with γ m v0) at a target overlap of 0.05 px.
+        const double delta = 0.05;
+        const double e_coll = 15.0 * T + 2.0 * m_max * p.active_speed * p.active_speed;
+        const double column = std::max(bw, bh) / (2 * std::min(p.radius_small, p.radius_large));
+        const double f_active = g * m_max * p.active_speed * column;
+        k = std::max({2.0 * e_coll / (delta * delta), f_active / delta, 50.0});
+    }
+    std::int64_t S = p.substeps;
+    if (S <= 0) {
+        const double omega = std::sqrt(k / 0.5);  // smallest reduced mass (two small disks)
+        S = std::max<std::int64_t>(10, static_cast<std::int64_t>(std::ceil(omega / 0.15)));
+    }
+    m.sp.n_small = ns;
+    m.sp.n_large = nl;
+    m.sp.diameter_small = 2 * p.radius_small;
+    m.sp.diameter_large = 2 * (nl > 0 ? p.radius_large : p.radius_small);
+    m.sp.box_width = bw;
+    m.sp.box_height = bh;
+    m.sp.periodic = false;
+    m.sp.dt = 1.0 / double(S);
+    m.sp.steps_per_frame = S;
+    m.sp.stiffness = k;
+    m.sp.restitution_damping = 0.6 * std::sqrt(k * 0.5);  // ≈ 0.3 of critical for two small disks
+    m.sp.friction = g;
+    m.sp.temperature = T;
+    m.sp.active_speed = p.active_speed;
+    m.sp.rotational_diffusion = p.rotational_diffusion;
+    m.sp.seed = p.seed;
+    m.sim = std::make_unique<SoftDiskSimulator>(m.sp);
+    m.offset_x = p.margin - 0.5;
+    m.offset_y = p.margin - 0.5;
+    // Equilibrate: the lattice start may overlap at high density; run until the overlaps have
+    // relaxed (at most 20× the requested equilibration).
+    m.sim->advance_frames(p.equilibrate);
+    for (std::int64_t extra = 0; extra < std::max<std::int64_t>(200, 20 * p.equilibrate) && m.overlap_now() > 0.1; ++extra)
+        m.sim->advance_frames(1);
+    // Exposure sub-frames: centred in [0, exposure) of each frame interval.
+    const auto E = std::max<std::int64_t>(1, std::llround(p.exposure * double(S)));
+    for (int s = 0; s < p.exposure_subframes; ++s)
+        m.sub_steps.push_back(std::min<std::int64_t>(S - 1, static_cast<std::int64_t>(std::floor((s + 0.5) * double(E) / p.exposure_subframes))));
+}
+
+SynthGenerator::~SynthGenerator() = default;
+
+bool SynthGenerator::next(cv::Mat& image, TrajectoryTable& truth) {
+    auto& m = *impl_;
+    if (m.done >= m.p.frames) return false;
+    auto& sim = *m.sim;
+    const std::size_t n = sim.x().size();
+    const auto nsub = m.sub_steps.size();
+    std::vector<std::vector<Disk>> subs(nsub);
+    std::vector<double> sx(n, 0.0), sy(n, 0.0), svx(n, 0.0), svy(n, 0.0);
+    std::int64_t cur = 0;
+    for (std::size_t s = 0; s < nsub; ++s) {
+        if (m.sub_steps[s] > cur) sim.step(m.sub_steps[s] - cur);
+        cur = std::max(cur, m.sub_steps[s]);
+        m.worst_overlap = std::max(m.worst_overlap, sim.max_overlap());
+        auto& disks = subs[s];
+        disks.resize(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            disks[i].x = sim.x()[i] + m.offset_x;
+            disks[i].y = sim.y()[i] + m.offset_y;
+            disks[i].radius = 0.5 * sim.diameter()[i];
+            disks[i].species = sim.species()[i];
+            disks[i].texture_seed = static_cast<std::uint32_t>(i + 1);
+            sx[i] += disks[i].x;
+            sy[i] += disks[i].y;
+            svx[i] += sim.vx()[i];
+            svy[i] += sim.vy()[i];
+        }
+    }
+    sim.step(m.sp.steps_per_frame - cur);
+    image = render_frame(std::span<const std::vector<Disk>>(subs), m.p.render, m.done);
+    const double w = 1.0 / double(nsub);
+    for (std::size_t i = 0; i < n; ++i) {
+        truth.push(m.done, static_cast<std::int64_t>(i), sx[i] * w, sy[i] * w, sim.species()[i]);
+        truth.vx.push_back(svx[i] * w);
+        truth.vy.push_back(svy[i] * w);
+        truth.radius.push_back(static_cast<float>(0.5 * sim.diameter()[i]));
+    }
+    ++m.done;
+    return true;
+}
+
+std::int64_t SynthGenerator::frames_done() const { return impl_->done; }
+double SynthGenerator::max_overlap() const { return impl_->worst_overlap; }
+const SynthParams& SynthGenerator::params() const { return impl_->p; }
+std::int64_t SynthGenerator::n_disks() const { return static_cast<std::int64_t>(impl_->sim->x().size()); }
+
+Metadata SynthGenerator::metadata() const {
+    const auto& m = *impl_;
+    Metadata md;
+    md.length_unit = "px";
+    md.time_unit = "frame";
+    md.frame_interval = 1.0;
+    md.image_width = m.p.render.width;
+    md.image_height = m.p.render.height;
+    md.coordinate_convention = "image";
+    const auto& g = m.sim->geometry();
+    md.geometry = Geometry::rect(g.x0 + m.offset_x, g.y0 + m.offset_y, g.x1 + m.offset_x, g.y1 + m.offset_y);
+    md.species_diameters = {m.sp.diameter_small, m.sp.diameter_large};
+    auto& u = md.user;
+    u["synth_seed"] = std::to_string(m.p.seed);
+    u["synth_render_seed"] = std::to_string(m.p.render.seed);
+    u["synth_look"] = to_string(m.p.render.look);
+    u["synth_n_small"] = std::to_string(m.sp.n_small);
+    u["synth_n_large"] = std::to_string(m.sp.n_large);
+    u["synth_radius_small_px"] = std::to_string(0.5 * m.sp.diameter_small);
+    u["synth_radius_large_px"] = std::to_string(0.5 * m.sp.diameter_large);
+    u["synth_stiffness"] = std::to_string(m.sp.stiffness);
+    u["synth_substeps"] = std::to_string(m.sp.steps_per_frame);
+    u["synth_temperature"] = std::to_string(m.sp.temperature);
+    u["synth_exposure"] = std::to_string(m.p.exposure);
+    u["synth_exposure_subframes"] = std::to_string(m.p.exposure_subframes);
+    u["synth_noise_sigma"] = std::to_string(m.p.render.noise_sigma);
+    u["synth_max_overlap_px"] = std::to_string(m.worst_overlap);
+    u["truth"] = "centre averaged over the exposure; radius = true radius";
+    return md;
+}
+
+// ---- frame sink ---------------------------------------------------------------------------
+
+const char* to_string(VideoFormat f) {
+    switch (f) {
+        case VideoFormat::avi_raw: return "avi";
+        case VideoFormat::avi_ffv1: return "ffv1";
+        case VideoFormat::png: return "png";
+        case VideoFormat::tiff: return "tiff";
+    }
+    return "avi";
+}
+
+VideoFormat video_format_from_string(const std::string& s) {
+    if (s == "avi" || s == "raw" || s == "avi-raw") return VideoFormat::avi_raw;
+    if (s == "ffv1" || s == "avi-ffv1") return VideoFormat::avi_ffv1;
+    if (s == "png") return VideoFormat::png;
+    if (s == "tiff" || s == "tif") return VideoFormat::tiff;
+    throw ParameterError("video format must be avi, ffv1, png or tiff, got '" + s + "'");
+}
+
+struct FrameSink::Impl {
+    std::string path;
+    VideoFormat format;
+    double fps;
+    cv::VideoWriter writer;
+    std::int64_t n = 0;
+    int type = -1;
+    cv::Size size;
+    bool closed = false;
+};
+
+FrameSink::FrameSink(const std::string& path, VideoFormat format, double fps) : impl_(std::make_unique<Impl>()) {
+    impl_->path = path;
+    impl_->format = format;
+    impl_->fps = fps > 0 ? fps : 25.0;
+    if (format == VideoFormat::png || format == VideoFormat::tiff) {
+        std::error_code ec;
+        std::filesystem::create_directories(path, ec);
+        if (ec || !std::filesystem::is_directory(path))
+            throw IoError(path + ": cannot create the output folder" + (ec ? ": " + ec.message() : std::string()));
+    } else {
+        const auto parent = std::filesystem::path(path).parent_path();
+        if (!parent.empty() && !std::filesystem::is_directory(parent))
+            throw IoError(path + ": the output folder " + parent.string() + " does not exist");
+    }
+}
+
+FrameSink::~FrameSink() {
+    try {
+        close();
+    } catch (...) {
+    }
+}
+
+std::string FrameSink::sequence_file(const std::string& folder, VideoFormat f, std::int64_t k) {
+    char name[64];
+    std::snprintf(name, sizeof name, "frame_%06lld.%s", static_cast<long long>(k), f == VideoFormat::tiff ? "tif" : "png");
+    return (std::filesystem::path(folder) / name).string();
+}
+
+void FrameSink::write(const cv::Mat& image) {
+    auto& m = *impl_;
+    if (m.closed) throw IoError(m.path + ": write after close");
+    if (image.empty()) throw IoError(m.path + ": empty frame");
+    if (m.n == 0) {
+        m.type = image.type();
+        m.size = image.size();
+        const bool grey8 = m.type == CV_8UC1, bgr8 = m.type == CV_8UC3, grey16 = m.type == CV_16UC1;
+        if (m.format == VideoFormat::avi_raw && !grey8)
+            throw IoError(m.path + ": uncompressed AVI output takes 8-bit grey frames only (use png/tiff for 16 bits)");
+        if (m.format == VideoFormat::avi_ffv1 && !(grey8 || bgr8))
+            throw IoError(m.path + ": FFV1 output takes 8-bit frames (use png/tiff for 16 bits)");
+        if (!(grey8 || bgr8 || grey16)) throw IoError(m.path + ": unsupported frame type");
+        if (m.format == VideoFormat::avi_raw || m.format == VideoFormat::avi_ffv1) {
+            const int fourcc = m.format == VideoFormat::avi_raw ? 0 : cv::VideoWriter::fourcc('F', 'F', 'V', '1');
+            bool ok = false;
+            try {
+                ok = m.writer.open(m.path, cv::CAP_FFMPEG, fourcc, m.fps, m.size, !grey8);
+            } catch (const cv::Exception&) {
+                ok = false;
+            }
+            if (!ok || !m.writer.isOpened())
+                throw IoError(m.path + ": cannot open the video writer (" + std::string(to_string(m.format)) +
+                              (m.format == VideoFormat::avi_ffv1 ? "; FFV1 needs OpenCV built with FFmpeg" : "") + ")");
+        }
+    } else if (image.type() != m.type || image.size() != m.size) {
+        throw IoError(m.path + ": frame " + std::to_string(m.n) + " differs in size or type from the first frame");
+    }
+    if (m.format == VideoFormat::png || m.format == VideoFormat::tiff) {
+        const auto file = sequence_file(m.path, m.format, m.n);
+        bool ok = false;
+        try {
+            ok = cv::imwrite(file, image);
+        } catch (const cv::Exception& e) {
+            throw IoError(file + ": cannot write the image: " + e.what());
+        }
+        if (!ok) throw IoError(file + ": cannot write the image");
+    } else {
+        m.writer.write(image);
+    }
+    ++m.n;
+}
+
+void FrameSink::close() {
+    auto& m = *impl_;
+    if (m.closed) return;
+    m.closed = true;
+    if (m.writer.isOpened()) m.writer.release();
+}
+
+std::int64_t FrameSink::frames_written() const { return impl_->n; }
 
 }  // namespace vibra::tracking

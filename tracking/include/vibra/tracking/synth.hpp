@@ -4,11 +4,11 @@
 // tests, the benchmarks, the README demo and by users tuning detection on a new setup
 // (`vibra synth`). Rendering model (see docs/tracking.md, "Synthetic video"):
 //
-//   I(p) = Q[ gain(p) · flicker_t · ( bg + (fg − bg) · Σ_disks look(p) ) ⊗ PSF + noise ]
+//   I(p) = Q[ gain(p) · flicker_t · ( bg + (fg − bg) · Σ_disks ∫_pixel p (PSF ⊗ look) ) + noise ]
 //
-// where look(p) is the disk's profile integrated exactly over the pixel square p (exact area of
-// circle ∩ square for every concentric layer of the look), averaged over the exposure sub-frames
-// (motion blur), convolved with an optional Gaussian PSF, with Poisson (shot) and Gaussian (read)
+// where look is the disk's profile (concentric layers), convolved with a Gaussian PSF and
+// integrated exactly over the pixel square p (exact area of circle ∩ square without PSF;
+// semi-analytic with it), averaged over the exposure sub-frames (motion blur), with Poisson (shot) and Gaussian (read)
 // noise, fixed hot/dead pixels and quantisation Q to 8 or 16 bits. Coordinates: image
 // convention, x = column, y = row, (0,0) = centre of the top-left pixel, so pixel (i,j) covers
 // [i−½, i+½] × [j−½, j+½]. Everything is deterministic given the seeds.
@@ -67,7 +67,11 @@ struct RenderParams {
     /// Pixel integration: 0 = exact area of circle ∩ pixel (default, sub-pixel exact); n ≥ 1 =
     /// n×n point samples per pixel (for comparison; converges to the exact result as n grows).
     int supersample = 0;
-    double blur_sigma = 0;           ///< Gaussian PSF σ (px), 0 = none
+    /// Gaussian PSF σ (px) applied to the continuous scene BEFORE pixel integration (so the
+    /// pixel-sampled centroid of a disk is its exact centre); 0 = none (then the sharp disk is
+    /// box-integrated: exact area, but its pixel centroid carries the ≤ 0.009 px sampling bias
+    /// of a sharp edge — physics, not a rendering error). Default 0.7: a typical camera.
+    double blur_sigma = 0.7;
     double noise_sigma = 0;          ///< Gaussian read noise σ in units of the contrast |fg − bg|
     double photons_full_scale = 0;   ///< Poisson shot noise: photons at full scale; 0 = none
     double gradient = 0;             ///< illumination gain goes linearly 1 − g/2 … 1 + g/2 across the frame
@@ -80,9 +84,11 @@ struct RenderParams {
 };
 
 /// Noise-free scene in float: CV_64FC1, values = Σ look coverage in contrast units (0 = background,
-/// 1 = a full plain disk pixel), averaged over `subframes` (each a list of disks; one entry =
-/// no motion blur). Only look, ring/dot/rim/texture, supersample, width and height are used. This
-/// is the exact "indicator" the tests integrate.
+/// 1 = a full plain disk pixel), PSF-blurred (blur_sigma) and pixel-integrated, averaged over
+/// `subframes` (each a list of disks; one entry = no motion blur). Only look, ring/dot/rim/texture,
+/// supersample, blur_sigma, width and height are used. With blur_sigma > 0 the layers are
+/// rendered semi-analytically (Gauss–Legendre over the disk × closed-form erf integrals), and
+/// supersample is ignored except for the bright-rim texture.
 cv::Mat render_coverage(std::span<const std::vector<Disk>> subframes, const RenderParams& p);
 cv::Mat render_coverage(std::span<const Disk> disks, const RenderParams& p);
 
@@ -113,7 +119,7 @@ struct SynthParams {
     double active_speed = 0.0;         ///< self-propulsion speed (px/frame), 0 = none
     double rotational_diffusion = 0.5; ///< propulsion direction diffusion (rad²/frame)
     double damping = 5.0;              ///< friction rate γ (1/frame); step_rms sets the temperature
-    double stiffness = 0;              ///< contact spring; 0 = automatic (keeps overlaps < 0.1 px)
+    double stiffness = 0;              ///< contact spring (force/px, small-disk mass 1); 0 = automatic (overlaps ≲ 0.1 px)
     std::int64_t substeps = 0;         ///< integration steps per frame; 0 = automatic
     std::int64_t equilibrate = 20;     ///< frames simulated before the first recorded frame
     int exposure_subframes = 1;        ///< sub-frame positions averaged into one frame (1 = no motion blur)
@@ -147,13 +153,37 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
-/// Output formats of write_synth.
-enum class SynthFormat { avi_raw, avi_ffv1, png, tiff };
+/// Video output formats (of `vibra synth`, `vibra render` and the benchmarks).
+enum class VideoFormat {
+    avi_raw,   ///< uncompressed AVI, 8-bit grey (what high-speed cameras deliver); 8-bit only
+    avi_ffv1,  ///< lossless FFV1 in AVI (needs FFmpeg with FFV1); 8-bit grey or BGR
+    png,       ///< folder of frame_000000.png …, 8- or 16-bit
+    tiff,      ///< folder of frame_000000.tif …, 8- or 16-bit
+};
+const char* to_string(VideoFormat f);
+/// "avi" / "raw" → avi_raw, "ffv1", "png", "tiff" / "tif"; throws ParameterError.
+VideoFormat video_format_from_string(const std::string& s);
 
-/// Runs a generator and writes the video (`video_path`: a .avi file, or a folder for png/tiff
-/// sequences, frames named frame_000000.png …) and the truth as a vibra HDF5 trajectory file.
-/// Throws IoError when a file cannot be written (FFV1 not available → IoError saying so).
-void write_synth(const SynthParams& p, SynthFormat format, const std::string& video_path,
-                 const std::string& truth_path, const std::string& provenance = {});
+/// Writes frames one at a time to a video file or an image-sequence folder (created if
+/// missing). All frames must have the size and type of the first. Errors → IoError naming the
+/// path (e.g. FFV1 not supported by the installed OpenCV/FFmpeg).
+class FrameSink {
+public:
+    FrameSink(const std::string& path, VideoFormat format, double fps = 25.0);
+    ~FrameSink();
+    FrameSink(const FrameSink&) = delete;
+    FrameSink& operator=(const FrameSink&) = delete;
+    /// CV_8UC1, CV_16UC1 (png/tiff only) or CV_8UC3 (BGR; avi_ffv1, png, tiff).
+    void write(const cv::Mat& image);
+    /// Flushes and closes; called by the destructor too (which swallows errors).
+    void close();
+    std::int64_t frames_written() const;
+    /// Path of frame k of an image-sequence output (folder/frame_%06d.ext).
+    static std::string sequence_file(const std::string& folder, VideoFormat f, std::int64_t k);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace vibra::tracking
