@@ -1,0 +1,439 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "vibra/analysis/currents.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numbers>
+#include <string>
+
+#include "detail/modes_engine.hpp"
+#include "vibra/core/error.hpp"
+
+namespace vibra::analysis {
+
+using detail::cplx;
+
+void CurrentsParams::validate() const {
+    auto bad = [](const std::string& f, double v) {
+        throw ParameterError("CurrentsParams." + f + " is out of range: " + std::to_string(v));
+    };
+    if (!(k_max >= 0)) bad("k_max", k_max);
+    if (!(k_min >= 0)) bad("k_min", k_min);
+    if (!(dk >= 0)) bad("dk", dk);
+    if (segment < 0 || segment == 1 || segment % 2 != 0) bad("segment (0 or even >= 2)", static_cast<double>(segment));
+    if (max_lag < 0) bad("max_lag", static_cast<double>(max_lag));
+    if (!(omega_max >= 0)) bad("omega_max", omega_max);
+    if (blocks < 0) bad("blocks", static_cast<double>(blocks));
+    if (!(taper >= 0 && taper <= 1)) bad("taper", taper);
+    if (threads < 1) bad("threads", threads);
+}
+
+namespace {
+double tukey(double u, double a) {
+    if (u < 0 || u > 1) return 0;
+    if (a <= 0) return 1;
+    if (u < a / 2) return 0.5 * (1 - std::cos(2 * std::numbers::pi * u / a));
+    if (u > 1 - a / 2) return 0.5 * (1 - std::cos(2 * std::numbers::pi * (1 - u) / a));
+    return 1;
+}
+}  // namespace
+
+double CurrentRegion::weight(double x, double y) const {
+    switch (geometry.kind) {
+        case GeometryKind::periodic_box: return 1.0;
+        case GeometryKind::window_circle: {
+            const double r = std::hypot(x - geometry.cx, y - geometry.cy);
+            if (r > geometry.r) return 0;
+            // radial taper: 1 inside, cosine roll-off over the outer taper/2 of the radius
+            return tukey(0.5 + 0.5 * r / geometry.r, taper);
+        }
+        default: return tukey((x - x0) / lx, taper) * tukey((y - y0) / ly, taper);
+    }
+}
+
+CurrentRegion current_region(const TrajectorySource& src, double taper) {
+    CurrentRegion r;
+    const Geometry& g = src.meta().geometry;
+    r.geometry = g;
+    switch (g.kind) {
+        case GeometryKind::periodic_box:
+        case GeometryKind::window_rect:
+            r.x0 = g.x0;
+            r.y0 = g.y0;
+            r.lx = g.lx();
+            r.ly = g.ly();
+            r.area = g.area();
+            break;
+        case GeometryKind::window_circle:
+            r.x0 = g.cx - g.r;
+            r.y0 = g.cy - g.r;
+            r.lx = r.ly = 2 * g.r;
+            r.area = g.area();
+            break;
+        case GeometryKind::unbounded: {
+            const std::int64_t n = std::min<std::int64_t>(src.n_frames(), std::max<std::int64_t>(1, frames_per_block(src, 1 << 18)));
+            Trajectory t = src.read_frames(0, n);
+            double xa = INFINITY, xb = -INFINITY, ya = INFINITY, yb = -INFINITY;
+            for (std::size_t i = 0; i < t.rows.size(); ++i) {
+                if (!std::isfinite(t.rows.x[i]) || !std::isfinite(t.rows.y[i])) continue;
+                xa = std::min(xa, t.rows.x[i]);
+                xb = std::max(xb, t.rows.x[i]);
+                ya = std::min(ya, t.rows.y[i]);
+                yb = std::max(yb, t.rows.y[i]);
+            }
+            if (!(xb > xa && yb > ya)) throw FormatError("currents: cannot infer a region from the first frames (no spread of positions)");
+            r.geometry = Geometry::rect(xa, ya, xb, yb);
+            r.x0 = xa;
+            r.y0 = ya;
+            r.lx = xb - xa;
+            r.ly = yb - ya;
+            r.area = r.lx * r.ly;
+            break;
+        }
+    }
+    if (!(r.lx > 0 && r.ly > 0)) throw FormatError("currents: geometry has zero extent (lx or ly <= 0)");
+    r.taper = g.periodic() ? 0.0 : taper;
+    return r;
+}
+
+KVectorSet current_kvectors(const CurrentRegion& reg, double density, const CurrentsParams& p) {
+    KVectorSet ks;
+    ks.x0 = reg.x0;
+    ks.y0 = reg.y0;
+    ks.lx = reg.lx;
+    ks.ly = reg.ly;
+    const double dkx = 2 * std::numbers::pi / reg.lx, dky = 2 * std::numbers::pi / reg.ly;
+    double kmax = p.k_max > 0 ? p.k_max : std::sqrt(4 * std::numbers::pi * density);
+    if (!(kmax > 0)) throw ParameterError("currents: k_max is 0 (no density to derive the Debye wavenumber)");
+    ks.dk = p.dk > 0 ? p.dk : std::max(dkx, dky);
+    ks.n_max = static_cast<int>(std::floor(kmax / dkx + 1e-9));
+    ks.m_max = static_cast<int>(std::floor(kmax / dky + 1e-9));
+    std::map<int, std::vector<std::size_t>> shells;
+    for (int n = 0; n <= ks.n_max; ++n)
+        for (int m = -ks.m_max; m <= ks.m_max; ++m) {
+            if (n == 0 && m <= 0) continue;
+            const double kx = n * dkx, ky = m * dky, k = std::hypot(kx, ky);
+            if (k > kmax * (1 + 1e-12) || k < p.k_min) continue;
+            ks.n.push_back(n);
+            ks.m.push_back(m);
+            ks.kx.push_back(kx);
+            ks.ky.push_back(ky);
+            ks.kabs.push_back(k);
+            shells[static_cast<int>(std::lround(k / ks.dk))].push_back(ks.n.size() - 1);
+        }
+    if (ks.n.empty()) throw ParameterError("currents: no k-vector with k_min <= |k| <= k_max = " + std::to_string(kmax));
+    ks.shell.assign(ks.n.size(), 0);
+    for (auto& [b, list] : shells) {
+        double s = 0;
+        for (auto q : list) {
+            ks.shell[q] = static_cast<int>(ks.shell_k.size());
+            s += ks.kabs[q];
+        }
+        ks.shell_k.push_back(s / static_cast<double>(list.size()));
+        ks.shell_count.push_back(static_cast<std::int64_t>(list.size()));
+    }
+    return ks;
+}
+
+std::vector<double> species_masses(const Metadata& meta) {
+    std::vector<double> m;
+    if (meta.species_diameters.empty() || !(meta.species_diameters[0] > 0)) return m;
+    for (double d : meta.species_diameters) m.push_back((d / meta.species_diameters[0]) * (d / meta.species_diameters[0]));
+    return m;
+}
+
+CurrentSeries compute_current_series(const TrajectorySource& src, const CurrentsParams& p) {
+    p.validate();
+    CurrentSeries s;
+    s.region = current_region(src, p.taper);
+    s.n_frames = src.n_frames();
+    s.dt = src.meta().frame_interval;
+    if (s.n_frames < 2) throw FormatError("currents: need at least 2 frames, got " + std::to_string(s.n_frames));
+    // Density from the row count (mean particles per frame inside the region).
+    const double mean_rows = static_cast<double>(src.n_rows()) / static_cast<double>(s.n_frames);
+    const double density = mean_rows / s.region.area;
+    s.ks = current_kvectors(s.region, density, p);
+    const std::vector<double> masses = species_masses(src.meta());
+    s.has_mass = p.mass_weighted && !masses.empty();
+    const std::size_t K = s.ks.size();
+    const auto T = static_cast<std::size_t>(s.n_frames);
+    s.jl.assign(K * T, 0.0);
+    s.jt.assign(K * T, 0.0);
+    if (s.has_mass) {
+        s.jl_mass.assign(K * T, 0.0);
+        s.jt_mass.assign(K * T, 0.0);
+    }
+    detail::CurrentEngine eng(s.ks);
+    std::vector<double> khx(K), khy(K);
+    for (std::size_t q = 0; q < K; ++q) {
+        khx[q] = s.ks.kx[q] / s.ks.kabs[q];
+        khy[q] = s.ks.ky[q] / s.ks.kabs[q];
+    }
+    double sum_n = 0, sum_w2 = 0, sum_w2m = 0;
+    const int nt = p.threads;
+    detail::stream_frames(
+        src,
+        [&](std::vector<detail::FrameParticles>& block) {
+            std::vector<double> bn(block.size()), bw(block.size()), bwm(block.size());
+            detail::parallel_for(block.size(), nt, [&](std::size_t b, std::size_t e, int) {
+                detail::CurrentEngine::Work w;
+                std::vector<double> ax, ay, wt;
+                std::vector<cplx> jx(K), jy(K);
+                for (std::size_t f = b; f < e; ++f) {
+                    const auto& fp = block[f];
+                    const auto t = static_cast<std::size_t>(fp.frame);
+                    bn[f] = static_cast<double>(fp.x.size());
+                    eng.phases(fp.x.data(), fp.y.data(), fp.x.size(), w);
+                    for (int pass = 0; pass < (s.has_mass ? 2 : 1); ++pass) {
+                        double sw2 = 0;
+                        detail::weighted_velocities(fp, s.region, pass ? &masses : nullptr, p.subtract_mean, ax, ay, wt, sw2);
+                        (pass ? bwm[f] : bw[f]) = sw2;
+                        eng.forward(ax.data(), ay.data(), jx.data(), jy.data(), w);
+                        auto& JL = pass ? s.jl_mass : s.jl;
+                        auto& JT = pass ? s.jt_mass : s.jt;
+                        for (std::size_t q = 0; q < K; ++q) {
+                            JL[q * T + t] = khx[q] * jx[q] + khy[q] * jy[q];
+                            JT[q * T + t] = -khy[q] * jx[q] + khx[q] * jy[q];
+                        }
+                    }
+                }
+            });
+            for (std::size_t f = 0; f < block.size(); ++f) {
+                sum_n += bn[f];
+                sum_w2 += bw[f];
+                sum_w2m += bwm[f];
+            }
+        },
+        &s.velocity_source);
+    s.mean_n = sum_n / static_cast<double>(T);
+    s.density = s.mean_n / s.region.area;
+    s.norm = sum_w2 / static_cast<double>(T);
+    s.norm_mass = sum_w2m / static_cast<double>(T);
+    if (!(s.norm > 0)) throw FormatError("currents: no particle with a velocity inside the region");
+    return s;
+}
+
+double spectral_peak(const double* y, std::size_t n, double domega) {
+    if (n == 0) return NAN;
+    std::size_t j = 0;
+    for (std::size_t i = 1; i < n; ++i)
+        if (y[i] > y[j]) j = i;
+    if (j == 0 || j + 1 >= n) return static_cast<double>(j) * domega;
+    const double a = y[j - 1], b = y[j], c = y[j + 1];
+    const double den = a - 2 * b + c;
+    const double off = den < 0 ? 0.5 * (a - c) / den : 0.0;
+    return (static_cast<double>(j) + std::clamp(off, -0.5, 0.5)) * domega;
+}
+
+CurrentsResult currents_from_series(const CurrentSeries& s, const CurrentsParams& p0) {
+    CurrentsParams p = p0;
+    const auto T = static_cast<std::size_t>(s.n_frames);
+    if (p.segment == 0) p.segment = std::min<std::int64_t>(s.n_frames, 256) / 2 * 2;
+    if (p.segment < 2) throw ParameterError("currents: segment must be >= 2 frames");
+    if (p.segment > s.n_frames)
+        throw ParameterError("currents: segment (" + std::to_string(p.segment) + " frames) exceeds the " +
+                             std::to_string(s.n_frames) + " frames");
+    if (p.max_lag == 0) p.max_lag = p.segment / 2;
+    p.max_lag = std::min<std::int64_t>(p.max_lag, s.n_frames);
+    const double omega_n = std::numbers::pi / s.dt;
+    if (p.omega_max == 0 || p.omega_max > omega_n) p.omega_max = omega_n;
+    const auto S = static_cast<std::size_t>(p.segment);
+    const auto L = static_cast<std::size_t>(p.max_lag);
+    const double domega = 2 * std::numbers::pi / (static_cast<double>(S) * s.dt);
+    const std::size_t n_omega = std::min<std::size_t>(S / 2 + 1, static_cast<std::size_t>(std::floor(p.omega_max / domega + 1e-9)) + 1);
+    std::size_t B = static_cast<std::size_t>(p.blocks);
+    std::size_t TB = B ? T / B : 0;
+    if (B && TB < 2 * L) {  // blocks must be longer than the correlation window
+        B = T / (2 * L);
+        TB = B ? T / B : 0;
+    }
+    p.blocks = static_cast<std::int64_t>(B);
+
+    CurrentsResult r;
+    r.params = p;
+    const auto& ks = s.ks;
+    const std::size_t NS = ks.shell_k.size();
+    r.k = ks.shell_k;
+    r.n_vectors = ks.shell_count;
+    r.dt = s.dt;
+    r.density = s.density;
+    r.mean_n = s.mean_n;
+    r.k_debye = std::sqrt(4 * std::numbers::pi * s.density);
+    r.n_frames = s.n_frames;
+    r.n_blocks = static_cast<std::int64_t>(B);
+    r.velocity_source = s.velocity_source;
+    r.geometry = to_string(s.region.geometry.kind);
+    r.has_mass = s.has_mass;
+    r.dk = ks.dk;
+    for (std::size_t l = 0; l < L; ++l) r.t.push_back(static_cast<double>(l) * s.dt);
+    for (std::size_t f = 0; f < n_omega; ++f) r.omega.push_back(static_cast<double>(f) * domega);
+
+    const int P = detail::fast_size(static_cast<std::int64_t>(T + L));
+    const int PB = B ? detail::fast_size(static_cast<std::int64_t>(TB + L)) : 1;
+    detail::ComplexFft fftP(P, FFTW_FORWARD), ifftP(P, FFTW_BACKWARD), fftB(PB, FFTW_FORWARD), ifftB(PB, FFTW_BACKWARD);
+    detail::ComplexFft fftS(static_cast<int>(S), FFTW_BACKWARD);  // e^{+iωt}
+    std::vector<double> win(S);
+    double sum_win2 = 0;
+    for (std::size_t t = 0; t < S; ++t) {
+        win[t] = detail::hann(t, S);
+        sum_win2 += win[t] * win[t];
+    }
+    const std::size_t hop = S / 2;
+    const std::size_t n_seg = (T - S) / hop + 1;
+
+    // One (series, norm) → outputs.
+    auto analyse = [&](const std::vector<cplx>& J, double norm, std::vector<double>& ckt, std::vector<double>& ckw,
+                       std::vector<double>* blocks) {
+        const std::size_t K = ks.size();
+        const int nt = p.threads;
+        std::vector<std::vector<double>> ckt_t(static_cast<std::size_t>(nt), std::vector<double>(NS * L, 0.0));
+        std::vector<std::vector<double>> ckw_t(static_cast<std::size_t>(nt), std::vector<double>(NS * n_omega, 0.0));
+        std::vector<std::vector<double>> blk_t(static_cast<std::size_t>(nt), std::vector<double>(B * NS * L, 0.0));
+        detail::parallel_for(K, nt, [&](std::size_t b, std::size_t e, int th) {
+            detail::FftwBuffer<fftw_complex> a(static_cast<std::size_t>(P)), c(static_cast<std::size_t>(P));
+            detail::FftwBuffer<fftw_complex> ab(static_cast<std::size_t>(PB)), cb(static_cast<std::size_t>(PB));
+            detail::FftwBuffer<fftw_complex> sa(S), sc(S);
+            auto& CKT = ckt_t[static_cast<std::size_t>(th)];
+            auto& CKW = ckw_t[static_cast<std::size_t>(th)];
+            auto& BLK = blk_t[static_cast<std::size_t>(th)];
+            auto autocorr = [](const cplx* z, std::size_t n, std::size_t lags, const detail::ComplexFft& f,
+                               const detail::ComplexFft& fi, fftw_complex* x, fftw_complex* y, double* out) {
+                const auto Pn = static_cast<std::size_t>(f.size());
+                for (std::size_t t = 0; t < Pn; ++t) {
+                    x[t][0] = t < n ? z[t].real() : 0.0;
+                    x[t][1] = t < n ? z[t].imag() : 0.0;
+                }
+                f.run(x, y);
+                for (std::size_t t = 0; t < Pn; ++t) {
+                    x[t][0] = y[t][0] * y[t][0] + y[t][1] * y[t][1];
+                    x[t][1] = 0;
+                }
+                fi.run(x, y);  // y[m] = P · Σ_t z(t+m) z*(t)
+                for (std::size_t m = 0; m < lags; ++m) out[m] = y[m][0] / static_cast<double>(Pn);
+            };
+            std::vector<double> tmp(L);
+            for (std::size_t q = b; q < e; ++q) {
+                const cplx* z = &J[q * T];
+                const auto sh = static_cast<std::size_t>(ks.shell[q]);
+                autocorr(z, T, L, fftP, ifftP, a.p, c.p, tmp.data());
+                for (std::size_t m = 0; m < L; ++m) CKT[sh * L + m] += tmp[m] / static_cast<double>(T - m);
+                for (std::size_t bb = 0; bb < B; ++bb) {
+                    autocorr(z + bb * TB, TB, L, fftB, ifftB, ab.p, cb.p, tmp.data());
+                    for (std::size_t m = 0; m < L; ++m) BLK[(bb * NS + sh) * L + m] += tmp[m] / static_cast<double>(TB - m);
+                }
+                for (std::size_t sg = 0; sg < n_seg; ++sg) {
+                    for (std::size_t t = 0; t < S; ++t) {
+                        sa.p[t][0] = win[t] * z[sg * hop + t].real();
+                        sa.p[t][1] = win[t] * z[sg * hop + t].imag();
+                    }
+                    fftS.run(sa.p, sc.p);
+                    for (std::size_t f = 0; f < n_omega; ++f) {
+                        const std::size_t fm = (S - f) % S;
+                        const double pw = 0.5 * (sc.p[f][0] * sc.p[f][0] + sc.p[f][1] * sc.p[f][1] +
+                                                 sc.p[fm][0] * sc.p[fm][0] + sc.p[fm][1] * sc.p[fm][1]);
+                        CKW[sh * n_omega + f] += pw;
+                    }
+                }
+            }
+        });
+        ckt.assign(NS * L, 0.0);
+        ckw.assign(NS * n_omega, 0.0);
+        if (blocks) blocks->assign(B * NS * L, 0.0);
+        for (int th = 0; th < nt; ++th) {
+            for (std::size_t i = 0; i < NS * L; ++i) ckt[i] += ckt_t[static_cast<std::size_t>(th)][i];
+            for (std::size_t i = 0; i < NS * n_omega; ++i) ckw[i] += ckw_t[static_cast<std::size_t>(th)][i];
+            if (blocks)
+                for (std::size_t i = 0; i < B * NS * L; ++i) (*blocks)[i] += blk_t[static_cast<std::size_t>(th)][i];
+        }
+        for (std::size_t sh = 0; sh < NS; ++sh) {
+            const double c = static_cast<double>(ks.shell_count[sh]);
+            for (std::size_t m = 0; m < L; ++m) ckt[sh * L + m] /= c * norm;
+            for (std::size_t f = 0; f < n_omega; ++f)
+                ckw[sh * n_omega + f] *= s.dt / (c * norm * sum_win2 * static_cast<double>(n_seg));
+            if (blocks)
+                for (std::size_t bb = 0; bb < B; ++bb)
+                    for (std::size_t m = 0; m < L; ++m) (*blocks)[(bb * NS + sh) * L + m] /= c * norm;
+        }
+    };
+    auto peaks = [&](const std::vector<double>& ckw) {
+        std::vector<double> out(NS);
+        for (std::size_t sh = 0; sh < NS; ++sh) out[sh] = spectral_peak(&ckw[sh * n_omega], n_omega, domega);
+        return out;
+    };
+    analyse(s.jt, s.norm, r.c_t_kt, r.c_t_kw, &r.c_t_kt_blocks);
+    analyse(s.jl, s.norm, r.c_l_kt, r.c_l_kw, &r.c_l_kt_blocks);
+    r.omega_t_peak = peaks(r.c_t_kw);
+    r.omega_l_peak = peaks(r.c_l_kw);
+    if (s.has_mass) {
+        analyse(s.jt_mass, s.norm_mass, r.c_t_kt_mass, r.c_t_kw_mass, nullptr);
+        analyse(s.jl_mass, s.norm_mass, r.c_l_kt_mass, r.c_l_kw_mass, nullptr);
+        r.omega_t_peak_mass = peaks(r.c_t_kw_mass);
+        r.omega_l_peak_mass = peaks(r.c_l_kw_mass);
+    }
+    return r;
+}
+
+CurrentsResult compute_currents(const TrajectorySource& src, CurrentsParams p) {
+    p.validate();
+    const CurrentSeries s = compute_current_series(src, p);
+    return currents_from_series(s, p);
+}
+
+ResultGroup currents_result_group(const CurrentsResult& r, const Metadata& meta) {
+    const std::string L = meta.length_unit, T = meta.time_unit;
+    const std::string v2 = L + "^2/" + T + "^2", spec = L + "^2/" + T;
+    ResultGroup g;
+    g.name = "currents";
+    const std::size_t NS = r.k.size(), NL = r.t.size(), NW = r.omega.size();
+    g.add("k", r.k, "rad/" + L);
+    g.add_int("n_vectors", r.n_vectors, "1");
+    g.add("t", r.t, T);
+    g.add("omega", r.omega, "rad/" + T);
+    g.add2d("c_t_kt", r.c_t_kt, NS, NL, v2);
+    g.add2d("c_l_kt", r.c_l_kt, NS, NL, v2);
+    g.add2d("c_t_kw", r.c_t_kw, NS, NW, spec);
+    g.add2d("c_l_kw", r.c_l_kw, NS, NW, spec);
+    g.add("omega_t_peak", r.omega_t_peak, "rad/" + T);
+    g.add("omega_l_peak", r.omega_l_peak, "rad/" + T);
+    if (r.n_blocks > 0) {
+        auto& a = g.add("c_t_kt_blocks", r.c_t_kt_blocks, v2);
+        a.shape = {static_cast<std::size_t>(r.n_blocks), NS, NL};
+        auto& b = g.add("c_l_kt_blocks", r.c_l_kt_blocks, v2);
+        b.shape = {static_cast<std::size_t>(r.n_blocks), NS, NL};
+    }
+    if (r.has_mass) {
+        const std::string mv2 = v2, mspec = spec;  // masses in units of the species-0 mass
+        g.add2d("c_t_kt_mass", r.c_t_kt_mass, NS, NL, mv2);
+        g.add2d("c_l_kt_mass", r.c_l_kt_mass, NS, NL, mv2);
+        g.add2d("c_t_kw_mass", r.c_t_kw_mass, NS, NW, mspec);
+        g.add2d("c_l_kw_mass", r.c_l_kw_mass, NS, NW, mspec);
+        g.add("omega_t_peak_mass", r.omega_t_peak_mass, "rad/" + T);
+        g.add("omega_l_peak_mass", r.omega_l_peak_mass, "rad/" + T);
+    }
+    const auto& p = r.params;
+    g.attrs["k_max"] = r.k.empty() ? 0.0 : (p.k_max > 0 ? p.k_max : r.k_debye);
+    g.attrs["k_min"] = p.k_min;
+    g.attrs["k_debye"] = r.k_debye;
+    g.attrs["segment_frames"] = p.segment;
+    g.attrs["max_lag_frames"] = p.max_lag;
+    g.attrs["omega_max"] = p.omega_max;
+    g.attrs["blocks"] = r.n_blocks;
+    g.attrs["taper"] = p.taper;
+    g.attrs["subtract_mean"] = std::int64_t{p.subtract_mean};
+    g.attrs["frame_interval"] = r.dt;
+    g.attrs["density"] = r.density;
+    g.attrs["mean_n"] = r.mean_n;
+    g.attrs["n_frames"] = r.n_frames;
+    g.attrs["velocity_source"] = r.velocity_source;
+    g.attrs["geometry"] = r.geometry;
+    g.attrs["window"] = std::string("hann segments, 50% overlap");
+    g.attrs["normalisation"] = std::string("C(k,t) = Re<j(t0+t) j*(t0)>/<sum_i w_i^2>; C(k,w) = int C(k,t) e^{iwt} dt (two-sided density); mass: a_i = w_i m_i v_i, norm <sum w^2 m>, m = (d_s/d_0)^2");
+    g.attrs["k_set"] = std::string("grid (2pi n/Lx, 2pi m/Ly), half plane, k_min <= |k| <= k_max; shells of width dk centred on multiples of dk");
+    g.attrs["dk"] = r.dk;
+    g.attrs["units"] = std::string("L=") + L + ", T=" + T;
+    return g;
+}
+
+}  // namespace vibra::analysis

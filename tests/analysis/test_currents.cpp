@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <complex>
+#include <numbers>
+#include <random>
+
+#include "modes_synthetic.hpp"
+#include "vibra/analysis/currents.hpp"
+#include "vibra/core/error.hpp"
+
+using namespace vibra;
+using namespace vibra::analysis;
+using Catch::Matchers::WithinAbs;
+using cplx = std::complex<double>;
+
+namespace {
+
+struct Frame {
+    std::vector<double> x, y, vx, vy;
+};
+
+// Random particles (positions and velocities fresh every frame, some rows dropped) in a geometry.
+std::vector<Frame> random_frames(const Geometry& g, int n, int T, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> ux(g.x0, g.x1), uy(g.y0, g.y1), u01(0, 1);
+    std::normal_distribution<double> gv(0.3, 1.1);
+    std::vector<Frame> fr(static_cast<std::size_t>(T));
+    for (auto& f : fr)
+        for (int i = 0; i < n; ++i) {
+            if (u01(rng) < 0.1) continue;  // absent in this frame
+            f.x.push_back(ux(rng));
+            f.y.push_back(uy(rng));
+            f.vx.push_back(gv(rng));
+            f.vy.push_back(gv(rng));
+        }
+    return fr;
+}
+
+InMemorySource to_source(const Geometry& g, const std::vector<Frame>& fr, double dt) {
+    test::TrajBuilder b(g);
+    for (std::size_t f = 0; f < fr.size(); ++f)
+        for (std::size_t i = 0; i < fr[f].x.size(); ++i)
+            b.add(static_cast<std::int64_t>(f), static_cast<std::int64_t>(i), fr[f].x[i], fr[f].y[i], fr[f].vx[i], fr[f].vy[i]);
+    return b.source(dt);
+}
+
+double tukey(double u, double a) {
+    if (u < 0 || u > 1) return 0;
+    if (u < a / 2) return 0.5 * (1 - std::cos(2 * std::numbers::pi * u / a));
+    if (u > 1 - a / 2) return 0.5 * (1 - std::cos(2 * std::numbers::pi * (1 - u) / a));
+    return 1;
+}
+
+// O(N·T·K) reference: currents by direct sums, correlations by direct lag sums, Welch by a direct DFT.
+void check_direct(const Geometry& g, double taper) {
+    const int T = 48;
+    const double dt = 0.1;
+    const auto fr = random_frames(g, 25, T, 11);
+    const auto src = to_source(g, fr, dt);
+    CurrentsParams p;
+    p.segment = 16;
+    p.max_lag = 8;
+    p.blocks = 2;
+    p.taper = taper;
+    p.mass_weighted = false;
+    const CurrentsResult r = compute_currents(src, p);
+    const CurrentRegion reg = current_region(src, taper);
+    const KVectorSet ks = current_kvectors(reg, r.density, p);
+    REQUIRE(ks.size() >= 4);
+    const std::size_t K = ks.size(), NS = ks.shell_k.size(), L = 8, S = 16;
+    REQUIRE(r.k.size() == NS);
+    std::vector<cplx> jl(K * T), jt(K * T);
+    double norm = 0;
+    for (int t = 0; t < T; ++t) {
+        const auto& f = fr[static_cast<std::size_t>(t)];
+        const std::size_t n = f.x.size();
+        std::vector<double> w(n);
+        double sw = 0, mx = 0, my = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            w[i] = g.periodic() ? 1.0 : tukey((f.x[i] - g.x0) / g.lx(), taper) * tukey((f.y[i] - g.y0) / g.ly(), taper);
+            sw += w[i] * w[i];
+            mx += w[i] * w[i] * f.vx[i];
+            my += w[i] * w[i] * f.vy[i];
+        }
+        norm += sw / T;
+        mx /= sw;
+        my /= sw;
+        for (std::size_t q = 0; q < K; ++q) {
+            const double kx = ks.kx[q], ky = ks.ky[q], k = std::hypot(kx, ky);
+            cplx sl = 0, st = 0;
+            for (std::size_t i = 0; i < n; ++i) {
+                const cplx e = std::polar(1.0, kx * f.x[i] + ky * f.y[i]);
+                const double ax = w[i] * (f.vx[i] - mx), ay = w[i] * (f.vy[i] - my);
+                sl += (ax * kx / k + ay * ky / k) * e;
+                st += (-ax * ky / k + ay * kx / k) * e;
+            }
+            jl[q * T + t] = sl;
+            jt[q * T + t] = st;
+        }
+    }
+    auto corr = [&](const std::vector<cplx>& J, std::size_t q, std::size_t t0, std::size_t n, std::size_t m) {
+        double s = 0;
+        for (std::size_t t = t0; t + m < t0 + n; ++t) s += (J[q * T + t + m] * std::conj(J[q * T + t])).real();
+        return s / static_cast<double>(n - m);
+    };
+    const std::size_t TB = T / 2;
+    const std::size_t nw = r.omega.size();
+    for (int which = 0; which < 2; ++which) {
+        const auto& J = which ? jl : jt;
+        const auto& ckt = which ? r.c_l_kt : r.c_t_kt;
+        const auto& ckw = which ? r.c_l_kw : r.c_t_kw;
+        const auto& blk = which ? r.c_l_kt_blocks : r.c_t_kt_blocks;
+        std::vector<double> e_kt(NS * L, 0), e_kw(NS * nw, 0), e_b(2 * NS * L, 0);
+        for (std::size_t q = 0; q < K; ++q) {
+            const auto sh = static_cast<std::size_t>(ks.shell[q]);
+            const double c = static_cast<double>(ks.shell_count[sh]) * norm;
+            for (std::size_t m = 0; m < L; ++m) {
+                e_kt[sh * L + m] += corr(J, q, 0, T, m) / c;
+                for (std::size_t b = 0; b < 2; ++b) e_b[(b * NS + sh) * L + m] += corr(J, q, b * TB, TB, m) / c;
+            }
+            double sw2 = 0;
+            for (std::size_t t = 0; t < S; ++t) sw2 += std::pow(0.5 * (1 - std::cos(2 * std::numbers::pi * (t + 0.5) / S)), 2);
+            const std::size_t nseg = (T - S) / (S / 2) + 1;
+            for (std::size_t f = 0; f < nw; ++f) {
+                const double om = r.omega[f];
+                double acc = 0;
+                for (std::size_t sg = 0; sg < nseg; ++sg)
+                    for (double sign : {1.0, -1.0}) {
+                        cplx a = 0;
+                        for (std::size_t t = 0; t < S; ++t) {
+                            const double w = 0.5 * (1 - std::cos(2 * std::numbers::pi * (t + 0.5) / S));
+                            a += w * J[q * T + sg * (S / 2) + t] * std::polar(1.0, sign * om * t * dt);
+                        }
+                        acc += 0.5 * std::norm(a);
+                    }
+                e_kw[sh * nw + f] += acc * dt / (c * sw2 * nseg);
+            }
+        }
+        for (std::size_t i = 0; i < NS * L; ++i) REQUIRE_THAT(ckt[i], WithinAbs(e_kt[i], 1e-10 * (1 + std::abs(e_kt[i]))));
+        for (std::size_t i = 0; i < 2 * NS * L; ++i) REQUIRE_THAT(blk[i], WithinAbs(e_b[i], 1e-10 * (1 + std::abs(e_b[i]))));
+        for (std::size_t i = 0; i < NS * nw; ++i) REQUIRE_THAT(ckw[i], WithinAbs(e_kw[i], 1e-10 * (1 + std::abs(e_kw[i]))));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("C_T(k,t), C_L(k,t), blocks and Welch spectra equal direct O(N T K) sums", "[unit]") {
+    SECTION("periodic box") { check_direct(Geometry::periodic(0, 0, 5, 4.5), 0.2); }
+    SECTION("rectangular window with Tukey taper") { check_direct(Geometry::rect(1, 2, 7, 7.5), 0.3); }
+}
+
+TEST_CASE("C_T(k,0) = C_L(k,0) = <v_x^2> for uncorrelated velocities", "[unit]") {
+    const Geometry g = Geometry::periodic(0, 0, 20, 20);
+    const int T = 400, n = 400;
+    std::mt19937_64 rng(3);
+    std::uniform_real_distribution<double> u(0, 20);
+    std::normal_distribution<double> gv(0, 1.3);
+    test::TrajBuilder b(g);
+    for (int f = 0; f < T; ++f)
+        for (int i = 0; i < n; ++i) b.add(f, i, u(rng), u(rng), gv(rng), gv(rng));
+    const auto src = b.source(0.05);
+    CurrentsParams p;
+    p.blocks = 0;
+    p.segment = 64;
+    const auto r = compute_currents(src, p);
+    const std::size_t L = r.t.size();
+    REQUIRE(r.k.size() > 5);
+    const double expect = 1.3 * 1.3 * (1 - 1.0 / n);  // mean subtraction removes one degree of freedom
+    for (std::size_t s = 0; s < r.k.size(); ++s) {
+        const double tol = 4 * expect / std::sqrt(static_cast<double>(T * r.n_vectors[s]));
+        REQUIRE_THAT(r.c_t_kt[s * L], WithinAbs(expect, tol));
+        REQUIRE_THAT(r.c_l_kt[s * L], WithinAbs(expect, tol));
+        REQUIRE_THAT(r.c_t_kt[s * L + 1], WithinAbs(0.0, tol));  // no memory between frames
+    }
+}
+
+TEST_CASE("Harmonic triangular crystal: C_T and C_L peaks lie on the analytic phonon branches", "[unit]") {
+    test::TriangularCrystal cr{12, 12};
+    const Geometry g = Geometry::periodic(0, 0, cr.lx(), cr.ly());
+    const double dt = 0.5, kmax = 2.0, amp = 0.01;
+    const int T = 1280;
+    std::mt19937_64 rng(7);
+    std::uniform_real_distribution<double> ph(0, 2 * std::numbers::pi);
+    // All modes with grid k in the half plane and |k| <= kmax + margin, both branches, random phases,
+    // equal velocity amplitude.
+    struct Mode {
+        double kx, ky, w, phi;
+        Eigen::Vector2d e;
+    };
+    std::vector<Mode> modes;
+    const double dkx = 2 * std::numbers::pi / cr.lx(), dky = 2 * std::numbers::pi / cr.ly();
+    for (int n = 0; n <= 6; ++n)
+        for (int m = -6; m <= 6; ++m) {
+            if (n == 0 && m <= 0) continue;
+            const double kx = n * dkx, ky = m * dky;
+            if (std::hypot(kx, ky) > kmax + 0.3) continue;
+            Eigen::SelfAdjointEigenSolver<Eigen::Matrix2d> es(cr.dyn(kx, ky));
+            for (int b = 0; b < 2; ++b) modes.push_back({kx, ky, std::sqrt(es.eigenvalues()[b]), ph(rng), es.eigenvectors().col(b)});
+        }
+    test::TrajBuilder tb(g);
+    for (int f = 0; f < T; ++f) {
+        const double t = f * dt;
+        for (int j = 0; j < cr.ny; ++j)
+            for (int i = 0; i < cr.nx; ++i) {
+                const Eigen::Vector2d R = cr.site(i, j);
+                Eigen::Vector2d u = Eigen::Vector2d::Zero(), v = Eigen::Vector2d::Zero();
+                for (const auto& md : modes) {
+                    const double a = md.kx * R.x() + md.ky * R.y() - md.w * t + md.phi;
+                    u += (amp / md.w) * std::cos(a) * md.e;
+                    v += amp * std::sin(a) * md.e;
+                }
+                tb.add(f, j * cr.nx + i, R.x() + u.x(), R.y() + u.y(), v.x(), v.y());
+            }
+    }
+    const auto src = tb.source(dt);
+    CurrentsParams p;
+    p.k_max = kmax;
+    p.dk = 0.01;  // shells hold symmetry-equivalent vectors only
+    p.segment = 640;
+    p.blocks = 0;
+    p.subtract_mean = false;
+    const auto r = compute_currents(src, p);
+    const CurrentRegion reg = current_region(src, 0);
+    const KVectorSet ks = current_kvectors(reg, r.density, p);
+    const double domega = r.omega[1];
+    REQUIRE(r.k.size() >= 5);
+    for (std::size_t s = 0; s < r.k.size(); ++s) {
+        // analytic branches at the first vector of the shell; T = eigenvector closer to ê_⊥
+        std::size_t q = 0;
+        while (static_cast<std::size_t>(ks.shell[q]) != s) ++q;
+        const double kx = ks.kx[q], ky = ks.ky[q], k = ks.kabs[q];
+        Eigen::SelfAdjointEigenSolver<Eigen::Matrix2d> es(cr.dyn(kx, ky));
+        const Eigen::Vector2d et(-ky / k, kx / k);
+        const int bt = std::abs(es.eigenvectors().col(0).dot(et)) > std::abs(es.eigenvectors().col(1).dot(et)) ? 0 : 1;
+        const double wt = std::sqrt(es.eigenvalues()[bt]), wl = std::sqrt(es.eigenvalues()[1 - bt]);
+        INFO("shell k = " << r.k[s] << " expected wT = " << wt << " wL = " << wl);
+        REQUIRE_THAT(r.omega_t_peak[s], WithinAbs(wt, 0.25 * domega));
+        REQUIRE_THAT(r.omega_l_peak[s], WithinAbs(wl, 0.25 * domega));
+    }
+    // low-k slopes: c_T = sqrt(3/8), c_L = sqrt(9/8) for unit K, m, a
+    REQUIRE_THAT(r.omega_t_peak[0] / r.k[0], WithinAbs(std::sqrt(3.0 / 8), 0.03));
+    REQUIRE_THAT(r.omega_l_peak[0] / r.k[0], WithinAbs(std::sqrt(9.0 / 8), 0.05));
+}
+
+TEST_CASE("Currents from central differences of positions match the velocity columns", "[unit]") {
+    // Transverse plane wave u = A ê_⊥ cos(k0·R − ω0 t) on a square lattice, without velocity columns.
+    const int n = 16, T = 512;
+    const double dt = 0.05, w0 = 2.0, A = 0.02;
+    const Geometry g = Geometry::periodic(0, 0, n, n);
+    const double k0 = 2 * std::numbers::pi * 3 / n;  // along x
+    test::TrajBuilder tb(g, false);
+    for (int f = 0; f < T; ++f)
+        for (int j = 0; j < n; ++j)
+            for (int i = 0; i < n; ++i) tb.add(f, j * n + i, i, j + A * std::cos(k0 * i - w0 * f * dt));
+    const auto src = tb.source(dt);
+    CurrentsParams p;
+    p.k_max = 2.5;
+    p.dk = 0.05;
+    p.segment = 256;
+    p.blocks = 0;
+    const auto r = compute_currents(src, p);
+    REQUIRE(r.velocity_source == "central differences");
+    std::size_t s0 = 0;
+    for (std::size_t s = 0; s < r.k.size(); ++s)
+        if (std::abs(r.k[s] - k0) < std::abs(r.k[s0] - k0)) s0 = s;
+    REQUIRE_THAT(r.k[s0], WithinAbs(k0, 1e-9));
+    REQUIRE_THAT(r.omega_t_peak[s0], WithinAbs(w0, 0.25 * r.omega[1]));
+    // central-difference amplitude: v = A ω0 sinc(ω0 dt), C_T(k0,0) = (vN/2)²/N per vector, shared by the shell
+    const double v = A * std::sin(w0 * dt) / dt;
+    const double expect = v * v / 4 * static_cast<double>(n * n) / static_cast<double>(r.n_vectors[s0]);
+    REQUIRE_THAT(r.c_t_kt[s0 * r.t.size()], WithinAbs(expect, 0.02 * expect));
+    REQUIRE(r.c_l_kt[s0 * r.t.size()] < 1e-3 * expect);
+}
+
+TEST_CASE("Currents parameters are validated", "[unit]") {
+    CurrentsParams p;
+    p.segment = 7;
+    REQUIRE_THROWS_AS(p.validate(), ParameterError);
+    p.segment = 0;
+    p.taper = 2;
+    REQUIRE_THROWS_AS(p.validate(), ParameterError);
+}
