@@ -8,6 +8,10 @@ namespace vibra::app {
 bool print_video_info(const std::string&, std::ostream&) { return false; }
 #endif
 
-void register_extra_commands(CLI::App&, GlobalOptions&) {}
+void register_extra_commands([[maybe_unused]] CLI::App& app, [[maybe_unused]] GlobalOptions& g) {
+#ifdef VIBRA_HAVE_TRACKING
+    register_convert(app, g);  // vibra convert (issue 7)
+#endif
+}
 
 }  // namespace vibra::app

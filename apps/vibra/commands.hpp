@@ -32,6 +32,7 @@ void register_info(CLI::App& app, GlobalOptions& g);
 void register_analyze(CLI::App& app, GlobalOptions& g);
 void register_simulate(CLI::App& app, GlobalOptions& g);
 // Later modules add their registration functions here (track, synth, render, analyze, convert).
+void register_convert(CLI::App& app, GlobalOptions& g);  // cmd_video_convert.cpp (tracking only)
 void register_extra_commands(CLI::App& app, GlobalOptions& g);
 
 }  // namespace vibra::app

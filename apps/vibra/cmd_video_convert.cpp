@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// `vibra convert VIDEO -o OUT [--frames A:B] [--format png|tiff] [--scale]`: writes any readable
+// video's frames as a 16-bit PNG or TIFF sequence holding the raw stored counts, top row first —
+// what labs need to hand camera files (.cine, .mraw) to other tools — plus OUT/frames.csv with
+// each frame's index, camera image number and time stamp.
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "commands.hpp"
+#include "vibra/core/error.hpp"
+#include "vibra/tracking/video.hpp"
+
+namespace vibra::app {
+
+namespace {
+
+struct ConvertOptions {
+    std::string input, output, frames, format = "png";
+    bool scale = false;
+    int channel = -1;
+};
+
+/// "A:B", "A:", ":B" or "A" (one frame) → first/last (exclusive, −1 = to the end).
+void parse_frames(const std::string& s, tracking::ReaderParams& p) {
+    if (s.empty()) return;
+    auto to_i = [&](const std::string& t) -> std::int64_t {
+        std::size_t used = 0;
+        long long v = 0;
+        try {
+            v = std::stoll(t, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used != t.size() || v < 0) throw ParameterError("--frames: '" + s + "' is not A:B with 0 <= A <= B");
+        return v;
+    };
+    const auto colon = s.find(':');
+    if (colon == std::string::npos) {
+        p.first = to_i(s);
+        p.last = p.first + 1;
+        return;
+    }
+    const std::string a = s.substr(0, colon), b = s.substr(colon + 1);
+    p.first = a.empty() ? 0 : to_i(a);
+    p.last = b.empty() ? -1 : to_i(b);
+    if (p.last >= 0 && p.last < p.first) throw ParameterError("--frames: '" + s + "' has B < A");
+}
+
+void run_convert(const ConvertOptions& o, const GlobalOptions& g) {
+    if (o.format != "png" && o.format != "tiff") throw ParameterError("--format: '" + o.format + "' (png or tiff)");
+    tracking::ReaderParams params;
+    params.channel = o.channel;
+    parse_frames(o.frames, params);
+    auto src = tracking::open_video(o.input, params);
+    const auto& info = src->info();
+    std::filesystem::create_directories(o.output);
+    const std::string csv_path = (std::filesystem::path(o.output) / "frames.csv").string();
+    std::ofstream csv(csv_path);
+    if (!csv) throw IoError(csv_path + ": cannot write");
+    csv << "# " << info.path << " (" << info.format << "), " << info.bit_depth << "-bit counts"
+        << (o.scale ? " scaled to 16 bits" : " as stored") << "\nindex,image_number,time_s,file\n";
+    csv.precision(12);
+
+    const std::string ext = o.format == "png" ? ".png" : ".tif";
+    std::int64_t written = 0, bad = 0;
+    std::string problems;
+    tracking::Frame f;
+    for (;;) {
+        const auto st = src->next(f);
+        if (st == tracking::ReadStatus::end) break;
+        if (st != tracking::ReadStatus::ok) {
+            auto it = info.extra.find("last_error");
+            const std::string msg = it != info.extra.end() ? it->second : at_frame(info.path, f.index, "could not be decoded");
+            std::cerr << "vibra convert: " << msg << "\n";
+            problems = msg;
+            ++bad;
+            if (st == tracking::ReadStatus::truncated) break;
+            continue;
+        }
+        cv::Mat out;
+        if (o.scale) {
+            const int bits = info.bit_depth > 0 && info.bit_depth <= 16 ? info.bit_depth : (f.image.depth() == CV_8U ? 8 : 16);
+            f.image.convertTo(out, CV_16U, 65535.0 / double((1 << bits) - 1));
+        } else {
+            f.image.convertTo(out, CV_16U);  // raw counts, no rescaling
+        }
+        char name[64];
+        std::snprintf(name, sizeof name, "frame_%06lld", static_cast<long long>(f.index));
+        const std::string file = (std::filesystem::path(o.output) / (name + ext)).string();
+        bool ok = false;
+        try {
+            ok = cv::imwrite(file, out);
+        } catch (const cv::Exception& e) {
+            throw IoError(file + ": cannot write: " + e.what());
+        }
+        if (!ok) throw IoError(file + ": cannot write");
+        csv << f.index << "," << f.image_number << ",";
+        if (f.time_s >= 0) csv << f.time_s;
+        csv << "," << name << ext << "\n";
+        ++written;
+    }
+    if (!csv) throw IoError(csv_path + ": write failed");
+    if (!g.quiet) std::cerr << "vibra convert: wrote " << written << " frames to " << o.output << "\n";
+    if (bad > 0) throw ExitStatus{1, std::to_string(bad) + " frame(s) could not be read; last: " + problems};
+}
+
+}  // namespace
+
+void register_convert(CLI::App& app, GlobalOptions& g) {
+    auto o = std::make_shared<ConvertOptions>();
+    auto* c = app.add_subcommand("convert", "Write a video's frames as a 16-bit PNG/TIFF sequence of raw counts");
+    c->add_option("VIDEO", o->input, "Video, camera file (.cine, .mraw/.cih/.cihx) or image sequence")->required();
+    c->add_option("-o,--output", o->output, "Output folder (created): frame_NNNNNN.png + frames.csv")->required();
+    c->add_option("--frames", o->frames, "Frame range A:B (0-based, B exclusive; A: or :B allowed)");
+    c->add_option("--format", o->format, "png or tiff (default png)");
+    c->add_flag("--scale", o->scale, "Scale counts from the video's bit depth to the full 16-bit range");
+    c->add_option("--channel", o->channel, "Colour → grey: -1 luma (default), 0/1/2 = R/G/B");
+    c->callback([o, &g] { run_convert(*o, g); });
+}
+
+}  // namespace vibra::app
