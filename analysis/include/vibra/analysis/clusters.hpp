@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Clusters of touching disks: a bond joins i and j when r_ij < λ (d_i + d_j)/2 (or a fixed
+// cut-off), clusters are the connected components (union–find over CellList pairs), labelled by
+// decreasing size with deterministic tie-breaking. In windows, clusters that reach the boundary
+// are truncated: they are flagged and counted separately (methods.md §13).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "vibra/analysis/pair_correlation.hpp"
+
+namespace vibra::analysis {
+
+struct ClusterParams {
+    double lambda = 1.1;  ///< bond if r_ij < lambda × (R_i + R_j) (contact criterion, dimensionless)
+    double r_cut = 0;     ///< > 0: bond if r_ij < r_cut instead (length unit); needed without sizes
+    void validate() const;  ///< throws ParameterError naming the field
+};
+
+/// Clusters of one frame.
+struct ClusterFrame {
+    std::vector<std::int64_t> label;      ///< per particle: cluster id, 0 = largest cluster
+    std::vector<std::int64_t> size;       ///< per cluster id: number of particles (non-increasing)
+    std::vector<std::uint8_t> boundary;   ///< per cluster id: 1 when a member is within a bond length of the window edge
+};
+
+/// Connected components of the bond graph. Sizes from frame.radius (NaN → mean of the finite
+/// radii); throws ParameterError when no size is known and r_cut is 0. O(N) per frame.
+ClusterFrame find_clusters(const StructureFrame& frame, const ClusterParams& p);
+
+struct ClusterResult {
+    std::vector<std::int64_t> size;        ///< s = 1 … s_max
+    std::vector<double> count;             ///< clusters of size s summed over frames
+    std::vector<double> count_interior;    ///< same, clusters not touching the window boundary
+    std::vector<double> probability;       ///< P(s) = count / Σ count (number distribution)
+    std::vector<std::int64_t> frame;
+    std::vector<double> t;                 ///< time_unit
+    std::vector<double> largest;           ///< size of the largest cluster per frame
+    std::vector<double> largest_fraction;  ///< largest / N per frame
+    std::vector<double> n_clusters;        ///< clusters per frame
+    std::vector<double> weight_average;    ///< Σ s² / Σ s per frame
+    double mean_size = 0;                  ///< number-average cluster size over all frames
+};
+
+class ClusterAccumulator {
+public:
+    explicit ClusterAccumulator(const ClusterParams& p);
+    void accumulate(const StructureFrame& frame);
+    ClusterResult result() const;
+
+private:
+    ClusterParams p_;
+    ClusterResult r_;
+};
+
+}  // namespace vibra::analysis

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Number fluctuations in sub-boxes: the window (periodic box, rectangle, or the square inscribed
+// in a circular window) is tiled with square boxes of side ℓ for a range of ℓ; the variance
+// ΔN² of the counts against the mean ⟨N⟩ gives the exponent ΔN² ∝ ⟨N⟩^a (a = 1 for Poisson,
+// > 1 "giant" fluctuations, < 1 hyperuniform). methods.md §15.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "vibra/analysis/pair_correlation.hpp"
+
+namespace vibra::analysis {
+
+struct NumberFluctuationParams {
+    std::vector<double> sizes;   ///< box sides ℓ (length unit); empty = n_sizes log-spaced from the
+                                 ///< mean spacing to half the short side of the region
+    std::int64_t n_sizes = 12;   ///< number of automatic sizes
+    void validate() const;       ///< throws ParameterError naming the field
+};
+
+struct NumberFluctuationResult {
+    std::vector<double> ell;                       ///< box side (length unit)
+    std::vector<double> boxes;                     ///< box samples per size (all frames)
+    std::vector<double> mean, var;                 ///< ⟨N⟩, ΔN² (total)
+    std::vector<double> mean_small, var_small, mean_large, var_large;
+    double exponent = 0;        ///< a in ΔN² ∝ ⟨N⟩^a, least squares in log–log over sizes with ⟨N⟩ ≥ 1
+    double exponent_small = 0, exponent_large = 0;
+    std::int64_t frames = 0;
+};
+
+/// Least-squares slope of log(var) against log(mean) over points with mean ≥ min_mean and var > 0
+/// (NaN with fewer than two such points).
+double log_log_slope(const std::vector<double>& mean, const std::vector<double>& var, double min_mean = 1.0);
+
+class NumberFluctuationAccumulator {
+public:
+    explicit NumberFluctuationAccumulator(const NumberFluctuationParams& p);
+    /// The sizes are fixed by the first frame (auto mode) and kept for all later frames.
+    void accumulate(const StructureFrame& frame);
+    NumberFluctuationResult result() const;
+
+private:
+    NumberFluctuationParams p_;
+    std::vector<double> ell_;
+    std::vector<double> n_, s1_[3], s2_[3];
+    std::int64_t frames_ = 0;
+};
+
+}  // namespace vibra::analysis

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "vibra/analysis/clusters.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <string>
+
+#include "vibra/core/cell_list.hpp"
+#include "vibra/core/error.hpp"
+
+namespace vibra::analysis {
+
+namespace {
+std::size_t find_root(std::vector<std::size_t>& parent, std::size_t i) {
+    while (parent[i] != i) {
+        parent[i] = parent[parent[i]];  // path halving
+        i = parent[i];
+    }
+    return i;
+}
+}  // namespace
+
+void ClusterParams::validate() const {
+    if (!(lambda > 0) || !std::isfinite(lambda)) throw ParameterError("clusters: lambda must be > 0, got " + std::to_string(lambda));
+    if (!(r_cut >= 0) || !std::isfinite(r_cut))
+        throw ParameterError("clusters: r_cut must be >= 0 (0 = contact criterion), got " + std::to_string(r_cut));
+}
+
+ClusterFrame find_clusters(const StructureFrame& fr, const ClusterParams& p) {
+    p.validate();
+    const std::size_t n = fr.size();
+    ClusterFrame out;
+    out.label.assign(n, -1);
+    if (n == 0) return out;
+    std::vector<double> rad(n, 0.0);
+    double cutoff = p.r_cut;
+    if (p.r_cut <= 0) {
+        double sum = 0, rmax = 0;
+        std::int64_t cnt = 0;
+        if (fr.radius.size() == n)
+            for (double r : fr.radius)
+                if (std::isfinite(r) && r > 0) sum += r, ++cnt, rmax = std::max(rmax, r);
+        if (cnt == 0)
+            throw ParameterError("clusters: frame " + std::to_string(fr.frame) +
+                                 ": the contact criterion needs particle sizes (metadata species_diameters or a "
+                                 "radius column); give a distance cut-off (--clusters-rcut) instead");
+        const double mean = sum / static_cast<double>(cnt);
+        for (std::size_t i = 0; i < n; ++i) rad[i] = (std::isfinite(fr.radius[i]) && fr.radius[i] > 0) ? fr.radius[i] : mean;
+        cutoff = 2 * p.lambda * rmax;
+    }
+    const Geometry& w = fr.window;
+    double cl_cut = cutoff;
+    if (w.periodic()) cl_cut = std::min(cl_cut, 0.5 * std::min(w.lx(), w.ly()));
+    std::vector<std::size_t> parent(n);
+    std::iota(parent.begin(), parent.end(), std::size_t{0});
+    const CellList cl(fr.x, fr.y, cl_cut, w);
+    cl.for_each_pair([&](std::size_t i, std::size_t j, double, double, double r2) {
+        const double lim = p.r_cut > 0 ? p.r_cut : p.lambda * (rad[i] + rad[j]);
+        if (r2 >= lim * lim) return;
+        const auto a = find_root(parent, i), b = find_root(parent, j);
+        if (a != b) parent[std::max(a, b)] = std::min(a, b);  // root = smallest member index
+    });
+    // roots → provisional ids in order of smallest member, then sort by size (desc), ties by that order
+    std::vector<std::int64_t> rid(n, -1);
+    std::vector<std::int64_t> sizes;
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto r = find_root(parent, i);
+        if (rid[r] < 0) {
+            rid[r] = static_cast<std::int64_t>(sizes.size());
+            sizes.push_back(0);
+        }
+        ++sizes[static_cast<std::size_t>(rid[r])];
+    }
+    std::vector<std::size_t> order(sizes.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return sizes[a] > sizes[b]; });
+    std::vector<std::int64_t> rank(sizes.size());
+    for (std::size_t k = 0; k < order.size(); ++k) rank[order[k]] = static_cast<std::int64_t>(k);
+    out.size.resize(sizes.size());
+    out.boundary.assign(sizes.size(), 0);
+    for (std::size_t k = 0; k < order.size(); ++k) out.size[k] = sizes[order[k]];
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto c = rank[static_cast<std::size_t>(rid[find_root(parent, i)])];
+        out.label[i] = c;
+        if (!w.periodic()) {
+            double d = 0;
+            if (w.kind == GeometryKind::window_circle) d = w.r - std::hypot(fr.x[i] - w.cx, fr.y[i] - w.cy);
+            else d = std::min(std::min(fr.x[i] - w.x0, w.x1 - fr.x[i]), std::min(fr.y[i] - w.y0, w.y1 - fr.y[i]));
+            if (d < cutoff) out.boundary[static_cast<std::size_t>(c)] = 1;
+        }
+    }
+    return out;
+}
+
+ClusterAccumulator::ClusterAccumulator(const ClusterParams& p) : p_(p) { p_.validate(); }
+
+void ClusterAccumulator::accumulate(const StructureFrame& fr) {
+    const auto c = find_clusters(fr, p_);
+    double s1 = 0, s2 = 0;
+    for (std::size_t k = 0; k < c.size.size(); ++k) {
+        const auto s = static_cast<std::size_t>(c.size[k]);
+        if (r_.count.size() < s) r_.count.resize(s, 0.0), r_.count_interior.resize(s, 0.0);
+        r_.count[s - 1] += 1;
+        if (!c.boundary[k]) r_.count_interior[s - 1] += 1;
+        s1 += static_cast<double>(s), s2 += static_cast<double>(s) * static_cast<double>(s);
+    }
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    r_.frame.push_back(fr.frame);
+    r_.t.push_back(fr.time);
+    const double largest = c.size.empty() ? 0.0 : static_cast<double>(c.size[0]);
+    r_.largest.push_back(largest);
+    r_.largest_fraction.push_back(fr.size() > 0 ? largest / static_cast<double>(fr.size()) : nan);
+    r_.n_clusters.push_back(static_cast<double>(c.size.size()));
+    r_.weight_average.push_back(s1 > 0 ? s2 / s1 : nan);
+}
+
+ClusterResult ClusterAccumulator::result() const {
+    ClusterResult out = r_;
+    out.size.resize(out.count.size());
+    std::iota(out.size.begin(), out.size.end(), std::int64_t{1});
+    const double tot = std::accumulate(out.count.begin(), out.count.end(), 0.0);
+    out.probability.resize(out.count.size());
+    double ms = 0;
+    for (std::size_t k = 0; k < out.count.size(); ++k) {
+        out.probability[k] = tot > 0 ? out.count[k] / tot : 0.0;
+        ms += out.probability[k] * static_cast<double>(k + 1);
+    }
+    out.mean_size = tot > 0 ? ms : std::numeric_limits<double>::quiet_NaN();
+    return out;
+}
+
+}  // namespace vibra::analysis

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "vibra/analysis/clusters.hpp"
+#include "vibra/core/error.hpp"
+
+using namespace vibra;
+using namespace vibra::analysis;
+
+namespace {
+StructureFrame hand_built(const Geometry& g) {
+    StructureFrame f;
+    f.window = g;
+    auto add = [&](double x, double y, double r) {
+        f.x.push_back(x), f.y.push_back(y), f.species.push_back(r < 0.45 ? 0 : 1), f.radius.push_back(r);
+    };
+    add(15, 15, 0.5);                      // 0: isolated
+    add(2, 2, 0.5);                        // 1: chain of three, gaps 1.05 < 1.1
+    add(3.05, 2, 0.5);                     // 2
+    add(4.1, 2, 0.5);                      // 3
+    add(15, 5, 0.5);                       // 4: 1.15 > 1.1 from 5 → two singletons
+    add(16.15, 5, 0.5);                    // 5
+    add(0.2, 18, 0.5);                     // 6: bonded to 7 across the periodic edge (distance 0.7)
+    add(19.5, 18, 0.5);                    // 7
+    add(10, 10, 0.35);                     // 8: small–large pair at 0.93 < 1.1 × 0.85 = 0.935
+    add(10.93, 10, 0.5);                   // 9
+    add(10, 13, 0.35);                     // 10: small–large at 0.94 > 0.935 → not bonded
+    add(10.94, 13, 0.5);                   // 11
+    return f;
+}
+}  // namespace
+
+TEST_CASE("clusters of a hand-built configuration", "[unit]") {
+    const auto f = hand_built(Geometry::periodic(0, 0, 20, 20));
+    const auto c = find_clusters(f, ClusterParams{});
+    REQUIRE(c.size == std::vector<std::int64_t>{3, 2, 2, 1, 1, 1, 1, 1});
+    REQUIRE(c.label[1] == 0);
+    REQUIRE(c.label[2] == 0);
+    REQUIRE(c.label[3] == 0);
+    // ties broken by the smallest member index: pair {6,7} before pair {8,9}
+    REQUIRE(c.label[6] == 1);
+    REQUIRE(c.label[7] == 1);
+    REQUIRE(c.label[8] == 2);
+    REQUIRE(c.label[9] == 2);
+    REQUIRE(c.label[4] != c.label[5]);
+    REQUIRE(c.label[10] != c.label[11]);
+    REQUIRE(std::none_of(c.boundary.begin(), c.boundary.end(), [](auto b) { return b != 0; }));
+
+    SECTION("relabel invariance: the partition does not depend on particle order") {
+        std::vector<std::size_t> perm(f.size());
+        std::iota(perm.begin(), perm.end(), std::size_t{0});
+        std::mt19937_64 rng(3);
+        std::shuffle(perm.begin(), perm.end(), rng);
+        StructureFrame g;
+        g.window = f.window;
+        for (auto i : perm) g.x.push_back(f.x[i]), g.y.push_back(f.y[i]), g.species.push_back(f.species[i]), g.radius.push_back(f.radius[i]);
+        const auto d = find_clusters(g, ClusterParams{});
+        REQUIRE(d.size == c.size);
+        for (std::size_t a = 0; a < f.size(); ++a)
+            for (std::size_t b = 0; b < f.size(); ++b)
+                REQUIRE((c.label[perm[a]] == c.label[perm[b]]) == (d.label[a] == d.label[b]));
+    }
+    SECTION("in a window the pair across the edge splits and edge clusters are flagged") {
+        const auto w = find_clusters(hand_built(Geometry::rect(0, 0, 20, 20)), ClusterParams{});
+        REQUIRE(w.size == std::vector<std::int64_t>{3, 2, 1, 1, 1, 1, 1, 1, 1});
+        REQUIRE(w.boundary[static_cast<std::size_t>(w.label[6])] == 1);
+        REQUIRE(w.boundary[static_cast<std::size_t>(w.label[7])] == 1);
+        REQUIRE(w.boundary[static_cast<std::size_t>(w.label[0])] == 0);
+        REQUIRE(w.boundary[0] == 0);
+    }
+    SECTION("distance cut-off instead of contacts") {
+        ClusterParams p;
+        p.r_cut = 1.2;
+        const auto d = find_clusters(f, p);
+        REQUIRE(d.size == std::vector<std::int64_t>{3, 2, 2, 2, 2, 1});
+    }
+    SECTION("accumulated size distribution") {
+        ClusterAccumulator acc(ClusterParams{});
+        acc.accumulate(f);
+        acc.accumulate(f);
+        const auto r = acc.result();
+        REQUIRE(r.size == std::vector<std::int64_t>{1, 2, 3});
+        REQUIRE(r.count == std::vector<double>{10, 4, 2});
+        REQUIRE(r.largest == std::vector<double>{3, 3});
+        REQUIRE_THAT(r.weight_average[0], Catch::Matchers::WithinAbs((9.0 + 4 + 4 + 5) / 12.0, 1e-12));
+        REQUIRE_THAT(r.mean_size, Catch::Matchers::WithinAbs(12.0 / 8.0, 1e-12));
+    }
+}
+
+TEST_CASE("clusters: a touching lattice is one cluster, sparse points are singletons", "[unit]") {
+    StructureFrame f;
+    f.window = Geometry::periodic(0, 0, 10, 10 * std::sqrt(3.0) / 2);
+    for (int j = 0; j < 10; ++j)
+        for (int i = 0; i < 10; ++i)
+            f.x.push_back(i + 0.5 * (j % 2)), f.y.push_back(j * std::sqrt(3.0) / 2), f.species.push_back(0), f.radius.push_back(0.5);
+    auto c = find_clusters(f, ClusterParams{});
+    REQUIRE(c.size == std::vector<std::int64_t>{100});
+    for (auto& r : f.radius) r = 0.3;  // contact distance 0.66 < 1
+    c = find_clusters(f, ClusterParams{});
+    REQUIRE(c.size.size() == 100);
+    f.radius.clear();
+    REQUIRE_THROWS_WITH(find_clusters(f, ClusterParams{}), Catch::Contains("--clusters-rcut"));
+}
