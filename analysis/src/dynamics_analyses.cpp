@@ -1,10 +1,191 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// The dynamics analyses offered by `vibra analyze` (see registry.hpp). Filled in by the module
-// that implements them.
+// The single-particle dynamics analyses offered by `vibra analyze` (see registry.hpp and
+// docs/analysis-dynamics.md): msd (+ van_hove), vacf, vdos, fs, temperature, velocity_distribution.
+#include <cmath>
+
+#include "vibra/analysis/msd.hpp"
 #include "vibra/analysis/registry.hpp"
+#include "vibra/analysis/self_intermediate.hpp"
+#include "vibra/analysis/temperature.hpp"
+#include "vibra/analysis/vacf.hpp"
+#include "vibra/analysis/vdos.hpp"
+#include "vibra/analysis/velocities.hpp"
+#include "vibra/analysis/velocity_distribution.hpp"
+#include "vibra/core/error.hpp"
 
 namespace vibra::analysis {
 
-std::vector<AnalysisSpec> dynamics_analyses() { return {}; }
+namespace {
+
+std::int64_t lag_option(const AnalysisContext& ctx, const std::string& flag) {
+    if (!ctx.is_set(flag)) return -1;
+    const auto v = ctx.integer(flag);
+    if (v < 0) throw ParameterError("--" + flag + " must be >= 0, got " + std::to_string(v));
+    return v;
+}
+
+std::vector<std::int64_t> int_list(const AnalysisContext& ctx, const std::string& flag) {
+    std::vector<std::int64_t> out;
+    if (!ctx.is_set(flag) || ctx.text(flag) == "none") return out;
+    for (double v : ctx.numbers(flag)) {
+        if (v != std::floor(v) || v < 1) throw ParameterError("--" + flag + ": lags must be positive integers (frames)");
+        out.push_back(static_cast<std::int64_t>(v));
+    }
+    return out;
+}
+
+bool flag_bool(const AnalysisContext& ctx, const std::string& flag) {
+    const auto& s = ctx.text(flag);
+    if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
+    if (s == "0" || s == "false" || s == "no" || s == "off" || s.empty()) return false;
+    throw ParameterError("--" + flag + ": '" + s + "' is not a boolean (0/1)");
+}
+
+std::vector<AnalysisOption> stream_options(const std::string& n, bool velocity) {
+    std::vector<AnalysisOption> o{
+        {n + "-drift", "drift removal: none | lowpass | com (full per-frame centre of mass)", "none"},
+        {n + "-drift-window", "frames of the low-pass moving average (lowpass drift)", "51"},
+        {n + "-block-cells", "summed track lifetimes (frames) per particle block: memory bound", "2097152"},
+    };
+    if (velocity) o.push_back({n + "-velocity", "velocity scheme: auto | given | central | forward", "auto"});
+    return o;
+}
+
+template <class P>
+void read_stream(const AnalysisContext& ctx, const std::string& n, P& p) {
+    p.drift = drift_mode_from_string(ctx.text(n + "-drift"), n + "-drift");
+    p.drift_window = ctx.integer(n + "-drift-window");
+    p.max_cells = ctx.integer(n + "-block-cells");
+    p.progress = ctx.progress;
+}
+
+std::vector<AnalysisOption> concat(std::vector<AnalysisOption> a, const std::vector<AnalysisOption>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+}
+
+}  // namespace
+
+std::vector<AnalysisSpec> dynamics_analyses() {
+    std::vector<AnalysisSpec> out;
+
+    out.push_back(AnalysisSpec{
+        "msd",
+        "mean square displacement (gap-aware FFT), alpha2, sigma_loc; self van Hove (group van_hove)",
+        concat({{"msd-max-lag", "largest lag, frames (default n_frames/2)", ""},
+                {"msd-min-pairs", "lags with fewer (particle, t) pairs are NaN", "1"},
+                {"msd-vanhove-lags", "lags (frames) of G_s, comma-separated; 'none' = skip", "1,10,100"},
+                {"msd-vanhove-bins", "bins of G_s(dx) per lag", "101"},
+                {"msd-vanhove-range", "G_s half-range in units of sqrt(MSD(lag)/2)", "5"},
+                {"msd-sigma-fit-lags", "lags 1..n of the short-lag fit giving sigma_loc", "5"}},
+               stream_options("msd", false)),
+        [](const AnalysisContext& ctx) {
+            MsdParams p;
+            read_stream(ctx, "msd", p);
+            p.max_lag = lag_option(ctx, "msd-max-lag");
+            p.min_pairs = ctx.number("msd-min-pairs");
+            p.vanhove_lags = int_list(ctx, "msd-vanhove-lags");
+            p.vanhove_bins = ctx.integer("msd-vanhove-bins");
+            p.vanhove_range = ctx.number("msd-vanhove-range");
+            p.sigma_fit_lags = ctx.integer("msd-sigma-fit-lags");
+            return msd_analysis(ctx.source, p);
+        }});
+
+    out.push_back(AnalysisSpec{
+        "vacf",
+        "velocity autocorrelation <v(0).v(t)> (FFT, gap-aware), per species",
+        concat({{"vacf-max-lag", "largest lag, frames (default n_frames/2)", ""},
+                {"vacf-min-pairs", "lags with fewer pairs are NaN", "1"}},
+               stream_options("vacf", true)),
+        [](const AnalysisContext& ctx) {
+            VacfParams p;
+            read_stream(ctx, "vacf", p);
+            p.scheme = velocity_scheme_from_string(ctx.text("vacf-velocity"), "vacf-velocity");
+            p.max_lag = lag_option(ctx, "vacf-max-lag");
+            p.min_pairs = ctx.number("vacf-min-pairs");
+            return std::vector<ResultGroup>{vacf_analysis(ctx.source, p)};
+        }});
+
+    out.push_back(AnalysisSpec{
+        "vdos",
+        "vibrational density of states = windowed cosine transform of the normalised VACF; reduced D/omega",
+        concat({{"vdos-max-lag", "VACF length, frames (default n_frames/2); resolution pi/(max_lag dt)", ""},
+                {"vdos-window", "window on the VACF: hann | none", "hann"},
+                {"vdos-transfer-correction", "1 = divide by the finite-difference |H(omega)|^2", "0"},
+                {"vdos-transfer-cutoff", "correct only up to this fraction of the Nyquist frequency", "0.5"}},
+               stream_options("vdos", true)),
+        [](const AnalysisContext& ctx) {
+            VdosParams p;
+            read_stream(ctx, "vdos", p.vacf);
+            p.vacf.scheme = velocity_scheme_from_string(ctx.text("vdos-velocity"), "vdos-velocity");
+            p.vacf.max_lag = lag_option(ctx, "vdos-max-lag");
+            p.window = vdos_window_from_string(ctx.text("vdos-window"));
+            p.transfer_correction = flag_bool(ctx, "vdos-transfer-correction");
+            p.transfer_cutoff = ctx.number("vdos-transfer-cutoff");
+            return std::vector<ResultGroup>{vdos_analysis(ctx.source, p)};
+        }});
+
+    out.push_back(AnalysisSpec{
+        "fs",
+        "self intermediate scattering function F_s(k,t) and tau_alpha",
+        concat({{"fs-k", "wave numbers, rad/length, comma-separated (default: S(k) peak, else 2 pi/d_small)", ""},
+                {"fs-directions", "k directions averaged over [0, pi)", "8"},
+                {"fs-max-lag", "largest lag, frames (default n_frames/2)", ""},
+                {"fs-min-pairs", "lags with fewer pairs are NaN", "1"}},
+               stream_options("fs", false)),
+        [](const AnalysisContext& ctx) {
+            FsParams p;
+            read_stream(ctx, "fs", p);
+            if (ctx.is_set("fs-k")) p.k = ctx.numbers("fs-k");
+            p.directions = ctx.integer("fs-directions");
+            p.max_lag = lag_option(ctx, "fs-max-lag");
+            p.min_pairs = ctx.number("fs-min-pairs");
+            const ResultGroup* sk = nullptr;
+            if (ctx.earlier)
+                if (auto it = ctx.earlier->find("sk"); it != ctx.earlier->end()) sk = &it->second;
+            return std::vector<ResultGroup>{fs_analysis(ctx.source, p, sk)};
+        }});
+
+    out.push_back(AnalysisSpec{
+        "temperature",
+        "granular temperature per species vs time and T_large/T_small (mass ~ d^2)",
+        stream_options("temperature", true),
+        [](const AnalysisContext& ctx) {
+            TemperatureParams p;
+            read_stream(ctx, "temperature", p);
+            p.scheme = velocity_scheme_from_string(ctx.text("temperature-velocity"), "temperature-velocity");
+            return std::vector<ResultGroup>{temperature_analysis(ctx.source, p)};
+        }});
+
+    out.push_back(AnalysisSpec{
+        "velocity_distribution",
+        "P(v) of rms-scaled components and speeds; tail exponent beta by MLE with block bootstrap",
+        concat({{"velocity_distribution-threshold", "tail threshold, rms units", "1.5"},
+                {"velocity_distribution-scan", "thresholds of the scan, comma-separated", "1.5,1.75,2,2.25,2.5,2.75,3"},
+                {"velocity_distribution-variable", "fitted variable: component | speed", "component"},
+                {"velocity_distribution-bootstrap", "bootstrap replicates", "200"},
+                {"velocity_distribution-blocks", "time blocks of the block bootstrap", "50"},
+                {"velocity_distribution-bins", "histogram bins of P(c)", "201"},
+                {"velocity_distribution-seed", "bootstrap random seed", "20240601"}},
+               stream_options("velocity_distribution", true)),
+        [](const AnalysisContext& ctx) {
+            VelocityDistributionParams p;
+            read_stream(ctx, "velocity_distribution", p);
+            p.scheme = velocity_scheme_from_string(ctx.text("velocity_distribution-velocity"),
+                                                   "velocity_distribution-velocity");
+            p.threshold = ctx.number("velocity_distribution-threshold");
+            p.scan = ctx.numbers("velocity_distribution-scan");
+            const auto& var = ctx.text("velocity_distribution-variable");
+            if (var != "component" && var != "speed")
+                throw ParameterError("--velocity_distribution-variable: '" + var + "' is not component or speed");
+            p.fit_speed = var == "speed";
+            p.bootstrap = ctx.integer("velocity_distribution-bootstrap");
+            p.blocks = ctx.integer("velocity_distribution-blocks");
+            p.bins = ctx.integer("velocity_distribution-bins");
+            p.seed = static_cast<std::uint64_t>(ctx.integer("velocity_distribution-seed"));
+            return std::vector<ResultGroup>{velocity_distribution_analysis(ctx.source, p)};
+        }});
+    return out;
+}
 
 }  // namespace vibra::analysis

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Self intermediate scattering function F_s(k,t) = ⟨cos(k·Δr_i(t))⟩, averaged over n_dir
+// wave-vector directions θ_j = jπ/n_dir (isotropic average; not just the x and y axes), and the
+// α-relaxation time τ_α where F_s = 1/e (methods.md §16). For a fixed k-vector the sum over
+// pairs is C(c,c) + C(s,s) with c = m·cos(k·r), s = m·sin(k·r): the same masked FFT engine as
+// the MSD, gap-aware. Default k: the first S(k) peak of an earlier `sk` result, else 2π/d_small.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "vibra/analysis/msd.hpp"
+#include "vibra/core/result.hpp"
+#include "vibra/core/trajectory_source.hpp"
+
+namespace vibra::analysis {
+
+/// Sums per (k, lag): s[ik·n_lags + lag] = Σ_pairs (1/n_dir) Σ_j cos(k_j·Δr); pairs per lag.
+struct FsSums {
+    std::size_t n_k = 0, n_lags = 0;
+    std::vector<double> pairs, s;
+    void resize(std::size_t n_k, std::size_t n_lags);
+    void add(const FsSums& o);
+};
+
+void accumulate_fs(std::span<const double> x, std::span<const double> y, std::span<const double> k,
+                   std::int64_t n_dir, std::size_t max_lag, FsSums& sums, FftCorrelator& corr);
+/// O(T·max_lag) definition (reference).
+void accumulate_fs_direct(std::span<const double> x, std::span<const double> y, std::span<const double> k,
+                          std::int64_t n_dir, std::size_t max_lag, FsSums& sums);
+
+/// First time (linear interpolation between lags, time = lag·dt) where f drops below 1/e; NaN if never.
+double tau_alpha(std::span<const double> f, double dt);
+
+struct FsParams {
+    std::vector<double> k;            ///< rad/length; empty = default (S(k) peak, else 2π/d_small)
+    std::int64_t directions = 8;      ///< k directions over [0, π)
+    std::int64_t max_lag = -1;        ///< frames; −1 = n_frames/2
+    DriftMode drift = DriftMode::none;
+    std::int64_t drift_window = 51;
+    double min_pairs = 1;
+    std::int64_t max_cells = 1 << 21;
+    bool progress = false;
+    void validate() const;
+};
+
+/// Default k (rad/length) and where it came from: the first-peak attribute of an `sk` group
+/// (k_peak, first_peak_k, peak_k, k_first_peak), or the maximum of its (k, s) arrays, else
+/// 2π/d_small, else 2π/(mean spacing) from the geometry area and particles per frame.
+std::pair<double, std::string> default_fs_k(const TrajectorySource& src, const ResultGroup* sk);
+
+/// Group `fs` {lag, lag_frames, k, fs, fs_small, fs_large ([n_k × n_lags]), tau_alpha* [n_k]}.
+ResultGroup fs_analysis(const TrajectorySource& src, const FsParams& p, const ResultGroup* sk = nullptr);
+
+}  // namespace vibra::analysis

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Private helpers shared by the single-particle dynamics analyses (msd, vacf, vdos, fs,
+// temperature, velocity_distribution): species-resolved accumulators, lag axes, attributes.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "vibra/analysis/velocities.hpp"
+#include "vibra/core/result.hpp"
+
+namespace vibra::analysis::detail {
+
+/// One accumulator for the total and one per species (unknown species count in the total only).
+template <class T>
+struct SpeciesSet {
+    T total{}, small{}, large{};
+    T* of(int species) {
+        if (species == kSpeciesSmall) return &small;
+        if (species == kSpeciesLarge) return &large;
+        return nullptr;
+    }
+    std::vector<T*> all() { return {&total, &small, &large}; }
+    std::vector<std::pair<std::string, T*>> named() { return {{"", &total}, {"_small", &small}, {"_large", &large}}; }
+    std::map<std::string, T*> named_map() { return {{"", &total}, {"_small", &small}, {"_large", &large}}; }
+};
+
+/// Tracks seen for a suffix ("" total, "_small", "_large").
+inline std::int64_t info_count(const TrackStreamInfo& info, const std::string& suffix) {
+    if (suffix == "_small") return info.n_small;
+    if (suffix == "_large") return info.n_large;
+    return info.n_tracks;
+}
+
+/// Mean time between frames (time unit): from the frame times, else Metadata::frame_interval.
+inline double mean_frame_interval(const TrackStreamInfo& info, const Metadata& meta) {
+    const auto T = info.frame_times.size();
+    if (T >= 2) return (info.frame_times[T - 1] - info.frame_times[0]) / static_cast<double>(T - 1);
+    return meta.frame_interval;
+}
+
+/// `lag` (k·dt, time unit) and `lag_frames` (k) for k = 0 … n−1.
+inline void add_lag_axes(ResultGroup& g, std::size_t n, double dt, const std::string& time_unit) {
+    std::vector<double> lag(n);
+    std::vector<std::int64_t> lf(n);
+    for (std::size_t k = 0; k < n; ++k) {
+        lag[k] = static_cast<double>(k) * dt;
+        lf[k] = static_cast<std::int64_t>(k);
+    }
+    g.add("lag", std::move(lag), time_unit);
+    g.add_int("lag_frames", std::move(lf), "frame");
+}
+
+/// The stream parameters every dynamics group records.
+inline void add_stream_attrs(ResultGroup& g, const TrackStreamInfo& info) {
+    g.attrs["drift"] = std::string(to_string(info.drift));
+    g.attrs["drift_window"] = info.drift_window;
+    g.attrs["velocity_scheme"] = std::string(to_string(info.scheme));
+    g.attrs["n_tracks"] = info.n_tracks;
+    g.attrs["n_tracks_small"] = info.n_small;
+    g.attrs["n_tracks_large"] = info.n_large;
+    g.attrs["n_frames"] = info.n_frames;
+    g.attrs["periodic_unwrapped"] = static_cast<std::int64_t>(info.periodic ? 1 : 0);
+    g.attrs["particle_blocks"] = info.particle_blocks;
+    g.attrs["max_block_cells"] = info.max_block_cells;
+    g.attrs["lag_time_basis"] = std::string("lag_frames x mean frame interval");
+    if (info.frame_times.size() >= 2)
+        g.attrs["frame_interval"] =
+            (info.frame_times.back() - info.frame_times.front()) / static_cast<double>(info.frame_times.size() - 1);
+}
+
+}  // namespace vibra::analysis::detail

@@ -1,0 +1,390 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "vibra/analysis/msd.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "detail/fftw_plan.hpp"
+#include "detail/dynamics_common.hpp"
+#include "vibra/core/error.hpp"
+
+namespace vibra::analysis {
+using detail::SpeciesSet;
+using detail::info_count;
+using detail::mean_frame_interval;
+using detail::add_lag_axes;
+using detail::add_stream_attrs;
+
+namespace {
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::size_t smooth_length(std::size_t n) {
+    auto smooth = [](std::size_t m) {
+        for (std::size_t q : {2u, 3u, 5u})
+            while (m % q == 0) m /= q;
+        return m == 1;
+    };
+    if (n < 2) n = 2;
+    while (!smooth(n)) ++n;
+    return n;
+}
+}  // namespace
+
+// ---------------------------------------------------------------- FftCorrelator
+struct FftCorrelator::Impl {
+    std::size_t n = 0, length = 0, max_lag = 0, capacity = 0;
+    std::map<std::size_t, std::unique_ptr<detail::RealFft>> plans;
+    std::unique_ptr<detail::FftwBuffer<double>> real;
+    std::vector<std::unique_ptr<detail::FftwBuffer<fftw_complex>>> slots;
+    std::unique_ptr<detail::FftwBuffer<fftw_complex>> acc;
+    detail::RealFft* plan = nullptr;
+};
+
+FftCorrelator::FftCorrelator() : impl_(std::make_unique<Impl>()) {}
+FftCorrelator::~FftCorrelator() = default;
+std::size_t FftCorrelator::fft_length() const { return impl_->n; }
+
+void FftCorrelator::prepare(std::size_t length, std::size_t max_lag, std::size_t slots) {
+    Impl& m = *impl_;
+    m.length = length;
+    m.max_lag = std::min(max_lag, length > 0 ? length - 1 : 0);
+    m.n = smooth_length(length + m.max_lag);
+    auto& plan = m.plans[m.n];
+    if (!plan) {
+        if (m.plans.size() > 64) {  // bound the cache (experiments: many track lengths)
+            auto keep = std::move(plan);
+            m.plans.clear();
+            plan = std::make_unique<detail::RealFft>(static_cast<int>(m.n));
+        } else {
+            plan = std::make_unique<detail::RealFft>(static_cast<int>(m.n));
+        }
+    }
+    m.plan = plan.get();
+    const std::size_t nc = m.n / 2 + 1;
+    if (m.capacity < m.n) {
+        m.capacity = std::max(m.n, m.capacity * 2);
+        m.real = std::make_unique<detail::FftwBuffer<double>>(m.capacity);
+        m.acc = std::make_unique<detail::FftwBuffer<fftw_complex>>(m.capacity / 2 + 1);
+        m.slots.clear();
+    }
+    while (m.slots.size() < slots) m.slots.push_back(std::make_unique<detail::FftwBuffer<fftw_complex>>(m.capacity / 2 + 1));
+    for (std::size_t k = 0; k < nc; ++k) m.acc->p[k][0] = m.acc->p[k][1] = 0.0;
+}
+
+void FftCorrelator::forward(std::span<const double> series, std::size_t slot) {
+    Impl& m = *impl_;
+    if (series.size() > m.length) throw std::invalid_argument("FftCorrelator::forward: series longer than prepared");
+    std::copy(series.begin(), series.end(), m.real->p);
+    std::fill(m.real->p + series.size(), m.real->p + m.n, 0.0);
+    m.plan->forward(m.real->p, m.slots.at(slot)->p);
+}
+
+void FftCorrelator::add_cross(std::size_t a, std::size_t b, double coef) {
+    Impl& m = *impl_;
+    const fftw_complex* A = m.slots.at(a)->p;
+    const fftw_complex* B = m.slots.at(b)->p;
+    fftw_complex* acc = m.acc->p;
+    const std::size_t nc = m.n / 2 + 1;
+    for (std::size_t k = 0; k < nc; ++k) {
+        acc[k][0] += coef * (A[k][0] * B[k][0] + A[k][1] * B[k][1]);
+        acc[k][1] += coef * (A[k][0] * B[k][1] - A[k][1] * B[k][0]);
+    }
+}
+
+void FftCorrelator::inverse(std::span<double> out) {
+    Impl& m = *impl_;
+    m.plan->backward(m.acc->p, m.real->p);
+    const std::size_t nl = std::min(out.size(), m.max_lag + 1);
+    for (std::size_t k = 0; k < nl; ++k) out[k] = m.real->p[k] / static_cast<double>(m.n);
+    for (std::size_t k = 0; k < m.n / 2 + 1; ++k) m.acc->p[k][0] = m.acc->p[k][1] = 0.0;
+}
+
+// ---------------------------------------------------------------- MSD sums
+void MsdSums::resize(std::size_t n) {
+    pairs.assign(n, 0.0);
+    s2.assign(n, 0.0);
+    s4.assign(n, 0.0);
+}
+
+void MsdSums::add(const MsdSums& o) {
+    for (std::size_t k = 0; k < pairs.size() && k < o.pairs.size(); ++k) {
+        pairs[k] += o.pairs[k];
+        s2[k] += o.s2[k];
+        s4[k] += o.s4[k];
+    }
+}
+
+void accumulate_msd(std::span<const double> x, std::span<const double> y, std::size_t max_lag, MsdSums& sums,
+                    FftCorrelator& corr) {
+    const std::size_t L = x.size();
+    if (L == 0 || y.size() != L) return;
+    double mx = 0, my = 0;
+    std::size_t nv = 0;
+    for (std::size_t t = 0; t < L; ++t)
+        if (!std::isnan(x[t]) && !std::isnan(y[t])) {
+            mx += x[t];
+            my += y[t];
+            ++nv;
+        }
+    if (nv == 0) return;
+    mx /= static_cast<double>(nv);
+    my /= static_cast<double>(nv);
+    const std::size_t ml = std::min({max_lag, L - 1, sums.pairs.size() - 1});
+    // monomials x^a y^b (masked), slot order below
+    static constexpr int ax[13] = {0, 1, 2, 3, 4, 0, 0, 0, 0, 1, 2, 1, 2};
+    static constexpr int by[13] = {0, 0, 0, 0, 0, 1, 2, 3, 4, 1, 1, 2, 2};
+    auto slot = [](int a, int b) {
+        for (int s = 0; s < 13; ++s)
+            if (ax[s] == a && by[s] == b) return static_cast<std::size_t>(s);
+        return std::size_t{0};
+    };
+    corr.prepare(L, ml, 13);
+    std::vector<double> buf(L);
+    std::vector<double> xs(L), ys(L), ms(L);
+    for (std::size_t t = 0; t < L; ++t) {
+        const bool ok = !std::isnan(x[t]) && !std::isnan(y[t]);
+        ms[t] = ok ? 1.0 : 0.0;
+        xs[t] = ok ? x[t] - mx : 0.0;
+        ys[t] = ok ? y[t] - my : 0.0;
+    }
+    for (std::size_t s = 0; s < 13; ++s) {
+        for (std::size_t t = 0; t < L; ++t) buf[t] = ms[t] * std::pow(xs[t], ax[s]) * std::pow(ys[t], by[s]);
+        corr.forward(buf, s);
+    }
+    std::vector<double> out(ml + 1);
+    // pairs
+    corr.add_cross(0, 0, 1.0);
+    corr.inverse(out);
+    for (std::size_t k = 0; k <= ml; ++k) sums.pairs[k] += std::round(out[k]);
+    // Σ Δr²
+    for (int c = 0; c < 2; ++c) {
+        const std::size_t s1 = c == 0 ? slot(1, 0) : slot(0, 1), s2 = c == 0 ? slot(2, 0) : slot(0, 2);
+        corr.add_cross(0, s2, 1.0);
+        corr.add_cross(s2, 0, 1.0);
+        corr.add_cross(s1, s1, -2.0);
+    }
+    corr.inverse(out);
+    for (std::size_t k = 1; k <= ml; ++k) sums.s2[k] += out[k];
+    // Σ Δr⁴ = Δx⁴ + Δy⁴ + 2Δx²Δy²
+    static constexpr double binom4[5] = {1, -4, 6, -4, 1};
+    for (int j = 0; j <= 4; ++j) {
+        corr.add_cross(slot(j, 0), slot(4 - j, 0), binom4[j]);
+        corr.add_cross(slot(0, j), slot(0, 4 - j), binom4[j]);
+    }
+    static constexpr double c2[3] = {1, -2, 1};
+    for (int a = 0; a <= 2; ++a)
+        for (int b = 0; b <= 2; ++b) corr.add_cross(slot(a, b), slot(2 - a, 2 - b), 2.0 * c2[a] * c2[b]);
+    corr.inverse(out);
+    for (std::size_t k = 1; k <= ml; ++k) sums.s4[k] += out[k];
+}
+
+void accumulate_msd_direct(std::span<const double> x, std::span<const double> y, std::size_t max_lag,
+                           MsdSums& sums) {
+    const std::size_t L = x.size();
+    if (L == 0) return;
+    const std::size_t ml = std::min({max_lag, L - 1, sums.pairs.size() - 1});
+    for (std::size_t k = 0; k <= ml; ++k)
+        for (std::size_t t = 0; t + k < L; ++t) {
+            const double ddx = x[t + k] - x[t], ddy = y[t + k] - y[t];
+            if (std::isnan(ddx) || std::isnan(ddy)) continue;
+            const double d2 = ddx * ddx + ddy * ddy;
+            sums.pairs[k] += 1;
+            sums.s2[k] += d2;
+            sums.s4[k] += d2 * d2;
+        }
+}
+
+std::vector<double> msd_from_sums(const MsdSums& s, double min_pairs) {
+    std::vector<double> out(s.pairs.size(), kNaN);
+    for (std::size_t k = 0; k < out.size(); ++k)
+        if (s.pairs[k] >= std::max(1.0, min_pairs)) out[k] = s.s2[k] / s.pairs[k];
+    return out;
+}
+
+std::vector<double> alpha2_from_sums(const MsdSums& s, double min_pairs) {
+    std::vector<double> out(s.pairs.size(), kNaN);
+    for (std::size_t k = 1; k < out.size(); ++k)
+        if (s.pairs[k] >= std::max(1.0, min_pairs) && s.s2[k] > 0) {
+            const double m2 = s.s2[k] / s.pairs[k], m4 = s.s4[k] / s.pairs[k];
+            out[k] = m4 / (2.0 * m2 * m2) - 1.0;
+        }
+    return out;
+}
+
+std::pair<double, double> localisation_noise(std::span<const double> msd, std::int64_t n_fit) {
+    // least squares c + aτ + bτ² on lags 1 … n_fit (needs ≥ 3 finite points, else linear / NaN)
+    std::vector<double> tau, val;
+    for (std::int64_t k = 1; k <= n_fit && static_cast<std::size_t>(k) < msd.size(); ++k)
+        if (std::isfinite(msd[static_cast<std::size_t>(k)])) {
+            tau.push_back(static_cast<double>(k));
+            val.push_back(msd[static_cast<std::size_t>(k)]);
+        }
+    const std::size_t n = tau.size();
+    if (n < 2) return {kNaN, kNaN};
+    const int deg = n >= 3 ? 2 : 1;
+    // normal equations (≤ 3×3), solved by Gaussian elimination
+    double A[3][4] = {};
+    for (std::size_t i = 0; i < n; ++i) {
+        double phi[3] = {1.0, tau[i], tau[i] * tau[i]};
+        for (int r = 0; r <= deg; ++r) {
+            for (int c = 0; c <= deg; ++c) A[r][c] += phi[r] * phi[c];
+            A[r][3] += phi[r] * val[i];
+        }
+    }
+    const int m = deg + 1;
+    for (int c = 0; c < m; ++c) {
+        int piv = c;
+        for (int r = c + 1; r < m; ++r)
+            if (std::abs(A[r][c]) > std::abs(A[piv][c])) piv = r;
+        for (int k = 0; k < 4; ++k) std::swap(A[c][k], A[piv][k]);
+        for (int r = 0; r < m; ++r) {
+            if (r == c || A[c][c] == 0) continue;
+            const double f = A[r][c] / A[c][c];
+            for (int k = c; k < 4; ++k) A[r][k] -= f * A[c][k];
+        }
+    }
+    const double c0 = A[0][3] / A[0][0];
+    return {c0, std::sqrt(std::max(c0, 0.0) / 4.0)};
+}
+
+void MsdParams::validate() const {
+    if (max_lag < -1) throw ParameterError("msd max_lag must be >= 0 (or -1 = auto), got " + std::to_string(max_lag));
+    if (drift_window < 1) throw ParameterError("msd drift_window must be >= 1, got " + std::to_string(drift_window));
+    for (auto l : vanhove_lags)
+        if (l < 1) throw ParameterError("msd vanhove_lags must be >= 1 frame, got " + std::to_string(l));
+    if (vanhove_bins < 2) throw ParameterError("msd vanhove_bins must be >= 2, got " + std::to_string(vanhove_bins));
+    if (!(vanhove_range > 0)) throw ParameterError("msd vanhove_range must be > 0, got " + std::to_string(vanhove_range));
+    if (sigma_fit_lags < 2) throw ParameterError("msd sigma_fit_lags must be >= 2, got " + std::to_string(sigma_fit_lags));
+    if (max_cells < 1) throw ParameterError("msd max_cells must be >= 1, got " + std::to_string(max_cells));
+}
+
+std::vector<ResultGroup> msd_analysis(const TrajectorySource& src, const MsdParams& p) {
+    p.validate();
+    const Metadata& meta = src.meta();
+    const std::int64_t T = src.n_frames();
+    const std::size_t ml = static_cast<std::size_t>(
+        std::max<std::int64_t>(0, p.max_lag < 0 ? T / 2 : std::min<std::int64_t>(p.max_lag, T - 1)));
+    TrackStreamParams tp;
+    tp.drift = p.drift;
+    tp.drift_window = p.drift_window;
+    tp.velocities = false;
+    tp.max_cells = p.max_cells;
+    tp.progress = p.progress;
+    SpeciesSet<MsdSums> sums;
+    for (auto* s : sums.all()) s->resize(ml + 1);
+    FftCorrelator corr;
+    const TrackStreamInfo info = stream_tracks(src, tp, [&](const Track& tk) {
+        MsdSums& tot = sums.total;
+        MsdSums one;
+        one.resize(ml + 1);
+        accumulate_msd(tk.x, tk.y, ml, one, corr);
+        tot.add(one);
+        if (auto* s = sums.of(tk.species)) s->add(one);
+    });
+    const std::string L = meta.length_unit, Tu = meta.time_unit;
+    const double dt = mean_frame_interval(info, meta);
+
+    ResultGroup g;
+    g.name = "msd";
+    add_lag_axes(g, ml + 1, dt, Tu);
+    add_stream_attrs(g, info);
+    g.attrs["max_lag"] = static_cast<std::int64_t>(ml);
+    g.attrs["min_pairs"] = p.min_pairs;
+    g.attrs["algorithm"] = std::string("mask-aware FFT (double precision), positions relative to track mean");
+    g.attrs["alpha2_definition"] = std::string("<dr^4>/(2 <dr^2>^2) - 1 (2-D)");
+    for (const auto& [suffix, ptr] : sums.named()) {
+        if (suffix != "" && info_count(info, suffix) == 0) continue;
+        std::vector<std::int64_t> np(ptr->pairs.size());
+        for (std::size_t k = 0; k < np.size(); ++k) np[k] = static_cast<std::int64_t>(ptr->pairs[k]);
+        g.add_int("n_pairs" + suffix, np, "1");
+        g.add("msd" + suffix, msd_from_sums(*ptr, p.min_pairs), L + "^2");
+        g.add("alpha2" + suffix, alpha2_from_sums(*ptr, p.min_pairs), "1");
+    }
+    const auto msd_total = msd_from_sums(sums.total, p.min_pairs);
+    const auto [c0, sig] = localisation_noise(msd_total, p.sigma_fit_lags);
+    g.attrs["msd_intercept"] = c0;
+    g.attrs["sigma_loc"] = sig;
+    g.attrs["sigma_loc_units"] = L;
+    g.attrs["sigma_fit_lags"] = p.sigma_fit_lags;
+    g.attrs["sigma_loc_method"] =
+        std::string("least-squares c + a*lag + b*lag^2 over lags 1..sigma_fit_lags; sigma_loc = sqrt(max(c,0)/4)");
+    std::vector<ResultGroup> out{std::move(g)};
+
+    // ---- van Hove (second pass): G_s(Δx, τ) of pooled x and y displacement components
+    std::vector<std::int64_t> lags;
+    for (auto l : p.vanhove_lags)
+        if (static_cast<std::size_t>(l) <= ml && std::isfinite(msd_total[static_cast<std::size_t>(l)]) &&
+            msd_total[static_cast<std::size_t>(l)] > 0)
+            lags.push_back(l);
+    if (!lags.empty()) {
+        const std::size_t nb = static_cast<std::size_t>(p.vanhove_bins), nl = lags.size();
+        std::vector<double> range(nl);
+        for (std::size_t j = 0; j < nl; ++j)
+            range[j] = p.vanhove_range * std::sqrt(msd_total[static_cast<std::size_t>(lags[j])] / 2.0);
+        SpeciesSet<std::vector<double>> hist;
+        SpeciesSet<std::vector<double>> n_samples;
+        for (auto* h : hist.all()) h->assign(nl * nb, 0.0);
+        for (auto* h : n_samples.all()) h->assign(nl, 0.0);
+        TrackStreamParams tp2 = tp;
+        tp2.progress = p.progress;
+        stream_tracks(src, tp2, [&](const Track& tk) {
+            auto* hs = hist.of(tk.species);
+            auto* ns = n_samples.of(tk.species);
+            for (std::size_t j = 0; j < nl; ++j) {
+                const auto l = static_cast<std::size_t>(lags[j]);
+                const double w = 2 * range[j] / static_cast<double>(nb);
+                for (std::size_t t = 0; t + l < tk.size(); ++t) {
+                    const double d[2] = {tk.x[t + l] - tk.x[t], tk.y[t + l] - tk.y[t]};
+                    if (std::isnan(d[0]) || std::isnan(d[1])) continue;
+                    for (double v : d) {
+                        n_samples.total[j] += 1;
+                        if (ns) (*ns)[j] += 1;
+                        const double u = (v + range[j]) / w;
+                        if (u < 0 || u >= static_cast<double>(nb)) continue;
+                        const auto b = static_cast<std::size_t>(u);
+                        hist.total[j * nb + b] += 1;
+                        if (hs) (*hs)[j * nb + b] += 1;
+                    }
+                }
+            }
+        });
+        ResultGroup v;
+        v.name = "van_hove";
+        std::vector<double> lag(nl), dxs(nl * nb);
+        for (std::size_t j = 0; j < nl; ++j) {
+            lag[j] = static_cast<double>(lags[j]) * dt;
+            const double w = 2 * range[j] / static_cast<double>(nb);
+            for (std::size_t b = 0; b < nb; ++b) dxs[j * nb + b] = -range[j] + (static_cast<double>(b) + 0.5) * w;
+        }
+        v.add("lag", lag, Tu);
+        v.add_int("lag_frames", lags, "frame");
+        v.add2d("dx", dxs, nl, nb, L);
+        for (const auto& [suffix, ptr] : hist.named()) {
+            if (suffix != "" && info_count(info, suffix) == 0) continue;
+            std::vector<double> gs(nl * nb);
+            const auto& ns = *n_samples.named_map().at(suffix);
+            std::vector<double> outside(nl);
+            for (std::size_t j = 0; j < nl; ++j) {
+                const double w = 2 * range[j] / static_cast<double>(nb);
+                double inside = 0;
+                for (std::size_t b = 0; b < nb; ++b) {
+                    gs[j * nb + b] = ns[j] > 0 ? (*ptr)[j * nb + b] / (ns[j] * w) : kNaN;
+                    inside += (*ptr)[j * nb + b];
+                }
+                outside[j] = ns[j] > 0 ? 1.0 - inside / ns[j] : kNaN;
+            }
+            v.add2d("gs" + suffix, gs, nl, nb, "1/" + L);
+            v.add("fraction_outside" + suffix, outside, "1");
+        }
+        v.attrs["definition"] = std::string("pdf of one displacement component (x and y pooled) at each lag");
+        v.attrs["bins"] = p.vanhove_bins;
+        v.attrs["range_in_sqrt_msd_half"] = p.vanhove_range;
+        v.attrs["drift"] = std::string(to_string(p.drift));
+        out.push_back(std::move(v));
+    }
+    return out;
+}
+
+}  // namespace vibra::analysis

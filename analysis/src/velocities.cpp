@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "vibra/analysis/velocities.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+
+#include "vibra/core/error.hpp"
+#include "vibra/core/progress.hpp"
+
+namespace vibra::analysis {
+
+namespace {
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double min_image(double d, double L) {
+    if (L <= 0) return d;
+    return d - L * std::round(d / L);
+}
+
+// Centred moving average of width w (odd) with shrinking windows at the ends.
+std::vector<double> moving_average(const std::vector<double>& a, std::int64_t w) {
+    const auto n = static_cast<std::int64_t>(a.size());
+    std::vector<double> prefix(a.size() + 1, 0.0);
+    for (std::int64_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + a[i];
+    std::vector<double> out(a.size());
+    const std::int64_t h = w / 2;
+    for (std::int64_t i = 0; i < n; ++i) {
+        const std::int64_t lo = std::max<std::int64_t>(0, i - h), hi = std::min(n, i + h + 1);
+        out[i] = (prefix[hi] - prefix[lo]) / static_cast<double>(hi - lo);
+    }
+    return out;
+}
+
+// Strided finite difference: element k at x[k*stride].
+void diff_strided(const double* x, const double* t, std::size_t n, std::size_t stride, VelocityScheme s, double* v) {
+    for (std::size_t k = 0; k < n; ++k) {
+        double val = kNaN;
+        if (s == VelocityScheme::central) {
+            if (k > 0 && k + 1 < n) {
+                const double a = x[(k - 1) * stride], b = x[(k + 1) * stride];
+                if (!std::isnan(a) && !std::isnan(b) && !std::isnan(x[k * stride])) val = (b - a) / (t[k + 1] - t[k - 1]);
+            }
+        } else {
+            if (k + 1 < n) {
+                const double a = x[k * stride], b = x[(k + 1) * stride];
+                if (!std::isnan(a) && !std::isnan(b)) val = (b - a) / (t[k + 1] - t[k]);
+            }
+        }
+        v[k * stride] = val;
+    }
+}
+}  // namespace
+
+const char* to_string(VelocityScheme s) {
+    switch (s) {
+        case VelocityScheme::automatic: return "auto";
+        case VelocityScheme::given: return "given";
+        case VelocityScheme::central: return "central";
+        case VelocityScheme::forward: return "forward";
+    }
+    return "?";
+}
+
+VelocityScheme velocity_scheme_from_string(const std::string& s, const std::string& flag) {
+    if (s == "auto" || s.empty()) return VelocityScheme::automatic;
+    if (s == "given") return VelocityScheme::given;
+    if (s == "central") return VelocityScheme::central;
+    if (s == "forward") return VelocityScheme::forward;
+    throw ParameterError("--" + flag + ": '" + s + "' is not one of auto, given, central, forward");
+}
+
+const char* to_string(DriftMode d) {
+    switch (d) {
+        case DriftMode::none: return "none";
+        case DriftMode::lowpass: return "lowpass";
+        case DriftMode::com: return "com";
+    }
+    return "?";
+}
+
+DriftMode drift_mode_from_string(const std::string& s, const std::string& flag) {
+    if (s == "none" || s.empty()) return DriftMode::none;
+    if (s == "lowpass" || s == "low-pass") return DriftMode::lowpass;
+    if (s == "com") return DriftMode::com;
+    throw ParameterError("--" + flag + ": '" + s + "' is not one of none, lowpass, com");
+}
+
+void finite_difference(std::span<const double> x, std::span<const double> t, VelocityScheme scheme,
+                       std::span<double> v) {
+    if (scheme != VelocityScheme::central && scheme != VelocityScheme::forward)
+        throw ParameterError("finite_difference: scheme must be central or forward");
+    if (t.size() != x.size() || v.size() != x.size())
+        throw ParameterError("finite_difference: x, t and v must have the same length");
+    diff_strided(x.data(), t.data(), x.size(), 1, scheme, v.data());
+}
+
+void fill_velocities(DenseBlock& b, std::span<const double> frame_times, VelocityScheme scheme) {
+    if (scheme != VelocityScheme::central && scheme != VelocityScheme::forward)
+        throw ParameterError("fill_velocities: scheme must be central or forward");
+    const auto T = static_cast<std::size_t>(b.n_frames);
+    if (frame_times.size() != T) throw ParameterError("fill_velocities: frame_times must have n_frames entries");
+    const std::size_t N = b.n_particles();
+    b.vx.assign(T * N, kNaN);
+    b.vy.assign(T * N, kNaN);
+    for (std::size_t i = 0; i < N; ++i) {
+        diff_strided(b.x.data() + i, frame_times.data(), T, N, scheme, b.vx.data() + i);
+        diff_strided(b.y.data() + i, frame_times.data(), T, N, scheme, b.vy.data() + i);
+    }
+}
+
+void TrackStreamParams::validate() const {
+    if (drift_window < 1) throw ParameterError("drift_window must be >= 1, got " + std::to_string(drift_window));
+    if (max_cells < 1) throw ParameterError("max_cells must be >= 1, got " + std::to_string(max_cells));
+    if (block_rows < 1) throw ParameterError("block_rows must be >= 1, got " + std::to_string(block_rows));
+}
+
+double species_mass(const Metadata& m, int species) {
+    if (species < 0 || m.species_diameters.size() < 2 || m.species_diameters[0] <= 0) return 1.0;
+    if (static_cast<std::size_t>(species) >= m.species_diameters.size()) return 1.0;
+    const double r = m.species_diameters[static_cast<std::size_t>(species)] / m.species_diameters[0];
+    return r * r;
+}
+
+namespace {
+struct IdInfo {
+    std::int64_t first = 0, last = -1, n_small = 0, n_large = 0;
+};
+}  // namespace
+
+TrackStreamInfo stream_tracks(const TrajectorySource& src, const TrackStreamParams& p,
+                              const std::function<void(const Track&)>& fn) {
+    p.validate();
+    const Metadata& meta = src.meta();
+    TrackStreamInfo info;
+    const std::int64_t T = src.n_frames();
+    info.n_frames = T;
+    info.drift = p.drift;
+    info.drift_window = p.drift == DriftMode::lowpass ? p.drift_window : 0;
+    info.periodic = meta.geometry.periodic();
+    const double Lx = info.periodic ? meta.geometry.lx() : 0.0, Ly = info.periodic ? meta.geometry.ly() : 0.0;
+    info.frame_times.resize(static_cast<std::size_t>(T));
+    for (std::int64_t f = 0; f < T; ++f) info.frame_times[f] = frame_time(meta, src.frame_columns(), 0, f);
+    for (std::int64_t f = 1; f < T; ++f)
+        if (!(info.frame_times[f] > info.frame_times[f - 1]))
+            throw FormatError(at_frame(meta.source.file.empty() ? "trajectory" : meta.source.file, f,
+                                       "frame times are not increasing"));
+
+    const std::int64_t fpb = std::max<std::int64_t>(1, frames_per_block(src, p.block_rows));
+
+    // ---- pass 0: ids, lifetimes, species votes, drift, mean given velocity
+    std::unordered_map<std::int64_t, IdInfo> ids;
+    std::vector<double> dx(static_cast<std::size_t>(T), 0.0), dy(static_cast<std::size_t>(T), 0.0);
+    std::vector<double> ux(static_cast<std::size_t>(T), 0.0), uy(static_cast<std::size_t>(T), 0.0);
+    bool has_vel = false;
+    {
+        std::vector<std::int64_t> prev_id, cur_id;
+        std::vector<double> prev_x, prev_y, cur_x, cur_y;
+        std::int64_t prev_frame = -2;
+        Progress prog("tracks: scan", T, p.progress);
+        for (std::int64_t first = 0; first < T; first += fpb) {
+            const Trajectory tr = src.read_frames(first, fpb);
+            has_vel = has_vel || tr.rows.has_velocity();
+            const auto& r = tr.rows;
+            for (std::int64_t f = tr.index.first_frame; f < tr.index.first_frame + tr.index.n_frames(); ++f) {
+                cur_id.clear();
+                cur_x.clear();
+                cur_y.clear();
+                double su = 0, sv = 0;
+                std::int64_t nv = 0;
+                for (auto k = static_cast<std::size_t>(tr.index.begin(f)); k < static_cast<std::size_t>(tr.index.end(f)); ++k) {
+                    const std::int64_t id = r.particle[k];
+                    if (id < 0) continue;
+                    auto& inf = ids.try_emplace(id, IdInfo{f, f, 0, 0}).first->second;
+                    inf.first = std::min(inf.first, f);
+                    inf.last = std::max(inf.last, f);
+                    if (r.species[k] == kSpeciesSmall) ++inf.n_small;
+                    if (r.species[k] == kSpeciesLarge) ++inf.n_large;
+                    cur_id.push_back(id);
+                    cur_x.push_back(r.x[k]);
+                    cur_y.push_back(r.y[k]);
+                    if (r.has_velocity() && std::isfinite(r.vx[k]) && std::isfinite(r.vy[k])) {
+                        su += r.vx[k];
+                        sv += r.vy[k];
+                        ++nv;
+                    }
+                }
+                if (nv > 0) {
+                    ux[f] = su / nv;
+                    uy[f] = sv / nv;
+                }
+                if (prev_frame == f - 1) {  // merge-join on sorted ids
+                    double sx = 0, sy = 0;
+                    std::int64_t n = 0;
+                    std::size_t a = 0, b = 0;
+                    while (a < prev_id.size() && b < cur_id.size()) {
+                        if (prev_id[a] < cur_id[b]) ++a;
+                        else if (cur_id[b] < prev_id[a]) ++b;
+                        else {
+                            sx += min_image(cur_x[b] - prev_x[a], Lx);
+                            sy += min_image(cur_y[b] - prev_y[a], Ly);
+                            ++n, ++a, ++b;
+                        }
+                    }
+                    if (n > 0) {
+                        dx[f] = sx / n;
+                        dy[f] = sy / n;
+                    }
+                }
+                std::swap(prev_id, cur_id);
+                std::swap(prev_x, cur_x);
+                std::swap(prev_y, cur_y);
+                prev_frame = f;
+            }
+            prog.update(std::min(T, first + fpb));
+        }
+    }
+    if (p.scheme == VelocityScheme::given && !has_vel)
+        throw ParameterError("velocity scheme 'given' requested but the input has no vx/vy columns");
+    info.scheme = p.scheme == VelocityScheme::automatic ? (has_vel ? VelocityScheme::given : VelocityScheme::central)
+                                                        : p.scheme;
+    if (!p.velocities) info.scheme = p.scheme == VelocityScheme::automatic ? info.scheme : p.scheme;
+
+    // cumulative drift
+    info.drift_x.assign(static_cast<std::size_t>(T), 0.0);
+    info.drift_y.assign(static_cast<std::size_t>(T), 0.0);
+    std::vector<double> uxs(static_cast<std::size_t>(T), 0.0), uys(static_cast<std::size_t>(T), 0.0);
+    if (p.drift != DriftMode::none) {
+        if (p.drift == DriftMode::lowpass) {
+            dx = moving_average(dx, p.drift_window);
+            dy = moving_average(dy, p.drift_window);
+            uxs = moving_average(ux, p.drift_window);
+            uys = moving_average(uy, p.drift_window);
+        } else {
+            uxs = ux;
+            uys = uy;
+        }
+        double cx = 0, cy = 0;
+        for (std::int64_t f = 0; f < T; ++f) {
+            if (f > 0) {
+                cx += dx[f];
+                cy += dy[f];
+            }
+            info.drift_x[f] = cx;
+            info.drift_y[f] = cy;
+        }
+    }
+
+    // ---- particle blocks
+    std::vector<std::int64_t> sorted;
+    sorted.reserve(ids.size());
+    for (const auto& [id, inf] : ids) sorted.push_back(id);
+    std::sort(sorted.begin(), sorted.end());
+    info.n_tracks = static_cast<std::int64_t>(sorted.size());
+    Progress prog("tracks", info.n_tracks, p.progress);
+    std::size_t done = 0;
+    std::size_t i0 = 0;
+    while (i0 < sorted.size()) {
+        std::size_t i1 = i0;
+        std::int64_t cells = 0, fmin = T, fmax = -1;
+        while (i1 < sorted.size()) {
+            const auto& inf = ids[sorted[i1]];
+            const std::int64_t len = inf.last - inf.first + 1;
+            if (i1 > i0 && cells + len > p.max_cells) break;
+            cells += len;
+            fmin = std::min(fmin, inf.first);
+            fmax = std::max(fmax, inf.last);
+            ++i1;
+        }
+        ++info.particle_blocks;
+        info.max_block_cells = std::max(info.max_block_cells, cells);
+        const std::span<const std::int64_t> bid(sorted.data() + i0, i1 - i0);
+        std::vector<Track> tracks(bid.size());
+        for (std::size_t j = 0; j < bid.size(); ++j) {
+            const auto& inf = ids[bid[j]];
+            Track& tk = tracks[j];
+            tk.id = bid[j];
+            tk.first_frame = inf.first;
+            tk.species = inf.n_small == 0 && inf.n_large == 0 ? kSpeciesUnknown
+                         : inf.n_large > inf.n_small          ? kSpeciesLarge
+                                                              : kSpeciesSmall;
+            const auto len = static_cast<std::size_t>(inf.last - inf.first + 1);
+            tk.x.assign(len, kNaN);
+            tk.y.assign(len, kNaN);
+            if (p.velocities) {
+                tk.vx.assign(len, kNaN);
+                tk.vy.assign(len, kNaN);
+            }
+        }
+        const bool want_given = p.velocities && info.scheme == VelocityScheme::given;
+        for (std::int64_t first = fmin; first <= fmax; first += fpb) {
+            const Trajectory tr = src.read_frames(first, std::min(fpb, fmax + 1 - first));
+            const auto& r = tr.rows;
+            for (std::size_t k = 0; k < r.size(); ++k) {
+                const std::int64_t id = r.particle[k];
+                if (id < bid.front() || id > bid.back()) continue;
+                const auto it = std::lower_bound(bid.begin(), bid.end(), id);
+                if (it == bid.end() || *it != id) continue;
+                Track& tk = tracks[static_cast<std::size_t>(it - bid.begin())];
+                const auto s = static_cast<std::size_t>(r.frame[k] - tk.first_frame);
+                tk.x[s] = r.x[k];
+                tk.y[s] = r.y[k];
+                if (want_given && r.has_velocity()) {
+                    tk.vx[s] = r.vx[k] - uxs[r.frame[k]];
+                    tk.vy[s] = r.vy[k] - uys[r.frame[k]];
+                }
+            }
+        }
+        for (Track& tk : tracks) {
+            // unwrap (periodic) and subtract the drift
+            double px = kNaN, py = kNaN, ux_ = 0, uy_ = 0;
+            for (std::size_t s = 0; s < tk.size(); ++s) {
+                if (std::isnan(tk.x[s]) || std::isnan(tk.y[s])) {
+                    tk.x[s] = tk.y[s] = kNaN;
+                    continue;
+                }
+                if (info.periodic) {
+                    if (!std::isnan(px)) {
+                        ux_ += min_image(tk.x[s] - px, Lx);
+                        uy_ += min_image(tk.y[s] - py, Ly);
+                    } else {
+                        ux_ = tk.x[s];
+                        uy_ = tk.y[s];
+                    }
+                    px = tk.x[s];
+                    py = tk.y[s];
+                    tk.x[s] = ux_;
+                    tk.y[s] = uy_;
+                }
+                const auto f = static_cast<std::size_t>(tk.first_frame) + s;
+                tk.x[s] -= info.drift_x[f];
+                tk.y[s] -= info.drift_y[f];
+            }
+            if (p.velocities && !want_given) {
+                const std::span<const double> tt(info.frame_times.data() + tk.first_frame, tk.size());
+                finite_difference(tk.x, tt, info.scheme, tk.vx);
+                finite_difference(tk.y, tt, info.scheme, tk.vy);
+            }
+            if (tk.species == kSpeciesSmall) ++info.n_small;
+            else if (tk.species == kSpeciesLarge) ++info.n_large;
+            else ++info.n_unknown;
+            fn(tk);
+            prog.update(static_cast<std::int64_t>(++done));
+        }
+        i0 = i1;
+    }
+    return info;
+}
+
+}  // namespace vibra::analysis

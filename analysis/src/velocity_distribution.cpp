@@ -1,0 +1,476 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "vibra/analysis/velocity_distribution.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "detail/dynamics_common.hpp"
+#include "vibra/core/error.hpp"
+
+namespace vibra::analysis {
+
+namespace {
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+}
+
+double log_upper_gamma(double s, double x) {
+    if (!(s > 0)) throw ParameterError("log_upper_gamma: s must be > 0");
+    if (x <= 0) return std::lgamma(s);
+    if (x < s + 1) {
+        // lower γ(s,x) = e^{−x} x^s Σ_n x^n / (s(s+1)…(s+n))
+        double ap = s, term = 1.0 / s, sum = term;
+        for (int n = 0; n < 1000; ++n) {
+            ap += 1;
+            term *= x / ap;
+            sum += term;
+            if (std::abs(term) < std::abs(sum) * 1e-17) break;
+        }
+        const double logP = -x + s * std::log(x) - std::lgamma(s) + std::log(sum);
+        return std::lgamma(s) + std::log1p(-std::exp(logP));
+    }
+    // continued fraction (modified Lentz) for Γ(s,x) = e^{−x} x^s · 1/(x+1−s− 1(1−s)/(x+3−s− …))
+    constexpr double tiny = 1e-300;
+    double b = x + 1 - s, c = 1 / tiny, d = 1 / b, h = d;
+    for (int i = 1; i < 1000; ++i) {
+        const double an = -i * (i - s);
+        b += 2;
+        d = an * d + b;
+        if (std::abs(d) < tiny) d = tiny;
+        c = b + an / c;
+        if (std::abs(c) < tiny) c = tiny;
+        d = 1 / d;
+        const double del = d * c;
+        h *= del;
+        if (std::abs(del - 1) < 1e-16) break;
+    }
+    return -x + s * std::log(x) + std::log(h);
+}
+
+TailHistogram::TailHistogram(double lo_, double hi_, std::int64_t nb, std::int64_t nblk)
+    : lo(lo_), hi(hi_), n_bins(nb), n_blocks(nblk), counts(static_cast<std::size_t>(nb * nblk), 0.0) {
+    if (!(lo > 0) || !(hi > lo) || nb < 1 || nblk < 1)
+        throw ParameterError("TailHistogram: need 0 < lo < hi, n_bins >= 1, n_blocks >= 1");
+}
+
+double TailHistogram::edge(std::int64_t b) const {
+    return lo * std::exp(std::log(hi / lo) * static_cast<double>(b) / static_cast<double>(n_bins));
+}
+
+void TailHistogram::add(double x, std::int64_t block) {
+    if (!(x >= lo) || block < 0 || block >= n_blocks) return;
+    auto b = static_cast<std::int64_t>(std::log(x / lo) / std::log(hi / lo) * static_cast<double>(n_bins));
+    b = std::clamp<std::int64_t>(b, 0, n_bins - 1);
+    counts[static_cast<std::size_t>(block * n_bins + b)] += 1;
+}
+
+TailHistogram tail_histogram(std::span<const double> x, std::span<const std::int64_t> block, std::int64_t n_blocks,
+                             double lo, double hi, std::int64_t n_bins) {
+    if (x.size() != block.size()) throw ParameterError("tail_histogram: x and block differ in length");
+    TailHistogram h(lo, hi, n_bins, n_blocks);
+    for (std::size_t i = 0; i < x.size(); ++i) h.add(x[i], block[i]);
+    return h;
+}
+
+void TailFitParams::validate() const {
+    if (!(threshold > 0)) throw ParameterError("tail threshold must be > 0, got " + std::to_string(threshold));
+    if (bootstrap < 0) throw ParameterError("bootstrap must be >= 0, got " + std::to_string(bootstrap));
+    if (!(confidence > 0 && confidence < 1)) throw ParameterError("confidence must be in (0,1), got " + std::to_string(confidence));
+}
+
+namespace {
+
+struct Binned {
+    std::vector<double> lx, n;  // ln(bin centre), count (non-empty bins only)
+    double total = 0;
+    double lxmin = 0;  // ln(threshold edge)
+};
+
+Binned binned_from(const TailHistogram& h, const std::vector<double>& pooled, std::int64_t b0) {
+    Binned B;
+    B.lxmin = std::log(h.edge(b0));
+    for (std::int64_t b = b0; b < h.n_bins; ++b) {
+        const double c = pooled[static_cast<std::size_t>(b)];
+        if (c <= 0) continue;
+        B.lx.push_back(0.5 * (std::log(h.edge(b)) + std::log(h.edge(b + 1))));
+        B.n.push_back(c);
+        B.total += c;
+    }
+    return B;
+}
+
+// ln Z(β, ℓ) = ℓ − ln β + ln Γ(1/β, exp(β(ln x_min − ℓ)))
+double log_z(double beta, double ell, double lxmin) {
+    return ell - std::log(beta) + log_upper_gamma(1.0 / beta, std::exp(beta * (lxmin - ell)));
+}
+
+double nll(const Binned& B, double beta, double ell) {
+    double S = 0;
+    for (std::size_t i = 0; i < B.lx.size(); ++i) S += B.n[i] * std::exp(beta * (B.lx[i] - ell));
+    return S + B.total * log_z(beta, ell, B.lxmin);
+}
+
+// Newton in θ = (β, ℓ = ln c₀) with backtracking; returns converged flag.
+bool newton_fit(const Binned& B, double& beta, double& ell) {
+    if (B.total < 3 || B.lx.size() < 2) return false;
+    for (int it = 0; it < 200; ++it) {
+        double S = 0, S1 = 0, S2 = 0;
+        for (std::size_t i = 0; i < B.lx.size(); ++i) {
+            const double w = B.n[i] * std::exp(beta * (B.lx[i] - ell));
+            const double u = B.lx[i] - ell;
+            S += w;
+            S1 += w * u;
+            S2 += w * u * u;
+        }
+        // A = Σ n (x/c0)^β = S: ∂β = S1, ∂ℓ = −βS, ∂ββ = S2, ∂ℓℓ = β²S, ∂βℓ = −S − βS1
+        double g0 = S1, g1 = -beta * S;
+        double h00 = S2, h11 = beta * beta * S, h01 = -S - beta * S1;
+        const double hb = 1e-4 * std::max(1.0, beta), hl = 1e-4;
+        const double zc = log_z(beta, ell, B.lxmin);
+        const double zbp = log_z(beta + hb, ell, B.lxmin), zbm = log_z(beta - hb, ell, B.lxmin);
+        const double zlp = log_z(beta, ell + hl, B.lxmin), zlm = log_z(beta, ell - hl, B.lxmin);
+        const double zpp = log_z(beta + hb, ell + hl, B.lxmin), zpm = log_z(beta + hb, ell - hl, B.lxmin);
+        const double zmp = log_z(beta - hb, ell + hl, B.lxmin), zmm = log_z(beta - hb, ell - hl, B.lxmin);
+        const double n = B.total;
+        g0 += n * (zbp - zbm) / (2 * hb);
+        g1 += n * (zlp - zlm) / (2 * hl);
+        h00 += n * (zbp - 2 * zc + zbm) / (hb * hb);
+        h11 += n * (zlp - 2 * zc + zlm) / (hl * hl);
+        h01 += n * (zpp - zpm - zmp + zmm) / (4 * hb * hl);
+        double d0, d1;
+        const double det = h00 * h11 - h01 * h01;
+        if (h00 > 0 && det > 0) {
+            d0 = -(h11 * g0 - h01 * g1) / det;
+            d1 = -(-h01 * g0 + h00 * g1) / det;
+        } else {
+            const double sc = std::max({std::abs(h00), std::abs(h11), 1e-300});
+            d0 = -g0 / sc;
+            d1 = -g1 / sc;
+        }
+        // keep β in a sane range
+        const double f0 = S + n * zc;
+        double t = 1.0;
+        for (; t > 1e-12; t *= 0.5) {
+            const double nb = beta + t * d0, nl = ell + t * d1;
+            if (!(nb > 0.05 && nb < 50)) continue;
+            const double f1 = nll(B, nb, nl);
+            if (std::isfinite(f1) && f1 <= f0 + 1e-4 * t * (g0 * d0 + g1 * d1)) break;
+        }
+        if (t <= 1e-12) return std::abs(g0) + std::abs(g1) < 1e-6 * n;
+        beta += t * d0;
+        ell += t * d1;
+        if (std::abs(t * d0) < 1e-10 && std::abs(t * d1) < 1e-10) return true;
+    }
+    return false;
+}
+
+double quantile(std::vector<double> v, double q) {
+    if (v.empty()) return kNaN;
+    std::sort(v.begin(), v.end());
+    const double pos = q * static_cast<double>(v.size() - 1);
+    const auto i = static_cast<std::size_t>(pos);
+    const double f = pos - static_cast<double>(i);
+    return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : v[i];
+}
+
+std::int64_t first_bin_at_or_above(const TailHistogram& h, double thr) {
+    std::int64_t b = 0;
+    while (b < h.n_bins && h.edge(b) < thr * (1 - 1e-12)) ++b;
+    return b;
+}
+
+}  // namespace
+
+std::vector<TailFit> fit_tail_scan(const TailHistogram& h, std::span<const double> thresholds, const TailFitParams& p) {
+    p.validate();
+    const std::size_t nt = thresholds.size();
+    std::vector<TailFit> fits(nt);
+    std::vector<std::int64_t> b0(nt);
+    std::vector<double> pooled(static_cast<std::size_t>(h.n_bins), 0.0);
+    for (std::int64_t k = 0; k < h.n_blocks; ++k)
+        for (std::int64_t b = 0; b < h.n_bins; ++b) pooled[b] += h.counts[static_cast<std::size_t>(k * h.n_bins + b)];
+    for (std::size_t i = 0; i < nt; ++i) {
+        b0[i] = first_bin_at_or_above(h, thresholds[i]);
+        TailFit& f = fits[i];
+        f.beta = f.c0 = f.beta_ci_low = f.beta_ci_high = f.beta_sigma = kNaN;
+        if (b0[i] >= h.n_bins) continue;
+        f.threshold = h.edge(b0[i]);
+        const Binned B = binned_from(h, pooled, b0[i]);
+        f.n_tail = B.total;
+        double beta = 1.5, ell = std::log(std::max(f.threshold, 1e-3));
+        f.converged = newton_fit(B, beta, ell);
+        if (f.converged) {
+            f.beta = beta;
+            f.c0 = std::exp(ell);
+        }
+    }
+    if (p.bootstrap > 0 && h.n_blocks > 1) {
+        std::mt19937_64 rng(p.seed);
+        std::uniform_int_distribution<std::int64_t> pick(0, h.n_blocks - 1);
+        std::vector<std::vector<double>> reps(nt);
+        std::vector<double> agg(static_cast<std::size_t>(h.n_bins));
+        std::int64_t bmin = h.n_bins;
+        for (auto b : b0) bmin = std::min(bmin, b);
+        for (std::int64_t r = 0; r < p.bootstrap; ++r) {
+            std::fill(agg.begin(), agg.end(), 0.0);
+            for (std::int64_t k = 0; k < h.n_blocks; ++k) {
+                const std::int64_t blk = pick(rng);
+                const double* c = h.counts.data() + blk * h.n_bins;
+                for (std::int64_t b = bmin; b < h.n_bins; ++b) agg[b] += c[b];
+            }
+            for (std::size_t i = 0; i < nt; ++i) {
+                if (!fits[i].converged) continue;
+                const Binned B = binned_from(h, agg, b0[i]);
+                double beta = fits[i].beta, ell = std::log(fits[i].c0);
+                if (newton_fit(B, beta, ell)) reps[i].push_back(beta);
+            }
+        }
+        for (std::size_t i = 0; i < nt; ++i) {
+            const auto& v = reps[i];
+            if (v.size() < 2) continue;
+            double m = 0, s2 = 0;
+            for (double b : v) m += b;
+            m /= static_cast<double>(v.size());
+            for (double b : v) s2 += (b - m) * (b - m);
+            fits[i].beta_sigma = std::sqrt(s2 / static_cast<double>(v.size() - 1));
+            fits[i].beta_ci_low = quantile(v, (1 - p.confidence) / 2);
+            fits[i].beta_ci_high = quantile(v, (1 + p.confidence) / 2);
+        }
+    }
+    return fits;
+}
+
+TailFit fit_tail(const TailHistogram& h, const TailFitParams& p) {
+    const double t[1] = {p.threshold};
+    return fit_tail_scan(h, t, p).front();
+}
+
+void VelocityDistributionParams::validate() const {
+    if (!(threshold > 0)) throw ParameterError("velocity_distribution threshold must be > 0, got " + std::to_string(threshold));
+    for (double s : scan)
+        if (!(s > 0)) throw ParameterError("velocity_distribution scan thresholds must be > 0, got " + std::to_string(s));
+    if (bootstrap < 0) throw ParameterError("velocity_distribution bootstrap must be >= 0, got " + std::to_string(bootstrap));
+    if (blocks < 1) throw ParameterError("velocity_distribution blocks must be >= 1, got " + std::to_string(blocks));
+    if (bins < 2) throw ParameterError("velocity_distribution bins must be >= 2, got " + std::to_string(bins));
+    if (tail_bins < 10) throw ParameterError("velocity_distribution tail_bins must be >= 10, got " + std::to_string(tail_bins));
+    if (drift_window < 1) throw ParameterError("velocity_distribution drift_window must be >= 1, got " + std::to_string(drift_window));
+    if (max_cells < 1) throw ParameterError("velocity_distribution max_cells must be >= 1, got " + std::to_string(max_cells));
+}
+
+namespace {
+struct Moments {
+    double n = 0, sxx = 0, syy = 0, c4 = 0, v4 = 0, max_comp = 0, max_speed = 0;
+};
+struct Hists {
+    std::vector<double> cx, cy, sp;
+    double n = 0;
+    TailHistogram tail;
+};
+}  // namespace
+
+ResultGroup velocity_distribution_analysis(const TrajectorySource& src, const VelocityDistributionParams& p) {
+    p.validate();
+    const Metadata& meta = src.meta();
+    const std::int64_t T = src.n_frames();
+    TrackStreamParams tp;
+    tp.scheme = p.scheme;
+    tp.drift = p.drift;
+    tp.drift_window = p.drift_window;
+    tp.max_cells = p.max_cells;
+    tp.progress = p.progress;
+    // ---- pass 1: moments
+    detail::SpeciesSet<Moments> mom;
+    auto add_m = [](Moments& m, double vx, double vy) {
+        const double v2 = vx * vx + vy * vy;
+        m.n += 1;
+        m.sxx += vx * vx;
+        m.syy += vy * vy;
+        m.c4 += vx * vx * vx * vx + vy * vy * vy * vy;
+        m.v4 += v2 * v2;
+        m.max_comp = std::max({m.max_comp, std::abs(vx), std::abs(vy)});
+        m.max_speed = std::max(m.max_speed, std::sqrt(v2));
+    };
+    const TrackStreamInfo info = stream_tracks(src, tp, [&](const Track& tk) {
+        Moments* ms = mom.of(tk.species);
+        for (std::size_t s = 0; s < tk.size(); ++s) {
+            if (!std::isfinite(tk.vx[s]) || !std::isfinite(tk.vy[s])) continue;
+            add_m(mom.total, tk.vx[s], tk.vy[s]);
+            if (ms) add_m(*ms, tk.vx[s], tk.vy[s]);
+        }
+    });
+    ResultGroup g;
+    g.name = "velocity_distribution";
+    detail::add_stream_attrs(g, info);
+    const std::string vunit = meta.length_unit + "/" + meta.time_unit;
+    // scaled ranges
+    double cmax = 0, smax = 0;
+    struct Scale {
+        double rms_comp = kNaN, rms_speed = kNaN;
+    };
+    detail::SpeciesSet<Scale> sc;
+    {
+        auto mn = mom.named();
+        auto sn = sc.named();
+        for (std::size_t i = 0; i < 3; ++i) {
+            const Moments& m = *mn[i].second;
+            if (m.n <= 0) continue;
+            sn[i].second->rms_comp = std::sqrt((m.sxx + m.syy) / (2 * m.n));
+            sn[i].second->rms_speed = std::sqrt((m.sxx + m.syy) / m.n);
+            if (sn[i].second->rms_comp > 0) {
+                cmax = std::max(cmax, m.max_comp / sn[i].second->rms_comp);
+                smax = std::max(smax, m.max_speed / sn[i].second->rms_speed);
+            }
+        }
+    }
+    cmax = std::min(std::ceil(cmax * 1.0001 + 1e-9), 50.0);
+    smax = std::min(std::ceil(smax * 1.0001 + 1e-9), 50.0);
+    if (!(cmax > 0)) cmax = 1;
+    if (!(smax > 0)) smax = 1;
+    const auto nb = static_cast<std::size_t>(p.bins);
+    double lo = p.threshold;
+    for (double s : p.scan) lo = std::min(lo, s);
+    detail::SpeciesSet<Hists> hs;
+    {
+        auto hn = hs.named();
+        auto sn = sc.named();
+        auto mn = mom.named();
+        for (std::size_t i = 0; i < 3; ++i) {
+            Hists& h = *hn[i].second;
+            h.cx.assign(nb, 0.0);
+            h.cy.assign(nb, 0.0);
+            h.sp.assign(nb, 0.0);
+            const double rms = p.fit_speed ? sn[i].second->rms_speed : sn[i].second->rms_comp;
+            const double xmax = mn[i].second->n > 0 && rms > 0
+                                    ? (p.fit_speed ? mn[i].second->max_speed : mn[i].second->max_comp) / rms
+                                    : 0.0;
+            if (xmax > lo) h.tail = TailHistogram(lo, xmax * (1 + 1e-9), p.tail_bins, p.blocks);
+        }
+    }
+    // ---- pass 2: histograms and tail grids
+    const double wc = 2 * cmax / static_cast<double>(nb), ws = smax / static_cast<double>(nb);
+    auto bin = [&](double v, double lo_, double w) -> std::int64_t {
+        const auto b = static_cast<std::int64_t>(std::floor((v - lo_) / w));
+        return b >= 0 && b < static_cast<std::int64_t>(nb) ? b : -1;
+    };
+    auto add_h = [&](Hists& h, const Scale& s, double vx, double vy, std::int64_t blk) {
+        if (!(s.rms_comp > 0)) return;
+        const double cx = vx / s.rms_comp, cy = vy / s.rms_comp, sp = std::sqrt(vx * vx + vy * vy) / s.rms_speed;
+        h.n += 1;
+        if (auto b = bin(cx, -cmax, wc); b >= 0) h.cx[b] += 1;
+        if (auto b = bin(cy, -cmax, wc); b >= 0) h.cy[b] += 1;
+        if (auto b = bin(sp, 0, ws); b >= 0) h.sp[b] += 1;
+        if (h.tail.n_bins > 0) {
+            if (p.fit_speed) h.tail.add(sp, blk);
+            else {
+                h.tail.add(std::abs(cx), blk);
+                h.tail.add(std::abs(cy), blk);
+            }
+        }
+    };
+    stream_tracks(src, tp, [&](const Track& tk) {
+        Hists* h = hs.of(tk.species);
+        const Scale* s = sc.of(tk.species);
+        for (std::size_t k = 0; k < tk.size(); ++k) {
+            if (!std::isfinite(tk.vx[k]) || !std::isfinite(tk.vy[k])) continue;
+            const std::int64_t f = tk.first_frame + static_cast<std::int64_t>(k);
+            const std::int64_t blk = std::min<std::int64_t>(p.blocks - 1, f * p.blocks / std::max<std::int64_t>(T, 1));
+            add_h(hs.total, sc.total, tk.vx[k], tk.vy[k], blk);
+            if (h) add_h(*h, *s, tk.vx[k], tk.vy[k], blk);
+        }
+    });
+    // ---- output
+    std::vector<double> cc(nb), ss(nb);
+    for (std::size_t b = 0; b < nb; ++b) {
+        cc[b] = -cmax + (static_cast<double>(b) + 0.5) * wc;
+        ss[b] = (static_cast<double>(b) + 0.5) * ws;
+    }
+    g.add("c", cc, "1");
+    g.add("speed", ss, "1");
+    TailFitParams fp;
+    fp.threshold = p.threshold;
+    fp.bootstrap = p.bootstrap;
+    fp.seed = p.seed;
+    std::vector<double> thr{p.threshold};
+    thr.insert(thr.end(), p.scan.begin(), p.scan.end());
+    auto hn = hs.named();
+    auto mn = mom.named();
+    auto sn = sc.named();
+    for (std::size_t i = 0; i < 3; ++i) {
+        const std::string& suf = hn[i].first;
+        const Hists& h = *hn[i].second;
+        const Moments& m = *mn[i].second;
+        if (suf != "" && detail::info_count(info, suf) == 0) continue;
+        if (h.n <= 0) continue;
+        std::vector<double> pc(nb), px(nb), py(nb), psp(nb);
+        for (std::size_t b = 0; b < nb; ++b) {
+            px[b] = h.cx[b] / (h.n * wc);
+            py[b] = h.cy[b] / (h.n * wc);
+            pc[b] = (h.cx[b] + h.cy[b]) / (2 * h.n * wc);
+            psp[b] = h.sp[b] / (h.n * ws);
+        }
+        g.add("p_c" + suf, pc, "1");
+        g.add("p_cx" + suf, px, "1");
+        g.add("p_cy" + suf, py, "1");
+        g.add("p_speed" + suf, psp, "1");
+        const double rc = sn[i].second->rms_comp;
+        g.attrs["rms_velocity" + suf] = rc;
+        g.attrs["rms_vx" + suf] = std::sqrt(m.sxx / m.n);
+        g.attrs["rms_vy" + suf] = std::sqrt(m.syy / m.n);
+        const double c2 = (m.sxx + m.syy) / (2 * m.n), c4 = m.c4 / (2 * m.n);
+        g.attrs["kurtosis" + suf] = c4 / (c2 * c2);
+        const double v2 = (m.sxx + m.syy) / m.n, v4 = m.v4 / m.n;
+        g.attrs["sonine_a2" + suf] = v4 / (v2 * v2) / 2.0 - 1.0;
+        g.attrs["n_samples" + suf] = static_cast<std::int64_t>(m.n);
+        std::vector<TailFit> fits;
+        if (h.tail.n_bins > 0) fits = fit_tail_scan(h.tail, thr, fp);
+        else fits.assign(thr.size(), TailFit{kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, 0, false});
+        const TailFit& f = fits.front();
+        g.attrs["beta" + suf] = f.beta;
+        g.attrs["beta_ci_low" + suf] = f.beta_ci_low;
+        g.attrs["beta_ci_high" + suf] = f.beta_ci_high;
+        g.attrs["beta_sigma" + suf] = f.beta_sigma;
+        g.attrs["beta_threshold" + suf] = f.threshold;
+        g.attrs["c0" + suf] = f.c0;
+        g.attrs["n_tail" + suf] = f.n_tail;
+        const double n_x = p.fit_speed ? m.n : 2 * m.n;
+        const double frac = f.n_tail / n_x;
+        g.attrs["tail_fraction" + suf] = frac;
+        double amp = kNaN;
+        if (f.converged) {
+            const double lz = log_z(f.beta, std::log(f.c0), std::log(f.threshold));
+            amp = frac / (p.fit_speed ? 1.0 : 2.0) / std::exp(lz);
+        }
+        g.attrs["tail_amplitude" + suf] = amp;
+        std::vector<double> st, sb, sl, sh, sn_;
+        for (std::size_t k = 1; k < fits.size(); ++k) {
+            st.push_back(fits[k].threshold);
+            sb.push_back(fits[k].beta);
+            sl.push_back(fits[k].beta_ci_low);
+            sh.push_back(fits[k].beta_ci_high);
+            sn_.push_back(fits[k].n_tail);
+        }
+        g.add("scan_threshold" + suf, st, "1");
+        g.add("scan_beta" + suf, sb, "1");
+        g.add("scan_beta_ci_low" + suf, sl, "1");
+        g.add("scan_beta_ci_high" + suf, sh, "1");
+        g.add("scan_n_tail" + suf, sn_, "1");
+    }
+    g.attrs["fitted_variable"] = std::string(p.fit_speed ? "speed |v|/rms speed" : "component |v_x|,|v_y| pooled / rms component");
+    g.attrs["scaling"] = std::string("per species: c = v / sqrt(<v_x^2 + v_y^2>/2); speed / sqrt(<|v|^2>)");
+    g.attrs["tail_model"] = std::string("P ~ tail_amplitude * exp(-(|c|/c0)^beta) for |c| > beta_threshold");
+    g.attrs["fit_method"] = std::string(
+        "maximum likelihood, truncated normaliser (c0/beta) Gamma(1/beta, (cmin/c0)^beta), fine log grid of tail_bins bins");
+    g.attrs["bootstrap"] = p.bootstrap;
+    g.attrs["bootstrap_blocks"] = p.blocks;
+    g.attrs["bootstrap_block_frames"] = static_cast<double>(T) / static_cast<double>(p.blocks);
+    g.attrs["confidence"] = 0.95;
+    g.attrs["tail_bins"] = p.tail_bins;
+    g.attrs["bins"] = p.bins;
+    g.attrs["seed"] = static_cast<std::int64_t>(p.seed);
+    g.attrs["kurtosis_definition"] = std::string("<c^4>/<c^2>^2 of pooled components (3 for a Gaussian)");
+    g.attrs["velocity_units"] = vunit;
+    return g;
+}
+
+}  // namespace vibra::analysis
