@@ -612,11 +612,142 @@ VideoFormat video_format_from_string(const std::string& s) {
     throw ParameterError("video format must be avi, ffv1, png or tiff, got '" + s + "'");
 }
 
+namespace {
+
+// Minimal uncompressed AVI writer (RIFF AVI 1.0, one 'Y800' 8-bit grey video stream, rows top
+// down, no padding, idx1 index). Used for frame sizes OpenCV's FFmpeg writer cannot represent
+// exactly (it crops odd widths/heights to even).
+class Y800AviWriter {
+public:
+    Y800AviWriter(const std::string& path, int w, int h, double fps) : path_(path), w_(w), h_(h), fps_(fps) {
+        f_ = std::fopen(path.c_str(), "wb");
+        if (!f_) throw IoError(path + ": cannot create the file");
+        write_headers(0);
+        movi_pos_ = std::ftell(f_) - 4;  // position of the 'movi' fourcc
+    }
+    ~Y800AviWriter() {
+        if (f_) std::fclose(f_);
+    }
+    void write(const cv::Mat& img) {
+        const auto size = static_cast<std::uint32_t>(w_) * static_cast<std::uint32_t>(h_);
+        const long off = std::ftell(f_) - movi_pos_;
+        put4("00dc");
+        put32(size);
+        for (int j = 0; j < h_; ++j) check(std::fwrite(img.ptr<std::uint8_t>(j), 1, static_cast<std::size_t>(w_), f_) == static_cast<std::size_t>(w_));
+        if (size % 2) std::fputc(0, f_);
+        index_.push_back({static_cast<std::uint32_t>(off), size});
+        if (std::ftell(f_) > 0x7FF00000L) throw IoError(path_ + ": uncompressed AVI larger than 2 GB; use a png/tiff sequence");
+    }
+    void close() {
+        if (!f_) return;
+        const long movi_end = std::ftell(f_);
+        put4("idx1");
+        put32(static_cast<std::uint32_t>(index_.size() * 16));
+        for (const auto& e : index_) {
+            put4("00dc");
+            put32(0x10);
+            put32(e.first);
+            put32(e.second);
+        }
+        const long end = std::ftell(f_);
+        // Patch RIFF size, the headers (frame count) and the movi LIST size.
+        std::fseek(f_, 0, SEEK_SET);
+        write_headers(static_cast<std::uint32_t>(end - 8));
+        std::fseek(f_, movi_pos_ - 4, SEEK_SET);
+        put32(static_cast<std::uint32_t>(movi_end - movi_pos_));
+        const bool ok = std::fflush(f_) == 0;
+        std::fclose(f_);
+        f_ = nullptr;
+        if (!ok) throw IoError(path_ + ": write failed");
+    }
+
+private:
+    void check(bool ok) {
+        if (!ok) throw IoError(path_ + ": write failed");
+    }
+    void put4(const char* s) { check(std::fwrite(s, 1, 4, f_) == 4); }
+    void put32(std::uint32_t v) {
+        const unsigned char b[4] = {static_cast<unsigned char>(v), static_cast<unsigned char>(v >> 8),
+                                    static_cast<unsigned char>(v >> 16), static_cast<unsigned char>(v >> 24)};
+        check(std::fwrite(b, 1, 4, f_) == 4);
+    }
+    void put16(std::uint16_t v) {
+        const unsigned char b[2] = {static_cast<unsigned char>(v), static_cast<unsigned char>(v >> 8)};
+        check(std::fwrite(b, 1, 2, f_) == 2);
+    }
+    void write_headers(std::uint32_t riff_size) {
+        const auto n = static_cast<std::uint32_t>(index_.size());
+        const auto frame = static_cast<std::uint32_t>(w_) * static_cast<std::uint32_t>(h_);
+        const auto rate = static_cast<std::uint32_t>(std::llround(fps_ * 1000));
+        put4("RIFF");
+        put32(riff_size);
+        put4("AVI ");
+        put4("LIST");
+        put32(4 + 8 + 56 + 8 + 4 + 8 + 56 + 8 + 40);
+        put4("hdrl");
+        put4("avih");
+        put32(56);
+        put32(static_cast<std::uint32_t>(std::llround(1e6 / fps_)));
+        put32(static_cast<std::uint32_t>(frame * fps_));
+        put32(0);
+        put32(0x10);  // AVIF_HASINDEX
+        put32(n);
+        put32(0);
+        put32(1);
+        put32(frame);
+        put32(static_cast<std::uint32_t>(w_));
+        put32(static_cast<std::uint32_t>(h_));
+        for (int k = 0; k < 4; ++k) put32(0);
+        put4("LIST");
+        put32(4 + 8 + 56 + 8 + 40);
+        put4("strl");
+        put4("strh");
+        put32(56);
+        put4("vids");
+        put4("Y800");
+        put32(0);
+        put16(0);
+        put16(0);
+        put32(0);
+        put32(1000);
+        put32(rate);
+        put32(0);
+        put32(n);
+        put32(frame);
+        put32(0xFFFFFFFFu);
+        put32(0);
+        put16(0), put16(0), put16(static_cast<std::uint16_t>(w_)), put16(static_cast<std::uint16_t>(h_));
+        put4("strf");
+        put32(40);
+        put32(40);
+        put32(static_cast<std::uint32_t>(w_));
+        put32(static_cast<std::uint32_t>(h_));
+        put16(1);
+        put16(8);
+        put4("Y800");
+        put32(frame);
+        for (int k = 0; k < 4; ++k) put32(0);
+        put4("LIST");
+        put32(4);  // patched at close
+        put4("movi");
+    }
+
+    std::string path_;
+    int w_, h_;
+    double fps_;
+    std::FILE* f_ = nullptr;
+    long movi_pos_ = 0;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> index_;
+};
+
+}  // namespace
+
 struct FrameSink::Impl {
     std::string path;
     VideoFormat format;
     double fps;
     cv::VideoWriter writer;
+    std::unique_ptr<Y800AviWriter> native;
     std::int64_t n = 0;
     int type = -1;
     cv::Size size;
@@ -665,7 +796,13 @@ void FrameSink::write(const cv::Mat& image) {
         if (m.format == VideoFormat::avi_ffv1 && !(grey8 || bgr8))
             throw IoError(m.path + ": FFV1 output takes 8-bit frames (use png/tiff for 16 bits)");
         if (!(grey8 || bgr8 || grey16)) throw IoError(m.path + ": unsupported frame type");
-        if (m.format == VideoFormat::avi_raw || m.format == VideoFormat::avi_ffv1) {
+        const bool odd = (m.size.width % 2) != 0 || (m.size.height % 2) != 0;
+        if (m.format == VideoFormat::avi_ffv1 && odd)
+            throw IoError(m.path + ": FFV1 output needs even width and height (got " + std::to_string(m.size.width) + "x" +
+                          std::to_string(m.size.height) + "); use avi, png or tiff");
+        if (m.format == VideoFormat::avi_raw && odd) {
+            m.native = std::make_unique<Y800AviWriter>(m.path, m.size.width, m.size.height, m.fps);
+        } else if (m.format == VideoFormat::avi_raw || m.format == VideoFormat::avi_ffv1) {
             const int fourcc = m.format == VideoFormat::avi_raw ? 0 : cv::VideoWriter::fourcc('F', 'F', 'V', '1');
             bool ok = false;
             try {
@@ -689,6 +826,8 @@ void FrameSink::write(const cv::Mat& image) {
             throw IoError(file + ": cannot write the image: " + e.what());
         }
         if (!ok) throw IoError(file + ": cannot write the image");
+    } else if (m.native) {
+        m.native->write(image);
     } else {
         m.writer.write(image);
     }
@@ -700,6 +839,7 @@ void FrameSink::close() {
     if (m.closed) return;
     m.closed = true;
     if (m.writer.isOpened()) m.writer.release();
+    if (m.native) m.native->close();
 }
 
 std::int64_t FrameSink::frames_written() const { return impl_->n; }
