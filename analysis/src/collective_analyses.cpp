@@ -1,10 +1,747 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// The collective analyses offered by `vibra analyze` (see registry.hpp). Filled in by the module
-// that implements them.
+// The collective-motion analyses of `vibra analyze` (issue 6; methods.md §9, §10, §14):
+// field, defects, correlations, spectra, evolution. Each streams over the input block by block
+// (detail/collective_stream.hpp) and keeps only the frames its largest lag needs. Definitions,
+// defaults and what is a choice rather than a confirmed method: docs/collective-motion.md.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <numeric>
+#include <string>
+
+#include "detail/collective_stream.hpp"
+#include "vibra/analysis/defects.hpp"
+#include "vibra/analysis/delaunay.hpp"
+#include "vibra/analysis/energy_spectra.hpp"
+#include "vibra/analysis/evolution.hpp"
 #include "vibra/analysis/registry.hpp"
+#include "vibra/analysis/velocity_correlation.hpp"
 
 namespace vibra::analysis {
 
-std::vector<AnalysisSpec> collective_analyses() { return {}; }
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using detail::FieldSettings;
+
+/// "L^a/T^b" from the unit names (powers 1 written bare, 0 omitted).
+std::string unit(const std::string& L, int lp, const std::string& T, int tp) {
+    auto term = [](const std::string& u, int p) { return p == 1 ? u : u + "^" + std::to_string(p); };
+    std::string s = lp ? term(L, lp) : "1";
+    if (tp) s += "/" + term(T, tp);
+    return s;
+}
+
+ResultArray& add3d(ResultGroup& g, std::string name, std::vector<double> v, std::size_t a, std::size_t b,
+                   std::size_t c, std::string units) {
+    ResultArray& r = g.add(std::move(name), std::move(v), std::move(units));
+    r.shape = {a, b, c};
+    return r;
+}
+
+void common_arrays(ResultGroup& g, const TrajectorySource& src, const FieldSettings& s,
+                   const std::string& frame_axis = "frame") {
+    g.add_int("lags", s.lags, "frame");
+    g.add("lag_times", detail::lag_times(src, s), s.T);
+    g.add_int(frame_axis, detail::start_frames(s), "frame");
+    g.add("time", detail::start_times(src, s), s.T);
+}
+
+double rms_valid(const GridField& f) {
+    double s = 0;
+    std::size_t n = 0;
+    for (std::size_t k = 0; k < f.ux.size(); ++k)
+        if (f.valid[k]) s += f.ux[k] * f.ux[k] + f.uy[k] * f.uy[k], ++n;
+    return n ? std::sqrt(s / static_cast<double>(n)) : kNaN;
+}
+
+double rms_vectors(std::span<const double> ux, std::span<const double> uy) {
+    double s = 0;
+    for (std::size_t i = 0; i < ux.size(); ++i) s += ux[i] * ux[i] + uy[i] * uy[i];
+    return ux.empty() ? kNaN : std::sqrt(s / static_cast<double>(ux.size()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// field
+
+std::vector<AnalysisOption> field_spec_options() {
+    auto o = detail::field_options("field", "");
+    o.push_back({"field-snapshots", "number of start frames whose full grid field and particle displacements are stored", "3"});
+    return o;
+}
+
+ResultGroup run_field(const AnalysisContext& ctx) {
+    const auto s = detail::resolve_field_settings(ctx, "field");
+    const auto& src = ctx.source;
+    const auto n_snap = ctx.integer("field-snapshots");
+    if (n_snap < 0) throw ParameterError("--field-snapshots must be ≥ 0");
+    const std::size_t nl = s.lags.size(), nt = static_cast<std::size_t>(s.n_times), M = s.grid.size();
+    std::vector<double> ke(nl * nt, kNaN), polar(nl * nt, kNaN), npart(nl * nt, kNaN), vfrac(nl * nt, kNaN),
+        rms(nl * nt, kNaN);
+    // Snapshot start indices per lag: evenly spaced over the start frames that lag allows.
+    std::vector<std::vector<std::int64_t>> snap_k(nl);
+    for (std::size_t li = 0; li < nl; ++li) {
+        const std::int64_t kmax = (s.n_frames - 1 - s.lags[li]) / s.stride;  // last usable start index
+        if (kmax < 0) continue;
+        for (std::int64_t q = 0; q < n_snap; ++q) {
+            const std::int64_t k = n_snap == 1 ? 0 : (q * kmax) / std::max<std::int64_t>(1, n_snap - 1);
+            if (snap_k[li].empty() || snap_k[li].back() != k) snap_k[li].push_back(k);
+        }
+    }
+    struct Snap {
+        std::vector<double> ux, uy, px, py, pux, puy;
+        std::vector<std::int64_t> offsets{0}, frames;
+    };
+    std::vector<Snap> snaps(nl);
+    detail::stream_displacements(src, s, [&](std::size_t li, std::int64_t k, Displacements& d) {
+        const std::size_t at = li * nt + static_cast<std::size_t>(k);
+        double e = 0;
+        for (std::size_t i = 0; i < d.size(); ++i) e += d.ux[i] * d.ux[i] + d.uy[i] * d.uy[i];
+        ke[at] = d.size() ? 0.5 * e / static_cast<double>(d.size()) : kNaN;
+        polar[at] = polar_order(d.ux, d.uy);
+        npart[at] = static_cast<double>(d.size());
+        const auto F = detail::field_of(s, d);
+        vfrac[at] = static_cast<double>(F.n_valid()) / static_cast<double>(M);
+        rms[at] = rms_valid(F);
+        if (std::find(snap_k[li].begin(), snap_k[li].end(), k) != snap_k[li].end()) {
+            auto& sn = snaps[li];
+            for (std::size_t m = 0; m < M; ++m) {
+                sn.ux.push_back(F.valid[m] ? F.ux[m] : kNaN);
+                sn.uy.push_back(F.valid[m] ? F.uy[m] : kNaN);
+            }
+            sn.px.insert(sn.px.end(), d.x.begin(), d.x.end());
+            sn.py.insert(sn.py.end(), d.y.begin(), d.y.end());
+            sn.pux.insert(sn.pux.end(), d.ux.begin(), d.ux.end());
+            sn.puy.insert(sn.puy.end(), d.uy.begin(), d.uy.end());
+            sn.offsets.push_back(static_cast<std::int64_t>(sn.px.size()));
+            sn.frames.push_back(d.frame);
+        }
+    });
+    ResultGroup g;
+    g.name = "field";
+    detail::record_field_settings(s, g.attrs);
+    g.attrs["kinetic_energy_definition"] = std::string("1/2 <|u|^2> over the particles of each start frame");
+    common_arrays(g, src, s);
+    std::vector<double> gx(s.grid.nx), gy(s.grid.ny);
+    for (std::size_t i = 0; i < s.grid.nx; ++i) gx[i] = s.grid.x(i);
+    for (std::size_t j = 0; j < s.grid.ny; ++j) gy[j] = s.grid.y(j);
+    g.add("grid_x", gx, s.L);
+    g.add("grid_y", gy, s.L);
+    g.add2d("kinetic_energy", ke, nl, nt, s.energy_unit());
+    g.add2d("polar_order", polar, nl, nt, "1");
+    g.add2d("n_particles", npart, nl, nt, "1");
+    g.add2d("valid_fraction", vfrac, nl, nt, "1");
+    g.add2d("grid_rms", rms, nl, nt, s.field_unit());
+    for (std::size_t li = 0; li < nl; ++li) {
+        auto& sn = snaps[li];
+        ResultGroup sub;
+        sub.name = "lag_" + std::to_string(s.lags[li]);
+        sub.attrs["lag_frames"] = s.lags[li];
+        const std::size_t ns = sn.frames.size();
+        sub.add_int("snapshot_frames", sn.frames, "frame");
+        add3d(sub, "ux", std::move(sn.ux), ns, s.grid.ny, s.grid.nx, s.field_unit());
+        add3d(sub, "uy", std::move(sn.uy), ns, s.grid.ny, s.grid.nx, s.field_unit());
+        sub.add_int("particle_offsets", sn.offsets, "1");
+        sub.add("particle_x", std::move(sn.px), s.L);
+        sub.add("particle_y", std::move(sn.py), s.L);
+        sub.add("particle_ux", std::move(sn.pux), s.field_unit());
+        sub.add("particle_uy", std::move(sn.puy), s.field_unit());
+        g.groups.push_back(std::move(sub));
+    }
+    return g;
+}
+
+// ---------------------------------------------------------------------------------------------
+// defects
+
+std::vector<AnalysisOption> defects_spec_options() {
+    auto o = detail::field_options("defects", "1");
+    o.insert(o.end(), {
+        {"defects-route", "loops: grid (plaquettes of the coarse-grained field) | delaunay (triangles of the particles)", "grid"},
+        {"defects-threshold", "skip loops touching |u| below this, field unit (empty = defects-threshold-rms × rms|u| of the frame)", ""},
+        {"defects-threshold-rms", "relative threshold used when defects-threshold is empty", "0.1"},
+        {"defects-merge", "merge adjacent charged cells into one defect: on | off", "on"},
+        {"defects-max-edge", "delaunay: skip triangles with an edge longer than this, length unit (empty = 3 mean spacings)", ""},
+        {"defects-smooth", "delaunay: Gaussian smoothing width at the particles, length unit (0 = raw displacements)", "0"},
+        {"defects-max-step", "tracking: largest defect step between sampled frames, length unit (empty = 3 grid spacings)", ""},
+        {"defects-pair-distance", "creation/annihilation: +1/−1 within this distance, length unit (empty = 3 grid spacings)", ""},
+        {"defects-rmax", "pair correlations up to this separation, length unit (empty = half the smaller region side)", ""},
+        {"defects-dr", "pair-correlation bin width, length unit (empty = grid spacing)", ""},
+        {"defects-msd-lags", "defect MSD up to this many sampled steps", "50"},
+    });
+    return o;
+}
+
+ResultGroup run_defects(const AnalysisContext& ctx) {
+    const auto s = detail::resolve_field_settings(ctx, "defects");
+    const auto& src = ctx.source;
+    const auto& route = ctx.text("defects-route");
+    if (route != "grid" && route != "delaunay")
+        throw ParameterError("--defects-route: '" + route + "' is not one of grid, delaunay");
+    const bool use_grid = route == "grid";
+    const double thr_abs = ctx.is_set("defects-threshold") ? ctx.number("defects-threshold") : -1.0;
+    const double thr_rel = ctx.number("defects-threshold-rms");
+    if (ctx.is_set("defects-threshold") && !(thr_abs >= 0)) throw ParameterError("--defects-threshold must be ≥ 0");
+    if (!(thr_rel >= 0)) throw ParameterError("--defects-threshold-rms must be ≥ 0");
+    const auto& merge = ctx.text("defects-merge");
+    if (merge != "on" && merge != "off") throw ParameterError("--defects-merge: '" + merge + "' is not on or off");
+    const double h = std::max(s.grid.hx, s.grid.hy);
+    const double max_edge = ctx.is_set("defects-max-edge") ? ctx.number("defects-max-edge") : 3 * s.mean_spacing;
+    const double smooth = ctx.number("defects-smooth");
+    if (!(smooth >= 0)) throw ParameterError("--defects-smooth must be ≥ 0");
+    DefectTrackParams tp;
+    tp.max_step = ctx.is_set("defects-max-step") ? ctx.number("defects-max-step") : 3 * h;
+    tp.pair_distance = ctx.is_set("defects-pair-distance") ? ctx.number("defects-pair-distance") : 3 * h;
+    tp.validate();
+    const double rmax = ctx.is_set("defects-rmax") ? ctx.number("defects-rmax")
+                                                   : 0.5 * std::min(s.grid.lx(), s.grid.ly());
+    const double dr = ctx.is_set("defects-dr") ? ctx.number("defects-dr") : h;
+    const auto msd_lags = ctx.integer("defects-msd-lags");
+    if (msd_lags < 0) throw ParameterError("--defects-msd-lags must be ≥ 0");
+
+    const std::size_t nl = s.lags.size(), nt = static_cast<std::size_t>(s.n_times);
+    std::vector<std::vector<DefectFrame>> frames(nl, std::vector<DefectFrame>(nt));
+    std::vector<std::uint8_t> done(nl * nt, 0);
+    std::vector<double> area(nl * nt, kNaN), thr_used(nl * nt, kNaN);
+    detail::stream_displacements(src, s, [&](std::size_t li, std::int64_t k, Displacements& d) {
+        const std::size_t at = li * nt + static_cast<std::size_t>(k);
+        DefectParams p;
+        p.merge = merge == "on";
+        DefectFrame& df = frames[li][static_cast<std::size_t>(k)];
+        df.frame = d.frame;
+        if (use_grid) {
+            const auto F = detail::field_of(s, d);
+            p.min_magnitude = thr_abs >= 0 ? thr_abs : thr_rel * rms_valid(F);
+            if (!std::isfinite(p.min_magnitude)) p.min_magnitude = 0;
+            df.defects = defects_on_grid(F, p);
+            area[at] = static_cast<double>(evaluated_plaquettes(F, p)) * s.grid.hx * s.grid.hy;
+        } else {
+            std::vector<double> vx, vy;
+            if (smooth > 0) smooth_at_points(d.x, d.y, d.ux, d.uy, s.geometry, smooth, s.cg.cutoff, vx, vy);
+            else vx = d.ux, vy = d.uy;
+            p.min_magnitude = thr_abs >= 0 ? thr_abs : thr_rel * rms_vectors(vx, vy);
+            if (!std::isfinite(p.min_magnitude)) p.min_magnitude = 0;
+            p.max_edge = max_edge;
+            const auto tri = delaunay(d.x, d.y);
+            df.defects = defects_on_triangulation(d.x, d.y, vx, vy, tri, p);
+            double a = 0;  // area of the evaluated triangles
+            for (const auto& t : tri.triangles) {
+                bool ok = true;
+                for (int e = 0; e < 3 && ok; ++e) {
+                    const auto u = static_cast<std::size_t>(t[e]), v = static_cast<std::size_t>(t[(e + 1) % 3]);
+                    const double m2 = vx[u] * vx[u] + vy[u] * vy[u];
+                    ok = m2 > 0 && m2 >= p.min_magnitude * p.min_magnitude &&
+                         std::hypot(d.x[v] - d.x[u], d.y[v] - d.y[u]) <= max_edge;
+                }
+                if (ok) a += 0.5 * orient2d(d.x[t[0]], d.y[t[0]], d.x[t[1]], d.y[t[1]], d.x[t[2]], d.y[t[2]]);
+            }
+            area[at] = a;
+        }
+        thr_used[at] = p.min_magnitude;
+        done[at] = 1;
+    });
+
+    // Reference points for the defect pair correlation: grid nodes inside the region.
+    std::vector<double> rx, ry;
+    for (std::size_t j = 0; j < s.grid.ny; ++j)
+        for (std::size_t i = 0; i < s.grid.nx; ++i)
+            if (s.region.kind != GeometryKind::window_circle || s.region.contains(s.grid.x(i), s.grid.y(j)))
+                rx.push_back(s.grid.x(i)), ry.push_back(s.grid.y(j));
+
+    ResultGroup g;
+    g.name = "defects";
+    detail::record_field_settings(s, g.attrs);
+    g.attrs["route"] = route;
+    g.attrs["threshold"] = thr_abs;
+    g.attrs["threshold_rms_factor"] = thr_rel;
+    g.attrs["threshold_rule"] = std::string(thr_abs >= 0 ? "absolute" : "threshold_rms_factor x rms|u| per frame");
+    g.attrs["merge"] = merge;
+    g.attrs["max_edge"] = max_edge;
+    g.attrs["delaunay_smoothing"] = smooth;
+    g.attrs["track_max_step"] = tp.max_step;
+    g.attrs["pair_distance"] = tp.pair_distance;
+    g.attrs["charge_convention"] = std::string("+1 vortex-like, -1 saddle-like; winding of atan2(uy,ux), differences wrapped to (-pi,pi]");
+    g.attrs["event_frame_convention"] = std::string("creation: first frame with the pair; annihilation: first frame without it");
+    common_arrays(g, src, s, "sample_frame");
+
+    std::vector<std::int64_t> rf, rl, rc, rcells, rtrack, offsets{0}, counts(nl * nt, 0), nplus(nl * nt, 0), nminus(nl * nt, 0);
+    std::vector<double> rxv, ryv, rtime, density(nl * nt, kNaN);
+    const auto& fc = src.frame_columns();
+    for (std::size_t li = 0; li < nl; ++li) {
+        // Consecutive computed frames of this lag (computed start indices form a prefix 0…K−1).
+        std::vector<DefectFrame> seq;
+        for (std::size_t k = 0; k < nt; ++k)
+            if (done[li * nt + k]) seq.push_back(frames[li][k]);
+        const auto tracks = track_defects(seq, tp);
+        std::size_t q = 0;
+        for (std::size_t k = 0; k < nt; ++k) {
+            const std::size_t at = li * nt + k;
+            if (done[at]) {
+                const auto& df = frames[li][k];
+                for (std::size_t d = 0; d < df.defects.size(); ++d) {
+                    const auto& D = df.defects[d];
+                    rf.push_back(df.frame);
+                    rtime.push_back(frame_time(src.meta(), fc, 0, df.frame));
+                    rl.push_back(s.lags[li]);
+                    rxv.push_back(D.x);
+                    ryv.push_back(D.y);
+                    rc.push_back(D.charge);
+                    rcells.push_back(D.cells);
+                    rtrack.push_back(tracks.track_of[q][d]);
+                    if (D.charge > 0) ++nplus[at];
+                    if (D.charge < 0) ++nminus[at];
+                }
+                counts[at] = static_cast<std::int64_t>(df.defects.size());
+                density[at] = area[at] > 0 ? static_cast<double>(df.defects.size()) / area[at] : kNaN;
+                ++q;
+            }
+            offsets.push_back(static_cast<std::int64_t>(rf.size()));
+        }
+        // Per-lag tracking results.
+        ResultGroup sub;
+        sub.name = "lag_" + std::to_string(s.lags[li]);
+        sub.attrs["lag_frames"] = s.lags[li];
+        std::vector<std::int64_t> tc(tracks.charge.begin(), tracks.charge.end()), cens(tracks.censored.begin(), tracks.censored.end());
+        std::vector<double> life;
+        for (std::size_t t = 0; t < tracks.n_tracks(); ++t)
+            life.push_back(frame_time(src.meta(), fc, 0, tracks.last_frame[t]) - frame_time(src.meta(), fc, 0, tracks.first_frame[t]));
+        sub.add_int("track_charge", tc, "1");
+        sub.add_int("track_first_frame", tracks.first_frame, "frame");
+        sub.add_int("track_last_frame", tracks.last_frame, "frame");
+        sub.add_int("track_length", tracks.length, "1").attrs["meaning"] = std::string("sampled frames in which the track is seen");
+        sub.add("track_lifetime", life, s.T).attrs["meaning"] = std::string("time(last) - time(first); censored tracks are lower bounds");
+        sub.add_int("track_censored", cens, "1");
+        std::vector<std::int64_t> ef, et;
+        std::vector<double> ex, ey, etime;
+        std::int64_t ncre = 0, nann = 0;
+        for (const auto& e : tracks.events) {
+            ef.push_back(e.frame);
+            etime.push_back(frame_time(src.meta(), fc, 0, e.frame));
+            et.push_back(e.type);
+            ex.push_back(e.x);
+            ey.push_back(e.y);
+            (e.type > 0 ? ncre : nann)++;
+        }
+        sub.add_int("event_frame", ef, "frame");
+        sub.add("event_time", etime, s.T);
+        sub.add_int("event_type", et, "1").attrs["meaning"] = std::string("+1 pair creation, -1 pair annihilation");
+        sub.add("event_x", ex, s.L);
+        sub.add("event_y", ey, s.L);
+        sub.attrs["n_creations"] = ncre;
+        sub.attrs["n_annihilations"] = nann;
+        std::vector<double> msd, msd_t;
+        std::vector<std::int64_t> msd_n;
+        defect_msd(seq, tracks, static_cast<std::size_t>(msd_lags), msd, msd_n);
+        for (std::size_t m = 0; m < msd.size(); ++m)
+            msd_t.push_back(frame_time(src.meta(), fc, 0, static_cast<std::int64_t>(m) * s.stride) - frame_time(src.meta(), fc, 0, 0));
+        sub.add("msd_lag_time", msd_t, s.T);
+        sub.add("msd", msd, s.L + "^2");
+        sub.add_int("msd_count", msd_n, "1");
+        DefectPairCorrelation pc(rmax, dr, rx, ry);
+        for (const auto& df : seq) pc.add(df.defects);
+        sub.add("r", pc.r(), s.L);
+        sub.add("g_dd", pc.g_dd(), "1").attrs["normalisation"] = std::string("pair-distance probability of the grid nodes of the region (window geometry cancels)");
+        sub.add("c_qq", pc.c_qq(), "1").attrs["meaning"] = std::string("mean q_i q_j of defect pairs per bin");
+        sub.add("pair_counts", pc.pair_counts(), "1");
+        g.groups.push_back(std::move(sub));
+    }
+    g.add_int("lag", rl, "frame");
+    g.add_int("frame", rf, "frame");
+    g.add("defect_time", rtime, s.T);
+    g.add("x", rxv, s.L);
+    g.add("y", ryv, s.L);
+    g.add_int("charge", rc, "1");
+    g.add_int("cells", rcells, "1");
+    g.add_int("track", rtrack, "1");
+    g.add_int("frame_offsets", offsets, "1").attrs["layout"] =
+        std::string("rows of (lag index l, start index k) are [offsets[l*n_times+k], offsets[l*n_times+k+1])");
+    auto& c = g.add_int("counts", counts, "1");
+    c.shape = {nl, nt};
+    auto& cp = g.add_int("n_plus", nplus, "1");
+    cp.shape = {nl, nt};
+    auto& cm = g.add_int("n_minus", nminus, "1");
+    cm.shape = {nl, nt};
+    g.add2d("density", density, nl, nt, "1/" + s.L + "^2").attrs["meaning"] = std::string("defects per evaluated area");
+    g.add2d("evaluated_area", area, nl, nt, s.L + "^2");
+    g.add2d("threshold_used", thr_used, nl, nt, s.field_unit());
+    return g;
+}
+
+// ---------------------------------------------------------------------------------------------
+// correlations
+
+std::vector<AnalysisOption> correlations_spec_options() {
+    auto o = detail::field_options("correlations", "");
+    o.insert(o.end(), {
+        {"correlations-rmax", "largest separation, length unit (empty = min(15 mean spacings, a quarter of the smaller side))", ""},
+        {"correlations-dr", "bin width, length unit (empty = half a mean spacing)", ""},
+        {"correlations-mean", "subtract the frame mean before correlating: subtract | keep", "subtract"},
+        {"correlations-fit-floor", "exponential fit of C(r) over bins while C > floor·C(first bin)", "0.1353352832366127"},
+    });
+    return o;
+}
+
+ResultGroup run_correlations(const AnalysisContext& ctx) {
+    const auto s = detail::resolve_field_settings(ctx, "correlations");
+    const auto& src = ctx.source;
+    VelocityCorrelationParams p;
+    p.r_max = ctx.is_set("correlations-rmax") ? ctx.number("correlations-rmax")
+                                              : std::min(15 * s.mean_spacing, 0.25 * std::min(s.grid.lx(), s.grid.ly()));
+    p.dr = ctx.is_set("correlations-dr") ? ctx.number("correlations-dr") : 0.5 * s.mean_spacing;
+    const auto& mean = ctx.text("correlations-mean");
+    if (mean != "subtract" && mean != "keep") throw ParameterError("--correlations-mean: '" + mean + "' is not subtract or keep");
+    p.subtract_mean = mean == "subtract";
+    p.validate();
+    const double floor = ctx.number("correlations-fit-floor");
+    if (!(floor > 0 && floor < 1)) throw ParameterError("--correlations-fit-floor must be in (0, 1)");
+    const std::size_t nl = s.lags.size(), nt = static_cast<std::size_t>(s.n_times);
+    std::vector<VelocityCorrelation> acc(nl, VelocityCorrelation(p));
+    std::vector<double> xi(nl * nt, kNaN), polar(nl * nt, kNaN);
+    const auto r = acc[0].r();
+    detail::stream_displacements(src, s, [&](std::size_t li, std::int64_t k, Displacements& d) {
+        VelocityCorrelation one(p);
+        one.add(d.x, d.y, d.ux, d.uy, s.geometry);
+        xi[li * nt + static_cast<std::size_t>(k)] = correlation_length(r, one.c(), floor);
+        polar[li * nt + static_cast<std::size_t>(k)] = polar_order(d.ux, d.uy);
+        acc[li].merge(one);
+    });
+    ResultGroup g;
+    g.name = "correlations";
+    detail::record_field_settings(s, g.attrs);
+    g.attrs["r_max"] = p.r_max;
+    g.attrs["dr"] = p.dr;
+    g.attrs["mean"] = mean;
+    g.attrs["fit_floor"] = floor;
+    g.attrs["normalisation"] = std::string("pair count per bin (window geometry cancels), divided by <|du|^2>");
+    g.attrs["xi_rule"] = std::string("least squares of log C(r) from the first bin while C > fit_floor * C(first bin)");
+    common_arrays(g, src, s);
+    g.add("r", r, s.L);
+    std::vector<double> c, cl, ct, pc, xim, ms;
+    for (const auto& a : acc) {
+        const auto cc = a.c(), ll = a.c_long(), tt = a.c_trans();
+        c.insert(c.end(), cc.begin(), cc.end());
+        cl.insert(cl.end(), ll.begin(), ll.end());
+        ct.insert(ct.end(), tt.begin(), tt.end());
+        pc.insert(pc.end(), a.pair_counts().begin(), a.pair_counts().end());
+        xim.push_back(correlation_length(r, cc, floor));
+        ms.push_back(a.mean_square());
+    }
+    g.add2d("c_vv", c, nl, r.size(), "1");
+    g.add2d("c_long", cl, nl, r.size(), "1");
+    g.add2d("c_trans", ct, nl, r.size(), "1");
+    g.add2d("pair_counts", pc, nl, r.size(), "1");
+    g.add("xi_mean", xim, s.L).attrs["meaning"] = std::string("fit of the time-averaged C_vv(r), per lag");
+    g.add("mean_square", ms, s.energy_unit());
+    g.add2d("xi", xi, nl, nt, s.L);
+    g.add2d("polar_order", polar, nl, nt, "1");
+    return g;
+}
+
+// ---------------------------------------------------------------------------------------------
+// spectra
+
+std::vector<AnalysisOption> spectra_spec_options() {
+    auto o = detail::field_options("spectra", "");
+    o.insert(o.end(), {
+        {"spectra-taper", "window before the FFT: hann | tukey | none", "hann"},
+        {"spectra-tukey-alpha", "tapered fraction of the Tukey window", "0.5"},
+        {"spectra-gradient", "derivatives in the nonlinear term: fd2 | spectral", "fd2"},
+        {"spectra-kmin", "lower end of the power-law fit band, rad/length (empty = 3 Δk)", ""},
+        {"spectra-kmax", "upper end of the fit band, rad/length (empty = min(1/(2σ), π/(2h)))", ""},
+        {"spectra-deconvolve", "divide E(k) by the Gaussian kernel's exp(−k²σ²) before fitting: on | off", "off"},
+        {"spectra-fst-scales", "filter-space-technique scales ℓ, length unit, comma-separated (empty = σ·{1,2,4,8} below a quarter of the side)", ""},
+    });
+    return o;
+}
+
+ResultGroup run_spectra(const AnalysisContext& ctx) {
+    const auto s = detail::resolve_field_settings(ctx, "spectra");
+    const auto& src = ctx.source;
+    SpectrumParams sp;
+    sp.taper = taper_from_string(ctx.text("spectra-taper"));
+    sp.tukey_alpha = ctx.number("spectra-tukey-alpha");
+    sp.gradient = gradient_from_string(ctx.text("spectra-gradient"));
+    sp.validate();
+    const auto& dec = ctx.text("spectra-deconvolve");
+    if (dec != "on" && dec != "off") throw ParameterError("--spectra-deconvolve: '" + dec + "' is not on or off");
+    SpectrumEstimator est(s.grid, sp);
+    const double h = std::max(s.grid.hx, s.grid.hy);
+    const double kmin = ctx.is_set("spectra-kmin") ? ctx.number("spectra-kmin") : 3 * est.dk();
+    const double kmax = ctx.is_set("spectra-kmax") ? ctx.number("spectra-kmax")
+                                                   : std::min(0.5 / s.cg.sigma, 0.5 * std::numbers::pi / h);
+    if (!(kmin > 0 && kmax > kmin)) throw ParameterError("--spectra-kmin/--spectra-kmax: need 0 < kmin < kmax");
+    std::vector<double> scales;
+    if (ctx.is_set("spectra-fst-scales")) {
+        scales = ctx.numbers("spectra-fst-scales");
+    } else {
+        for (double f : {1.0, 2.0, 4.0, 8.0})
+            if (f * s.cg.sigma < 0.25 * std::min(s.grid.lx(), s.grid.ly())) scales.push_back(f * s.cg.sigma);
+    }
+    const std::size_t nl = s.lags.size(), nt = static_cast<std::size_t>(s.n_times), nk = est.n_shells(), ns = scales.size();
+    std::vector<double> E(nl * nt * nk, kNaN), flux(nl * nt * nk, kNaN), fst(nl * nt * ns, kNaN);
+    std::vector<double> el(nl * nk, 0), et(nl * nk, 0), tsum(nl * nk, 0), energy(nl * nt, kNaN), mfe(nl * nt, kNaN),
+        slope(nl * nt, kNaN);
+    std::vector<double> nsum(nl, 0);
+    std::vector<double> k_axis;
+    auto deconv = [&](std::vector<double>& e, const std::vector<double>& k) {
+        if (dec == "on")
+            for (std::size_t n = 0; n < e.size(); ++n) e[n] *= std::exp(k[n] * k[n] * s.cg.sigma * s.cg.sigma);
+    };
+    detail::stream_displacements(src, s, [&](std::size_t li, std::int64_t k, Displacements& d) {
+        const auto F = detail::field_of(s, d);
+        auto S = est.spectrum(F);
+        const auto Tr = est.transfer(F);
+        if (k_axis.empty()) k_axis = S.k;
+        deconv(S.e, S.k);
+        deconv(S.e_long, S.k);
+        deconv(S.e_trans, S.k);
+        const std::size_t at = li * nt + static_cast<std::size_t>(k);
+        std::copy(S.e.begin(), S.e.end(), E.begin() + static_cast<std::ptrdiff_t>(at * nk));
+        std::copy(Tr.flux.begin(), Tr.flux.end(), flux.begin() + static_cast<std::ptrdiff_t>(at * nk));
+        energy[at] = S.energy;
+        mfe[at] = S.mean_flow_energy;
+        slope[at] = fit_power_law(S.k, S.e, kmin, kmax).exponent;
+        if (std::isfinite(S.energy)) {
+            for (std::size_t n = 0; n < nk; ++n) {
+                el[li * nk + n] += S.e_long[n];
+                et[li * nk + n] += S.e_trans[n];
+                tsum[li * nk + n] += Tr.t[n];
+            }
+            nsum[li] += 1;
+        }
+        if (ns) {
+            const auto fl = fst_flux(F, scales);
+            std::copy(fl.begin(), fl.end(), fst.begin() + static_cast<std::ptrdiff_t>(at * ns));
+        }
+    });
+    if (k_axis.empty())
+        for (std::size_t n = 0; n < nk; ++n) k_axis.push_back(static_cast<double>(n) * est.dk());
+    ResultGroup g;
+    g.name = "spectra";
+    detail::record_field_settings(s, g.attrs);
+    g.attrs["taper"] = ctx.text("spectra-taper");
+    g.attrs["tukey_alpha"] = sp.tukey_alpha;
+    g.attrs["gradient"] = ctx.text("spectra-gradient");
+    g.attrs["fit_k_min"] = kmin;
+    g.attrs["fit_k_max"] = kmax;
+    g.attrs["deconvolve_kernel"] = dec;
+    g.attrs["dk"] = est.dk();
+    g.attrs["mean_removed"] = std::string("mean over usable nodes removed before E(k) and T(k)");
+    g.attrs["normalisation"] = std::string("E(k_n) = 1/2 sum_shell |u_hat|^2 / (dk <(w m)^2>), sum_n E dk = 1/2 <|w m U|^2>/<(w m)^2>");
+    g.attrs["flux_sign"] = std::string("Pi(k) = sum_{k'>=k} T(k') dk; Pi > 0 forward (to small scales), Pi < 0 inverse (to large scales)");
+    common_arrays(g, src, s);
+    const auto fu = [&](int lp, int tp) { return s.velocity ? unit(s.L, lp, s.T, tp) : unit(s.L, lp, s.T, 0); };
+    g.add("k", k_axis, "rad/" + s.L);
+    add3d(g, "e", E, nl, nt, nk, fu(3, 2));
+    // Time means and fits per lag.
+    std::vector<double> em(nl * nk, kNaN), fm(nl * nk, kNaN), tm(nl * nk, kNaN), elm(nl * nk, kNaN), etm(nl * nk, kNaN);
+    std::vector<double> sm(nl, kNaN), se(nl, kNaN), pref(nl, kNaN), fstm(nl * ns, kNaN);
+    for (std::size_t li = 0; li < nl; ++li) {
+        for (std::size_t n = 0; n < nk; ++n) {
+            double a = 0, b = 0;
+            std::size_t c = 0;
+            for (std::size_t k = 0; k < nt; ++k) {
+                const double v = E[(li * nt + k) * nk + n];
+                if (std::isfinite(v)) a += v, b += flux[(li * nt + k) * nk + n], ++c;
+            }
+            if (c) em[li * nk + n] = a / static_cast<double>(c), fm[li * nk + n] = b / static_cast<double>(c);
+            if (nsum[li] > 0) {
+                tm[li * nk + n] = tsum[li * nk + n] / nsum[li];
+                elm[li * nk + n] = el[li * nk + n] / nsum[li];
+                etm[li * nk + n] = et[li * nk + n] / nsum[li];
+            }
+        }
+        const auto fit = fit_power_law(k_axis, std::span<const double>(em).subspan(li * nk, nk), kmin, kmax);
+        sm[li] = fit.exponent, se[li] = fit.exponent_error, pref[li] = fit.prefactor;
+        for (std::size_t q = 0; q < ns; ++q) {
+            double a = 0;
+            std::size_t c = 0;
+            for (std::size_t k = 0; k < nt; ++k) {
+                const double v = fst[(li * nt + k) * ns + q];
+                if (std::isfinite(v)) a += v, ++c;
+            }
+            if (c) fstm[li * ns + q] = a / static_cast<double>(c);
+        }
+    }
+    g.add2d("e_mean", em, nl, nk, fu(3, 2));
+    g.add2d("e_long_mean", elm, nl, nk, fu(3, 2));
+    g.add2d("e_trans_mean", etm, nl, nk, fu(3, 2));
+    g.add2d("energy", energy, nl, nt, fu(2, 2)).attrs["meaning"] = std::string("sum_n E(k_n) dk (windowed, mean removed)");
+    g.add2d("mean_flow_energy", mfe, nl, nt, fu(2, 2));
+    g.add2d("slope", slope, nl, nt, "1").attrs["meaning"] = std::string("power-law exponent of E(k) in [fit_k_min, fit_k_max]");
+    g.add("slope_mean", sm, "1").attrs["meaning"] = std::string("exponent of the time-averaged E(k) per lag (exponent vs lag)");
+    g.add("slope_mean_error", se, "1");
+    g.add("prefactor_mean", pref, fu(3, 2));
+    g.add2d("transfer_mean", tm, nl, nk, fu(3, 3));
+    add3d(g, "flux", flux, nl, nt, nk, fu(2, 3));
+    g.add2d("flux_mean", fm, nl, nk, fu(2, 3));
+    g.add("fst_scales", scales, s.L);
+    add3d(g, "fst_flux", fst, nl, nt, ns, fu(2, 3)).attrs["meaning"] =
+        std::string("filter-space flux Pi_l = -<tau_ij d_j U_i,l> over interior nodes");
+    g.add2d("fst_flux_mean", fstm, nl, ns, fu(2, 3));
+    // Time-resolved change of E(k): literal "transfer across scales over time", not Π(k).
+    std::vector<double> dedt(nl * nt * nk, kNaN);
+    const auto times = detail::start_times(src, s);
+    for (std::size_t li = 0; li < nl; ++li)
+        for (std::size_t k = 1; k < nt; ++k) {
+            const double dt = times[k] - times[k - 1];
+            if (!(dt > 0)) continue;
+            for (std::size_t n = 0; n < nk; ++n)
+                dedt[(li * nt + k) * nk + n] = (E[(li * nt + k) * nk + n] - E[(li * nt + k - 1) * nk + n]) / dt;
+        }
+    add3d(g, "de_dt", dedt, nl, nt, nk, s.velocity ? unit(s.L, 3, s.T, 3) : unit(s.L, 3, s.T, 1)).attrs["meaning"] =
+        std::string("backward difference of E(k,t) between consecutive start frames; NOT the flux Pi(k)");
+    return g;
+}
+
+// ---------------------------------------------------------------------------------------------
+// evolution
+
+std::vector<AnalysisOption> evolution_spec_options() {
+    return {
+        {"evolution-segments", "number of linear segments (stages) of the piecewise fit in log time", "3"},
+        {"evolution-min-points", "minimum points per segment", "3"},
+        {"evolution-lag", "lag Δt (frames) whose series are summarised (empty = the first lag of the earlier groups, else 1)", ""},
+        {"evolution-stride", "start-frame stride when a series must be computed here (empty = the analysis default)", ""},
+    };
+}
+
+std::vector<AnalysisSpec> specs();  // below
+
+// A series (time, value) for lag `lag` from a group: value array `name` shaped [n_lags][n_times].
+bool extract_series(const ResultGroup& g, const std::string& name, std::int64_t lag, std::vector<double>& t,
+                    std::vector<double>& v) {
+    const auto* lags = g.find("lags");
+    const auto* time = g.find("time");
+    const auto* arr = g.find(name);
+    if (!lags || !time || !arr) return false;
+    const auto* lv = std::get_if<std::vector<std::int64_t>>(&lags->data);
+    const auto* tv = std::get_if<std::vector<double>>(&time->data);
+    const auto* av = std::get_if<std::vector<double>>(&arr->data);
+    if (!lv || !tv || !av) return false;
+    const auto it = std::find(lv->begin(), lv->end(), lag);
+    if (it == lv->end()) return false;
+    const auto li = static_cast<std::size_t>(it - lv->begin()), nt = tv->size();
+    if (av->size() < (li + 1) * nt) return false;
+    t = *tv;
+    v.assign(av->begin() + static_cast<std::ptrdiff_t>(li * nt), av->begin() + static_cast<std::ptrdiff_t>((li + 1) * nt));
+    return true;
+}
+
+ResultGroup run_evolution(const AnalysisContext& ctx) {
+    PiecewiseParams pp;
+    const auto segs = ctx.integer("evolution-segments"), minp = ctx.integer("evolution-min-points");
+    if (segs < 1) throw ParameterError("--evolution-segments must be ≥ 1, got " + std::to_string(segs));
+    if (minp < 2) throw ParameterError("--evolution-min-points must be ≥ 2, got " + std::to_string(minp));
+    pp.segments = static_cast<std::size_t>(segs), pp.min_points = static_cast<std::size_t>(minp);
+    const auto& src = ctx.source;
+    const auto& meta = src.meta();
+    std::int64_t lag = 1;
+    if (ctx.is_set("evolution-lag")) {
+        lag = ctx.integer("evolution-lag");
+        if (lag < 1) throw ParameterError("--evolution-lag must be ≥ 1");
+    } else if (ctx.earlier) {
+        for (const char* n : {"field", "defects", "correlations", "spectra"}) {
+            const auto it = ctx.earlier->find(n);
+            if (it == ctx.earlier->end()) continue;
+            if (const auto* l = it->second.find("lags"))
+                if (const auto* lv = std::get_if<std::vector<std::int64_t>>(&l->data); lv && !lv->empty()) {
+                    lag = lv->front();
+                    break;
+                }
+        }
+    }
+    struct Series {
+        const char* out;
+        const char* group;
+        const char* array;
+        std::string units;
+    };
+    const std::string L = meta.length_unit;
+    const std::vector<Series> series{{"kinetic_energy", "field", "kinetic_energy", ""},
+                                     {"defect_density", "defects", "density", "1/" + L + "^2"},
+                                     {"xi", "correlations", "xi", L},
+                                     {"spectral_slope", "spectra", "slope", "1"}};
+    ResultGroup g;
+    g.name = "evolution";
+    g.attrs["lag_frames"] = lag;
+    g.attrs["segments"] = segs;
+    g.attrs["min_points"] = minp;
+    g.attrs["change_point_rule"] = std::string(
+        "optimal piecewise-linear least-squares fit (independent segments) of y vs log(t - t0 + frame_interval); "
+        "y = log(value) when all values are > 0, else the value");
+    const auto all = specs();
+    for (const auto& se : series) {
+        std::vector<double> t, v;
+        std::string origin = "earlier";
+        const ResultGroup* grp = nullptr;
+        ResultGroup computed;
+        if (ctx.earlier) {
+            const auto it = ctx.earlier->find(se.group);
+            if (it != ctx.earlier->end()) grp = &it->second;
+        }
+        if (!grp || !extract_series(*grp, se.array, lag, t, v)) {
+            // Compute with the analysis' own defaults for this lag.
+            const auto sp = std::find_if(all.begin(), all.end(), [&](const AnalysisSpec& a) { return a.name == se.group; });
+            std::map<std::string, std::string> opts;
+            for (const auto& o : sp->options) opts[o.flag] = o.default_value;
+            opts[std::string(se.group) + "-lags"] = std::to_string(lag);
+            if (ctx.is_set("evolution-stride")) opts[std::string(se.group) + "-stride"] = ctx.text("evolution-stride");
+            AnalysisContext sub{src, opts, false, ctx.threads, nullptr};
+            computed = sp->run(sub).front();
+            origin = "computed";
+            if (!extract_series(computed, se.array, lag, t, v)) continue;
+            grp = &computed;
+        }
+        std::string units = se.units;
+        if (units.empty())
+            if (const auto* a = grp->find(se.array)) units = a->units;
+        const double t0 = t.empty() ? 0 : t.front();
+        std::vector<double> x(t.size()), y(v.size());
+        bool positive = true;
+        for (double q : v)
+            if (std::isfinite(q) && !(q > 0)) positive = false;
+        for (std::size_t i = 0; i < t.size(); ++i) {
+            x[i] = std::log(t[i] - t0 + meta.frame_interval);
+            y[i] = positive ? std::log(v[i]) : v[i];
+        }
+        const auto fit = piecewise_linear_fit(x, y, pp);
+        std::vector<double> ct;
+        for (double cx : fit.change_x) ct.push_back(std::exp(cx) + t0 - meta.frame_interval);
+        const std::string n = se.out;
+        g.add(n + "_time", t, meta.time_unit);
+        g.add(n, v, units).attrs["origin"] = origin;
+        g.add(n + "_change_times", ct, meta.time_unit);
+        g.add(n + "_segment_slopes", fit.slopes, "1").attrs["meaning"] =
+            std::string(positive ? "d log(value) / d log(t) per segment" : "d value / d log(t) per segment");
+        g.attrs[n + "_log_scale"] = std::int64_t{positive ? 1 : 0};
+    }
+    return g;
+}
+
+std::vector<AnalysisSpec> specs() {
+    std::vector<AnalysisSpec> v;
+    v.push_back({"field", "displacement field u = r(t+Δt) − r(t), coarse-grained on a grid (snapshots, energy, polar order)",
+                 field_spec_options(), [](const AnalysisContext& c) { return std::vector<ResultGroup>{run_field(c)}; },
+                 false});
+    v.push_back({"defects", "vortex-like (+1) and saddle-like (−1) defects of the displacement field, tracks, events, correlations",
+                 defects_spec_options(), [](const AnalysisContext& c) { return std::vector<ResultGroup>{run_defects(c)}; },
+                 false});
+    v.push_back({"correlations", "spatial displacement correlation C_vv(r), correlation length ξ(t), polar order",
+                 correlations_spec_options(),
+                 [](const AnalysisContext& c) { return std::vector<ResultGroup>{run_correlations(c)}; }, false});
+    v.push_back({"spectra", "energy spectra E(k), transfer T(k), flux Π(k) (spectral and filter-space), slopes vs Δt",
+                 spectra_spec_options(), [](const AnalysisContext& c) { return std::vector<ResultGroup>{run_spectra(c)}; },
+                 false});
+    v.push_back({"evolution", "kinetic energy, defect density, ξ, spectral slope vs time with change points",
+                 evolution_spec_options(),
+                 [](const AnalysisContext& c) { return std::vector<ResultGroup>{run_evolution(c)}; }, false});
+    return v;
+}
+
+}  // namespace
+
+std::vector<AnalysisSpec> collective_analyses() { return specs(); }
 
 }  // namespace vibra::analysis

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Vortex-like topological defects of a 2-D vector field (methods.md §9): the winding number
+// q = (1/2π)∮dθ of the field direction θ = atan2(u_y, u_x) around every grid plaquette or Delaunay
+// triangle (differences wrapped to (−π, π]), +1 vortex-like, −1 saddle-like; clusters of adjacent
+// charged cells merged; defects tracked across frames with the core assignment solver
+// (creation / annihilation events, lifetimes, mean-square displacement) and their pair correlations.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "vibra/analysis/delaunay.hpp"
+#include "vibra/analysis/displacement_field.hpp"
+
+namespace vibra::analysis {
+
+/// One defect: position (length unit), integer charge, number of cells merged into it.
+struct Defect {
+    double x = 0, y = 0;
+    int charge = 0;
+    int cells = 1;
+};
+
+struct DefectParams {
+    /// |U| threshold (field unit): a loop touching a node/particle with |U| < min_magnitude (or
+    /// |U| = 0, or a masked node) is skipped. Default 0 = only exact zeros and masked nodes.
+    double min_magnitude = 0;
+    /// Merge touching charged cells (plaquettes sharing an edge or a corner; triangles sharing a
+    /// vertex) into one defect with the summed charge, located at the mean of their centres;
+    /// clusters summing to 0 are dropped (choice, methods.md §9 pitfalls).
+    bool merge = true;
+    /// Delaunay route: skip triangles with an edge longer than this (length unit; 0 = no limit).
+    /// Long hull slivers and holes are not loops around a physical region.
+    double max_edge = 0;
+    void validate() const;  ///< throws ParameterError naming the field
+};
+
+/// Angle wrapped to (−π, π].
+double wrap_angle(double a);
+/// Winding number of a closed loop of directions (radians), visited in order: round(Σ wrap(Δθ)/2π).
+int winding_number(std::span<const double> angles);
+
+/// Charge of every plaquette (i, j)–(i+1, j+1), stored at [j·nx + i] (size nx·ny; on a periodic
+/// grid the last row/column wrap, otherwise they stay 0). Skipped plaquettes hold 0.
+std::vector<std::int8_t> plaquette_charges(const GridField& f, const DefectParams& p);
+/// Number of plaquettes that were evaluated (all four corners usable).
+std::size_t evaluated_plaquettes(const GridField& f, const DefectParams& p);
+
+/// Defects of a grid field: plaquette charges, merged per DefectParams::merge; position = plaquette centre (mean over a cluster).
+std::vector<Defect> defects_on_grid(const GridField& f, const DefectParams& p);
+
+/// Defects on a triangulation of the points carrying (ux, uy): each counter-clockwise triangle
+/// is a loop; position = centroid.
+std::vector<Defect> defects_on_triangulation(std::span<const double> x, std::span<const double> y,
+                                             std::span<const double> ux, std::span<const double> uy,
+                                             const Triangulation& tri, const DefectParams& p);
+
+/// Winding of the field around the outer ring of grid nodes (counter-clockwise); empty when a
+/// ring node is unusable (masked or below the threshold). Discrete Poincaré–Hopf: equals the sum
+/// of all plaquette charges when every plaquette is evaluated.
+std::optional<int> boundary_winding(const GridField& f, const DefectParams& p);
+
+// ---------------------------------------------------------------------------------------------
+// Tracking
+
+/// The defects of one sampled frame.
+struct DefectFrame {
+    std::int64_t frame = 0;
+    std::vector<Defect> defects;
+};
+
+struct DefectTrackParams {
+    double max_step = 1;       ///< largest displacement of a defect between consecutive sampled frames, length unit
+    double pair_distance = 1;  ///< a +1 and a −1 appearing/vanishing together within this distance = one event, length unit
+    void validate() const;
+};
+
+/// A pair creation (+1) or annihilation (−1) event.
+struct DefectEvent {
+    std::int64_t frame = 0;  ///< creation: first frame with the pair; annihilation: first frame without it
+    double x = 0, y = 0;     ///< midpoint of the pair
+    int type = 0;            ///< +1 creation, −1 annihilation
+    std::int64_t track_plus = -1, track_minus = -1;
+};
+
+struct DefectTracks {
+    std::vector<std::vector<std::int64_t>> track_of;  ///< per frame, per defect: its track id
+    std::vector<int> charge;                          ///< per track
+    std::vector<std::int64_t> first_frame, last_frame, length;  ///< per track; length = sampled frames seen
+    std::vector<std::uint8_t> censored;  ///< per track: seen in the first or last sampled frame
+    std::vector<DefectEvent> events;
+    std::size_t n_tracks() const { return charge.size(); }
+};
+
+/// Links same-charge defects of consecutive frames by minimum total squared distance (core
+/// assignment solver; links longer than max_step are forbidden; unlinked defects start/end
+/// tracks), then pairs vanishing +1/−1 track ends (and appearing starts) within pair_distance
+/// into annihilation (creation) events. Euclidean distances (no periodic wrap).
+DefectTracks track_defects(std::span<const DefectFrame> frames, const DefectTrackParams& p);
+
+/// Mean-square displacement of tracked defects: msd[m] = ⟨|r(k+m) − r(k)|²⟩ over all tracks and
+/// starts k, m = 0 … max_lag sampled steps; count[m] = number of displacements averaged.
+void defect_msd(std::span<const DefectFrame> frames, const DefectTracks& tracks, std::size_t max_lag,
+                std::vector<double>& msd, std::vector<std::int64_t>& count);
+
+/// Defect–defect g(r) and charge–charge correlation, accumulated over frames.
+/// g_dd(r) = [Σ_frames pairs(r) / Σ_frames N(N−1)/2] / p_ref(r), where p_ref(r) is the pair-distance
+/// probability of reference points covering the observed region (e.g. the usable grid nodes),
+/// so the window geometry cancels. c_qq(r) = Σ q_i q_j / (number of pairs) per bin.
+class DefectPairCorrelation {
+public:
+    /// Bins [m·dr, (m+1)·dr) up to r_max. Reference points: the region defects can occupy.
+    DefectPairCorrelation(double r_max, double dr, std::span<const double> ref_x, std::span<const double> ref_y);
+    void add(std::span<const Defect> defects);
+    std::vector<double> r() const;     ///< bin centres
+    std::vector<double> g_dd() const;  ///< NaN where the reference has no pairs
+    std::vector<double> c_qq() const;  ///< NaN where no defect pairs
+    const std::vector<double>& pair_counts() const { return pairs_; }
+
+private:
+    double r_max_, dr_;
+    std::vector<double> ref_p_, pairs_, qq_;
+    double total_pairs_ = 0;
+};
+
+}  // namespace vibra::analysis

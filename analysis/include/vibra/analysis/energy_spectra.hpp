@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Energy spectra E(k), spectral energy transfer T(k) and flux Π(k) of a coarse-grained field
+// (methods.md §10): windowed 2-D FFT (FFTW plans made once per grid and reused), shell sums,
+// power-law fits in a k band below the coarse-graining cut-off, and the filter-space technique
+// (FST) flux Π_ℓ for bounded windows. Sign convention: Π > 0 forward (to small scales),
+// Π < 0 inverse (to large scales).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "vibra/analysis/displacement_field.hpp"
+
+namespace vibra::analysis {
+
+/// Taper applied before the FFT (a separable product of 1-D windows over the grid).
+enum class Taper { none, hann, tukey };
+Taper taper_from_string(const std::string& s);  ///< "none" | "hann" | "tukey"
+/// Derivatives for the nonlinear term: spectral (exact on periodic band-limited fields) or
+/// second-order central finite differences (one-sided at edges and next to masked nodes).
+enum class Gradient { spectral, fd2 };
+Gradient gradient_from_string(const std::string& s);  ///< "spectral" | "fd2"
+
+struct SpectrumParams {
+    Taper taper = Taper::hann;  ///< methods.md §10 pitfalls: no taper = edge leakage
+    double tukey_alpha = 0.5;   ///< fraction of each side tapered by the Tukey window, (0, 1]
+    bool subtract_mean = true;  ///< remove the mean over usable nodes before the FFT
+    Gradient gradient = Gradient::fd2;
+    void validate() const;
+};
+
+/// E(k) on shells k_n = n·Δk, n = 0 … n_max (Δk = 2π / max(Lx, Ly)), with normalised
+/// coefficients û(k) = (1/M) Σ_R w(R)m(R)U(R) e^{−ik·R} (m = usable-node mask):
+///   E(k_n) = ½ Σ_{k∈shell n} |û(k)|² / (Δk ⟨(w m)²⟩),
+/// so Σ_n E(k_n) Δk = ½ ⟨|w m U|²⟩ / ⟨(w m)²⟩ exactly (`energy`, the estimator's Parseval identity).
+struct Spectrum {
+    double dk = 0;                    ///< shell width, rad/length
+    std::vector<double> k;            ///< shell centres n·Δk
+    std::vector<double> e;            ///< E(k), field unit² · length
+    std::vector<double> e_long;       ///< longitudinal (compressive) part |k̂·û|²
+    std::vector<double> e_trans;      ///< transverse (solenoidal) part
+    std::vector<std::int64_t> modes;  ///< Fourier modes per shell
+    double energy = 0;                ///< ½⟨|w m U|²⟩/⟨(w m)²⟩ (the Parseval right-hand side)
+    double mean_flow_energy = 0;      ///< ½|⟨U⟩|² of the subtracted mean
+};
+
+/// T(k_n) = Σ_{k∈shell n} Re[û*(k)·F̂(k)] / (Δk ⟨(w m)²⟩) with F = −(U·∇)U (both windowed alike),
+/// Π(k_n) = Σ_{n' ≥ n} T(k_n') Δk.
+struct Transfer {
+    double dk = 0;
+    std::vector<double> k, t, flux;
+};
+
+/// Reusable estimator for one grid size: the FFTW plans and buffers are made once.
+class SpectrumEstimator {
+public:
+    SpectrumEstimator(const Grid& grid, const SpectrumParams& p);
+    ~SpectrumEstimator();
+    SpectrumEstimator(const SpectrumEstimator&) = delete;
+    SpectrumEstimator& operator=(const SpectrumEstimator&) = delete;
+
+    /// The field's grid must have the estimator's nx, ny, hx, hy.
+    Spectrum spectrum(const GridField& f);
+    Transfer transfer(const GridField& f);
+    const std::vector<double>& taper() const { return taper_; }
+    std::size_t n_shells() const { return n_shells_; }
+    double dk() const { return dk_; }
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+    Grid grid_;
+    SpectrumParams p_;
+    std::vector<double> taper_;  // [j·nx + i]
+    double dk_ = 0;
+    std::size_t n_shells_ = 0;
+};
+
+/// Least-squares fit log E = log A + s·log k over the shells with k_min ≤ k ≤ k_max and E > 0.
+struct PowerLawFit {
+    double exponent = 0;  ///< s (E ∝ k^s; an inverse-cascade-like spectrum has s < 0)
+    double prefactor = 0;
+    double exponent_error = 0;  ///< standard error of s
+    std::size_t n_points = 0;   ///< < 2: no fit (exponent NaN)
+};
+PowerLawFit fit_power_law(std::span<const double> k, std::span<const double> e, double k_min, double k_max);
+
+/// Filter-space technique (Rivera et al. PRL 2003; Chen et al. PRL 2006): for each scale ℓ,
+/// Gaussian-filter U (mask-aware: (G*(mU))/(G*m)), τ_ij = (U_iU_j)_ℓ − U_{i,ℓ}U_{j,ℓ} and
+/// Π_ℓ = −⟨τ_ij ∂_j U_{i,ℓ}⟩ over usable nodes at least 2ℓ from the grid edge (or anywhere on a
+/// periodic grid). Gaussian G of standard deviation ℓ (length unit), cut at 3ℓ; fd2 gradients.
+/// Returns NaN for a scale with no interior node.
+std::vector<double> fst_flux(const GridField& f, std::span<const double> scales);
+
+}  // namespace vibra::analysis

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Stages of the time evolution (issue 6, "evolution"): change points of a time series located by
+// an optimal piecewise-linear fit in log time (segments fitted independently, least squares,
+// exact dynamic programming). The rule is a documented choice, not a method confirmed by the
+// source papers: see docs/collective-motion.md.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+namespace vibra::analysis {
+
+struct PiecewiseParams {
+    std::size_t segments = 3;      ///< number of linear segments (stages); the CLI's --evolution-segments
+    std::size_t min_points = 3;    ///< minimum points per segment (≥ 2)
+    void validate() const;         ///< throws ParameterError naming the field
+};
+
+struct PiecewiseFit {
+    std::vector<std::size_t> starts;  ///< first point of each segment, counted among the finite points (starts[0] = 0)
+    std::vector<double> slopes, intercepts;  ///< per segment, in the (x, y) given
+    double rss = 0;                   ///< total residual sum of squares
+    /// x-values where a new segment begins (the change points): x[starts[s]] for s ≥ 1.
+    std::vector<double> change_x;
+};
+
+/// Best fit of y(x) (x ascending, finite points only) by `segments` independent straight lines on
+/// consecutive runs of at least min_points points, minimising the total squared residual. Fewer
+/// segments are used when there are not enough points. O(segments · n²).
+PiecewiseFit piecewise_linear_fit(std::span<const double> x, std::span<const double> y, const PiecewiseParams& p);
+
+}  // namespace vibra::analysis

@@ -1,0 +1,440 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "vibra/analysis/defects.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <numeric>
+#include <string>
+
+#include "vibra/core/assignment.hpp"
+#include "vibra/core/cell_list.hpp"
+#include "vibra/core/error.hpp"
+
+namespace vibra::analysis {
+
+namespace {
+
+constexpr double kPi = std::numbers::pi;
+
+struct UnionFind {
+    std::vector<std::size_t> parent;
+    explicit UnionFind(std::size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), std::size_t{0}); }
+    std::size_t find(std::size_t a) {
+        while (parent[a] != a) a = parent[a] = parent[parent[a]];
+        return a;
+    }
+    void unite(std::size_t a, std::size_t b) {
+        a = find(a), b = find(b);
+        if (a != b) parent[std::max(a, b)] = std::min(a, b);
+    }
+};
+
+bool usable(double ux, double uy, double thr) {
+    const double m2 = ux * ux + uy * uy;
+    return m2 > 0 && m2 >= thr * thr && std::isfinite(m2);
+}
+
+// Merge charged cells; links = pairs of indices into `cells` that touch (share an edge or a corner).
+template <class Pos>
+std::vector<Defect> merge_cells(std::span<const std::size_t> cells, std::span<const int> q,
+                                const std::vector<std::pair<std::size_t, std::size_t>>& links, Pos&& pos, bool merge) {
+    std::vector<Defect> out;
+    if (!merge) {
+        for (std::size_t k = 0; k < cells.size(); ++k) {
+            auto [x, y] = pos(cells[k], cells[k]);
+            out.push_back({x, y, q[k], 1});
+        }
+        return out;
+    }
+    UnionFind uf(cells.size());
+    for (auto [a, b] : links) uf.unite(a, b);
+    std::vector<double> sx(cells.size(), 0), sy(cells.size(), 0);
+    std::vector<int> cnt(cells.size(), 0), qs(cells.size(), 0);
+    for (std::size_t k = 0; k < cells.size(); ++k) {
+        const auto r = uf.find(k);
+        auto [x, y] = pos(cells[r], cells[k]);  // position of k relative to the cluster root (periodic unwrap)
+        sx[r] += x, sy[r] += y, ++cnt[r], qs[r] += q[k];
+    }
+    for (std::size_t k = 0; k < cells.size(); ++k) {
+        if (cnt[k] == 0 || qs[k] == 0) continue;
+        out.push_back({sx[k] / cnt[k], sy[k] / cnt[k], qs[k], cnt[k]});
+    }
+    return out;
+}
+
+
+// Minimum-cost matching of a sparse bipartite candidate list (a, b, cost): split into connected
+// components, each solved by the core assignment solver with `unmatched` per unmatched item.
+// Returns the partner of each a (−1 = none).
+struct Candidate {
+    std::size_t a, b;
+    double cost;
+};
+std::vector<std::int64_t> match_sparse(std::size_t na, std::size_t nb, const std::vector<Candidate>& cand,
+                                       double unmatched) {
+    std::vector<std::int64_t> link(na, -1);
+    if (cand.empty()) return link;
+    UnionFind uf(na + nb);
+    for (const auto& c : cand) uf.unite(c.a, na + c.b);
+    std::vector<std::vector<std::size_t>> comp_cands(na + nb);
+    for (std::size_t k = 0; k < cand.size(); ++k) comp_cands[uf.find(cand[k].a)].push_back(k);
+    std::vector<std::int64_t> la(na, -1), lb(nb, -1);
+    for (const auto& ks : comp_cands) {
+        if (ks.empty()) continue;
+        std::vector<std::size_t> as, bs;
+        for (auto k : ks) {
+            if (la[cand[k].a] < 0) la[cand[k].a] = static_cast<std::int64_t>(as.size()), as.push_back(cand[k].a);
+            if (lb[cand[k].b] < 0) lb[cand[k].b] = static_cast<std::int64_t>(bs.size()), bs.push_back(cand[k].b);
+        }
+        std::vector<double> cost(as.size() * bs.size(), kForbidden);
+        for (auto k : ks)
+            cost[static_cast<std::size_t>(la[cand[k].a]) * bs.size() + static_cast<std::size_t>(lb[cand[k].b])] =
+                cand[k].cost;
+        const auto sol = solve_assignment_with_unmatched(cost, as.size(), bs.size(), unmatched);
+        for (std::size_t r = 0; r < as.size(); ++r) {
+            const auto c = sol.row_to_col[r];
+            if (c >= 0 && std::isfinite(cost[r * bs.size() + static_cast<std::size_t>(c)]))
+                link[as[r]] = static_cast<std::int64_t>(bs[static_cast<std::size_t>(c)]);
+        }
+    }
+    return link;
+}
+
+}  // namespace
+
+void DefectParams::validate() const {
+    if (!(min_magnitude >= 0) || !std::isfinite(min_magnitude))
+        throw ParameterError("defects min_magnitude must be ≥ 0, got " + std::to_string(min_magnitude));
+    if (!(max_edge >= 0) || !std::isfinite(max_edge))
+        throw ParameterError("defects max_edge must be ≥ 0, got " + std::to_string(max_edge));
+}
+
+void DefectTrackParams::validate() const {
+    if (!(max_step > 0) || !std::isfinite(max_step))
+        throw ParameterError("defect tracking max_step must be > 0, got " + std::to_string(max_step));
+    if (!(pair_distance > 0) || !std::isfinite(pair_distance))
+        throw ParameterError("defect tracking pair_distance must be > 0, got " + std::to_string(pair_distance));
+}
+
+double wrap_angle(double a) {
+    a = std::remainder(a, 2 * kPi);  // [−π, π]
+    if (a <= -kPi) a += 2 * kPi;
+    return a;
+}
+
+int winding_number(std::span<const double> th) {
+    double s = 0;
+    for (std::size_t k = 0; k < th.size(); ++k) s += wrap_angle(th[(k + 1) % th.size()] - th[k]);
+    return static_cast<int>(std::lround(s / (2 * kPi)));
+}
+
+namespace {
+
+// Calls f(i, j, i1, j1) for every plaquette with all four corners usable.
+template <class F>
+void for_each_plaquette(const GridField& f, const DefectParams& p, F&& fn) {
+    const auto& g = f.grid;
+    if (g.nx < 2 || g.ny < 2) return;
+    std::vector<std::uint8_t> ok(g.size());
+    for (std::size_t k = 0; k < g.size(); ++k) ok[k] = f.valid[k] && usable(f.ux[k], f.uy[k], p.min_magnitude);
+    const std::size_t ni = g.periodic ? g.nx : g.nx - 1, nj = g.periodic ? g.ny : g.ny - 1;
+    for (std::size_t j = 0; j < nj; ++j) {
+        const std::size_t j1 = (j + 1) % g.ny;
+        for (std::size_t i = 0; i < ni; ++i) {
+            const std::size_t i1 = (i + 1) % g.nx;
+            if (ok[j * g.nx + i] && ok[j * g.nx + i1] && ok[j1 * g.nx + i1] && ok[j1 * g.nx + i]) fn(i, j, i1, j1);
+        }
+    }
+}
+
+}  // namespace
+
+std::vector<std::int8_t> plaquette_charges(const GridField& f, const DefectParams& p) {
+    p.validate();
+    const auto& g = f.grid;
+    std::vector<std::int8_t> q(g.size(), 0);
+    auto th = [&](std::size_t i, std::size_t j) { return std::atan2(f.uy[j * g.nx + i], f.ux[j * g.nx + i]); };
+    for_each_plaquette(f, p, [&](std::size_t i, std::size_t j, std::size_t i1, std::size_t j1) {
+        const double a[4] = {th(i, j), th(i1, j), th(i1, j1), th(i, j1)};
+        q[j * g.nx + i] = static_cast<std::int8_t>(winding_number(a));
+    });
+    return q;
+}
+
+std::size_t evaluated_plaquettes(const GridField& f, const DefectParams& p) {
+    std::size_t n = 0;
+    for_each_plaquette(f, p, [&](std::size_t, std::size_t, std::size_t, std::size_t) { ++n; });
+    return n;
+}
+
+std::vector<Defect> defects_on_grid(const GridField& f, const DefectParams& p) {
+    const auto q8 = plaquette_charges(f, p);
+    const auto& g = f.grid;
+    std::vector<std::size_t> cells;
+    std::vector<int> q;
+    for (std::size_t k = 0; k < q8.size(); ++k)
+        if (q8[k] != 0) cells.push_back(k), q.push_back(q8[k]);
+    // Charged plaquettes touching by an edge or a corner (a charge-2 core may split diagonally).
+    std::vector<std::pair<std::size_t, std::size_t>> links;
+    {
+        std::vector<std::int64_t> slot(g.size(), -1);
+        for (std::size_t k = 0; k < cells.size(); ++k) slot[cells[k]] = static_cast<std::int64_t>(k);
+        const auto nx = static_cast<std::int64_t>(g.nx), ny = static_cast<std::int64_t>(g.ny);
+        for (std::size_t k = 0; k < cells.size(); ++k) {
+            const auto i = static_cast<std::int64_t>(cells[k] % g.nx), j = static_cast<std::int64_t>(cells[k] / g.nx);
+            for (std::int64_t dj = -1; dj <= 1; ++dj)
+                for (std::int64_t di = -1; di <= 1; ++di) {
+                    std::int64_t ii = i + di, jj = j + dj;
+                    if (g.periodic) ii = (ii + nx) % nx, jj = (jj + ny) % ny;
+                    else if (ii < 0 || jj < 0 || ii >= nx || jj >= ny) continue;
+                    const auto o = slot[static_cast<std::size_t>(jj * nx + ii)];
+                    if (o > static_cast<std::int64_t>(k)) links.emplace_back(k, static_cast<std::size_t>(o));
+                }
+        }
+    }
+    // Plaquette centre of cell c, unwrapped to lie near the centre of cell `root` on a periodic grid.
+    auto pos = [&](std::size_t root, std::size_t c) {
+        double x = g.x(c % g.nx) + 0.5 * g.hx, y = g.y(c / g.nx) + 0.5 * g.hy;
+        if (g.periodic) {
+            const double rx = g.x(root % g.nx) + 0.5 * g.hx, ry = g.y(root / g.nx) + 0.5 * g.hy;
+            x -= g.lx() * std::nearbyint((x - rx) / g.lx());
+            y -= g.ly() * std::nearbyint((y - ry) / g.ly());
+        }
+        return std::pair{x, y};
+    };
+    auto out = merge_cells(cells, q, links, pos, p.merge);
+    if (g.periodic)  // fold merged positions back into the box
+        for (auto& d : out) {
+            d.x = g.x0 + std::fmod(std::fmod(d.x - g.x0, g.lx()) + g.lx(), g.lx());
+            d.y = g.y0 + std::fmod(std::fmod(d.y - g.y0, g.ly()) + g.ly(), g.ly());
+        }
+    return out;
+}
+
+std::vector<Defect> defects_on_triangulation(std::span<const double> x, std::span<const double> y,
+                                             std::span<const double> ux, std::span<const double> uy,
+                                             const Triangulation& tri, const DefectParams& p) {
+    p.validate();
+    if (x.size() != y.size() || x.size() != ux.size() || x.size() != uy.size())
+        throw ParameterError("defects_on_triangulation: x, y, ux, uy differ in length");
+    const double me2 = p.max_edge * p.max_edge;
+    std::vector<std::size_t> cells;
+    std::vector<int> q;
+    for (std::size_t t = 0; t < tri.triangles.size(); ++t) {
+        const auto& v = tri.triangles[t];
+        bool ok = true;
+        double th[3];
+        for (int e = 0; e < 3 && ok; ++e) {
+            const auto a = static_cast<std::size_t>(v[e]), b = static_cast<std::size_t>(v[(e + 1) % 3]);
+            if (a >= x.size()) throw ParameterError("defects_on_triangulation: triangle vertex out of range");
+            ok = usable(ux[a], uy[a], p.min_magnitude);
+            if (ok && p.max_edge > 0) {
+                const double dx = x[b] - x[a], dy = y[b] - y[a];
+                ok = dx * dx + dy * dy <= me2;
+            }
+            th[e] = std::atan2(uy[a], ux[a]);
+        }
+        if (!ok) continue;
+        const int c = winding_number(th);
+        if (c != 0) cells.push_back(t), q.push_back(c);
+    }
+    // Charged triangles sharing a vertex.
+    std::vector<std::pair<std::size_t, std::size_t>> links;
+    {
+        std::vector<std::pair<std::int32_t, std::size_t>> vt;  // (vertex, index into cells)
+        for (std::size_t k = 0; k < cells.size(); ++k)
+            for (auto v : tri.triangles[cells[k]]) vt.emplace_back(v, k);
+        std::sort(vt.begin(), vt.end());
+        for (std::size_t a = 0; a + 1 < vt.size(); ++a)
+            if (vt[a].first == vt[a + 1].first) links.emplace_back(vt[a].second, vt[a + 1].second);
+    }
+    auto pos = [&](std::size_t, std::size_t c) {
+        const auto& v = tri.triangles[c];
+        return std::pair{(x[v[0]] + x[v[1]] + x[v[2]]) / 3, (y[v[0]] + y[v[1]] + y[v[2]]) / 3};
+    };
+    return merge_cells(cells, q, links, pos, p.merge);
+}
+
+std::optional<int> boundary_winding(const GridField& f, const DefectParams& p) {
+    const auto& g = f.grid;
+    if (g.nx < 2 || g.ny < 2) return std::nullopt;
+    std::vector<std::size_t> ring;
+    for (std::size_t i = 0; i < g.nx; ++i) ring.push_back(i);                              // bottom, →
+    for (std::size_t j = 1; j < g.ny; ++j) ring.push_back(j * g.nx + g.nx - 1);            // right, ↑
+    for (std::size_t i = g.nx - 1; i-- > 0;) ring.push_back((g.ny - 1) * g.nx + i);        // top, ←
+    for (std::size_t j = g.ny - 1; j-- > 1;) ring.push_back(j * g.nx);                     // left, ↓
+    std::vector<double> th;
+    for (auto k : ring) {
+        if (!f.valid[k] || !usable(f.ux[k], f.uy[k], p.min_magnitude)) return std::nullopt;
+        th.push_back(std::atan2(f.uy[k], f.ux[k]));
+    }
+    return winding_number(th);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+DefectTracks track_defects(std::span<const DefectFrame> frames, const DefectTrackParams& p) {
+    p.validate();
+    DefectTracks tr;
+    tr.track_of.resize(frames.size());
+    auto new_track = [&](std::size_t k, std::size_t d) {
+        const auto id = static_cast<std::int64_t>(tr.charge.size());
+        tr.charge.push_back(frames[k].defects[d].charge);
+        tr.first_frame.push_back(frames[k].frame);
+        tr.last_frame.push_back(frames[k].frame);
+        tr.length.push_back(1);
+        return id;
+    };
+    if (frames.empty()) return tr;
+    for (std::size_t d = 0; d < frames[0].defects.size(); ++d) tr.track_of[0].push_back(new_track(0, d));
+
+    const double step2 = p.max_step * p.max_step, pair2 = p.pair_distance * p.pair_distance;
+    // Pairs +1 members of `a` with −1 members of `b` (indices into defects of frame ka / kb) by
+    // minimum squared distance within pair_distance.
+    auto pair_up = [&](const std::vector<std::size_t>& plus, const std::vector<std::size_t>& minus, std::size_t kp,
+                       std::size_t km) {
+        std::vector<std::pair<std::size_t, std::size_t>> out;
+        std::vector<Candidate> cand;
+        for (std::size_t a = 0; a < plus.size(); ++a)
+            for (std::size_t b = 0; b < minus.size(); ++b) {
+                const auto& A = frames[kp].defects[plus[a]];
+                const auto& B = frames[km].defects[minus[b]];
+                const double d2 = (A.x - B.x) * (A.x - B.x) + (A.y - B.y) * (A.y - B.y);
+                if (d2 <= pair2) cand.push_back({a, b, d2});
+            }
+        const auto link = match_sparse(plus.size(), minus.size(), cand, 0.5 * pair2 * (1 + 1e-9));
+        for (std::size_t a = 0; a < plus.size(); ++a)
+            if (link[a] >= 0) out.emplace_back(plus[a], minus[static_cast<std::size_t>(link[a])]);
+        return out;
+    };
+
+    for (std::size_t k = 0; k + 1 < frames.size(); ++k) {
+        const auto& A = frames[k].defects;
+        const auto& B = frames[k + 1].defects;
+        std::vector<Candidate> cand;
+        if (!A.empty() && !B.empty()) {
+            std::vector<double> bx(B.size()), by(B.size());
+            for (std::size_t b = 0; b < B.size(); ++b) bx[b] = B[b].x, by[b] = B[b].y;
+            CellList cl(bx, by, p.max_step * (1 + 1e-12), Geometry{});
+            for (std::size_t a = 0; a < A.size(); ++a)
+                cl.for_each_near(A[a].x, A[a].y, [&](std::size_t b, double, double, double r2) {
+                    if (A[a].charge == B[b].charge && r2 <= step2) cand.push_back({a, b, r2});
+                });
+        }
+        const auto link = match_sparse(A.size(), B.size(), cand, 0.5 * step2 * (1 + 1e-9));
+        std::vector<std::uint8_t> taken(B.size(), 0);
+        for (auto l : link)
+            if (l >= 0) taken[static_cast<std::size_t>(l)] = 1;
+        tr.track_of[k + 1].assign(B.size(), -1);
+        for (std::size_t a = 0; a < A.size(); ++a) {
+            if (link[a] < 0) continue;
+            const auto id = tr.track_of[k][a];
+            tr.track_of[k + 1][static_cast<std::size_t>(link[a])] = id;
+            tr.last_frame[static_cast<std::size_t>(id)] = frames[k + 1].frame;
+            ++tr.length[static_cast<std::size_t>(id)];
+        }
+        for (std::size_t b = 0; b < B.size(); ++b)
+            if (tr.track_of[k + 1][b] < 0) tr.track_of[k + 1][b] = new_track(k + 1, b);
+        // Annihilations: ±1 track ends in frame k; creations: ±1 track starts in frame k+1.
+        std::vector<std::size_t> end_p, end_m, new_p, new_m;
+        for (std::size_t a = 0; a < A.size(); ++a)
+            if (link[a] < 0) {
+                if (A[a].charge == 1) end_p.push_back(a);
+                if (A[a].charge == -1) end_m.push_back(a);
+            }
+        for (std::size_t b = 0; b < B.size(); ++b)
+            if (!taken[b]) {
+                if (B[b].charge == 1) new_p.push_back(b);
+                if (B[b].charge == -1) new_m.push_back(b);
+            }
+        for (auto [a, b] : pair_up(end_p, end_m, k, k))
+            tr.events.push_back({frames[k + 1].frame, 0.5 * (A[a].x + A[b].x), 0.5 * (A[a].y + A[b].y), -1,
+                                 tr.track_of[k][a], tr.track_of[k][b]});
+        for (auto [a, b] : pair_up(new_p, new_m, k + 1, k + 1))
+            tr.events.push_back({frames[k + 1].frame, 0.5 * (B[a].x + B[b].x), 0.5 * (B[a].y + B[b].y), +1,
+                                 tr.track_of[k + 1][a], tr.track_of[k + 1][b]});
+    }
+    const auto f0 = frames.front().frame, f1 = frames.back().frame;
+    tr.censored.resize(tr.n_tracks());
+    for (std::size_t t = 0; t < tr.n_tracks(); ++t) tr.censored[t] = tr.first_frame[t] == f0 || tr.last_frame[t] == f1;
+    return tr;
+}
+
+void defect_msd(std::span<const DefectFrame> frames, const DefectTracks& tracks, std::size_t max_lag,
+                std::vector<double>& msd, std::vector<std::int64_t>& count) {
+    msd.assign(max_lag + 1, 0.0);
+    count.assign(max_lag + 1, 0);
+    // Positions of each track by sampled-frame index (tracks have no gaps).
+    std::vector<std::vector<std::pair<double, double>>> path(tracks.n_tracks());
+    for (std::size_t k = 0; k < frames.size() && k < tracks.track_of.size(); ++k)
+        for (std::size_t d = 0; d < frames[k].defects.size(); ++d)
+            path[static_cast<std::size_t>(tracks.track_of[k][d])].emplace_back(frames[k].defects[d].x,
+                                                                               frames[k].defects[d].y);
+    for (const auto& pth : path)
+        for (std::size_t m = 0; m <= max_lag && m < pth.size(); ++m)
+            for (std::size_t s = 0; s + m < pth.size(); ++s) {
+                const double dx = pth[s + m].first - pth[s].first, dy = pth[s + m].second - pth[s].second;
+                msd[m] += dx * dx + dy * dy;
+                ++count[m];
+            }
+    for (std::size_t m = 0; m <= max_lag; ++m)
+        msd[m] = count[m] ? msd[m] / static_cast<double>(count[m]) : std::numeric_limits<double>::quiet_NaN();
+}
+
+DefectPairCorrelation::DefectPairCorrelation(double r_max, double dr, std::span<const double> rx,
+                                             std::span<const double> ry)
+    : r_max_(r_max), dr_(dr) {
+    if (!(r_max > 0) || !(dr > 0) || dr > r_max)
+        throw ParameterError("defect pair correlation: need 0 < dr ≤ r_max, got dr=" + std::to_string(dr) +
+                             " r_max=" + std::to_string(r_max));
+    const auto nb = static_cast<std::size_t>(std::ceil(r_max / dr));
+    ref_p_.assign(nb, 0.0);
+    pairs_.assign(nb, 0.0);
+    qq_.assign(nb, 0.0);
+    if (rx.size() >= 2) {
+        CellList cl(rx, ry, r_max, Geometry{});
+        cl.for_each_pair([&](std::size_t, std::size_t, double, double, double r2) {
+            const auto b = static_cast<std::size_t>(std::sqrt(r2) / dr_);
+            if (b < nb) ref_p_[b] += 1;
+        });
+        const double tot = 0.5 * static_cast<double>(rx.size()) * static_cast<double>(rx.size() - 1);
+        for (auto& v : ref_p_) v /= tot;
+    }
+}
+
+void DefectPairCorrelation::add(std::span<const Defect> d) {
+    const auto nb = pairs_.size();
+    for (std::size_t i = 0; i < d.size(); ++i)
+        for (std::size_t j = i + 1; j < d.size(); ++j) {
+            const double r = std::hypot(d[j].x - d[i].x, d[j].y - d[i].y);
+            if (r >= r_max_) continue;
+            const auto b = static_cast<std::size_t>(r / dr_);
+            if (b >= nb) continue;
+            pairs_[b] += 1;
+            qq_[b] += d[i].charge * d[j].charge;
+        }
+    total_pairs_ += 0.5 * static_cast<double>(d.size()) * static_cast<double>(d.size() > 0 ? d.size() - 1 : 0);
+}
+
+std::vector<double> DefectPairCorrelation::r() const {
+    std::vector<double> r(pairs_.size());
+    for (std::size_t b = 0; b < r.size(); ++b) r[b] = (static_cast<double>(b) + 0.5) * dr_;
+    return r;
+}
+
+std::vector<double> DefectPairCorrelation::g_dd() const {
+    std::vector<double> g(pairs_.size(), std::numeric_limits<double>::quiet_NaN());
+    for (std::size_t b = 0; b < g.size(); ++b)
+        if (ref_p_[b] > 0 && total_pairs_ > 0) g[b] = pairs_[b] / total_pairs_ / ref_p_[b];
+    return g;
+}
+
+std::vector<double> DefectPairCorrelation::c_qq() const {
+    std::vector<double> c(pairs_.size(), std::numeric_limits<double>::quiet_NaN());
+    for (std::size_t b = 0; b < c.size(); ++b)
+        if (pairs_[b] > 0) c[b] = qq_[b] / pairs_[b];
+    return c;
+}
+
+}  // namespace vibra::analysis

@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "vibra/analysis/energy_spectra.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <numbers>
+#include <string>
+
+#include "detail/fftw_plan.hpp"
+#include "vibra/core/error.hpp"
+
+namespace vibra::analysis {
+
+namespace {
+constexpr double kPi = std::numbers::pi;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::vector<double> window_1d(std::size_t n, Taper t, double alpha) {
+    std::vector<double> w(n, 1.0);
+    if (t == Taper::none || n < 2) return w;
+    for (std::size_t i = 0; i < n; ++i) {
+        // Node centres at (i+½)/n of the extent: the window vanishes at the region edges.
+        const double u = (static_cast<double>(i) + 0.5) / static_cast<double>(n);
+        if (t == Taper::hann) {
+            w[i] = 0.5 * (1 - std::cos(2 * kPi * u));
+        } else {
+            const double a = alpha;
+            if (u < a / 2) w[i] = 0.5 * (1 - std::cos(2 * kPi * u / a));
+            else if (u > 1 - a / 2) w[i] = 0.5 * (1 - std::cos(2 * kPi * (1 - u) / a));
+        }
+    }
+    return w;
+}
+
+// Signed frequency index of FFT bin i of an n-point transform.
+double freq_index(std::size_t i, std::size_t n) {
+    return i <= n / 2 ? static_cast<double>(i) : static_cast<double>(i) - static_cast<double>(n);
+}
+
+}  // namespace
+
+Taper taper_from_string(const std::string& s) {
+    if (s == "none") return Taper::none;
+    if (s == "hann") return Taper::hann;
+    if (s == "tukey") return Taper::tukey;
+    throw ParameterError("taper: '" + s + "' is not one of none, hann, tukey");
+}
+
+Gradient gradient_from_string(const std::string& s) {
+    if (s == "spectral") return Gradient::spectral;
+    if (s == "fd2") return Gradient::fd2;
+    throw ParameterError("gradient: '" + s + "' is not one of spectral, fd2");
+}
+
+void SpectrumParams::validate() const {
+    if (!(tukey_alpha > 0 && tukey_alpha <= 1))
+        throw ParameterError("spectrum tukey_alpha must be in (0, 1], got " + std::to_string(tukey_alpha));
+}
+
+struct SpectrumEstimator::Impl {
+    std::size_t M;
+    detail::FftwBuffer<fftw_complex> in, ax, ay, bx, by;
+    fftw_plan fwd = nullptr, bwd = nullptr;
+    std::vector<std::int64_t> shell;  // per mode
+    std::vector<double> kx, ky;       // per mode
+    explicit Impl(std::size_t m) : M(m), in(m), ax(m), ay(m), bx(m), by(m) {}
+    ~Impl() {
+        std::lock_guard lock(detail::fftw_planner_mutex());
+        if (fwd) fftw_destroy_plan(fwd);
+        if (bwd) fftw_destroy_plan(bwd);
+    }
+    // out = FFT(in)/M (forward) or IFFT(in) (backward, unnormalised → caller divides).
+    void forward(fftw_complex* src, fftw_complex* dst) const {
+        fftw_execute_dft(fwd, src, dst);
+        const double s = 1.0 / static_cast<double>(M);
+        for (std::size_t k = 0; k < M; ++k) dst[k][0] *= s, dst[k][1] *= s;
+    }
+    void backward(fftw_complex* src, fftw_complex* dst) const { fftw_execute_dft(bwd, src, dst); }
+};
+
+SpectrumEstimator::SpectrumEstimator(const Grid& grid, const SpectrumParams& p) : grid_(grid), p_(p) {
+    p.validate();
+    if (grid.nx < 2 || grid.ny < 2) throw ParameterError("SpectrumEstimator: grid needs at least 2×2 nodes");
+    const std::size_t M = grid.size();
+    impl_ = std::make_unique<Impl>(M);
+    {
+        std::lock_guard lock(detail::fftw_planner_mutex());
+        impl_->fwd = fftw_plan_dft_2d(static_cast<int>(grid.ny), static_cast<int>(grid.nx), impl_->in.p, impl_->ax.p,
+                                      FFTW_FORWARD, FFTW_ESTIMATE);
+        impl_->bwd = fftw_plan_dft_2d(static_cast<int>(grid.ny), static_cast<int>(grid.nx), impl_->in.p, impl_->ax.p,
+                                      FFTW_BACKWARD, FFTW_ESTIMATE);
+    }
+    if (!impl_->fwd || !impl_->bwd) throw Error("SpectrumEstimator: FFTW could not make a plan");
+    const auto wx = window_1d(grid.nx, p.taper, p.tukey_alpha), wy = window_1d(grid.ny, p.taper, p.tukey_alpha);
+    taper_.resize(M);
+    for (std::size_t j = 0; j < grid.ny; ++j)
+        for (std::size_t i = 0; i < grid.nx; ++i) taper_[j * grid.nx + i] = wx[i] * wy[j];
+    dk_ = 2 * kPi / std::max(grid.lx(), grid.ly());
+    impl_->shell.resize(M);
+    impl_->kx.resize(M);
+    impl_->ky.resize(M);
+    std::int64_t smax = 0;
+    for (std::size_t j = 0; j < grid.ny; ++j)
+        for (std::size_t i = 0; i < grid.nx; ++i) {
+            const std::size_t k = j * grid.nx + i;
+            impl_->kx[k] = 2 * kPi * freq_index(i, grid.nx) / grid.lx();
+            impl_->ky[k] = 2 * kPi * freq_index(j, grid.ny) / grid.ly();
+            impl_->shell[k] = std::llround(std::hypot(impl_->kx[k], impl_->ky[k]) / dk_);
+            smax = std::max(smax, impl_->shell[k]);
+        }
+    n_shells_ = static_cast<std::size_t>(smax) + 1;
+}
+
+SpectrumEstimator::~SpectrumEstimator() = default;
+
+namespace {
+
+void check_grid(const Grid& a, const Grid& b) {
+    if (a.nx != b.nx || a.ny != b.ny || std::abs(a.hx - b.hx) > 1e-9 * a.hx || std::abs(a.hy - b.hy) > 1e-9 * a.hy)
+        throw ParameterError("SpectrumEstimator: the field's grid differs from the estimator's");
+}
+
+// Mean of the usable nodes (0 when none).
+std::pair<double, double> valid_mean(const GridField& f) {
+    double mx = 0, my = 0;
+    std::size_t n = 0;
+    for (std::size_t k = 0; k < f.ux.size(); ++k)
+        if (f.valid[k]) mx += f.ux[k], my += f.uy[k], ++n;
+    if (n) mx /= static_cast<double>(n), my /= static_cast<double>(n);
+    return {mx, my};
+}
+
+}  // namespace
+
+Spectrum SpectrumEstimator::spectrum(const GridField& f) {
+    check_grid(grid_, f.grid);
+    auto& I = *impl_;
+    const std::size_t M = I.M;
+    Spectrum s;
+    s.dk = dk_;
+    s.k.resize(n_shells_);
+    for (std::size_t n = 0; n < n_shells_; ++n) s.k[n] = static_cast<double>(n) * dk_;
+    s.e.assign(n_shells_, 0.0);
+    s.e_long.assign(n_shells_, 0.0);
+    s.e_trans.assign(n_shells_, 0.0);
+    s.modes.assign(n_shells_, 0);
+    auto [mx, my] = p_.subtract_mean ? valid_mean(f) : std::pair{0.0, 0.0};
+    s.mean_flow_energy = 0.5 * (mx * mx + my * my);
+    double w2 = 0, e_real = 0;
+    for (std::size_t k = 0; k < M; ++k) {
+        const double w = f.valid[k] ? taper_[k] : 0.0;
+        const double ux = w * (f.ux[k] - mx), uy = w * (f.uy[k] - my);
+        w2 += w * w;
+        e_real += ux * ux + uy * uy;
+        I.in.p[k][0] = ux, I.in.p[k][1] = 0;
+        I.bx.p[k][0] = uy, I.bx.p[k][1] = 0;
+    }
+    for (std::size_t k = 0; k < M; ++k) ++s.modes[static_cast<std::size_t>(I.shell[k])];
+    if (w2 <= 0) {
+        std::fill(s.e.begin(), s.e.end(), kNaN);
+        std::fill(s.e_long.begin(), s.e_long.end(), kNaN);
+        std::fill(s.e_trans.begin(), s.e_trans.end(), kNaN);
+        s.energy = kNaN;
+        return s;
+    }
+    w2 /= static_cast<double>(M);
+    s.energy = 0.5 * e_real / static_cast<double>(M) / w2;
+    I.forward(I.in.p, I.ax.p);
+    I.forward(I.bx.p, I.ay.p);
+    const double norm = 1.0 / (dk_ * w2);
+    for (std::size_t k = 0; k < M; ++k) {
+        const auto n = static_cast<std::size_t>(I.shell[k]);
+        const double xr = I.ax.p[k][0], xi = I.ax.p[k][1], yr = I.ay.p[k][0], yi = I.ay.p[k][1];
+        s.e[n] += 0.5 * (xr * xr + xi * xi + yr * yr + yi * yi) * norm;
+        const double kk = std::hypot(I.kx[k], I.ky[k]);
+        if (kk == 0) continue;
+        const double cx = I.kx[k] / kk, cy = I.ky[k] / kk;
+        const double lr = cx * xr + cy * yr, li = cx * xi + cy * yi;     // k̂·û
+        const double tr = -cy * xr + cx * yr, ti = -cy * xi + cx * yi;  // ẑ×k̂·û
+        s.e_long[n] += 0.5 * (lr * lr + li * li) * norm;
+        s.e_trans[n] += 0.5 * (tr * tr + ti * ti) * norm;
+    }
+    return s;
+}
+
+namespace {
+
+// Second-order central differences of q along x (dir 0) or y (dir 1) over usable nodes;
+// one-sided next to an edge or a masked node; ok[k] = 0 where neither neighbour is usable.
+void fd2(const Grid& g, const std::vector<std::uint8_t>& valid, const std::vector<double>& q, int dir,
+         std::vector<double>& d, std::vector<std::uint8_t>& ok) {
+    const std::size_t M = g.size();
+    d.assign(M, 0.0);
+    for (std::size_t j = 0; j < g.ny; ++j)
+        for (std::size_t i = 0; i < g.nx; ++i) {
+            const std::size_t k = j * g.nx + i;
+            if (!valid[k]) {
+                ok[k] = 0;
+                continue;
+            }
+            const std::size_t n = dir == 0 ? g.nx : g.ny, c = dir == 0 ? i : j;
+            const double h = dir == 0 ? g.hx : g.hy;
+            auto at = [&](std::size_t cc) { return dir == 0 ? j * g.nx + cc : cc * g.nx + i; };
+            std::int64_t lo = -1, hi = -1;
+            if (c + 1 < n) hi = static_cast<std::int64_t>(at(c + 1));
+            else if (g.periodic) hi = static_cast<std::int64_t>(at(0));
+            if (c > 0) lo = static_cast<std::int64_t>(at(c - 1));
+            else if (g.periodic) lo = static_cast<std::int64_t>(at(n - 1));
+            const bool vh = hi >= 0 && valid[static_cast<std::size_t>(hi)], vl = lo >= 0 && valid[static_cast<std::size_t>(lo)];
+            if (vh && vl) d[k] = (q[static_cast<std::size_t>(hi)] - q[static_cast<std::size_t>(lo)]) / (2 * h);
+            else if (vh) d[k] = (q[static_cast<std::size_t>(hi)] - q[k]) / h;
+            else if (vl) d[k] = (q[k] - q[static_cast<std::size_t>(lo)]) / h;
+            else ok[k] = 0;
+        }
+}
+
+}  // namespace
+
+Transfer SpectrumEstimator::transfer(const GridField& f) {
+    check_grid(grid_, f.grid);
+    auto& I = *impl_;
+    const std::size_t M = I.M;
+    const Grid& g = grid_;
+    Transfer t;
+    t.dk = dk_;
+    t.k.resize(n_shells_);
+    for (std::size_t n = 0; n < n_shells_; ++n) t.k[n] = static_cast<double>(n) * dk_;
+    t.t.assign(n_shells_, 0.0);
+    t.flux.assign(n_shells_, 0.0);
+    auto [mx, my] = p_.subtract_mean ? valid_mean(f) : std::pair{0.0, 0.0};
+    std::vector<double> ux(M), uy(M);
+    for (std::size_t k = 0; k < M; ++k) {
+        ux[k] = f.valid[k] ? f.ux[k] - mx : 0.0;
+        uy[k] = f.valid[k] ? f.uy[k] - my : 0.0;
+    }
+    // Gradients.
+    std::vector<double> dxux, dyux, dxuy, dyuy;
+    std::vector<std::uint8_t> ok(f.valid.begin(), f.valid.end());
+    if (p_.gradient == Gradient::fd2) {
+        fd2(g, f.valid, ux, 0, dxux, ok);
+        fd2(g, f.valid, ux, 1, dyux, ok);
+        fd2(g, f.valid, uy, 0, dxuy, ok);
+        fd2(g, f.valid, uy, 1, dyuy, ok);
+    } else {
+        auto deriv = [&](const std::vector<double>& q, int dir, std::vector<double>& out) {
+            for (std::size_t k = 0; k < M; ++k) I.in.p[k][0] = q[k], I.in.p[k][1] = 0;
+            I.forward(I.in.p, I.ax.p);
+            for (std::size_t k = 0; k < M; ++k) {
+                const std::size_t i = k % g.nx, j = k / g.nx;
+                // i·k, with the Nyquist bin of an even transform zeroed (its derivative is not real).
+                const bool nyq = dir == 0 ? (g.nx % 2 == 0 && i == g.nx / 2) : (g.ny % 2 == 0 && j == g.ny / 2);
+                const double kk = nyq ? 0.0 : (dir == 0 ? I.kx[k] : I.ky[k]);
+                const double re = I.ax.p[k][0], im = I.ax.p[k][1];
+                I.bx.p[k][0] = -kk * im, I.bx.p[k][1] = kk * re;
+            }
+            I.backward(I.bx.p, I.by.p);
+            out.resize(M);
+            for (std::size_t k = 0; k < M; ++k) out[k] = I.by.p[k][0];
+        };
+        deriv(ux, 0, dxux);
+        deriv(ux, 1, dyux);
+        deriv(uy, 0, dxuy);
+        deriv(uy, 1, dyuy);
+    }
+    double w2 = 0;
+    for (std::size_t k = 0; k < M; ++k) {
+        const double w = f.valid[k] ? taper_[k] : 0.0;
+        w2 += w * w;
+        const double wf = ok[k] ? w : 0.0;
+        const double fx = -(ux[k] * dxux[k] + uy[k] * dyux[k]), fy = -(ux[k] * dxuy[k] + uy[k] * dyuy[k]);
+        I.in.p[k][0] = w * ux[k], I.in.p[k][1] = w * uy[k];  // pack U as ux + i·uy
+        I.bx.p[k][0] = wf * fx, I.bx.p[k][1] = wf * fy;      // pack F likewise
+    }
+    if (w2 <= 0) {
+        std::fill(t.t.begin(), t.t.end(), kNaN);
+        std::fill(t.flux.begin(), t.flux.end(), kNaN);
+        return t;
+    }
+    w2 /= static_cast<double>(M);
+    I.forward(I.in.p, I.ax.p);
+    I.forward(I.bx.p, I.ay.p);
+    // Unpack the two real transforms from each packed one: x̂(k) = (Z(k) + Z*(−k))/2, ŷ(k) = (Z(k) − Z*(−k))/(2i).
+    const double norm = 1.0 / (dk_ * w2);
+    for (std::size_t j = 0; j < g.ny; ++j)
+        for (std::size_t i = 0; i < g.nx; ++i) {
+            const std::size_t k = j * g.nx + i;
+            const std::size_t km = ((g.ny - j) % g.ny) * g.nx + (g.nx - i) % g.nx;
+            auto unpack = [&](const fftw_complex* Z, double& xr, double& xi, double& yr, double& yi) {
+                const double ar = Z[k][0], ai = Z[k][1], br = Z[km][0], bi = -Z[km][1];  // b = Z*(−k)
+                xr = 0.5 * (ar + br), xi = 0.5 * (ai + bi);
+                yr = 0.5 * (ai - bi), yi = -0.5 * (ar - br);
+            };
+            double uxr, uxi, uyr, uyi, fxr, fxi, fyr, fyi;
+            unpack(I.ax.p, uxr, uxi, uyr, uyi);
+            unpack(I.ay.p, fxr, fxi, fyr, fyi);
+            t.t[static_cast<std::size_t>(I.shell[k])] += (uxr * fxr + uxi * fxi + uyr * fyr + uyi * fyi) * norm;
+        }
+    double acc = 0;
+    for (std::size_t n = n_shells_; n-- > 0;) {
+        acc += t.t[n] * dk_;
+        t.flux[n] = acc;
+    }
+    return t;
+}
+
+PowerLawFit fit_power_law(std::span<const double> k, std::span<const double> e, double k_min, double k_max) {
+    PowerLawFit r;
+    double sx = 0, sy = 0, sxx = 0, sxy = 0, syy = 0;
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < k.size() && i < e.size(); ++i) {
+        if (!(k[i] >= k_min && k[i] <= k_max && k[i] > 0 && e[i] > 0) || !std::isfinite(e[i])) continue;
+        const double x = std::log(k[i]), y = std::log(e[i]);
+        sx += x, sy += y, sxx += x * x, sxy += x * y, syy += y * y;
+        ++n;
+    }
+    r.n_points = n;
+    if (n < 2) {
+        r.exponent = r.prefactor = r.exponent_error = kNaN;
+        return r;
+    }
+    const double dn = static_cast<double>(n), vx = sxx - sx * sx / dn;
+    if (!(vx > 0)) {
+        r.exponent = r.prefactor = r.exponent_error = kNaN;
+        return r;
+    }
+    r.exponent = (sxy - sx * sy / dn) / vx;
+    const double a = (sy - r.exponent * sx) / dn;
+    r.prefactor = std::exp(a);
+    const double rss = std::max(0.0, syy - a * sy - r.exponent * sxy);
+    r.exponent_error = n > 2 ? std::sqrt(rss / (dn - 2) / vx) : kNaN;
+    return r;
+}
+
+namespace {
+
+// Separable truncated Gaussian filter of q (σ = ell) along x then y; periodic wrap or truncation.
+std::vector<double> gauss_filter(const Grid& g, const std::vector<double>& q, double ell) {
+    const auto rx = static_cast<std::int64_t>(std::ceil(3 * ell / g.hx)), ry = static_cast<std::int64_t>(std::ceil(3 * ell / g.hy));
+    std::vector<double> kx(static_cast<std::size_t>(2 * rx + 1)), ky(static_cast<std::size_t>(2 * ry + 1));
+    for (std::int64_t d = -rx; d <= rx; ++d) {
+        const double u = static_cast<double>(d) * g.hx / ell;
+        kx[static_cast<std::size_t>(d + rx)] = std::exp(-0.5 * u * u);
+    }
+    for (std::int64_t d = -ry; d <= ry; ++d) {
+        const double u = static_cast<double>(d) * g.hy / ell;
+        ky[static_cast<std::size_t>(d + ry)] = std::exp(-0.5 * u * u);
+    }
+    const auto nx = static_cast<std::int64_t>(g.nx), ny = static_cast<std::int64_t>(g.ny);
+    std::vector<double> t(q.size(), 0.0), out(q.size(), 0.0);
+    for (std::int64_t j = 0; j < ny; ++j)
+        for (std::int64_t i = 0; i < nx; ++i) {
+            double s = 0;
+            for (std::int64_t d = -rx; d <= rx; ++d) {
+                std::int64_t ii = i + d;
+                if (g.periodic) ii = ((ii % nx) + nx) % nx;
+                else if (ii < 0 || ii >= nx) continue;
+                s += kx[static_cast<std::size_t>(d + rx)] * q[static_cast<std::size_t>(j * nx + ii)];
+            }
+            t[static_cast<std::size_t>(j * nx + i)] = s;
+        }
+    for (std::int64_t j = 0; j < ny; ++j)
+        for (std::int64_t i = 0; i < nx; ++i) {
+            double s = 0;
+            for (std::int64_t d = -ry; d <= ry; ++d) {
+                std::int64_t jj = j + d;
+                if (g.periodic) jj = ((jj % ny) + ny) % ny;
+                else if (jj < 0 || jj >= ny) continue;
+                s += ky[static_cast<std::size_t>(d + ry)] * t[static_cast<std::size_t>(jj * nx + i)];
+            }
+            out[static_cast<std::size_t>(j * nx + i)] = s;
+        }
+    return out;
+}
+
+}  // namespace
+
+std::vector<double> fst_flux(const GridField& f, std::span<const double> scales) {
+    const Grid& g = f.grid;
+    const std::size_t M = g.size();
+    std::vector<double> out;
+    std::vector<double> m(M), mux(M), muy(M), mxx(M), mxy(M), myy(M);
+    for (std::size_t k = 0; k < M; ++k) {
+        const double v = f.valid[k] ? 1.0 : 0.0;
+        m[k] = v;
+        mux[k] = v * f.ux[k], muy[k] = v * f.uy[k];
+        mxx[k] = v * f.ux[k] * f.ux[k], mxy[k] = v * f.ux[k] * f.uy[k], myy[k] = v * f.uy[k] * f.uy[k];
+    }
+    for (double ell : scales) {
+        if (!(ell > 0) || !std::isfinite(ell)) throw ParameterError("fst_flux: scales must be > 0");
+        const auto gm = gauss_filter(g, m, ell);
+        auto filt = [&](const std::vector<double>& q) {
+            auto r = gauss_filter(g, q, ell);
+            for (std::size_t k = 0; k < M; ++k) r[k] = gm[k] > 1e-12 ? r[k] / gm[k] : 0.0;
+            return r;
+        };
+        const auto fx = filt(mux), fy = filt(muy), fxx = filt(mxx), fxy = filt(mxy), fyy = filt(myy);
+        std::vector<std::uint8_t> ok(f.valid.begin(), f.valid.end());
+        std::vector<double> dxx, dyx, dxy, dyy;  // d_j U_i: dxx = ∂x Ux, dyx = ∂y Ux, dxy = ∂x Uy, dyy = ∂y Uy
+        fd2(g, f.valid, fx, 0, dxx, ok);
+        fd2(g, f.valid, fx, 1, dyx, ok);
+        fd2(g, f.valid, fy, 0, dxy, ok);
+        fd2(g, f.valid, fy, 1, dyy, ok);
+        double s = 0;
+        std::size_t n = 0;
+        for (std::size_t j = 0; j < g.ny; ++j)
+            for (std::size_t i = 0; i < g.nx; ++i) {
+                const std::size_t k = j * g.nx + i;
+                if (!ok[k]) continue;
+                if (!g.periodic) {
+                    const double ex = std::min(g.x(i) - g.x0, g.x0 + g.lx() - g.x(i));
+                    const double ey = std::min(g.y(j) - g.y0, g.y0 + g.ly() - g.y(j));
+                    if (ex < 2 * ell || ey < 2 * ell) continue;
+                }
+                const double txx = fxx[k] - fx[k] * fx[k], txy = fxy[k] - fx[k] * fy[k], tyy = fyy[k] - fy[k] * fy[k];
+                s += -(txx * dxx[k] + txy * (dyx[k] + dxy[k]) + tyy * dyy[k]);
+                ++n;
+            }
+        out.push_back(n ? s / static_cast<double>(n) : kNaN);
+    }
+    return out;
+}
+
+}  // namespace vibra::analysis
