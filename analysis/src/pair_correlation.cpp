@@ -72,10 +72,10 @@ StructureFrame structure_frame(const Trajectory& t, std::int64_t f) {
 
 void for_each_structure_frame(const TrajectorySource& source, std::int64_t stride,
                               const std::function<void(const StructureFrame&)>& fn, bool progress,
-                              const std::string& label) {
+                              const std::string& label, std::int64_t block_rows) {
     if (stride < 1) throw ParameterError(label + ": frame stride must be >= 1, got " + std::to_string(stride));
     const std::int64_t T = source.n_frames();
-    const std::int64_t block = frames_per_block(source);
+    const std::int64_t block = frames_per_block(source, std::max<std::int64_t>(1, block_rows));
     Progress bar(label, T, progress && Progress::stderr_is_interactive());
     for (std::int64_t first = 0; first < T; first += block) {
         // only read blocks that contain a sampled frame

@@ -36,11 +36,13 @@ struct StructureFrame {
 /// Unbounded geometry: the bounding rectangle of the frame's positions is used as the window.
 StructureFrame structure_frame(const Trajectory& t, std::int64_t f);
 
-/// Streams the frames 0, stride, 2·stride, … of `source` (blocks of frames_per_block frames)
-/// through `fn`. Throws ParameterError when stride < 1.
+/// Streams the frames 0, stride, 2·stride, … of `source` (blocks of frames_per_block(source,
+/// block_rows) frames, so memory is bounded by about block_rows rows) through `fn`. Throws
+/// ParameterError when stride < 1.
 void for_each_structure_frame(const TrajectorySource& source, std::int64_t stride,
                               const std::function<void(const StructureFrame&)>& fn,
-                              bool progress = false, const std::string& label = "structure");
+                              bool progress = false, const std::string& label = "structure",
+                              std::int64_t block_rows = std::int64_t{1} << 21);
 
 /// Species index of a partial: 0 small, 1 large, 2 = total (all species, unknown included).
 inline constexpr int kSpeciesTotal = 2;
