@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "vibra/analysis/covariance_vdos.hpp"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "vibra/analysis/currents.hpp"
+#include "vibra/core/error.hpp"
+
+namespace vibra::analysis {
+
+void CovarianceVdosParams::validate() const {
+    if (!(temperature >= 0)) throw ParameterError("CovarianceVdosParams.temperature must be >= 0, got " + std::to_string(temperature));
+    if (bins < 1) throw ParameterError("CovarianceVdosParams.bins must be >= 1, got " + std::to_string(bins));
+}
+
+CovarianceVdosResult compute_covariance_vdos(const TrajectorySource& src, const CovarianceVdosParams& p) {
+    p.validate();
+    const std::int64_t T = src.n_frames();
+    CovarianceVdosResult r;
+    r.params = p;
+    r.n_frames = T;
+    // Pass 1: particles present in every frame.
+    std::map<std::int64_t, std::int64_t> count;
+    const std::int64_t fpb = std::max<std::int64_t>(1, frames_per_block(src, 1 << 20));
+    for (std::int64_t b = 0; b < T; b += fpb) {
+        const Trajectory t = src.read_frames(b, std::min(fpb, T - b));
+        for (std::size_t i = 0; i < t.rows.size(); ++i)
+            if (t.rows.particle[i] >= 0 && std::isfinite(t.rows.x[i]) && std::isfinite(t.rows.y[i])) ++count[t.rows.particle[i]];
+    }
+    std::map<std::int64_t, std::size_t> slot;
+    for (const auto& [id, c] : count)
+        if (c == T) {
+            slot[id] = r.particle_ids.size();
+            r.particle_ids.push_back(id);
+        }
+    const std::size_t N = r.particle_ids.size();
+    r.n_particles = static_cast<std::int64_t>(N);
+    if (N < 2) throw Error("covariance_vdos: fewer than 2 particles are present in every frame (" + std::to_string(N) + ")");
+    const std::int64_t need = 10 * 2 * static_cast<std::int64_t>(N);
+    if (T < need && !p.force)
+        throw Error("covariance_vdos: " + std::to_string(N) + " particles present in every frame need >= 10 x 2N = " +
+                    std::to_string(need) + " frames, the trajectory has " + std::to_string(T) +
+                    " (with fewer, sampling noise dominates the spectrum); pass --covariance-vdos-force to compute anyway");
+
+    const Metadata& meta = src.meta();
+    const std::vector<double> masses = species_masses(meta);
+    std::vector<double> m(N, 1.0);
+    const bool periodic = meta.geometry.periodic();
+    const double Lx = meta.geometry.lx(), Ly = meta.geometry.ly();
+    const auto n2 = static_cast<Eigen::Index>(2 * N);
+    Eigen::MatrixXd C = Eigen::MatrixXd::Zero(n2, n2);
+    Eigen::VectorXd S = Eigen::VectorXd::Zero(n2);
+    std::vector<double> ref(2 * N, NAN);
+    double kin = 0;
+    std::int64_t kin_frames = 0;
+    // Pass 2: displacements (minimum image relative to the first frame) → Σd, Σddᵀ in batches.
+    std::int64_t done = 0;
+    for (std::int64_t b = 0; b < T; b += fpb) {
+        const std::int64_t cnt = std::min(fpb, T - b);
+        const Trajectory t = src.read_frames(b, cnt);
+        Eigen::MatrixXd D(n2, cnt);
+        for (std::int64_t f = b; f < b + cnt; ++f) {
+            Eigen::VectorXd d(n2);
+            Eigen::VectorXd v = Eigen::VectorXd::Zero(n2);
+            const bool vel = t.rows.has_velocity();
+            for (std::int64_t i = t.index.begin(f); i < t.index.end(f); ++i) {
+                const auto it = slot.find(t.rows.particle[static_cast<std::size_t>(i)]);
+                if (it == slot.end()) continue;
+                const std::size_t s = it->second;
+                const double x = t.rows.x[static_cast<std::size_t>(i)], y = t.rows.y[static_cast<std::size_t>(i)];
+                if (std::isnan(ref[2 * s])) {
+                    ref[2 * s] = x;
+                    ref[2 * s + 1] = y;
+                    const int sp = t.rows.species[static_cast<std::size_t>(i)];
+                    if (p.mass_weighted && sp >= 0 && static_cast<std::size_t>(sp) < masses.size()) m[s] = masses[static_cast<std::size_t>(sp)];
+                }
+                double dx = x - ref[2 * s], dy = y - ref[2 * s + 1];
+                if (periodic) {
+                    dx -= Lx * std::round(dx / Lx);
+                    dy -= Ly * std::round(dy / Ly);
+                }
+                d[static_cast<Eigen::Index>(2 * s)] = dx;
+                d[static_cast<Eigen::Index>(2 * s + 1)] = dy;
+                if (vel) {
+                    v[static_cast<Eigen::Index>(2 * s)] = t.rows.vx[static_cast<std::size_t>(i)];
+                    v[static_cast<Eigen::Index>(2 * s + 1)] = t.rows.vy[static_cast<std::size_t>(i)];
+                }
+            }
+            if (p.subtract_com) {
+                double mx = 0, my = 0, vx = 0, vy = 0, ms = 0;
+                for (std::size_t s = 0; s < N; ++s) {
+                    mx += m[s] * d[static_cast<Eigen::Index>(2 * s)];
+                    my += m[s] * d[static_cast<Eigen::Index>(2 * s + 1)];
+                    vx += m[s] * v[static_cast<Eigen::Index>(2 * s)];
+                    vy += m[s] * v[static_cast<Eigen::Index>(2 * s + 1)];
+                    ms += m[s];
+                }
+                for (std::size_t s = 0; s < N; ++s) {
+                    d[static_cast<Eigen::Index>(2 * s)] -= mx / ms;
+                    d[static_cast<Eigen::Index>(2 * s + 1)] -= my / ms;
+                    v[static_cast<Eigen::Index>(2 * s)] -= vx / ms;
+                    v[static_cast<Eigen::Index>(2 * s + 1)] -= vy / ms;
+                }
+            }
+            if (vel) {
+                double e = 0;
+                for (std::size_t s = 0; s < N; ++s)
+                    e += m[s] * (v[static_cast<Eigen::Index>(2 * s)] * v[static_cast<Eigen::Index>(2 * s)] +
+                                 v[static_cast<Eigen::Index>(2 * s + 1)] * v[static_cast<Eigen::Index>(2 * s + 1)]);
+                kin += e;
+                ++kin_frames;
+            }
+            D.col(f - b) = d;
+        }
+        S += D.rowwise().sum();
+        C.selfadjointView<Eigen::Lower>().rankUpdate(D);
+        done += cnt;
+    }
+    C.triangularView<Eigen::StrictlyUpper>() = C.transpose();
+    const double Td = static_cast<double>(done);
+    C = C / Td - (S / Td) * (S / Td).transpose();
+    Eigen::VectorXd sq(n2);
+    for (std::size_t s = 0; s < N; ++s) sq[static_cast<Eigen::Index>(2 * s)] = sq[static_cast<Eigen::Index>(2 * s + 1)] = std::sqrt(m[s]);
+    C = sq.asDiagonal() * C * sq.asDiagonal();
+
+    const double dof = static_cast<double>(2 * N) - (p.subtract_com ? 2.0 : 0.0);
+    if (p.temperature > 0) {
+        r.temperature = p.temperature;
+        r.temperature_source = "parameter";
+    } else if (kin_frames > 0) {
+        r.temperature = kin / (static_cast<double>(kin_frames) * dof);
+        r.temperature_source = "velocities (equipartition over 2N" + std::string(p.subtract_com ? " - 2" : "") + " degrees of freedom)";
+    } else {
+        r.temperature = 1;
+        r.temperature_source = "unit (no velocities): omega in units of sqrt(k_B T / m0)";
+    }
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(C);
+    const Eigen::VectorXd lam = es.eigenvalues();
+    const double lmax = lam.maxCoeff();
+    // descending λ = ascending ω; skip the (near) zero modes
+    for (Eigen::Index j = n2 - 1; j >= 0; --j) {
+        if (!(lam[j] > 1e-10 * lmax)) continue;
+        r.eigenvalues.push_back(lam[j]);
+        r.omega.push_back(std::sqrt(r.temperature / lam[j]));
+        const Eigen::VectorXd e = es.eigenvectors().col(j);
+        double s2 = 0, s4 = 0;
+        for (std::size_t s = 0; s < N; ++s) {
+            const double a = e[static_cast<Eigen::Index>(2 * s)] * e[static_cast<Eigen::Index>(2 * s)] +
+                             e[static_cast<Eigen::Index>(2 * s + 1)] * e[static_cast<Eigen::Index>(2 * s + 1)];
+            s2 += a;
+            s4 += a * a;
+        }
+        r.participation.push_back(s2 * s2 / (static_cast<double>(N) * s4));
+    }
+    const double wmax = r.omega.empty() ? 1.0 : r.omega.back() * (1 + 1e-9);
+    const auto nb = static_cast<std::size_t>(p.bins);
+    const double bw = wmax / static_cast<double>(nb);
+    r.vdos.assign(nb, 0.0);
+    for (std::size_t b = 0; b < nb; ++b) r.omega_bins.push_back((static_cast<double>(b) + 0.5) * bw);
+    for (double w : r.omega) r.vdos[std::min(nb - 1, static_cast<std::size_t>(w / bw))] += 1.0 / (static_cast<double>(r.omega.size()) * bw);
+    return r;
+}
+
+ResultGroup covariance_vdos_result_group(const CovarianceVdosResult& r, const Metadata& meta) {
+    const std::string L = meta.length_unit, T = meta.time_unit;
+    ResultGroup g;
+    g.name = "covariance_vdos";
+    g.add("omega", r.omega, "rad/" + T);
+    g.add("eigenvalues", r.eigenvalues, L + "^2");
+    g.add("participation", r.participation, "1");
+    g.add("omega_bins", r.omega_bins, "rad/" + T);
+    g.add("vdos", r.vdos, T + "/rad");
+    g.add_int("particle_ids", r.particle_ids, "1");
+    g.attrs["n_particles"] = r.n_particles;
+    g.attrs["n_frames"] = r.n_frames;
+    g.attrs["temperature"] = r.temperature;
+    g.attrs["temperature_source"] = r.temperature_source;
+    g.attrs["forced"] = std::int64_t{r.params.force};
+    g.attrs["subtract_com"] = std::int64_t{r.params.subtract_com};
+    g.attrs["mass_weighted"] = std::int64_t{r.params.mass_weighted};
+    g.attrs["bins"] = r.params.bins;
+    g.attrs["model"] = std::string("harmonic shadow system: M^1/2 C M^1/2 = k_B T K^-1, omega = sqrt(k_B T / lambda); masses in species-0 units, eigenvalues in m0*L^2");
+    g.attrs["units"] = std::string("L=") + L + ", T=" + T;
+    return g;
+}
+
+}  // namespace vibra::analysis

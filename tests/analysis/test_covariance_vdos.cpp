@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "modes_synthetic.hpp"
+#include "vibra/analysis/covariance_vdos.hpp"
+#include "vibra/core/error.hpp"
+
+using namespace vibra;
+using namespace vibra::analysis;
+using Catch::Matchers::WithinRel;
+
+namespace {
+
+// Periodic triangular crystal (nx × ny, NN springs K = 1, m = 1): real-space stiffness matrix.
+Eigen::MatrixXd stiffness(const test::TriangularCrystal& cr) {
+    const int N = static_cast<int>(cr.n());
+    Eigen::MatrixXd K = Eigen::MatrixXd::Zero(2 * N, 2 * N);
+    for (int j = 0; j < cr.ny; ++j)
+        for (int i = 0; i < cr.nx; ++i) {
+            const int a = j * cr.nx + i;
+            // three of the six bonds per site (each bond once): +x, and the two upward neighbours
+            const int off = j % 2;  // odd rows are shifted by +1/2
+            const int nb[3][2] = {{i + 1, j}, {i + off, j + 1}, {i + off - 1, j + 1}};
+            for (const auto& q : nb) {
+                const int b = ((q[1] + cr.ny) % cr.ny) * cr.nx + (q[0] + cr.nx) % cr.nx;
+                // bond vector in the unwrapped lattice: site(q) − site(i, j) (rows j, j+1 have different shifts)
+                Eigen::Vector2d d = cr.site(q[0], q[1]) - cr.site(i, j);
+                d.normalize();
+                const Eigen::Matrix2d P = cr.K * d * d.transpose();
+                K.block<2, 2>(2 * a, 2 * a) += P;
+                K.block<2, 2>(2 * b, 2 * b) += P;
+                K.block<2, 2>(2 * a, 2 * b) -= P;
+                K.block<2, 2>(2 * b, 2 * a) -= P;
+            }
+        }
+    return K;
+}
+
+// Frames of thermal (k_BT = Tk) displacements and velocities drawn from the normal modes.
+InMemorySource thermal_crystal(const test::TriangularCrystal& cr, int frames, double Tk, std::vector<double>& omega) {
+    const Eigen::MatrixXd K = stiffness(cr);
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(K);
+    omega.clear();
+    const int n2 = static_cast<int>(K.rows());
+    for (int j = 0; j < n2; ++j)
+        if (es.eigenvalues()[j] > 1e-9) omega.push_back(std::sqrt(es.eigenvalues()[j]));
+    std::sort(omega.begin(), omega.end());
+    std::mt19937_64 rng(77);
+    std::normal_distribution<double> g;
+    test::TrajBuilder tb(Geometry::periodic(0, 0, cr.lx(), cr.ly()));
+    for (int f = 0; f < frames; ++f) {
+        Eigen::VectorXd u = Eigen::VectorXd::Zero(n2), v = Eigen::VectorXd::Zero(n2);
+        for (int j = 0; j < n2; ++j) {
+            const double l = es.eigenvalues()[j];
+            if (l <= 1e-9) continue;
+            u += std::sqrt(Tk / l) * g(rng) * es.eigenvectors().col(j);
+            v += std::sqrt(Tk) * g(rng) * es.eigenvectors().col(j);
+        }
+        for (int j = 0; j < cr.ny; ++j)
+            for (int i = 0; i < cr.nx; ++i) {
+                const int a = j * cr.nx + i;
+                const Eigen::Vector2d R = cr.site(i, j);
+                double x = R.x() + u[2 * a], y = R.y() + u[2 * a + 1];
+                x -= cr.lx() * std::floor(x / cr.lx());
+                y -= cr.ly() * std::floor(y / cr.ly());
+                tb.add(f, a, x, y, v[2 * a], v[2 * a + 1]);
+            }
+    }
+    return tb.source(0.1);
+}
+
+}  // namespace
+
+TEST_CASE("Covariance VDOS of a harmonic triangular crystal reproduces its normal-mode frequencies", "[unit]") {
+    test::TriangularCrystal cr{4, 4};
+    std::vector<double> omega;
+    const auto src = thermal_crystal(cr, 60000, 0.002, omega);
+    REQUIRE(omega.size() == 30);  // 2N − 2 translations
+    CovarianceVdosParams p;
+    const auto r = compute_covariance_vdos(src, p);
+    REQUIRE(r.n_particles == 16);
+    REQUIRE_THAT(r.temperature, WithinRel(0.002, 0.01));
+    REQUIRE(r.omega.size() == omega.size());
+    double mean_e = 0, mean_a = 0;
+    for (std::size_t j = 0; j < omega.size(); ++j) {
+        INFO("mode " << j << ": covariance " << r.omega[j] << ", analytic " << omega[j]);
+        REQUIRE_THAT(r.omega[j], WithinRel(omega[j], 0.03));
+        mean_e += r.omega[j];
+        mean_a += omega[j];
+        REQUIRE(r.participation[j] > 0);
+        REQUIRE(r.participation[j] <= 1 + 1e-12);
+    }
+    REQUIRE_THAT(mean_e, WithinRel(mean_a, 0.005));
+    double integral = 0;
+    for (double d : r.vdos) integral += d * (r.omega_bins[1] - r.omega_bins[0]);
+    REQUIRE_THAT(integral, WithinRel(1.0, 1e-9));
+}
+
+TEST_CASE("Covariance VDOS refuses when frames < 10 x 2N unless forced", "[unit]") {
+    test::TriangularCrystal cr{4, 4};
+    std::vector<double> omega;
+    const auto src = thermal_crystal(cr, 300, 0.002, omega);
+    CovarianceVdosParams p;
+    try {
+        compute_covariance_vdos(src, p);
+        FAIL("no refusal");
+    } catch (const Error& e) {
+        const std::string m = e.what();
+        REQUIRE(m.find("320 frames") != std::string::npos);
+        REQUIRE(m.find("has 300") != std::string::npos);
+        REQUIRE(m.find("--covariance-vdos-force") != std::string::npos);
+    }
+    p.force = true;
+    const auto r = compute_covariance_vdos(src, p);
+    REQUIRE(r.omega.size() == 30);
+}
