@@ -10,6 +10,7 @@
 #include <string>
 
 #include "detail/readers.hpp"
+#include "vibra/tracking/camera_formats.hpp"
 #include "vibra/core/error.hpp"
 
 namespace vibra::tracking {
@@ -101,8 +102,8 @@ std::unique_ptr<FrameSource> open_video(const std::string& input, const ReaderPa
     std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
 
     // ---- camera formats (issue 7): the camera-format helper adds its dispatch lines here ----
-    // if (ext == ".cine") return detail::open_cine(input, params);
-    // if (ext == ".mraw" || ext == ".cih" || ext == ".cihx") return detail::open_mraw(input, params);
+    if (ext == ".cine") return open_cine(input, params);
+    if (ext == ".mraw" || ext == ".cih" || ext == ".cihx") return open_mraw(input, params);
     // ---- end of camera formats ----
 
     if (detail::is_image_file(input)) return detail::open_image_sequence(input, params);

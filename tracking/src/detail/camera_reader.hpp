@@ -20,7 +20,7 @@ inline unsigned grey_from_rgb(unsigned r, unsigned g, unsigned b, int channel) {
         case 0: return r;
         case 1: return g;
         case 2: return b;
-        default: return static_cast<unsigned>(std::lround(0.299 * r + 0.587 * g + 0.114 * b));
+        default: return static_cast<unsigned>(std::nearbyint(0.299 * r + 0.587 * g + 0.114 * b));  // as detail::to_grey
     }
 }
 
