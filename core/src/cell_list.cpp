@@ -56,30 +56,6 @@ CellList::CellList(std::span<const double> x, std::span<const double> y, double 
         if (cell[i] != std::numeric_limits<std::size_t>::max())
             items_[static_cast<std::size_t>(fill[cell[i]]++)] = i;
 
-    // 3×3 stencils; with periodic wrap and fewer than 3 cells a neighbour repeats, so deduplicate.
-    stencil_start_.assign(n_cells() + 1, 0);
-    std::vector<std::size_t> tmp;
-    for (std::int64_t cy = 0; cy < ny_; ++cy) {
-        for (std::int64_t cx = 0; cx < nx_; ++cx) {
-            tmp.clear();
-            for (std::int64_t oy = -1; oy <= 1; ++oy) {
-                for (std::int64_t ox = -1; ox <= 1; ++ox) {
-                    std::int64_t ax = cx + ox, ay = cy + oy;
-                    if (periodic_) {
-                        ax = (ax + nx_) % nx_;
-                        ay = (ay + ny_) % ny_;
-                    } else if (ax < 0 || ay < 0 || ax >= nx_ || ay >= ny_) {
-                        continue;
-                    }
-                    tmp.push_back(static_cast<std::size_t>(ay * nx_ + ax));
-                }
-            }
-            std::sort(tmp.begin(), tmp.end());
-            tmp.erase(std::unique(tmp.begin(), tmp.end()), tmp.end());
-            stencil_.insert(stencil_.end(), tmp.begin(), tmp.end());
-            stencil_start_[static_cast<std::size_t>(cy * nx_ + cx) + 1] = stencil_.size();
-        }
-    }
 }
 
 std::size_t CellList::cell_of(double px, double py) const {

@@ -150,7 +150,7 @@ TEST_CASE("import streams: a 10x larger dump does not take 10x the memory", "[in
     REQUIRE(double(rss_large) < 1.3 * double(rss_small));
 }
 
-TEST_CASE("--config TOML sets subcommand options by their long names", "[integration]") {
+TEST_CASE("a TOML config file sets subcommand options by their long names", "[integration]") {
     test::TempDir dir("cli_config");
     test::write_text(dir.file("cfg.toml"), "quiet = true\n[import]\ndt = 0.25\ndiameter = \"small=2.0,large=2.8\"\n");
     const auto r = test::run_vibra("--config " + q(dir.file("cfg.toml")) + " import " + q(kDump) + " -o " + q(dir.file("c.h5")));

@@ -32,7 +32,10 @@ public:
         for (std::size_t ci = 0; ci < n_cells(); ++ci) {
             for (std::int64_t a = start_[ci]; a < start_[ci + 1]; ++a) {
                 const auto i = items_[static_cast<std::size_t>(a)];
-                for (auto cj : stencil(ci)) {
+                std::size_t cells[9];
+                const int nc = stencil(ci, cells);
+                for (int k = 0; k < nc; ++k) {
+                    const std::size_t cj = cells[k];
                     for (std::int64_t b = start_[cj]; b < start_[cj + 1]; ++b) {
                         const auto j = items_[static_cast<std::size_t>(b)];
                         if (j <= i) continue;
@@ -52,7 +55,10 @@ public:
         if (!std::isfinite(qx) || !std::isfinite(qy)) return;
         const double c2 = cutoff_ * cutoff_;
         const std::size_t ci = cell_of(qx, qy);
-        for (auto cj : stencil(ci)) {
+        std::size_t cells[9];
+        const int nc = stencil(ci, cells);
+        for (int k = 0; k < nc; ++k) {
+            const std::size_t cj = cells[k];
             for (std::int64_t b = start_[cj]; b < start_[cj + 1]; ++b) {
                 const auto j = items_[static_cast<std::size_t>(b)];
                 double dx = x_[j] - qx, dy = y_[j] - qy;
@@ -73,8 +79,31 @@ public:
 private:
     std::size_t n_cells() const { return static_cast<std::size_t>(nx_ * ny_); }
     std::size_t cell_of(double px, double py) const;
-    std::span<const std::size_t> stencil(std::size_t c) const {
-        return {stencil_.data() + stencil_start_[c], stencil_start_[c + 1] - stencil_start_[c]};
+    /// The (deduplicated) cells within ±1 of cell c; returns their count (≤ 9).
+    int stencil(std::size_t c, std::size_t* out) const {
+        const auto cx = static_cast<std::int64_t>(c) % nx_, cy = static_cast<std::int64_t>(c) / nx_;
+        std::int64_t xs[3], ys[3];
+        const int nxs = axis_neighbours(cx, nx_, xs), nys = axis_neighbours(cy, ny_, ys);
+        int n = 0;
+        for (int b = 0; b < nys; ++b)
+            for (int a = 0; a < nxs; ++a) out[n++] = static_cast<std::size_t>(ys[b] * nx_ + xs[a]);
+        return n;
+    }
+    // Indices c−1, c, c+1 along one axis: wrapped (periodic, deduplicated when n < 3) or clipped.
+    int axis_neighbours(std::int64_t c, std::int64_t n, std::int64_t* out) const {
+        int k = 0;
+        for (std::int64_t o = -1; o <= 1; ++o) {
+            std::int64_t v = c + o;
+            if (periodic_) {
+                v = (v + n) % n;
+            } else if (v < 0 || v >= n) {
+                continue;
+            }
+            bool seen = false;
+            for (int j = 0; j < k; ++j) seen |= out[j] == v;
+            if (!seen) out[k++] = v;
+        }
+        return k;
     }
 
     std::vector<double> x_, y_;
@@ -84,8 +113,6 @@ private:
     std::int64_t nx_ = 1, ny_ = 1;
     std::vector<std::int64_t> start_;        // CSR over cells
     std::vector<std::size_t> items_;         // point indices, grouped by cell
-    std::vector<std::size_t> stencil_start_; // CSR over cells → neighbour cells (deduplicated)
-    std::vector<std::size_t> stencil_;
 };
 
 }  // namespace vibra
