@@ -1,10 +1,179 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// The modes analyses offered by `vibra analyze` (see registry.hpp). Filled in by the module
-// that implements them.
+// The collective-mode analyses offered by `vibra analyze` (see registry.hpp and
+// docs/collective-modes.md): currents, kgap, tvdos, covariance_vdos.
+#include <cmath>
+
+#include "vibra/analysis/covariance_vdos.hpp"
+#include "vibra/analysis/currents.hpp"
+#include "vibra/analysis/kgap.hpp"
 #include "vibra/analysis/registry.hpp"
+#include "vibra/analysis/transverse_vdos.hpp"
+#include "vibra/core/error.hpp"
 
 namespace vibra::analysis {
 
-std::vector<AnalysisSpec> modes_analyses() { return {}; }
+namespace {
+
+bool boolean(const AnalysisContext& ctx, const std::string& flag) {
+    const auto& s = ctx.text(flag);
+    if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
+    if (s == "0" || s == "false" || s == "no" || s == "off" || s.empty()) return false;
+    throw ParameterError("--" + flag + ": '" + s + "' is not a boolean (0/1)");
+}
+
+double number_or(const AnalysisContext& ctx, const std::string& flag, double dflt) {
+    return ctx.is_set(flag) ? ctx.number(flag) : dflt;
+}
+
+CurrentsParams currents_params(const AnalysisContext& ctx) {
+    CurrentsParams p;
+    p.k_max = number_or(ctx, "currents-kmax", 0);
+    p.k_min = number_or(ctx, "currents-kmin", 0);
+    p.dk = number_or(ctx, "currents-dk", 0);
+    p.segment = ctx.integer("currents-segment");
+    p.max_lag = ctx.integer("currents-max-lag");
+    p.omega_max = number_or(ctx, "currents-omega-max", 0);
+    p.blocks = ctx.integer("currents-blocks");
+    p.taper = ctx.number("currents-taper");
+    p.subtract_mean = boolean(ctx, "currents-subtract-mean");
+    p.mass_weighted = boolean(ctx, "currents-mass");
+    p.threads = std::max(1, ctx.threads);
+    p.validate();
+    return p;
+}
+
+double attr_number(const ResultGroup& g, const std::string& name) {
+    const auto it = g.attrs.find(name);
+    if (it == g.attrs.end()) return NAN;
+    if (const double* d = std::get_if<double>(&it->second)) return *d;
+    return NAN;
+}
+
+}  // namespace
+
+std::vector<AnalysisSpec> modes_analyses() {
+    std::vector<AnalysisSpec> out;
+
+    out.push_back(AnalysisSpec{
+        "currents",
+        "current correlations C_L(k,t), C_T(k,t), spectra C(k,w), peak dispersion (number- and mass-weighted)",
+        {{"currents-kmax", "largest |k|, rad/length (default: 2-D Debye wavenumber sqrt(4 pi rho))", ""},
+         {"currents-kmin", "smallest |k|, rad/length", "0"},
+         {"currents-dk", "shell width, rad/length (default: max(2pi/Lx, 2pi/Ly))", ""},
+         {"currents-segment", "frames per Welch segment (even; 0 = min(T, 256))", "0"},
+         {"currents-max-lag", "lags of C(k,t), frames (0 = segment/2)", "0"},
+         {"currents-omega-max", "largest omega kept in C(k,w), rad/time (default Nyquist)", ""},
+         {"currents-blocks", "time blocks of per-block C(k,t) (kgap bootstrap input; 0 = none)", "10"},
+         {"currents-taper", "Tukey fraction of the spatial taper in windows (0 = hard edge)", "0.2"},
+         {"currents-subtract-mean", "subtract the mean velocity per frame (0/1)", "1"},
+         {"currents-mass", "also mass-weighted currents, masses ~ d^2 (0/1)", "1"}},
+        [](const AnalysisContext& ctx) {
+            const auto r = compute_currents(ctx.source, currents_params(ctx));
+            return std::vector<ResultGroup>{currents_result_group(r, ctx.source.meta())};
+        }});
+
+    out.push_back(AnalysisSpec{
+        "kgap",
+        "dispersion and k-gap: damped-oscillator (pole) and peak fits of w^2 = c^2 k^2 - 1/(4 tau^2), block bootstrap",
+        {{"kgap-kmin", "smallest |k| of the dispersion fits, rad/length (default: first propagating shell)", "0"},
+         {"kgap-kmax", "largest |k| of the dispersion fits, rad/length (default: all shells)", "0"},
+         {"kgap-fit-time", "lags used in the per-shell oscillator fit, time (default: all)", "0"},
+         {"kgap-lag-window", "window on C_T(k,t) before the peak transform: none | tukey | hann", "tukey"},
+         {"kgap-bootstrap", "bootstrap replicates over time blocks", "200"},
+         {"kgap-seed", "bootstrap seed", "1"},
+         {"kgap-cl-shells", "lowest shells for c_L (slope of the longitudinal peak)", "3"}},
+        [](const AnalysisContext& ctx) {
+            KgapParams p;
+            p.k_min = ctx.number("kgap-kmin");
+            p.k_max = ctx.number("kgap-kmax");
+            p.fit_time = ctx.number("kgap-fit-time");
+            p.lag_window = ctx.text("kgap-lag-window");
+            p.bootstrap = static_cast<int>(ctx.integer("kgap-bootstrap"));
+            p.seed = static_cast<std::uint64_t>(ctx.integer("kgap-seed"));
+            p.cl_shells = static_cast<int>(ctx.integer("kgap-cl-shells"));
+            KgapInput in;
+            std::string from;
+            if (ctx.earlier && ctx.earlier->count("currents")) {
+                in = kgap_input(ctx.earlier->at("currents"));
+                from = "earlier currents group";
+            } else {
+                CurrentsParams cp;
+                cp.threads = std::max(1, ctx.threads);
+                in = kgap_input(compute_currents(ctx.source, cp));
+                from = "currents computed with default parameters";
+            }
+            ResultGroup g = kgap_result_group(fit_kgap(in, p), ctx.source.meta());
+            g.attrs["currents_source"] = from;
+            return std::vector<ResultGroup>{g};
+        }});
+
+    out.push_back(AnalysisSpec{
+        "tvdos",
+        "transverse/longitudinal VDOS from current spectra up to k_D, D/w vs Debye, per-particle band contributions",
+        {{"tvdos-kmax", "largest |k|, rad/length (default: Debye wavenumber)", ""},
+         {"tvdos-segment", "frames per segment (even; 0 = min(T, 256))", "0"},
+         {"tvdos-band", "band of the per-particle map: lo,hi in rad/time (default: 0 to Nyquist)", ""},
+         {"tvdos-omega-max", "largest omega written, rad/time (default Nyquist)", ""},
+         {"tvdos-ct", "transverse sound speed for the Debye level, length/time (default: kgap pole c)", ""},
+         {"tvdos-cl", "longitudinal sound speed, length/time (default: kgap c_l)", ""},
+         {"tvdos-taper", "Tukey fraction of the spatial taper in windows", "0.2"},
+         {"tvdos-per-particle", "compute the per-particle map (0/1)", "1"}},
+        [](const AnalysisContext& ctx) {
+            TransverseVdosParams p;
+            p.k_max = number_or(ctx, "tvdos-kmax", 0);
+            p.segment = ctx.integer("tvdos-segment");
+            if (ctx.is_set("tvdos-band")) {
+                const auto b = ctx.numbers("tvdos-band");
+                if (b.size() != 2) throw ParameterError("--tvdos-band: expected lo,hi");
+                p.band_min = b[0];
+                p.band_max = b[1];
+            }
+            p.omega_max = number_or(ctx, "tvdos-omega-max", 0);
+            std::string cs = "option";
+            if (ctx.is_set("tvdos-ct")) p.c_t = ctx.number("tvdos-ct");
+            if (ctx.is_set("tvdos-cl")) p.c_l = ctx.number("tvdos-cl");
+            if (ctx.earlier && ctx.earlier->count("kgap")) {
+                const ResultGroup& k = ctx.earlier->at("kgap");
+                if (!ctx.is_set("tvdos-cl")) {
+                    const double c = attr_number(k, "c_l");
+                    if (std::isfinite(c) && c > 0) p.c_l = c;
+                }
+                if (!ctx.is_set("tvdos-ct"))
+                    for (const auto& sg : k.groups)
+                        if (sg.name == "pole") {
+                            const double c = attr_number(sg, "c");
+                            if (std::isfinite(c) && c > 0) p.c_t = c;
+                        }
+                cs = "kgap results unless given";
+            }
+            p.taper = ctx.number("tvdos-taper");
+            p.per_particle = boolean(ctx, "tvdos-per-particle");
+            p.threads = std::max(1, ctx.threads);
+            ResultGroup g = tvdos_result_group(compute_transverse_vdos(ctx.source, p), ctx.source.meta());
+            g.attrs["sound_speed_source"] = cs;
+            return std::vector<ResultGroup>{g};
+        }});
+
+    out.push_back(AnalysisSpec{
+        "covariance_vdos",
+        "VDOS of solid-like states from the displacement covariance matrix (refuses when frames < 10 x 2N)",
+        {{"covariance-vdos-force", "compute even when frames < 10 x 2N (0/1)", "0"},
+         {"covariance-vdos-temperature", "k_B T in m0 length^2/time^2 (default: from velocities)", ""},
+         {"covariance-vdos-com", "remove the centre-of-mass displacement per frame (0/1)", "1"},
+         {"covariance-vdos-mass", "mass-weight with m ~ d^2 (0/1)", "1"},
+         {"covariance-vdos-bins", "histogram bins", "60"}},
+        [](const AnalysisContext& ctx) {
+            CovarianceVdosParams p;
+            p.force = boolean(ctx, "covariance-vdos-force");
+            p.temperature = number_or(ctx, "covariance-vdos-temperature", 0);
+            p.subtract_com = boolean(ctx, "covariance-vdos-com");
+            p.mass_weighted = boolean(ctx, "covariance-vdos-mass");
+            p.bins = ctx.integer("covariance-vdos-bins");
+            return std::vector<ResultGroup>{covariance_vdos_result_group(compute_covariance_vdos(ctx.source, p), ctx.source.meta())};
+        },
+        false});
+
+    return out;
+}
 
 }  // namespace vibra::analysis
