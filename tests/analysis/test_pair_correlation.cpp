@@ -196,3 +196,75 @@ TEST_CASE("g(r) parameters are validated", "[unit]") {
     p.r_max = 1, p.bins = 0;
     REQUIRE_THROWS_WITH(p.validate(), Catch::Contains("bins"));
 }
+
+#include "vibra/analysis/registry.hpp"
+
+namespace {
+std::map<std::string, ResultGroup> run_structure(const TrajectorySource& src) {
+    std::map<std::string, ResultGroup> done;
+    for (const auto& spec : structure_analyses()) {
+        std::map<std::string, std::string> opts;
+        for (const auto& o : spec.options) opts[o.flag] = o.default_value;
+        AnalysisContext ctx{src, opts, false, 1, &done};
+        auto groups = spec.run(ctx);
+        REQUIRE(!groups.empty());
+        REQUIRE(groups[0].name == spec.name);
+        for (auto& g : groups) {
+            for (const auto& a : g.arrays) {
+                INFO(g.name << "/" << a.name);
+                REQUIRE(!a.units.empty());
+            }
+            done[g.name] = g;
+        }
+    }
+    return done;
+}
+}  // namespace
+
+TEST_CASE("structure analyses run through the registry with the naming rule", "[unit]") {
+    const std::vector<std::string> names{"gr", "sk", "psi6", "voronoi", "clusters", "number_fluctuations"};
+    for (const auto& g : {Geometry::periodic(0, 0, 30, 30), Geometry::rect(0, 0, 30, 30), Geometry::circle(0, 0, 16)}) {
+        const auto src = poisson_source(g, 300, 6, 41);
+        const auto done = run_structure(src);
+        for (const auto& n : names) REQUIRE(done.count(n));
+        const auto& gr = done.at("gr");
+        for (const char* a : {"r", "g", "g_err", "g_small_small", "g_small_large", "g_large_large"}) REQUIRE(gr.find(a));
+        REQUIRE(gr.find("r")->units == "px");
+        REQUIRE(std::get<std::int64_t>(gr.attrs.at("frames")) == 6);
+        REQUIRE(done.at("sk").find("sk_small_large"));
+        REQUIRE(done.at("sk").find("k")->units == "1/px");
+        REQUIRE(done.at("voronoi").find("phi_local_hist_small"));
+        REQUIRE(done.at("psi6").find("t")->units == "frame");  // the input's time unit
+        REQUIRE(done.at("psi6").find("t_frames"));
+        // global packing fraction from the species diameters (species drawn 50/50)
+        const auto& phi = std::get<std::vector<double>>(done.at("voronoi").find("phi")->data);
+        REQUIRE(phi.size() == 6);
+        const double expect = 300 * M_PI * (0.25 + 0.49) / 2 / g.area();
+        REQUIRE_THAT(phi[0], WithinRel(expect, 0.15));
+    }
+    SECTION("single-size data: totals only") {
+        Trajectory t = poisson_source(Geometry::periodic(0, 0, 30, 30), 300, 4, 42).trajectory();
+        for (auto& s : t.rows.species) s = 0;
+        t.meta.species_diameters = {1.0};
+        const InMemorySource src(std::move(t));
+        const auto done = run_structure(src);
+        REQUIRE(done.at("gr").find("g"));
+        REQUIRE(!done.at("gr").find("g_small_small"));
+        REQUIRE(!done.at("sk").find("sk_small_small"));
+        REQUIRE(!done.at("psi6").find("psi6_global_small"));
+        REQUIRE(!done.at("voronoi").find("phi_local_hist_small"));
+        REQUIRE(!done.at("number_fluctuations").find("mean_n_small"));
+    }
+    SECTION("no sizes: voronoi refuses with a message") {
+        Trajectory t = poisson_source(Geometry::periodic(0, 0, 30, 30), 100, 2, 43).trajectory();
+        t.meta.species_diameters.clear();
+        const InMemorySource src(std::move(t));
+        for (const auto& spec : structure_analyses()) {
+            if (spec.name != "voronoi") continue;
+            std::map<std::string, std::string> opts;
+            for (const auto& o : spec.options) opts[o.flag] = o.default_value;
+            AnalysisContext ctx{src, opts, false, 1, nullptr};
+            REQUIRE_THROWS_WITH(spec.run(ctx), Catch::Contains("species_diameters"));
+        }
+    }
+}
