@@ -11,6 +11,9 @@ bool print_video_info(const std::string&, std::ostream&) { return false; }
 void register_extra_commands([[maybe_unused]] CLI::App& app, [[maybe_unused]] GlobalOptions& g) {
 #ifdef VIBRA_HAVE_TRACKING
     register_convert(app, g);  // vibra convert (issue 7)
+    register_synth(app, g);    // vibra synth (issue 3)
+    register_render(app, g);   // vibra render (issue 3)
+    register_track(app, g);    // vibra track (issue 3)
 #endif
 }
 

@@ -33,6 +33,9 @@ void register_analyze(CLI::App& app, GlobalOptions& g);
 void register_simulate(CLI::App& app, GlobalOptions& g);
 // Later modules add their registration functions here (track, synth, render, analyze, convert).
 void register_convert(CLI::App& app, GlobalOptions& g);  // cmd_video_convert.cpp (tracking only)
+void register_synth(CLI::App& app, GlobalOptions& g);    // cmd_tracking_synth.cpp (tracking only)
+void register_render(CLI::App& app, GlobalOptions& g);   // cmd_tracking_render.cpp (tracking only)
+void register_track(CLI::App& app, GlobalOptions& g);    // cmd_tracking_track.cpp (tracking only)
 void register_extra_commands(CLI::App& app, GlobalOptions& g);
 
 }  // namespace vibra::app

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// `vibra track INPUT... -o OUT`: video → linked trajectories (vibra HDF5), one file per input.
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "commands.hpp"
+#include "vibra/core/error.hpp"
+#include "vibra/tracking/pipeline.hpp"
+
+namespace vibra::app {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<double> parse_numbers(const std::string& s, std::size_t n, const std::string& flag) {
+    std::vector<double> v;
+    std::stringstream ss(s);
+    std::string tok;
+    while (std::getline(ss, tok, ',')) {
+        try {
+            std::size_t pos = 0;
+            v.push_back(std::stod(tok, &pos));
+            if (pos != tok.size()) throw std::invalid_argument(tok);
+        } catch (const std::exception&) {
+            throw ParameterError(flag + ": '" + tok + "' is not a number");
+        }
+    }
+    if (v.size() != n) throw ParameterError(flag + " needs " + std::to_string(n) + " comma-separated numbers, got '" + s + "'");
+    return v;
+}
+
+std::string input_stem(const std::string& input) {
+    std::string base = input;
+    while (base.size() > 1 && base.back() == '/') base.pop_back();
+    fs::path p(base);
+    std::string stem = p.stem().string();
+    if (stem.empty() || stem.find('*') != std::string::npos) stem = p.parent_path().filename().string();
+    return stem.empty() ? std::string("input") : stem;
+}
+
+}  // namespace
+
+void register_track(CLI::App& app, GlobalOptions& g) {
+    struct Opts {
+        std::vector<std::string> inputs;
+        std::string output, radii, frames, roi, roi_circle;
+        double radius = 0, radius_small = 0, radius_large = 0;
+        tracking::TrackParams tp;
+    };
+    auto o = std::make_shared<Opts>();
+    auto* cmd = app.add_subcommand("track", "Video → detections → linked trajectories (one HDF5 file per input)");
+    cmd->add_option("INPUT", o->inputs, "Video file, camera file, image-sequence folder or glob (several = several videos)")
+        ->required();
+    cmd->add_option("-o,--output", o->output, "Output .h5 file (one input) or folder (several inputs)")->required();
+    cmd->add_option("--radius", o->radius, "Disk radius (px), one size");
+    cmd->add_option("--radius-small", o->radius_small, "Radius of the small disks (px)");
+    cmd->add_option("--radius-large", o->radius_large, "Radius of the large disks (px)");
+    cmd->add_option("--radii", o->radii, "'auto': estimate one or two radii from the first frames");
+    cmd->add_flag("--invert", o->tp.detect.invert, "Dark particles on a bright background");
+    cmd->add_option("--edge-threshold", o->tp.detect.edge_threshold, "Voting edge: |gradient| / local contrast")
+        ->capture_default_str();
+    cmd->add_option("--min-score", o->tp.detect.min_score, "Keep vote maxima ≥ this × typical score")->capture_default_str();
+    cmd->add_option("--min-edge", o->tp.detect.min_edge, "Keep disks with edge strength ≥ this × median")->capture_default_str();
+    cmd->add_option("--radius-tolerance", o->tp.detect.radius_tolerance, "Relative radius range searched")->capture_default_str();
+    cmd->add_option("--max-step", o->tp.link.max_step, "Linking search radius (px per frame); 0 = half the small radius")
+        ->capture_default_str();
+    cmd->add_option("--memory", o->tp.link.memory, "Frames a particle may vanish and keep its id")->capture_default_str();
+    cmd->add_flag("--predict", o->tp.link.predict, "Constant-velocity prediction when linking");
+    cmd->add_option("--threads", o->tp.threads, "Detection threads (0 = all cores)")->capture_default_str();
+    cmd->add_option("--fps", o->tp.fps, "Frame rate (frames/s), recorded in the file");
+    cmd->add_option("--px-per-mm", o->tp.px_per_mm, "Image calibration (px per mm), recorded in the file");
+    cmd->add_option("--roi", o->roi, "Region of interest x0,y0,x1,y1 (px); detections outside are dropped");
+    cmd->add_option("--roi-circle", o->roi_circle, "Circular region of interest cx,cy,r (px)");
+    cmd->add_option("--channel", o->tp.reader.channel, "Colour → grey: -1 luma, 0 R, 1 G, 2 B")->capture_default_str();
+    cmd->add_option("--frames", o->frames, "Frame range A:B (B exclusive)");
+    cmd->callback([o, &g] {
+        auto& tp = o->tp;
+        if (o->radius > 0) {
+            if (o->radius_small > 0 || o->radius_large > 0) throw ParameterError("--radius excludes --radius-small/--radius-large");
+            tp.detect.radii = {o->radius};
+        } else if (o->radius_small > 0 || o->radius_large > 0) {
+            if (!(o->radius_small > 0 && o->radius_large > 0))
+                throw ParameterError("--radius-small and --radius-large go together");
+            tp.detect.radii = {o->radius_small, o->radius_large};
+        } else if (o->radii != "auto") {
+            throw ParameterError("give --radius R, --radius-small R1 --radius-large R2, or --radii auto");
+        }
+        if (!o->radii.empty() && o->radii != "auto") throw ParameterError("--radii accepts only 'auto', got '" + o->radii + "'");
+        if (!o->roi.empty() && !o->roi_circle.empty()) throw ParameterError("--roi and --roi-circle exclude each other");
+        if (!o->roi.empty()) {
+            const auto v = parse_numbers(o->roi, 4, "--roi");
+            tp.roi = Geometry::rect(v[0], v[1], v[2], v[3]);
+        }
+        if (!o->roi_circle.empty()) {
+            const auto v = parse_numbers(o->roi_circle, 3, "--roi-circle");
+            tp.roi = Geometry::circle(v[0], v[1], v[2]);
+        }
+        if (!o->frames.empty()) {
+            const auto c = o->frames.find(':');
+            if (c == std::string::npos) throw ParameterError("--frames must be A:B, got '" + o->frames + "'");
+            try {
+                tp.reader.first = std::stoll(o->frames.substr(0, c));
+                tp.reader.last = c + 1 < o->frames.size() ? std::stoll(o->frames.substr(c + 1)) : -1;
+            } catch (const std::exception&) {
+                throw ParameterError("--frames must be A:B with integers, got '" + o->frames + "'");
+            }
+            if (tp.reader.first < 0 || (tp.reader.last >= 0 && tp.reader.last <= tp.reader.first))
+                throw ParameterError("--frames must be A:B with 0 <= A < B, got '" + o->frames + "'");
+        }
+        tp.parameters = g.command_line;
+        tp.progress = g.progress();
+        tp.validate();
+
+        const bool many = o->inputs.size() > 1;
+        if (many) {
+            std::error_code ec;
+            fs::create_directories(o->output, ec);
+            if (!fs::is_directory(o->output)) throw IoError(o->output + ": cannot create the output folder");
+        }
+        std::vector<std::string> failed;
+        std::vector<std::string> incomplete;
+        for (const auto& in : o->inputs) {
+            const std::string out = many ? (fs::path(o->output) / (input_stem(in) + ".h5")).string() : o->output;
+            try {
+                const auto s = tracking::track_video(in, out, tp);
+                if (!g.quiet)
+                    std::cerr << in << " → " << out << ": " << s.frames << " frames, " << s.detections << " detections, "
+                              << s.tracks << " tracks, " << s.decode_errors << " undecodable frames, "
+                              << (s.seconds > 0 ? static_cast<double>(s.frames) / s.seconds : 0.0) << " frames/s"
+                              << (s.truncated ? " (input truncated: file marked incomplete)" : "") << "\n";
+                if (s.truncated) incomplete.push_back(in);
+            } catch (const vibra::Error& e) {
+                if (!many) throw;
+                std::cerr << "vibra: error: " << e.what() << " (skipped)\n";
+                failed.push_back(in);
+            }
+        }
+        if (!failed.empty() || !incomplete.empty()) {
+            std::string msg;
+            if (!failed.empty()) {
+                msg += std::to_string(failed.size()) + " of " + std::to_string(o->inputs.size()) + " inputs failed:";
+                for (const auto& f : failed) msg += " " + f;
+            }
+            if (!incomplete.empty()) {
+                msg += std::string(msg.empty() ? "" : "; ") + std::to_string(incomplete.size()) + " input(s) truncated, output marked incomplete:";
+                for (const auto& f : incomplete) msg += " " + f;
+            }
+            throw ExitStatus{1, msg};
+        }
+    });
+}
+
+}  // namespace vibra::app

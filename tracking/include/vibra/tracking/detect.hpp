@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Detection of disks of one or two known radii in a grey frame, independent of what the disk
+// looks like inside (plain, dark ring, marker dot, bright rim with textured interior):
+//   1. gradients and a coarse grid of local contrast (robust 3rd–97th percentile range), which
+//      flattens uneven illumination and per-frame flicker (thresholds and votes are relative
+//      to the local contrast);
+//   2. gradient-direction voting: every pixel on an outer edge (gradient ≥ edge_threshold ×
+//      local contrast) votes along its gradient, towards the bright side, at distances covering
+//      the radii; votes of one disk pile up at its centre, on a grid downsampled by `factor`;
+//   3. local maxima of the smoothed vote map with a minimum separation (non-maximum
+//      suppression), kept when their score is at least min_score × the frame's typical score;
+//   4. sub-pixel refinement, radius and species (refine.hpp, species.hpp), removal of
+//      duplicates and of weak edges.
+#pragma once
+
+#include <opencv2/core.hpp>
+
+#include <vector>
+
+#include "vibra/tracking/refine.hpp"
+
+namespace vibra::tracking {
+
+struct DetectParams {
+    std::vector<double> radii;      ///< nominal radii, px: {r} or {r_small, r_large}; required
+    bool invert = false;            ///< dark particles on a bright background
+    double radius_tolerance = 0.25; ///< radii searched: [r_small·(1−tol), r_large·(1+tol)]
+    double edge_threshold = 0.12;   ///< a pixel votes when |∇I| ≥ this × local contrast (per px)
+    double min_score = 0.4;         ///< keep maxima with score ≥ this × median score of the frame
+    double min_edge = 0.35;         ///< keep refined disks with edge strength ≥ this × median strength
+    double min_separation = 0.7;    ///< × r_small: closest two centres may be (NMS and duplicates)
+    int downsample = 0;             ///< vote grid = image / factor; 0 = automatic (r_small / 3)
+    int contrast_block = 0;         ///< px per contrast cell; 0 = automatic (max(32, 6 r_large))
+    double radius_sigma = 0.3;      ///< px: radius spread for the species confidence
+    RefineParams refine;
+    void validate() const;          ///< throws ParameterError naming the field
+    double r_small() const { return radii.front(); }
+    double r_large() const { return radii.back(); }
+};
+
+/// Candidate centres (px, pixel accuracy) with their vote scores, before refinement.
+struct Candidate {
+    double x, y;
+    float score;
+};
+std::vector<Candidate> find_candidates(const Gradients& g, const DetectParams& p);
+
+/// Whole detection of one frame: gradients → candidates → refinement → species. Particles
+/// sorted by (y, x). Deterministic.
+std::vector<Particle> locate(const cv::Mat& image, const DetectParams& p);
+
+/// Estimates one or two radii (px) from frames: votes over a wide radius range, the measured
+/// radii of the strongest detections, and a two-cluster split of their histogram (two sizes
+/// when the clusters are ≥ 10% apart and each holds ≥ 10% of the disks).
+std::vector<double> estimate_radii(const std::vector<cv::Mat>& frames, bool invert, double r_min = 3,
+                                   double r_max = 80);
+
+}  // namespace vibra::tracking

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// `vibra track` as a library call: video → detections → trajectories → HDF5. A reader thread
+// decodes frames into a bounded queue, `threads` workers detect and refine them, the calling
+// thread links frames in order and spools rows to a temporary file; at the end each
+// trajectory's species is fixed by a majority vote and the rows are streamed into a
+// TrajectoryWriter (atomic: nothing appears at OUT unless the run produced a file).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vibra/core/trajectory.hpp"
+#include "vibra/tracking/detect.hpp"
+#include "vibra/tracking/link.hpp"
+#include "vibra/tracking/video.hpp"
+
+namespace vibra::tracking {
+
+struct TrackParams {
+    DetectParams detect;            ///< radii empty = estimate them from the first frames
+    std::int64_t auto_radii_frames = 3;  ///< frames used by the radius estimate
+    double auto_radius_min = 3, auto_radius_max = 80;  ///< px range of the estimate
+    LinkParams link;                ///< max_step 0 = automatic (0.5 × small radius)
+    ReaderParams reader;
+    int threads = 0;                ///< detection workers; 0 = all cores
+    double fps = 0;                 ///< frames/s when known (frame time stamps = frame / fps)
+    double px_per_mm = 0;           ///< image calibration when known
+    /// Region of interest: window_rect or window_circle (detections outside are dropped);
+    /// unbounded = the whole image.
+    Geometry roi;
+    /// Detections whose species confidence is below this link as "unknown species" (so one
+    /// mis-sized detection cannot break a track); the vote fixes them afterwards.
+    double link_species_confidence = 0.9;
+    std::string parameters;         ///< the command line / settings recorded in the file
+    bool progress = false;          ///< progress line (frames/s, ETA) on stderr
+    void validate() const;          ///< throws ParameterError naming the field
+};
+
+struct TrackSummary {
+    std::string input, output;
+    std::int64_t frames = 0;         ///< frames in the output (decoded + undecodable)
+    std::int64_t decode_errors = 0;  ///< frames counted and skipped
+    std::int64_t detections = 0;
+    std::int64_t tracks = 0;
+    bool truncated = false;          ///< the input ended early; output marked incomplete
+    double seconds = 0;
+    std::vector<double> radii;       ///< radii used (px)
+};
+
+/// Where the trajectories go. The tracking module does not depend on the HDF5 store; the
+/// adapter StoreSink below (compiled by targets that link vibra::store) writes the vibra file.
+class TrajectorySink {
+public:
+    virtual ~TrajectorySink() = default;
+    /// Called once, after the whole video was read, with the final metadata. Columns: frame,
+    /// particle, x, y, species + radius, quality, species_confidence.
+    virtual void open(const Metadata& meta) = 0;
+    virtual void append(const TrajectoryTable& rows, std::int64_t n_frames, const FrameColumns& fc) = 0;
+    virtual void set_diagnostic(const std::string& name, std::vector<std::int64_t> values, const std::string& units) = 0;
+    virtual void commit() = 0;
+};
+
+/// Tracks one input into `sink`; `spool_path` is a temporary file for the rows before the
+/// species vote (removed at the end). Throws IoError / FormatError (unreadable, empty, frame
+/// size change) before the sink is opened; a truncated input yields metadata.incomplete and
+/// summary.truncated = true.
+TrackSummary track_video(const std::string& input, TrajectorySink& sink, const std::string& spool_path,
+                         const TrackParams& p);
+
+}  // namespace vibra::tracking
+
+#if __has_include("vibra/store/trajectory_file.hpp")
+#include <memory>
+
+#include "vibra/store/trajectory_file.hpp"
+
+namespace vibra::tracking {
+
+/// TrajectorySink writing a vibra HDF5 trajectory file (atomic: nothing at `path` until commit).
+class StoreSink final : public TrajectorySink {
+public:
+    explicit StoreSink(std::string path) : path_(std::move(path)) {}
+    void open(const Metadata& meta) override {
+        store::ColumnSet cols;
+        cols.radius = cols.quality = cols.species_confidence = true;
+        w_ = std::make_unique<store::TrajectoryWriter>(path_, meta, cols);
+    }
+    void append(const TrajectoryTable& rows, std::int64_t n_frames, const FrameColumns& fc) override {
+        w_->append(rows, n_frames, fc);
+    }
+    void set_diagnostic(const std::string& name, std::vector<std::int64_t> values, const std::string& units) override {
+        w_->set_diagnostic(name, std::move(values), units);
+    }
+    void commit() override { w_->commit(); }
+
+private:
+    std::string path_;
+    std::unique_ptr<store::TrajectoryWriter> w_;
+};
+
+/// Convenience: track `input` into the HDF5 file `output` (spool at output + ".spool").
+inline TrackSummary track_video(const std::string& input, const std::string& output, const TrackParams& p) {
+    StoreSink sink(output);
+    auto s = track_video(input, sink, output + ".spool", p);
+    s.output = output;
+    return s;
+}
+
+}  // namespace vibra::tracking
+
+#endif

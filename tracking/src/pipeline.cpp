@@ -1,0 +1,386 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "vibra/tracking/pipeline.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "vibra/core/error.hpp"
+#include "vibra/core/progress.hpp"
+#include "vibra/core/version.hpp"
+#include "vibra/tracking/species.hpp"
+
+namespace vibra::tracking {
+
+void TrackParams::validate() const {
+    if (!detect.radii.empty()) detect.validate();
+    if (link.max_step != 0) link.validate();
+    if (threads < 0) throw ParameterError("track: threads must be >= 0, got " + std::to_string(threads));
+    if (fps < 0) throw ParameterError("track: fps must be >= 0, got " + std::to_string(fps));
+    if (px_per_mm < 0) throw ParameterError("track: px_per_mm must be >= 0, got " + std::to_string(px_per_mm));
+    if (auto_radii_frames < 1) throw ParameterError("track: auto_radii_frames must be >= 1");
+    if (!(link_species_confidence >= 0 && link_species_confidence <= 1))
+        throw ParameterError("track: link_species_confidence must be in [0, 1], got " + std::to_string(link_species_confidence));
+    if (roi.kind == GeometryKind::periodic_box) throw ParameterError("track: roi must be a rectangle or a circle");
+    if (roi.kind == GeometryKind::window_rect && !(roi.x1 > roi.x0 && roi.y1 > roi.y0))
+        throw ParameterError("track: roi needs x0 < x1 and y0 < y1");
+    if (roi.kind == GeometryKind::window_circle && !(roi.r > 0)) throw ParameterError("track: roi circle radius must be > 0");
+}
+
+namespace {
+
+// One decoded frame (or a decode problem) in stream order.
+struct Item {
+    std::int64_t seq = 0;
+    ReadStatus status = ReadStatus::ok;
+    Frame frame;
+    std::vector<Particle> parts;
+};
+
+template <class T>
+class BoundedQueue {
+public:
+    explicit BoundedQueue(std::size_t cap) : cap_(cap) {}
+    bool push(T v) {
+        std::unique_lock lk(m_);
+        cv_not_full_.wait(lk, [&] { return q_.size() < cap_ || closed_; });
+        if (closed_) return false;
+        q_.push_back(std::move(v));
+        cv_not_empty_.notify_one();
+        return true;
+    }
+    bool pop(T& v) {
+        std::unique_lock lk(m_);
+        cv_not_empty_.wait(lk, [&] { return !q_.empty() || closed_; });
+        if (q_.empty()) return false;
+        v = std::move(q_.front());
+        q_.pop_front();
+        cv_not_full_.notify_one();
+        return true;
+    }
+    void close() {
+        std::lock_guard lk(m_);
+        closed_ = true;
+        cv_not_empty_.notify_all();
+        cv_not_full_.notify_all();
+    }
+
+private:
+    std::size_t cap_;
+    std::deque<T> q_;
+    bool closed_ = false;
+    std::mutex m_;
+    std::condition_variable cv_not_empty_, cv_not_full_;
+};
+
+// Results arrive out of order from the workers; the linker takes them in order.
+class Reorder {
+public:
+    void put(Item it) {
+        std::lock_guard lk(m_);
+        done_.emplace(it.seq, std::move(it));
+        cv_.notify_all();
+    }
+    // Waits for item `seq`; false when the stream ended before it.
+    bool take(std::int64_t seq, Item& out) {
+        std::unique_lock lk(m_);
+        cv_.wait(lk, [&] { return done_.count(seq) || (finished_ && total_ <= seq); });
+        auto it = done_.find(seq);
+        if (it == done_.end()) return false;
+        out = std::move(it->second);
+        done_.erase(it);
+        return true;
+    }
+    void finish(std::int64_t total) {
+        std::lock_guard lk(m_);
+        finished_ = true;
+        total_ = total;
+        cv_.notify_all();
+    }
+
+private:
+    std::map<std::int64_t, Item> done_;
+    bool finished_ = false;
+    std::int64_t total_ = 0;
+    std::mutex m_;
+    std::condition_variable cv_;
+};
+
+// Spooled row (before the species vote).
+struct Row {
+    std::int64_t frame, particle;
+    double x, y;
+    float radius, quality, conf;
+    std::int8_t species;
+};
+
+struct Spool {
+    std::string path;
+    std::FILE* f = nullptr;
+    explicit Spool(std::string p) : path(std::move(p)) {
+        f = std::fopen(path.c_str(), "w+b");
+        if (!f) throw IoError(path + ": cannot create temporary spool file");
+    }
+    ~Spool() {
+        if (f) std::fclose(f);
+        std::error_code ec;
+        std::filesystem::remove(path, ec);
+    }
+    void write(const std::vector<Row>& rows) {
+        if (!rows.empty() && std::fwrite(rows.data(), sizeof(Row), rows.size(), f) != rows.size())
+            throw IoError(path + ": write failed (disk full?)");
+    }
+};
+
+bool inside_roi(const Geometry& g, double x, double y) {
+    return g.kind == GeometryKind::unbounded || g.contains(x, y);
+}
+
+}  // namespace
+
+TrackSummary track_video(const std::string& input, TrajectorySink& writer, const std::string& spool_path,
+                         const TrackParams& p_in) {
+    p_in.validate();
+    TrackParams p = p_in;
+    const auto t_start = std::chrono::steady_clock::now();
+    TrackSummary sum;
+    sum.input = input;
+
+    auto src = open_video(input, p.reader);
+    const VideoInfo info = src->info();
+    if (info.n_frames == 0) throw FormatError(input + ": the input has no frames");
+
+    // Radii: given, or estimated from the first frames (which are then processed normally:
+    // the source is reopened).
+    if (p.detect.radii.empty()) {
+        std::vector<cv::Mat> first;
+        Frame fr;
+        while (static_cast<std::int64_t>(first.size()) < p.auto_radii_frames) {
+            const auto st = src->next(fr);
+            if (st == ReadStatus::ok)
+                first.push_back(fr.image.clone());
+            else if (st != ReadStatus::corrupt)
+                break;
+        }
+        if (first.empty()) throw FormatError(input + ": no frame could be decoded");
+        p.detect.radii = estimate_radii(first, p.detect.invert, p.auto_radius_min, p.auto_radius_max);
+        src = open_video(input, p.reader);
+    }
+    p.detect.validate();
+    if (p.link.max_step == 0) p.link.max_step = 0.5 * p.detect.r_small();
+    p.link.validate();
+    sum.radii = p.detect.radii;
+
+    const int n_workers = p.threads > 0 ? p.threads : std::max(1u, std::thread::hardware_concurrency());
+    BoundedQueue<Item> in_q(static_cast<std::size_t>(2 * n_workers + 2));
+    Reorder out;
+    std::atomic<bool> stop{false};
+    std::exception_ptr reader_error, worker_error;
+    std::mutex err_m;
+    std::atomic<std::int64_t> total_items{0};
+    bool truncated = false;
+    const std::int64_t W = info.width, H = info.height;
+
+    std::thread reader([&] {
+        std::int64_t seq = 0;
+        try {
+            while (!stop) {
+                Item it;
+                it.seq = seq;
+                const auto st = src->next(it.frame);
+                if (st == ReadStatus::end) break;
+                if (st == ReadStatus::truncated) {
+                    truncated = true;
+                    break;
+                }
+                it.status = st;
+                if (st == ReadStatus::ok) {
+                    if (it.frame.image.empty()) {
+                        it.status = ReadStatus::corrupt;
+                    } else if ((W > 0 && it.frame.image.cols != W) || (H > 0 && it.frame.image.rows != H)) {
+                        throw FormatError(at_frame(input, it.frame.index,
+                                                   "frame size changed from " + std::to_string(W) + "x" + std::to_string(H) +
+                                                       " to " + std::to_string(it.frame.image.cols) + "x" +
+                                                       std::to_string(it.frame.image.rows)));
+                    }
+                }
+                if (!in_q.push(std::move(it))) break;
+                ++seq;
+            }
+        } catch (...) {
+            std::lock_guard lk(err_m);
+            reader_error = std::current_exception();
+            stop = true;
+        }
+        total_items = seq;
+        in_q.close();
+    });
+    std::atomic<int> workers_left{n_workers};
+    std::vector<std::thread> workers;
+    for (int k = 0; k < n_workers; ++k)
+        workers.emplace_back([&] {
+            Item it;
+            while (in_q.pop(it)) {
+                try {
+                    if (it.status == ReadStatus::ok && !stop) it.parts = locate(it.frame.image, p.detect);
+                } catch (...) {
+                    std::lock_guard lk(err_m);
+                    if (!worker_error) worker_error = std::current_exception();
+                    stop = true;
+                }
+                it.frame.image.release();
+                out.put(std::move(it));
+            }
+            if (--workers_left == 0) out.finish(total_items.load());
+        });
+    auto join_all = [&] {
+        stop = true;
+        in_q.close();
+        if (reader.joinable()) reader.join();
+        for (auto& w : workers)
+            if (w.joinable()) w.join();
+    };
+
+    Spool spool(spool_path);
+    Linker linker(p.link);
+    SpeciesVote vote;
+    std::vector<std::int64_t> d_det, d_links, d_new, d_lost, d_err;
+    std::vector<double> time_s, frame_times;
+    std::vector<std::int64_t> image_numbers;
+    bool any_time = false;
+    Progress progress("track " + input, info.n_frames, p.progress);
+    std::vector<Row> rows;
+    std::vector<double> xs, ys;
+    std::vector<std::int8_t> sp;
+    try {
+        Item it;
+        for (std::int64_t seq = 0; out.take(seq, it); ++seq) {
+            if (stop && (reader_error || worker_error)) break;
+            std::vector<Particle> parts;
+            for (auto& q : it.parts)
+                if (inside_roi(p.roi, q.x, q.y)) parts.push_back(q);
+            xs.resize(parts.size());
+            ys.resize(parts.size());
+            sp.resize(parts.size());
+            for (std::size_t i = 0; i < parts.size(); ++i) {
+                xs[i] = parts[i].x, ys[i] = parts[i].y;
+                sp[i] = parts[i].species_confidence >= p.link_species_confidence ? parts[i].species : kSpeciesUnknown;
+            }
+            const auto ids = linker.link(xs, ys, sp);
+            const auto& ls = linker.last_stats();
+            rows.clear();
+            for (std::size_t i = 0; i < parts.size(); ++i) {
+                rows.push_back({seq, ids[i], parts[i].x, parts[i].y, parts[i].radius, parts[i].quality,
+                                parts[i].species_confidence, parts[i].species});
+                vote.add(ids[i], parts[i].species, parts[i].species_confidence);
+            }
+            std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.particle < b.particle; });
+            spool.write(rows);
+            d_det.push_back(static_cast<std::int64_t>(parts.size()));
+            d_links.push_back(ls.links);
+            d_new.push_back(ls.new_tracks);
+            d_lost.push_back(ls.lost_tracks);
+            d_err.push_back(it.status == ReadStatus::ok ? 0 : 1);
+            sum.decode_errors += it.status == ReadStatus::ok ? 0 : 1;
+            sum.detections += static_cast<std::int64_t>(parts.size());
+            time_s.push_back(it.frame.time_s);
+            any_time = any_time || it.frame.time_s >= 0;
+            image_numbers.push_back(it.frame.image_number);
+            progress.update(seq + 1);
+        }
+    } catch (...) {
+        join_all();
+        throw;
+    }
+    join_all();
+    progress.finish();
+    if (reader_error) std::rethrow_exception(reader_error);
+    if (worker_error) std::rethrow_exception(worker_error);
+    const auto n_frames = static_cast<std::int64_t>(d_det.size());
+    if (n_frames == 0) throw FormatError(input + ": no frames could be read");
+    if (n_frames == sum.decode_errors) throw FormatError(input + ": no frame could be decoded");
+
+    // Metadata.
+    Metadata meta;
+    meta.length_unit = "px";
+    meta.time_unit = "frame";
+    meta.frame_interval = 1.0;
+    if (p.px_per_mm > 0) meta.px_per_mm = p.px_per_mm;
+    meta.image_width = W;
+    meta.image_height = H;
+    meta.coordinate_convention = "image";
+    meta.geometry = p.roi.kind == GeometryKind::unbounded ? Geometry::rect(-0.5, -0.5, W - 0.5, H - 0.5) : p.roi;
+    for (double r : p.detect.radii) meta.species_diameters.push_back(2 * r);
+    if (p.detect.radii.size() == 1) meta.species_names = {"disk"};
+    meta.source.file = input;
+    meta.source.vibra_version = vibra::version();
+    meta.source.parameters = p.parameters;
+    meta.incomplete = truncated;
+    meta.user["video_format"] = info.format;
+    if (p.fps > 0) meta.user["fps"] = std::to_string(p.fps);
+    else if (info.fps > 0) meta.user["video_fps"] = std::to_string(info.fps);
+    meta.user["radii_px"] = [&] {
+        std::string s;
+        for (double r : p.detect.radii) s += (s.empty() ? "" : ",") + std::to_string(r);
+        return s;
+    }();
+
+    FrameColumns fc;
+    if (any_time) fc.time_s = time_s;
+    else if (p.fps > 0) {
+        fc.time_s.resize(static_cast<std::size_t>(n_frames));
+        for (std::int64_t f = 0; f < n_frames; ++f) fc.time_s[static_cast<std::size_t>(f)] = static_cast<double>(f) / p.fps;
+    }
+    fc.image_number = image_numbers;
+
+    writer.open(meta);
+    std::fflush(spool.f);
+    std::rewind(spool.f);
+    const std::int64_t block = 256;
+    std::vector<Row> buf;
+    TrajectoryTable t;
+    for (std::int64_t f0 = 0; f0 < n_frames; f0 += block) {
+        const std::int64_t nb = std::min(block, n_frames - f0);
+        std::int64_t nrows = 0;
+        for (std::int64_t f = f0; f < f0 + nb; ++f) nrows += d_det[static_cast<std::size_t>(f)];
+        buf.resize(static_cast<std::size_t>(nrows));
+        if (nrows > 0 && std::fread(buf.data(), sizeof(Row), buf.size(), spool.f) != buf.size())
+            throw IoError(spool.path + ": read failed");
+        t.clear();
+        t.radius.clear();
+        t.quality.clear();
+        t.species_confidence.clear();
+        for (const auto& r : buf) {
+            const auto v = vote.result(r.particle);
+            t.push(r.frame, r.particle, r.x, r.y, v.species >= 0 ? v.species : r.species);
+            t.radius.push_back(r.radius);
+            t.quality.push_back(r.quality);
+            t.species_confidence.push_back(v.species >= 0 ? v.confidence : r.conf);
+        }
+        FrameColumns fcb;
+        if (!fc.time_s.empty()) fcb.time_s.assign(fc.time_s.begin() + f0, fc.time_s.begin() + f0 + nb);
+        fcb.image_number.assign(fc.image_number.begin() + f0, fc.image_number.begin() + f0 + nb);
+        writer.append(t, nb, fcb);
+    }
+    writer.set_diagnostic("detections", d_det, "1");
+    writer.set_diagnostic("links", d_links, "1");
+    writer.set_diagnostic("new_tracks", d_new, "1");
+    writer.set_diagnostic("lost_tracks", d_lost, "1");
+    writer.set_diagnostic("decode_errors", d_err, "1");
+    writer.commit();
+
+    sum.frames = n_frames;
+    sum.tracks = linker.n_tracks();
+    sum.truncated = truncated;
+    sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+    return sum;
+}
+
+}  // namespace vibra::tracking

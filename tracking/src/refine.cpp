@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "vibra/tracking/refine.hpp"
+
+#include <opencv2/imgproc.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include "vibra/core/cell_list.hpp"
+#include "vibra/core/error.hpp"
+
+namespace vibra::tracking {
+
+void RefineParams::validate() const {
+    auto bad = [](const char* f, double v, const char* rule) {
+        throw ParameterError(std::string("refine: ") + f + " must be " + rule + ", got " + std::to_string(v));
+    };
+    if (!(annulus_half_width >= 0.5)) bad("annulus_half_width", annulus_half_width, ">= 0.5 px");
+    if (!(neighbour_margin >= 0)) bad("neighbour_margin", neighbour_margin, ">= 0 px");
+    if (iterations < 1) bad("iterations", iterations, ">= 1");
+    if (!(radius_bin > 0.05 && radius_bin <= 2)) bad("radius_bin", radius_bin, "in (0.05, 2] px");
+}
+
+namespace {
+
+template <class T>
+void block_contrast(const cv::Mat& img, int block, cv::Mat& out) {
+    const int nbx = (img.cols + block - 1) / block, nby = (img.rows + block - 1) / block;
+    out.create(nby, nbx, CV_32F);
+    std::vector<float> v;
+    v.reserve(static_cast<std::size_t>(block * block / 4 + 4));
+    for (int by = 0; by < nby; ++by)
+        for (int bx = 0; bx < nbx; ++bx) {
+            v.clear();
+            const int y1 = std::min(img.rows, (by + 1) * block), x1 = std::min(img.cols, (bx + 1) * block);
+            for (int y = by * block; y < y1; y += 2) {
+                const T* row = img.ptr<T>(y);
+                for (int x = bx * block; x < x1; x += 2) v.push_back(static_cast<float>(row[x]));
+            }
+            const auto n = v.size();
+            const auto lo = static_cast<std::ptrdiff_t>(n * 3 / 100), hi = static_cast<std::ptrdiff_t>((n * 97) / 100);
+            std::nth_element(v.begin(), v.begin() + hi, v.end());
+            const float vh = v[static_cast<std::size_t>(hi)];
+            std::nth_element(v.begin(), v.begin() + lo, v.begin() + hi);
+            out.at<float>(by, bx) = vh - v[static_cast<std::size_t>(lo)];
+        }
+}
+
+}  // namespace
+
+Gradients compute_gradients(const cv::Mat& image, bool invert, int block) {
+    if (image.empty() || image.channels() != 1 || (image.depth() != CV_8U && image.depth() != CV_16U))
+        throw ParameterError("compute_gradients: need a non-empty grey 8- or 16-bit image");
+    if (block < 4) throw ParameterError("compute_gradients: contrast block must be >= 4 px, got " + std::to_string(block));
+    Gradients g;
+    g.block = block;
+    const double s = (invert ? -1.0 : 1.0) / 32.0;
+    const char* sm = std::getenv("VIBRA_SMOOTH");
+    if (sm && std::atof(sm) > 0) {
+        cv::Mat f;
+        cv::GaussianBlur(image, f, cv::Size(0, 0), std::atof(sm));
+        cv::Mat ff; f.convertTo(ff, CV_32F);
+        cv::Scharr(ff, g.gx, CV_32F, 1, 0, s, 0, cv::BORDER_REPLICATE);
+        cv::Scharr(ff, g.gy, CV_32F, 0, 1, s, 0, cv::BORDER_REPLICATE);
+    } else {
+    cv::Scharr(image, g.gx, CV_32F, 1, 0, s, 0, cv::BORDER_REPLICATE);
+    cv::Scharr(image, g.gy, CV_32F, 0, 1, s, 0, cv::BORDER_REPLICATE);
+    }
+    if (image.depth() == CV_8U)
+        block_contrast<std::uint8_t>(image, block, g.contrast);
+    else
+        block_contrast<std::uint16_t>(image, block, g.contrast);
+    // Blocks without particles measure only noise: floor at a quarter of the median block.
+    std::vector<float> all(g.contrast.begin<float>(), g.contrast.end<float>());
+    std::nth_element(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(all.size() / 2), all.end());
+    const float floor_c = std::max(0.25f * all[all.size() / 2], 1.0f);
+    for (auto it = g.contrast.begin<float>(); it != g.contrast.end<float>(); ++it) *it = std::max(*it, floor_c);
+    return g;
+}
+
+namespace {
+
+struct Profile {
+    std::vector<double> sum;
+    std::vector<int> count;
+    double lo = 0, bin = 0.5;
+    void reset(double lo_, double hi_, double bin_) {
+        lo = lo_;
+        bin = bin_;
+        const auto n = static_cast<std::size_t>(std::ceil((hi_ - lo_) / bin_)) + 1;
+        sum.assign(n, 0.0);
+        count.assign(n, 0);
+    }
+    void add(double rho, double gr) {
+        const auto k = static_cast<std::ptrdiff_t>((rho - lo) / bin);
+        if (k < 0 || k >= static_cast<std::ptrdiff_t>(sum.size())) return;
+        sum[static_cast<std::size_t>(k)] += gr;
+        ++count[static_cast<std::size_t>(k)];
+    }
+    // Peak radius and mean gradient there; false when no bin has data.
+    bool peak(double& radius, double& value) const {
+        std::ptrdiff_t best = -1;
+        double bv = -1e300;
+        const auto n = static_cast<std::ptrdiff_t>(sum.size());
+        auto mean = [&](std::ptrdiff_t k) {
+            const auto c = count[static_cast<std::size_t>(k)];
+            return c >= 2 ? sum[static_cast<std::size_t>(k)] / c : -1e300;
+        };
+        for (std::ptrdiff_t k = 0; k < n; ++k)
+            if (mean(k) > bv) bv = mean(k), best = k;
+        if (best < 0 || bv <= -1e299) return false;
+        double d = 0;
+        if (best > 0 && best + 1 < n && mean(best - 1) > -1e299 && mean(best + 1) > -1e299) {
+            const double a = mean(best - 1), c = mean(best + 1), den = a - 2 * bv + c;
+            if (den < 0) d = std::clamp(0.5 * (a - c) / den, -0.5, 0.5);
+        }
+        radius = lo + (static_cast<double>(best) + 0.5 + d) * bin;
+        value = bv;
+        return true;
+    }
+};
+
+// Pixels of the annulus ρ ∈ [r_in, r_out] around (cx, cy), clipped to the image: f(px, py, dx, dy, ρ²).
+template <class F>
+void for_annulus(int w, int h, double cx, double cy, double r_in, double r_out, F&& f) {
+    const double ro2 = r_out * r_out, ri2 = r_in > 0 ? r_in * r_in : -1.0;
+    const int y0 = std::max(0, static_cast<int>(std::ceil(cy - r_out))), y1 = std::min(h - 1, static_cast<int>(std::floor(cy + r_out)));
+    for (int py = y0; py <= y1; ++py) {
+        const double dy = py - cy, dy2 = dy * dy;
+        const double half = std::sqrt(std::max(0.0, ro2 - dy2));
+        const int x0 = std::max(0, static_cast<int>(std::ceil(cx - half))), x1 = std::min(w - 1, static_cast<int>(std::floor(cx + half)));
+        // inner exclusion span
+        int ix0 = x1 + 1, ix1 = x1;
+        if (ri2 > dy2) {
+            const double hi = std::sqrt(ri2 - dy2);
+            ix0 = static_cast<int>(std::ceil(cx - hi));
+            ix1 = static_cast<int>(std::floor(cx + hi));
+        }
+        for (int px = x0; px <= x1; ++px) {
+            if (px == ix0 && ix1 >= ix0) {
+                px = ix1;
+                continue;
+            }
+            const double dx = px - cx;
+            const double r2 = dx * dx + dy2;
+            if (r2 > ro2 || r2 < ri2) continue;
+            f(px, py, dx, dy, r2);
+        }
+    }
+}
+
+}  // namespace
+
+void refine_particles(const Gradients& g, std::vector<Particle>& parts, double radius_min, double radius_max,
+                      const RefineParams& p) {
+    p.validate();
+    if (parts.empty()) return;
+    const int w = g.gx.cols, h = g.gx.rows;
+    const double a = p.annulus_half_width;
+    const std::size_t n = parts.size();
+
+    // 1. Radius from the radial edge profile around the candidate centre.
+    Profile prof;
+    for (auto& q : parts) {
+        prof.reset(std::max(0.0, radius_min - 1.0), radius_max + 1.5, p.radius_bin);
+        for_annulus(w, h, q.x, q.y, prof.lo, radius_max + 1.5, [&](int px, int py, double dx, double dy, double r2) {
+            if (r2 < 1e-9) return;
+            const double rho = std::sqrt(r2);
+            const double gr = -(g.gx.at<float>(py, px) * dx + g.gy.at<float>(py, px) * dy) / rho;
+            prof.add(rho, gr);
+        });
+        double r = 0.5 * (radius_min + radius_max), v = 0;
+        if (prof.peak(r, v)) q.radius = static_cast<float>(std::clamp(r, radius_min, radius_max));
+        else q.radius = static_cast<float>(r);
+    }
+
+    // Neighbours within reach of each other's annulus.
+    std::vector<double> xs(n), ys(n);
+    std::vector<std::vector<std::uint32_t>> nb(n);
+    {
+        for (std::size_t i = 0; i < n; ++i) xs[i] = parts[i].x, ys[i] = parts[i].y;
+        const double reach = 2 * radius_max + a + p.neighbour_margin + 2;
+        CellList cl(xs, ys, reach, Geometry{});
+        cl.for_each_pair([&](std::size_t i, std::size_t j, double, double, double) {
+            nb[i].push_back(static_cast<std::uint32_t>(j));
+            nb[j].push_back(static_cast<std::uint32_t>(i));
+        });
+    }
+
+    // 2. Centre: weighted least-squares intersection of the gradient lines on the annulus, with
+    //    pixels in a neighbour's edge band masked; re-centred `iterations` times.
+    std::vector<double> nx(n), ny(n);
+    for (int it = 0; it < p.iterations; ++it) {
+        const bool last = it + 1 == p.iterations;
+        for (std::size_t i = 0; i < n; ++i) {
+            auto& q = parts[i];
+            const double R = q.radius;
+            const double cap = 1.5 * g.contrast_at(std::clamp(static_cast<int>(q.x), 0, w - 1), std::clamp(static_cast<int>(q.y), 0, h - 1));
+            const double cap2 = cap * cap;
+            // neighbours whose band reaches the annulus
+            double mx[32], my[32], mr2[32];
+            int nm = 0;
+            for (auto j : nb[i]) {
+                const double djx = xs[j] - q.x, djy = ys[j] - q.y;
+                const double rj = parts[j].radius + p.neighbour_margin;
+                const double dij = std::hypot(djx, djy);
+                // much closer than touching: a duplicate or spurious candidate, not a neighbour
+                if (dij < 0.75 * (R + parts[j].radius)) continue;
+                if (dij < R + a + rj && nm < 32) {
+                    mx[nm] = xs[j], my[nm] = ys[j], mr2[nm] = rj * rj;
+                    ++nm;
+                }
+            }
+            double m00 = 0, m01 = 0, m11 = 0, b0 = 0, b1 = 0;
+            if (last) prof.reset(std::max(0.0, R - a), R + a, p.radius_bin);
+            for_annulus(w, h, q.x, q.y, std::max(0.0, R - a), R + a, [&](int px, int py, double dx, double dy, double r2) {
+                // Mask symmetrically: a pixel goes when it or its mirror image through the
+                // centre lies in a neighbour's band, so the kept set stays centrally symmetric
+                // and the (small, odd) direction errors of the discrete gradient still cancel.
+                for (int k = 0; k < nm; ++k) {
+                    const double ex = px - mx[k], ey = py - my[k];
+                    if (ex * ex + ey * ey < mr2[k]) return;
+                    const double fx = q.x - dx - mx[k], fy = q.y - dy - my[k];
+                    if (fx * fx + fy * fy < mr2[k]) return;
+                }
+                const double gx = g.gx.at<float>(py, px), gy = g.gy.at<float>(py, px);
+                const double g2 = gx * gx + gy * gy;
+                if (g2 <= 0) return;
+                const double s = g2 > cap2 ? cap2 / g2 : 1.0;  // hot pixels cannot dominate
+                const double a00 = s * gy * gy, a01 = -s * gx * gy, a11 = s * gx * gx;
+                m00 += a00, m01 += a01, m11 += a11;
+                b0 += a00 * px + a01 * py;
+                b1 += a01 * px + a11 * py;
+                if (last && r2 > 1e-9) {
+                    const double rho = std::sqrt(r2);
+                    prof.add(rho, -(gx * dx + gy * dy) / rho);
+                }
+            });
+            const double det = m00 * m11 - m01 * m01;
+            double cx = q.x, cy = q.y;
+            if (det > 1e-12 * (m00 + m11) * (m00 + m11) && det > 0) {
+                cx = (m11 * b0 - m01 * b1) / det;
+                cy = (m00 * b1 - m01 * b0) / det;
+                // a centre can move at most a px per iteration (guards against degenerate fits)
+                const double ddx = cx - q.x, ddy = cy - q.y, dd = std::hypot(ddx, ddy);
+                if (dd > a) cx = q.x + ddx * a / dd, cy = q.y + ddy * a / dd;
+            }
+            nx[i] = cx, ny[i] = cy;
+            if (last) {
+                double r = R, v = 0;
+                if (prof.peak(r, v)) {
+                    q.radius = static_cast<float>(r);
+                    q.strength = static_cast<float>(v / cap * 1.5);
+                } else {
+                    q.strength = 0;
+                }
+            }
+        }
+        for (std::size_t i = 0; i < n; ++i) {
+            parts[i].x = nx[i], parts[i].y = ny[i];
+            xs[i] = nx[i], ys[i] = ny[i];
+        }
+    }
+}
+
+}  // namespace vibra::tracking
