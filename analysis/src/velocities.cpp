@@ -19,16 +19,21 @@ double min_image(double d, double L) {
     return d - L * std::round(d / L);
 }
 
-// Centred moving average of width w (odd) with shrinking windows at the ends.
-std::vector<double> moving_average(const std::vector<double>& a, std::int64_t w) {
+// Centred moving average of width w over the valid entries only (shrinking windows at the ends;
+// entries without data, e.g. the drift increment of frame 0, neither count nor get a value).
+std::vector<double> moving_average(const std::vector<double>& a, const std::vector<char>& valid, std::int64_t w) {
     const auto n = static_cast<std::int64_t>(a.size());
-    std::vector<double> prefix(a.size() + 1, 0.0);
-    for (std::int64_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + a[i];
-    std::vector<double> out(a.size());
+    std::vector<double> prefix(a.size() + 1, 0.0), count(a.size() + 1, 0.0);
+    for (std::int64_t i = 0; i < n; ++i) {
+        prefix[i + 1] = prefix[i] + (valid[i] ? a[i] : 0.0);
+        count[i + 1] = count[i] + (valid[i] ? 1.0 : 0.0);
+    }
+    std::vector<double> out(a.size(), 0.0);
     const std::int64_t h = w / 2;
     for (std::int64_t i = 0; i < n; ++i) {
+        if (!valid[i]) continue;
         const std::int64_t lo = std::max<std::int64_t>(0, i - h), hi = std::min(n, i + h + 1);
-        out[i] = (prefix[hi] - prefix[lo]) / static_cast<double>(hi - lo);
+        out[i] = (prefix[hi] - prefix[lo]) / (count[hi] - count[lo]);
     }
     return out;
 }
@@ -153,6 +158,7 @@ TrackStreamInfo stream_tracks(const TrajectorySource& src, const TrackStreamPara
     std::unordered_map<std::int64_t, IdInfo> ids;
     std::vector<double> dx(static_cast<std::size_t>(T), 0.0), dy(static_cast<std::size_t>(T), 0.0);
     std::vector<double> ux(static_cast<std::size_t>(T), 0.0), uy(static_cast<std::size_t>(T), 0.0);
+    std::vector<char> d_ok(static_cast<std::size_t>(T), 0), u_ok(static_cast<std::size_t>(T), 0);
     bool has_vel = false;
     {
         std::vector<std::int64_t> prev_id, cur_id;
@@ -189,6 +195,7 @@ TrackStreamInfo stream_tracks(const TrajectorySource& src, const TrackStreamPara
                 if (nv > 0) {
                     ux[f] = su / nv;
                     uy[f] = sv / nv;
+                    u_ok[f] = 1;
                 }
                 if (prev_frame == f - 1) {  // merge-join on sorted ids
                     double sx = 0, sy = 0;
@@ -206,6 +213,7 @@ TrackStreamInfo stream_tracks(const TrajectorySource& src, const TrackStreamPara
                     if (n > 0) {
                         dx[f] = sx / n;
                         dy[f] = sy / n;
+                        d_ok[f] = 1;
                     }
                 }
                 std::swap(prev_id, cur_id);
@@ -228,10 +236,10 @@ TrackStreamInfo stream_tracks(const TrajectorySource& src, const TrackStreamPara
     std::vector<double> uxs(static_cast<std::size_t>(T), 0.0), uys(static_cast<std::size_t>(T), 0.0);
     if (p.drift != DriftMode::none) {
         if (p.drift == DriftMode::lowpass) {
-            dx = moving_average(dx, p.drift_window);
-            dy = moving_average(dy, p.drift_window);
-            uxs = moving_average(ux, p.drift_window);
-            uys = moving_average(uy, p.drift_window);
+            dx = moving_average(dx, d_ok, p.drift_window);
+            dy = moving_average(dy, d_ok, p.drift_window);
+            uxs = moving_average(ux, u_ok, p.drift_window);
+            uys = moving_average(uy, u_ok, p.drift_window);
         } else {
             uxs = ux;
             uys = uy;

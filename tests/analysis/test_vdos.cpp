@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+
+#include "dynamics_synth.hpp"
+#include "vibra/analysis/vdos.hpp"
+
+using namespace vibra;
+using namespace vibra::analysis;
+using Catch::Matchers::WithinAbs;
+using Catch::Matchers::WithinRel;
+
+namespace {
+double trapezoid(const std::vector<double>& x, const std::vector<double>& y) {
+    double s = 0;
+    for (std::size_t i = 1; i < x.size(); ++i) s += 0.5 * (y[i] + y[i - 1]) * (x[i] - x[i - 1]);
+    return s;
+}
+}  // namespace
+
+TEST_CASE("cosine transform of a known VACF: Lorentzian for exp(-gamma t), sum rule", "[unit]") {
+    const double gamma = 0.2, dt = 0.1;
+    const std::size_t M = 3000;  // t_max = 300 ≫ 1/gamma
+    std::vector<double> z(M + 1);
+    for (std::size_t m = 0; m <= M; ++m) z[m] = std::exp(-gamma * m * dt);
+    const auto d = vdos_from_vacf(z, dt, VdosWindow::hann);
+    const auto w = vdos_omega(M, dt);
+    REQUIRE(d.size() == M + 1);
+    CHECK_THAT(trapezoid(w, d), WithinAbs(1.0, 1e-9));
+    for (double om : {0.0, 0.1, 0.2, 0.5, 1.0}) {
+        const auto j = static_cast<std::size_t>(std::lround(om / w[1]));
+        const double expect = 2 / M_PI * gamma / (gamma * gamma + w[j] * w[j]);
+        CHECK_THAT(d[j], WithinRel(expect, 0.02));
+    }
+}
+
+TEST_CASE("harmonic oscillator trajectories give a VDOS peak at omega0", "[unit]") {
+    const double w0 = 1.3, dt = 0.05;
+    const std::size_t N = 20, T = 2000;
+    std::mt19937_64 rng(2);
+    std::uniform_real_distribution<double> ph(0, 2 * M_PI), amp(0.5, 2.0);
+    test::Series s;
+    s.x.assign(N, std::vector<double>(T));
+    s.y = s.vx = s.vy = s.x;
+    s.species.assign(N, 0);
+    for (std::size_t i = 0; i < N; ++i) {
+        const double ax = amp(rng), ay = amp(rng), px = ph(rng), py = ph(rng);
+        s.species[i] = static_cast<std::int8_t>(i % 2);
+        for (std::size_t t = 0; t < T; ++t) {
+            const double tt = t * dt;
+            s.x[i][t] = 50 + ax * std::cos(w0 * tt + px);
+            s.y[i][t] = 50 + ay * std::cos(w0 * tt + py);
+            s.vx[i][t] = -ax * w0 * std::sin(w0 * tt + px);
+            s.vy[i][t] = -ay * w0 * std::sin(w0 * tt + py);
+        }
+    }
+    Metadata m;
+    m.time_unit = "s";
+    m.frame_interval = dt;
+    for (bool given : {true, false}) {
+        test::Series q = s;
+        if (!given) q.vx.clear(), q.vy.clear();
+        auto src = test::make_source(q, m);
+        VdosParams p;
+        p.vacf.max_lag = 1000;
+        p.transfer_correction = !given;
+        const auto g = vdos_analysis(src, p);
+        const auto& w = test::array(g, "omega");
+        const auto& d = test::array(g, "vdos");
+        const auto& dr = test::array(g, "vdos_reduced");
+        CHECK(g.find("omega")->units == "rad/s");
+        CHECK_THAT(w.back(), WithinRel(M_PI / dt, 1e-12));
+        CHECK_THAT(trapezoid(w, d), WithinAbs(1.0, 1e-9));
+        std::size_t jmax = 0;
+        for (std::size_t j = 0; j < d.size(); ++j)
+            if (d[j] > d[jmax]) jmax = j;
+        CHECK_THAT(w[jmax], WithinAbs(w0, w[1]));  // within one frequency bin
+        CHECK_THAT(dr[jmax], WithinRel(d[jmax] / w[jmax], 1e-12));
+        CHECK(std::isnan(dr[0]));
+        CHECK(std::get<std::string>(g.attrs.at("transfer_correction")) == (given ? "none" : "central"));
+        const auto& ds = test::array(g, "vdos_small");
+        CHECK_THAT(trapezoid(w, ds), WithinAbs(1.0, 1e-9));
+    }
+}
+
+TEST_CASE("finite-difference transfer functions", "[unit]") {
+    const double dt = 0.1, w = 5.0;
+    CHECK_THAT(transfer_function_sq(VelocityScheme::central, w, dt), WithinRel(std::pow(std::sin(0.5) / 0.5, 2), 1e-12));
+    CHECK_THAT(transfer_function_sq(VelocityScheme::forward, w, dt), WithinRel(std::pow(std::sin(0.25) / 0.25, 2), 1e-12));
+    CHECK(transfer_function_sq(VelocityScheme::given, w, dt) == 1.0);
+    // a central-difference VACF of a pure cosine has amplitude H(ω0)^2: check the formula
+    // against a direct computation for x = cos(ω0 t)
+    const double w0 = 7.0;
+    const double v_fd_amp = std::sin(w0 * dt) / dt;  // (cos(w(t+dt)) − cos(w(t−dt)))/(2dt) = −sin(wt) sin(w dt)/dt
+    CHECK_THAT(std::pow(v_fd_amp / w0, 2), WithinRel(transfer_function_sq(VelocityScheme::central, w0, dt), 1e-12));
+}
