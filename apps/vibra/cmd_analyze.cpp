@@ -55,19 +55,34 @@ void register_analyze(CLI::App& app, GlobalOptions& g) {
         std::map<std::string, ResultGroup> done;
         std::vector<ResultGroup> groups;
         const int threads = o->threads > 0 ? o->threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        std::vector<std::string> skipped;
         for (const auto& s : *specs) {
             if (wanted.empty() ? !s.default_on : !wanted.count(s.name)) continue;
             analysis::AnalysisContext ctx{reader, o->values, g.progress(), threads, &done};
             if (!g.quiet) std::cerr << "analyze: " << s.name << "\n";
-            for (auto& grp : s.run(ctx)) {
+            std::vector<ResultGroup> out;
+            try {
+                out = s.run(ctx);
+            } catch (const std::exception& e) {
+                // Asked for by name: the error is the answer. Part of the default set: an analysis
+                // the data cannot support (too short for a bootstrap, a liquid for the covariance
+                // VDOS, …) is reported and skipped so the others still get written.
+                if (!wanted.empty()) throw;
+                std::cerr << "vibra: warning: analyze: skipped " << s.name << ": " << e.what() << "\n";
+                skipped.push_back(s.name + ": " + e.what());
+                continue;
+            }
+            for (auto& grp : out) {
                 done[grp.name] = grp;
                 groups.push_back(std::move(grp));
             }
         }
-        if (groups.empty()) throw ParameterError("nothing to run: no analysis selected");
-        store::ResultsProvenance prov{o->input, file_checksum(o->input), g.command_line};
+        if (groups.empty()) throw ParameterError("nothing to run: no analysis selected or none could run");
+        store::ResultsProvenance prov{o->input, file_checksum(o->input), g.command_line, skipped};
         store::write_results(o->output, groups, prov, reader.meta());
         if (!g.quiet) std::cout << "wrote " << groups.size() << " result group(s) to " << o->output << "\n";
+        if (!skipped.empty() && !g.quiet)
+            std::cout << "skipped " << skipped.size() << " analysis(es) the data cannot support (see warnings)\n";
     });
 }
 

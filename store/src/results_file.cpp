@@ -124,6 +124,7 @@ void write_results(const std::string& path, const std::vector<ResultGroup>& grou
     detail::write_attr(f, "input_path", prov.input_path, path);
     detail::write_attr(f, "input_checksum", prov.input_checksum, path);
     detail::write_attr(f, "parameters", prov.parameters, path);
+    detail::write_attr(f, "skipped_analyses", prov.skipped, path);
     if (exists(f, "input_meta")) H5Ldelete(f, "input_meta", H5P_DEFAULT);
     {
         // The input's metadata, so units and geometry travel with the results.

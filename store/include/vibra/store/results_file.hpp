@@ -21,6 +21,7 @@ struct ResultsProvenance {
     std::string input_path;      ///< trajectory file the results were computed from
     std::string input_checksum;  ///< "sha256:<hex>" of it
     std::string parameters;      ///< command line
+    std::vector<std::string> skipped;  ///< "name: reason" of default analyses the data could not support
 };
 
 /// Merge `groups` into the results file at `path` (created if absent) as /analysis/<group.name>.
