@@ -447,7 +447,7 @@ std::vector<AnalysisOption> spectra_spec_options() {
         {"spectra-taper", "window before the FFT: hann | tukey | none", "hann"},
         {"spectra-tukey-alpha", "tapered fraction of the Tukey window", "0.5"},
         {"spectra-gradient", "derivatives in the nonlinear term: fd2 | spectral", "fd2"},
-        {"spectra-kmin", "lower end of the power-law fit band, rad/length (empty = 3 Δk)", ""},
+        {"spectra-kmin", "lower end of the power-law fit band, rad/length (empty = 4 Δk)", ""},
         {"spectra-kmax", "upper end of the fit band, rad/length (empty = min(1/(2σ), π/(2h)))", ""},
         {"spectra-deconvolve", "divide E(k) by the Gaussian kernel's exp(−k²σ²) before fitting: on | off", "off"},
         {"spectra-fst-scales", "filter-space-technique scales ℓ, length unit, comma-separated (empty = σ·{1,2,4,8} below a quarter of the side)", ""},
@@ -467,7 +467,7 @@ ResultGroup run_spectra(const AnalysisContext& ctx) {
     if (dec != "on" && dec != "off") throw ParameterError("--spectra-deconvolve: '" + dec + "' is not on or off");
     SpectrumEstimator est(s.grid, sp);
     const double h = std::max(s.grid.hx, s.grid.hy);
-    const double kmin = ctx.is_set("spectra-kmin") ? ctx.number("spectra-kmin") : 3 * est.dk();
+    const double kmin = ctx.is_set("spectra-kmin") ? ctx.number("spectra-kmin") : 4 * est.dk();
     const double kmax = ctx.is_set("spectra-kmax") ? ctx.number("spectra-kmax")
                                                    : std::min(0.5 / s.cg.sigma, 0.5 * std::numbers::pi / h);
     if (!(kmin > 0 && kmax > kmin)) throw ParameterError("--spectra-kmin/--spectra-kmax: need 0 < kmin < kmax");
@@ -480,7 +480,7 @@ ResultGroup run_spectra(const AnalysisContext& ctx) {
     }
     const std::size_t nl = s.lags.size(), nt = static_cast<std::size_t>(s.n_times), nk = est.n_shells(), ns = scales.size();
     std::vector<double> E(nl * nt * nk, kNaN), flux(nl * nt * nk, kNaN), fst(nl * nt * ns, kNaN);
-    std::vector<double> el(nl * nk, 0), et(nl * nk, 0), tsum(nl * nk, 0), energy(nl * nt, kNaN), mfe(nl * nt, kNaN),
+    std::vector<double> eiso(nl * nk, 0), el(nl * nk, 0), et(nl * nk, 0), tsum(nl * nk, 0), energy(nl * nt, kNaN), mfe(nl * nt, kNaN),
         slope(nl * nt, kNaN);
     std::vector<double> nsum(nl, 0);
     std::vector<double> k_axis;
@@ -494,6 +494,7 @@ ResultGroup run_spectra(const AnalysisContext& ctx) {
         const auto Tr = est.transfer(F);
         if (k_axis.empty()) k_axis = S.k;
         deconv(S.e, S.k);
+        deconv(S.e_iso, S.k);
         deconv(S.e_long, S.k);
         deconv(S.e_trans, S.k);
         const std::size_t at = li * nt + static_cast<std::size_t>(k);
@@ -501,9 +502,10 @@ ResultGroup run_spectra(const AnalysisContext& ctx) {
         std::copy(Tr.flux.begin(), Tr.flux.end(), flux.begin() + static_cast<std::ptrdiff_t>(at * nk));
         energy[at] = S.energy;
         mfe[at] = S.mean_flow_energy;
-        slope[at] = fit_power_law(S.k, S.e, kmin, kmax).exponent;
+        slope[at] = fit_power_law(S.k, S.e_iso, kmin, kmax).exponent;
         if (std::isfinite(S.energy)) {
             for (std::size_t n = 0; n < nk; ++n) {
+                eiso[li * nk + n] += std::isfinite(S.e_iso[n]) ? S.e_iso[n] : 0.0;
                 el[li * nk + n] += S.e_long[n];
                 et[li * nk + n] += S.e_trans[n];
                 tsum[li * nk + n] += Tr.t[n];
@@ -526,6 +528,7 @@ ResultGroup run_spectra(const AnalysisContext& ctx) {
     g.attrs["fit_k_min"] = kmin;
     g.attrs["fit_k_max"] = kmax;
     g.attrs["deconvolve_kernel"] = dec;
+    g.attrs["fit_rule"] = std::string("least squares of log E_iso vs log k in [fit_k_min, fit_k_max]; E_iso = E compensated for the lattice mode count per shell");
     g.attrs["dk"] = est.dk();
     g.attrs["mean_removed"] = std::string("mean over usable nodes removed before E(k) and T(k)");
     g.attrs["normalisation"] = std::string("E(k_n) = 1/2 sum_shell |u_hat|^2 / (dk <(w m)^2>), sum_n E dk = 1/2 <|w m U|^2>/<(w m)^2>");
@@ -552,7 +555,10 @@ ResultGroup run_spectra(const AnalysisContext& ctx) {
                 etm[li * nk + n] = et[li * nk + n] / nsum[li];
             }
         }
-        const auto fit = fit_power_law(k_axis, std::span<const double>(em).subspan(li * nk, nk), kmin, kmax);
+        std::vector<double> iso(nk, kNaN);
+        if (nsum[li] > 0)
+            for (std::size_t n = 0; n < nk; ++n) iso[n] = eiso[li * nk + n] / nsum[li];
+        const auto fit = fit_power_law(k_axis, iso, kmin, kmax);
         sm[li] = fit.exponent, se[li] = fit.exponent_error, pref[li] = fit.prefactor;
         for (std::size_t q = 0; q < ns; ++q) {
             double a = 0;

@@ -162,6 +162,7 @@ Spectrum SpectrumEstimator::spectrum(const GridField& f) {
         std::fill(s.e.begin(), s.e.end(), kNaN);
         std::fill(s.e_long.begin(), s.e_long.end(), kNaN);
         std::fill(s.e_trans.begin(), s.e_trans.end(), kNaN);
+        s.e_iso = s.e;
         s.energy = kNaN;
         return s;
     }
@@ -182,6 +183,10 @@ Spectrum SpectrumEstimator::spectrum(const GridField& f) {
         s.e_long[n] += 0.5 * (lr * lr + li * li) * norm;
         s.e_trans[n] += 0.5 * (tr * tr + ti * ti) * norm;
     }
+    s.e_iso = s.e;
+    const double mode_area = (2 * kPi / grid_.lx()) * (2 * kPi / grid_.ly());
+    for (std::size_t n = 1; n < n_shells_; ++n)
+        s.e_iso[n] = s.modes[n] > 0 ? s.e[n] * (2 * kPi * s.k[n] * dk_ / mode_area) / static_cast<double>(s.modes[n]) : kNaN;
     return s;
 }
 

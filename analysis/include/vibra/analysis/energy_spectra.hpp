@@ -43,6 +43,10 @@ struct Spectrum {
     std::vector<double> e_long;       ///< longitudinal (compressive) part |k̂·û|²
     std::vector<double> e_trans;      ///< transverse (solenoidal) part
     std::vector<std::int64_t> modes;  ///< Fourier modes per shell
+    /// E(k) compensated for the lattice's uneven mode count per shell: E(k_n)·m_n^iso/m_n with
+    /// m_n^iso = 2π k_n Δk/(Δk_x Δk_y) the count of an isotropic continuum (NaN where m_n = 0,
+    /// shell 0 left as is). Power-law fits use this; it does not satisfy Parseval exactly.
+    std::vector<double> e_iso;
     double energy = 0;                ///< ½⟨|w m U|²⟩/⟨(w m)²⟩ (the Parseval right-hand side)
     double mean_flow_energy = 0;      ///< ½|⟨U⟩|² of the subtracted mean
 };
