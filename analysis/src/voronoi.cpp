@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 
 #include "vibra/core/cell_list.hpp"
@@ -124,6 +125,11 @@ VoronoiTessellation radical_voronoi(const StructureFrame& fr, const VoronoiParam
     std::vector<std::int64_t> nb;
     std::vector<double> nbl;
 
+    std::vector<std::unique_ptr<CellList>> levels;  // levels[k]: cut-off S·2^k (levels[0] unused: `cl`)
+    levels.push_back(nullptr);
+    auto radius_of = [&](std::size_t level) { return S * std::ldexp(1.0, static_cast<int>(level)); };
+    const double span = std::hypot(bx1 - bx0, by1 - by0);
+
     for (std::size_t i = 0; i < n; ++i) {
         const double xi = fr.x[i], yi = fr.y[i], Ri2 = out.radius[i] * out.radius[i];
         poly.clear();
@@ -150,41 +156,63 @@ VoronoiTessellation radical_voronoi(const StructureFrame& fr, const VoronoiParam
             used_list.push_back(static_cast<std::size_t>(c.j));
             if (poly.empty()) break;
         }
-        // Security: a particle at distance D ≥ S can cut the cell only if
-        // (D − ρ)² − R_j² < ρ² − R_i², ρ = farthest vertex; D ≥ S excludes that when S is large enough.
-        if (!poly.empty()) {
+        // Every particle not tried yet, nearest first (periodic: with the 3×3 images, so that cells
+        // larger than half the box are right too), until even the largest radius cannot reach.
+        auto brute = [&](std::size_t self, double rho) {
+            cand.clear();
+            const int im = w.periodic() ? 1 : 0;
+            for (std::size_t j = 0; j < n; ++j) {
+                double dx0 = fr.x[j] - xi, dy0 = fr.y[j] - yi;
+                cl.wrap(dx0, dy0);
+                for (int ox = -im; ox <= im; ++ox)
+                    for (int oy = -im; oy <= im; ++oy) {
+                        const bool base = ox == 0 && oy == 0;
+                        if (base && (j == self || used[j])) continue;
+                        const double dx = dx0 + ox * (im ? w.lx() : 0.0), dy = dy0 + oy * (im ? w.ly() : 0.0);
+                        cand.push_back({dx * dx + dy * dy, dx, dy, static_cast<std::int64_t>(j)});
+                    }
+            }
+            std::sort(cand.begin(), cand.end(), [](const Cand& a, const Cand& b) { return a.d2 < b.d2; });
+            double rho_c = rho;
+            for (const auto& c : cand) {
+                const double D = std::sqrt(c.d2);
+                const double Rj = out.radius[static_cast<std::size_t>(c.j)];
+                if (D > rho_c && (D - rho_c) * (D - rho_c) - Rj * Rj >= rho_c * rho_c - Ri2) {
+                    if ((D - rho_c) * (D - rho_c) - rmax_part * rmax_part >= rho_c * rho_c - Ri2) break;
+                    continue;
+                }
+                cut(c);
+                if (poly.empty()) break;
+                rho_c = max_vertex_distance(poly);
+            }
+        };
+        // Security: a particle at distance D can cut the cell only if (D − ρ)² − R_j² < ρ² − R_i²
+        // (ρ = farthest vertex), so all particles within `need` = ρ + sqrt(ρ² + R_max² − R_i²) must
+        // have been tried. Grow the search radius (cell lists of 2S, 4S, … built on demand) until
+        // that holds; beyond half a periodic box (or the whole window) try every particle.
+        std::size_t level = 0;
+        while (!poly.empty()) {
             const double rho = max_vertex_distance(poly);
             const double need = rho + std::sqrt(std::max(0.0, rho * rho + rmax_part * rmax_part - Ri2));
-            if (need > S) {
-                ++out.brute_force_cells;
-                cand.clear();
-                // periodic: the 3×3 images, so that cells larger than half the box are right too
-                const int im = w.periodic() ? 1 : 0;
-                for (std::size_t j = 0; j < n; ++j) {
-                    double dx0 = fr.x[j] - xi, dy0 = fr.y[j] - yi;
-                    cl.wrap(dx0, dy0);
-                    for (int ox = -im; ox <= im; ++ox)
-                        for (int oy = -im; oy <= im; ++oy) {
-                            const bool base = ox == 0 && oy == 0;
-                            if (base && (j == i || used[j])) continue;
-                            const double dx = dx0 + ox * (im ? w.lx() : 0.0), dy = dy0 + oy * (im ? w.ly() : 0.0);
-                            cand.push_back({dx * dx + dy * dy, dx, dy, static_cast<std::int64_t>(j)});
-                        }
-                }
-                std::sort(cand.begin(), cand.end(), [](const Cand& a, const Cand& b) { return a.d2 < b.d2; });
-                double rho_c = rho;
-                for (const auto& c : cand) {
-                    const double D = std::sqrt(c.d2);
-                    const double Rj = out.radius[static_cast<std::size_t>(c.j)];
-                    if (D > rho_c && (D - rho_c) * (D - rho_c) - Rj * Rj >= rho_c * rho_c - Ri2) {
-                        // sorted by D: once even the largest radius cannot reach, stop
-                        if ((D - rho_c) * (D - rho_c) - rmax_part * rmax_part >= rho_c * rho_c - Ri2) break;
-                        continue;
-                    }
-                    cut(c);
-                    if (poly.empty()) break;
-                    rho_c = max_vertex_distance(poly);
-                }
+            if (need <= radius_of(level)) break;
+            ++level;
+            if (level == 1) ++out.brute_force_cells;
+            const double R = radius_of(level);
+            if ((w.periodic() && R > 0.499 * std::min(w.lx(), w.ly())) || R > 2 * span) {
+                brute(i, rho);
+                break;
+            }
+            while (levels.size() <= level) levels.push_back(std::make_unique<CellList>(fr.x, fr.y, radius_of(levels.size()), w));
+            cand.clear();
+            levels[level]->for_each_near(xi, yi, [&](std::size_t j, double dx, double dy, double r2) {
+                if (j != i && !used[j]) cand.push_back({r2, dx, dy, static_cast<std::int64_t>(j)});
+            });
+            std::sort(cand.begin(), cand.end(), [](const Cand& a, const Cand& b) { return a.d2 < b.d2; });
+            for (const auto& c : cand) {
+                cut(c);
+                used[static_cast<std::size_t>(c.j)] = 1;
+                used_list.push_back(static_cast<std::size_t>(c.j));
+                if (poly.empty()) break;
             }
         }
         for (auto j : used_list) used[j] = 0;

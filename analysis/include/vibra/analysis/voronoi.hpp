@@ -28,7 +28,7 @@ struct VoronoiTessellation {
     std::vector<std::int64_t> offsets{0};
     std::vector<std::int64_t> neighbour;
     std::vector<double> edge_length;     ///< length unit
-    std::int64_t brute_force_cells = 0;  ///< cells that needed a search over all particles
+    std::int64_t brute_force_cells = 0;  ///< cells that needed a search beyond the first radius
 };
 
 /// Radical Voronoi tessellation of `frame` (positions inside frame.window; periodic boxes by
