@@ -149,8 +149,19 @@ void accumulate_msd(std::span<const double> x, std::span<const double> y, std::s
         xs[t] = ok ? x[t] - mx : 0.0;
         ys[t] = ok ? y[t] - my : 0.0;
     }
+    // powers by multiplication (std::pow with integer exponents is slow)
+    std::vector<double> xp(5 * L), yp(5 * L);
+    for (std::size_t t = 0; t < L; ++t) {
+        xp[t] = yp[t] = ms[t];
+        for (std::size_t a = 1; a <= 4; ++a) {
+            xp[a * L + t] = xp[(a - 1) * L + t] * xs[t];
+            yp[a * L + t] = yp[(a - 1) * L + t] * ys[t];
+        }
+    }
     for (std::size_t s = 0; s < 13; ++s) {
-        for (std::size_t t = 0; t < L; ++t) buf[t] = ms[t] * std::pow(xs[t], ax[s]) * std::pow(ys[t], by[s]);
+        const double* px = xp.data() + static_cast<std::size_t>(ax[s]) * L;
+        const double* py = yp.data() + static_cast<std::size_t>(by[s]) * L;
+        for (std::size_t t = 0; t < L; ++t) buf[t] = px[t] * py[t] * ms[t];  // ms² = ms
         corr.forward(buf, s);
     }
     std::vector<double> out(ml + 1);
