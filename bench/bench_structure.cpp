@@ -154,6 +154,16 @@ int main(int argc, char** argv) {
         std::printf("              O(N^2) baseline %lld frames %.3f s (%.2f ms/frame); speed-up x%.1f; max |g - g_ref| = %.2e\n",
                     static_cast<long long>(baseline_frames), t_base, 1e3 * t_base / static_cast<double>(baseline_frames),
                     t_base / t_small, maxdiff);
+        // the same full run split over 2 threads (the machine may be shared: the figure is indicative)
+        t0 = std::chrono::steady_clock::now();
+        std::vector<PairCorrelation> accs(2, PairCorrelation(p));
+        for_each_structure_frame_parallel(full, 1, 2, [&](const StructureFrame& f, int w) {
+            accs[static_cast<std::size_t>(w)].accumulate(f);
+        });
+        accs[0].merge(accs[1]);
+        const double t_par = seconds_since(t0);
+        std::printf("              2 threads: %lld frames %.3f s (x%.2f vs 1 thread)\n", static_cast<long long>(T), t_par,
+                    t_full / t_par);
         std::printf("              default blocks (2^21 rows): peak RSS after %lld frames %ld kB, after %lld frames %ld kB\n",
                     static_cast<long long>(baseline_frames), rss_small, static_cast<long long>(T), rss_full);
     }

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <string>
+#include <thread>
 
 #include "vibra/core/cell_list.hpp"
 #include "vibra/core/error.hpp"
@@ -86,6 +88,60 @@ void for_each_structure_frame(const TrajectorySource& source, std::int64_t strid
         bar.update(std::min(T, first + block));
     }
     bar.finish();
+}
+
+void for_each_structure_frame_parallel(const TrajectorySource& source, std::int64_t stride, int threads,
+                                       const std::function<void(const StructureFrame&, int)>& fn, bool progress,
+                                       const std::string& label, std::int64_t block_rows) {
+    if (threads <= 1) {
+        for_each_structure_frame(source, stride, [&](const StructureFrame& f) { fn(f, 0); }, progress, label, block_rows);
+        return;
+    }
+    if (stride < 1) throw ParameterError(label + ": frame stride must be >= 1, got " + std::to_string(stride));
+    const std::int64_t T = source.n_frames();
+    const std::int64_t block = frames_per_block(source, std::max<std::int64_t>(1, block_rows));
+    Progress bar(label, T, progress && Progress::stderr_is_interactive());
+    for (std::int64_t first = 0; first < T; first += block) {
+        const std::int64_t next_sample = ((first + stride - 1) / stride) * stride;
+        if (next_sample >= first + block) continue;
+        const Trajectory t = source.read_frames(first, block);
+        std::vector<std::int64_t> frames;
+        for (std::int64_t f = next_sample; f < first + t.index.n_frames(); f += stride) frames.push_back(f);
+        std::vector<std::thread> pool;
+        std::vector<std::exception_ptr> errors(static_cast<std::size_t>(threads));
+        for (int w = 0; w < threads; ++w)
+            pool.emplace_back([&, w] {
+                try {
+                    for (std::size_t k = static_cast<std::size_t>(w); k < frames.size(); k += static_cast<std::size_t>(threads))
+                        fn(structure_frame(t, frames[k]), w);
+                } catch (...) {
+                    errors[static_cast<std::size_t>(w)] = std::current_exception();
+                }
+            });
+        for (auto& th : pool) th.join();
+        for (auto& e : errors)
+            if (e) std::rethrow_exception(e);
+        bar.update(std::min(T, first + block));
+    }
+    bar.finish();
+}
+
+void PairCorrelation::merge(const PairCorrelation& o) {
+    if (o.p_.r_max != p_.r_max || o.p_.bins != p_.bins || o.p_.edge != p_.edge)
+        throw ParameterError("gr: cannot merge accumulators with different parameters");
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+            for (std::size_t k = 0; k < num_[a][b].size(); ++k) num_[a][b][k] += o.num_[a][b][k];
+            norm_[a][b] += o.norm_[a][b];
+        }
+    for (std::size_t k = 0; k < num_tot_.size(); ++k) {
+        num_tot_[k] += o.num_tot_[k];
+        sum_gf_[k] += o.sum_gf_[k];
+        sum_gf2_[k] += o.sum_gf2_[k];
+    }
+    norm_tot_ += o.norm_tot_;
+    sum_density_ += o.sum_density_, sum_density_s_ += o.sum_density_s_, sum_density_l_ += o.sum_density_l_;
+    frames_ += o.frames_, ns_ += o.ns_, nl_ += o.nl_, nu_ += o.nu_;
 }
 
 void PairCorrelationParams::validate() const {

@@ -101,9 +101,13 @@ std::vector<ResultGroup> run_gr(const AnalysisContext& ctx) {
     if (edge == "none") p.edge = EdgeCorrection::none;
     else if (edge != "auto") throw ParameterError("--gr-edge must be 'auto' or 'none', got '" + edge + "'");
     const auto stride = positive(ctx, "gr-stride");
-    PairCorrelation acc(p);
-    for_each_structure_frame(src, stride, [&](const StructureFrame& f) { acc.accumulate(f); }, ctx.progress, "gr");
-    const auto r = acc.result();
+    const int threads = std::max(1, ctx.threads);
+    std::vector<PairCorrelation> accs(static_cast<std::size_t>(threads), PairCorrelation(p));
+    for_each_structure_frame_parallel(
+        src, stride, threads, [&](const StructureFrame& f, int w) { accs[static_cast<std::size_t>(w)].accumulate(f); },
+        ctx.progress, "gr");
+    for (std::size_t w = 1; w < accs.size(); ++w) accs[0].merge(accs[w]);
+    const auto r = accs[0].result();
 
     ResultGroup g;
     g.name = "gr";

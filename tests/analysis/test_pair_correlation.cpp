@@ -302,3 +302,30 @@ TEST_CASE("g(r) of a dense soft-disk liquid: a cropped window agrees with the pe
     REQUIRE(gr_peak(a.r_edges, a.g, a.density).g_peak > 1.5);
     REQUIRE(c.g.back() < a.g.back() - 0.15);
 }
+
+TEST_CASE("g(r) split over threads and merged equals the single-threaded result", "[unit]") {
+    const auto src = poisson_source(Geometry::circle(0, 0, 20), 400, 23, 44);
+    PairCorrelationParams p;
+    p.r_max = 8, p.bins = 40;
+    PairCorrelation one(p);
+    for_each_structure_frame(src, 2, [&](const StructureFrame& f) { one.accumulate(f); });
+    std::vector<PairCorrelation> accs(3, PairCorrelation(p));
+    // small blocks so that several blocks are split over the workers
+    for_each_structure_frame_parallel(
+        src, 2, 3, [&](const StructureFrame& f, int w) { accs[static_cast<std::size_t>(w)].accumulate(f); }, false, "gr",
+        1000);
+    accs[0].merge(accs[1]);
+    accs[0].merge(accs[2]);
+    const auto a = one.result(), b = accs[0].result();
+    REQUIRE(a.frames == 12);
+    REQUIRE(b.frames == 12);
+    for (std::size_t k = 0; k < a.g.size(); ++k) {
+        REQUIRE_THAT(b.g[k], WithinRel(a.g[k], 1e-12));
+        REQUIRE_THAT(b.g_ss[k], WithinRel(a.g_ss[k], 1e-12));
+        REQUIRE_THAT(b.g_err[k], WithinRel(a.g_err[k], 1e-9));
+    }
+    PairCorrelationParams q = p;
+    q.bins = 41;
+    PairCorrelation other(q);
+    REQUIRE_THROWS_AS(accs[0].merge(other), ParameterError);
+}

@@ -44,6 +44,14 @@ void for_each_structure_frame(const TrajectorySource& source, std::int64_t strid
                               bool progress = false, const std::string& label = "structure",
                               std::int64_t block_rows = std::int64_t{1} << 21);
 
+/// Like for_each_structure_frame, but calls fn(frame, worker) from `threads` std::threads, each
+/// frame exactly once, worker ∈ [0, threads) (frames of one block are split over the workers; fn must
+/// only touch state of its worker). threads ≤ 1 runs on the calling thread with worker 0.
+void for_each_structure_frame_parallel(const TrajectorySource& source, std::int64_t stride, int threads,
+                                       const std::function<void(const StructureFrame&, int)>& fn,
+                                       bool progress = false, const std::string& label = "structure",
+                                       std::int64_t block_rows = std::int64_t{1} << 21);
+
 /// Species index of a partial: 0 small, 1 large, 2 = total (all species, unknown included).
 inline constexpr int kSpeciesTotal = 2;
 
@@ -95,6 +103,9 @@ public:
     /// Adds one frame. Non-periodic windows: pairs with translation/isotropic weights; the
     /// window area comes from frame.window. Throws ParameterError when r_max is too large for it.
     void accumulate(const StructureFrame& frame);
+    /// Adds the frames accumulated by `other` (same parameters; ParameterError otherwise), so
+    /// frames can be split over threads and the partial accumulators combined.
+    void merge(const PairCorrelation& other);
     PairCorrelationResult result() const;
     const PairCorrelationParams& params() const { return p_; }
 
