@@ -13,7 +13,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <random>
+#include <exception>
 #include <string>
+#include <thread>
 
 #include "vibra/core/error.hpp"
 #include "vibra/core/soft_disk.hpp"
@@ -162,7 +164,7 @@ void add_disk_psf(cv::Mat& acc, double cx, double cy, double R, double sigma, do
     const int i0 = std::max(0, int(std::floor(cx - reach))), i1 = std::min(acc.cols - 1, int(std::ceil(cx + reach)));
     const int j0 = std::max(0, int(std::floor(cy - reach))), j1 = std::min(acc.rows - 1, int(std::ceil(cy + reach)));
     if (i0 > i1 || j0 > j1) return;
-    const int n = std::clamp(int(std::ceil(4.0 * R / sigma)) + 12, 16, 400);
+    const int n = std::clamp(int(std::ceil(3.0 * R / sigma)) + 10, 12, 400);
     const auto& gl = gauss_legendre(n);
     const int nc = i1 - i0 + 1, nr = j1 - j0 + 1;
     const double k = 1.0 / (std::sqrt(2.0) * sigma);
@@ -309,18 +311,54 @@ cv::Mat render_coverage(std::span<const std::vector<Disk>> subframes, const Rend
     if (subframes.empty()) return acc;
     const auto layers = layers_of(p);
     const double w = 1.0 / double(subframes.size());
-    if (p.blur_sigma <= 0) {
-        for (const auto& disks : subframes)
-            for (const auto& d : disks) add_disk(acc, d, layers, p, w);
-        return acc;
-    }
-    // Continuous PSF before pixel integration: exact layers semi-analytically; the texture of the
-    // bright-rim look (not a disk layer) is box-integrated, then blurred discretely.
+    std::vector<const Disk*> all;
+    for (const auto& disks : subframes)
+        for (const auto& d : disks) all.push_back(&d);
     std::vector<Layer> plain_layers, textured_layers;
     for (const auto& l : layers) (l.textured ? textured_layers : plain_layers).push_back(l);
-    for (const auto& disks : subframes)
-        for (const auto& d : disks)
-            for (const auto& l : plain_layers) add_disk_psf(acc, d.x, d.y, l.radius_factor * d.radius, p.blur_sigma, w * l.weight);
+    // Disks split over threads, each with its own accumulator (sums are order-independent up
+    // to rounding).
+    auto work = [&](cv::Mat& out, std::size_t begin, std::size_t end) {
+        for (std::size_t k = begin; k < end; ++k) {
+            const Disk& d = *all[k];
+            if (p.blur_sigma <= 0) {
+                add_disk(out, d, layers, p, w);
+            } else {
+                // Continuous PSF before pixel integration: disk layers semi-analytically.
+                for (const auto& l : plain_layers) add_disk_psf(out, d.x, d.y, l.radius_factor * d.radius, p.blur_sigma, w * l.weight);
+            }
+        }
+    };
+    int nt = p.threads > 0 ? p.threads : static_cast<int>(std::max(1u, std::min(8u, std::thread::hardware_concurrency())));
+    if (all.size() < 128) nt = 1;
+    if (nt == 1) {
+        work(acc, 0, all.size());
+    } else {
+        std::vector<cv::Mat> parts(static_cast<std::size_t>(nt - 1));
+        std::vector<std::thread> pool;
+        std::vector<std::exception_ptr> errors(static_cast<std::size_t>(nt));
+        const std::size_t chunk = (all.size() + static_cast<std::size_t>(nt) - 1) / static_cast<std::size_t>(nt);
+        for (int t = 1; t < nt; ++t) {
+            pool.emplace_back([&, t] {
+                try {
+                    auto& m = parts[static_cast<std::size_t>(t - 1)];
+                    m = cv::Mat(p.height, p.width, CV_64FC1, cv::Scalar(0.0));
+                    work(m, std::min(all.size(), chunk * static_cast<std::size_t>(t)),
+                         std::min(all.size(), chunk * static_cast<std::size_t>(t + 1)));
+                } catch (...) {
+                    errors[static_cast<std::size_t>(t)] = std::current_exception();
+                }
+            });
+        }
+        work(acc, 0, std::min(all.size(), chunk));
+        for (auto& th : pool) th.join();
+        for (auto& e : errors)
+            if (e) std::rethrow_exception(e);
+        for (auto& m : parts) acc += m;
+    }
+    if (p.blur_sigma <= 0) return acc;
+    // The texture of the bright-rim look (not a disk layer) is box-integrated, then blurred
+    // discretely.
     if (!textured_layers.empty() && p.texture_amplitude != 0) {
         cv::Mat tex(p.height, p.width, CV_64FC1, cv::Scalar(0.0));
         for (const auto& disks : subframes)
@@ -473,7 +511,7 @@ SynthGenerator::SynthGenerator(const SynthParams& params) : impl_(std::make_uniq
         // Contacts: a collision with relative kinetic energy E compresses by sqrt(2E/k); allow for
         // rare energetic collisions (E ≈ 15 T) and active pushing (a column of L/d disks each
         // pushing with γ m v0) at a target overlap of 0.05 px.
-        const double delta = 0.05;
+        const double delta = 0.08;
         const double e_coll = 15.0 * T + 2.0 * m_max * p.active_speed * p.active_speed;
         const double column = std::max(bw, bh) / (2 * std::min(p.radius_small, p.radius_large));
         const double f_active = g * m_max * p.active_speed * column;
@@ -482,7 +520,7 @@ SynthGenerator::SynthGenerator(const SynthParams& params) : impl_(std::make_uniq
     std::int64_t S = p.substeps;
     if (S <= 0) {
         const double omega = std::sqrt(k / 0.5);  // smallest reduced mass (two small disks)
-        S = std::max<std::int64_t>(10, static_cast<std::int64_t>(std::ceil(omega / 0.15)));
+        S = std::max<std::int64_t>(10, static_cast<std::int64_t>(std::ceil(omega / 0.3)));
     }
     m.sp.n_small = ns;
     m.sp.n_large = nl;
@@ -600,6 +638,7 @@ const char* to_string(VideoFormat f) {
         case VideoFormat::avi_ffv1: return "ffv1";
         case VideoFormat::png: return "png";
         case VideoFormat::tiff: return "tiff";
+        case VideoFormat::avi_mjpeg: return "mjpeg";
     }
     return "avi";
 }
@@ -609,7 +648,8 @@ VideoFormat video_format_from_string(const std::string& s) {
     if (s == "ffv1" || s == "avi-ffv1") return VideoFormat::avi_ffv1;
     if (s == "png") return VideoFormat::png;
     if (s == "tiff" || s == "tif") return VideoFormat::tiff;
-    throw ParameterError("video format must be avi, ffv1, png or tiff, got '" + s + "'");
+    if (s == "mjpeg" || s == "mjpg") return VideoFormat::avi_mjpeg;
+    throw ParameterError("video format must be avi, ffv1, mjpeg, png or tiff, got '" + s + "'");
 }
 
 namespace {
@@ -795,12 +835,22 @@ void FrameSink::write(const cv::Mat& image) {
             throw IoError(m.path + ": uncompressed AVI output takes 8-bit grey frames only (use png/tiff for 16 bits)");
         if (m.format == VideoFormat::avi_ffv1 && !(grey8 || bgr8))
             throw IoError(m.path + ": FFV1 output takes 8-bit frames (use png/tiff for 16 bits)");
+        if (m.format == VideoFormat::avi_mjpeg && !(grey8 || bgr8))
+            throw IoError(m.path + ": MJPEG output takes 8-bit frames");
         if (!(grey8 || bgr8 || grey16)) throw IoError(m.path + ": unsupported frame type");
         const bool odd = (m.size.width % 2) != 0 || (m.size.height % 2) != 0;
         if (m.format == VideoFormat::avi_ffv1 && odd)
             throw IoError(m.path + ": FFV1 output needs even width and height (got " + std::to_string(m.size.width) + "x" +
                           std::to_string(m.size.height) + "); use avi, png or tiff");
-        if (m.format == VideoFormat::avi_raw && odd) {
+        if (m.format == VideoFormat::avi_mjpeg) {
+            bool ok = false;
+            try {
+                ok = m.writer.open(m.path, cv::CAP_OPENCV_MJPEG, cv::VideoWriter::fourcc('M', 'J', 'P', 'G'), m.fps, m.size, !grey8);
+            } catch (const cv::Exception&) {
+                ok = false;
+            }
+            if (!ok) throw IoError(m.path + ": cannot open the MJPEG video writer");
+        } else if (m.format == VideoFormat::avi_raw && odd) {
             m.native = std::make_unique<Y800AviWriter>(m.path, m.size.width, m.size.height, m.fps);
         } else if (m.format == VideoFormat::avi_raw || m.format == VideoFormat::avi_ffv1) {
             const int fourcc = m.format == VideoFormat::avi_raw ? 0 : cv::VideoWriter::fourcc('F', 'F', 'V', '1');

@@ -80,6 +80,7 @@ struct RenderParams {
     double hot_pixel_fraction = 0;   ///< fraction of pixels stuck at full scale (same in every frame)
     double dead_pixel_fraction = 0;  ///< fraction of pixels stuck at 0
     std::uint64_t seed = 1;          ///< noise, flicker, hot/dead pixel pattern
+    int threads = 0;                 ///< rendering threads, 0 = hardware concurrency (≤ 8); same image for any value up to rounding
     void validate() const;           ///< throws ParameterError naming the field
 };
 
@@ -159,9 +160,10 @@ enum class VideoFormat {
     avi_ffv1,  ///< lossless FFV1 in AVI (needs FFmpeg with FFV1); 8-bit grey or BGR
     png,       ///< folder of frame_000000.png …, 8- or 16-bit
     tiff,      ///< folder of frame_000000.tif …, 8- or 16-bit
+    avi_mjpeg, ///< Motion-JPEG AVI (lossy, small, plays everywhere): for overlays, 8-bit grey or BGR
 };
 const char* to_string(VideoFormat f);
-/// "avi" / "raw" → avi_raw, "ffv1", "png", "tiff" / "tif"; throws ParameterError.
+/// "avi" / "raw" → avi_raw, "ffv1", "png", "tiff" / "tif", "mjpeg"; throws ParameterError.
 VideoFormat video_format_from_string(const std::string& s);
 
 /// Writes frames one at a time to a video file or an image-sequence folder (created if
@@ -173,7 +175,7 @@ public:
     ~FrameSink();
     FrameSink(const FrameSink&) = delete;
     FrameSink& operator=(const FrameSink&) = delete;
-    /// CV_8UC1, CV_16UC1 (png/tiff only) or CV_8UC3 (BGR; avi_ffv1, png, tiff).
+    /// CV_8UC1, CV_16UC1 (png/tiff only) or CV_8UC3 (BGR; avi_ffv1, avi_mjpeg, png, tiff).
     void write(const cv::Mat& image);
     /// Flushes and closes; called by the destructor too (which swallows errors).
     void close();
