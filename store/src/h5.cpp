@@ -79,7 +79,8 @@ void write_numeric_attr(hid_t obj, const std::string& name, const std::vector<T>
     Handle a(check(H5Acreate2(obj, name.c_str(), native_type(static_cast<const T*>(nullptr)), space, H5P_DEFAULT,
                               H5P_DEFAULT),
                    file, "cannot create attribute '" + name + "'"));
-    check_status(H5Awrite(a, native_type(static_cast<const T*>(nullptr)), v.data()), file,
+    const T dummy{};  // HDF5 wants a non-null buffer even for zero elements
+    check_status(H5Awrite(a, native_type(static_cast<const T*>(nullptr)), v.empty() ? &dummy : v.data()), file,
                  "cannot write attribute '" + name + "'");
 }
 void write_string_attr(hid_t obj, const std::string& name, const std::vector<std::string>& v, bool scalar,
@@ -92,7 +93,8 @@ void write_string_attr(hid_t obj, const std::string& name, const std::vector<std
                    "cannot create attribute '" + name + "'"));
     std::vector<const char*> ptrs;
     for (const auto& s : v) ptrs.push_back(s.c_str());
-    check_status(H5Awrite(a, type, ptrs.data()), file, "cannot write attribute '" + name + "'");
+    const char* dummy = "";  // HDF5 wants a non-null buffer even for zero elements
+    check_status(H5Awrite(a, type, ptrs.empty() ? &dummy : ptrs.data()), file, "cannot write attribute '" + name + "'");
 }
 }  // namespace
 
@@ -120,6 +122,12 @@ bool read_attr(hid_t obj, const std::string& name, AttrValue& out, const std::st
     const int rank = H5Sget_simple_extent_ndims(space);
     const auto n = static_cast<std::size_t>(H5Sget_simple_extent_npoints(space));
     const H5T_class_t cls = H5Tget_class(type);
+    if (n == 0) {  // empty array attribute: HDF5 refuses to read into a null buffer
+        if (cls == H5T_STRING) out = std::vector<std::string>{};
+        else if (cls == H5T_INTEGER) out = std::vector<std::int64_t>{};
+        else out = std::vector<double>{};
+        return true;
+    }
     if (cls == H5T_STRING) {
         std::vector<std::string> vals;
         if (H5Tis_variable_str(type) > 0) {

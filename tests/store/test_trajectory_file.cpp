@@ -229,3 +229,11 @@ TEST_CASE("writing into a missing directory fails up front, naming the path", "[
     REQUIRE_THROWS_WITH(store::TrajectoryWriter("/nonexistent-dir/x.h5", Metadata{}, {}),
                         Catch::Contains("/nonexistent-dir/x.h5"));
 }
+
+TEST_CASE("empty array attributes and results round trip", "[unit]") {
+    test::TempDir dir("store_empty_attrs");
+    auto t = sample(false, false);
+    t.meta.species_names = {};
+    store::write_trajectory(dir.file("e.h5"), t);
+    REQUIRE(store::TrajectoryReader(dir.file("e.h5")).meta().species_names.empty());
+}
