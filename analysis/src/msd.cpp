@@ -51,17 +51,12 @@ void FftCorrelator::prepare(std::size_t length, std::size_t max_lag, std::size_t
     m.length = length;
     m.max_lag = std::min(max_lag, length > 0 ? length - 1 : 0);
     m.n = smooth_length(length + m.max_lag);
-    auto& plan = m.plans[m.n];
-    if (!plan) {
-        if (m.plans.size() > 64) {  // bound the cache (experiments: many track lengths)
-            auto keep = std::move(plan);
-            m.plans.clear();
-            plan = std::make_unique<detail::RealFft>(static_cast<int>(m.n));
-        } else {
-            plan = std::make_unique<detail::RealFft>(static_cast<int>(m.n));
-        }
+    auto it = m.plans.find(m.n);
+    if (it == m.plans.end()) {
+        if (m.plans.size() >= 64) m.plans.clear();  // bound the cache (experiments: many track lengths)
+        it = m.plans.emplace(m.n, std::make_unique<detail::RealFft>(static_cast<int>(m.n))).first;
     }
-    m.plan = plan.get();
+    m.plan = it->second.get();
     const std::size_t nc = m.n / 2 + 1;
     if (m.capacity < m.n) {
         m.capacity = std::max(m.n, m.capacity * 2);

@@ -228,7 +228,7 @@ TrackStreamInfo stream_tracks(const TrajectorySource& src, const TrackStreamPara
         throw ParameterError("velocity scheme 'given' requested but the input has no vx/vy columns");
     info.scheme = p.scheme == VelocityScheme::automatic ? (has_vel ? VelocityScheme::given : VelocityScheme::central)
                                                         : p.scheme;
-    if (!p.velocities) info.scheme = p.scheme == VelocityScheme::automatic ? info.scheme : p.scheme;
+    info.velocities = p.velocities;
 
     // cumulative drift
     info.drift_x.assign(static_cast<std::size_t>(T), 0.0);

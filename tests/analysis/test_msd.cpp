@@ -60,6 +60,24 @@ TEST_CASE("gap-aware FFT MSD equals the brute-force gapped MSD", "[unit]") {
     }
 }
 
+TEST_CASE("one correlator over many track lengths (plan cache eviction)", "[unit]") {
+    std::mt19937_64 rng(23);
+    FftCorrelator corr;
+    for (std::size_t L = 2; L < 160; ++L) {  // > 64 distinct FFT lengths
+        std::vector<double> y;
+        const auto x = gappy_walk(L, rng, 10.0, &y);
+        MsdSums a, b;
+        a.resize(L);
+        b.resize(L);
+        accumulate_msd(x, y, L, a, corr);
+        accumulate_msd_direct(x, y, L, b);
+        for (std::size_t k = 0; k < L; ++k) {
+            REQUIRE(a.pairs[k] == b.pairs[k]);
+            REQUIRE_THAT(a.s2[k], WithinAbs(b.s2[k], 1e-9 * (1 + b.s2[k])));
+        }
+    }
+}
+
 TEST_CASE("FFT MSD equals the O(T^2) definition on small complete inputs", "[unit]") {
     std::mt19937_64 rng(5);
     std::uniform_real_distribution<double> u(-3, 3);

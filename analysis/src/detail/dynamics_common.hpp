@@ -57,7 +57,7 @@ inline void add_lag_axes(ResultGroup& g, std::size_t n, double dt, const std::st
 inline void add_stream_attrs(ResultGroup& g, const TrackStreamInfo& info) {
     g.attrs["drift"] = std::string(to_string(info.drift));
     g.attrs["drift_window"] = info.drift_window;
-    g.attrs["velocity_scheme"] = std::string(to_string(info.scheme));
+    g.attrs["velocity_scheme"] = std::string(info.velocities ? to_string(info.scheme) : "unused");
     g.attrs["n_tracks"] = info.n_tracks;
     g.attrs["n_tracks_small"] = info.n_small;
     g.attrs["n_tracks_large"] = info.n_large;

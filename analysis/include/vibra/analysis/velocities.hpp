@@ -88,6 +88,7 @@ struct TrackStreamInfo {
     std::int64_t particle_blocks = 0;      ///< passes over the frames after the first one
     std::int64_t max_block_cells = 0;      ///< largest summed lifetime of one particle block
     bool periodic = false;
+    bool velocities = false;  ///< velocities were filled (false: `scheme` is irrelevant)
 };
 
 /// Streams every linked particle (id ≥ 0) as a Track to `fn`, in ascending id order.
