@@ -8,13 +8,18 @@
 
 #include <opencv2/imgproc.hpp>
 
-#include "vibra/core/cell_list.hpp"
+#include <filesystem>
+
+#include "test_support.hpp"
+#include "vibra/store/trajectory_file.hpp"
 #include "vibra/tracking/synth.hpp"
+#include "vibra/tracking/video.hpp"
 
 using namespace vibra;
 using namespace vibra::tracking;
 using Catch::Matchers::WithinAbs;
 using Catch::Matchers::WithinRel;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -369,4 +374,59 @@ TEST_CASE("generator at packing fraction 0.8 keeps overlaps below 0.2 px", "[uni
     REQUIRE_THAT(phi, WithinAbs(0.8, 0.02));
     REQUIRE(worst < 0.2);
     REQUIRE(gen.max_overlap() < 0.2);
+}
+
+TEST_CASE("vibra synth: video + truth with the requested counts and overlaps < 0.2 px; errors leave no output", "[unit]") {
+    test::TempDir tmp("synth_cli");
+    const std::string video = tmp.file("s.avi");
+    auto r = test::run_vibra("-q synth -o '" + video +
+                             "' --width 200 --height 160 --n-small 30 --n-large 20 --radius-small 5 --radius-large 7 "
+                             "--frames 5 --look marker-dot --noise 0.05 --gradient 0.1 --motion-blur 3 --seed 9");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    store::TrajectoryReader tr(tmp.file("s.truth.h5"));
+    REQUIRE(tr.n_frames() == 5);
+    REQUIRE(tr.meta().length_unit == "px");
+    REQUIRE(tr.meta().time_unit == "frame");
+    REQUIRE(tr.meta().image_width == 200);
+    REQUIRE(tr.meta().species_diameters == std::vector<double>{10.0, 14.0});
+    const auto t = tr.read_all();
+    REQUIRE(t.rows.size() == 5 * 50);
+    int small = 0, large = 0;
+    double worst = 0;
+    for (std::size_t a = 0; a < t.rows.size(); ++a) {
+        if (t.rows.frame[a] == 0) (t.rows.species[a] == kSpeciesSmall ? small : large)++;
+        REQUIRE(t.rows.radius[a] == (t.rows.species[a] == kSpeciesSmall ? 5.0f : 7.0f));
+        for (std::size_t b = a + 1; b < t.rows.size() && t.rows.frame[b] == t.rows.frame[a]; ++b)
+            worst = std::max(worst, double(t.rows.radius[a] + t.rows.radius[b]) -
+                                        std::hypot(t.rows.x[a] - t.rows.x[b], t.rows.y[a] - t.rows.y[b]));
+    }
+    REQUIRE(small == 30);
+    REQUIRE(large == 20);
+    REQUIRE(worst < 0.2);
+    // The video has the frames, at the image size.
+    auto src = open_video(video);
+    REQUIRE(src->info().n_frames == 5);
+    REQUIRE(src->info().width == 200);
+    REQUIRE(src->info().height == 160);
+
+    // 16-bit TIFF sequence.
+    r = test::run_vibra("-q synth -o '" + tmp.file("seq16") + "/' --format tiff --bit-depth 16 --width 64 --height 64 "
+                        "--n-small 3 --n-large 2 --frames 2");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    auto s16 = open_video(tmp.file("seq16"));
+    REQUIRE(s16->info().bit_depth == 16);
+    REQUIRE(s16->info().n_frames == 2);
+    REQUIRE(fs::exists(tmp.file("seq16.truth.h5")));
+
+    // 16 bits into an AVI: usage error, nothing written.
+    r = test::run_vibra("-q synth -o '" + tmp.file("bad.avi") + "' --bit-depth 16 --frames 2");
+    REQUIRE(r.exit_code == 2);
+    REQUIRE_FALSE(fs::exists(tmp.file("bad.avi")));
+    REQUIRE_FALSE(fs::exists(tmp.file("bad.truth.h5")));
+    // Impossible packing: usage error naming the field.
+    r = test::run_vibra("-q synth -o '" + tmp.file("dense.avi") + "' --packing-fraction 0.95");
+    REQUIRE(r.exit_code == 2);
+    REQUIRE(r.output.find("packing_fraction") != std::string::npos);
 }
