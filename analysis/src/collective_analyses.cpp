@@ -448,8 +448,8 @@ std::vector<AnalysisOption> spectra_spec_options() {
         {"spectra-tukey-alpha", "tapered fraction of the Tukey window", "0.5"},
         {"spectra-gradient", "derivatives in the nonlinear term: fd2 | spectral", "fd2"},
         {"spectra-kmin", "lower end of the power-law fit band, rad/length (empty = 4 Δk)", ""},
-        {"spectra-kmax", "upper end of the fit band, rad/length (empty = min(1/(2σ), π/(2h)))", ""},
-        {"spectra-deconvolve", "divide E(k) by the Gaussian kernel's exp(−k²σ²) before fitting: on | off", "off"},
+        {"spectra-kmax", "upper end of the fit band, rad/length (empty = min(1/σ, π/(2h)))", ""},
+        {"spectra-deconvolve", "divide E_iso(k) (used for the fits) by the Gaussian kernel's exp(−k²σ²): on | off", "on"},
         {"spectra-fst-scales", "filter-space-technique scales ℓ, length unit, comma-separated (empty = σ·{1,2,4,8} below a quarter of the side)", ""},
     });
     return o;
@@ -469,8 +469,9 @@ ResultGroup run_spectra(const AnalysisContext& ctx) {
     const double h = std::max(s.grid.hx, s.grid.hy);
     const double kmin = ctx.is_set("spectra-kmin") ? ctx.number("spectra-kmin") : 4 * est.dk();
     const double kmax = ctx.is_set("spectra-kmax") ? ctx.number("spectra-kmax")
-                                                   : std::min(0.5 / s.cg.sigma, 0.5 * std::numbers::pi / h);
-    if (!(kmin > 0 && kmax > kmin)) throw ParameterError("--spectra-kmin/--spectra-kmax: need 0 < kmin < kmax");
+                                                   : std::min(1.0 / s.cg.sigma, 0.5 * std::numbers::pi / h);
+    if ((ctx.is_set("spectra-kmin") || ctx.is_set("spectra-kmax")) && !(kmin > 0 && kmax > kmin))
+        throw ParameterError("--spectra-kmin/--spectra-kmax: need 0 < kmin < kmax");
     std::vector<double> scales;
     if (ctx.is_set("spectra-fst-scales")) {
         scales = ctx.numbers("spectra-fst-scales");
@@ -493,10 +494,7 @@ ResultGroup run_spectra(const AnalysisContext& ctx) {
         auto S = est.spectrum(F);
         const auto Tr = est.transfer(F);
         if (k_axis.empty()) k_axis = S.k;
-        deconv(S.e, S.k);
-        deconv(S.e_iso, S.k);
-        deconv(S.e_long, S.k);
-        deconv(S.e_trans, S.k);
+        deconv(S.e_iso, S.k);  // fits only: e, e_long, e_trans stay raw (Parseval)
         const std::size_t at = li * nt + static_cast<std::size_t>(k);
         std::copy(S.e.begin(), S.e.end(), E.begin() + static_cast<std::ptrdiff_t>(at * nk));
         std::copy(Tr.flux.begin(), Tr.flux.end(), flux.begin() + static_cast<std::ptrdiff_t>(at * nk));
@@ -527,6 +525,7 @@ ResultGroup run_spectra(const AnalysisContext& ctx) {
     g.attrs["gradient"] = ctx.text("spectra-gradient");
     g.attrs["fit_k_min"] = kmin;
     g.attrs["fit_k_max"] = kmax;
+    g.attrs["fit_band_shells"] = static_cast<std::int64_t>(kmax > kmin ? std::floor(kmax / est.dk()) - std::ceil(kmin / est.dk()) + 1 : 0);
     g.attrs["deconvolve_kernel"] = dec;
     g.attrs["fit_rule"] = std::string("least squares of log E_iso vs log k in [fit_k_min, fit_k_max]; E_iso = E compensated for the lattice mode count per shell");
     g.attrs["dk"] = est.dk();
@@ -571,6 +570,14 @@ ResultGroup run_spectra(const AnalysisContext& ctx) {
         }
     }
     g.add2d("e_mean", em, nl, nk, fu(3, 2));
+    {
+        std::vector<double> isom(nl * nk, kNaN);
+        for (std::size_t li = 0; li < nl; ++li)
+            if (nsum[li] > 0)
+                for (std::size_t n = 0; n < nk; ++n) isom[li * nk + n] = eiso[li * nk + n] / nsum[li];
+        g.add2d("e_iso_mean", isom, nl, nk, fu(3, 2)).attrs["meaning"] =
+            std::string("time-mean E compensated for the mode count per shell (and kernel-deconvolved when deconvolve_kernel = on): what the fits use");
+    }
     g.add2d("e_long_mean", elm, nl, nk, fu(3, 2));
     g.add2d("e_trans_mean", etm, nl, nk, fu(3, 2));
     g.add2d("energy", energy, nl, nt, fu(2, 2)).attrs["meaning"] = std::string("sum_n E(k_n) dk (windowed, mean removed)");

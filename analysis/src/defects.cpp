@@ -106,6 +106,7 @@ std::vector<std::int64_t> match_sparse(std::size_t na, std::size_t nb, const std
 void DefectParams::validate() const {
     if (!(min_magnitude >= 0) || !std::isfinite(min_magnitude))
         throw ParameterError("defects min_magnitude must be ≥ 0, got " + std::to_string(min_magnitude));
+    if (max_core < 0) throw ParameterError("defects max_core must be ≥ 0, got " + std::to_string(max_core));
     if (!(max_edge >= 0) || !std::isfinite(max_edge))
         throw ParameterError("defects max_edge must be ≥ 0, got " + std::to_string(max_edge));
 }
@@ -168,6 +169,86 @@ std::size_t evaluated_plaquettes(const GridField& f, const DefectParams& p) {
     return n;
 }
 
+namespace {
+
+// Charges hidden in small sub-threshold cores (see DefectParams::max_core).
+std::vector<Defect> core_defects(const GridField& f, const DefectParams& p, const std::vector<std::int8_t>& q8) {
+    const auto& g = f.grid;
+    const auto nx = static_cast<std::int64_t>(g.nx), ny = static_cast<std::int64_t>(g.ny);
+    std::vector<std::uint8_t> ok(g.size());
+    for (std::size_t k = 0; k < g.size(); ++k) ok[k] = f.valid[k] && usable(f.ux[k], f.uy[k], p.min_magnitude);
+    std::vector<std::int64_t> label(g.size(), -1);
+    std::vector<Defect> out;
+    std::vector<std::size_t> stack, members;
+    std::int64_t next = 0;
+    for (std::size_t s0 = 0; s0 < g.size(); ++s0) {
+        if (!f.valid[s0] || ok[s0] || label[s0] >= 0) continue;
+        // 8-connected cluster of weak (valid, below threshold) nodes.
+        const std::int64_t id = next++;
+        members.clear();
+        stack.assign(1, s0);
+        label[s0] = id;
+        while (!stack.empty()) {
+            const auto c = stack.back();
+            stack.pop_back();
+            members.push_back(c);
+            const auto ci = static_cast<std::int64_t>(c % g.nx), cj = static_cast<std::int64_t>(c / g.nx);
+            for (std::int64_t dj = -1; dj <= 1; ++dj)
+                for (std::int64_t di = -1; di <= 1; ++di) {
+                    const auto ii = ci + di, jj = cj + dj;
+                    if (ii < 0 || jj < 0 || ii >= nx || jj >= ny) continue;
+                    const auto k = static_cast<std::size_t>(jj * nx + ii);
+                    if (f.valid[k] && !ok[k] && label[k] < 0) label[k] = id, stack.push_back(k);
+                }
+        }
+        std::int64_t i0 = nx, i1 = -1, j0 = ny, j1 = -1;
+        double sx = 0, sy = 0;
+        for (auto c : members) {
+            const auto ci = static_cast<std::int64_t>(c % g.nx), cj = static_cast<std::int64_t>(c / g.nx);
+            i0 = std::min(i0, ci), i1 = std::max(i1, ci), j0 = std::min(j0, cj), j1 = std::max(j1, cj);
+            sx += g.x(static_cast<std::size_t>(ci)), sy += g.y(static_cast<std::size_t>(cj));
+        }
+        if (i1 - i0 + 1 > p.max_core || j1 - j0 + 1 > p.max_core) continue;
+        const std::int64_t I0 = i0 - 1, I1 = i1 + 1, J0 = j0 - 1, J1 = j1 + 1;
+        if (I0 < 0 || J0 < 0 || I1 >= nx || J1 >= ny) continue;
+        // Other weak nodes inside the ring would be counted twice: skip.
+        bool clean = true;
+        for (std::int64_t j = J0 + 1; j < J1 && clean; ++j)
+            for (std::int64_t i = I0 + 1; i < I1 && clean; ++i) {
+                const auto k = static_cast<std::size_t>(j * nx + i);
+                if (f.valid[k] && !ok[k] && label[k] != id) clean = false;
+                if (!f.valid[k]) clean = false;
+            }
+        if (!clean) continue;
+        std::vector<std::size_t> ring;
+        for (std::int64_t i = I0; i <= I1; ++i) ring.push_back(static_cast<std::size_t>(J0 * nx + i));
+        for (std::int64_t j = J0 + 1; j <= J1; ++j) ring.push_back(static_cast<std::size_t>(j * nx + I1));
+        for (std::int64_t i = I1 - 1; i >= I0; --i) ring.push_back(static_cast<std::size_t>(J1 * nx + i));
+        for (std::int64_t j = J1 - 1; j > J0; --j) ring.push_back(static_cast<std::size_t>(j * nx + I0));
+        std::vector<double> th;
+        bool ring_ok = true;
+        for (auto k : ring) {
+            if (!ok[k]) {
+                ring_ok = false;
+                break;
+            }
+            th.push_back(std::atan2(f.uy[k], f.ux[k]));
+        }
+        if (!ring_ok) continue;
+        int inner = 0;
+        for (std::int64_t j = J0; j < J1; ++j)
+            for (std::int64_t i = I0; i < I1; ++i) inner += q8[static_cast<std::size_t>(j * nx + i)];
+        const int qc = winding_number(th) - inner;
+        if (qc != 0) {
+            const auto m = static_cast<double>(members.size());
+            out.push_back({sx / m, sy / m, qc, static_cast<int>(members.size())});
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
 std::vector<Defect> defects_on_grid(const GridField& f, const DefectParams& p) {
     const auto q8 = plaquette_charges(f, p);
     const auto& g = f.grid;
@@ -204,6 +285,10 @@ std::vector<Defect> defects_on_grid(const GridField& f, const DefectParams& p) {
         return std::pair{x, y};
     };
     auto out = merge_cells(cells, q, links, pos, p.merge);
+    if (p.max_core > 0 && p.min_magnitude > 0) {
+        auto cores = core_defects(f, p, q8);
+        out.insert(out.end(), cores.begin(), cores.end());
+    }
     if (g.periodic)  // fold merged positions back into the box
         for (auto& d : out) {
             d.x = g.x0 + std::fmod(std::fmod(d.x - g.x0, g.lx()) + g.lx(), g.lx());

@@ -155,9 +155,9 @@ TEST_CASE("power-law spectrum on a grid: exponent recovered within 0.05", "[unit
 }
 
 TEST_CASE("power-law spectrum sampled at particles: exponent within 0.1 after coarse-graining", "[unit]") {
-    // Stated band: [4 Δk, min(1/(2σ), π/(2h))], E(k) divided by the kernel's exp(−k²σ²).
+    // Stated band (the analysis default): [4 Δk, min(1/σ, π/(2h))], E(k) divided by the kernel's exp(−k²σ²).
     const double L = 64, s = -2.0, sigma = 0.35;
-    PowerLawField pf(L, 24, s, 21);
+    PowerLawField pf(L, 40, s, 21);  // modes up to k = 3.9 > 1/σ
     std::mt19937_64 rng(5);
     std::uniform_real_distribution<double> u(0, L);
     std::vector<double> x, y, ux, uy;
@@ -174,9 +174,10 @@ TEST_CASE("power-law spectrum sampled at particles: exponent within 0.1 after co
     SpectrumEstimator est(grid, p);
     auto sp = est.spectrum(f);
     for (std::size_t b = 0; b < sp.e.size(); ++b) sp.e_iso[b] *= std::exp(sp.k[b] * sp.k[b] * sigma * sigma);
-    const double kmin = 4 * est.dk(), kmax = std::min(0.5 / sigma, 0.5 * kPi / grid.hx);
+    const double kmin = 4 * est.dk(), kmax = std::min(1.0 / sigma, 0.5 * kPi / grid.hx);
     const auto fit = fit_power_law(sp.k, sp.e_iso, kmin, kmax);
     REQUIRE(fit.n_points >= 8);
+    WARN("particle-sampled exponent " << fit.exponent << " (prescribed " << s << ")");
     REQUIRE_THAT(fit.exponent, WithinAbs(s, 0.1));
     // Without the deconvolution the kernel steepens the spectrum measurably (the test can fail).
     const auto raw = fit_power_law(sp.k, est.spectrum(f).e_iso, kmin, kmax);

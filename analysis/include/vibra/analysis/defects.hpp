@@ -31,6 +31,13 @@ struct DefectParams {
     /// vertex) into one defect with the summed charge, located at the mean of their centres;
     /// clusters summing to 0 are dropped (choice, methods.md §9 pitfalls).
     bool merge = true;
+    /// Grid route: a defect core has |U| → 0, so with a threshold its own nodes are skipped. Each
+    /// 8-connected cluster of valid nodes below the threshold whose bounding box is at most
+    /// max_core nodes on a side is enclosed by the ring of nodes around that box; when all ring
+    /// nodes are usable, the ring's winding minus the charges of the evaluated plaquettes inside
+    /// it is the core's charge (discrete Poincaré–Hopf), placed at the cluster's centroid.
+    /// 0 disables. Clusters touching the grid edge are not recovered.
+    int max_core = 5;
     /// Delaunay route: skip triangles with an edge longer than this (length unit; 0 = no limit).
     /// Long hull slivers and holes are not loops around a physical region.
     double max_edge = 0;

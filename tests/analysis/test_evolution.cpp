@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Change points by piecewise-linear fits, and the five collective analyses run end to end through
+// the registry on a trajectory with a known displacement field (rigid rotation: one +1 defect).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "vibra/analysis/evolution.hpp"
+#include "vibra/analysis/registry.hpp"
+#include "vibra/core/error.hpp"
+#include "vibra/core/trajectory_source.hpp"
+
+using namespace vibra;
+using namespace vibra::analysis;
+using Catch::Matchers::WithinAbs;
+using Catch::Matchers::WithinRel;
+
+TEST_CASE("piecewise-linear fit finds known change points", "[unit]") {
+    std::mt19937_64 rng(4);
+    std::normal_distribution<double> g(0, 0.01);
+    std::vector<double> x, y;
+    for (int i = 0; i < 80; ++i) {
+        const double t = std::log(1.0 + i);
+        x.push_back(t);
+        double v = i < 20 ? 1.0 * t : (i < 50 ? 3.5 - 0.8 * (t - std::log(21.0)) : 0.4 + 0.3 * t);
+        y.push_back(v + g(rng));
+    }
+    PiecewiseParams p;
+    p.segments = 3;
+    const auto fit = piecewise_linear_fit(x, y, p);
+    REQUIRE(fit.starts == std::vector<std::size_t>{0, 20, 50});
+    REQUIRE(fit.change_x.size() == 2);
+    REQUIRE_THAT(fit.change_x[0], WithinAbs(x[20], 1e-12));
+    REQUIRE_THAT(fit.slopes[0], WithinAbs(1.0, 0.05));
+    REQUIRE_THAT(fit.slopes[1], WithinAbs(-0.8, 0.05));
+    REQUIRE_THAT(fit.slopes[2], WithinAbs(0.3, 0.05));
+    SECTION("one segment is a straight-line fit; too few points reduce the segments") {
+        p.segments = 1;
+        REQUIRE(piecewise_linear_fit(x, y, p).change_x.empty());
+        p.segments = 5, p.min_points = 30;
+        REQUIRE(piecewise_linear_fit(x, y, p).starts.size() == 2);
+        p.min_points = 1;
+        REQUIRE_THROWS_AS(piecewise_linear_fit(x, y, p), ParameterError);
+    }
+}
+
+namespace {
+
+const double kOmega = 0.01, kCx = 20.3, kCy = 19.6;
+
+/// Particles on a jittered lattice inside a disk, rotating rigidly about (kCx, kCy).
+Trajectory rotating_disk(int T) {
+    std::mt19937_64 rng(8);
+    std::uniform_real_distribution<double> j(-0.2, 0.2);
+    std::vector<double> x0, y0;
+    for (int a = 0; a < 41; ++a)
+        for (int b = 0; b < 41; ++b) {
+            const double x = a + j(rng), y = b + j(rng);
+            if (std::hypot(x - kCx, y - kCy) < 18.5) x0.push_back(x), y0.push_back(y);
+        }
+    Trajectory t;
+    t.meta.length_unit = "px";
+    t.meta.time_unit = "frame";
+    t.meta.geometry = Geometry::circle(kCx, kCy, 19);
+    for (int f = 0; f < T; ++f)
+        for (std::size_t i = 0; i < x0.size(); ++i) {
+            const double a = kOmega * f, dx = x0[i] - kCx, dy = y0[i] - kCy;
+            t.rows.push(f, static_cast<std::int64_t>(i), kCx + std::cos(a) * dx - std::sin(a) * dy,
+                        kCy + std::sin(a) * dx + std::cos(a) * dy, kSpeciesSmall);
+        }
+    t.index = build_frame_index(t.rows, 0, T);
+    return t;
+}
+
+const AnalysisSpec& spec(const std::vector<AnalysisSpec>& all, const std::string& n) {
+    for (const auto& s : all)
+        if (s.name == n) return s;
+    FAIL("no analysis " << n);
+    return all.front();
+}
+
+std::map<std::string, std::string> defaults(const AnalysisSpec& s) {
+    std::map<std::string, std::string> o;
+    for (const auto& a : s.options) o[a.flag] = a.default_value;
+    return o;
+}
+
+template <class T>
+const std::vector<T>& data(const ResultGroup& g, const std::string& n) {
+    const auto* a = g.find(n);
+    REQUIRE(a != nullptr);
+    return std::get<std::vector<T>>(a->data);
+}
+
+}  // namespace
+
+TEST_CASE("collective analyses end to end on a rigidly rotating disk", "[unit]") {
+    const int T = 24;
+    InMemorySource src(rotating_disk(T));
+    const auto all = collective_analyses();
+    std::map<std::string, ResultGroup> earlier;
+
+    // field: ½⟨|u|²⟩ = (1 − cos ωL)⟨|r − c|²⟩ exactly.
+    auto fo = defaults(spec(all, "field"));
+    fo["field-lags"] = "1,4";
+    fo["field-stride"] = "2";
+    AnalysisContext fc{src, fo, false, 1, &earlier};
+    const auto field = spec(all, "field").run(fc).front();
+    REQUIRE(field.name == "field");
+    {
+        const auto& tr = src.trajectory();
+        double r2 = 0;
+        const auto n = tr.index.count(0);
+        for (std::int64_t r = 0; r < n; ++r) r2 += std::pow(tr.rows.x[r] - kCx, 2) + std::pow(tr.rows.y[r] - kCy, 2);
+        r2 /= static_cast<double>(n);
+        const auto& ke = data<double>(field, "kinetic_energy");
+        const std::size_t nt = data<std::int64_t>(field, "frame").size();
+        REQUIRE(nt == 12);
+        REQUIRE_THAT(ke[0], WithinRel((1 - std::cos(kOmega)) * r2, 1e-9));
+        REQUIRE_THAT(ke[nt], WithinRel((1 - std::cos(4 * kOmega)) * r2, 1e-9));
+        REQUIRE(std::isnan(ke[nt + 11]));  // start frame 22 + lag 4 is beyond the data
+        REQUIRE(field.groups.size() == 2);
+        REQUIRE(field.find("kinetic_energy")->units == "px^2");
+    }
+    earlier["field"] = field;
+
+    // defects: one +1 at the centre in every frame, one track per lag, no events.
+    auto dop = defaults(spec(all, "defects"));
+    dop["defects-lags"] = "1,3";
+    AnalysisContext dc{src, dop, false, 1, &earlier};
+    const auto def = spec(all, "defects").run(dc).front();
+    {
+        const auto& counts = data<std::int64_t>(def, "counts");
+        const auto& charge = data<std::int64_t>(def, "charge");
+        const auto& x = data<double>(def, "x");
+        const auto& y = data<double>(def, "y");
+        const auto nt = data<std::int64_t>(def, "sample_frame").size();
+        REQUIRE(nt == static_cast<std::size_t>(T - 1));
+        for (std::size_t k = 0; k < nt; ++k) REQUIRE(counts[k] == 1);                  // lag 1: every start frame
+        for (std::size_t k = 0; k + 3 < static_cast<std::size_t>(T); ++k) REQUIRE(counts[nt + k] == 1);  // lag 3
+        for (std::size_t r = 0; r < charge.size(); ++r) {
+            REQUIRE(charge[r] == 1);
+            REQUIRE_THAT(x[r], WithinAbs(kCx, 1.0));
+            REQUIRE_THAT(y[r], WithinAbs(kCy, 1.0));
+        }
+        REQUIRE(data<std::int64_t>(def, "frame_offsets").size() == 2 * nt + 1);
+        REQUIRE(def.groups.size() == 2);
+        for (const auto& sub : def.groups) {
+            REQUIRE(data<std::int64_t>(sub, "track_charge").size() == 1);
+            REQUIRE(data<std::int64_t>(sub, "event_type").empty());
+        }
+        const auto& dens = data<double>(def, "density");
+        REQUIRE(dens[0] > 0);
+        REQUIRE(dens[0] < 1.0 / 100);  // one defect in an area of hundreds of px²
+    }
+    earlier["defects"] = def;
+
+    auto co = defaults(spec(all, "correlations"));
+    co["correlations-lags"] = "1";
+    AnalysisContext cc{src, co, false, 1, &earlier};
+    const auto cor = spec(all, "correlations").run(cc).front();
+    {
+        const auto& c = data<double>(cor, "c_vv");
+        std::size_t b = 0;
+        while (b < c.size() && std::isnan(c[b])) ++b;  // no pairs closer than the lattice spacing
+        REQUIRE(b < 3);
+        REQUIRE(c[b] > 0.9);  // neighbours move alike
+        REQUIRE(data<double>(cor, "polar_order").size() == data<std::int64_t>(cor, "frame").size());
+    }
+    earlier["correlations"] = cor;
+
+    auto so = defaults(spec(all, "spectra"));
+    so["spectra-lags"] = "1,2";
+    AnalysisContext sc{src, so, false, 1, &earlier};
+    const auto spe = spec(all, "spectra").run(sc).front();
+    {
+        const auto& k = data<double>(spe, "k");
+        const auto& e = data<double>(spe, "e");
+        const auto& energy = data<double>(spe, "energy");
+        const double dk = std::get<double>(spe.attrs.at("dk"));
+        double sum = 0;
+        for (std::size_t n = 0; n < k.size(); ++n) sum += e[n] * dk;  // lag 1, first start frame
+        REQUIRE_THAT(sum, WithinRel(energy[0], 1e-10));
+        // A rigid rotation has a larger displacement over 2 frames: 4× the energy.
+        REQUIRE_THAT(energy[data<std::int64_t>(spe, "frame").size()], WithinRel(4 * energy[0], 1e-3));
+    }
+    earlier["spectra"] = spe;
+
+    auto eo = defaults(spec(all, "evolution"));
+    eo["evolution-segments"] = "2";
+    AnalysisContext ec{src, eo, false, 1, &earlier};
+    const auto evo = spec(all, "evolution").run(ec).front();
+    for (const char* n : {"kinetic_energy", "defect_density", "xi", "spectral_slope"}) {
+        INFO(n);
+        const auto* a = evo.find(n);
+        REQUIRE(a != nullptr);
+        REQUIRE(std::get<std::string>(a->attrs.at("origin")) == "earlier");
+        REQUIRE(evo.find(std::string(n) + "_change_times") != nullptr);
+    }
+    REQUIRE(data<double>(evo, "kinetic_energy").size() == 12);  // the field group's start frames
+    SECTION("without earlier groups the series are computed") {
+        AnalysisContext alone{src, eo, false, 1, nullptr};
+        const auto e2 = spec(all, "evolution").run(alone).front();
+        const auto* a = e2.find("defect_density");
+        REQUIRE(a != nullptr);
+        REQUIRE(std::get<std::string>(a->attrs.at("origin")) == "computed");
+        REQUIRE(data<double>(e2, "defect_density_change_times").size() <= 2);
+    }
+    SECTION("bad options are parameter errors") {
+        auto bad = dop;
+        bad["defects-route"] = "voronoi";
+        AnalysisContext b{src, bad, false, 1, &earlier};
+        REQUIRE_THROWS_AS(spec(all, "defects").run(b), ParameterError);
+        bad = dop;
+        bad["defects-lags"] = "0";
+        AnalysisContext b2{src, bad, false, 1, &earlier};
+        REQUIRE_THROWS_AS(spec(all, "defects").run(b2), ParameterError);
+    }
+    SECTION("Delaunay route finds the same vortex") {
+        auto d2 = dop;
+        d2["defects-route"] = "delaunay";
+        d2["defects-lags"] = "2";
+        d2["defects-threshold"] = "0";
+        AnalysisContext b{src, d2, false, 1, &earlier};
+        const auto g = spec(all, "defects").run(b).front();
+        const auto& charge = data<std::int64_t>(g, "charge");
+        REQUIRE(charge.size() == static_cast<std::size_t>(T - 2));
+        for (auto q : charge) REQUIRE(q == 1);
+    }
+}
