@@ -130,3 +130,39 @@ TEST_CASE("stream_tracks: given velocities and com drift removal", "[unit]") {
     REQUIRE_THROWS_AS(drift_mode_from_string("bogus"), ParameterError);
     REQUIRE_THROWS_AS(velocity_scheme_from_string("bogus"), ParameterError);
 }
+
+#include "vibra/analysis/registry.hpp"
+
+TEST_CASE("registered dynamics analyses run with their default options", "[unit]") {
+    auto walks = test::random_walks(30, 80, 0.2, 3);
+    Metadata m;
+    m.species_diameters = {1.0, 1.4};
+    m.time_unit = "s";
+    m.frame_interval = 0.01;
+    auto src = test::make_source(walks, m);
+    const auto specs = dynamics_analyses();
+    std::vector<std::string> names;
+    for (const auto& s : specs) {
+        names.push_back(s.name);
+        AnalysisContext ctx{src, {}, false, 1, nullptr};
+        for (const auto& o : s.options) {
+            CHECK(o.flag.rfind(s.name + "-", 0) == 0);  // flags carry the analysis name as prefix
+            ctx.options[o.flag] = o.default_value;
+        }
+        const auto groups = s.run(ctx);
+        REQUIRE(!groups.empty());
+        CHECK(groups.front().name == s.name);
+        for (const auto& g : groups)
+            for (const auto& a : g.arrays) {
+                INFO(g.name << "/" << a.name);
+                CHECK(!a.units.empty());
+            }
+        // a malformed option value is a ParameterError naming the flag
+        if (!s.options.empty()) {
+            AnalysisContext bad = ctx;
+            bad.options[s.name + "-drift"] = "sideways";
+            REQUIRE_THROWS_AS(s.run(bad), ParameterError);
+        }
+    }
+    CHECK(names == std::vector<std::string>{"msd", "vacf", "vdos", "fs", "temperature", "velocity_distribution"});
+}
