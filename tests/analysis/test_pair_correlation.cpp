@@ -329,3 +329,21 @@ TEST_CASE("g(r) split over threads and merged equals the single-threaded result"
     PairCorrelation other(q);
     REQUIRE_THROWS_AS(accs[0].merge(other), ParameterError);
 }
+
+TEST_CASE("unknown species count in the totals only", "[unit]") {
+    Trajectory t = poisson_source(Geometry::periodic(0, 0, 40, 40), 600, 60, 46).trajectory();
+    for (std::size_t r = 0; r < t.rows.size(); r += 3) t.rows.species[r] = kSpeciesUnknown;
+    const InMemorySource src(std::move(t));
+    const auto res = run_gr(src, 8, 20);
+    REQUIRE(res.n_unknown == 60 * 200);
+    REQUIRE(res.n_small + res.n_large == 60 * 400);
+    REQUIRE_THAT(res.density, WithinRel(600.0 / 1600.0, 1e-12));
+    REQUIRE_THAT(res.density_small + res.density_large, WithinRel(400.0 / 1600.0, 1e-12));
+    for (std::size_t k = 0; k < res.g.size(); ++k) {
+        INFO("bin " << k << " g=" << res.g[k] << " err=" << res.g_err[k]);
+        REQUIRE(std::abs(res.g[k] - 1) < 4 * res.g_err[k]);
+        // partials are normalised by their own counts (unknown excluded), so they are 1 as well
+        REQUIRE(std::abs(res.g_ss[k] - 1) < 4 * 3 * res.g_err[k] + 0.02);
+        REQUIRE(std::abs(res.g_sl[k] - 1) < 4 * 2 * res.g_err[k] + 0.02);
+    }
+}

@@ -163,3 +163,22 @@ TEST_CASE("radical Voronoi without sizes is refused with a message", "[unit]") {
     REQUIRE_THAT(v.area[0] + v.area[1], WithinRel(100.0, 1e-12));
     REQUIRE_THAT(v.area[0], WithinRel(50.0, 1e-12));
 }
+
+TEST_CASE("Poisson-Voronoi cells: mean area |W|/N, reduced variance 0.280", "[unit]") {
+    // Known Poisson–Voronoi result in 2D: Var(A)/<A>^2 = 0.2802 (Hinde & Miles 1980).
+    std::mt19937_64 rng(77);
+    std::uniform_real_distribution<double> u(0, 1);
+    double s1 = 0, s2 = 0, n = 0;
+    for (int frame = 0; frame < 25; ++frame) {
+        StructureFrame f;
+        f.window = Geometry::periodic(0, 0, 45, 45);
+        for (int i = 0; i < 2025; ++i) f.x.push_back(45 * u(rng)), f.y.push_back(45 * u(rng)), f.species.push_back(0);
+        VoronoiParams p;
+        p.radical = false;
+        const auto v = radical_voronoi(f, p);
+        for (double a : v.area) s1 += a, s2 += a * a, n += 1;
+    }
+    const double mean = s1 / n, var = s2 / n - mean * mean;
+    REQUIRE_THAT(mean, WithinRel(1.0, 1e-12));  // the cells tile the box exactly
+    REQUIRE_THAT(var / (mean * mean), WithinAbs(0.2802, 0.01));
+}
