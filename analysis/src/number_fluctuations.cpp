@@ -48,6 +48,7 @@ double log_log_slope(const std::vector<double>& mean, const std::vector<double>&
 NumberFluctuationAccumulator::NumberFluctuationAccumulator(const NumberFluctuationParams& p) : p_(p) { p_.validate(); }
 
 void NumberFluctuationAccumulator::accumulate(const StructureFrame& fr) {
+    if (fr.size() < 2) return;  // empty frames (tracker drop-outs; unbounded data has no window then)
     double x0, y0, x1, y1;
     region_of(fr.window, x0, y0, x1, y1);
     const double lx = x1 - x0, ly = y1 - y0;

@@ -170,6 +170,7 @@ PairCorrelation::PairCorrelation(const PairCorrelationParams& p) : p_(p) {
 }
 
 void PairCorrelation::accumulate(const StructureFrame& fr) {
+    if (fr.size() < 2) return;  // no pair: contributes nothing (and an unbounded frame has no window)
     const Geometry& w = fr.window;
     const double area = w.area();
     if (!(area > 0)) throw ParameterError("gr: frame " + std::to_string(fr.frame) + ": window has no area");

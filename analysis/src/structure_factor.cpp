@@ -74,6 +74,7 @@ void StructureFactor::build_vectors(const Geometry& reg) {
 }
 
 void StructureFactor::accumulate(const StructureFrame& fr) {
+    if (fr.size() < 2) return;  // nothing to correlate (and an unbounded frame has no window)
     const Geometry reg = region_of(fr.window);
     if (!have_region_ || !(reg == region_)) build_vectors(reg);
     const bool periodic = reg.periodic();

@@ -347,3 +347,25 @@ TEST_CASE("unknown species count in the totals only", "[unit]") {
         REQUIRE(std::abs(res.g_sl[k] - 1) < 4 * 2 * res.g_err[k] + 0.02);
     }
 }
+
+TEST_CASE("structure analyses survive awkward frames: empty, single particle, NaN, outside the window", "[unit]") {
+    for (auto kind : {GeometryKind::unbounded, GeometryKind::window_rect}) {
+        Trajectory t = poisson_source(Geometry::rect(0, 0, 30, 30), 200, 6, 47).trajectory();
+        t.meta.geometry = kind == GeometryKind::unbounded ? Geometry{} : Geometry::rect(0, 0, 30, 30);
+        // frame 6: empty; frame 7: one particle; frame 8: NaN and outside-window rows among valid ones
+        t.rows.push(7, 0, 5, 5, 0);
+        t.rows.push(8, 0, 1, 1, 0);
+        t.rows.push(8, 1, std::nan(""), 3, 1);
+        t.rows.push(8, 2, 40, 3, 1);
+        t.rows.push(8, 3, 29, 29, 1);
+        t.rows.push(8, 4, 15, 15, -1);
+        t.index = build_frame_index(t.rows, 0, 9);
+        const InMemorySource src(std::move(t));
+        const auto done = run_structure(src);
+        REQUIRE(done.size() == 6);
+        // gr counts the frames with at least two particles: 6 Poisson frames + frame 8
+        REQUIRE(std::get<std::int64_t>(done.at("gr").attrs.at("frames")) == 7);
+        const auto fr8 = structure_frame(src.read_frames(8, 1), 8);
+        REQUIRE(fr8.size() == (kind == GeometryKind::unbounded ? 4u : 3u));  // NaN always dropped, x=40 cropped in the window
+    }
+}
