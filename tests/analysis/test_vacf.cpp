@@ -82,7 +82,7 @@ TEST_CASE("Ornstein-Uhlenbeck velocities: VACF = 2 sigma^2 exp(-t/tau) per speci
     const double tau = 5.0, dt = 0.5, ss = 1.0, sl = 0.6;
     auto s = ou_series(400, 600, tau, dt, ss, sl, 12);
     Metadata m;
-    m.time_unit = "s";
+    m.time_unit = std::string("s");  // (not = "s": GCC 12 -Wrestrict false positive)
     m.frame_interval = dt;
     auto src = test::make_source(s, m);
     VacfParams p;

@@ -57,7 +57,7 @@ TEST_CASE("harmonic oscillator trajectories give a VDOS peak at omega0", "[unit]
         }
     }
     Metadata m;
-    m.time_unit = "s";
+    m.time_unit = std::string("s");  // (not = "s": GCC 12 -Wrestrict false positive)
     m.frame_interval = dt;
     for (bool given : {true, false}) {
         test::Series q = s;

@@ -75,7 +75,7 @@ TEST_CASE("stream_tracks: irregular time stamps, periodic unwrapping, particle b
     s.x[1][4] = test::kNaN;  // gap
     s.y[1][4] = test::kNaN;
     Metadata m;
-    m.time_unit = "s";
+    m.time_unit = std::string("s");  // (not = "s": GCC 12 -Wrestrict false positive)
     m.geometry = Geometry::periodic(0, 0, 10, 10);
     auto src = test::make_source(s, m, times);
     TrackStreamParams p;
@@ -137,7 +137,7 @@ TEST_CASE("registered dynamics analyses run with their default options", "[unit]
     auto walks = test::random_walks(30, 80, 0.2, 3);
     Metadata m;
     m.species_diameters = {1.0, 1.4};
-    m.time_unit = "s";
+    m.time_unit = std::string("s");  // (not = "s": GCC 12 -Wrestrict false positive)
     m.frame_interval = 0.01;
     auto src = test::make_source(walks, m);
     const auto specs = dynamics_analyses();
