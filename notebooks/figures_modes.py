@@ -124,18 +124,21 @@ def _reduced_vdos(tv, outdir, written):
 
 
 def _particle_map(tv, outdir, written, segment=0):
-    off = tv["segment_offsets"][:]
+    if "particles" not in tv:
+        return
+    pt = tv["particles"]
+    off = pt["segment_offsets"][:]
     if len(off) < 2 or off[-1] == 0:
         return
     a, b = off[segment], off[segment + 1]
-    x, y, p = tv["x_mean"][a:b], tv["y_mean"][a:b], tv["p_band"][a:b]
+    x, y, p = pt["x_mean"][a:b], pt["y_mean"][a:b], pt["p_band"][a:b]
     fig, ax = plt.subplots(figsize=(6, 5.2))
     lim = np.percentile(np.abs(p), 99) if len(p) else 1
     sc = ax.scatter(x, y, c=p, s=12, cmap="RdBu_r", vmin=-lim, vmax=lim)
     fig.colorbar(sc, ax=ax, label="p_i (band)")
     ax.set_aspect("equal")
-    ax.set_xlabel(f"x [{_u(tv['x_mean'])}]")
-    ax.set_ylabel(f"y [{_u(tv['y_mean'])}]")
+    ax.set_xlabel(f"x [{_u(pt['x_mean'])}]")
+    ax.set_ylabel(f"y [{_u(pt['y_mean'])}]")
     ax.set_title(f"per-particle contribution to D_T in [{float(_a(tv, 'band_min')):.3g}, {float(_a(tv, 'band_max')):.3g}], segment {segment}",
                  fontsize=9)
     _save(fig, outdir, "tvdos_particle_map.png", written)

@@ -387,9 +387,12 @@ ResultGroup currents_result_group(const CurrentsResult& r, const Metadata& meta)
     ResultGroup g;
     g.name = "currents";
     const std::size_t NS = r.k.size(), NL = r.t.size(), NW = r.omega.size();
-    g.add("k", r.k, "rad/" + L);
+    g.add("k", r.k, "1/" + L);
     g.add_int("n_vectors", r.n_vectors, "1");
     g.add("t", r.t, T);
+    std::vector<std::int64_t> tf(NL);
+    for (std::size_t i = 0; i < NL; ++i) tf[i] = static_cast<std::int64_t>(i);
+    g.add_int("t_frames", tf, "frame");
     g.add("omega", r.omega, "rad/" + T);
     g.add2d("c_t_kt", r.c_t_kt, NS, NL, v2);
     g.add2d("c_l_kt", r.c_l_kt, NS, NL, v2);

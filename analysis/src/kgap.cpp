@@ -337,7 +337,7 @@ ResultGroup kgap_result_group(const KgapResult& r, const Metadata& meta) {
     const std::string L = meta.length_unit, T = meta.time_unit;
     ResultGroup g;
     g.name = "kgap";
-    g.add("k", r.k, "rad/" + L);
+    g.add("k", r.k, "1/" + L);
     g.add("omega_pole", r.omega_pole, "rad/" + T);
     g.add("omega_pole_err", r.omega_pole_err, "rad/" + T);
     g.add("omega2_pole", r.omega2_pole, "rad^2/" + T + "^2");
@@ -378,7 +378,7 @@ ResultGroup kgap_result_group(const KgapResult& r, const Metadata& meta) {
         s.attrs["chi2"] = d->chi2;
         s.attrs["n_points"] = d->n_points;
         s.attrs["n_bootstrap_ok"] = d->n_bootstrap_ok;
-        s.attrs["units"] = std::string("k: rad/") + L + ", c: " + L + "/" + T + ", tau: " + T;
+        s.attrs["units"] = std::string("k: 1/") + L + ", c: " + L + "/" + T + ", tau: " + T;
         s.add_int("used", d->used, "1");
         g.groups.push_back(std::move(s));
     }

@@ -240,13 +240,21 @@ ResultGroup tvdos_result_group(const TransverseVdosResult& r, const Metadata& me
     g.add("d_l_reduced", r.d_l_reduced, T + "^2/rad^2");
     g.add2d("d_t_segments", r.d_t_segments, static_cast<std::size_t>(r.n_segments), nw, T + "/rad");
     g.add("band_sum_segments", r.band_sum_segments, "1");
-    g.add_int("segment_offsets", r.segment_offsets, "1");
-    g.add_int("segment_first_frame", r.segment_first_frame, "1");
-    g.add_int("particle", r.particle, "1");
-    g.add_int("frames_present", r.frames_present, "1");
-    g.add("x_mean", r.x_mean, L);
-    g.add("y_mean", r.y_mean, L);
-    g.add("p_band", r.p_band, "1");
+    // ragged per segment × particle table (docs/hdf5-layout.md): columns + segment_offsets
+    ResultGroup t;
+    t.name = "particles";
+    t.add_int("segment_offsets", r.segment_offsets, "rows");
+    t.add_int("segment_first_frame", r.segment_first_frame, "frame");
+    t.add_int("particle", r.particle, "1");
+    t.add_int("frames_present", r.frames_present, "frame");
+    t.add("x_mean", r.x_mean, L);
+    t.add("y_mean", r.y_mean, L);
+    t.add("p_band", r.p_band, "1");
+    t.attrs["band_min"] = r.params.band_min;
+    t.attrs["band_max"] = r.params.band_max;
+    t.attrs["segment_frames"] = r.params.segment;
+    t.attrs["layout"] = std::string("rows of segment s: [segment_offsets[s], segment_offsets[s+1]); p_band sums to band_sum_segments[s]");
+    g.groups.push_back(std::move(t));
     const auto& p = r.params;
     g.attrs["k_max"] = p.k_max > 0 ? p.k_max : r.k_debye;
     g.attrs["k_debye"] = r.k_debye;
@@ -265,7 +273,7 @@ ResultGroup tvdos_result_group(const TransverseVdosResult& r, const Metadata& me
     g.attrs["subtract_mean"] = std::int64_t{p.subtract_mean};
     g.attrs["window"] = std::string("hann, non-overlapping segments");
     g.attrs["normalisation"] = std::string("sum_f c_f D(w_f) dw = 1 (c_f = 1/2 at 0 and Nyquist), number-weighted; p_band sums over particles to band_sum_segments; Debye level of D/w = 2/(c k_D)^2");
-    g.attrs["layout"] = std::string("rows of segment s: [segment_offsets[s], segment_offsets[s+1]) of particle, x_mean, y_mean, p_band, frames_present");
+    g.attrs["layout"] = std::string("per-particle table in sub-group particles: rows of segment s are [segment_offsets[s], segment_offsets[s+1]) of particle, x_mean, y_mean, p_band, frames_present");
     g.attrs["units"] = std::string("L=") + L + ", T=" + T;
     return g;
 }
