@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <string>
 
 #include "vibra/core/cell_list.hpp"
@@ -21,6 +20,7 @@ void RefineParams::validate() const {
     if (!(neighbour_margin >= 0)) bad("neighbour_margin", neighbour_margin, ">= 0 px");
     if (iterations < 1) bad("iterations", iterations, ">= 1");
     if (!(radius_bin > 0.05 && radius_bin <= 2)) bad("radius_bin", radius_bin, "in (0.05, 2] px");
+    if (!(profile_bin >= 0.05 && profile_bin <= 1)) bad("profile_bin", profile_bin, "in [0.05, 1] px");
 }
 
 namespace {
@@ -56,18 +56,10 @@ Gradients compute_gradients(const cv::Mat& image, bool invert, int block) {
     if (block < 4) throw ParameterError("compute_gradients: contrast block must be >= 4 px, got " + std::to_string(block));
     Gradients g;
     g.block = block;
+    g.image = image;
     const double s = (invert ? -1.0 : 1.0) / 32.0;
-    const char* sm = std::getenv("VIBRA_SMOOTH");
-    if (sm && std::atof(sm) > 0) {
-        cv::Mat f;
-        cv::GaussianBlur(image, f, cv::Size(0, 0), std::atof(sm));
-        cv::Mat ff; f.convertTo(ff, CV_32F);
-        cv::Scharr(ff, g.gx, CV_32F, 1, 0, s, 0, cv::BORDER_REPLICATE);
-        cv::Scharr(ff, g.gy, CV_32F, 0, 1, s, 0, cv::BORDER_REPLICATE);
-    } else {
     cv::Scharr(image, g.gx, CV_32F, 1, 0, s, 0, cv::BORDER_REPLICATE);
     cv::Scharr(image, g.gy, CV_32F, 0, 1, s, 0, cv::BORDER_REPLICATE);
-    }
     if (image.depth() == CV_8U)
         block_contrast<std::uint8_t>(image, block, g.contrast);
     else
@@ -151,6 +143,70 @@ void for_annulus(int w, int h, double cx, double cy, double r_in, double r_out, 
     }
 }
 
+// One Gauss–Newton centre update of the self-consistent radial-profile fit. Returns false when
+// too few pixels remain.
+template <class T>
+bool profile_step(const cv::Mat& img, double cx, double cy, double r_in, double r_out, double bw,
+                  const double* mx, const double* my, const double* mr2, int nm, double& dcx, double& dcy,
+                  std::vector<float>& buf, std::vector<double>& bsum, std::vector<int>& bcnt, std::vector<double>& prof) {
+    buf.clear();
+    for_annulus(img.cols, img.rows, cx, cy, r_in, r_out, [&](int px, int py, double dx, double dy, double r2) {
+        for (int k = 0; k < nm; ++k) {
+            const double ex = px - mx[k], ey = py - my[k];
+            if (ex * ex + ey * ey < mr2[k]) return;
+        }
+        buf.push_back(static_cast<float>(dx));
+        buf.push_back(static_cast<float>(dy));
+        buf.push_back(static_cast<float>(std::sqrt(r2)));
+        buf.push_back(static_cast<float>(img.at<T>(py, px)));
+    });
+    const std::size_t np = buf.size() / 4;
+    if (np < 12) return false;
+    const auto nb = static_cast<std::size_t>(std::ceil((r_out - r_in) / bw)) + 1;
+    bsum.assign(nb, 0.0);
+    bcnt.assign(nb, 0);
+    for (std::size_t k = 0; k < np; ++k) {
+        const auto b = std::min(nb - 1, static_cast<std::size_t>(std::max(0.0, (buf[4 * k + 2] - r_in) / bw)));
+        bsum[b] += buf[4 * k + 3];
+        ++bcnt[b];
+    }
+    // Profile at bin centres; empty bins take the value of the nearest filled one.
+    prof.assign(nb, 0.0);
+    double last = 0;
+    bool seen = false;
+    for (std::size_t b = 0; b < nb; ++b)
+        if (bcnt[b] > 0) {
+            last = bsum[b] / bcnt[b];
+            if (!seen)
+                for (std::size_t c = 0; c < b; ++c) prof[c] = last;
+            seen = true;
+            prof[b] = last;
+        } else {
+            prof[b] = last;
+        }
+    double a00 = 0, a01 = 0, a11 = 0, v0 = 0, v1 = 0;
+    for (std::size_t k = 0; k < np; ++k) {
+        const double rho = buf[4 * k + 2];
+        const double t = (rho - r_in) / bw - 0.5;
+        auto b = static_cast<std::ptrdiff_t>(std::floor(t));
+        b = std::clamp<std::ptrdiff_t>(b, 0, static_cast<std::ptrdiff_t>(nb) - 2);
+        const double fr = t - static_cast<double>(b);
+        const double p0 = prof[static_cast<std::size_t>(b)], p1 = prof[static_cast<std::size_t>(b) + 1];
+        const double model = p0 + fr * (p1 - p0);
+        const double slope = (p1 - p0) / bw;
+        if (rho < 1e-6) continue;
+        const double jx = -slope * buf[4 * k] / rho, jy = -slope * buf[4 * k + 1] / rho;
+        const double res = buf[4 * k + 3] - model;
+        a00 += jx * jx, a01 += jx * jy, a11 += jy * jy;
+        v0 += jx * res, v1 += jy * res;
+    }
+    const double det = a00 * a11 - a01 * a01;
+    if (!(det > 1e-12 * (a00 + a11) * (a00 + a11)) || det <= 0) return false;
+    dcx = (a11 * v0 - a01 * v1) / det;
+    dcy = (a00 * v1 - a01 * v0) / det;
+    return true;
+}
+
 }  // namespace
 
 void refine_particles(const Gradients& g, std::vector<Particle>& parts, double radius_min, double radius_max,
@@ -192,8 +248,16 @@ void refine_particles(const Gradients& g, std::vector<Particle>& parts, double r
     // 2. Centre: weighted least-squares intersection of the gradient lines on the annulus, with
     //    pixels in a neighbour's edge band masked; re-centred `iterations` times.
     std::vector<double> nx(n), ny(n);
-    for (int it = 0; it < p.iterations; ++it) {
-        const bool last = it + 1 == p.iterations;
+    std::vector<float> pbuf;
+    std::vector<double> bsum, pvals;
+    std::vector<int> bcnt;
+    // profile_fit starts from two radial-symmetry iterations (its Gauss–Newton steps need a
+    // start within a fraction of the edge width).
+    const int n_rs = p.method == RefineMethod::profile_fit ? 2 : 0;
+    const int n_it = n_rs + p.iterations;
+    for (int it = 0; it < n_it; ++it) {
+        const bool last = it + 1 == n_it;
+        const bool use_profile = p.method == RefineMethod::profile_fit && it >= n_rs;
         for (std::size_t i = 0; i < n; ++i) {
             auto& q = parts[i];
             const double R = q.radius;
@@ -212,6 +276,37 @@ void refine_particles(const Gradients& g, std::vector<Particle>& parts, double r
                     mx[nm] = xs[j], my[nm] = ys[j], mr2[nm] = rj * rj;
                     ++nm;
                 }
+            }
+            if (use_profile) {
+                double dcx = 0, dcy = 0;
+                const bool ok = g.image.depth() == CV_8U
+                                    ? profile_step<std::uint8_t>(g.image, q.x, q.y, std::max(0.0, R - a), R + a, p.profile_bin, mx, my,
+                                                                 mr2, nm, dcx, dcy, pbuf, bsum, bcnt, pvals)
+                                    : profile_step<std::uint16_t>(g.image, q.x, q.y, std::max(0.0, R - a), R + a, p.profile_bin, mx,
+                                                                  my, mr2, nm, dcx, dcy, pbuf, bsum, bcnt, pvals);
+                const double dd = std::hypot(dcx, dcy);
+                if (ok && dd > 1.0) dcx /= dd, dcy /= dd;  // at most 1 px per iteration
+                nx[i] = q.x + (ok ? dcx : 0.0), ny[i] = q.y + (ok ? dcy : 0.0);
+                if (last) {  // radius and edge strength from the masked gradient profile
+                    prof.reset(std::max(0.0, R - a), R + a, p.radius_bin);
+                    for_annulus(w, h, nx[i], ny[i], std::max(0.0, R - a), R + a, [&](int px, int py, double dx, double dy, double r2) {
+                        for (int k = 0; k < nm; ++k) {
+                            const double ex = px - mx[k], ey = py - my[k];
+                            if (ex * ex + ey * ey < mr2[k]) return;
+                        }
+                        if (r2 < 1e-9) return;
+                        const double rho = std::sqrt(r2);
+                        prof.add(rho, -(g.gx.at<float>(py, px) * dx + g.gy.at<float>(py, px) * dy) / rho);
+                    });
+                    double r = R, v = 0;
+                    if (ok && prof.peak(r, v)) {
+                        q.radius = static_cast<float>(r);
+                        q.strength = static_cast<float>(v / cap * 1.5);
+                    } else {
+                        q.strength = 0;
+                    }
+                }
+                continue;
             }
             double m00 = 0, m01 = 0, m11 = 0, b0 = 0, b1 = 0;
             if (last) prof.reset(std::max(0.0, R - a), R + a, p.radius_bin);

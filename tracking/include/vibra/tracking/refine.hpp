@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Sub-pixel centres and radii of disks. The centre is the point closest (weighted least squares)
-// to the lines through every edge pixel along its intensity gradient — the radial-symmetry
-// centre (Parthasarathy, Nat. Methods 9 (2012) 724, here on an annulus around the disk edge).
-// It holds for any rotationally symmetric look (plain, ring, marker dot, bright rim), needs no
-// intensity model and no interpolation (so no pixel locking), and stays unbiased next to
-// touching neighbours because pixels within a neighbour's edge band are masked. The radius is
-// the peak of the azimuthally averaged inward edge gradient (parabolic interpolation).
+// Sub-pixel centres and radii of disks, for any rotationally symmetric look (plain, ring,
+// marker dot, bright rim) without an intensity model and without interpolating the image (so
+// no pixel locking). Default method: on an annulus around the disk edge, the radial intensity
+// profile P(ρ) is estimated from the pixels themselves (binned azimuthal mean about the current
+// centre) and the centre is moved by Gauss–Newton steps that remove the azimuthal asymmetry of
+// I(p) − P(|p − c|); the fixed point is the symmetry centre. Pixels within a neighbour's disk
+// plus a margin are masked, so touching neighbours do not pull the centre. Alternative: the
+// radial-symmetry centre (Parthasarathy, Nat. Methods 9 (2012) 724), the least-squares
+// intersection of the gradient lines on the annulus (needs wider masks: the gradient operator
+// spreads a neighbour's edge by one more pixel). The radius is the peak of the azimuthally
+// averaged inward edge gradient (parabolic interpolation).
 #pragma once
 
 #include <opencv2/core.hpp>
@@ -20,6 +24,7 @@ namespace vibra::tracking {
 /// Image gradients of a frame with the "bright particle" polarity (negated for --invert),
 /// in intensity units per px, plus the local contrast used to normalise thresholds.
 struct Gradients {
+    cv::Mat image;         ///< the frame itself (shared, CV_8U or CV_16U)
     cv::Mat gx, gy;        ///< CV_32FC1, full resolution, Scharr / 32
     cv::Mat contrast;      ///< CV_32FC1 coarse grid: robust local intensity range (97th − 3rd percentile)
     int block = 32;        ///< px per contrast cell
@@ -33,10 +38,17 @@ struct Gradients {
 /// particles; `block` = contrast cell size (px).
 Gradients compute_gradients(const cv::Mat& image, bool invert, int block);
 
+enum class RefineMethod {
+    profile_fit,      ///< intensity fit of a self-consistent radial profile (default)
+    radial_symmetry,  ///< least-squares intersection of gradient lines (faster, more neighbour bias)
+};
+
 struct RefineParams {
-    double annulus_half_width = 2.0;  ///< px: centre fit uses pixels with |ρ − R| ≤ this
+    RefineMethod method = RefineMethod::profile_fit;
+    double annulus_half_width = 2.5;  ///< px: centre fit uses pixels with |ρ − R| ≤ this
     double neighbour_margin = 2.0;    ///< px: pixels closer than R_j + margin to neighbour j are masked
-    int iterations = 2;               ///< centre iterations (annulus re-centred each time); ≥ 1
+    int iterations = 3;               ///< centre iterations (annulus re-centred each time); ≥ 1
+    double profile_bin = 0.2;         ///< px: radial bin of the profile (profile_fit)
     double radius_bin = 0.5;          ///< px: bin width of the radial edge profile
     void validate() const;            ///< throws ParameterError naming the field
 };
