@@ -119,10 +119,13 @@ struct SynthParams {
     double step_rms = 0.3;             ///< target per-axis RMS displacement per frame of a free disk (px)
     double active_speed = 0.0;         ///< self-propulsion speed (px/frame), 0 = none
     double rotational_diffusion = 0.5; ///< propulsion direction diffusion (rad²/frame)
-    double damping = 5.0;              ///< friction rate γ (1/frame); step_rms sets the temperature
+    /// Friction rate γ (1/frame); step_rms sets the temperature. The default 0.2 makes motion
+    /// ballistic from frame to frame (velocities persist ~5 frames, as in high-speed video of a
+    /// vibrated layer) and lets the lattice start melt into a liquid within `equilibrate` frames.
+    double damping = 0.2;
     double stiffness = 0;              ///< contact spring (force/px, small-disk mass 1); 0 = automatic (overlaps ≲ 0.1 px)
     std::int64_t substeps = 0;         ///< integration steps per frame; 0 = automatic
-    std::int64_t equilibrate = 20;     ///< frames simulated before the first recorded frame
+    std::int64_t equilibrate = 100;    ///< frames simulated before the first recorded frame (melts the lattice start)
     int exposure_subframes = 1;        ///< sub-frame positions averaged into one frame (1 = no motion blur)
     double exposure = 1.0;             ///< exposure / frame interval, in (0, 1]
     void validate() const;             ///< throws ParameterError naming the field
