@@ -56,9 +56,15 @@ ClusterFrame find_clusters(const StructureFrame& fr, const ClusterParams& p) {
     std::vector<std::size_t> parent(n);
     std::iota(parent.begin(), parent.end(), std::size_t{0});
     const CellList cl(fr.x, fr.y, cl_cut, w);
-    cl.for_each_pair([&](std::size_t i, std::size_t j, double, double, double r2) {
+    struct Bond {
+        std::size_t i, j;
+        double dx, dy;
+    };
+    std::vector<Bond> bonds;
+    cl.for_each_pair([&](std::size_t i, std::size_t j, double dx, double dy, double r2) {
         const double lim = p.r_cut > 0 ? p.r_cut : p.lambda * (rad[i] + rad[j]);
         if (r2 >= lim * lim) return;
+        bonds.push_back({i, j, dx, dy});
         const auto a = find_root(parent, i), b = find_root(parent, j);
         if (a != b) parent[std::max(a, b)] = std::min(a, b);  // root = smallest member index
     });
@@ -81,6 +87,70 @@ ClusterFrame find_clusters(const StructureFrame& fr, const ClusterParams& p) {
     out.size.resize(sizes.size());
     out.boundary.assign(sizes.size(), 0);
     for (std::size_t k = 0; k < order.size(); ++k) out.size[k] = sizes[order[k]];
+    // Unwrapped positions by breadth-first search over the bonds (minimum-image bond vectors): a bond
+    // whose ends disagree by a box length closes a loop around the periodic box (spanning cluster).
+    std::vector<std::int64_t> adj_off(n + 1, 0), adj;
+    std::vector<double> adx, ady;
+    for (const auto& b : bonds) ++adj_off[b.i + 1], ++adj_off[b.j + 1];
+    for (std::size_t i = 0; i < n; ++i) adj_off[i + 1] += adj_off[i];
+    adj.resize(static_cast<std::size_t>(adj_off[n]));
+    adx.resize(adj.size()), ady.resize(adj.size());
+    {
+        std::vector<std::int64_t> fill(adj_off.begin(), adj_off.end() - 1);
+        for (const auto& b : bonds) {
+            auto k = static_cast<std::size_t>(fill[b.i]++);
+            adj[k] = static_cast<std::int64_t>(b.j), adx[k] = b.dx, ady[k] = b.dy;
+            k = static_cast<std::size_t>(fill[b.j]++);
+            adj[k] = static_cast<std::int64_t>(b.i), adx[k] = -b.dx, ady[k] = -b.dy;
+        }
+    }
+    std::vector<double> ux(n, 0.0), uy(n, 0.0);
+    std::vector<std::uint8_t> seen(n, 0);
+    out.spanning.assign(sizes.size(), 0);
+    out.radius_of_gyration.assign(sizes.size(), 0.0);
+    std::vector<double> sx(sizes.size(), 0.0), sy(sizes.size(), 0.0), sxx(sizes.size(), 0.0);
+    std::vector<std::uint8_t> edge_lo_x(sizes.size(), 0), edge_hi_x(sizes.size(), 0), edge_lo_y(sizes.size(), 0),
+        edge_hi_y(sizes.size(), 0);
+    std::vector<std::size_t> queue;
+    for (std::size_t s0 = 0; s0 < n; ++s0) {
+        if (seen[s0]) continue;
+        const auto cid = static_cast<std::size_t>(rank[static_cast<std::size_t>(rid[find_root(parent, s0)])]);
+        seen[s0] = 1;
+        ux[s0] = fr.x[s0], uy[s0] = fr.y[s0];
+        queue.assign(1, s0);
+        for (std::size_t q = 0; q < queue.size(); ++q) {
+            const auto a = queue[q];
+            for (auto k = adj_off[a]; k < adj_off[a + 1]; ++k) {
+                const auto b = static_cast<std::size_t>(adj[static_cast<std::size_t>(k)]);
+                const double bx = ux[a] + adx[static_cast<std::size_t>(k)], by = uy[a] + ady[static_cast<std::size_t>(k)];
+                if (!seen[b]) {
+                    seen[b] = 1;
+                    ux[b] = bx, uy[b] = by;
+                    queue.push_back(b);
+                } else if (w.periodic() && (std::abs(ux[b] - bx) > 0.5 * w.lx() || std::abs(uy[b] - by) > 0.5 * w.ly())) {
+                    out.spanning[cid] = 1;
+                }
+            }
+        }
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto c = rank[static_cast<std::size_t>(rid[find_root(parent, i)])];
+        const auto cu = static_cast<std::size_t>(c);
+        sx[cu] += ux[i], sy[cu] += uy[i], sxx[cu] += ux[i] * ux[i] + uy[i] * uy[i];
+        if (w.kind == GeometryKind::window_rect) {
+            edge_lo_x[cu] |= fr.x[i] - w.x0 < cutoff;
+            edge_hi_x[cu] |= w.x1 - fr.x[i] < cutoff;
+            edge_lo_y[cu] |= fr.y[i] - w.y0 < cutoff;
+            edge_hi_y[cu] |= w.y1 - fr.y[i] < cutoff;
+        }
+    }
+    for (std::size_t k = 0; k < out.size.size(); ++k) {
+        const double m = static_cast<double>(out.size[k]);
+        const double mx = sx[k] / m, my = sy[k] / m;
+        out.radius_of_gyration[k] = std::sqrt(std::max(0.0, sxx[k] / m - mx * mx - my * my));
+        if (w.kind == GeometryKind::window_rect && ((edge_lo_x[k] && edge_hi_x[k]) || (edge_lo_y[k] && edge_hi_y[k])))
+            out.spanning[k] = 1;
+    }
     for (std::size_t i = 0; i < n; ++i) {
         const auto c = rank[static_cast<std::size_t>(rid[find_root(parent, i)])];
         out.label[i] = c;
@@ -114,6 +184,10 @@ void ClusterAccumulator::accumulate(const StructureFrame& fr) {
     r_.largest_fraction.push_back(fr.size() > 0 ? largest / static_cast<double>(fr.size()) : nan);
     r_.n_clusters.push_back(static_cast<double>(c.size.size()));
     r_.weight_average.push_back(s1 > 0 ? s2 / s1 : nan);
+    double span = 0;
+    for (auto s : c.spanning) span = std::max(span, static_cast<double>(s));
+    r_.spanning.push_back(span);
+    r_.largest_rg.push_back(c.radius_of_gyration.empty() ? nan : c.radius_of_gyration[0]);
 }
 
 ClusterResult ClusterAccumulator::result() const {

@@ -446,6 +446,9 @@ std::vector<ResultGroup> run_clusters(const AnalysisContext& ctx) {
     g.add("largest_fraction", r.largest_fraction, "1");
     g.add("n_clusters", r.n_clusters, "1");
     g.add("weight_average_size", r.weight_average, "1");
+    g.add("spanning", r.spanning, "1").attrs["meaning"] =
+        std::string("1 when a cluster wraps around the periodic box / reaches opposite window edges");
+    g.add("largest_rg", r.largest_rg, src.meta().length_unit);
     g.attrs["criterion"] = std::string(p.r_cut > 0 ? "r_ij < r_cut" : "r_ij < lambda (d_i + d_j)/2");
     g.attrs["lambda"] = p.lambda;
     g.attrs["r_cut"] = p.r_cut;

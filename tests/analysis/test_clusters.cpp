@@ -105,3 +105,40 @@ TEST_CASE("clusters: a touching lattice is one cluster, sparse points are single
     f.radius.clear();
     REQUIRE_THROWS_WITH(find_clusters(f, ClusterParams{}), Catch::Contains("--clusters-rcut"));
 }
+
+TEST_CASE("clusters: spanning and radius of gyration", "[unit]") {
+    auto chain = [](const Geometry& g, double y, int n, double step, double x0) {
+        StructureFrame f;
+        f.window = g;
+        for (int i = 0; i < n; ++i) {
+            double x = x0 + i * step;
+            if (g.periodic()) x -= g.lx() * std::floor((x - g.x0) / g.lx());
+            f.x.push_back(x), f.y.push_back(y), f.species.push_back(0), f.radius.push_back(0.5);
+        }
+        return f;
+    };
+    SECTION("periodic: a closed ring around the box spans, an open chain does not") {
+        const auto g = Geometry::periodic(0, 0, 10, 10);
+        const auto ring = find_clusters(chain(g, 5, 10, 1.0, 0.5), ClusterParams{});
+        REQUIRE(ring.size == std::vector<std::int64_t>{10});
+        REQUIRE(ring.spanning[0] == 1);
+        const auto open = find_clusters(chain(g, 5, 9, 1.0, 7.3), ClusterParams{});  // crosses the edge, no loop
+        REQUIRE(open.size == std::vector<std::int64_t>{9});
+        REQUIRE(open.spanning[0] == 0);
+        // unwrapped across the edge: 9 points spaced 1 → Rg² = (9² − 1)/12
+        REQUIRE_THAT(open.radius_of_gyration[0], Catch::Matchers::WithinAbs(std::sqrt(80.0 / 12.0), 1e-9));
+    }
+    SECTION("rectangle: edge to edge spans") {
+        const auto g = Geometry::rect(0, 0, 10, 10);
+        const auto full = find_clusters(chain(g, 5, 10, 1.0, 0.5), ClusterParams{});
+        REQUIRE(full.spanning[0] == 1);
+        const auto part = find_clusters(chain(g, 5, 6, 1.0, 2.0), ClusterParams{});
+        REQUIRE(part.spanning[0] == 0);
+        ClusterAccumulator acc(ClusterParams{});
+        acc.accumulate(chain(g, 5, 10, 1.0, 0.5));
+        acc.accumulate(chain(g, 5, 6, 1.0, 2.0));
+        const auto r = acc.result();
+        REQUIRE(r.spanning == std::vector<double>{1, 0});
+        REQUIRE_THAT(r.largest_rg[1], Catch::Matchers::WithinAbs(std::sqrt(35.0 / 12.0), 1e-9));
+    }
+}

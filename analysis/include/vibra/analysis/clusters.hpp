@@ -23,6 +23,11 @@ struct ClusterFrame {
     std::vector<std::int64_t> label;      ///< per particle: cluster id, 0 = largest cluster
     std::vector<std::int64_t> size;       ///< per cluster id: number of particles (non-increasing)
     std::vector<std::uint8_t> boundary;   ///< per cluster id: 1 when a member is within a bond length of the window edge
+    /// per cluster id: 1 when the cluster spans the system — periodic box: it wraps around the box
+    /// (bonds close a loop with a net winding); rectangle: it reaches two opposite edges (within a bond
+    /// length); circular windows: 0 (not defined)
+    std::vector<std::uint8_t> spanning;
+    std::vector<double> radius_of_gyration;  ///< per cluster id (length unit), from unwrapped positions
 };
 
 /// Connected components of the bond graph. Sizes from frame.radius (NaN → mean of the finite
@@ -40,6 +45,8 @@ struct ClusterResult {
     std::vector<double> largest_fraction;  ///< largest / N per frame
     std::vector<double> n_clusters;        ///< clusters per frame
     std::vector<double> weight_average;    ///< Σ s² / Σ s per frame
+    std::vector<double> spanning;          ///< 1 when some cluster spans the system in that frame
+    std::vector<double> largest_rg;        ///< radius of gyration of the largest cluster per frame (length unit)
     double mean_size = 0;                  ///< number-average cluster size over all frames
 };
 
