@@ -8,6 +8,7 @@
 #include "modes_synthetic.hpp"
 #include "vibra/analysis/currents.hpp"
 #include "vibra/core/error.hpp"
+#include "vibra/analysis/registry.hpp"
 
 using namespace vibra;
 using namespace vibra::analysis;
@@ -280,4 +281,63 @@ TEST_CASE("Currents parameters are validated", "[unit]") {
     p.segment = 0;
     p.taper = 2;
     REQUIRE_THROWS_AS(p.validate(), ParameterError);
+}
+
+TEST_CASE("Mode analyses run through the registry: kgap uses earlier currents, tvdos the kgap sound speeds, covariance refuses", "[unit]") {
+    // Small frozen square lattice with independent OU velocities: enough frames for blocks.
+    const int n = 8, T = 700;
+    test::TrajBuilder tb(Geometry::periodic(0, 0, n, n));
+    std::mt19937_64 rng(5);
+    std::normal_distribution<double> g;
+    std::vector<double> vx(n * n), vy(n * n);
+    for (int f = 0; f < T; ++f)
+        for (int i = 0; i < n * n; ++i) {
+            vx[i] = 0.8 * vx[i] + 0.6 * g(rng);
+            vy[i] = 0.8 * vy[i] + 0.6 * g(rng);
+            tb.add(f, i, i % n + 0.01 * g(rng), i / n + 0.01 * g(rng), vx[i], vy[i]);
+        }
+    const auto src = tb.source(0.1);
+    std::map<std::string, AnalysisSpec> specs;
+    for (auto& s : modes_analyses()) specs.emplace(s.name, s);
+    REQUIRE(specs.size() == 4);
+    REQUIRE_FALSE(specs.at("covariance_vdos").default_on);
+    auto options = [&](const std::string& name) {
+        std::map<std::string, std::string> o;
+        for (const auto& opt : specs.at(name).options) o[opt.flag] = opt.default_value;
+        return o;
+    };
+    std::map<std::string, ResultGroup> earlier;
+    auto run = [&](const std::string& name, std::map<std::string, std::string> o) {
+        AnalysisContext ctx{src, std::move(o), false, 2, &earlier};
+        auto groups = specs.at(name).run(ctx);
+        REQUIRE(groups.at(0).name == name);
+        earlier[name] = groups.at(0);
+        return groups.at(0);
+    };
+    auto oc = options("currents");
+    oc["currents-segment"] = "64";
+    const ResultGroup cur = run("currents", oc);
+    REQUIRE(cur.find("c_t_kw") != nullptr);
+    REQUIRE(cur.find("c_t_kt_blocks") != nullptr);
+    auto ok = options("kgap");
+    ok["kgap-bootstrap"] = "20";
+    ok["kgap-lag-window"] = "hann";
+    const ResultGroup kg = run("kgap", ok);
+    REQUIRE(std::get<std::string>(kg.attrs.at("currents_source")) == "earlier currents group");
+    REQUIRE(std::get<std::string>(kg.attrs.at("lag_window")) == "hann");
+    REQUIRE(kg.groups.size() == 2);
+    auto ot = options("tvdos");
+    ot["tvdos-ct"] = "1.5";
+    const ResultGroup tv = run("tvdos", ot);
+    REQUIRE_THAT(std::get<double>(tv.attrs.at("c_t")), WithinAbs(1.5, 1e-15));  // the option wins over kgap
+    REQUIRE(std::get<double>(tv.attrs.at("c_l")) == std::get<double>(kg.attrs.at("c_l")));  // taken from kgap
+    REQUIRE(tv.groups.at(0).name == "particles");
+    // 64 particles need 10 × 128 = 1280 frames: refused, then forced
+    REQUIRE_THROWS_WITH(run("covariance_vdos", options("covariance_vdos")), Catch::Contains("1280 frames") && Catch::Contains("--covariance-vdos-force"));
+    auto ov = options("covariance_vdos");
+    ov["covariance-vdos-force"] = "1";
+    REQUIRE(run("covariance_vdos", ov).find("omega") != nullptr);
+    // malformed option values name the flag
+    ok["kgap-bootstrap"] = "many";
+    REQUIRE_THROWS_WITH(run("kgap", ok), Catch::Contains("--kgap-bootstrap"));
 }
