@@ -114,7 +114,7 @@ void MsdSums::add(const MsdSums& o) {
 void accumulate_msd(std::span<const double> x, std::span<const double> y, std::size_t max_lag, MsdSums& sums,
                     FftCorrelator& corr) {
     const std::size_t L = x.size();
-    if (L == 0 || y.size() != L) return;
+    if (L == 0 || y.size() != L || sums.pairs.empty()) return;
     double mx = 0, my = 0;
     std::size_t nv = 0;
     for (std::size_t t = 0; t < L; ++t)
@@ -189,7 +189,7 @@ void accumulate_msd(std::span<const double> x, std::span<const double> y, std::s
 void accumulate_msd_direct(std::span<const double> x, std::span<const double> y, std::size_t max_lag,
                            MsdSums& sums) {
     const std::size_t L = x.size();
-    if (L == 0) return;
+    if (L == 0 || sums.pairs.empty()) return;
     const std::size_t ml = std::min({max_lag, L - 1, sums.pairs.size() - 1});
     for (std::size_t k = 0; k <= ml; ++k)
         for (std::size_t t = 0; t + k < L; ++t) {

@@ -83,36 +83,43 @@ ResultGroup vdos_analysis(const TrajectorySource& src, const VdosParams& p) {
     g.attrs["transfer_cutoff"] = p.transfer_cutoff;
     g.attrs["max_lag"] = static_cast<std::int64_t>(r.total.pairs.size()) - 1;
     g.attrs["weighting"] = std::string("number-weighted (per particle), not mass-weighted");
-    std::vector<double> omega;
+    // normalised VACFs of the present parts, truncated to a common length (the shortest run of
+    // finite lags) so that every part shares one omega grid
     const std::pair<std::string, const VacfSums*> parts[3] = {{"", &r.total}, {"_small", &r.small}, {"_large", &r.large}};
-    bool first = true;
+    std::vector<std::pair<std::string, std::vector<double>>> zs;
+    std::size_t n = std::numeric_limits<std::size_t>::max();
     for (const auto& [suffix, s] : parts) {
         if (suffix != "" && detail::info_count(r.info, suffix) == 0) continue;
         auto z = vacf_from_sums(*s, p.vacf.min_pairs);
         if (z.empty() || !(z[0] > 0)) continue;
         for (double& v : z) v /= z.front();
-        // common length: stop at the first NaN of the total
-        auto d = vdos_from_vacf(z, r.dt, p.window);
-        if (first) {
-            omega = vdos_omega(d.empty() ? 0 : d.size() - 1, r.dt);
-            g.add("omega", omega, "rad/" + Tu);
-            first = false;
-        }
-        d.resize(omega.size(), kNaN);
+        std::size_t k = 0;
+        while (k < z.size() && std::isfinite(z[k])) ++k;
+        n = std::min(n, k);
+        zs.emplace_back(suffix, std::move(z));
+    }
+    bool first = zs.empty() || n < 2;
+    if (!first) {
+        const auto omega = vdos_omega(n - 1, r.dt);
+        g.add("omega", omega, "rad/" + Tu);
         const double wn = kPi / r.dt;
-        if (correct)
-            for (std::size_t j = 0; j < d.size(); ++j)
-                if (omega[j] <= p.transfer_cutoff * wn) d[j] /= transfer_function_sq(r.info.scheme, omega[j], r.dt);
-        double integral = 0;
-        for (std::size_t j = 1; j < d.size(); ++j)
-            if (std::isfinite(d[j]) && std::isfinite(d[j - 1])) integral += 0.5 * (d[j] + d[j - 1]) * (omega[j] - omega[j - 1]);
-        g.attrs["integral_before_normalisation" + suffix] = integral;
-        if (integral > 0)
-            for (double& v : d) v /= integral;
-        std::vector<double> red(d.size(), kNaN);
-        for (std::size_t j = 1; j < d.size(); ++j) red[j] = d[j] / omega[j];
-        g.add("vdos" + suffix, d, Tu + "/rad");
-        g.add("vdos_reduced" + suffix, red, Tu + "^2/rad^2");
+        for (auto& [suffix, z] : zs) {
+            z.resize(n);
+            auto d = vdos_from_vacf(z, r.dt, p.window);
+            if (correct)
+                for (std::size_t j = 0; j < d.size(); ++j)
+                    if (omega[j] <= p.transfer_cutoff * wn) d[j] /= transfer_function_sq(r.info.scheme, omega[j], r.dt);
+            double integral = 0;
+            for (std::size_t j = 1; j < d.size(); ++j) integral += 0.5 * (d[j] + d[j - 1]) * (omega[j] - omega[j - 1]);
+            g.attrs["integral_before_normalisation" + suffix] = integral;
+            if (integral > 0)
+                for (double& v : d) v /= integral;
+            std::vector<double> red(d.size(), kNaN);
+            for (std::size_t j = 1; j < d.size(); ++j) red[j] = d[j] / omega[j];
+            g.add("vdos" + suffix, d, Tu + "/rad");
+            g.add("vdos_reduced" + suffix, red, Tu + "^2/rad^2");
+        }
+        g.attrs["max_lag_used"] = static_cast<std::int64_t>(n - 1);
     }
     if (first) g.add("omega", {}, "rad/" + Tu);
     return g;

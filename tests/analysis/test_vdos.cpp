@@ -96,3 +96,37 @@ TEST_CASE("finite-difference transfer functions", "[unit]") {
     const double v_fd_amp = std::sin(w0 * dt) / dt;  // (cos(w(t+dt)) − cos(w(t−dt)))/(2dt) = −sin(wt) sin(w dt)/dt
     CHECK_THAT(std::pow(v_fd_amp / w0, 2), WithinRel(transfer_function_sq(VelocityScheme::central, w0, dt), 1e-12));
 }
+
+TEST_CASE("species with shorter tracks share one omega grid", "[unit]") {
+    // small particles seen for 1000 frames, large ones for 200: the large VACF ends at lag 199,
+    // so every part is cut to the common finite length
+    const std::size_t N = 10, T = 1000;
+    std::mt19937_64 rng(6);
+    std::normal_distribution<double> g(0.0, 1.0);
+    test::Series s;
+    s.x.assign(N, std::vector<double>(T, test::kNaN));
+    s.y = s.vx = s.vy = s.x;
+    s.species.resize(N);
+    for (std::size_t i = 0; i < N; ++i) {
+        s.species[i] = static_cast<std::int8_t>(i % 2);
+        const std::size_t len = i % 2 ? 200 : T;
+        for (std::size_t t = 0; t < len; ++t) {
+            s.x[i][t] = s.y[i][t] = 0.0;
+            s.vx[i][t] = g(rng);
+            s.vy[i][t] = g(rng);
+        }
+    }
+    auto src = test::make_source(s, Metadata{});
+    VdosParams p;
+    p.vacf.max_lag = 600;
+    const auto r = vdos_analysis(src, p);
+    const auto& w = test::array(r, "omega");
+    CHECK(w.size() == 200);
+    CHECK(std::get<std::int64_t>(r.attrs.at("max_lag_used")) == 199);
+    for (const char* n : {"vdos", "vdos_small", "vdos_large"}) {
+        const auto& d = test::array(r, n);
+        REQUIRE(d.size() == w.size());
+        CHECK_THAT(trapezoid(w, d), WithinAbs(1.0, 1e-9));
+        for (double v : d) CHECK(std::isfinite(v));
+    }
+}
