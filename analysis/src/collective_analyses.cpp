@@ -91,7 +91,7 @@ ResultGroup run_field(const AnalysisContext& ctx) {
     }
     struct Snap {
         std::vector<double> ux, uy, px, py, pux, puy;
-        std::vector<std::int64_t> offsets{0}, frames;
+        std::vector<std::int64_t> offsets{0}, frames, tri, tri_offsets{0};
     };
     std::vector<Snap> snaps(nl);
     detail::stream_displacements(src, s, [&](std::size_t li, std::int64_t k, Displacements& d) {
@@ -114,6 +114,11 @@ ResultGroup run_field(const AnalysisContext& ctx) {
             sn.py.insert(sn.py.end(), d.y.begin(), d.y.end());
             sn.pux.insert(sn.pux.end(), d.ux.begin(), d.ux.end());
             sn.puy.insert(sn.puy.end(), d.uy.begin(), d.uy.end());
+            // The Delaunay alternative: the particle vectors on their triangulation (piecewise-linear
+            // field), vertex indices local to the snapshot.
+            for (const auto& t : delaunay(d.x, d.y).triangles)
+                for (auto v : t) sn.tri.push_back(v);
+            sn.tri_offsets.push_back(static_cast<std::int64_t>(sn.tri.size() / 3));
             sn.offsets.push_back(static_cast<std::int64_t>(sn.px.size()));
             sn.frames.push_back(d.frame);
         }
@@ -147,6 +152,11 @@ ResultGroup run_field(const AnalysisContext& ctx) {
         sub.add("particle_y", std::move(sn.py), s.L);
         sub.add("particle_ux", std::move(sn.pux), s.field_unit());
         sub.add("particle_uy", std::move(sn.puy), s.field_unit());
+        const std::size_t ntri = sn.tri.size() / 3;
+        auto& tr = sub.add_int("triangles", std::move(sn.tri), "1");
+        tr.shape = {ntri, 3};
+        tr.attrs["meaning"] = std::string("Delaunay triangles (counter-clockwise) of each snapshot's particles; indices local to the snapshot");
+        sub.add_int("triangle_offsets", sn.tri_offsets, "1");
         g.groups.push_back(std::move(sub));
     }
     return g;

@@ -122,6 +122,15 @@ TEST_CASE("collective analyses end to end on a rigidly rotating disk", "[unit]")
         REQUIRE_THAT(ke[nt], WithinRel((1 - std::cos(4 * kOmega)) * r2, 1e-9));
         REQUIRE(std::isnan(ke[nt + 11]));  // start frame 22 + lag 4 is beyond the data
         REQUIRE(field.groups.size() == 2);
+        const auto& tri = data<std::int64_t>(field.groups[0], "triangles");
+        const auto& toff = data<std::int64_t>(field.groups[0], "triangle_offsets");
+        const auto& poff = data<std::int64_t>(field.groups[0], "particle_offsets");
+        REQUIRE(toff.size() == 4);  // 3 snapshots
+        REQUIRE(tri.size() == 3 * static_cast<std::size_t>(toff.back()));
+        // Euler for a disk of n points: about 2n triangles.
+        const auto n0 = poff[1] - poff[0], t0 = toff[1] - toff[0];
+        REQUIRE(t0 > n0);
+        REQUIRE(t0 < 2 * n0);
         REQUIRE(field.find("kinetic_energy")->units == "px^2");
     }
     earlier["field"] = field;
