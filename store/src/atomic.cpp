@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -41,6 +43,24 @@ void check_writable_dir(const std::string& path) {
     if (!fs::is_directory(dir, ec)) throw IoError(path + ": cannot write: directory " + dir.string() + " does not exist");
     if (::access(dir.c_str(), W_OK) != 0)
         throw IoError(path + ": cannot write: directory " + dir.string() + " is not writable");
+}
+
+PartialFile::~PartialFile() {
+    if (!published_) std::remove(partial_.c_str());
+}
+
+void PartialFile::publish() {
+    detail::publish(partial_, target_);
+    published_ = true;
+}
+
+std::string iso_now() {
+    const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
 }
 
 }  // namespace vibra::store::detail

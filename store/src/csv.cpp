@@ -136,14 +136,8 @@ ImportSummary import_csv(const std::string& in, const std::string& out, const Im
 void export_csv(const std::string& in, const std::string& out, bool show_progress) {
     TrajectoryReader r(in);
     detail::check_writable_dir(out);
-    const std::string partial = out + ".partial";
-    struct Cleanup {
-        std::string p;
-        bool keep = false;
-        ~Cleanup() {
-            if (!keep) std::remove(p.c_str());
-        }
-    } cleanup{partial};
+    detail::PartialFile part(out);
+    const std::string& partial = part.path();
     std::ofstream os(partial, std::ios::binary | std::ios::trunc);
     if (!os) throw IoError(out + ": cannot create " + partial);
     const bool vel = r.columns().velocity;
@@ -184,8 +178,7 @@ void export_csv(const std::string& in, const std::string& out, bool show_progres
     }
     os.close();
     if (!os) throw IoError(out + ": write failed on close");
-    detail::publish(partial, out);
-    cleanup.keep = true;
+    part.publish();
 }
 
 }  // namespace vibra::store

@@ -21,15 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string iso_now() {
-    const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-    std::tm tm{};
-    gmtime_r(&now, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
-}
-
 void write_group(hid_t parent, const ResultGroup& g, const std::string& file) {
     if (g.name.empty() || g.name.find('/') != std::string::npos)
         throw ParameterError(file + ": result group name '" + g.name + "' is empty or contains '/'");
@@ -98,14 +89,8 @@ void write_results(const std::string& path, const std::vector<ResultGroup>& grou
                    const Metadata& input_meta) {
     detail::silence_hdf5();
     detail::check_writable_dir(path);
-    const std::string partial = path + ".partial";
-    struct Cleanup {
-        std::string p;
-        bool keep = false;
-        ~Cleanup() {
-            if (!keep) std::remove(p.c_str());
-        }
-    } cleanup{partial};
+    detail::PartialFile out(path);
+    const std::string& partial = out.path();
     Handle f;
     if (fs::exists(path)) {
         open_results(path, H5F_ACC_RDONLY);  // validates the schema before touching anything
@@ -120,7 +105,7 @@ void write_results(const std::string& path, const std::vector<ResultGroup>& grou
         detail::write_attr(f, "schema_version", std::string(kResultsSchemaVersion), path);
     }
     detail::write_attr(f, "vibra_version", std::string(vibra::version()), path);
-    detail::write_attr(f, "created", iso_now(), path);
+    detail::write_attr(f, "created", detail::iso_now(), path);
     detail::write_attr(f, "input_path", prov.input_path, path);
     detail::write_attr(f, "input_checksum", prov.input_checksum, path);
     detail::write_attr(f, "parameters", prov.parameters, path);
@@ -141,8 +126,7 @@ void write_results(const std::string& path, const std::vector<ResultGroup>& grou
     detail::check_status(H5Fflush(f, H5F_SCOPE_GLOBAL), path, "cannot flush");
     an.reset();
     f.reset();
-    detail::publish(partial, path);
-    cleanup.keep = true;
+    out.publish();
 }
 
 std::vector<std::string> list_results(const std::string& path) {

@@ -29,15 +29,6 @@ ColumnSet ColumnSet::of(const TrajectoryTable& t) {
 
 namespace {
 
-std::string iso_now() {
-    const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-    std::tm tm{};
-    gmtime_r(&now, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
-}
-
 // Extendable, chunked (~1 MiB), shuffled + deflated 1-D dataset.
 template <class T>
 Handle create_column(hid_t group, const char* name, const std::string& units, const std::string& file) {
@@ -171,7 +162,7 @@ void TrajectoryWriter::commit() {
     detail::write_attr(f, "schema", std::string(kTrajectorySchema), path_);
     detail::write_attr(f, "schema_version", std::string(kTrajectorySchemaVersion), path_);
     detail::write_attr(f, "vibra_version", std::string(vibra::version()), path_);
-    detail::write_attr(f, "created", iso_now(), path_);
+    detail::write_attr(f, "created", detail::iso_now(), path_);
     {
         Handle idx(check(H5Gcreate2(f, "index", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), path_, "cannot create /index"));
         detail::write_dataset(idx.get(), "frame_offsets", offsets_, {}, "rows", path_);
