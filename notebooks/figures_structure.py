@@ -86,8 +86,9 @@ def _psi6(g, outdir, written):
     axs[1].legend(fontsize=8)
     g6 = g["g6"][:]
     r = g["r"][:]
-    ok = np.isfinite(g6) & (g6 > 0)
-    axs[2].loglog(r[ok], g6[ok], "k.-", lw=1)
+    ok = np.isfinite(g6)
+    axs[2].plot(r[ok], g6[ok], "k.-", lw=1, ms=3)  # linear: g6 of a liquid changes sign
+    axs[2].axhline(0, color="0.6", lw=0.6)
     axs[2].set_xlabel(f"r [{_units(g['r'])}]")
     axs[2].set_ylabel("g6(r)")
     fig.suptitle(f"psi6, neighbours: {g.attrs.get('neighbours', '?')}", fontsize=9)
