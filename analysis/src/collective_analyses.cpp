@@ -203,6 +203,7 @@ ResultGroup run_defects(const AnalysisContext& ctx) {
     DefectTrackParams tp;
     tp.max_step = ctx.is_set("defects-max-step") ? ctx.number("defects-max-step") : 3 * h;
     tp.pair_distance = ctx.is_set("defects-pair-distance") ? ctx.number("defects-pair-distance") : 3 * h;
+    tp.geometry = s.geometry;
     tp.validate();
     const double rmax = ctx.is_set("defects-rmax") ? ctx.number("defects-rmax")
                                                    : 0.5 * std::min(s.grid.lx(), s.grid.ly());
@@ -342,7 +343,7 @@ ResultGroup run_defects(const AnalysisContext& ctx) {
         sub.attrs["n_annihilations"] = nann;
         std::vector<double> msd, msd_t;
         std::vector<std::int64_t> msd_n;
-        defect_msd(seq, tracks, static_cast<std::size_t>(msd_lags), msd, msd_n);
+        defect_msd(seq, tracks, static_cast<std::size_t>(msd_lags), msd, msd_n, s.geometry);
         for (std::size_t m = 0; m < msd.size(); ++m)
             msd_t.push_back(frame_time(src.meta(), fc, 0, static_cast<std::int64_t>(m) * s.stride) - frame_time(src.meta(), fc, 0, 0));
         sub.add("msd_lag_time", msd_t, s.T);

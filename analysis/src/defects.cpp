@@ -116,6 +116,8 @@ void DefectTrackParams::validate() const {
         throw ParameterError("defect tracking max_step must be > 0, got " + std::to_string(max_step));
     if (!(pair_distance > 0) || !std::isfinite(pair_distance))
         throw ParameterError("defect tracking pair_distance must be > 0, got " + std::to_string(pair_distance));
+    if (geometry.periodic() && 2 * std::max(max_step, pair_distance) >= std::min(geometry.lx(), geometry.ly()))
+        throw ParameterError("defect tracking: max_step and pair_distance must be below half the periodic box");
 }
 
 double wrap_angle(double a) {
@@ -375,6 +377,18 @@ DefectTracks track_defects(std::span<const DefectFrame> frames, const DefectTrac
     for (std::size_t d = 0; d < frames[0].defects.size(); ++d) tr.track_of[0].push_back(new_track(0, d));
 
     const double step2 = p.max_step * p.max_step, pair2 = p.pair_distance * p.pair_distance;
+    const Geometry& G = p.geometry;
+    auto sep = [&](const Defect& a, const Defect& b) {  // b − a, minimum image when periodic
+        double dx = b.x - a.x, dy = b.y - a.y;
+        if (G.periodic()) dx -= G.lx() * std::nearbyint(dx / G.lx()), dy -= G.ly() * std::nearbyint(dy / G.ly());
+        return std::pair{dx, dy};
+    };
+    auto midpoint = [&](const Defect& a, const Defect& b) {
+        const auto [dx, dy] = sep(a, b);
+        double x = a.x + 0.5 * dx, y = a.y + 0.5 * dy;
+        if (G.periodic()) x -= G.lx() * std::floor((x - G.x0) / G.lx()), y -= G.ly() * std::floor((y - G.y0) / G.ly());
+        return std::pair{x, y};
+    };
     // Pairs +1 members of `a` with −1 members of `b` (indices into defects of frame ka / kb) by
     // minimum squared distance within pair_distance.
     auto pair_up = [&](const std::vector<std::size_t>& plus, const std::vector<std::size_t>& minus, std::size_t kp,
@@ -385,7 +399,8 @@ DefectTracks track_defects(std::span<const DefectFrame> frames, const DefectTrac
             for (std::size_t b = 0; b < minus.size(); ++b) {
                 const auto& A = frames[kp].defects[plus[a]];
                 const auto& B = frames[km].defects[minus[b]];
-                const double d2 = (A.x - B.x) * (A.x - B.x) + (A.y - B.y) * (A.y - B.y);
+                const auto [dx, dy] = sep(A, B);
+                const double d2 = dx * dx + dy * dy;
                 if (d2 <= pair2) cand.push_back({a, b, d2});
             }
         const auto link = match_sparse(plus.size(), minus.size(), cand, 0.5 * pair2 * (1 + 1e-9));
@@ -401,7 +416,7 @@ DefectTracks track_defects(std::span<const DefectFrame> frames, const DefectTrac
         if (!A.empty() && !B.empty()) {
             std::vector<double> bx(B.size()), by(B.size());
             for (std::size_t b = 0; b < B.size(); ++b) bx[b] = B[b].x, by[b] = B[b].y;
-            CellList cl(bx, by, p.max_step * (1 + 1e-12), Geometry{});
+            CellList cl(bx, by, p.max_step * (1 + 1e-12), G.periodic() ? G : Geometry{});
             for (std::size_t a = 0; a < A.size(); ++a)
                 cl.for_each_near(A[a].x, A[a].y, [&](std::size_t b, double, double, double r2) {
                     if (A[a].charge == B[b].charge && r2 <= step2) cand.push_back({a, b, r2});
@@ -433,12 +448,14 @@ DefectTracks track_defects(std::span<const DefectFrame> frames, const DefectTrac
                 if (B[b].charge == 1) new_p.push_back(b);
                 if (B[b].charge == -1) new_m.push_back(b);
             }
-        for (auto [a, b] : pair_up(end_p, end_m, k, k))
-            tr.events.push_back({frames[k + 1].frame, 0.5 * (A[a].x + A[b].x), 0.5 * (A[a].y + A[b].y), -1,
-                                 tr.track_of[k][a], tr.track_of[k][b]});
-        for (auto [a, b] : pair_up(new_p, new_m, k + 1, k + 1))
-            tr.events.push_back({frames[k + 1].frame, 0.5 * (B[a].x + B[b].x), 0.5 * (B[a].y + B[b].y), +1,
-                                 tr.track_of[k + 1][a], tr.track_of[k + 1][b]});
+        for (auto [a, b] : pair_up(end_p, end_m, k, k)) {
+            const auto [x, y] = midpoint(A[a], A[b]);
+            tr.events.push_back({frames[k + 1].frame, x, y, -1, tr.track_of[k][a], tr.track_of[k][b]});
+        }
+        for (auto [a, b] : pair_up(new_p, new_m, k + 1, k + 1)) {
+            const auto [x, y] = midpoint(B[a], B[b]);
+            tr.events.push_back({frames[k + 1].frame, x, y, +1, tr.track_of[k + 1][a], tr.track_of[k + 1][b]});
+        }
     }
     const auto f0 = frames.front().frame, f1 = frames.back().frame;
     tr.censored.resize(tr.n_tracks());
@@ -447,15 +464,23 @@ DefectTracks track_defects(std::span<const DefectFrame> frames, const DefectTrac
 }
 
 void defect_msd(std::span<const DefectFrame> frames, const DefectTracks& tracks, std::size_t max_lag,
-                std::vector<double>& msd, std::vector<std::int64_t>& count) {
+                std::vector<double>& msd, std::vector<std::int64_t>& count, const Geometry& g) {
     msd.assign(max_lag + 1, 0.0);
     count.assign(max_lag + 1, 0);
     // Positions of each track by sampled-frame index (tracks have no gaps).
     std::vector<std::vector<std::pair<double, double>>> path(tracks.n_tracks());
     for (std::size_t k = 0; k < frames.size() && k < tracks.track_of.size(); ++k)
         for (std::size_t d = 0; d < frames[k].defects.size(); ++d)
-            path[static_cast<std::size_t>(tracks.track_of[k][d])].emplace_back(frames[k].defects[d].x,
-                                                                               frames[k].defects[d].y);
+        {
+            auto& pth = path[static_cast<std::size_t>(tracks.track_of[k][d])];
+            double x = frames[k].defects[d].x, y = frames[k].defects[d].y;
+            if (g.periodic() && !pth.empty()) {  // unwrap: previous position + minimum-image step
+                double dx = x - pth.back().first, dy = y - pth.back().second;
+                dx -= g.lx() * std::nearbyint(dx / g.lx()), dy -= g.ly() * std::nearbyint(dy / g.ly());
+                x = pth.back().first + dx, y = pth.back().second + dy;
+            }
+            pth.emplace_back(x, y);
+        }
     for (const auto& pth : path)
         for (std::size_t m = 0; m <= max_lag && m < pth.size(); ++m)
             for (std::size_t s = 0; s + m < pth.size(); ++s) {

@@ -12,6 +12,7 @@
 #include "vibra/analysis/defects.hpp"
 #include "vibra/analysis/delaunay.hpp"
 #include "vibra/analysis/displacement_field.hpp"
+#include "vibra/core/error.hpp"
 
 using namespace vibra;
 using namespace vibra::analysis;
@@ -298,6 +299,22 @@ TEST_CASE("defect tracking links known paths and reports annihilation and creati
             REQUIRE(n[m] == 2 * static_cast<std::int64_t>(10 - m));
             REQUIRE_THAT(msd[m], WithinAbs(0.5 * (0.16 + 0.13) * static_cast<double>(m * m), 1e-12));
         }
+    }
+    SECTION("in a periodic box a defect crossing the boundary stays one track") {
+        std::vector<DefectFrame> fr;
+        for (int k = 0; k < 8; ++k) fr.push_back({k, {{std::fmod(18.0 + 0.7 * k, 20.0), 5.0, +1, 1}}});
+        DefectTrackParams p;
+        p.max_step = 1.0, p.pair_distance = 2.0;
+        REQUIRE(track_defects(fr, p).n_tracks() == 2);  // without the box: broken at the edge
+        p.geometry = Geometry::periodic(0, 0, 20, 20);
+        const auto t = track_defects(fr, p);
+        REQUIRE(t.n_tracks() == 1);
+        std::vector<double> msd;
+        std::vector<std::int64_t> n;
+        defect_msd(fr, t, 5, msd, n, p.geometry);
+        REQUIRE_THAT(msd[5], WithinAbs(std::pow(0.7 * 5, 2), 1e-9));
+        p.max_step = 11;
+        REQUIRE_THROWS_AS(track_defects(fr, p), ParameterError);
     }
     SECTION("a pair annihilating in the field is reported at the right frame") {
         // +1 and −1 approach each other along y = 16 and vanish at frame 6 (field uniform from then on);

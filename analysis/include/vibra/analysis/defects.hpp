@@ -81,6 +81,7 @@ struct DefectFrame {
 struct DefectTrackParams {
     double max_step = 1;       ///< largest displacement of a defect between consecutive sampled frames, length unit
     double pair_distance = 1;  ///< a +1 and a −1 appearing/vanishing together within this distance = one event, length unit
+    Geometry geometry;         ///< periodic_box: minimum-image distances (both lengths below half the box)
     void validate() const;
 };
 
@@ -104,13 +105,14 @@ struct DefectTracks {
 /// Links same-charge defects of consecutive frames by minimum total squared distance (core
 /// assignment solver; links longer than max_step are forbidden; unlinked defects start/end
 /// tracks), then pairs vanishing +1/−1 track ends (and appearing starts) within pair_distance
-/// into annihilation (creation) events. Euclidean distances (no periodic wrap).
+/// into annihilation (creation) events. Minimum-image distances in a periodic box.
 DefectTracks track_defects(std::span<const DefectFrame> frames, const DefectTrackParams& p);
 
 /// Mean-square displacement of tracked defects: msd[m] = ⟨|r(k+m) − r(k)|²⟩ over all tracks and
 /// starts k, m = 0 … max_lag sampled steps; count[m] = number of displacements averaged.
+/// In a periodic box (g) the paths are unwrapped by minimum-image steps first.
 void defect_msd(std::span<const DefectFrame> frames, const DefectTracks& tracks, std::size_t max_lag,
-                std::vector<double>& msd, std::vector<std::int64_t>& count);
+                std::vector<double>& msd, std::vector<std::int64_t>& count, const Geometry& g = {});
 
 /// Defect–defect g(r) and charge–charge correlation, accumulated over frames.
 /// g_dd(r) = [Σ_frames pairs(r) / Σ_frames N(N−1)/2] / p_ref(r), where p_ref(r) is the pair-distance
