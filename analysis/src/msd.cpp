@@ -171,8 +171,13 @@ void accumulate_msd(std::span<const double> x, std::span<const double> y, std::s
         corr.add_cross(s2, 0, 1.0);
         corr.add_cross(s1, s1, -2.0);
     }
+    // Short lags (≤ kDirectLags) are summed directly below: there |Δr| is smallest relative to the
+    // track extent, so the FFT's cancellation error (∝ extent²·ε for Σ Δr², extent⁴·ε for Σ Δr⁴)
+    // matters most; O(kDirectLags·L), negligible.
+    constexpr std::size_t kDirectLags = 16;
+    const std::size_t kd = std::min(ml, kDirectLags);
     corr.inverse(out);
-    for (std::size_t k = 1; k <= ml; ++k) sums.s2[k] += out[k];
+    for (std::size_t k = kd + 1; k <= ml; ++k) sums.s2[k] += out[k];
     // Σ Δr⁴ = Δx⁴ + Δy⁴ + 2Δx²Δy²
     static constexpr double binom4[5] = {1, -4, 6, -4, 1};
     for (int j = 0; j <= 4; ++j) {
@@ -183,7 +188,19 @@ void accumulate_msd(std::span<const double> x, std::span<const double> y, std::s
     for (int a = 0; a <= 2; ++a)
         for (int b = 0; b <= 2; ++b) corr.add_cross(slot(a, b), slot(2 - a, 2 - b), 2.0 * c2[a] * c2[b]);
     corr.inverse(out);
-    for (std::size_t k = 1; k <= ml; ++k) sums.s4[k] += out[k];
+    for (std::size_t k = kd + 1; k <= ml; ++k) sums.s4[k] += out[k];
+    for (std::size_t k = 1; k <= kd; ++k) {
+        double a2 = 0, a4 = 0;
+        for (std::size_t t = 0; t + k < L; ++t) {
+            if (ms[t] == 0 || ms[t + k] == 0) continue;
+            const double ddx = xs[t + k] - xs[t], ddy = ys[t + k] - ys[t];
+            const double d2 = ddx * ddx + ddy * ddy;
+            a2 += d2;
+            a4 += d2 * d2;
+        }
+        sums.s2[k] += a2;
+        sums.s4[k] += a4;
+    }
 }
 
 void accumulate_msd_direct(std::span<const double> x, std::span<const double> y, std::size_t max_lag,
