@@ -5,7 +5,7 @@
 // and the ratio to a baseline measured in the same run: streaming the same frames through
 // stream-only work (read_frames + matching of ids).
 //
-//   build/bench/bench_collective [N=5000] [frames=2000] [lag=1]
+//   build/bench/bench_collective [N=5000] [frames=2000] [lag=1] [threads=1]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -124,9 +124,10 @@ int main(int argc, char** argv) {
     const std::size_t N = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 5000;
     const std::int64_t T = argc > 2 ? std::strtoll(argv[2], nullptr, 10) : 2000;
     const std::string lag = argc > 3 ? argv[3] : "1";
+    const int threads = argc > 4 ? std::atoi(argv[4]) : 1;
     FlowSource src(N, T);
-    std::printf("bench_collective: N=%zu frames=%lld lag=%s (periodic box, density 1)\n", N, static_cast<long long>(T),
-                lag.c_str());
+    std::printf("bench_collective: N=%zu frames=%lld lag=%s threads=%d (periodic box, density 1)\n", N,
+                static_cast<long long>(T), lag.c_str(), threads);
 
     // Baseline: stream the frames in the analyses' block size, touching every row.
     auto t0 = std::chrono::steady_clock::now();
@@ -149,7 +150,7 @@ int main(int argc, char** argv) {
         for (const auto& o : spec->options) opts[o.flag] = o.default_value;
         opts[std::string(name) + "-lags"] = lag;
         opts[std::string(name) + "-stride"] = "1";
-        analysis::AnalysisContext ctx{src, opts, false, 1, nullptr};
+        analysis::AnalysisContext ctx{src, opts, false, threads, nullptr};
         t0 = std::chrono::steady_clock::now();
         const auto groups = spec->run(ctx);
         const double s = seconds_since(t0);

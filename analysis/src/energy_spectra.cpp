@@ -340,42 +340,41 @@ PowerLawFit fit_power_law(std::span<const double> k, std::span<const double> e, 
 
 namespace {
 
-// Separable truncated Gaussian filter of q (σ = ell) along x then y; periodic wrap or truncation.
+// Separable truncated Gaussian filter of q (σ = ell) along x then y; periodic wrap or truncation
+// (zeros outside). Each line is copied into a padded buffer so the inner loop has no index logic.
 std::vector<double> gauss_filter(const Grid& g, const std::vector<double>& q, double ell) {
-    const auto rx = static_cast<std::int64_t>(std::ceil(3 * ell / g.hx)), ry = static_cast<std::int64_t>(std::ceil(3 * ell / g.hy));
-    std::vector<double> kx(static_cast<std::size_t>(2 * rx + 1)), ky(static_cast<std::size_t>(2 * ry + 1));
-    for (std::int64_t d = -rx; d <= rx; ++d) {
-        const double u = static_cast<double>(d) * g.hx / ell;
-        kx[static_cast<std::size_t>(d + rx)] = std::exp(-0.5 * u * u);
-    }
-    for (std::int64_t d = -ry; d <= ry; ++d) {
-        const double u = static_cast<double>(d) * g.hy / ell;
-        ky[static_cast<std::size_t>(d + ry)] = std::exp(-0.5 * u * u);
-    }
-    const auto nx = static_cast<std::int64_t>(g.nx), ny = static_cast<std::int64_t>(g.ny);
-    std::vector<double> t(q.size(), 0.0), out(q.size(), 0.0);
-    for (std::int64_t j = 0; j < ny; ++j)
-        for (std::int64_t i = 0; i < nx; ++i) {
-            double s = 0;
-            for (std::int64_t d = -rx; d <= rx; ++d) {
-                std::int64_t ii = i + d;
-                if (g.periodic) ii = ((ii % nx) + nx) % nx;
-                else if (ii < 0 || ii >= nx) continue;
-                s += kx[static_cast<std::size_t>(d + rx)] * q[static_cast<std::size_t>(j * nx + ii)];
-            }
-            t[static_cast<std::size_t>(j * nx + i)] = s;
+    auto taps = [&](double h) {
+        const auto r = static_cast<std::int64_t>(std::ceil(3 * ell / h));
+        std::vector<double> k(static_cast<std::size_t>(2 * r + 1));
+        for (std::int64_t d = -r; d <= r; ++d) {
+            const double u = static_cast<double>(d) * h / ell;
+            k[static_cast<std::size_t>(d + r)] = std::exp(-0.5 * u * u);
         }
-    for (std::int64_t j = 0; j < ny; ++j)
-        for (std::int64_t i = 0; i < nx; ++i) {
-            double s = 0;
-            for (std::int64_t d = -ry; d <= ry; ++d) {
-                std::int64_t jj = j + d;
-                if (g.periodic) jj = ((jj % ny) + ny) % ny;
-                else if (jj < 0 || jj >= ny) continue;
-                s += ky[static_cast<std::size_t>(d + ry)] * t[static_cast<std::size_t>(jj * nx + i)];
+        return k;
+    };
+    const auto kx = taps(g.hx), ky = taps(g.hy);
+    const std::size_t nx = g.nx, ny = g.ny;
+    std::vector<double> t(q.size(), 0.0), out(q.size(), 0.0), buf;
+    // One line of n values (stride `step` from `first`) of src, filtered with k into dst.
+    auto line = [&](const double* src, double* dst, std::size_t n, std::size_t step, const std::vector<double>& k) {
+        const std::size_t r = (k.size() - 1) / 2;
+        buf.assign(n + 2 * r, 0.0);
+        for (std::size_t i = 0; i < n; ++i) buf[r + i] = src[i * step];
+        if (g.periodic)
+            for (std::size_t i = 0; i < r; ++i) {
+                const auto m = static_cast<std::int64_t>(n);
+                buf[i] = src[static_cast<std::size_t>(((static_cast<std::int64_t>(i) - static_cast<std::int64_t>(r)) % m + m) % m) * step];
+                buf[r + n + i] = src[((i) % n) * step];
             }
-            out[static_cast<std::size_t>(j * nx + i)] = s;
+        for (std::size_t i = 0; i < n; ++i) {
+            double s = 0;
+            const double* b = buf.data() + i;
+            for (std::size_t d = 0; d < k.size(); ++d) s += k[d] * b[d];
+            dst[i * step] = s;
         }
+    };
+    for (std::size_t j = 0; j < ny; ++j) line(q.data() + j * nx, t.data() + j * nx, nx, 1, kx);
+    for (std::size_t i = 0; i < nx; ++i) line(t.data() + i, out.data() + i, ny, nx, ky);
     return out;
 }
 

@@ -213,6 +213,17 @@ TEST_CASE("fields without nonlinear transfer give zero T(k) and flux", "[unit]")
         for (std::size_t b = 0; b < t.t.size(); ++b) REQUIRE_THAT(t.flux[b], WithinAbs(0.0, 1e-12));
         const std::vector<double> scales{1.0, 2.0, 4.0};
         for (double v : fst_flux(f, scales)) REQUIRE_THAT(v, WithinAbs(0.0, 1e-12));
+        // Periodic grid: the wrapped filter keeps the shear wave a pure shear wave.
+        auto fp = grid_field(64, 64, 1.0, true, [&](double x, double) { return std::pair{0.0, std::sin(2 * kPi * 3 * x / 64)}; });
+        for (double v : fst_flux(fp, scales)) REQUIRE_THAT(v, WithinAbs(0.0, 1e-12));
+    }
+    SECTION("FST of a triad: energy moves to large scales (Pi_l < 0)") {
+        const double kappa = 2 * kPi * 2 / 64;
+        auto f = grid_field(64, 64, 1.0, true, [&](double x, double) {
+            return std::pair{0.8 * std::cos(kappa * x) + 0.5 * std::cos(2 * kappa * x + kPi / 2), 0.0};
+        });
+        const std::vector<double> scales{3.0, 5.0};
+        for (double v : fst_flux(f, scales)) REQUIRE(v < 0);
     }
     SECTION("Taylor–Green vortex: the nonlinear term is a gradient, T(k) = 0") {
         const double q = 2 * kPi * 2 / L;
