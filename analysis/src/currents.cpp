@@ -206,7 +206,7 @@ CurrentSeries compute_current_series(const TrajectorySource& src, const Currents
                 sum_w2m += bwm[f];
             }
         },
-        &s.velocity_source);
+        &s.velocity_source, p.velocity);
     s.mean_n = sum_n / static_cast<double>(T);
     s.density = s.mean_n / s.region.area;
     s.norm = sum_w2 / static_cast<double>(T);

@@ -38,6 +38,7 @@ CurrentsParams currents_params(const AnalysisContext& ctx) {
     p.subtract_mean = boolean(ctx, "currents-subtract-mean");
     p.mass_weighted = boolean(ctx, "currents-mass");
     p.threads = std::max(1, ctx.threads);
+    p.velocity = velocity_scheme_from_string(ctx.text("currents-velocity"), "currents-velocity");
     p.validate();
     return p;
 }
@@ -66,7 +67,8 @@ std::vector<AnalysisSpec> modes_analyses() {
          {"currents-blocks", "time blocks of per-block C(k,t) (kgap bootstrap input; 0 = none)", "10"},
          {"currents-taper", "Tukey fraction of the spatial taper in windows (0 = hard edge)", "0.2"},
          {"currents-subtract-mean", "subtract the mean velocity per frame (0/1)", "1"},
-         {"currents-mass", "also mass-weighted currents, masses ~ d^2 (0/1)", "1"}},
+         {"currents-mass", "also mass-weighted currents, masses ~ d^2 (0/1)", "1"},
+         {"currents-velocity", "velocity scheme: auto | given | central | forward", "auto"}},
         [](const AnalysisContext& ctx) {
             const auto r = compute_currents(ctx.source, currents_params(ctx));
             return std::vector<ResultGroup>{currents_result_group(r, ctx.source.meta())};
@@ -117,7 +119,8 @@ std::vector<AnalysisSpec> modes_analyses() {
          {"tvdos-ct", "transverse sound speed for the Debye level, length/time (default: kgap pole c)", ""},
          {"tvdos-cl", "longitudinal sound speed, length/time (default: kgap c_l)", ""},
          {"tvdos-taper", "Tukey fraction of the spatial taper in windows", "0.2"},
-         {"tvdos-per-particle", "compute the per-particle map (0/1)", "1"}},
+         {"tvdos-per-particle", "compute the per-particle map (0/1)", "1"},
+         {"tvdos-velocity", "velocity scheme: auto | given | central | forward", "auto"}},
         [](const AnalysisContext& ctx) {
             TransverseVdosParams p;
             p.k_max = number_or(ctx, "tvdos-kmax", 0);
@@ -148,6 +151,7 @@ std::vector<AnalysisSpec> modes_analyses() {
             }
             p.taper = ctx.number("tvdos-taper");
             p.per_particle = boolean(ctx, "tvdos-per-particle");
+            p.velocity = velocity_scheme_from_string(ctx.text("tvdos-velocity"), "tvdos-velocity");
             p.threads = std::max(1, ctx.threads);
             ResultGroup g = tvdos_result_group(compute_transverse_vdos(ctx.source, p), ctx.source.meta());
             g.attrs["sound_speed_source"] = cs;

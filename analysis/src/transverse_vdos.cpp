@@ -37,6 +37,7 @@ TransverseVdosResult compute_transverse_vdos(const TrajectorySource& src, Transv
     cp.subtract_mean = p.subtract_mean;
     cp.mass_weighted = false;
     cp.threads = p.threads;
+    cp.velocity = p.velocity;
     CurrentSeries s = compute_current_series(src, cp);
     const auto T = static_cast<std::size_t>(s.n_frames);
     if (p.segment == 0) p.segment = std::min<std::int64_t>(s.n_frames, 256) / 2 * 2;
@@ -59,6 +60,7 @@ TransverseVdosResult compute_transverse_vdos(const TrajectorySource& src, Transv
     r.k_debye = std::sqrt(4 * std::numbers::pi * s.density);
     r.n_segments = static_cast<std::int64_t>(nseg);
     r.n_vectors = static_cast<std::int64_t>(K);
+    r.velocity_source = s.velocity_source;
     for (std::size_t f = 0; f < nw; ++f) r.omega.push_back(static_cast<double>(f) * domega);
 
     std::vector<double> win(S);
@@ -209,7 +211,7 @@ TransverseVdosResult compute_transverse_vdos(const TrajectorySource& src, Transv
                 ++a.n;
             }
         }
-    });
+    }, nullptr, p.velocity);
     for (std::size_t sg = 0; sg < nseg; ++sg) {
         for (const auto& [id, a] : acc[sg]) {
             r.particle.push_back(id);
@@ -272,6 +274,7 @@ ResultGroup tvdos_result_group(const TransverseVdosResult& r, const Metadata& me
     g.attrs["taper"] = p.taper;
     g.attrs["subtract_mean"] = std::int64_t{p.subtract_mean};
     g.attrs["window"] = std::string("hann, non-overlapping segments");
+    g.attrs["velocity_source"] = r.velocity_source;
     g.attrs["normalisation"] = std::string("sum_f c_f D(w_f) dw = 1 (c_f = 1/2 at 0 and Nyquist), number-weighted; p_band sums over particles to band_sum_segments; Debye level of D/w = 2/(c k_D)^2");
     g.attrs["layout"] = std::string("per-particle table in sub-group particles: rows of segment s are [segment_offsets[s], segment_offsets[s+1]) of particle, x_mean, y_mean, p_band, frames_present");
     g.attrs["units"] = std::string("L=") + L + ", T=" + T;

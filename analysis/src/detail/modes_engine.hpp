@@ -19,6 +19,7 @@
 
 #include "detail/fftw_plan.hpp"
 #include "vibra/analysis/currents.hpp"
+#include "vibra/core/error.hpp"
 #include "vibra/core/trajectory_source.hpp"
 
 namespace vibra::analysis::detail {
@@ -91,7 +92,7 @@ struct FrameParticles {
 /// positions (one-sided at track ends; minimum image in periodic boxes). Rows without a
 /// velocity are left out. Sets `velocity_source`.
 inline void stream_frames(const TrajectorySource& src, const std::function<void(std::vector<FrameParticles>&)>& fn,
-                          std::string* velocity_source = nullptr) {
+                          std::string* velocity_source = nullptr, VelocityScheme scheme = VelocityScheme::automatic) {
     const std::int64_t T = src.n_frames();
     const std::int64_t fpb = std::max<std::int64_t>(1, frames_per_block(src, 1 << 20));
     const Metadata& meta = src.meta();
@@ -105,8 +106,12 @@ inline void stream_frames(const TrajectorySource& src, const std::function<void(
         const std::int64_t r1 = std::min(T, b0 + cnt + 1);
         Trajectory tr = src.read_frames(r0, r1 - r0);
         const auto& rows = tr.rows;
-        const bool cols = rows.has_velocity();
-        if (first_block && velocity_source) *velocity_source = cols ? "columns" : "central differences";
+        if (scheme == VelocityScheme::given && !rows.has_velocity())
+            throw FormatError("velocity scheme 'given' but the trajectory has no vx/vy columns (use auto, central or forward)");
+        const bool cols = rows.has_velocity() && (scheme == VelocityScheme::automatic || scheme == VelocityScheme::given);
+        const bool fwd = scheme == VelocityScheme::forward;
+        if (first_block && velocity_source)
+            *velocity_source = cols ? "columns" : fwd ? "forward differences" : "central differences (one-sided at track ends)";
         first_block = false;
         std::vector<FrameParticles> out(static_cast<std::size_t>(cnt));
         const double dt = meta.frame_interval;
@@ -138,7 +143,12 @@ inline void stream_frames(const TrajectorySource& src, const std::function<void(
                 while (np < ne && rows.particle[np] < id) ++np;
                 const bool a = pp < pe && rows.particle[pp] == id, c = np < ne && rows.particle[np] == id;
                 double vx = NAN, vy = NAN;
-                if (a && c) {
+                if (fwd) {
+                    if (c) {
+                        vx = wrap(rows.x[np] - rows.x[r], Lx) / dt;
+                        vy = wrap(rows.y[np] - rows.y[r], Ly) / dt;
+                    }
+                } else if (a && c) {
                     vx = (wrap(rows.x[np] - rows.x[r], Lx) + wrap(rows.x[r] - rows.x[pp], Lx)) / (2 * dt);
                     vy = (wrap(rows.y[np] - rows.y[r], Ly) + wrap(rows.y[r] - rows.y[pp], Ly)) / (2 * dt);
                 } else if (c) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "vibra/analysis/velocities.hpp"
 #include "vibra/core/result.hpp"
 #include "vibra/core/trajectory.hpp"
 #include "vibra/core/trajectory_source.hpp"
@@ -32,6 +33,9 @@ struct CurrentsParams {
     bool subtract_mean = true;    ///< subtract the instantaneous (weighted) mean velocity per frame
     bool mass_weighted = true;    ///< also compute the momentum currents (masses ∝ d², needs species_diameters)
     int threads = 1;              ///< worker threads (std::thread)
+    /// Velocities: automatic (columns when present, else central), given (columns required),
+    /// central ((r(t+1) − r(t−1))/2Δt, one-sided at track ends), forward ((r(t+1) − r(t))/Δt).
+    VelocityScheme velocity = VelocityScheme::automatic;
     void validate() const;        ///< throws ParameterError naming the field and value
 };
 

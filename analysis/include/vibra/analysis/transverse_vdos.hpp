@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "vibra/analysis/velocities.hpp"
 #include "vibra/core/result.hpp"
 #include "vibra/core/trajectory_source.hpp"
 
@@ -28,6 +29,7 @@ struct TransverseVdosParams {
     bool subtract_mean = true;  ///< subtract the mean velocity per frame
     bool per_particle = true;   ///< compute the per-particle map (second pass)
     int threads = 1;
+    VelocityScheme velocity = VelocityScheme::automatic;  ///< as CurrentsParams::velocity
     void validate() const;      ///< throws ParameterError naming the field and value
 };
 
@@ -39,6 +41,7 @@ struct TransverseVdosResult {
     double debye_t = 0, debye_l = 0;           ///< Debye levels 2/(c k_D)² of D/ω
     double k_debye = 0, domega = 0, dt = 1;
     std::int64_t n_segments = 0, n_vectors = 0;
+    std::string velocity_source;               ///< "columns", "central differences …", "forward differences"
     std::vector<double> d_t_segments;          ///< [segment][ω] D_T of each segment (same normalisation)
     std::vector<double> band_sum_segments;     ///< ∫_band D_T^{(s)} dω per segment (bins in band, both signs)
     // per segment × particle table (ragged: rows of segment s are [segment_offsets[s], segment_offsets[s+1]))
