@@ -312,6 +312,35 @@ TEST_CASE("bad inputs: clear errors naming the input", "[unit]") {
         REQUIRE(f.image.at<std::uint8_t>(0, 0) == 3);
         REQUIRE(src->next(f) == ReadStatus::end);
     }
+    SECTION("a corrupt frame in an AVI is reported, skipped, and the frames after it are read") {
+        for (int w : {64, 63}) {  // OpenCV's writer and vibra's own (odd width)
+            const std::string path = tmp.file("corrupt" + std::to_string(w) + ".avi");
+            {
+                FrameSink sink(path, VideoFormat::avi_raw);
+                for (int k = 0; k < 6; ++k) sink.write(cv::Mat(32, w, CV_8UC1, cv::Scalar(10 * k)));
+            }
+            // Break the size field of the third frame chunk.
+            std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+            const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+            std::size_t pos = bytes.find("movi");
+            REQUIRE(pos != std::string::npos);
+            for (int c = 0; c < 3; ++c) pos = bytes.find("00dc", pos + 1);
+            REQUIRE(pos != std::string::npos);
+            f.seekp(static_cast<std::streamoff>(pos + 4));
+            const char bad_size[4] = {100, 0, 0, 0};
+            f.write(bad_size, 4);
+            f.close();
+            auto src = open_video(path);
+            const auto r = read_all(*src);
+            INFO("width " << w);
+            REQUIRE(r.corrupt == 1);
+            REQUIRE(r.frames.size() == 5);
+            for (const auto& fr : r.frames) {
+                REQUIRE(fr.index != 2);
+                REQUIRE(fr.image.at<std::uint8_t>(0, 0) == 10 * fr.index);
+            }
+        }
+    }
     SECTION("truncated uncompressed AVI: frames before the cut, then truncated") {
         const std::string path = tmp.file("cut.avi");
         std::vector<cv::Mat> imgs;
