@@ -82,7 +82,7 @@ ResultGroup vdos_analysis(const TrajectorySource& src, const VdosParams& p) {
     g.attrs["transfer_correction"] = std::string(correct ? to_string(r.info.scheme) : "none");
     g.attrs["transfer_cutoff"] = p.transfer_cutoff;
     g.attrs["max_lag"] = static_cast<std::int64_t>(r.total.pairs.size()) - 1;
-    g.attrs["weighting"] = std::string("number-weighted (per particle), not mass-weighted");
+    g.attrs["weighting"] = std::string("vdos*: number-weighted (per particle); vdos_mass: species parts weighted by m_a sum v_a^2, m ~ d^2");
     // normalised VACFs of the present parts, truncated to a common length (the shortest run of
     // finite lags) so that every part shares one omega grid
     const std::pair<std::string, const VacfSums*> parts[3] = {{"", &r.total}, {"_small", &r.small}, {"_large", &r.large}};
@@ -120,6 +120,21 @@ ResultGroup vdos_analysis(const TrajectorySource& src, const VdosParams& p) {
             g.add("vdos_reduced" + suffix, red, Tu + "^2/rad^2");
         }
         g.attrs["max_lag_used"] = static_cast<std::int64_t>(n - 1);
+        // mass-weighted (kinetic-energy-weighted) total from the species parts:
+        // D_mass = Σ_a m_a Σv_a² D_a / Σ_a m_a Σv_a²  (methods.md §4.1), m ∝ d²
+        const ResultArray* ds = g.find("vdos_small");
+        const ResultArray* dl = g.find("vdos_large");
+        if (ds && dl) {
+            const double ws = species_mass(meta, 0) * r.small.s[0], wl = species_mass(meta, 1) * r.large.s[0];
+            const auto& a = std::get<std::vector<double>>(ds->data);
+            const auto& b = std::get<std::vector<double>>(dl->data);
+            std::vector<double> dm(a.size()), rm(a.size(), kNaN);
+            for (std::size_t j = 0; j < a.size(); ++j) dm[j] = (ws * a[j] + wl * b[j]) / (ws + wl);
+            for (std::size_t j = 1; j < a.size(); ++j) rm[j] = dm[j] / omega[j];
+            g.add("vdos_mass", dm, Tu + "/rad");
+            g.add("vdos_reduced_mass", rm, Tu + "^2/rad^2");
+            g.attrs["mass_weight_small"] = ws / (ws + wl);
+        }
     }
     if (first) g.add("omega", {}, "rad/" + Tu);
     return g;

@@ -130,3 +130,45 @@ TEST_CASE("species with shorter tracks share one omega grid", "[unit]") {
         for (double v : d) CHECK(std::isfinite(v));
     }
 }
+
+TEST_CASE("mass-weighted VDOS: species peaks weighted by m <v^2>", "[unit]") {
+    // small disks oscillate at w1, large at w2, equal velocity amplitudes; m_large/m_small = 1.96
+    const double w1 = 1.0, w2 = 2.0, dt = 0.05;
+    const std::size_t N = 20, T = 2000;
+    std::mt19937_64 rng(9);
+    std::uniform_real_distribution<double> ph(0, 2 * M_PI);
+    test::Series s;
+    s.x.assign(N, std::vector<double>(T));
+    s.y = s.vx = s.vy = s.x;
+    s.species.resize(N);
+    for (std::size_t i = 0; i < N; ++i) {
+        s.species[i] = static_cast<std::int8_t>(i % 2);
+        const double w = i % 2 ? w2 : w1, p = ph(rng), q = ph(rng);
+        for (std::size_t t = 0; t < T; ++t) {
+            s.vx[i][t] = std::sin(w * t * dt + p);
+            s.vy[i][t] = std::sin(w * t * dt + q);
+        }
+    }
+    Metadata m;
+    m.frame_interval = dt;
+    m.species_diameters = {1.0, 1.4};
+    auto src = test::make_source(s, m);
+    VdosParams p;
+    p.vacf.max_lag = 1000;
+    const auto r = vdos_analysis(src, p);
+    const auto& w = test::array(r, "omega");
+    const auto& dm = test::array(r, "vdos_mass");
+    const auto& d = test::array(r, "vdos");
+    CHECK_THAT(trapezoid(w, dm), WithinAbs(1.0, 1e-9));
+    // weight of each line = integral of the spectrum on its half of the axis
+    auto area = [&](const std::vector<double>& y, double lo, double hi) {
+        double a = 0;
+        for (std::size_t j = 1; j < w.size(); ++j)
+            if (w[j] > lo && w[j] <= hi) a += 0.5 * (y[j] + y[j - 1]) * (w[j] - w[j - 1]);
+        return a;
+    };
+    const double lo_m = area(dm, 0, 1.5), hi_m = area(dm, 1.5, 4), lo_n = area(d, 0, 1.5), hi_n = area(d, 1.5, 4);
+    CHECK_THAT(hi_n / lo_n, WithinRel(1.0, 0.05));    // number-weighted: equal ⟨v²⟩ → equal lines
+    CHECK_THAT(hi_m / lo_m, WithinRel(1.96, 0.05));   // mass-weighted: large line × m_large
+    CHECK_THAT(test::attr(r, "mass_weight_small"), WithinRel(1 / 2.96, 0.02));
+}

@@ -39,7 +39,8 @@ struct VdosParams {
     void validate() const;
 };
 
-/// Group `vdos` {omega, vdos, vdos_small, vdos_large, vdos_reduced, vdos_reduced_small, …}.
+/// Group `vdos` {omega, vdos, vdos_small, vdos_large, vdos_reduced, vdos_reduced_small, …,
+/// vdos_mass, vdos_reduced_mass (species weighted by m_a Σv_a², both species present)}.
 ResultGroup vdos_analysis(const TrajectorySource& src, const VdosParams& p);
 
 }  // namespace vibra::analysis
