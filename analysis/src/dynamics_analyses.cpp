@@ -111,6 +111,7 @@ std::vector<AnalysisSpec> dynamics_analyses() {
         "vibrational density of states = windowed cosine transform of the normalised VACF; reduced D/omega",
         concat({{"vdos-max-lag", "VACF length, frames (default n_frames/2); resolution pi/(max_lag dt)", ""},
                 {"vdos-window", "window on the VACF: hann | none", "hann"},
+                {"vdos-estimator", "VACF estimator: unbiased (per-pair mean) | biased (non-negative periodogram)", "unbiased"},
                 {"vdos-transfer-correction", "1 = divide by the finite-difference |H(omega)|^2", "0"},
                 {"vdos-transfer-cutoff", "correct only up to this fraction of the Nyquist frequency", "0.5"}},
                stream_options("vdos", true)),
@@ -120,6 +121,10 @@ std::vector<AnalysisSpec> dynamics_analyses() {
             p.vacf.scheme = velocity_scheme_from_string(ctx.text("vdos-velocity"), "vdos-velocity");
             p.vacf.max_lag = lag_option(ctx, "vdos-max-lag");
             p.window = vdos_window_from_string(ctx.text("vdos-window"));
+            const auto& est = ctx.text("vdos-estimator");
+            if (est != "unbiased" && est != "biased")
+                throw ParameterError("--vdos-estimator: '" + est + "' is not unbiased or biased");
+            p.biased = est == "biased";
             p.transfer_correction = flag_bool(ctx, "vdos-transfer-correction");
             p.transfer_cutoff = ctx.number("vdos-transfer-cutoff");
             return std::vector<ResultGroup>{vdos_analysis(ctx.source, p)};

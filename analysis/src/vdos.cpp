@@ -81,6 +81,7 @@ ResultGroup vdos_analysis(const TrajectorySource& src, const VdosParams& p) {
         std::string("D(omega) = (2/pi) int_0^tmax Z(t)/Z(0) w(t) cos(omega t) dt, normalised to int D domega = 1");
     g.attrs["transfer_correction"] = std::string(correct ? to_string(r.info.scheme) : "none");
     g.attrs["transfer_cutoff"] = p.transfer_cutoff;
+    g.attrs["estimator"] = std::string(p.biased ? "biased: sum v.v(lag) / sum v.v(0)" : "unbiased: mean over pairs per lag");
     g.attrs["max_lag"] = static_cast<std::int64_t>(r.total.pairs.size()) - 1;
     g.attrs["weighting"] = std::string("vdos*: number-weighted (per particle); vdos_mass: species parts weighted by m_a sum v_a^2, m ~ d^2");
     // normalised VACFs of the present parts, truncated to a common length (the shortest run of
@@ -90,9 +91,16 @@ ResultGroup vdos_analysis(const TrajectorySource& src, const VdosParams& p) {
     std::size_t n = std::numeric_limits<std::size_t>::max();
     for (const auto& [suffix, s] : parts) {
         if (suffix != "" && detail::info_count(r.info, suffix) == 0) continue;
-        auto z = vacf_from_sums(*s, p.vacf.min_pairs);
-        if (z.empty() || !(z[0] > 0)) continue;
-        for (double& v : z) v /= z.front();
+        std::vector<double> z;
+        if (p.biased) {
+            if (s->s.empty() || !(s->s[0] > 0)) continue;
+            z.resize(s->s.size());
+            for (std::size_t k = 0; k < z.size(); ++k) z[k] = s->s[k] / s->s[0];  // lags without pairs add 0
+        } else {
+            z = vacf_from_sums(*s, p.vacf.min_pairs);
+            if (z.empty() || !(z[0] > 0)) continue;
+            for (double& v : z) v /= z.front();
+        }
         std::size_t k = 0;
         while (k < z.size() && std::isfinite(z[k])) ++k;
         n = std::min(n, k);

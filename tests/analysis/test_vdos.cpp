@@ -172,3 +172,31 @@ TEST_CASE("mass-weighted VDOS: species peaks weighted by m <v^2>", "[unit]") {
     CHECK_THAT(hi_m / lo_m, WithinRel(1.96, 0.05));   // mass-weighted: large line × m_large
     CHECK_THAT(test::attr(r, "mass_weight_small"), WithinRel(1 / 2.96, 0.02));
 }
+
+TEST_CASE("biased estimator without window is a non-negative periodogram", "[unit]") {
+    const std::size_t N = 6, T = 300;
+    std::mt19937_64 rng(13);
+    std::normal_distribution<double> g(0.0, 1.0);
+    test::Series s;
+    s.x.assign(N, std::vector<double>(T, 0.0));
+    s.y = s.vx = s.vy = s.x;
+    s.species.assign(N, 0);
+    for (std::size_t i = 0; i < N; ++i)
+        for (std::size_t t = 0; t < T; ++t) s.vx[i][t] = g(rng), s.vy[i][t] = g(rng);
+    auto src = test::make_source(s, Metadata{});
+    VdosParams p;
+    p.vacf.max_lag = T - 1;
+    p.window = VdosWindow::none;
+    p.biased = true;
+    const auto r = vdos_analysis(src, p);
+    const auto& d = test::array(r, "vdos");
+    double dmin = 1e300;
+    for (double v : d) dmin = std::min(dmin, v);
+    CHECK(dmin > -1e-12);
+    CHECK_THAT(trapezoid(test::array(r, "omega"), d), WithinAbs(1.0, 1e-9));
+    p.biased = false;  // the unbiased per-pair mean of white noise does go negative somewhere
+    const auto& du = test::array(vdos_analysis(src, p), "vdos");
+    double umin = 1e300;
+    for (double v : du) umin = std::min(umin, v);
+    CHECK(umin < 0);
+}

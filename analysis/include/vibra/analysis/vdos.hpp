@@ -34,6 +34,8 @@ double transfer_function_sq(VelocityScheme s, double omega, double dt);
 struct VdosParams {
     VacfParams vacf;                  ///< VACF settings (max_lag sets the resolution π/(max_lag·Δt))
     VdosWindow window = VdosWindow::hann;
+    bool biased = false;  ///< Ẑ(m) = Σv·v(m)/Σv·v(0) (Bartlett-weighted; with window none and max_lag = T−1
+                          ///< the spectrum is an average periodogram, non-negative) instead of the unbiased per-pair mean
     bool transfer_correction = false;  ///< divide by |H(ω)|² for ω ≤ transfer_cutoff·ω_N
     double transfer_cutoff = 0.5;      ///< fraction of the Nyquist frequency, (0, 1]
     void validate() const;
