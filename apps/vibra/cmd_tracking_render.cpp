@@ -68,6 +68,7 @@ void register_render(CLI::App& app, GlobalOptions& g) {
         if (!(o->fps > 0)) throw ParameterError("--fps must be > 0, got " + std::to_string(o->fps));
         if (!(o->radius > 0)) throw ParameterError("--radius must be > 0, got " + std::to_string(o->radius));
         if (o->offset < 0) throw ParameterError("--offset must be >= 0, got " + std::to_string(o->offset));
+        if (o->output.empty()) throw ParameterError("-o must not be empty");
         std::error_code ec;
         const bool want_folder = o->format == "png" || o->output.back() == '/' || fs::is_directory(o->output, ec) ||
                                  fs::path(o->output).extension().empty();

@@ -17,6 +17,7 @@ namespace fs = std::filesystem;
 
 /// Output format from --format or the output name: .avi → avi, .tif/.tiff-less folder → png.
 tracking::VideoFormat guess_video_format(const std::string& out, const std::string& format) {
+    if (out.empty()) throw ParameterError("-o must not be empty");
     if (!format.empty()) return tracking::video_format_from_string(format);
     const auto ext = fs::path(out).extension().string();
     if (ext == ".avi") return tracking::VideoFormat::avi_raw;

@@ -38,9 +38,10 @@ void luma_or_channel(const cv::Mat& src, cv::Mat& dst, int channel) {
             const int off = 2 - channel;
             for (int i = 0; i < src.cols; ++i) d[i] = s[i * cn + off];
         } else {
+            // Exact integer form of round(0.299 R + 0.587 G + 0.114 B), halves rounded up.
             for (int i = 0; i < src.cols; ++i) {
                 const T* px = s + i * cn;
-                d[i] = static_cast<T>(std::nearbyint(0.299 * px[2] + 0.587 * px[1] + 0.114 * px[0]));
+                d[i] = static_cast<T>((299u * px[2] + 587u * px[1] + 114u * px[0] + 500u) / 1000u);
             }
         }
     }

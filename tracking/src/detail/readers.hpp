@@ -15,7 +15,8 @@ namespace vibra::tracking::detail {
 
 /// The documented colour rule (video.hpp, ReaderParams::channel): 1-channel images pass
 /// through; 3-channel BGR / 4-channel BGRA (OpenCV order, alpha ignored) become
-/// round(0.299 R + 0.587 G + 0.114 B) when channel = −1, else channel 0/1/2 = R/G/B. Depth is
+/// (299 R + 587 G + 114 B + 500) div 1000 = round(0.299 R + 0.587 G + 0.114 B), halves up,
+/// computed exactly in integers, when channel = −1, else channel 0/1/2 = R/G/B. Depth is
 /// kept (8 or 16 bit). Throws FormatError naming `where` for other layouts or depths.
 cv::Mat to_grey(const cv::Mat& img, int channel, const std::string& where);
 
