@@ -116,12 +116,17 @@ def _vdos(g, outdir, written):
             r = g["vdos_reduced" + suf][:]
             ok = (w > 0) & np.isfinite(r)
             axes[1].loglog(w[ok], np.abs(r[ok]), color=col, label=label)
+    if "vdos_mass" in g:
+        axes[0].plot(w, g["vdos_mass"][:], color="tab:purple", ls="--", lw=1, label="mass-weighted")
+        r = g["vdos_reduced_mass"][:]
+        ok = (w > 0) & np.isfinite(r)
+        axes[1].loglog(w[ok], np.abs(r[ok]), color="tab:purple", ls="--", lw=1, label="mass-weighted")
     axes[0].set_xlabel(f"omega [{_units(g['omega'])}]")
     axes[0].set_ylabel(f"D(omega) [{_units(g['vdos'])}]")
     axes[0].set_title(f"VDOS (window: {_attr(g, 'window', '?')})")
     axes[1].set_xlabel(f"omega [{_units(g['omega'])}]")
     axes[1].set_ylabel(f"D(omega)/omega [{_units(g['vdos_reduced'])}]")
-    axes[1].set_title(f"reduced VDOS (transfer correction: {_attr(g, 'transfer_correction', '?')})")
+    axes[1].set_title(f"|reduced VDOS| (transfer correction: {_attr(g, 'transfer_correction', '?')})")
     axes[0].legend(fontsize=8)
     _save(fig, outdir, "vdos.png", written)
 
