@@ -192,7 +192,7 @@ def _temperature(g, outdir, written):
     _save(fig, outdir, "temperature.png", written)
 
 
-PLOTS = [("msd", _msd), ("van_hove", _van_hove), ("vacf", _vacf), ("vdos", _vdos), ("fs", _fs),
+PLOTS = [("msd", _msd), ("msd/van_hove", _van_hove), ("vacf", _vacf), ("vdos", _vdos), ("fs", _fs),
          ("velocity_distribution", _velocity_distribution), ("temperature", _temperature)]
 
 

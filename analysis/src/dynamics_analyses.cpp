@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The single-particle dynamics analyses offered by `vibra analyze` (see registry.hpp and
-// docs/analysis-dynamics.md): msd (+ van_hove), vacf, vdos, fs, temperature, velocity_distribution.
+// docs/analysis-dynamics.md): msd (+ msd/van_hove), vacf, vdos, fs, temperature, velocity_distribution.
 #include <cmath>
 
 #include "vibra/analysis/msd.hpp"
@@ -71,7 +71,7 @@ std::vector<AnalysisSpec> dynamics_analyses() {
 
     out.push_back(AnalysisSpec{
         "msd",
-        "mean square displacement (gap-aware FFT), alpha2, sigma_loc; self van Hove (group van_hove)",
+        "mean square displacement (gap-aware FFT), alpha2, sigma_loc; self van Hove (sub-group msd/van_hove)",
         concat({{"msd-max-lag", "largest lag, frames (default n_frames/2)", ""},
                 {"msd-min-pairs", "lags with fewer (particle, t) pairs are NaN", "1"},
                 {"msd-vanhove-lags", "lags (frames) of G_s, comma-separated; 'none' = skip", "1,10,100"},
@@ -88,7 +88,11 @@ std::vector<AnalysisSpec> dynamics_analyses() {
             p.vanhove_bins = ctx.integer("msd-vanhove-bins");
             p.vanhove_range = ctx.number("msd-vanhove-range");
             p.sigma_fit_lags = ctx.integer("msd-sigma-fit-lags");
-            return msd_analysis(ctx.source, p);
+            // Naming rule: one group per analysis, so G_s lives inside it as /analysis/msd/van_hove.
+            auto groups = msd_analysis(ctx.source, p);
+            for (std::size_t i = 1; i < groups.size(); ++i) groups[0].groups.push_back(std::move(groups[i]));
+            groups.resize(1);
+            return groups;
         }});
 
     out.push_back(AnalysisSpec{
