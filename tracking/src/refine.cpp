@@ -251,6 +251,7 @@ void refine_particles(const Gradients& g, std::vector<Particle>& parts, double r
     std::vector<float> pbuf;
     std::vector<double> bsum, pvals;
     std::vector<int> bcnt;
+    std::vector<double> rs_x, rs_y;
     // profile_fit starts from two radial-symmetry iterations (its Gauss–Newton steps need a
     // start within a fraction of the edge width).
     const int n_rs = p.method == RefineMethod::profile_fit ? 2 : 0;
@@ -314,10 +315,12 @@ void refine_particles(const Gradients& g, std::vector<Particle>& parts, double r
                 // Mask symmetrically: a pixel goes when it or its mirror image through the
                 // centre lies in a neighbour's band, so the kept set stays centrally symmetric
                 // and the (small, odd) direction errors of the discrete gradient still cancel.
+                const double mxp = q.x - dx, myp = q.y - dy;  // mirror image (also kept inside the frame)
+                if (mxp < 0 || myp < 0 || mxp > w - 1 || myp > h - 1) return;
                 for (int k = 0; k < nm; ++k) {
                     const double ex = px - mx[k], ey = py - my[k];
                     if (ex * ex + ey * ey < mr2[k]) return;
-                    const double fx = q.x - dx - mx[k], fy = q.y - dy - my[k];
+                    const double fx = mxp - mx[k], fy = myp - my[k];
                     if (fx * fx + fy * fy < mr2[k]) return;
                 }
                 const double gx = g.gx.at<float>(py, px), gy = g.gy.at<float>(py, px);
@@ -357,7 +360,13 @@ void refine_particles(const Gradients& g, std::vector<Particle>& parts, double r
             parts[i].x = nx[i], parts[i].y = ny[i];
             xs[i] = nx[i], ys[i] = ny[i];
         }
+        if (it + 1 == n_rs) rs_x = xs, rs_y = ys;
     }
+    // Guard: a profile fit that wandered off (a neighbour's pixels, too few pixels left) falls
+    // back to the radial-symmetry centre.
+    if (n_rs > 0)
+        for (std::size_t i = 0; i < n; ++i)
+            if (std::hypot(parts[i].x - rs_x[i], parts[i].y - rs_y[i]) > 0.5) parts[i].x = rs_x[i], parts[i].y = rs_y[i];
 }
 
 }  // namespace vibra::tracking
