@@ -3,6 +3,7 @@
 // motion blur truth, looks, image formation, overlaps of the dynamics.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -288,6 +289,22 @@ TEST_CASE("image formation: levels, inversion, 16 bits, gradient, noise, hot/dea
         REQUIRE_THAT(m, WithinAbs(p.background, 0.002));
         REQUIRE_THAT(v, WithinRel(p.background / 2000, 0.06));
     }
+    SECTION("flicker: the per-frame gain has the requested relative RMS; none without flicker") {
+        p.bit_depth = 16;
+        p.width = p.height = 16;
+        std::vector<double> means;
+        for (int f = 0; f < 400; ++f) means.push_back(cv::mean(render_frame(std::span<const Disk>(), p, f))[0]);
+        REQUIRE(*std::max_element(means.begin(), means.end()) == *std::min_element(means.begin(), means.end()));
+        p.flicker = 0.05;
+        double s1 = 0, s2 = 0;
+        for (int f = 0; f < 400; ++f) {
+            const double g = cv::mean(render_frame(std::span<const Disk>(), p, f))[0] / means[0];
+            s1 += g, s2 += g * g;
+        }
+        const double mean = s1 / 400, rms = std::sqrt(s2 / 400 - mean * mean);
+        REQUIRE_THAT(mean, WithinAbs(1.0, 0.01));
+        REQUIRE_THAT(rms, WithinRel(0.05, 0.15));
+    }
     SECTION("hot and dead pixels: fixed pattern with the requested fraction") {
         p.hot_pixel_fraction = 0.01;
         p.dead_pixel_fraction = 0.01;
@@ -341,6 +358,46 @@ TEST_CASE("generator: requested counts, truth in the box, overlaps < 0.2 px, fra
     for (std::size_t i = 0; i < 70; ++i) msd += std::pow(truth.x[70 + i] - truth.x[i], 2);
     REQUIRE(std::sqrt(msd / 70) > 0.05);
     REQUIRE(std::sqrt(msd / 70) < 2.0);
+}
+
+TEST_CASE("generator with motion blur: the image centroid of a moving disk is the truth (exposure average)", "[unit]") {
+    SynthParams sp;
+    sp.render.width = 160;
+    sp.render.height = 160;
+    sp.render.bit_depth = 16;
+    sp.render.background = 0;
+    sp.render.foreground = 0.9;
+    sp.n_small = 1;
+    sp.n_large = 0;
+    sp.radius_small = 6;
+    sp.active_speed = 6;  // px/frame terminal; ≈ 3 px/frame after 3 frames: px of motion blur
+    sp.equilibrate = 3;   // the single disk starts at the box centre, far from the walls
+    sp.exposure_subframes = 16;
+    sp.exposure = 0.8;
+    sp.seed = 4;
+    SynthGenerator gen(sp);
+    cv::Mat img;
+    TrajectoryTable truth;
+    double moved = 0;
+    for (int f = 0; f < 4; ++f) {
+        REQUIRE(gen.next(img, truth));
+        cv::Mat d;
+        img.convertTo(d, CV_64F);
+        const auto m = moments(d);
+        const std::size_t r = truth.size() - 1;
+        REQUIRE_THAT(m.mx, WithinAbs(truth.x[r], 2e-3));
+        REQUIRE_THAT(m.my, WithinAbs(truth.y[r], 2e-3));
+        if (f > 0) moved += std::hypot(truth.x[r] - truth.x[r - 1], truth.y[r] - truth.y[r - 1]);
+        // The motion-blurred disk is smeared: a wider edge (more pixels between 5% and 85% of
+        // the level) than the same disk rendered still at the truth position.
+        const Disk still{truth.x[r], truth.y[r], 6.0};
+        const cv::Mat ref = render_frame(std::span<const Disk>(&still, 1), sp.render, f);
+        auto edge = [](const cv::Mat& m) { return cv::countNonZero((m > 0.05 * 58982) & (m < 0.85 * 58982)); };
+        INFO("frame " << f << " v = (" << truth.vx[r] << ", " << truth.vy[r] << ") px/frame, edge pixels "
+                      << edge(img) << " blurred vs " << edge(ref) << " still");
+        if (f > 0) REQUIRE(edge(img) > edge(ref) + 5);  // ≈ +10 at 2 px of blur; ±2 without
+    }
+    REQUIRE(moved > 1.0);
 }
 
 TEST_CASE("generator at packing fraction 0.8 keeps overlaps below 0.2 px", "[unit]") {
