@@ -78,6 +78,7 @@ void register_synth(CLI::App& app, GlobalOptions& g) {
         ->capture_default_str()->group(grp);
     cmd->add_option("--damping", sp.damping, "Friction rate (1/frame)")->capture_default_str()->group(grp);
     cmd->add_option("--stiffness", sp.stiffness, "Contact spring (0 = automatic, overlaps < 0.1 px)")->capture_default_str()->group(grp);
+    cmd->add_option("--substeps", sp.substeps, "Integration steps per frame (0 = automatic)")->capture_default_str()->group(grp);
     cmd->add_option("--equilibrate", sp.equilibrate, "Frames simulated before the first recorded one")->capture_default_str()->group(grp);
     grp = "Rendering";
     cmd->add_option("--look", o->look, "Disk look: plain, dark-ring, marker-dot, bright-rim")
