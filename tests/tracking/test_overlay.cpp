@@ -166,5 +166,16 @@ TEST_CASE("vibra render: circles at the truth positions; bad video → exit 1 an
     r = test::run_vibra("-q render '" + truth + "' --video '" + tmp.file("bad.avi") + "' -o '" + tmp.file("bad_folder") + "/'");
     REQUIRE(r.exit_code == 1);
     REQUIRE_FALSE(fs::exists(tmp.file("bad_folder")));
+    // Frame size change mid-sequence: exit 1 naming the file, and the frames already drawn are removed.
+    fs::create_directories(tmp.file("mixed"));
+    for (int k = 0; k < 4; ++k)
+        cv::imwrite(tmp.file("mixed") + "/m_" + std::to_string(k) + ".png", cv::Mat(k == 2 ? 100 : 120, 160, CV_8UC1, cv::Scalar(50)));
+    r = test::run_vibra("-q render '" + truth + "' --video '" + tmp.file("mixed") + "' -o '" + tmp.file("mixed_ov") + "/'");
+    REQUIRE(r.exit_code == 1);
+    REQUIRE(r.output.find("m_2.png") != std::string::npos);
+    REQUIRE_FALSE(fs::exists(tmp.file("mixed_ov")));
+    r = test::run_vibra("-q render '" + truth + "' --video '" + tmp.file("mixed") + "' -o '" + tmp.file("mixed_ov.avi") + "'");
+    REQUIRE(r.exit_code == 1);
+    REQUIRE_FALSE(fs::exists(tmp.file("mixed_ov.avi")));
     for (const auto& e : fs::directory_iterator(tmp.path())) REQUIRE(e.path().filename().string().find("partial") == std::string::npos);
 }
