@@ -93,7 +93,7 @@ struct RenderParams {
 cv::Mat render_coverage(std::span<const std::vector<Disk>> subframes, const RenderParams& p);
 cv::Mat render_coverage(std::span<const Disk> disks, const RenderParams& p);
 
-/// A full frame (CV_8UC1 or CV_16UC1): coverage → levels → illumination, flicker → PSF blur →
+/// A full frame (CV_8UC1 or CV_16UC1): coverage (incl. PSF) → levels → illumination, flicker →
 /// noise → hot/dead pixels → quantisation. `frame` selects the noise/flicker realisation
 /// (deterministic in (seed, frame)).
 cv::Mat render_frame(std::span<const Disk> disks, const RenderParams& p, std::int64_t frame = 0);
