@@ -169,8 +169,8 @@ TEST_CASE("moderate case: ringed bi-disperse disks at packing fraction 0.6", "[u
     // ≤ 0.005 px — NOT all met yet. Asserted here is what the detector reaches (docs/tracking.md,
     // "Accuracy table"): isolated disks are at 0.01 px, the RMS is dominated by a few % of
     // outliers at touching contacts.
-    REQUIRE(s.recall() >= 0.9);
-    REQUIRE(s.precision() >= 0.95);
+    REQUIRE(s.recall() >= 0.95);
+    REQUIRE(s.precision() >= 0.99);
     REQUIRE(s.quantile(0.5) <= 0.1);
     REQUIRE(s.rms() <= 0.6);
     REQUIRE(double(s.species_ok) / double(s.matched) >= 0.94);
@@ -191,7 +191,7 @@ TEST_CASE("dense case: marker-dot disks at packing fraction 0.8", "[unit]") {
     report("dense", s);
     // Issue target: recall ≥ 99.5%, RMS ≤ 0.05 px — NOT met yet (docs/tracking.md).
     REQUIRE(s.truth > 1000);
-    REQUIRE(s.recall() >= 0.8);
+    REQUIRE(s.recall() >= 0.9);
     REQUIRE(s.quantile(0.5) <= 0.8);
 }
 
@@ -214,8 +214,8 @@ TEST_CASE("noisy case: uneven light, motion blur, hot and dead pixels", "[unit]"
     auto s = run_case(sp, dp);
     report("noisy", s);
     REQUIRE(s.truth > 1000);
-    // Issue target: recall ≥ 99.5%, RMS ≤ 0.1 px — recall met within 0.2%, RMS not yet.
-    REQUIRE(s.recall() >= 0.99);
+    // Issue target: recall ≥ 99.5% (met), RMS ≤ 0.1 px (not yet: outliers at contacts).
+    REQUIRE(s.recall() >= 0.995);
     REQUIRE(s.precision() >= 0.99);
     REQUIRE(s.rms() <= 0.25);
 }

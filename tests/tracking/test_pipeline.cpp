@@ -84,9 +84,9 @@ TEST_CASE("track a synthetic video: links, species vote, metadata, diagnostics",
     }
     WARN("synthetic track: " << matched << " of " << b.rows.size() << " truth rows found, species after vote "
                              << double(species_ok) / double(matched) << ", links correct " << double(correct) / double(links));
-    REQUIRE(double(matched) / double(b.rows.size()) >= 0.8);  // within 1 px (issue: 99.9% recall; NOT met, see docs)
-    REQUIRE(double(correct) / double(links) >= 0.99);
-    REQUIRE(double(species_ok) / double(matched) >= 0.98);  // issue: 100% after the vote; NOT met
+    REQUIRE(double(matched) / double(b.rows.size()) >= 0.85);  // within 1 px (issue: 99.9% recall; NOT met, see docs)
+    REQUIRE(double(correct) / double(links) >= 0.999);
+    REQUIRE(double(species_ok) / double(matched) >= 0.995);  // issue: 100% after the vote; NOT met (99.9%)
 }
 
 TEST_CASE("vibra track: bad inputs exit 1 and leave no output", "[unit]") {
@@ -196,10 +196,11 @@ TEST_CASE("real data: particletracker discs (bright rims, two sizes)", "[unit]")
     store::TrajectoryReader t(dir.file("d.h5"));
     const auto a = t.read_all();
     REQUIRE(a.index.n_frames() == 9);
-    // Issue target: every disc with its centre in x 142–1082, y 30–846 found (counted by eye on
-    // the overlay: about 60), same count in every frame, both sizes. NOT met: the detector finds
-    // about half of them (docs/tracking.md). Asserted: both size classes are present in every
-    // frame and at least 25 discs per frame are found in the region.
+    // Issue target: every disc with its centre in x 142–1082, y 30–846 found, same count in
+    // every frame, both sizes. Counted by eye on the overlay of frame 0
+    // (docs/figures/tracking_discs_overlay_frame0.png): about 75 discs in the region. NOT met:
+    // the detector finds 32–41 per frame (docs/tracking.md). Asserted: both size classes are
+    // present in every frame and at least 25 discs per frame are found in the region.
     for (std::int64_t f = 0; f < 9; ++f) {
         int n = 0, small = 0, large = 0;
         for (auto i = a.index.begin(f); i < a.index.end(f); ++i) {

@@ -132,8 +132,10 @@ std::vector<Particle> locate(const cv::Mat& image, const DetectParams& p) {
     const auto cands = find_candidates(g, p);
     std::vector<Particle> parts(cands.size());
     for (std::size_t i = 0; i < cands.size(); ++i) parts[i].x = cands[i].x, parts[i].y = cands[i].y;
-    const double r_lo = p.r_small() * (1 - p.radius_tolerance), r_hi = p.r_large() * (1 + p.radius_tolerance);
-    refine_particles(g, parts, r_lo, r_hi, p.refine);
+    // The radius is searched close to the nominal radii only (±15%), so inner features of a
+    // look (the inner edge of a dark ring, a rim) cannot be taken for the outer edge.
+    const double rt = std::min(p.radius_tolerance, 0.15);
+    refine_particles(g, parts, p.r_small() * (1 - rt), p.r_large() * (1 + rt), p.refine);
     // Inside the image, not a duplicate, edge strong enough.
     std::erase_if(parts, [&](const Particle& q) {
         return !(q.x >= -0.5 && q.y >= -0.5 && q.x <= image.cols - 0.5 && q.y <= image.rows - 0.5) || !(q.strength > 0);

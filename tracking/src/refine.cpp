@@ -220,8 +220,8 @@ void refine_particles(const Gradients& g, std::vector<Particle>& parts, double r
     // 1. Radius from the radial edge profile around the candidate centre.
     Profile prof;
     for (auto& q : parts) {
-        prof.reset(std::max(0.0, radius_min - 1.0), radius_max + 1.5, p.radius_bin);
-        for_annulus(w, h, q.x, q.y, prof.lo, radius_max + 1.5, [&](int px, int py, double dx, double dy, double r2) {
+        prof.reset(std::max(0.0, radius_min - 0.25), radius_max + 0.5, p.radius_bin);
+        for_annulus(w, h, q.x, q.y, prof.lo, radius_max + 0.5, [&](int px, int py, double dx, double dy, double r2) {
             if (r2 < 1e-9) return;
             const double rho = std::sqrt(r2);
             const double gr = -(g.gx.at<float>(py, px) * dx + g.gy.at<float>(py, px) * dy) / rho;
@@ -341,9 +341,9 @@ void refine_particles(const Gradients& g, std::vector<Particle>& parts, double r
             if (det > 1e-12 * (m00 + m11) * (m00 + m11) && det > 0) {
                 cx = (m11 * b0 - m01 * b1) / det;
                 cy = (m00 * b1 - m01 * b0) / det;
-                // a centre can move at most a px per iteration (guards against degenerate fits)
+                // a centre moves at most 1 px per iteration (guards against degenerate fits)
                 const double ddx = cx - q.x, ddy = cy - q.y, dd = std::hypot(ddx, ddy);
-                if (dd > a) cx = q.x + ddx * a / dd, cy = q.y + ddy * a / dd;
+                if (dd > 1.0) cx = q.x + ddx / dd, cy = q.y + ddy / dd;
             }
             nx[i] = cx, ny[i] = cy;
             if (last) {
