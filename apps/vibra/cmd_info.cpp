@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // `vibra info FILE` — summary of a trajectory file (or a results file).
-#include <hdf5.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <iomanip>
@@ -142,9 +140,10 @@ bool print_video_info(const std::string& path, std::ostream& os);  // cmd_video.
 void register_info(CLI::App& app, GlobalOptions&) {
     auto file = std::make_shared<std::string>();
     auto* cmd = app.add_subcommand("info", "Summarise a vibra trajectory or results file, or a video's metadata");
-    cmd->add_option("file", *file, "HDF5 trajectory/results file, or a video")->required()->check(CLI::ExistingPath);
+    cmd->add_option("file", *file, "HDF5 trajectory/results file, or a video (file, camera file, image folder or glob)")
+        ->required();
     cmd->callback([file] {
-        if (H5Fis_hdf5(file->c_str()) > 0) {
+        if (store::is_hdf5_file(*file)) {
             // Peek at the schema to choose the summary.
             std::string schema;
             try {

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // `vibra render IN.h5 --video VIDEO -o OUT`: overlay of a trajectory file on its video.
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <iostream>
 
 #include "commands.hpp"
 #include "vibra/core/error.hpp"
 #include "vibra/core/progress.hpp"
+#include "vibra/store/results_file.hpp"
 #include "vibra/store/trajectory_file.hpp"
 #include "vibra/tracking/overlay.hpp"
 #include "vibra/tracking/synth.hpp"
@@ -32,6 +35,36 @@ std::pair<std::int64_t, std::int64_t> parse_range(const std::string& s) {
     }
 }
 
+/// Defect markers by frame from /analysis/defects of a results file (the rows of one lag).
+std::map<std::int64_t, std::vector<tracking::OverlayMarker>> defect_markers(const std::string& path, std::int64_t lag) {
+    const ResultGroup g = store::read_results(path, "defects");
+    auto ints = [&](const char* name) {
+        const auto* a = g.find(name);
+        if (!a) throw FormatError(at_field(path, std::string("/analysis/defects/") + name, "dataset is missing"));
+        return std::get<std::vector<std::int64_t>>(a->data);
+    };
+    auto dbls = [&](const char* name) {
+        const auto* a = g.find(name);
+        if (!a) throw FormatError(at_field(path, std::string("/analysis/defects/") + name, "dataset is missing"));
+        return std::get<std::vector<double>>(a->data);
+    };
+    const auto lags = ints("lag"), frames = ints("frame"), charge = ints("charge");
+    const auto x = dbls("x"), y = dbls("y");
+    if (lag < 0 && !lags.empty()) lag = *std::min_element(lags.begin(), lags.end());
+    std::map<std::int64_t, std::vector<tracking::OverlayMarker>> out;
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+        if (lags[i] != lag) continue;
+        tracking::OverlayMarker m;
+        m.x = x[i], m.y = y[i], m.size = 6;
+        // +1 (vortex-like): red circle; −1 (saddle-like): blue cross.
+        m.shape = charge[i] > 0 ? tracking::MarkerShape::circle : tracking::MarkerShape::cross;
+        m.colour = charge[i] > 0 ? cv::Scalar(0, 0, 255) : cv::Scalar(255, 0, 0);
+        m.label = (charge[i] > 0 ? "+" : "") + std::to_string(charge[i]);
+        out[frames[i]].push_back(m);
+    }
+    return out;
+}
+
 }  // namespace
 
 void register_render(CLI::App& app, GlobalOptions& g) {
@@ -41,6 +74,8 @@ void register_render(CLI::App& app, GlobalOptions& g) {
         std::int64_t offset = 0;
         int channel = -1;
         double fps = 25, radius = 5;
+        std::string defects;
+        std::int64_t defects_lag = -1;
     };
     auto o = std::make_shared<Opts>();
     auto* cmd = app.add_subcommand("render", "Overlay a trajectory file on its video: circles coloured by species, "
@@ -63,6 +98,9 @@ void register_render(CLI::App& app, GlobalOptions& g) {
     cmd->add_option("--radius", o->radius, "Circle radius (px) when the file has neither radii nor species diameters")
         ->capture_default_str();
     cmd->add_option("--fps", o->fps, "Frame rate of the output video")->capture_default_str();
+    cmd->add_option("--defects", o->defects, "Results file with /analysis/defects: draw +1 (red circle) / -1 (blue cross) markers")
+        ->check(CLI::ExistingFile);
+    cmd->add_option("--defects-lag", o->defects_lag, "Lag (frames) of the displacement field whose defects are drawn (default: smallest)");
     cmd->callback([o, &g] {
         o->op.validate();
         if (!(o->fps > 0)) throw ParameterError("--fps must be > 0, got " + std::to_string(o->fps));
@@ -84,6 +122,8 @@ void register_render(CLI::App& app, GlobalOptions& g) {
 
         store::TrajectoryReader tr(o->input);
         const auto& meta = tr.meta();
+        const auto markers = o->defects.empty() ? std::map<std::int64_t, std::vector<tracking::OverlayMarker>>{}
+                                                : defect_markers(o->defects, o->defects_lag);
         std::int64_t first = 0, last = tr.n_frames();
         if (!o->frames.empty()) {
             const auto [a, b] = parse_range(o->frames);
@@ -156,7 +196,8 @@ void register_render(CLI::App& app, GlobalOptions& g) {
                     d.id = chunk.rows.particle[r];
                     disks.push_back(d);
                 }
-                sink.write(ren.render(fr.image, f, disks));
+                const auto mk = markers.find(f);
+                sink.write(mk == markers.end() ? ren.render(fr.image, f, disks) : ren.render(fr.image, f, disks, mk->second));
                 ++written;
                 prog.update(written);
             }

@@ -185,6 +185,12 @@ void TrajectoryWriter::commit() {
     committed_ = true;
 }
 
+bool is_hdf5_file(const std::string& path) {
+    detail::silence_hdf5();
+    std::error_code ec;
+    return std::filesystem::is_regular_file(path, ec) && H5Fis_hdf5(path.c_str()) > 0;
+}
+
 void write_trajectory(const std::string& path, const Trajectory& t) {
     TrajectoryWriter w(path, t.meta, ColumnSet::of(t.rows));
     w.append(t.rows, t.index.n_frames(), t.frames);

@@ -71,6 +71,9 @@ private:
     bool committed_ = false;
 };
 
+/// True when `path` is a regular file in HDF5 format (quietly: no HDF5 error printing).
+bool is_hdf5_file(const std::string& path);
+
 /// Write a whole in-memory trajectory (atomic, as TrajectoryWriter).
 void write_trajectory(const std::string& path, const Trajectory& t);
 
