@@ -19,26 +19,9 @@ matplotlib.use("Agg")
 import h5py  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from figure_helpers import units as _units, attr as _attr, save as _save  # noqa: E402
 
 SPECIES = [("", "total", "k"), ("_small", "small", "tab:blue"), ("_large", "large", "tab:red")]
-
-
-def _units(ds):
-    u = ds.attrs.get("units", "")
-    return u.decode() if isinstance(u, bytes) else str(u)
-
-
-def _attr(g, name, default=float("nan")):
-    v = g.attrs.get(name, default)
-    return v.decode() if isinstance(v, bytes) else v
-
-
-def _save(fig, outdir, name, written):
-    path = os.path.join(outdir, name)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    written.append(path)
 
 
 def _msd(g, outdir, written):

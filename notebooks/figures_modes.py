@@ -19,24 +19,7 @@ matplotlib.use("Agg")
 import h5py  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-
-
-def _u(ds):
-    u = ds.attrs.get("units", "")
-    return u.decode() if isinstance(u, bytes) else str(u)
-
-
-def _a(g, name, default=float("nan")):
-    v = g.attrs.get(name, default)
-    return v.decode() if isinstance(v, bytes) else v
-
-
-def _save(fig, outdir, name, written):
-    path = os.path.join(outdir, name)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    written.append(path)
+from figure_helpers import units as _u, attr as _a, save as _save  # noqa: E402
 
 
 def _fit_curve(sub, k):

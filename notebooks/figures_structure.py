@@ -18,21 +18,9 @@ matplotlib.use("Agg")
 import h5py  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from figure_helpers import units as _units, save as _save  # noqa: E402
 
 PAIRS = [("small_small", "small–small"), ("small_large", "small–large"), ("large_large", "large–large")]
-
-
-def _units(ds):
-    u = ds.attrs.get("units", "")
-    return u.decode() if isinstance(u, bytes) else str(u)
-
-
-def _save(fig, outdir, name, written):
-    path = os.path.join(outdir, name)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    written.append(path)
 
 
 def _gr(g, outdir, written):
