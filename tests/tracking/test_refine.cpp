@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Sub-pixel refinement: isolated disks of every look (no pixel locking across a sweep of
+// sub-pixel offsets) and touching pairs, against the exact positions of the renderer.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <vector>
+
+#include "vibra/core/error.hpp"
+#include "vibra/tracking/refine.hpp"
+#include "vibra/tracking/synth.hpp"
+
+using namespace vibra;
+using namespace vibra::tracking;
+
+namespace {
+// Refines disks from starting points ~0.9 px off and returns the largest per-axis error.
+double max_error(const std::vector<Disk>& disks, const RenderParams& rp, RefineMethod m, std::vector<float>* radii = nullptr) {
+    const cv::Mat img = render_frame(disks, rp);
+    const auto g = compute_gradients(img, rp.dark_on_bright, 32);
+    std::vector<Particle> parts(disks.size());
+    for (std::size_t i = 0; i < disks.size(); ++i) parts[i].x = std::round(disks[i].x) + 0.6, parts[i].y = std::round(disks[i].y) - 0.6;
+    RefineParams p;
+    p.method = m;
+    refine_particles(g, parts, 5.1, 9.2, p);
+    double e = 0;
+    for (std::size_t i = 0; i < disks.size(); ++i) {
+        e = std::max({e, std::abs(parts[i].x - disks[i].x), std::abs(parts[i].y - disks[i].y)});
+        if (radii) radii->push_back(parts[i].radius);
+    }
+    return e;
+}
+}  // namespace
+
+TEST_CASE("refine parameters are validated", "[unit]") {
+    RefineParams p;
+    REQUIRE_NOTHROW(p.validate());
+    p.iterations = 0;
+    REQUIRE_THROWS_AS(p.validate(), ParameterError);
+    p = {};
+    p.annulus_half_width = 0.1;
+    REQUIRE_THROWS_AS(p.validate(), ParameterError);
+}
+
+TEST_CASE("isolated disks of every look: centre within 0.02 px, radius within 0.3 px", "[unit]") {
+    RenderParams rp;
+    rp.width = rp.height = 200;
+    rp.blur_sigma = 0;
+    for (auto look : {DiskLook::plain, DiskLook::dark_ring, DiskLook::marker_dot, DiskLook::bright_rim}) {
+        rp.look = look;
+        std::vector<Disk> disks;
+        for (int k = 0; k < 16; ++k)  // offsets sweep the unit square
+            disks.push_back({25.0 + 50 * (k % 4) + 0.0625 * k, 25.0 + 50 * (k / 4) + 0.27 * (k % 4) + 0.031 * k, k % 2 ? 8.0 : 6.0,
+                             static_cast<std::int8_t>(k % 2), static_cast<std::uint32_t>(k + 1), 0.3 * k});
+        std::vector<float> radii;
+        const double e = max_error(disks, rp, RefineMethod::profile_fit, &radii);
+        INFO("look " << to_string(look) << ": max error " << e);
+        REQUIRE(e < 0.02);
+        for (std::size_t i = 0; i < disks.size(); ++i) REQUIRE_THAT(radii[i], Catch::Matchers::WithinAbs(disks[i].radius, 0.3));
+        REQUIRE(max_error(disks, rp, RefineMethod::radial_symmetry) < 0.03);
+    }
+}
+
+TEST_CASE("touching pairs: neighbours masked, centres within 0.03 px", "[unit]") {
+    RenderParams rp;
+    rp.width = rp.height = 80;
+    rp.blur_sigma = 0;
+    for (auto look : {DiskLook::plain, DiskLook::dark_ring}) {
+        rp.look = look;
+        for (int k = 0; k < 4; ++k) {
+            const double ax = 30.3 + 0.13 * k, ay = 40.7 - 0.21 * k;
+            const std::vector<Disk> d{{ax, ay, 8, 1}, {ax + 14.0, ay + 0.5, 6, 0}};  // touching
+            const double e = max_error(d, rp, RefineMethod::profile_fit);
+            INFO("look " << to_string(look) << ", pair " << k << ": max error " << e);
+            REQUIRE(e < 0.03);
+        }
+    }
+}
