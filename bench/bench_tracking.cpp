@@ -15,6 +15,7 @@
 
 #include "vibra/tracking/detect.hpp"
 #include "vibra/tracking/link.hpp"
+#include "track_store.hpp"  // apps/vibra: pipeline → HDF5 glue
 #include "vibra/tracking/pipeline.hpp"
 #include "vibra/tracking/synth.hpp"
 #include "vibra/tracking/video.hpp"

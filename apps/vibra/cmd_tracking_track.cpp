@@ -6,6 +6,7 @@
 
 #include "commands.hpp"
 #include "vibra/core/error.hpp"
+#include "track_store.hpp"
 #include "vibra/tracking/pipeline.hpp"
 
 namespace vibra::app {
