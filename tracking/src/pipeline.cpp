@@ -2,6 +2,7 @@
 #include "vibra/tracking/pipeline.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -331,6 +332,28 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
         for (double r : p.detect.radii) s += (s.empty() ? "" : ",") + std::to_string(r);
         return s;
     }();
+
+    // Camera metadata (exposure, bit depth, trigger time, warnings) → /meta/user as camera_*.
+    for (const auto& [k, v] : info.extra) meta.user["camera_" + k] = v;
+    // Physical time: camera time stamps win over the nominal rate (decimated saves), else --fps.
+    if (any_time) {
+        std::vector<double> dt;
+        for (std::size_t i = 1; i < time_s.size(); ++i)
+            if (time_s[i] >= 0 && time_s[i - 1] >= 0 && time_s[i] > time_s[i - 1]) dt.push_back(time_s[i] - time_s[i - 1]);
+        if (!dt.empty()) {
+            std::nth_element(dt.begin(), dt.begin() + static_cast<std::ptrdiff_t>(dt.size() / 2), dt.end());
+            meta.time_unit = "s";
+            meta.frame_interval = dt[dt.size() / 2];
+            const double nominal = p.fps > 0 ? p.fps : info.fps;
+            if (nominal > 0 && std::abs(nominal * meta.frame_interval - 1.0) > 0.01)
+                meta.user["warning_frame_rate"] = "time stamps give " + std::to_string(1.0 / meta.frame_interval) +
+                                                  " frames/s, the header/--fps says " + std::to_string(nominal) +
+                                                  " frames/s; the stamps are used";
+        }
+    } else if (p.fps > 0) {
+        meta.time_unit = "s";
+        meta.frame_interval = 1.0 / p.fps;
+    }
 
     FrameColumns fc;
     if (any_time) fc.time_s = time_s;
