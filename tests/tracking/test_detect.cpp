@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <vector>
 
@@ -169,8 +170,8 @@ TEST_CASE("moderate case: ringed bi-disperse disks at packing fraction 0.6", "[u
     // ≤ 0.005 px — NOT all met yet. Asserted here is what the detector reaches (docs/tracking.md,
     // "Accuracy table"): isolated disks are at 0.01 px, the RMS is dominated by a few % of
     // outliers at touching contacts.
-    REQUIRE(s.recall() >= 0.95);
-    REQUIRE(s.precision() >= 0.99);
+    REQUIRE(s.recall() >= 0.995);      // measured 99.7%
+    REQUIRE(s.precision() >= 0.995);   // measured 99.8%
     REQUIRE(s.quantile(0.5) <= 0.1);
     REQUIRE(s.rms() <= 0.6);
     REQUIRE(double(s.species_ok) / double(s.matched) >= 0.94);
@@ -189,9 +190,11 @@ TEST_CASE("dense case: marker-dot disks at packing fraction 0.8", "[unit]") {
     dp.radii = {6, 8};
     auto s = run_case(sp, dp);
     report("dense", s);
-    // Issue target: recall ≥ 99.5%, RMS ≤ 0.05 px — NOT met yet (docs/tracking.md).
+    // Issue target: recall ≥ 99.5%, RMS ≤ 0.05 px — NOT met yet (docs/tracking.md); measured
+    // recall 95.3%, precision 98.2%.
     REQUIRE(s.truth > 1000);
-    REQUIRE(s.recall() >= 0.9);
+    REQUIRE(s.recall() >= 0.945);
+    REQUIRE(s.precision() >= 0.975);
     REQUIRE(s.quantile(0.5) <= 0.8);
 }
 
@@ -235,4 +238,44 @@ TEST_CASE("dark particles on a bright background with --invert", "[unit]") {
     report("inverted", s);
     REQUIRE(s.recall() >= 0.995);
     REQUIRE(s.precision() >= 0.995);
+}
+
+TEST_CASE("real data: particletracker discs, bright rims, two sizes", "[unit]") {
+    const auto shared = test::shared_dir();
+    if (shared.empty()) {
+        WARN("../shared not found: skipping the particletracker discs detection test");
+        return;
+    }
+    // Settings documented in docs/tracking.md for this video (compressed MPEG-4, dim rims in the
+    // lower left): --edge-threshold 0.06 --min-score 0.1 --min-edge 0.1.
+    DetectParams dp;
+    dp.radii = {46, 55};
+    dp.edge_threshold = 0.06;
+    dp.min_score = 0.1;
+    dp.min_edge = 0.1;
+    // Counted by eye on the overlay of frame 0 (docs/figures/tracking_discs_overlay_frame0.png):
+    // about 75 disc centres lie in the ROI x 142–1082, y 30–846. Issue target (every disc, the
+    // same count in every frame) NOT met: the detector finds 68–71 of them per frame, so a few
+    // discs (dim rims at the left edge and in the lower rows) are missed in some frames.
+    int n_min = 1 << 30, n_max = 0;
+    for (int f = 0; f < 9; ++f) {
+        char name[64];
+        std::snprintf(name, sizeof name, "data/real/particletracker_discs/discs_luma_%03d.png", f);
+        const cv::Mat img = cv::imread((shared / name).string(), cv::IMREAD_GRAYSCALE);
+        REQUIRE(!img.empty());
+        int n = 0, small = 0;
+        for (const auto& q : locate(img, dp)) {
+            if (q.x < 142 || q.x > 1082 || q.y < 30 || q.y > 846) continue;
+            ++n;
+            small += q.species == kSpeciesSmall;
+        }
+        INFO("frame " << f << ": " << n << " discs in the ROI, " << small << " small");
+        REQUIRE(n >= 66);  // measured 68–71
+        REQUIRE(n <= 76);
+        REQUIRE(small > 0);
+        REQUIRE(n - small > 0);
+        n_min = std::min(n_min, n), n_max = std::max(n_max, n);
+    }
+    WARN("particletracker discs: " << n_min << "–" << n_max << " discs per frame in the ROI");
+    REQUIRE(n_max - n_min <= 4);  // measured 3: NOT the constant count the issue asks for
 }

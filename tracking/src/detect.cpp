@@ -85,16 +85,21 @@ std::vector<Candidate> find_candidates(const Gradients& g, const DetectParams& p
     if (rs.back() < r_hi - 0.3 * step) rs.push_back(r_hi);
     const double t2 = p.edge_threshold * p.edge_threshold;
     const double inv_f = 1.0 / f;
-    for (int y = f / 2; y < h; y += f) {
+    // Voting pixels are sampled every `st` px (≤ 2), not every `f`: for large radii (f ≫ 2) a
+    // sparse sample would leave only a handful of edge pixels per disk and miss disks at random.
+    // Each vote is weighted by st²/f² so scores keep the same scale whatever the stride.
+    const int st = std::min(f, 2);
+    const float vote_w = static_cast<float>(st * st) / static_cast<float>(f * f);
+    for (int y = st / 2; y < h; y += st) {
         const float* gxr = g.gx.ptr<float>(y);
         const float* gyr = g.gy.ptr<float>(y);
-        for (int x = f / 2; x < w; x += f) {
+        for (int x = st / 2; x < w; x += st) {
             const float gx = gxr[x], gy = gyr[x];
             const float g2 = gx * gx + gy * gy;
             const float c = g.contrast_at(x, y);
             if (g2 < t2 * c * c) continue;
             const float gm = std::sqrt(g2);
-            const float wgt = std::min(1.0f, gm / c);
+            const float wgt = vote_w * std::min(1.0f, gm / c);
             const double ux = gx / gm, uy = gy / gm;
             for (double r : rs) {
                 const int ax = static_cast<int>(std::floor((x + r * ux + 0.5) * inv_f));
@@ -136,6 +141,35 @@ std::vector<Particle> locate(const cv::Mat& image, const DetectParams& p) {
     // look (the inner edge of a dark ring, a rim) cannot be taken for the outer edge.
     const double rt = std::min(p.radius_tolerance, 0.15);
     refine_particles(g, parts, p.r_small() * (1 - rt), p.r_large() * (1 + rt), p.refine);
+    // Second chance for candidates whose refinement failed (no edge peak within the radius
+    // range, e.g. a start several px off on a coarse vote grid): refined again from the
+    // candidate with the already refined neighbours around it (masking), and kept when it
+    // succeeds this time. Only the failed ones and their neighbours are touched.
+    // A refinement that walked away from its candidate by more than 0.4 r_small (or 1.5 vote
+    // cells) slid onto a neighbour: also a failure.
+    const double max_drift = std::max(0.4 * p.r_small(), 1.5 * vote_factor(p));
+    auto drifted = [&](const Particle& q, const Candidate& c) { return std::hypot(q.x - c.x, q.y - c.y) > max_drift; };
+    {
+        std::vector<std::size_t> failed;
+        for (std::size_t i = 0; i < parts.size(); ++i)
+            if (!(parts[i].strength > 0) || drifted(parts[i], cands[i])) failed.push_back(i);
+        if (!failed.empty()) {
+            std::vector<double> xs(parts.size()), ys(parts.size());
+            for (std::size_t i = 0; i < parts.size(); ++i) xs[i] = parts[i].x, ys[i] = parts[i].y;
+            const double reach = 2.5 * p.r_large() + 4;
+            CellList cl(xs, ys, reach, Geometry{});
+            for (std::size_t i : failed) {
+                std::vector<Particle> local{Particle{}};
+                local[0].x = cands[i].x, local[0].y = cands[i].y;
+                cl.for_each_near(cands[i].x, cands[i].y, [&](std::size_t j, double, double, double) {
+                    if (j != i && parts[j].strength > 0) local.push_back(parts[j]);
+                });
+                refine_particles(g, local, p.r_small() * (1 - rt), p.r_large() * (1 + rt), p.refine);
+                if (local[0].strength > 0 && !drifted(local[0], cands[i])) parts[i] = local[0];
+                else parts[i].strength = 0;
+            }
+        }
+    }
     // Inside the image, not a duplicate, edge strong enough.
     std::erase_if(parts, [&](const Particle& q) {
         return !(q.x >= -0.5 && q.y >= -0.5 && q.x <= image.cols - 0.5 && q.y <= image.rows - 0.5) || !(q.strength > 0);

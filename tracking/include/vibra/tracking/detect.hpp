@@ -26,7 +26,7 @@ struct DetectParams {
     bool invert = false;            ///< dark particles on a bright background
     double radius_tolerance = 0.25; ///< radii searched: [r_small·(1−tol), r_large·(1+tol)]
     double edge_threshold = 0.12;   ///< a pixel votes when |∇I| ≥ this × local contrast (per px)
-    double min_score = 0.4;         ///< keep maxima with score ≥ this × median score of the frame
+    double min_score = 0.2;         ///< keep maxima with score ≥ this × 75th-percentile score of the frame
     double min_edge = 0.35;         ///< keep refined disks with edge strength ≥ this × median strength
     double min_separation = 0.7;    ///< × r_small: closest two centres may be (NMS and duplicates)
     int downsample = 0;             ///< vote grid = image / factor; 0 = automatic (r_small / 3)
