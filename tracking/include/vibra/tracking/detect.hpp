@@ -6,11 +6,13 @@
 //      to the local contrast);
 //   2. gradient-direction voting: every pixel on an outer edge (gradient ≥ edge_threshold ×
 //      local contrast) votes along its gradient, towards the bright side, at distances covering
-//      the radii; votes of one disk pile up at its centre, on a grid downsampled by `factor`;
+//      the radii; votes of one disk pile up at its centre, on a grid downsampled by `factor`
+//      (voting pixels sampled every 2 px whatever the factor, so large disks keep their votes);
 //   3. local maxima of the smoothed vote map with a minimum separation (non-maximum
 //      suppression), kept when their score is at least min_score × the frame's typical score;
-//   4. sub-pixel refinement, radius and species (refine.hpp, species.hpp), removal of
-//      duplicates and of weak edges.
+//   4. sub-pixel refinement, radius and species (refine.hpp, species.hpp); a candidate whose
+//      refinement fails or drifts away is refined once more locally from the candidate;
+//      removal of duplicates and of weak edges.
 #pragma once
 
 #include <opencv2/core.hpp>
