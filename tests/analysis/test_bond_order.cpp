@@ -61,7 +61,7 @@ TEST_CASE("psi6 of a perfect triangular lattice is 1", "[unit]") {
     REQUIRE_THAT(r.hist.back() / static_cast<double>(ap.hist_bins), WithinAbs(1.0, 1e-12));
 }
 
-TEST_CASE("psi6 in a window: rotation changes the phase by 6 alpha, not the modulus; edges excluded", "[unit]") {
+TEST_CASE("psi6 in a window: rotation changes the phase by 6 alpha, not the modulus — edges excluded", "[unit]") {
     const auto g = Geometry::rect(0, 0, 20, 18);
     const double alpha = 0.3;
     const auto f = lattice(g, 30, 30, 1.0, alpha);

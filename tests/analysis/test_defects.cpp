@@ -72,7 +72,7 @@ void require_same(const std::vector<Defect>& found, const std::vector<Charge>& e
 
 }  // namespace
 
-TEST_CASE("wrap_angle maps to (-pi, pi] and winding numbers are integers", "[unit]") {
+TEST_CASE("wrap_angle maps into the half-open interval from -pi to pi, and winding numbers are integers", "[unit]") {
     REQUIRE_THAT(wrap_angle(kPi), WithinAbs(kPi, 1e-15));
     REQUIRE_THAT(wrap_angle(-kPi), WithinAbs(kPi, 1e-15));
     REQUIRE_THAT(wrap_angle(3 * kPi / 2), WithinAbs(-kPi / 2, 1e-12));

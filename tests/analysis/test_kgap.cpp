@@ -55,7 +55,7 @@ TEST_CASE("Weighted line fit is exact on a line and weights matter", "[unit]") {
     REQUIRE_THAT(f.b, WithinAbs(1.0, 3e-3));
 }
 
-TEST_CASE("k-gap chain recovers c, tau, k_gap from damped transverse modes; peak fit gives tau/sqrt2, sqrt2 k_gap", "[unit]") {
+TEST_CASE("k-gap chain recovers c, tau, k_gap from damped transverse modes — peak fit gives tau/sqrt2, sqrt2 k_gap", "[unit]") {
     // Frozen square lattice; every transverse current j_T(k,t) = sqrt(N) q_k(t) with q_k a complex
     // stochastic damped oscillator: ω0 = c|k|, Γ = 1/(2τ)  ⇒  pole ω = sqrt(c²k² − 1/(4τ²)).
     const int n = 16, T = 6000;

@@ -231,7 +231,7 @@ TEST_CASE("drift subtraction removes an imposed drift", "[unit]") {
     CHECK(std::get<std::string>(gcom.attrs.at("drift")) == "com");
 }
 
-TEST_CASE("experiment-like window: tracks that start, end and have gaps; streaming blocks", "[unit]") {
+TEST_CASE("experiment-like window: tracks that start, end and have gaps — streaming blocks", "[unit]") {
     // Independent brute-force reference from the series themselves.
     std::mt19937_64 rng(17);
     const std::size_t N = 40, T = 120;

@@ -36,7 +36,7 @@ TEST_CASE("F_s(k,t) = exp(-D k^2 t) for Brownian motion, tau_alpha = 1/(D k^2)",
     CHECK_THAT(test::attr(g, "tau_alpha"), WithinRel(1 / (D * k[0] * k[0]), 0.03));
 }
 
-TEST_CASE("FFT F_s equals the direct definition with gaps; tau_alpha interpolation", "[unit]") {
+TEST_CASE("FFT F_s equals the direct definition with gaps — tau_alpha interpolation", "[unit]") {
     std::mt19937_64 rng(8);
     std::normal_distribution<double> g(0.0, 0.7);
     std::bernoulli_distribution gap(0.2);

@@ -74,7 +74,7 @@ TEST_CASE("beta = 1.5 samples: MLE within 3 bootstrap sigma (1e6 samples)", "[un
     }
 }
 
-TEST_CASE("Gaussian samples give beta = 2; a two-Gaussian mixture gives beta < 2", "[unit]") {
+TEST_CASE("Gaussian samples give beta = 2 — a two-Gaussian mixture gives beta < 2", "[unit]") {
     std::mt19937_64 rng(77);
     std::normal_distribution<double> g(0.0, 1.0);
     std::vector<double> v(1000000);

@@ -29,7 +29,7 @@ TEST_CASE("help, version and usage errors", "[integration]") {
     REQUIRE_THAT(bad_map.output, Catch::Contains("--species-map"));
 }
 
-TEST_CASE("a dump written by LAMMPS imports; info summarises it", "[integration]") {
+TEST_CASE("a dump written by LAMMPS imports — info summarises it", "[integration]") {
     test::TempDir dir("cli_lammps");
     const auto out = dir.file("lj.h5");
     const auto r = test::run_vibra("import " + q(kDump) + " -o " + q(out) + " --diameter small=1.0,large=1.4 --dt 0.1");

@@ -119,7 +119,7 @@ TEST_CASE("frame-range reads return exactly those frames with a rebased index", 
     REQUIRE(r.read_frames(5, 100).index.n_frames() == 1);
 }
 
-TEST_CASE("streaming writer appends frame blocks; an uncommitted writer leaves nothing", "[unit]") {
+TEST_CASE("streaming writer appends frame blocks — an uncommitted writer leaves nothing", "[unit]") {
     test::TempDir dir("store_stream");
     const auto t = sample(false, false);
     {

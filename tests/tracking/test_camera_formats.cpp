@@ -510,7 +510,7 @@ TEST_CASE("10-bit LinLUT spot values and packing primitives", "[unit][camera]") 
     CHECK_THROWS_AS(unpack_samples(ByteSpan(ten, 4), PixelPacking::packed10_msb, 4, o4), std::invalid_argument);
 }
 
-TEST_CASE("written .mraw files (8, 12-packed, 16 bit; .cih and .cihx) decode back exactly", "[unit][camera]") {
+TEST_CASE("written .mraw files (8, 12-packed, 16 bit — .cih and .cihx) decode back exactly", "[unit][camera]") {
     test::TempDir tmp("camera_mraw_variants");
     for (int bit : {8, 12, 16}) {
         for (bool xml : {true, false}) {

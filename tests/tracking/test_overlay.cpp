@@ -76,7 +76,7 @@ TEST_CASE("overlay circles are centred on the disks (sub-pixel) in the species c
     }
 }
 
-TEST_CASE("overlay trails cover the last N positions only; markers and ids are drawn", "[unit]") {
+TEST_CASE("overlay trails cover the last N positions only — markers and ids are drawn", "[unit]") {
     const cv::Mat black(60, 200, CV_8UC1, cv::Scalar(0));
     OverlayParams p;
     p.trails = 3;
@@ -119,7 +119,7 @@ TEST_CASE("16-bit frames are stretched for display", "[unit]") {
     REQUIRE(d.at<cv::Vec3b>(0, 9)[0] == 0);
 }
 
-TEST_CASE("vibra render: circles at the truth positions; bad video → exit 1 and no output", "[unit]") {
+TEST_CASE("vibra render: circles at the truth positions — bad video → exit 1 and no output", "[unit]") {
     test::TempDir tmp("overlay_cli");
     const std::string video = tmp.file("v.avi"), truth = tmp.file("v.truth.h5");
     auto r = test::run_vibra("-q synth -o '" + video + "' --width 160 --height 120 --n-small 12 --n-large 8 --frames 4 --seed 5");

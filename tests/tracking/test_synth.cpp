@@ -433,7 +433,7 @@ TEST_CASE("generator at packing fraction 0.8 keeps overlaps below 0.2 px", "[uni
     REQUIRE(gen.max_overlap() < 0.2);
 }
 
-TEST_CASE("vibra synth: video + truth with the requested counts and overlaps < 0.2 px; errors leave no output", "[unit]") {
+TEST_CASE("vibra synth: video + truth with the requested counts and overlaps < 0.2 px — errors leave no output", "[unit]") {
     test::TempDir tmp("synth_cli");
     const std::string video = tmp.file("s.avi");
     auto r = test::run_vibra("-q synth -o '" + video +
