@@ -19,6 +19,8 @@ void RefineParams::validate() const {
     if (!(annulus_half_width >= 0.5)) bad("annulus_half_width", annulus_half_width, ">= 0.5 px");
     if (!(neighbour_margin >= 0)) bad("neighbour_margin", neighbour_margin, ">= 0 px");
     if (iterations < 1) bad("iterations", iterations, ">= 1");
+    if (coarse_iterations < 0 || coarse_iterations > iterations) bad("coarse_iterations", coarse_iterations, "in [0, iterations]");
+    if (!(edge_margin >= 0 && edge_margin <= 5)) bad("edge_margin", edge_margin, "in [0, 5] px");
     if (!(radius_bin > 0.05 && radius_bin <= 2)) bad("radius_bin", radius_bin, "in (0.05, 2] px");
     if (!(profile_bin >= 0.05 && profile_bin <= 1)) bad("profile_bin", profile_bin, "in [0.05, 1] px");
 }
@@ -146,14 +148,17 @@ void for_annulus(int w, int h, double cx, double cy, double r_in, double r_out, 
 // One Gauss–Newton centre update of the self-consistent radial-profile fit. Returns false when
 // too few pixels remain.
 template <class T>
-bool profile_step(const cv::Mat& img, double cx, double cy, double r_in, double r_out, double bw,
-                  const double* mx, const double* my, const double* mr2, int nm, double& dcx, double& dcy,
+bool profile_step(const cv::Mat& img, double cx, double cy, double r_in, double r_out, double bw, double r_own, double em,
+                  const double* mx, const double* my, const double* mrad, int nm, double& dcx, double& dcy,
                   std::vector<float>& buf, std::vector<double>& bsum, std::vector<int>& bcnt, std::vector<double>& prof) {
     buf.clear();
     for_annulus(img.cols, img.rows, cx, cy, r_in, r_out, [&](int px, int py, double dx, double dy, double r2) {
+        // Edge-distance mask: a pixel goes when it is closer to a neighbour's edge than to this
+        // disk's own edge (plus `em` px), i.e. when the neighbour's profile dominates it.
+        const double own = std::sqrt(r2) - r_own;
         for (int k = 0; k < nm; ++k) {
             const double ex = px - mx[k], ey = py - my[k];
-            if (ex * ex + ey * ey < mr2[k]) return;
+            if (std::sqrt(ex * ex + ey * ey) - mrad[k] < own + em) return;
         }
         buf.push_back(static_cast<float>(dx));
         buf.push_back(static_cast<float>(dy));
@@ -251,21 +256,19 @@ void refine_particles(const Gradients& g, std::vector<Particle>& parts, double r
     std::vector<float> pbuf;
     std::vector<double> bsum, pvals;
     std::vector<int> bcnt;
-    std::vector<double> rs_x, rs_y;
-    // profile_fit starts from two radial-symmetry iterations (its Gauss–Newton steps need a
-    // start within a fraction of the edge width).
-    const int n_rs = p.method == RefineMethod::profile_fit ? 2 : 0;
-    const int n_it = n_rs + p.iterations;
+    // profile_fit starts directly from the candidate centre (no radial-symmetry pre-steps: those
+    // are biased next to touching neighbours, and the fit then stalled near their bias).
+    const int n_it = p.iterations;
     for (int it = 0; it < n_it; ++it) {
         const bool last = it + 1 == n_it;
-        const bool use_profile = p.method == RefineMethod::profile_fit && it >= n_rs;
+        const bool use_profile = p.method == RefineMethod::profile_fit;
         for (std::size_t i = 0; i < n; ++i) {
             auto& q = parts[i];
             const double R = q.radius;
             const double cap = 1.5 * g.contrast_at(std::clamp(static_cast<int>(q.x), 0, w - 1), std::clamp(static_cast<int>(q.y), 0, h - 1));
             const double cap2 = cap * cap;
             // neighbours whose band reaches the annulus
-            double mx[32], my[32], mr2[32];
+            double mx[32], my[32], mr2[32], mrad[32];
             int nm = 0;
             for (auto j : nb[i]) {
                 const double djx = xs[j] - q.x, djy = ys[j] - q.y;
@@ -274,17 +277,22 @@ void refine_particles(const Gradients& g, std::vector<Particle>& parts, double r
                 // much closer than touching: a duplicate or spurious candidate, not a neighbour
                 if (dij < 0.75 * (R + parts[j].radius)) continue;
                 if (dij < R + a + rj && nm < 32) {
-                    mx[nm] = xs[j], my[nm] = ys[j], mr2[nm] = rj * rj;
+                    mx[nm] = xs[j], my[nm] = ys[j], mr2[nm] = rj * rj, mrad[nm] = parts[j].radius;
                     ++nm;
                 }
             }
             if (use_profile) {
+                // Coarse-to-fine: the first iterations use a wider annulus and coarser profile
+                // bins, which widens the capture range of the Gauss–Newton steps (≈ 1 px).
+                const double EM = p.edge_margin;
+                const bool coarse = it < p.coarse_iterations;
+                const double aa = coarse ? a + 1.0 : a, bwp = coarse ? 2 * p.profile_bin : p.profile_bin;
                 double dcx = 0, dcy = 0;
                 const bool ok = g.image.depth() == CV_8U
-                                    ? profile_step<std::uint8_t>(g.image, q.x, q.y, std::max(0.0, R - a), R + a, p.profile_bin, mx, my,
-                                                                 mr2, nm, dcx, dcy, pbuf, bsum, bcnt, pvals)
-                                    : profile_step<std::uint16_t>(g.image, q.x, q.y, std::max(0.0, R - a), R + a, p.profile_bin, mx,
-                                                                  my, mr2, nm, dcx, dcy, pbuf, bsum, bcnt, pvals);
+                                    ? profile_step<std::uint8_t>(g.image, q.x, q.y, std::max(0.0, R - aa), R + aa, bwp, R, EM, mx, my,
+                                                                 mrad, nm, dcx, dcy, pbuf, bsum, bcnt, pvals)
+                                    : profile_step<std::uint16_t>(g.image, q.x, q.y, std::max(0.0, R - aa), R + aa, bwp, R, EM, mx,
+                                                                  my, mrad, nm, dcx, dcy, pbuf, bsum, bcnt, pvals);
                 const double dd = std::hypot(dcx, dcy);
                 if (ok && dd > 1.0) dcx /= dd, dcy /= dd;  // at most 1 px per iteration
                 nx[i] = q.x + (ok ? dcx : 0.0), ny[i] = q.y + (ok ? dcy : 0.0);
@@ -360,13 +368,7 @@ void refine_particles(const Gradients& g, std::vector<Particle>& parts, double r
             parts[i].x = nx[i], parts[i].y = ny[i];
             xs[i] = nx[i], ys[i] = ny[i];
         }
-        if (it + 1 == n_rs) rs_x = xs, rs_y = ys;
     }
-    // Guard: a profile fit that wandered off (a neighbour's pixels, too few pixels left) falls
-    // back to the radial-symmetry centre.
-    if (n_rs > 0)
-        for (std::size_t i = 0; i < n; ++i)
-            if (std::hypot(parts[i].x - rs_x[i], parts[i].y - rs_y[i]) > 0.5) parts[i].x = rs_x[i], parts[i].y = rs_y[i];
 }
 
 }  // namespace vibra::tracking

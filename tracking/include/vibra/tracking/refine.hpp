@@ -4,8 +4,10 @@
 // no pixel locking). Default method: on an annulus around the disk edge, the radial intensity
 // profile P(ρ) is estimated from the pixels themselves (binned azimuthal mean about the current
 // centre) and the centre is moved by Gauss–Newton steps that remove the azimuthal asymmetry of
-// I(p) − P(|p − c|); the fixed point is the symmetry centre. Pixels within a neighbour's disk
-// plus a margin are masked, so touching neighbours do not pull the centre. Alternative: the
+// I(p) − P(|p − c|); the fixed point is the symmetry centre. A pixel closer to a neighbour's edge
+// than to the disk's own edge (plus edge_margin) is masked, so touching neighbours do not pull the
+// centre; the first iterations are coarse (wider annulus, coarser profile) to widen the capture
+// range from the candidate centre. Alternative: the
 // radial-symmetry centre (Parthasarathy, Nat. Methods 9 (2012) 724), the least-squares
 // intersection of the gradient lines on the annulus (needs wider masks: the gradient operator
 // spreads a neighbour's edge by one more pixel). The radius is the peak of the azimuthally
@@ -46,8 +48,10 @@ enum class RefineMethod {
 struct RefineParams {
     RefineMethod method = RefineMethod::profile_fit;
     double annulus_half_width = 2.5;  ///< px: centre fit uses pixels with |ρ − R| ≤ this
-    double neighbour_margin = 2.0;    ///< px: pixels closer than R_j + margin to neighbour j are masked
-    int iterations = 3;               ///< centre iterations (annulus re-centred each time); ≥ 1
+    double neighbour_margin = 2.0;    ///< px: radial_symmetry and radius: pixels closer than R_j + margin to neighbour j are masked
+    double edge_margin = 1.0;         ///< px: profile_fit masks a pixel whose distance to a neighbour's edge is < its distance to the own edge + this
+    int iterations = 5;               ///< centre iterations (annulus re-centred each time); ≥ 1
+    int coarse_iterations = 3;        ///< profile_fit: first iterations with annulus + 1 px and 2× profile bins (capture range); ≤ iterations
     double profile_bin = 0.2;         ///< px: radial bin of the profile (profile_fit)
     double radius_bin = 0.5;          ///< px: bin width of the radial edge profile
     void validate() const;            ///< throws ParameterError naming the field
