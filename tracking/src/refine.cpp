@@ -155,14 +155,17 @@ bool profile_step(const cv::Mat& img, double cx, double cy, double r_in, double 
     for_annulus(img.cols, img.rows, cx, cy, r_in, r_out, [&](int px, int py, double dx, double dy, double r2) {
         // Edge-distance mask: a pixel goes when it is closer to a neighbour's edge than to this
         // disk's own edge (plus `em` px), i.e. when the neighbour's profile dominates it.
-        const double own = std::sqrt(r2) - r_own;
+        // (squared form: masked when |p − c_j| < own + em + R_j, never when that is ≤ 0)
+        const double rho = std::sqrt(r2), lim0 = rho - r_own + em;
         for (int k = 0; k < nm; ++k) {
+            const double lim = lim0 + mrad[k];
+            if (lim <= 0) continue;
             const double ex = px - mx[k], ey = py - my[k];
-            if (std::sqrt(ex * ex + ey * ey) - mrad[k] < own + em) return;
+            if (ex * ex + ey * ey < lim * lim) return;
         }
         buf.push_back(static_cast<float>(dx));
         buf.push_back(static_cast<float>(dy));
-        buf.push_back(static_cast<float>(std::sqrt(r2)));
+        buf.push_back(static_cast<float>(rho));
         buf.push_back(static_cast<float>(img.at<T>(py, px)));
     });
     const std::size_t np = buf.size() / 4;
