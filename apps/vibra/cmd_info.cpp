@@ -83,9 +83,11 @@ void trajectory_info(const std::string& path, std::ostream& os) {
     auto name = [&](std::size_t code) {
         return code < m.species_names.size() ? m.species_names[code] : "species " + std::to_string(code);
     };
-    os << "species:     " << name(0) << " " << rows_by_species[1] << " rows / " << p_small << " particles, " << name(1)
-       << " " << rows_by_species[2] << " rows / " << p_large << " particles, unknown " << rows_by_species[0]
-       << " rows / " << p_unknown << " particles\n";
+    // Single-size data (one species name, no large rows) lists only that species.
+    os << "species:     " << name(0) << " " << rows_by_species[1] << " rows / " << p_small << " particles, ";
+    if (m.species_names.size() != 1 || rows_by_species[2] > 0)
+        os << name(1) << " " << rows_by_species[2] << " rows / " << p_large << " particles, ";
+    os << "unknown " << rows_by_species[0] << " rows / " << p_unknown << " particles\n";
     if (!m.species_diameters.empty()) {
         os << "diameters:  ";
         for (std::size_t i = 0; i < m.species_diameters.size(); ++i)
