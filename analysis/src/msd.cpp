@@ -11,6 +11,9 @@
 #include "vibra/core/error.hpp"
 
 namespace vibra::analysis {
+
+using detail::resolve_max_lag;
+using detail::stream_params;
 using detail::SpeciesSet;
 using detail::info_count;
 using detail::mean_frame_interval;
@@ -287,14 +290,8 @@ std::vector<ResultGroup> msd_analysis(const TrajectorySource& src, const MsdPara
     p.validate();
     const Metadata& meta = src.meta();
     const std::int64_t T = src.n_frames();
-    const std::size_t ml = static_cast<std::size_t>(
-        std::max<std::int64_t>(0, p.max_lag < 0 ? T / 2 : std::min<std::int64_t>(p.max_lag, T - 1)));
-    TrackStreamParams tp;
-    tp.drift = p.drift;
-    tp.drift_window = p.drift_window;
-    tp.velocities = false;
-    tp.max_cells = p.max_cells;
-    tp.progress = p.progress;
+    const std::size_t ml = resolve_max_lag(p.max_lag, T);
+    TrackStreamParams tp = stream_params(p, false);
     SpeciesSet<MsdSums> sums;
     for (auto* s : sums.all()) s->resize(ml + 1);
     FftCorrelator corr;

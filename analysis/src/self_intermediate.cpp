@@ -11,6 +11,9 @@
 
 namespace vibra::analysis {
 
+using detail::resolve_max_lag;
+using detail::stream_params;
+
 namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 }
@@ -148,14 +151,8 @@ ResultGroup fs_analysis(const TrajectorySource& src, const FsParams& p, const Re
         k_source = why;
     }
     const std::int64_t T = src.n_frames();
-    const std::size_t ml = static_cast<std::size_t>(
-        std::max<std::int64_t>(0, p.max_lag < 0 ? T / 2 : std::min<std::int64_t>(p.max_lag, T - 1)));
-    TrackStreamParams tp;
-    tp.drift = p.drift;
-    tp.drift_window = p.drift_window;
-    tp.velocities = false;
-    tp.max_cells = p.max_cells;
-    tp.progress = p.progress;
+    const std::size_t ml = resolve_max_lag(p.max_lag, T);
+    TrackStreamParams tp = stream_params(p, false);
     detail::SpeciesSet<FsSums> sums;
     for (auto* s : sums.all()) s->resize(ks.size(), ml + 1);
     FsSums one;

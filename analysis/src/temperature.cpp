@@ -9,6 +9,8 @@
 
 namespace vibra::analysis {
 
+using detail::stream_params;
+
 void TemperatureParams::validate() const {
     if (drift_window < 1) throw ParameterError("temperature drift_window must be >= 1, got " + std::to_string(drift_window));
     if (max_cells < 1) throw ParameterError("temperature max_cells must be >= 1, got " + std::to_string(max_cells));
@@ -19,12 +21,7 @@ ResultGroup temperature_analysis(const TrajectorySource& src, const TemperatureP
     constexpr double nan = std::numeric_limits<double>::quiet_NaN();
     const Metadata& meta = src.meta();
     const auto T = static_cast<std::size_t>(src.n_frames());
-    TrackStreamParams tp;
-    tp.scheme = p.scheme;
-    tp.drift = p.drift;
-    tp.drift_window = p.drift_window;
-    tp.max_cells = p.max_cells;
-    tp.progress = p.progress;
+    TrackStreamParams tp = stream_params(p, true);
     // per frame: [0] total Σ m v², [1] small Σ v², [2] large Σ v²; counts
     std::vector<double> sum[3], cnt[3];
     for (int s = 0; s < 3; ++s) {

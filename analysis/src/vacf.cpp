@@ -10,6 +10,9 @@
 
 namespace vibra::analysis {
 
+using detail::resolve_max_lag;
+using detail::stream_params;
+
 namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 }
@@ -85,14 +88,8 @@ void VacfParams::validate() const {
 SpeciesVacf compute_vacf(const TrajectorySource& src, const VacfParams& p) {
     p.validate();
     const std::int64_t T = src.n_frames();
-    const std::size_t ml = static_cast<std::size_t>(
-        std::max<std::int64_t>(0, p.max_lag < 0 ? T / 2 : std::min<std::int64_t>(p.max_lag, T - 1)));
-    TrackStreamParams tp;
-    tp.scheme = p.scheme;
-    tp.drift = p.drift;
-    tp.drift_window = p.drift_window;
-    tp.max_cells = p.max_cells;
-    tp.progress = p.progress;
+    const std::size_t ml = resolve_max_lag(p.max_lag, T);
+    TrackStreamParams tp = stream_params(p, true);
     SpeciesVacf r;
     r.total.resize(ml + 1);
     r.small.resize(ml + 1);

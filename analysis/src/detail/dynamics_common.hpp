@@ -3,6 +3,8 @@
 // temperature, velocity_distribution): species-resolved accumulators, lag axes, attributes.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -26,6 +28,26 @@ struct SpeciesSet {
     std::vector<std::pair<std::string, T*>> named() { return {{"", &total}, {"_small", &small}, {"_large", &large}}; }
     std::map<std::string, T*> named_map() { return {{"", &total}, {"_small", &small}, {"_large", &large}}; }
 };
+
+/// Largest lag in frames: n_frames/2 when max_lag < 0, else max_lag capped at n_frames − 1.
+inline std::size_t resolve_max_lag(std::int64_t max_lag, std::int64_t n_frames) {
+    return static_cast<std::size_t>(
+        std::max<std::int64_t>(0, max_lag < 0 ? n_frames / 2 : std::min<std::int64_t>(max_lag, n_frames - 1)));
+}
+
+/// Stream parameters from an analysis' Params (drift, drift_window, max_cells, progress, and
+/// the velocity scheme when it has one); `velocities` false for positions-only analyses.
+template <class P>
+TrackStreamParams stream_params(const P& p, bool velocities) {
+    TrackStreamParams tp;
+    if constexpr (requires { p.scheme; }) tp.scheme = p.scheme;
+    tp.drift = p.drift;
+    tp.drift_window = p.drift_window;
+    tp.velocities = velocities;
+    tp.max_cells = p.max_cells;
+    tp.progress = p.progress;
+    return tp;
+}
 
 /// Tracks seen for a suffix ("" total, "_small", "_large").
 inline std::int64_t info_count(const TrackStreamInfo& info, const std::string& suffix) {
