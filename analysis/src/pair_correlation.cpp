@@ -72,22 +72,39 @@ StructureFrame structure_frame(const Trajectory& t, std::int64_t f) {
     return out;
 }
 
-void for_each_structure_frame(const TrajectorySource& source, std::int64_t stride,
-                              const std::function<void(const StructureFrame&)>& fn, bool progress,
-                              const std::string& label, std::int64_t block_rows) {
+namespace {
+
+// Reads the source block by block (skipping blocks without a sampled frame) and hands each block
+// with its sampled frames (every `stride`-th, from frame 0) to `fn`; one progress line.
+void for_each_sampled_block(const TrajectorySource& source, std::int64_t stride, bool progress,
+                            const std::string& label, std::int64_t block_rows,
+                            const std::function<void(const Trajectory&, const std::vector<std::int64_t>&)>& fn) {
     if (stride < 1) throw ParameterError(label + ": frame stride must be >= 1, got " + std::to_string(stride));
     const std::int64_t T = source.n_frames();
     const std::int64_t block = frames_per_block(source, std::max<std::int64_t>(1, block_rows));
     Progress bar(label, T, progress && Progress::stderr_is_interactive());
+    std::vector<std::int64_t> frames;
     for (std::int64_t first = 0; first < T; first += block) {
-        // only read blocks that contain a sampled frame
         const std::int64_t next_sample = ((first + stride - 1) / stride) * stride;
-        if (next_sample >= first + block) continue;
+        if (next_sample >= first + block) continue;  // only read blocks that contain a sampled frame
         const Trajectory t = source.read_frames(first, block);
-        for (std::int64_t f = next_sample; f < first + t.index.n_frames(); f += stride) fn(structure_frame(t, f));
+        frames.clear();
+        for (std::int64_t f = next_sample; f < first + t.index.n_frames(); f += stride) frames.push_back(f);
+        fn(t, frames);
         bar.update(std::min(T, first + block));
     }
     bar.finish();
+}
+
+}  // namespace
+
+void for_each_structure_frame(const TrajectorySource& source, std::int64_t stride,
+                              const std::function<void(const StructureFrame&)>& fn, bool progress,
+                              const std::string& label, std::int64_t block_rows) {
+    for_each_sampled_block(source, stride, progress, label, block_rows,
+                           [&](const Trajectory& t, const std::vector<std::int64_t>& frames) {
+                               for (const auto f : frames) fn(structure_frame(t, f));
+                           });
 }
 
 void for_each_structure_frame_parallel(const TrajectorySource& source, std::int64_t stride, int threads,
@@ -97,16 +114,8 @@ void for_each_structure_frame_parallel(const TrajectorySource& source, std::int6
         for_each_structure_frame(source, stride, [&](const StructureFrame& f) { fn(f, 0); }, progress, label, block_rows);
         return;
     }
-    if (stride < 1) throw ParameterError(label + ": frame stride must be >= 1, got " + std::to_string(stride));
-    const std::int64_t T = source.n_frames();
-    const std::int64_t block = frames_per_block(source, std::max<std::int64_t>(1, block_rows));
-    Progress bar(label, T, progress && Progress::stderr_is_interactive());
-    for (std::int64_t first = 0; first < T; first += block) {
-        const std::int64_t next_sample = ((first + stride - 1) / stride) * stride;
-        if (next_sample >= first + block) continue;
-        const Trajectory t = source.read_frames(first, block);
-        std::vector<std::int64_t> frames;
-        for (std::int64_t f = next_sample; f < first + t.index.n_frames(); f += stride) frames.push_back(f);
+    for_each_sampled_block(source, stride, progress, label, block_rows,
+                           [&](const Trajectory& t, const std::vector<std::int64_t>& frames) {
         std::vector<std::thread> pool;
         std::vector<std::exception_ptr> errors(static_cast<std::size_t>(threads));
         for (int w = 0; w < threads; ++w)
@@ -121,9 +130,7 @@ void for_each_structure_frame_parallel(const TrajectorySource& source, std::int6
         for (auto& th : pool) th.join();
         for (auto& e : errors)
             if (e) std::rethrow_exception(e);
-        bar.update(std::min(T, first + block));
-    }
-    bar.finish();
+    });
 }
 
 void PairCorrelation::merge(const PairCorrelation& o) {
