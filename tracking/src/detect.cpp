@@ -32,6 +32,7 @@ void DetectParams::validate() const {
     if (contrast_block != 0 && contrast_block < 8) bad("contrast_block", contrast_block, "0 (auto) or >= 8 px");
     if (!(radius_sigma > 0)) bad("radius_sigma", radius_sigma, "> 0 px");
     refine.validate();
+    joint_fit.validate();
 }
 
 using detail::contrast_block;
@@ -88,11 +89,18 @@ std::vector<Particle> locate(const cv::Mat& image, const DetectParams& p) {
     for (const auto& q : parts) st.push_back(q.strength);
     const float med = quantile(st, 0.5);
     std::erase_if(parts, [&](const Particle& q) { return q.strength < p.min_edge * med; });
-    for (auto& q : parts) {
-        q.quality = med > 0 ? std::min(1.0f, q.strength / med) : 0.0f;
-        const auto s = classify_radius(q.radius, p.radii, p.radius_sigma);
-        q.species = s.species;
-        q.species_confidence = s.confidence;
+    auto classify = [&] {
+        for (auto& q : parts) {
+            q.quality = med > 0 ? std::min(1.0f, q.strength / med) : 0.0f;
+            const auto s = classify_radius(q.radius, p.radii, p.radius_sigma);
+            q.species = s.species;
+            q.species_confidence = s.confidence;
+        }
+    };
+    classify();
+    if (p.joint) {
+        joint_fit(image, parts, p.radii, p.joint_fit);
+        classify();
     }
     std::sort(parts.begin(), parts.end(), [](const Particle& a, const Particle& b) {
         return a.y != b.y ? a.y < b.y : a.x < b.x;

@@ -19,6 +19,7 @@
 
 #include <vector>
 
+#include "vibra/tracking/joint_fit.hpp"
 #include "vibra/tracking/refine.hpp"
 
 namespace vibra::tracking {
@@ -35,6 +36,8 @@ struct DetectParams {
     int contrast_block = 0;         ///< px per contrast cell; 0 = automatic (max(32, 6 r_large))
     double radius_sigma = 0.3;      ///< px: radius spread for the species confidence
     RefineParams refine;
+    bool joint = true;              ///< finish with the joint template fit of all disks (joint_fit.hpp)
+    JointFitParams joint_fit;
     void validate() const;          ///< throws ParameterError naming the field
     double r_small() const { return radii.front(); }
     double r_large() const { return radii.back(); }

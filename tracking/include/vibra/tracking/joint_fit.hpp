@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Joint sub-pixel fit of all disks of a frame to one image model, so that touching neighbours
+// do not bias each other's centres. The frame is modelled as
+//
+//     I(p) ≈ b_i + Σ_j a_j · S_{s_j}( |p − c_j| − δR_j )            (p near disk i)
+//
+// a local background b_i plus one radial profile ("template") S_s per species s, scaled by a
+// per-disk amplitude a_j (illumination gain, flicker) and shifted by a per-disk radius offset δR_j.
+// The templates are measured from the frame itself (pooled over all disks of a species, so their
+// noise is negligible), which makes the fit independent of what a disk looks like inside (plain,
+// dark ring, marker dot, bright rim). Neighbours add: a pixel between two touching disks is
+// explained by both profiles, none is masked. This is exact for light that adds (images of
+// non-overlapping disks blurred by the optics, as rendered by `vibra synth`).
+//
+// Algorithm (Jacobi sweeps): render the model image M = Σ_j a_j S_j from the current parameters;
+// for every disk one Gauss–Newton step in (c_x, c_y, δR, b, a) on the residual I − b − M over its
+// own footprint ρ ∈ [R − inner, R + outer]; the templates are re-measured after the first sweep by
+// subtracting the neighbours' modelled light. Pixels whose residual exceeds `outlier_sigma` × the
+// frame's residual RMS (hot/dead pixels) are ignored after the first sweep. Start: centres within
+// ≈ 1 px (refine.hpp) and a species per disk; a disk whose fitted radius is closer to the other
+// species' radius changes species.
+#pragma once
+
+#include <opencv2/core.hpp>
+
+#include <span>
+#include <vector>
+
+#include "vibra/tracking/refine.hpp"
+
+namespace vibra::tracking {
+
+struct JointFitParams {
+    int sweeps = 3;               ///< full sweeps (one Gauss–Newton step per disk); ≥ 1
+    int max_extra_sweeps = 8;     ///< further sweeps over the disks that still move (and their neighbours)
+    double tolerance = 0.002;     ///< px: a disk whose last step was larger is still moving
+    double inner = 3.5;           ///< px: fit pixels with ρ ≥ R − inner (≥ 0.5)
+    double outer = 2.5;           ///< px: fit pixels with ρ ≤ R + outer, template support (≥ 0.5)
+    double template_bin = 0.1;    ///< px: radial resolution of the templates
+    double outlier_sigma = 5.0;   ///< ignore pixels with |residual| > this × frame residual RMS (after sweep 1); 0 = keep all
+    double max_radius_offset = 0.2;  ///< |δR| ≤ this × nominal radius
+    void validate() const;        ///< throws ParameterError naming the field
+};
+
+/// Joint refinement of `parts` (x, y, species set; radius as measured, used only to start) in
+/// the grey 8/16-bit `image`; `radii` = the nominal radii {r} or {r_small, r_large} (px). The
+/// templates carry their own sign, so bright and dark disks need no flag. Updates x, y, radius (= template edge radius + δR) and species. Disks whose
+/// fit fails keep their starting values.
+void joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std::span<const double> radii,
+               const JointFitParams& p = {});
+
+}  // namespace vibra::tracking
