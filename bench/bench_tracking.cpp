@@ -3,9 +3,21 @@
 // at packing fraction 0.6 (~4000 disks), noise 5%, 10% illumination gradient. Prints
 // decode-only frames/s (uncompressed 8-bit AVI and FFV1 AVI), detect+refine frames/s on
 // decoded frames (1 thread and all cores), link ms/frame (and per 2000 disks), end-to-end
-// frames/s of `vibra track`'s pipeline from the uncompressed AVI, and end-to-end / decode time.
-// Usage: bench_tracking [FRAMES=60] [WORK_DIR=/tmp/vibra_bench_tracking]
+// frames/s of `vibra track`'s pipeline from the uncompressed AVI, and end-to-end / decode time,
+// and a per-stage breakdown of detection on decoded frames (one thread): compute_gradients,
+// find_candidates and the whole locate() (the rest is refinement), with the first two stages
+// also timed in their earlier implementation (copied below as the baseline, same run) and checked
+// to give identical results; then the two stages again on a fresh worker thread.
+// Usage: bench_tracking [FRAMES=60] [WORK_DIR=/tmp/vibra_bench_tracking] [stages]
+// ("stages": only the per-stage figures, after generating and decoding the video.)
+#include <opencv2/core/utility.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <algorithm>
+#include <sys/resource.h>
+
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -13,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "vibra/core/cell_list.hpp"
 #include "vibra/tracking/detect.hpp"
 #include "vibra/tracking/link.hpp"
 #include "track_store.hpp"  // apps/vibra: pipeline → HDF5 glue
@@ -25,6 +38,260 @@ using namespace vibra::tracking;
 using clk = std::chrono::steady_clock;
 
 static double since(clk::time_point t) { return std::chrono::duration<double>(clk::now() - t).count(); }
+
+// Baseline: compute_gradients() and find_candidates() as they were before the speed-up
+// (tracking/src/gradients.cpp and candidates.cpp at commit 7e55742), kept here only to time them
+// in the same run and to check that the library gives identical results.
+namespace baseline {
+
+template <class T>
+void block_contrast(const cv::Mat& img, int block, cv::Mat& out) {
+    const int nbx = (img.cols + block - 1) / block, nby = (img.rows + block - 1) / block;
+    out.create(nby, nbx, CV_32F);
+    std::vector<float> v;
+    v.reserve(static_cast<std::size_t>(block * block / 4 + 4));
+    for (int by = 0; by < nby; ++by)
+        for (int bx = 0; bx < nbx; ++bx) {
+            v.clear();
+            const int y1 = std::min(img.rows, (by + 1) * block), x1 = std::min(img.cols, (bx + 1) * block);
+            for (int y = by * block; y < y1; y += 2) {
+                const T* row = img.ptr<T>(y);
+                for (int x = bx * block; x < x1; x += 2) v.push_back(static_cast<float>(row[x]));
+            }
+            const auto n = v.size();
+            const auto lo = static_cast<std::ptrdiff_t>(n * 3 / 100), hi = static_cast<std::ptrdiff_t>((n * 97) / 100);
+            std::nth_element(v.begin(), v.begin() + hi, v.end());
+            const float vh = v[static_cast<std::size_t>(hi)];
+            std::nth_element(v.begin(), v.begin() + lo, v.begin() + hi);
+            out.at<float>(by, bx) = vh - v[static_cast<std::size_t>(lo)];
+        }
+}
+
+Gradients compute_gradients(const cv::Mat& image, bool invert, int block) {
+    Gradients g;
+    g.block = block;
+    g.image = image;
+    const double s = (invert ? -1.0 : 1.0) / 32.0;
+    cv::Scharr(image, g.gx, CV_32F, 1, 0, s, 0, cv::BORDER_REPLICATE);
+    cv::Scharr(image, g.gy, CV_32F, 0, 1, s, 0, cv::BORDER_REPLICATE);
+    if (image.depth() == CV_8U)
+        block_contrast<std::uint8_t>(image, block, g.contrast);
+    else
+        block_contrast<std::uint16_t>(image, block, g.contrast);
+    std::vector<float> all(g.contrast.begin<float>(), g.contrast.end<float>());
+    std::nth_element(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(all.size() / 2), all.end());
+    const float floor_c = std::max(0.25f * all[all.size() / 2], 1.0f);
+    for (auto it = g.contrast.begin<float>(); it != g.contrast.end<float>(); ++it) *it = std::max(*it, floor_c);
+    return g;
+}
+
+float quantile(std::vector<float> v, double q) {
+    if (v.empty()) return 0;
+    const auto k = static_cast<std::ptrdiff_t>(q * static_cast<double>(v.size() - 1));
+    std::nth_element(v.begin(), v.begin() + k, v.end());
+    return v[static_cast<std::size_t>(k)];
+}
+
+std::vector<Candidate> suppress(std::vector<Candidate> pts, double sep) {
+    if (pts.size() < 2) return pts;
+    std::sort(pts.begin(), pts.end(), [&](const Candidate& a, const Candidate& b) { return a.score > b.score; });
+    std::vector<double> xs(pts.size()), ys(pts.size());
+    for (std::size_t i = 0; i < pts.size(); ++i) xs[i] = pts[i].x, ys[i] = pts[i].y;
+    CellList cl(xs, ys, sep, Geometry{});
+    std::vector<char> dead(pts.size(), 0);
+    std::vector<Candidate> out;
+    out.reserve(pts.size());
+    for (std::size_t i = 0; i < pts.size(); ++i) {
+        if (dead[i]) continue;
+        out.push_back(pts[i]);
+        cl.for_each_near(xs[i], ys[i], [&](std::size_t j, double, double, double) {
+            if (j > i) dead[j] = 1;
+        });
+    }
+    return out;
+}
+
+std::vector<Candidate> find_candidates(const Gradients& g, const DetectParams& p) {
+    p.validate();
+    const int f = p.downsample > 0 ? p.downsample : std::max(1, static_cast<int>(std::floor(p.r_small() / 3.0)));
+    const int w = g.gx.cols, h = g.gx.rows;
+    const int aw = (w + f - 1) / f, ah = (h + f - 1) / f;
+    cv::Mat acc(ah, aw, CV_32F, cv::Scalar(0));
+    const double r_lo = p.r_small() * (1 - p.radius_tolerance), r_hi = p.r_large() * (1 + p.radius_tolerance);
+    const double step = 0.7 * f;
+    std::vector<double> rs;
+    for (double r = r_lo; r <= r_hi + 1e-9; r += step) rs.push_back(r);
+    if (rs.back() < r_hi - 0.3 * step) rs.push_back(r_hi);
+    const double t2 = p.edge_threshold * p.edge_threshold;
+    const double inv_f = 1.0 / f;
+    const int st = std::min(f, 2);
+    const float vote_w = static_cast<float>(st * st) / static_cast<float>(f * f);
+    for (int y = st / 2; y < h; y += st) {
+        const float* gxr = g.gx.ptr<float>(y);
+        const float* gyr = g.gy.ptr<float>(y);
+        for (int x = st / 2; x < w; x += st) {
+            const float gx = gxr[x], gy = gyr[x];
+            const float g2 = gx * gx + gy * gy;
+            const float c = g.contrast_at(x, y);
+            if (g2 < t2 * c * c) continue;
+            const float gm = std::sqrt(g2);
+            const float wgt = vote_w * std::min(1.0f, gm / c);
+            const double ux = gx / gm, uy = gy / gm;
+            for (double r : rs) {
+                const int ax = static_cast<int>(std::floor((x + r * ux + 0.5) * inv_f));
+                const int ay = static_cast<int>(std::floor((y + r * uy + 0.5) * inv_f));
+                if (ax < 0 || ay < 0 || ax >= aw || ay >= ah) continue;
+                acc.at<float>(ay, ax) += wgt;
+            }
+        }
+    }
+    cv::GaussianBlur(acc, acc, cv::Size(5, 5), 1.0, 1.0, cv::BORDER_CONSTANT);
+    const double norm = 2 * M_PI * p.r_small() / (static_cast<double>(f) * f);
+    const int m = std::max(1, static_cast<int>(std::lround(p.min_separation * p.r_small() / f)));
+    cv::Mat dil;
+    cv::dilate(acc, dil, cv::getStructuringElement(cv::MORPH_RECT, cv::Size(2 * m + 1, 2 * m + 1)));
+    std::vector<Candidate> c;
+    const float floor_acc = static_cast<float>(0.05 * norm);
+    for (int y = 0; y < ah; ++y) {
+        const float* a = acc.ptr<float>(y);
+        const float* d = dil.ptr<float>(y);
+        for (int x = 0; x < aw; ++x)
+            if (a[x] >= d[x] && a[x] > floor_acc)
+                c.push_back({(x + 0.5) * f - 0.5, (y + 0.5) * f - 0.5, static_cast<float>(a[x] / norm)});
+    }
+    std::vector<float> sc;
+    sc.reserve(c.size());
+    for (const auto& k : c) sc.push_back(k.score);
+    const float typical = quantile(sc, 0.75);
+    std::erase_if(c, [&](const Candidate& k) { return k.score < p.min_score * typical; });
+    return suppress(std::move(c), p.min_separation * p.r_small());
+}
+
+}  // namespace baseline
+
+static bool same_mat(const cv::Mat& a, const cv::Mat& b) {
+    return a.size() == b.size() && a.type() == b.type() && cv::norm(a, b, cv::NORM_INF) == 0;
+}
+static bool same_candidates(const std::vector<Candidate>& a, const std::vector<Candidate>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (a[i].x != b[i].x || a[i].y != b[i].y || a[i].score != b[i].score) return false;
+    return true;
+}
+
+// Per-stage breakdown on decoded frames, one thread (OpenCV's own thread pool set to 1 meanwhile).
+// Each stage is timed over all frames, baseline and current alternately, best of `reps` passes
+// (the machine is shared: the minimum is the least disturbed figure). The results of the two
+// implementations are compared exactly (gx, gy, contrast grid, candidate list), also for the
+// other code paths: a 16-bit copy of the frame, --invert, vote factor 1 (every pixel votes), an
+// odd contrast block and a large radius (vote factor 5).
+struct StageTimes {
+    double g_old = 1e300, g_new = 1e300, c_old = 1e300, c_new = 1e300;  // ms/frame
+    double f_old = 0, f_new = 0;  // page faults per frame, both stages (last pass)
+};
+
+static long minor_faults() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_minflt;
+}
+
+static StageTimes time_stages(const std::vector<cv::Mat>& imgs, const DetectParams& dp, int reps) {
+    const int block = std::max(32, static_cast<int>(std::ceil(6 * dp.r_large())));
+    const double nf = static_cast<double>(imgs.size());
+    long faults = 0;
+    auto per_frame_ms = [&](auto&& fn) {
+        const long f0 = minor_faults();
+        const auto t0 = clk::now();
+        for (std::size_t k = 0; k < imgs.size(); ++k) fn(k);
+        const double ms = 1e3 * since(t0) / nf;
+        faults += minor_faults() - f0;
+        return ms;
+    };
+    std::vector<Gradients> gs;
+    for (const auto& im : imgs) gs.push_back(compute_gradients(im, dp.invert, block));
+    StageTimes t;
+    for (int r = 0; r < reps; ++r) {
+        faults = 0;
+        t.g_old = std::min(t.g_old, per_frame_ms([&](std::size_t k) { (void)baseline::compute_gradients(imgs[k], dp.invert, block); }));
+        t.c_old = std::min(t.c_old, per_frame_ms([&](std::size_t k) { (void)baseline::find_candidates(gs[k], dp); }));
+        t.f_old = static_cast<double>(faults) / nf;
+        faults = 0;
+        t.g_new = std::min(t.g_new, per_frame_ms([&](std::size_t k) { (void)compute_gradients(imgs[k], dp.invert, block); }));
+        t.c_new = std::min(t.c_new, per_frame_ms([&](std::size_t k) { (void)find_candidates(gs[k], dp); }));
+        t.f_new = static_cast<double>(faults) / nf;
+    }
+    return t;
+}
+
+// Both implementations on one frame and parameter set: identical gradients, grid and candidates?
+static bool identical(const cv::Mat& img, const DetectParams& dp, std::size_t* n_cand = nullptr) {
+    const int block = dp.contrast_block > 0 ? dp.contrast_block : std::max(32, static_cast<int>(std::ceil(6 * dp.r_large())));
+    const Gradients a = baseline::compute_gradients(img, dp.invert, block);
+    const Gradients b = compute_gradients(img, dp.invert, block);
+    const auto ca = baseline::find_candidates(a, dp), cb = find_candidates(b, dp);
+    if (n_cand) *n_cand += cb.size();
+    return same_mat(a.gx, b.gx) && same_mat(a.gy, b.gy) && same_mat(a.contrast, b.contrast) && same_candidates(ca, cb);
+}
+
+static void stage_breakdown(const std::vector<cv::Mat>& imgs, const DetectParams& dp, int reps) {
+    const int cv_threads = cv::getNumThreads();
+    cv::setNumThreads(1);
+    const StageTimes t = time_stages(imgs, dp, reps);
+    double loc = 1e300;
+    for (int r = 0; r < std::min(reps, 2); ++r) {
+        const auto t0 = clk::now();
+        for (const auto& im : imgs) (void)locate(im, dp);
+        loc = std::min(loc, 1e3 * since(t0) / static_cast<double>(imgs.size()));
+    }
+    bool same = true;
+    std::size_t n_cand = 0;
+    for (const auto& im : imgs) same = identical(im, dp, &n_cand) && same;
+    cv::Mat im16;
+    imgs.front().convertTo(im16, CV_16U, 257);
+    const StageTimes t16 = time_stages({im16}, dp, reps);
+    const bool same16 = identical(im16, dp);
+    DetectParams inv = dp, f1 = dp, odd = dp, big = dp;
+    inv.invert = true;
+    f1.downsample = 1;
+    odd.contrast_block = 37;
+    big.radii = {15, 18};
+    cv::Mat neg = 255 - imgs.front();
+    const bool same_other = identical(neg, inv) && identical(imgs.front(), f1) && identical(im16, f1) &&
+                            identical(imgs.front(), odd) && identical(im16, odd) && identical(imgs.front(), big);
+    cv::setNumThreads(cv_threads);
+    std::printf("per stage on decoded frames, 1 thread, buffers re-used by malloc (best of %d passes over %zu frames;\n"
+                "  before = the earlier implementation, copied into this program, same run):\n", reps, imgs.size());
+    std::printf("  compute_gradients (8-bit):          %8.2f ms/frame before, %8.2f after (%.1fx)\n", t.g_old, t.g_new, t.g_old / t.g_new);
+    std::printf("  compute_gradients (16-bit):         %8.2f ms/frame before, %8.2f after (%.1fx)\n", t16.g_old, t16.g_new,
+                t16.g_old / t16.g_new);
+    std::printf("  find_candidates:                    %8.2f ms/frame before, %8.2f after (%.1fx); %.0f candidates/frame\n", t.c_old,
+                t.c_new, t.c_old / t.c_new, static_cast<double>(n_cand) / static_cast<double>(imgs.size()));
+    std::printf("  both stages:                        %8.2f ms/frame before, %8.2f after (%.1fx); page faults/frame %.0f before, %.0f after\n",
+                t.g_old + t.c_old, t.g_new + t.c_new, (t.g_old + t.c_old) / (t.g_new + t.c_new), t.f_old, t.f_new);
+    std::printf("  locate() (current, whole):          %8.2f ms/frame; refinement and the rest: %.2f ms/frame\n", loc,
+                loc - t.g_new - t.c_new);
+    std::printf("  identical results (gradients, contrast grid, candidates): 8-bit frames %s, 16-bit %s, "
+                "invert/factor 1/block 37/radii 15,18 %s\n",
+                same ? "yes" : "NO", same16 ? "yes" : "NO", same_other ? "yes" : "NO");
+}
+
+// The same two stages run on a freshly started thread, as in `vibra track`'s workers: there
+// malloc serves the large buffers from a new per-thread arena, which grows and is trimmed again
+// frame after frame, so every first touch of a 4 KiB page can be a page fault (≈ 10 µs each on
+// this virtual machine). The main thread above re-uses freed buffers instead.
+static void stage_breakdown_worker(const std::vector<cv::Mat>& imgs, const DetectParams& dp, int reps) {
+    const int cv_threads = cv::getNumThreads();
+    cv::setNumThreads(1);
+    StageTimes t;
+    std::thread([&] { t = time_stages(imgs, dp, reps); }).join();
+    cv::setNumThreads(cv_threads);
+    std::printf("per stage, 1 thread, on a freshly started worker thread (malloc arena of a new thread, as in vibra track):\n");
+    std::printf("  compute_gradients (8-bit):          %8.2f ms/frame before, %8.2f after (%.1fx)\n", t.g_old, t.g_new, t.g_old / t.g_new);
+    std::printf("  find_candidates:                    %8.2f ms/frame before, %8.2f after (%.1fx)\n", t.c_old, t.c_new, t.c_old / t.c_new);
+    std::printf("  both stages:                        %8.2f ms/frame before, %8.2f after (%.1fx); page faults/frame %.0f before, %.0f after\n",
+                t.g_old + t.c_old, t.g_new + t.c_new, (t.g_old + t.c_old) / (t.g_new + t.c_new), t.f_old, t.f_new);
+}
 
 static double decode_fps(const std::string& path, std::int64_t& n) {
     auto src = open_video(path);
@@ -84,6 +351,9 @@ int main(int argc, char** argv) {
     }
     DetectParams dp;
     dp.radii = {6, 8};
+    stage_breakdown(imgs, dp, 3);
+    stage_breakdown_worker(imgs, dp, 3);
+    if (argc > 3 && std::string(argv[3]) == "stages") return 0;
     std::vector<std::vector<Particle>> found(imgs.size());
     auto t = clk::now();
     for (std::size_t k = 0; k < imgs.size(); ++k) found[k] = locate(imgs[k], dp);
