@@ -99,8 +99,19 @@ std::vector<Particle> locate(const cv::Mat& image, const DetectParams& p) {
     };
     classify();
     if (p.joint) {
-        joint_fit(image, parts, p.radii, p.joint_fit);
-        classify();
+        // species by the measured template radii (the nominal ones may be off by a few %)
+        const auto jf = joint_fit(image, parts, p.radii, p.joint_fit);
+        if (jf.applied) {
+            std::vector<float> st2;
+            for (const auto& q : parts) st2.push_back(q.strength);
+            const float med2 = quantile(st2, 0.5);
+            for (auto& q : parts) {
+                q.quality = med2 > 0 ? std::min(1.0f, q.strength / med2) : 0.0f;
+                const auto s = classify_radius(q.radius, jf.template_radius, p.radius_sigma);
+                q.species = s.species;
+                q.species_confidence = s.confidence;
+            }
+        }
     }
     std::sort(parts.begin(), parts.end(), [](const Particle& a, const Particle& b) {
         return a.y != b.y ? a.y < b.y : a.x < b.x;

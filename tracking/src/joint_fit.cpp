@@ -1,9 +1,21 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
+// Joint template fit (joint_fit.hpp). Implementation notes:
+// - Templates are tabulated in q = ρ² (no square root per pixel); a disk's size enters as a scale
+//   of q: S_s(κ_i ρ²) with κ_i = (R_s / R_i)², so interior features (rings, dots) scale with the
+//   disk, and ∂/∂c, ∂/∂κ need no ρ either.
+// - Model image M = Σ_j a_j S_j is rendered once per full sweep (Jacobi); in the extra sweeps
+//   only the disks that still move are stepped and M is patched for each of them.
+// - The first templates use only pixels covered by one footprint (a coverage-count image), so
+//   neighbours' light cannot enter them; after the first sweep they are re-measured from all
+//   pixels with the neighbours' modelled light subtracted.
 #include "vibra/tracking/joint_fit.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
+
+#include <opencv2/imgproc.hpp>
 
 #include "vibra/core/error.hpp"
 
@@ -14,84 +26,132 @@ void JointFitParams::validate() const {
         throw ParameterError(std::string("joint fit: ") + f + " must be " + rule + ", got " + std::to_string(v));
     };
     if (sweeps < 1) bad("sweeps", sweeps, ">= 1");
+    if (max_extra_sweeps < 0) bad("max_extra_sweeps", max_extra_sweeps, ">= 0");
+    if (!(tolerance > 0)) bad("tolerance", tolerance, "> 0 px");
     if (!(inner >= 0.5)) bad("inner", inner, ">= 0.5 px");
     if (!(outer >= 0.5)) bad("outer", outer, ">= 0.5 px");
+    if (!(edge_scale >= 0 && edge_scale <= 0.3)) bad("edge_scale", edge_scale, "in [0, 0.3]");
+    if (template_nodes < 64 || template_nodes > 65536) bad("template_nodes", template_nodes, "in [64, 65536]");
     if (!(template_bin >= 0.02 && template_bin <= 0.5)) bad("template_bin", template_bin, "in [0.02, 0.5] px");
     if (!(outlier_sigma == 0 || outlier_sigma >= 2)) bad("outlier_sigma", outlier_sigma, "0 (off) or >= 2");
-    if (!(max_radius_offset >= 0 && max_radius_offset < 0.5)) bad("max_radius_offset", max_radius_offset, "in [0, 0.5)");
+    if (!(template_quantile > 0 && template_quantile <= 1)) bad("template_quantile", template_quantile, "in (0, 1]");
+    if (!(rescue_mse == 0 || rescue_mse >= 1)) bad("rescue_mse", rescue_mse, "0 (off) or >= 1");
+    if (!(rescue_reach >= 0.5 && rescue_reach <= 10)) bad("rescue_reach", rescue_reach, "in [0.5, 10] px");
+    if (!(max_radius_offset > 0 && max_radius_offset < 0.5)) bad("max_radius_offset", max_radius_offset, "in (0, 0.5)");
 }
 
 namespace {
 
-// Radial profile of one species on nodes u_k = k·h (u = ρ − δR), linear between nodes, 0 beyond.
+// Radial profile of one species: measured on ρ nodes (spacing hr, smooth), looked up through a
+// fine table in q = κρ² (no square root per pixel), linear between nodes, 0 beyond.
 struct Template {
-    double h = 0.1;
+    float hr = 0.1f;              // px: spacing of the measured profile
+    std::vector<float> prof;      // S(k·hr)
+    float hq = 1, inv_hq = 1;
     double r_nominal = 0;  // px: the given radius
     double r_edge = 0;     // px: steepest outer edge of the measured profile
-    std::vector<float> v;  // S(u_k), intensity units relative to the background
-    float at(float u, float& slope) const {
-        const float t = u / static_cast<float>(h);
-        const auto n = static_cast<int>(v.size());
-        int k = static_cast<int>(t);
-        if (t < 0) {
-            slope = 0;
-            return v.empty() ? 0.0f : v[0];
+    double inner = 0, outer = 0;  // px: fit band about r_nominal
+    float q_in = 0, q_out = 0;    // fit band in q; q_out = footprint
+    std::vector<float> v, d;      // S(q_k) (intensity relative to the background) and v[k+1] − v[k]
+    inline float at(float q) const {
+        const float t = q * inv_hq;
+        const auto k = std::min(static_cast<std::size_t>(t), v.size() - 1);
+        return v[k] + (t - static_cast<float>(k)) * d[k];
+    }
+    inline float at(float q, float& slope) const {
+        const float t = q * inv_hq;
+        const auto k = std::min(static_cast<std::size_t>(t), v.size() - 1);
+        slope = d[k] * inv_hq;
+        return v[k] + (t - static_cast<float>(k)) * d[k];
+    }
+    void finish() {  // q table from the ρ profile
+        prof.back() = 0.0f;
+        for (std::size_t k = 0; k < v.size(); ++k) {
+            const float t = std::sqrt(static_cast<float>(k) * hq) / hr;
+            const auto j = std::min(static_cast<std::size_t>(t), prof.size() - 2);
+            const float f = std::min(1.0f, t - static_cast<float>(j));
+            v[k] = prof[j] + f * (prof[j + 1] - prof[j]);
         }
-        if (k >= n - 1) {
-            slope = 0;
-            return k == n - 1 ? v[static_cast<std::size_t>(n - 1)] * (1.0f - (t - static_cast<float>(k))) : 0.0f;
-        }
-        const float f = t - static_cast<float>(k);
-        const float a = v[static_cast<std::size_t>(k)], b = v[static_cast<std::size_t>(k) + 1];
-        slope = (b - a) / static_cast<float>(h);
-        return a + f * (b - a);
+        v.back() = 0.0f;
+        d.assign(v.size(), 0.0f);
+        for (std::size_t k = 0; k + 1 < v.size(); ++k) d[k] = v[k + 1] - v[k];
+    }
+    // Steepest |dS/dρ| for ρ in [0.75 R, R + outer − 0.3] (parabolic peak on a 0.02 px grid).
+    void measure_edge() {
+        const double lo = 0.75 * r_nominal, hi = r_nominal + outer - 0.3, st = 0.02;
+        auto slope = [&](double r) {
+            const double e = 0.25;
+            return std::abs(double(at(static_cast<float>((r + e) * (r + e)))) - at(static_cast<float>((r - e) * (r - e))));
+        };
+        double best = r_nominal, bv = -1;
+        for (double r = lo; r <= hi; r += st)
+            if (const double s = slope(r); s > bv) bv = s, best = r;
+        const double a = slope(best - st), c = slope(best + st), den = a - 2 * bv + c;
+        r_edge = best + (den < 0 ? std::clamp(0.5 * (a - c) / den, -0.5, 0.5) * st : 0.0);
     }
 };
 
-// Accumulates samples (u, y) into template bins.
+// Samples (q, y) accumulated on template nodes (linear splitting between the two nearest).
 struct TemplateSum {
-    std::vector<double> s;
-    std::vector<double> n;
+    std::vector<double> s, n;
     void reset(std::size_t k) { s.assign(k, 0.0), n.assign(k, 0.0); }
-    // linear splitting between the two nearest nodes keeps the estimate unbiased between nodes
-    void add(double t, double y) {
-        const auto k = static_cast<std::ptrdiff_t>(std::floor(t));
-        const double f = t - static_cast<double>(k);
-        const auto m = static_cast<std::ptrdiff_t>(s.size());
-        if (k >= 0 && k < m) s[static_cast<std::size_t>(k)] += (1 - f) * y, n[static_cast<std::size_t>(k)] += 1 - f;
-        if (k + 1 >= 0 && k + 1 < m) s[static_cast<std::size_t>(k + 1)] += f * y, n[static_cast<std::size_t>(k + 1)] += f;
+    inline void add(float t, float y) {
+        const auto k = static_cast<std::size_t>(t);
+        if (k + 1 >= s.size()) return;
+        const double f = t - static_cast<float>(k);
+        s[k] += (1 - f) * y, n[k] += 1 - f;
+        s[k + 1] += f * y, n[k + 1] += f;
+    }
+    // Node means; nodes without samples interpolate between filled neighbours (or copy the
+    // nearest one at the ends). Returns false when no node has samples.
+    bool into(std::vector<float>& v) const {
+        const std::size_t m = v.size();
+        std::vector<std::ptrdiff_t> filled;
+        for (std::size_t k = 0; k < m; ++k)
+            if (n[k] > 0.25) filled.push_back(static_cast<std::ptrdiff_t>(k));
+        if (filled.empty()) return false;
+        for (std::size_t k = 0; k < m; ++k) {
+            const auto it = std::lower_bound(filled.begin(), filled.end(), static_cast<std::ptrdiff_t>(k));
+            if (it != filled.end() && *it == static_cast<std::ptrdiff_t>(k)) {
+                v[k] = static_cast<float>(s[k] / n[k]);
+            } else if (it == filled.begin()) {
+                v[k] = static_cast<float>(s[static_cast<std::size_t>(*it)] / n[static_cast<std::size_t>(*it)]);
+            } else if (it == filled.end()) {
+                const auto j = static_cast<std::size_t>(filled.back());
+                v[k] = static_cast<float>(s[j] / n[j]);
+            } else {
+                const auto j0 = static_cast<std::size_t>(*(it - 1)), j1 = static_cast<std::size_t>(*it);
+                const double f = double(k - j0) / double(j1 - j0);
+                v[k] = static_cast<float>((1 - f) * s[j0] / n[j0] + f * s[j1] / n[j1]);
+            }
+        }
+        return true;
     }
 };
 
-// Visits the pixels of the disk footprint ρ ∈ [r_in, r_out] about (cx, cy): f(px, py, dx, dy, ρ).
+// Rows of the disk footprint q ∈ [q_in, q_out] about (cx, cy): f(row, x0, x1, dy², dy) per row, the
+// caller iterates x in [x0, x1] and tests q itself (inner hole and corners).
 template <class F>
-inline void for_footprint(int w, int h, double cx, double cy, double r_in, double r_out, F&& f) {
-    const double ro2 = r_out * r_out, ri2 = r_in > 0 ? r_in * r_in : -1.0;
+inline void for_rows(int w, int h, double cx, double cy, double q_out, F&& f) {
+    const double r_out = std::sqrt(q_out);
     const int y0 = std::max(0, static_cast<int>(std::ceil(cy - r_out))), y1 = std::min(h - 1, static_cast<int>(std::floor(cy + r_out)));
     for (int py = y0; py <= y1; ++py) {
         const double dy = py - cy, dy2 = dy * dy;
-        const double half = std::sqrt(std::max(0.0, ro2 - dy2));
+        const double half = std::sqrt(std::max(0.0, q_out - dy2));
         const int x0 = std::max(0, static_cast<int>(std::ceil(cx - half))), x1 = std::min(w - 1, static_cast<int>(std::floor(cx + half)));
-        const auto fdy = static_cast<float>(dy);
-        for (int px = x0; px <= x1; ++px) {
-            const auto dx = static_cast<float>(px - cx);
-            const double r2 = static_cast<double>(dx) * dx + dy2;
-            if (r2 > ro2 || r2 < ri2) continue;
-            f(px, py, dx, fdy, static_cast<float>(std::sqrt(r2)));
-        }
+        if (x0 <= x1) f(py, x0, x1, static_cast<float>(dy2), static_cast<float>(dy));
     }
 }
 
-// Solves the 5×5 symmetric system A x = b (packed as full matrix) by Cholesky; false when not
-// positive definite.
-bool solve5(double A[5][5], const double b[5], double x[5]) {
+// Solves the 5×5 symmetric positive definite system A x = b by Cholesky; false when singular.
+bool solve5(const double A[5][5], const double b[5], double x[5]) {
     double L[5][5] = {};
     for (int i = 0; i < 5; ++i)
         for (int j = 0; j <= i; ++j) {
             double s = A[i][j];
             for (int k = 0; k < j; ++k) s -= L[i][k] * L[j][k];
             if (i == j) {
-                if (!(s > 1e-12 * std::max(1.0, std::abs(A[i][i])))) return false;
+                if (!(s > 1e-9 * std::max(1e-30, std::abs(A[i][i])))) return false;
                 L[i][i] = std::sqrt(s);
             } else {
                 L[i][j] = s / L[j][j];
@@ -112,326 +172,571 @@ bool solve5(double A[5][5], const double b[5], double x[5]) {
 }
 
 struct DiskState {
-    double x, y, dr, b, a;
-    int s;
-    bool ok;
+    double x = 0, y = 0;
+    double kappa = 1;  // (R_s / R_i)²: template scale
+    double b = 0, a = 1;
+    int s = 0;
+    bool ok = true;
+    float mse = 0;  // mean squared residual over the band at the last step
 };
 
 }  // namespace
 
-void joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std::span<const double> radii, const JointFitParams& p) {
+JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std::span<const double> radii, const JointFitParams& p) {
+    JointFitResult result;
     p.validate();
     if (image.empty() || image.channels() != 1 || (image.depth() != CV_8U && image.depth() != CV_16U))
         throw ParameterError("joint_fit: need a non-empty grey 8- or 16-bit image");
     if (radii.empty() || radii.size() > 2) throw ParameterError("joint_fit: need 1 or 2 radii");
-    const std::size_t n = parts.size();
-    if (n == 0) return;
+    std::size_t n = parts.size();
+    if (n == 0) return result;
     const int w = image.cols, h = image.rows;
     cv::Mat I;
     image.convertTo(I, CV_32F);
     const int ns = static_cast<int>(radii.size());
-    const double hb = p.template_bin;
 
+    // Templates: fit band [R − inner, R + outer] (both grow with R by edge_scale), nodes up to
+    // the footprint of the largest allowed radius.
     std::vector<Template> tpl(static_cast<std::size_t>(ns));
+    const double kmin = 1.0 / ((1 + p.max_radius_offset) * (1 + p.max_radius_offset));
+    const double kmax = 1.0 / ((1 - p.max_radius_offset) * (1 - p.max_radius_offset));
     for (int s = 0; s < ns; ++s) {
         auto& t = tpl[static_cast<std::size_t>(s)];
-        t.h = hb;
         t.r_nominal = radii[static_cast<std::size_t>(s)];
-        const double umax = t.r_nominal + p.outer;
-        t.v.assign(static_cast<std::size_t>(std::ceil(umax / hb)) + 2, 0.0f);
+        t.inner = std::max(p.inner, p.edge_scale * t.r_nominal);
+        t.outer = std::max(p.outer, p.edge_scale * t.r_nominal);
+        const double rin = std::max(0.0, t.r_nominal - t.inner), rout = t.r_nominal + t.outer;
+        t.q_in = static_cast<float>(rin * rin), t.q_out = static_cast<float>(rout * rout);
+        t.hq = static_cast<float>(rout * rout / (p.template_nodes - 2));
+        t.inv_hq = 1.0f / t.hq;
+        t.v.assign(static_cast<std::size_t>(p.template_nodes), 0.0f);
+        t.hr = static_cast<float>(p.template_bin);
+        t.prof.assign(static_cast<std::size_t>(std::ceil(rout / p.template_bin)) + 2, 0.0f);
+        t.finish();
     }
-    auto radius_of = [&](const DiskState& d) { return tpl[static_cast<std::size_t>(d.s)].r_nominal + d.dr; };
-    auto max_dr = [&](int s) { return p.max_radius_offset * tpl[static_cast<std::size_t>(s)].r_nominal; };
+    auto T = [&](int s) -> const Template& { return tpl[static_cast<std::size_t>(s)]; };
+    // footprint of a disk in image q = ρ²: template support / κ
+    auto q_foot = [&](const DiskState& d) { return static_cast<double>(T(d.s).q_out) / d.kappa; };
 
     std::vector<DiskState> st(n);
     for (std::size_t i = 0; i < n; ++i) {
-        const int s = ns == 2 ? (parts[i].species == 1 ? 1 : 0) : 0;
-        st[i] = {parts[i].x, parts[i].y, 0.0, 0.0, 1.0, s, true};
+        st[i].x = parts[i].x, st[i].y = parts[i].y;
+        st[i].s = ns == 2 && parts[i].species == 1 ? 1 : 0;
     }
 
-    // Neighbour lists (centres within the reach of two footprints).
-    const double r_big = *std::max_element(radii.begin(), radii.end()) * (1 + p.max_radius_offset) + p.outer;
-    std::vector<std::vector<std::uint32_t>> nb(n);
-    {
-        const double cell = 2 * r_big + 2;
-        const int gw = std::max(1, static_cast<int>(std::ceil(w / cell))), gh = std::max(1, static_cast<int>(std::ceil(h / cell)));
-        std::vector<std::vector<std::uint32_t>> grid(static_cast<std::size_t>(gw * gh));
-        auto cell_of = [&](double x, double y, int& cx, int& cy) {
-            cx = std::clamp(static_cast<int>(x / cell), 0, gw - 1), cy = std::clamp(static_cast<int>(y / cell), 0, gh - 1);
-        };
-        for (std::size_t i = 0; i < n; ++i) {
-            int cx, cy;
-            cell_of(st[i].x, st[i].y, cx, cy);
-            grid[static_cast<std::size_t>(cy * gw + cx)].push_back(static_cast<std::uint32_t>(i));
-        }
-        for (std::size_t i = 0; i < n; ++i) {
-            int cx, cy;
-            cell_of(st[i].x, st[i].y, cx, cy);
-            for (int yy = std::max(0, cy - 1); yy <= std::min(gh - 1, cy + 1); ++yy)
-                for (int xx = std::max(0, cx - 1); xx <= std::min(gw - 1, cx + 1); ++xx)
-                    for (auto j : grid[static_cast<std::size_t>(yy * gw + xx)])
-                        if (j != i && std::hypot(st[j].x - st[i].x, st[j].y - st[i].y) < cell) nb[i].push_back(j);
-        }
-    }
+    std::vector<DiskState> next(n);
+    std::vector<double> moved(n, 1.0);
 
-    // 1. First templates: raw intensities about the starting centres, pixels closer to a
-    //    neighbour's edge than to the own edge (+1 px) left out; background = the outer end.
-    {
-        std::vector<TemplateSum> acc(static_cast<std::size_t>(ns));
-        for (int s = 0; s < ns; ++s) acc[static_cast<std::size_t>(s)].reset(tpl[static_cast<std::size_t>(s)].v.size());
-        for (std::size_t i = 0; i < n; ++i) {
-            const auto& t = tpl[static_cast<std::size_t>(st[i].s)];
-            const double R = t.r_nominal;
-            auto& a = acc[static_cast<std::size_t>(st[i].s)];
-            for_footprint(w, h, st[i].x, st[i].y, 0.0, R + p.outer, [&](int px, int py, float, float, float rho) {
-                const double own = std::abs(rho - R);
-                for (auto j : nb[i]) {
-                    const double Rj = tpl[static_cast<std::size_t>(st[j].s)].r_nominal;
-                    const double dj = std::abs(std::hypot(px - st[j].x, py - st[j].y) - Rj);
-                    if (dj < own + 1.0 || std::hypot(px - st[j].x, py - st[j].y) < Rj) return;
-                }
-                a.add(rho / hb, I.at<float>(py, px));
-            });
-        }
-        for (int s = 0; s < ns; ++s) {
-            auto& t = tpl[static_cast<std::size_t>(s)];
-            const auto& a = acc[static_cast<std::size_t>(s)];
-            // background: mean over the last 0.6 px of the support
-            double bs = 0, bn = 0;
-            const auto m = t.v.size();
-            for (std::size_t k = 0; k < m; ++k)
-                if (static_cast<double>(k) * hb >= t.r_nominal + p.outer - 0.6 && a.n[k] > 0) bs += a.s[k], bn += a.n[k];
-            const double bg = bn > 0 ? bs / bn : 0.0;
-            double last = 0;
-            for (std::size_t k = 0; k < m; ++k) {
-                if (a.n[k] > 0.5) last = a.s[k] / a.n[k] - bg;
-                t.v[k] = static_cast<float>(last);
-            }
-            t.v.back() = 0.0f;
-            for (std::size_t i = 0; i < n; ++i)
-                if (st[i].s == s) st[i].b = bg;
-        }
-    }
-
-    auto measure_edges = [&]() {
-        for (auto& t : tpl) {
-            // steepest change of the profile in [0.75 R, R + outer − 0.5]
-            const auto m = static_cast<std::ptrdiff_t>(t.v.size());
-            std::ptrdiff_t best = -1;
-            double bv = -1;
-            auto slope = [&](std::ptrdiff_t k) { return std::abs(double(t.v[static_cast<std::size_t>(k + 1)]) - t.v[static_cast<std::size_t>(k - 1)]); };
-            for (std::ptrdiff_t k = 1; k + 1 < m; ++k) {
-                const double u = static_cast<double>(k) * t.h;
-                if (u < 0.75 * t.r_nominal || u > t.r_nominal + p.outer - 0.5) continue;
-                if (slope(k) > bv) bv = slope(k), best = k;
-            }
-            double d = 0;
-            if (best > 1 && best + 2 < m) {
-                const double a = slope(best - 1), c = slope(best + 1), den = a - 2 * bv + c;
-                if (den < 0) d = std::clamp(0.5 * (a - c) / den, -0.5, 0.5);
-            }
-            t.r_edge = best > 0 ? (static_cast<double>(best) + d) * t.h : t.r_nominal;
-        }
-    };
-    measure_edges();
-
+    // Model image and its renderer.
     cv::Mat M(h, w, CV_32F);
+    auto splat = [&](const DiskState& d, float sign) {
+        const auto& t = T(d.s);
+        const auto a = static_cast<float>(d.a) * sign, k = static_cast<float>(d.kappa);
+        const double qf = q_foot(d);
+        for_rows(w, h, d.x, d.y, qf, [&](int py, int x0, int x1, float dy2, float) {
+            float* m = M.ptr<float>(py);
+            const auto cx = static_cast<float>(d.x);
+            for (int px = x0; px <= x1; ++px) {
+                const float dx = static_cast<float>(px) - cx;
+                m[px] += a * t.at(k * (dx * dx + dy2));
+            }
+        });
+    };
     auto render_model = [&]() {
         M.setTo(0);
+        for (const auto& d : st)
+            if (d.ok) splat(d, 1.0f);
+    };
+
+    // 1. First templates from the pixels that are clearly nearer to one disk's edge than to any
+    //    other's (edge distance |ρ − R|; the nearest by more than 1 px), so neighbours' light
+    //    hardly enters them; the background from pixels outside every footprint.
+    {
+        cv::Mat D1(h, w, CV_32F, cv::Scalar(1e9f)), D2(h, w, CV_32F, cv::Scalar(1e9f));
+        cv::Mat L(h, w, CV_32S, cv::Scalar(-1));
         for (std::size_t i = 0; i < n; ++i) {
             const auto& d = st[i];
-            if (!d.ok) continue;
-            const auto& t = tpl[static_cast<std::size_t>(d.s)];
-            const auto a = static_cast<float>(d.a), dr = static_cast<float>(d.dr);
-            for_footprint(w, h, d.x, d.y, 0.0, radius_of(d) + p.outer, [&](int px, int py, float, float, float rho) {
-                float sl;
-                M.at<float>(py, px) += a * t.at(rho - dr, sl);
+            const auto R = static_cast<float>(T(d.s).r_nominal);
+            for_rows(w, h, d.x, d.y, q_foot(d), [&](int py, int x0, int x1, float dy2, float) {
+                auto* d1 = D1.ptr<float>(py);
+                auto* d2 = D2.ptr<float>(py);
+                auto* l = L.ptr<std::int32_t>(py);
+                for (int px = x0; px <= x1; ++px) {
+                    const auto dx = static_cast<float>(px - d.x);
+                    const float e = std::abs(std::sqrt(dx * dx + dy2) - R);
+                    if (e < d1[px]) {
+                        d2[px] = d1[px], d1[px] = e, l[px] = static_cast<std::int32_t>(i);
+                    } else if (e < d2[px]) {
+                        d2[px] = e;
+                    }
+                }
             });
         }
-    };
-    auto rebuild_templates = [&]() {
+        cv::Mat C(h, w, CV_8U);
+        for (int py = 0; py < h; ++py) {
+            const auto* d1 = D1.ptr<float>(py);
+            const auto* d2 = D2.ptr<float>(py);
+            auto* c = C.ptr<std::uint8_t>(py);
+            for (int px = 0; px < w; ++px) c[px] = d1[px] > 1e8f ? 0 : (d2[px] - d1[px] > 1.0f ? 1 : 2);
+        }
         std::vector<TemplateSum> acc(static_cast<std::size_t>(ns));
-        for (int s = 0; s < ns; ++s) acc[static_cast<std::size_t>(s)].reset(tpl[static_cast<std::size_t>(s)].v.size());
+        for (int s = 0; s < ns; ++s) acc[static_cast<std::size_t>(s)].reset(T(s).prof.size());
+        double bg_sum = 0, bg_n = 0;
+        for (int py = 0; py < h; py += 2) {  // background: uncovered pixels (every other row is plenty)
+            const auto* c = C.ptr<std::uint8_t>(py);
+            const auto* im = I.ptr<float>(py);
+            for (int px = 0; px < w; ++px)
+                if (c[px] == 0) bg_sum += im[px], bg_n += 1;
+        }
         for (std::size_t i = 0; i < n; ++i) {
             const auto& d = st[i];
-            if (!d.ok || !(d.a > 0)) continue;
-            const auto& t = tpl[static_cast<std::size_t>(d.s)];
+            const auto& t = T(d.s);
             auto& ac = acc[static_cast<std::size_t>(d.s)];
-            const auto a = static_cast<float>(d.a), dr = static_cast<float>(d.dr), b = static_cast<float>(d.b);
-            for_footprint(w, h, d.x, d.y, 0.0, radius_of(d) + p.outer, [&](int px, int py, float, float, float rho) {
-                float sl;
-                const float own = a * t.at(rho - dr, sl);
-                const float y = (I.at<float>(py, px) - b - (M.at<float>(py, px) - own)) / a;
-                ac.add((rho - dr) / hb, y);
+            for_rows(w, h, d.x, d.y, q_foot(d), [&](int py, int x0, int x1, float dy2, float) {
+                const auto* c = C.ptr<std::uint8_t>(py);
+                const auto* l = L.ptr<std::int32_t>(py);
+                const auto* im = I.ptr<float>(py);
+                for (int px = x0; px <= x1; ++px) {
+                    if (c[px] != 1 || l[px] != static_cast<std::int32_t>(i)) continue;
+                    const double dx = px - d.x;
+                    ac.add(std::sqrt(static_cast<float>(dx * dx + dy2)) / t.hr, im[px]);
+                }
             });
         }
         for (int s = 0; s < ns; ++s) {
             auto& t = tpl[static_cast<std::size_t>(s)];
-            const auto& a = acc[static_cast<std::size_t>(s)];
-            for (std::size_t k = 0; k < t.v.size(); ++k)
-                if (a.n[k] > 0.5) t.v[k] = static_cast<float>(a.s[k] / a.n[k]);
-            t.v.back() = 0.0f;
+            if (!acc[static_cast<std::size_t>(s)].into(t.prof)) continue;
+            // background: the template's outermost 0.5 px when no pixel is uncovered
+            double bg = 0;
+            if (bg_n > 50) {
+                bg = bg_sum / bg_n;
+            } else {
+                const double r0 = std::sqrt(double(t.q_out)) - 0.5;
+                const auto k0 = std::min(t.prof.size() - 2, static_cast<std::size_t>(r0 / t.hr));
+                double sum = 0;
+                for (std::size_t k = k0; k + 1 < t.prof.size(); ++k) sum += t.prof[k];
+                bg = sum / double(std::max<std::size_t>(1, t.prof.size() - 1 - k0));
+            }
+            for (auto& x : t.prof) x = static_cast<float>(x - bg);
+            t.finish();
+            t.measure_edge();
+            for (auto& d : st)
+                if (d.s == s) d.b = bg;
         }
-        measure_edges();
+    }
+
+    // 2. Re-measured templates: all footprint pixels, neighbours' modelled light subtracted.
+    //    Only the better-fitting half of the disks (mean squared residual up to the median of
+    //    their species) contributes: a disk still off by a fraction of a pixel would blur it.
+    auto rebuild_templates = [&]() {
+        std::vector<TemplateSum> acc(static_cast<std::size_t>(ns));
+        for (int s = 0; s < ns; ++s) acc[static_cast<std::size_t>(s)].reset(T(s).prof.size());
+        std::vector<float> mse_cut(static_cast<std::size_t>(ns), 1e30f);
+        for (int s = 0; s < ns; ++s) {
+            std::vector<float> v;
+            for (const auto& d : st)
+                if (d.ok && d.s == s && d.mse > 0) v.push_back(d.mse);
+            if (v.size() >= 8) {
+                const auto k = static_cast<std::ptrdiff_t>(p.template_quantile * static_cast<double>(v.size() - 1));
+                std::nth_element(v.begin(), v.begin() + k, v.end());
+                mse_cut[static_cast<std::size_t>(s)] = v[static_cast<std::size_t>(k)];
+            }
+        }
+        for (const auto& d : st) {
+            if (!d.ok || d.mse > mse_cut[static_cast<std::size_t>(d.s)]) continue;
+            const auto& t = T(d.s);
+            auto& ac = acc[static_cast<std::size_t>(d.s)];
+            const auto a = static_cast<float>(d.a), inv_a = 1.0f / a, b = static_cast<float>(d.b), k = static_cast<float>(d.kappa);
+            for_rows(w, h, d.x, d.y, q_foot(d), [&](int py, int x0, int x1, float dy2, float) {
+                const auto* im = I.ptr<float>(py);
+                const auto* m = M.ptr<float>(py);
+                const auto cx = static_cast<float>(d.x);
+                for (int px = x0; px <= x1; ++px) {
+                    const float dx = static_cast<float>(px) - cx;
+                    const float u = k * (dx * dx + dy2);
+                    const float own = a * t.at(u);
+                    ac.add(std::sqrt(u) / t.hr, (im[px] - b - (m[px] - own)) * inv_a);
+                }
+            });
+        }
+        for (int s = 0; s < ns; ++s) {
+            auto& t = tpl[static_cast<std::size_t>(s)];
+            if (acc[static_cast<std::size_t>(s)].into(t.prof)) {
+                // the outermost 0.5 px is background by definition: there the template is 0
+                // (otherwise its tail and the disks' b trade off where disks touch all round)
+                const double r0 = std::sqrt(double(t.q_out)) - 0.5;
+                const auto k0 = std::min(t.prof.size() - 2, static_cast<std::size_t>(r0 / t.hr));
+                double tail = 0;
+                for (std::size_t k = k0; k + 1 < t.prof.size(); ++k) tail += t.prof[k];
+                tail /= double(std::max<std::size_t>(1, t.prof.size() - 1 - k0));
+                for (auto& x : t.prof) x = static_cast<float>(x - tail);
+                t.finish();
+                t.measure_edge();
+            }
+        }
     };
 
-    // Moves disk i's light in the model image from state `o` to state `nd` (one pass over the
-    // union of both footprints).
-    auto move_light = [&](const DiskState& o, const DiskState& nd) {
-        const auto& ot = tpl[static_cast<std::size_t>(o.s)];
-        const auto& nt = tpl[static_cast<std::size_t>(nd.s)];
-        const double rr_old = o.ok ? radius_of(o) + p.outer : 0.0, rr_new = nd.ok ? radius_of(nd) + p.outer : 0.0;
-        const double cxm = 0.5 * (o.x + nd.x), cym = 0.5 * (o.y + nd.y);
-        const double reach = std::max(rr_old, rr_new) + 0.5 * std::hypot(nd.x - o.x, nd.y - o.y) + 1;
-        const auto oa = static_cast<float>(o.a), odr = static_cast<float>(o.dr);
-        const auto na = static_cast<float>(nd.a), ndr = static_cast<float>(nd.dr);
-        for_footprint(w, h, cxm, cym, 0.0, reach, [&](int px, int py, float, float, float) {
-            float sl, val = 0;
-            const double ox = px - o.x, oy = py - o.y, o2 = ox * ox + oy * oy;
-            if (o2 <= rr_old * rr_old) val -= oa * ot.at(static_cast<float>(std::sqrt(o2)) - odr, sl);
-            const double ex = px - nd.x, ey = py - nd.y, e2 = ex * ex + ey * ey;
-            if (e2 <= rr_new * rr_new) val += na * nt.at(static_cast<float>(std::sqrt(e2)) - ndr, sl);
-            M.at<float>(py, px) += val;
-        });
-    };
-
-    // One Gauss–Newton step of disk i against the current model image (Gauss–Seidel: the model
-    // image is updated at once). Returns the centre step (px); accumulates residual statistics.
+    // One Gauss–Newton step of disk i in (cx, cy, κ, b, a) against M (which holds its current
+    // light). Returns the new state; accumulates residual statistics.
     double r2sum = 0, r2n = 0;
-    auto step_disk = [&](std::size_t i, float clip) -> double {
-        const DiskState d = st[i];
-        if (!d.ok) return 0.0;
-        const auto& t = tpl[static_cast<std::size_t>(d.s)];
-        const double R = radius_of(d);
-        const auto a = static_cast<float>(d.a), dr = static_cast<float>(d.dr), b = static_cast<float>(d.b);
-        double A[5][5] = {}, v[5] = {};
-        double rr = 0, cnt = 0;
-        for_footprint(w, h, d.x, d.y, std::max(0.0, R - p.inner), R + p.outer, [&](int px, int py, float dx, float dy, float rho) {
-            float sl;
-            const float S = t.at(rho - dr, sl);
-            const float r = I.at<float>(py, px) - b - M.at<float>(py, px);
-            if (std::abs(r) > clip) return;
-            rr += static_cast<double>(r) * r, cnt += 1;
-            const float inv = rho > 1e-6f ? 1.0f / rho : 0.0f;
-            const float g = -a * sl;
-            const double J[5] = {g * dx * inv, g * dy * inv, g, 1.0, S};
-            for (int u = 0; u < 5; ++u) {
-                v[u] += J[u] * r;
-                for (int q = 0; q <= u; ++q) A[u][q] += J[u] * J[q];
+    auto step_disk = [&](const DiskState& d, float clip) -> DiskState {
+        DiskState nd = d;
+        if (!d.ok) return nd;
+        const auto& t = T(d.s);
+        const auto a = static_cast<float>(d.a), b = static_cast<float>(d.b), k = static_cast<float>(d.kappa);
+        const float qi = t.q_in / k, qo = t.q_out / k;
+        float A00 = 0, A01 = 0, A02 = 0, A03 = 0, A04 = 0, A11 = 0, A12 = 0, A13 = 0, A14 = 0, A22 = 0, A23 = 0, A24 = 0, A33 = 0,
+              A34 = 0, A44 = 0, v0 = 0, v1 = 0, v2 = 0, v3 = 0, v4 = 0, rr = 0, cnt = 0;
+        for_rows(w, h, d.x, d.y, qo, [&](int py, int x0, int x1, float dy2, float dy) {
+            const auto* im = I.ptr<float>(py);
+            const auto* m = M.ptr<float>(py);
+            const auto cx = static_cast<float>(d.x);
+            for (int px = x0; px <= x1; ++px) {
+                const float dx = static_cast<float>(px) - cx;
+                const float q = dx * dx + dy2;
+                if (q < qi || q > qo) continue;
+                const float r = im[px] - b - m[px];
+                if (std::abs(r) > clip) continue;
+                float sl;
+                const float S = t.at(k * q, sl);
+                const float G = a * sl;
+                const float j0 = -2 * k * G * dx, j1 = -2 * k * G * dy, j2 = G * q, j4 = S;
+                A00 += j0 * j0, A01 += j0 * j1, A02 += j0 * j2, A03 += j0, A04 += j0 * j4;
+                A11 += j1 * j1, A12 += j1 * j2, A13 += j1, A14 += j1 * j4;
+                A22 += j2 * j2, A23 += j2, A24 += j2 * j4;
+                A33 += 1, A34 += j4, A44 += j4 * j4;
+                v0 += j0 * r, v1 += j1 * r, v2 += j2 * r, v3 += r, v4 += j4 * r;
+                rr += r * r;
             }
         });
+        cnt = A33;
         r2sum += rr, r2n += cnt;
-        for (int u = 0; u < 5; ++u)
-            for (int q = u + 1; q < 5; ++q) A[u][q] = A[q][u];
+        nd.mse = cnt > 0 ? rr / cnt : 0.0f;
+        const double A[5][5] = {{A00, A01, A02, A03, A04},
+                                {A01, A11, A12, A13, A14},
+                                {A02, A12, A22, A23, A24},
+                                {A03, A13, A23, A33, A34},
+                                {A04, A14, A24, A34, A44}};
+        const double v[5] = {v0, v1, v2, v3, v4};
         double x[5];
-        DiskState nd = d;
         if (cnt < 12 || !solve5(A, v, x)) {
             nd.ok = false;
-        } else {
-            double sx = x[0], sy = x[1];
-            const double step = std::hypot(sx, sy);
-            if (step > 1.0) sx /= step, sy /= step;  // at most 1 px per step
-            nd.x = d.x + sx, nd.y = d.y + sy;
-            nd.dr = std::clamp(d.dr + std::clamp(x[2], -1.0, 1.0), -max_dr(d.s), max_dr(d.s));
-            nd.b = d.b + x[3];
-            nd.a = d.a + x[4];
-            if (!(nd.a > 0.2)) nd.ok = false;
+            return nd;
         }
-        move_light(d, nd);
-        st[i] = nd;
-        return nd.ok ? std::hypot(nd.x - d.x, nd.y - d.y) : 0.0;
+        double sx = x[0], sy = x[1];
+        const double step = std::hypot(sx, sy);
+        if (step > 1.0) sx /= step, sy /= step;  // at most 1 px per step
+        nd.x = d.x + sx, nd.y = d.y + sy;
+        nd.kappa = std::clamp(d.kappa + std::clamp(x[2], -0.2 * d.kappa, 0.2 * d.kappa), kmin, kmax);
+        nd.b = d.b + x[3];
+        nd.a = d.a + x[4];
+        if (!(nd.a > 0.2)) nd.ok = false;
+        return nd;
     };
 
-    // Residual sum of squares of disk i's footprint if its own light were `alt` instead.
-    auto own_sse = [&](std::size_t i, const DiskState& alt, float clip) {
-        const DiskState& d = st[i];
-        const auto& t = tpl[static_cast<std::size_t>(d.s)];
-        const auto& at = tpl[static_cast<std::size_t>(alt.s)];
-        const double rr = std::max(radius_of(d), radius_of(alt)) + p.outer;
-        const auto a = static_cast<float>(d.a), dr = static_cast<float>(d.dr), b = static_cast<float>(d.b);
-        const auto aa = static_cast<float>(alt.a), adr = static_cast<float>(alt.dr), ab = static_cast<float>(alt.b);
+    // Residual sum of squares over the union of both footprints if disk i's light were `alt`.
+    auto own_sse = [&](const DiskState& d, const DiskState& alt, float clip) {
+        const auto& t = T(d.s);
+        const auto& at = T(alt.s);
+        const double qf = std::max(q_foot(d), q_foot(alt));
+        const auto a = static_cast<float>(d.a), k = static_cast<float>(d.kappa);
+        const auto aa = static_cast<float>(alt.a), ak = static_cast<float>(alt.kappa), ab = static_cast<float>(alt.b);
         double sse = 0;
-        for_footprint(w, h, d.x, d.y, 0.0, rr, [&](int px, int py, float, float, float rho) {
-            float sl;
-            const float others = M.at<float>(py, px) - (rho <= radius_of(d) + p.outer ? a * t.at(rho - dr, sl) : 0.0f);
-            const double ex = px - alt.x, ey = py - alt.y;
-            const auto ar = static_cast<float>(std::sqrt(ex * ex + ey * ey));
-            const float mine = ar <= radius_of(alt) + p.outer ? aa * at.at(ar - adr, sl) : 0.0f;
-            const float r = I.at<float>(py, px) - ab - others - mine;
-            sse += std::min(static_cast<double>(r) * r, static_cast<double>(clip) * clip);
+        for_rows(w, h, d.x, d.y, qf, [&](int py, int x0, int x1, float dy2, float) {
+            const auto* im = I.ptr<float>(py);
+            const auto* m = M.ptr<float>(py);
+            for (int px = x0; px <= x1; ++px) {
+                const auto dx = static_cast<float>(px - d.x);
+                const float q = dx * dx + dy2;
+                const float others = m[px] - a * t.at(k * q);
+                const auto ex = static_cast<float>(px - alt.x), ey = static_cast<float>(py - alt.y);
+                const float r = im[px] - ab - others - aa * at.at(ak * (ex * ex + ey * ey));
+                sse += std::min(r * r, clip * clip);
+            }
         });
         return sse;
     };
 
-    // A disk whose fitted radius left its template's edge by more than a quarter of the size
-    // difference is tried with the other template (centre and light kept, δR = 0) and takes
-    // the one with the smaller residual.
+    // A disk whose radius left its template's edge by more than a quarter of the size gap is
+    // tried with the other template (centre and light kept) and keeps the better one.
+    auto radius_of = [&](const DiskState& d) { return T(d.s).r_edge / std::sqrt(d.kappa); };
     auto reconsider_species = [&](float clip) {
         if (ns != 2) return;
         const double gap = std::abs(tpl[1].r_edge - tpl[0].r_edge);
-        for (std::size_t i = 0; i < n; ++i) {
-            const DiskState d = st[i];
-            if (!d.ok || std::abs(d.dr) < 0.25 * gap) continue;
+        for (auto& d : st) {
+            if (!d.ok || std::abs(radius_of(d) - T(d.s).r_edge) < 0.25 * gap) continue;
             DiskState alt = d;
             alt.s = 1 - d.s;
-            alt.dr = std::clamp(tpl[static_cast<std::size_t>(d.s)].r_edge + d.dr - tpl[static_cast<std::size_t>(alt.s)].r_edge,
-                                -max_dr(alt.s), max_dr(alt.s));
-            if (std::abs(alt.dr) > 0.5 * gap) alt.dr = 0;
-            if (own_sse(i, alt, clip) < own_sse(i, d, clip)) {
-                move_light(d, alt);
-                st[i] = alt;
+            const double ratio = T(alt.s).r_edge / radius_of(d);
+            alt.kappa = std::clamp(ratio * ratio, kmin, kmax);
+            if (std::abs(radius_of(alt) - T(alt.s).r_edge) > 0.5 * gap) alt.kappa = 1;
+            if (own_sse(d, alt, clip) < own_sse(d, d, clip)) {
+                splat(d, -1.0f);
+                splat(alt, 1.0f);
+                d = alt;
             }
         }
     };
 
-    // Full sweeps, then sweeps over the disks that still move (and their neighbours).
-    render_model();
-    std::vector<double> moved(n, 1.0);
-    double rms = 0;
+    // Disks that fit much worse than the frame's typical residual (started on a neighbour's
+    // edge, or with the wrong template) are searched afresh: own light removed from M, the
+    // residual of each template evaluated on a grid of centres within ±rescue_reach px (b and a
+    // solved linearly at each), the best taken; the extra sweeps then polish them.
+    auto rescue = [&](float clipv, std::size_t n_in_model) {
+        if (!(p.rescue_mse > 0)) return;
+        std::vector<float> ms;
+        for (const auto& d : st)
+            if (d.ok) ms.push_back(d.mse);
+        if (ms.size() < 8) return;
+        std::nth_element(ms.begin(), ms.begin() + static_cast<std::ptrdiff_t>(ms.size() / 2), ms.end());
+        const float med = ms[ms.size() / 2];
+        const double stepg = 0.5, reachg = p.rescue_reach;
+        for (std::size_t i = 0; i < n; ++i) {
+            DiskState& d = st[i];
+            if (!d.ok || !(d.mse > p.rescue_mse * med)) continue;
+            if (i < n_in_model) splat(d, -1.0f);
+            DiskState best = d;
+            double best_sse = 1e300;
+            for (int s2 = 0; s2 < ns; ++s2) {
+                const auto& t = T(s2);
+                const float qi = t.q_in, qo = t.q_out;
+                for (double oy = -reachg; oy <= reachg + 1e-9; oy += stepg)
+                    for (double ox = -reachg; ox <= reachg + 1e-9; ox += stepg) {
+                        const double cx = d.x + ox, cy = d.y + oy;
+                        // linear least squares for b, a given the centre: y = b + a S
+                        double s1 = 0, sS = 0, sSS = 0, sy = 0, sSy = 0, syy = 0;
+                        for_rows(w, h, cx, cy, qo, [&](int py, int x0, int x1, float dy2, float) {
+                            const auto* im = I.ptr<float>(py);
+                            const auto* m = M.ptr<float>(py);
+                            for (int px = x0; px <= x1; ++px) {
+                                const auto dx = static_cast<float>(px - cx);
+                                const float q = dx * dx + dy2;
+                                if (q < qi || q > qo) continue;
+                                const float S = t.at(q), y = im[px] - m[px];
+                                s1 += 1, sS += S, sSS += S * S, sy += y, sSy += S * y, syy += y * y;
+                            }
+                        });
+                        const double det = s1 * sSS - sS * sS;
+                        if (!(s1 > 12) || !(det > 0)) continue;
+                        const double a = (s1 * sSy - sS * sy) / det, b = (sy - a * sS) / s1;
+                        if (!(a > 0.2)) continue;
+                        const double sse = (syy - 2 * a * sSy - 2 * b * sy + a * a * sSS + 2 * a * b * sS + b * b * s1) / s1;
+                        if (sse < best_sse) {
+                            best_sse = sse;
+                            best = d;
+                            best.x = cx, best.y = cy, best.s = s2, best.kappa = 1, best.a = a, best.b = b;
+                        }
+                    }
+            }
+            (void)clipv;
+            best.mse = static_cast<float>(best_sse);
+            d = best;
+            splat(d, 1.0f);
+        }
+    };
+
+    // Disks missing from the start list leave their light unexplained, and neighbours drift into
+    // it. Their light is found in the residual I − b − M, box-averaged over (1.4 r_small)²: a peak
+    // above half the level a missing small disk would give, farther than 0.8 r_small from every
+    // disk, becomes a new disk (template and centre by the rescue search).
+    std::size_t n_found = 0;
+    auto add_missing = [&]() {
+        if (!p.find_missing) return;
+        std::vector<float> as;
+        for (const auto& d : st)
+            if (d.ok) as.push_back(static_cast<float>(d.a));
+        if (as.size() < 8) return;
+        std::nth_element(as.begin(), as.begin() + static_cast<std::ptrdiff_t>(as.size() / 2), as.end());
+        const double a_med = as[as.size() / 2];
+        const auto& t0 = T(0);
+        const double rb = 0.7 * t0.r_nominal;
+        // mean template level inside the box's inscribed disk of radius rb
+        double sm = 0, sn = 0;
+        for (double r = 0.05; r < rb; r += 0.1) sm += t0.at(static_cast<float>(r * r)) * r, sn += r;
+        const double level = a_med * sm / sn;
+        if (!(std::abs(level) > 0)) return;
+        // background map: mean b of the disks in cells of 4 r_large
+        const double cb = 4 * T(ns - 1).r_nominal;
+        const int gw = std::max(1, static_cast<int>(std::ceil(w / cb))), gh = std::max(1, static_cast<int>(std::ceil(h / cb)));
+        std::vector<double> bsum(static_cast<std::size_t>(gw * gh), 0.0), bn(static_cast<std::size_t>(gw * gh), 0.0);
+        double b_all = 0;
+        for (const auto& d : st) {
+            if (!d.ok) continue;
+            const int cx = std::clamp(static_cast<int>(d.x / cb), 0, gw - 1), cy = std::clamp(static_cast<int>(d.y / cb), 0, gh - 1);
+            bsum[static_cast<std::size_t>(cy * gw + cx)] += d.b, bn[static_cast<std::size_t>(cy * gw + cx)] += 1, b_all += d.b;
+        }
+        b_all /= static_cast<double>(as.size());
+        cv::Mat R(h, w, CV_32F);
+        for (int py = 0; py < h; ++py) {
+            const auto* im = I.ptr<float>(py);
+            const auto* m = M.ptr<float>(py);
+            auto* r = R.ptr<float>(py);
+            const int cy = std::min(gh - 1, static_cast<int>(py / cb));
+            for (int px = 0; px < w; ++px) {
+                const int cx = std::min(gw - 1, static_cast<int>(px / cb));
+                const auto k = static_cast<std::size_t>(cy * gw + cx);
+                const double b = bn[k] > 0 ? bsum[k] / bn[k] : b_all;
+                r[px] = static_cast<float>((im[px] - b - m[px]) / level);
+            }
+        }
+        const int box = std::max(3, static_cast<int>(std::lround(2 * rb)) | 1);
+        cv::blur(R, R, cv::Size(box, box), cv::Point(-1, -1), cv::BORDER_REPLICATE);
+        // existing disks block their surroundings
+        const double excl = 0.8 * t0.r_nominal;
+        cv::Mat taken(h, w, CV_8U, cv::Scalar(0));
+        for (const auto& d : st)
+            if (d.ok) cv::circle(taken, cv::Point(static_cast<int>(std::lround(d.x)), static_cast<int>(std::lround(d.y))),
+                                 static_cast<int>(std::ceil(excl)), cv::Scalar(1), cv::FILLED);
+        std::vector<std::pair<float, cv::Point>> peaks;
+        for (int py = 1; py + 1 < h; ++py) {
+            const auto* r0 = R.ptr<float>(py - 1);
+            const auto* r1 = R.ptr<float>(py);
+            const auto* r2 = R.ptr<float>(py + 1);
+            const auto* tk = taken.ptr<std::uint8_t>(py);
+            for (int px = 1; px + 1 < w; ++px) {
+                const float v = r1[px];
+                if (v < 0.5f || tk[px]) continue;
+                if (v < r1[px - 1] || v < r1[px + 1] || v < r0[px - 1] || v < r0[px] || v < r0[px + 1] || v < r2[px - 1] || v < r2[px] ||
+                    v < r2[px + 1])
+                    continue;
+                peaks.push_back({v, cv::Point(px, py)});
+            }
+        }
+        std::sort(peaks.begin(), peaks.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+        for (const auto& [v, pt] : peaks) {
+            if (taken.at<std::uint8_t>(pt.y, pt.x)) continue;  // claimed by a disk added just now
+            DiskState d;
+            d.x = pt.x, d.y = pt.y, d.s = 0, d.kappa = 1, d.b = b_all, d.a = a_med;
+            d.mse = 1e30f;
+            st.push_back(d);
+            moved.push_back(1.0);
+            ++n_found;
+            cv::circle(taken, pt, static_cast<int>(std::ceil(excl)), cv::Scalar(1), cv::FILLED);
+        }
+    };
+
+    // A template is usable when its steepest edge lies near the nominal radius and is a clear
+    // step (the level just inside differs from the background by at least a third of the
+    // template's largest level). Otherwise the image does not follow the model (e.g. disks seen
+    // in perspective, strong texture) and the joint fit is not applied.
+    auto templates_ok = [&]() {
+        for (const auto& t : tpl) {
+            if (!(t.r_edge >= (1 - p.max_radius_offset) * t.r_nominal && t.r_edge <= (1 + p.max_radius_offset) * t.r_nominal)) return false;
+            float peak = 0;
+            for (double r = 0; r < t.r_edge; r += 0.25) peak = std::max(peak, std::abs(t.at(static_cast<float>(r * r))));
+            const double ri = t.r_edge - 1.0;
+            if (!(std::abs(t.at(static_cast<float>(ri * ri))) >= 0.33 * peak) || !(peak > 0)) return false;
+        }
+        return true;
+    };
+    if (!templates_ok()) return result;
+
+    // 3. Full Jacobi sweeps, then sweeps over the disks that still move (and their neighbours).
     float clip = 1e30f;
-    auto finish_sweep = [&]() {
-        rms = r2n > 0 ? std::sqrt(r2sum / r2n) : 0.0;
+    auto finish_stats = [&]() {
+        const double rms = r2n > 0 ? std::sqrt(r2sum / r2n) : 0.0;
         r2sum = r2n = 0;
         if (p.outlier_sigma > 0 && rms > 0) clip = static_cast<float>(p.outlier_sigma * rms);
     };
-    for (int sweep = 0; sweep < p.sweeps; ++sweep) {
-        for (std::size_t i = 0; i < n; ++i) moved[i] = step_disk(i, clip);
-        finish_sweep();
-        if (sweep == 0) {
-            rebuild_templates();
-            render_model();
-        }
-        if (sweep == 0 || sweep == 2) reconsider_species(clip);
-    }
-    std::vector<char> active(n);
-    for (int extra = 0; extra < p.max_extra_sweeps; ++extra) {
-        std::size_t n_active = 0;
-        std::fill(active.begin(), active.end(), 0);
+    // After the first sweep: missing disks added and badly fitting ones searched afresh (both
+    // need a model of everybody else); after the second: templates re-measured.
+    auto repair = [&]() {
+        render_model();
+        const std::size_t n_old = n;
+        add_missing();
+        n = st.size();
+        next.resize(n);
+        const std::vector<DiskState> before = st;
+        rescue(clip, n_old);
         for (std::size_t i = 0; i < n; ++i)
-            if (moved[i] > p.tolerance) {
-                active[i] = 1;
-                for (auto j : nb[i]) active[j] = 1;
-            }
-        for (std::size_t i = 0; i < n; ++i) {
-            if (!active[i]) {
-                moved[i] = 0;
-                continue;
-            }
-            ++n_active;
-            moved[i] = step_disk(i, clip);
+            if (st[i].x != before[i].x || st[i].y != before[i].y || st[i].s != before[i].s) moved[i] = 1.0;
+    };
+    for (int sweep = 0; sweep < p.sweeps; ++sweep) {
+        if (sweep == 1) repair();
+        render_model();
+        if (sweep >= 2 || (sweep == 1 && p.sweeps == 2)) {
+            rebuild_templates();
+            if (!templates_ok()) return result;
+            render_model();
+            reconsider_species(clip);
         }
-        r2sum = r2n = 0;
-        if (n_active == 0) break;
-        if (extra == 0) reconsider_species(clip);
+        for (std::size_t i = 0; i < n; ++i) {
+            next[i] = step_disk(st[i], clip);
+            if (!next[i].ok) next[i] = st[i];  // a failed step keeps the last state
+            moved[i] = std::hypot(next[i].x - st[i].x, next[i].y - st[i].y);
+        }
+        st.swap(next);
+        finish_stats();
+    }
+    if (p.sweeps == 1) repair();
+    render_model();  // M consistent with the last full sweep
+    if (p.max_extra_sweeps > 0) {
+        // neighbour lists on a grid of cells of the largest footprint diameter
+        const double cell = 2 * (std::sqrt(static_cast<double>(std::max(tpl.front().q_out, tpl.back().q_out)) / kmin)) + 1;
+        const int gw = std::max(1, static_cast<int>(std::ceil(w / cell))), gh = std::max(1, static_cast<int>(std::ceil(h / cell)));
+        std::vector<std::vector<std::uint32_t>> grid(static_cast<std::size_t>(gw) * static_cast<std::size_t>(gh));
+        auto cell_of = [&](double x, double y) {
+            const int cx = std::clamp(static_cast<int>(x / cell), 0, gw - 1), cy = std::clamp(static_cast<int>(y / cell), 0, gh - 1);
+            return std::pair<int, int>{cx, cy};
+        };
+        for (std::size_t i = 0; i < n; ++i) {
+            const auto [cx, cy] = cell_of(st[i].x, st[i].y);
+            grid[static_cast<std::size_t>(cy * gw + cx)].push_back(static_cast<std::uint32_t>(i));
+        }
+        std::vector<char> active(n);
+        for (int extra = 0; extra < p.max_extra_sweeps; ++extra) {
+            std::fill(active.begin(), active.end(), 0);
+            std::size_t n_active = 0;
+            for (std::size_t i = 0; i < n; ++i) {
+                if (!(moved[i] > p.tolerance)) continue;
+                const auto [cx, cy] = cell_of(st[i].x, st[i].y);
+                for (int yy = std::max(0, cy - 1); yy <= std::min(gh - 1, cy + 1); ++yy)
+                    for (int xx = std::max(0, cx - 1); xx <= std::min(gw - 1, cx + 1); ++xx)
+                        for (auto j : grid[static_cast<std::size_t>(yy * gw + xx)])
+                            if (std::hypot(st[j].x - st[i].x, st[j].y - st[i].y) < cell) active[j] = 1;
+            }
+            for (std::size_t i = 0; i < n; ++i) {
+                moved[i] = 0;
+                if (!active[i]) continue;
+                ++n_active;
+                const DiskState nd = step_disk(st[i], clip);
+                if (!nd.ok) continue;  // keeps its last good state
+                moved[i] = std::hypot(nd.x - st[i].x, nd.y - st[i].y);
+                splat(st[i], -1.0f);
+                splat(nd, 1.0f);
+                st[i] = nd;
+            }
+            r2sum = r2n = 0;
+            if (n_active == 0) break;
+            if (extra == 0) reconsider_species(clip);
+            if (extra == 1) {  // disks still fitting badly get one more fresh search
+                const std::vector<DiskState> before = st;
+                rescue(clip, n);
+                for (std::size_t i = 0; i < n; ++i)
+                    if (st[i].x != before[i].x || st[i].y != before[i].y || st[i].s != before[i].s) moved[i] = 1.0;
+            }
+        }
+    }
+    if (n > parts.size()) {
+        float med_strength = 0;
+        {
+            std::vector<float> v;
+            for (const auto& q : parts) v.push_back(q.strength);
+            std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+            med_strength = v[v.size() / 2];
+        }
+        Particle q;
+        q.strength = med_strength;
+        parts.resize(n, q);
     }
     for (std::size_t i = 0; i < n; ++i) {
-        auto& q = parts[i];
         const auto& d = st[i];
-        if (!d.ok) continue;  // keeps the starting values
+        auto& q = parts[i];
         q.x = d.x, q.y = d.y;
         q.species = static_cast<std::int8_t>(d.s);
-        q.radius = static_cast<float>(tpl[static_cast<std::size_t>(d.s)].r_edge + d.dr);
+        q.radius = static_cast<float>(radius_of(d));
     }
+    return result;
 }
 
 }  // namespace vibra::tracking

@@ -2,10 +2,10 @@
 // Joint sub-pixel fit of all disks of a frame to one image model, so that touching neighbours
 // do not bias each other's centres. The frame is modelled as
 //
-//     I(p) ≈ b_i + Σ_j a_j · S_{s_j}( |p − c_j| − δR_j )            (p near disk i)
+//     I(p) ≈ b_i + Σ_j a_j · S_{s_j}( |p − c_j| · R_{s_j} / R_j )        (p near disk i)
 //
 // a local background b_i plus one radial profile ("template") S_s per species s, scaled by a
-// per-disk amplitude a_j (illumination gain, flicker) and shifted by a per-disk radius offset δR_j.
+// per-disk amplitude a_j (illumination gain, flicker) and stretched to the disk's own radius R_j.
 // The templates are measured from the frame itself (pooled over all disks of a species, so their
 // noise is negligible), which makes the fit independent of what a disk looks like inside (plain,
 // dark ring, marker dot, bright rim). Neighbours add: a pixel between two touching disks is
@@ -13,12 +13,14 @@
 // non-overlapping disks blurred by the optics, as rendered by `vibra synth`).
 //
 // Algorithm (Jacobi sweeps): render the model image M = Σ_j a_j S_j from the current parameters;
-// for every disk one Gauss–Newton step in (c_x, c_y, δR, b, a) on the residual I − b − M over its
-// own footprint ρ ∈ [R − inner, R + outer]; the templates are re-measured after the first sweep by
-// subtracting the neighbours' modelled light. Pixels whose residual exceeds `outlier_sigma` × the
-// frame's residual RMS (hot/dead pixels) are ignored after the first sweep. Start: centres within
-// ≈ 1 px (refine.hpp) and a species per disk; a disk whose fitted radius is closer to the other
-// species' radius changes species.
+// for every disk one Gauss–Newton step in (c_x, c_y, R_i, b, a) on the residual I − b − M over its
+// band ρ ∈ [R − inner, R + outer]; the templates are re-measured after the first sweep by
+// subtracting the neighbours' modelled light; then extra sweeps over the disks that still move.
+// The disk size enters as a scale of the template (S_s(ρ · R_s / R_i)), so rings and dots scale
+// with the disk. Pixels whose residual exceeds `outlier_sigma` × the frame's residual RMS
+// (hot/dead pixels) are ignored after the first sweep. Start: centres within ≈ 1 px (refine.hpp)
+// and a species per disk; a disk whose radius strays towards the other species' is tried with
+// the other template and keeps the one with the smaller residual.
 #pragma once
 
 #include <opencv2/core.hpp>
@@ -31,22 +33,34 @@
 namespace vibra::tracking {
 
 struct JointFitParams {
-    int sweeps = 3;               ///< full sweeps (one Gauss–Newton step per disk); ≥ 1
+    int sweeps = 4;               ///< full sweeps (one Gauss–Newton step per disk); ≥ 1
     int max_extra_sweeps = 8;     ///< further sweeps over the disks that still move (and their neighbours)
     double tolerance = 0.002;     ///< px: a disk whose last step was larger is still moving
     double inner = 3.5;           ///< px: fit pixels with ρ ≥ R − inner (≥ 0.5)
-    double outer = 2.5;           ///< px: fit pixels with ρ ≤ R + outer, template support (≥ 0.5)
-    double template_bin = 0.1;    ///< px: radial resolution of the templates
+    double outer = 2.5;           ///< px: fit pixels with ρ ≤ R + outer; template support (≥ 0.5)
+    double edge_scale = 0.08;     ///< inner and outer grow to at least this × R for large disks (blurrier edges)
+    double template_bin = 0.1;    ///< px: radial resolution of the measured templates
+    double template_quantile = 0.5;  ///< re-measured templates use the disks whose residual is up to this quantile
+    int template_nodes = 2048;    ///< lookup table of each template in ρ² (interpolated from the radial profile)
     double outlier_sigma = 5.0;   ///< ignore pixels with |residual| > this × frame residual RMS (after sweep 1); 0 = keep all
-    double max_radius_offset = 0.2;  ///< |δR| ≤ this × nominal radius
+    bool find_missing = true;     ///< add disks whose light is left unexplained (residual search); appended to the list
+    double rescue_mse = 2.0;      ///< a disk whose mean squared residual exceeds this × the median is searched afresh; 0 = never
+    double rescue_reach = 2.0;    ///< px: that search covers centres within ± this (0.5 px grid, both templates)
+    double max_radius_offset = 0.2;  ///< a disk's radius stays within (1 ± this) × its template's
     void validate() const;        ///< throws ParameterError naming the field
+};
+
+struct JointFitResult {
+    bool applied = false;                 ///< false: the templates did not look like disks; parts unchanged
+    std::vector<double> template_radius;  ///< px: measured edge radius of each species' template
+    std::size_t added = 0;                ///< disks found in the residual and appended to parts
 };
 
 /// Joint refinement of `parts` (x, y, species set; radius as measured, used only to start) in
 /// the grey 8/16-bit `image`; `radii` = the nominal radii {r} or {r_small, r_large} (px). The
-/// templates carry their own sign, so bright and dark disks need no flag. Updates x, y, radius (= template edge radius + δR) and species. Disks whose
-/// fit fails keep their starting values.
-void joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std::span<const double> radii,
+/// templates carry their own sign, so bright and dark disks need no flag. Updates x, y, radius (= template edge radius × R_i / R_s) and species. Disks whose
+/// fit fails keep their last good state.
+JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std::span<const double> radii,
                const JointFitParams& p = {});
 
 }  // namespace vibra::tracking
