@@ -35,6 +35,7 @@ void JointFitParams::validate() const {
     if (!(template_bin >= 0.02 && template_bin <= 0.5)) bad("template_bin", template_bin, "in [0.02, 0.5] px");
     if (!(outlier_sigma == 0 || outlier_sigma >= 2)) bad("outlier_sigma", outlier_sigma, "0 (off) or >= 2");
     if (!(template_quantile > 0 && template_quantile <= 1)) bad("template_quantile", template_quantile, "in (0, 1]");
+    if (!(max_missing_fraction >= 0 && max_missing_fraction <= 1)) bad("max_missing_fraction", max_missing_fraction, "in [0, 1]");
     if (!(rescue_mse == 0 || rescue_mse >= 1)) bad("rescue_mse", rescue_mse, "0 (off) or >= 1");
     if (!(rescue_reach >= 0.5 && rescue_reach <= 10)) bad("rescue_reach", rescue_reach, "in [0.5, 10] px");
     if (!(max_radius_offset > 0 && max_radius_offset < 0.5)) bad("max_radius_offset", max_radius_offset, "in (0, 0.5)");
@@ -603,6 +604,9 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
             }
         }
         std::sort(peaks.begin(), peaks.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+        // Many unexplained blobs mean the model does not describe this image (not a few missed
+        // disks): add none.
+        if (static_cast<double>(peaks.size()) > p.max_missing_fraction * static_cast<double>(n) + 2) return;
         for (const auto& [v, pt] : peaks) {
             if (taken.at<std::uint8_t>(pt.y, pt.x)) continue;  // claimed by a disk added just now
             DiskState d;

@@ -44,6 +44,7 @@ struct JointFitParams {
     int template_nodes = 2048;    ///< lookup table of each template in ρ² (interpolated from the radial profile)
     double outlier_sigma = 5.0;   ///< ignore pixels with |residual| > this × frame residual RMS (after sweep 1); 0 = keep all
     bool find_missing = true;     ///< add disks whose light is left unexplained (residual search); appended to the list
+    double max_missing_fraction = 0.03;  ///< more candidates than this × n (+2): the model does not fit, none added
     double rescue_mse = 2.0;      ///< a disk whose mean squared residual exceeds this × the median is searched afresh; 0 = never
     double rescue_reach = 2.0;    ///< px: that search covers centres within ± this (0.5 px grid, both templates)
     double max_radius_offset = 0.2;  ///< a disk's radius stays within (1 ± this) × its template's
