@@ -104,6 +104,15 @@ void run(const char* name, SynthParams sp, const DetectParams& dp) {
                 parts.push_back(q);
             }
             joint_fit(img, parts, dp.radii, dp.joint_fit);
+        } else if (std::getenv("ACC_PHASES")) {  // locate without the joint fit, then the joint fit timed by phase
+            DetectParams d0 = dp;
+            d0.joint = false;
+            const double ta = thread_seconds();
+            parts = locate(img, d0);
+            const double tb = thread_seconds();
+            const auto r = joint_fit(img, parts, dp.radii, dp.joint_fit);
+            std::printf("  locate without joint fit %.1f ms; joint fit: templates %.1f, sweeps %.1f, repair %.1f, extra %.1f ms (%zu disks)\n",
+                        1e3 * (tb - ta), 1e3 * r.seconds[0], 1e3 * r.seconds[1], 1e3 * r.seconds[2], 1e3 * r.seconds[3], parts.size());
         } else {
             parts = locate(img, dp);
         }

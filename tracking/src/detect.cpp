@@ -49,7 +49,10 @@ std::vector<Particle> locate(const cv::Mat& image, const DetectParams& p) {
     // The radius is searched close to the nominal radii only (±15%), so inner features of a
     // look (the inner edge of a dark ring, a rim) cannot be taken for the outer edge.
     const double rt = std::min(p.radius_tolerance, 0.15);
-    refine_particles(g, parts, p.r_small() * (1 - rt), p.r_large() * (1 + rt), p.refine);
+    // Before the joint fit (which finishes the job) two refinement iterations are plenty.
+    RefineParams rp = p.refine;
+    if (p.joint) rp.iterations = std::min(rp.iterations, 2), rp.coarse_iterations = std::min(rp.coarse_iterations, rp.iterations);
+    refine_particles(g, parts, p.r_small() * (1 - rt), p.r_large() * (1 + rt), rp);
     // Second chance for candidates whose refinement failed (no edge peak within the radius
     // range, e.g. a start several px off on a coarse vote grid): refined again from the
     // candidate with the already refined neighbours around it (masking), and kept when it
@@ -73,7 +76,7 @@ std::vector<Particle> locate(const cv::Mat& image, const DetectParams& p) {
                 cl.for_each_near(cands[i].x, cands[i].y, [&](std::size_t j, double, double, double) {
                     if (j != i && parts[j].strength > 0) local.push_back(parts[j]);
                 });
-                refine_particles(g, local, p.r_small() * (1 - rt), p.r_large() * (1 + rt), p.refine);
+                refine_particles(g, local, p.r_small() * (1 - rt), p.r_large() * (1 + rt), rp);
                 if (local[0].strength > 0 && !drifted(local[0], cands[i])) parts[i] = local[0];
                 else parts[i].strength = 0;
             }

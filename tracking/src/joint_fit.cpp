@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <ctime>
 #include <string>
 
 #include <opencv2/imgproc.hpp>
@@ -172,6 +173,12 @@ bool solve5(const double A[5][5], const double b[5], double x[5]) {
     return true;
 }
 
+double cpu_seconds() {  // CPU time of this thread: the phase timings of JointFitResult
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 struct DiskState {
     double x = 0, y = 0;
     double kappa = 1;  // (R_s / R_i)²: template scale
@@ -185,6 +192,7 @@ struct DiskState {
 
 JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std::span<const double> radii, const JointFitParams& p) {
     JointFitResult result;
+    const double t_start = cpu_seconds();
     p.validate();
     if (image.empty() || image.channels() != 1 || (image.depth() != CV_8U && image.depth() != CV_16U))
         throw ParameterError("joint_fit: need a non-empty grey 8- or 16-bit image");
@@ -634,6 +642,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         return true;
     };
     if (!templates_ok()) return result;
+    result.seconds[0] = cpu_seconds() - t_start;
 
     // 3. Full Jacobi sweeps, then sweeps over the disks that still move (and their neighbours).
     float clip = 1e30f;
@@ -656,7 +665,10 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
             if (st[i].x != before[i].x || st[i].y != before[i].y || st[i].s != before[i].s) moved[i] = 1.0;
     };
     for (int sweep = 0; sweep < p.sweeps; ++sweep) {
+        double t0 = cpu_seconds();
         if (sweep == 1) repair();
+        result.seconds[2] += cpu_seconds() - t0;
+        t0 = cpu_seconds();
         render_model();
         if (sweep >= 2 || (sweep == 1 && p.sweeps == 2)) {
             rebuild_templates();
@@ -671,7 +683,9 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         }
         st.swap(next);
         finish_stats();
+        result.seconds[1] += cpu_seconds() - t0;
     }
+    const double t_extra = cpu_seconds();
     if (p.sweeps == 1) repair();
     render_model();  // M consistent with the last full sweep
     if (p.max_extra_sweeps > 0) {
@@ -721,6 +735,27 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
             }
         }
     }
+    // Added disks are kept only when they fit like the others: amplitude ≥ half the median,
+    // mean squared residual ≤ 2 × the median.
+    if (n > parts.size()) {
+        std::vector<float> as, ms;
+        for (std::size_t i = 0; i < parts.size(); ++i)
+            if (st[i].ok) as.push_back(static_cast<float>(st[i].a)), ms.push_back(st[i].mse);
+        if (!as.empty()) {
+            std::nth_element(as.begin(), as.begin() + static_cast<std::ptrdiff_t>(as.size() / 2), as.end());
+            std::nth_element(ms.begin(), ms.begin() + static_cast<std::ptrdiff_t>(ms.size() / 2), ms.end());
+            const float a_med = as[as.size() / 2], m_med = ms[ms.size() / 2];
+            std::vector<DiskState> keep(st.begin(), st.begin() + static_cast<std::ptrdiff_t>(parts.size()));
+            for (std::size_t i = parts.size(); i < n; ++i)
+                if (st[i].ok && st[i].a >= 0.5 * a_med && st[i].mse <= 2 * m_med) keep.push_back(st[i]);
+            st.swap(keep);
+            n = st.size();
+        }
+    }
+    result.seconds[3] = cpu_seconds() - t_extra;
+    result.applied = true;
+    result.added = n - parts.size();
+    for (const auto& t : tpl) result.template_radius.push_back(t.r_edge);
     if (n > parts.size()) {
         float med_strength = 0;
         {

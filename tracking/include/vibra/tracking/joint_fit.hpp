@@ -55,6 +55,9 @@ struct JointFitResult {
     bool applied = false;                 ///< false: the templates did not look like disks; parts unchanged
     std::vector<double> template_radius;  ///< px: measured edge radius of each species' template
     std::size_t added = 0;                ///< disks found in the residual and appended to parts
+    /// CPU s of this thread in: first templates, full sweeps, repair (missing disks, fresh
+    /// searches), extra sweeps and the rest — for benchmarks.
+    double seconds[4] = {0, 0, 0, 0};
 };
 
 /// Joint refinement of `parts` (x, y, species set; radius as measured, used only to start) in
