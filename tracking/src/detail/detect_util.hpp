@@ -113,6 +113,7 @@ private:
             }
         }
 #endif
+        mapped = false;
         return static_cast<uchar*>(cv::fastMalloc(n));
     }
     static void unmap(uchar* p, std::size_t n, bool mapped) {
