@@ -111,8 +111,8 @@ void run(const char* name, SynthParams sp, const DetectParams& dp) {
             parts = locate(img, d0);
             const double tb = thread_seconds();
             const auto r = joint_fit(img, parts, dp.radii, dp.joint_fit);
-            std::printf("  locate without joint fit %.1f ms; joint fit: templates %.1f, sweeps %.1f, repair %.1f, extra %.1f ms (%zu disks)\n",
-                        1e3 * (tb - ta), 1e3 * r.seconds[0], 1e3 * r.seconds[1], 1e3 * r.seconds[2], 1e3 * r.seconds[3], parts.size());
+            std::printf("  locate without joint fit %.1f ms; joint fit: templates %.1f, sweeps %.1f, repair %.1f, extra %.1f ms (%zu disks, %zu added, %zu searched afresh)\n",
+                        1e3 * (tb - ta), 1e3 * r.seconds[0], 1e3 * r.seconds[1], 1e3 * r.seconds[2], 1e3 * r.seconds[3], parts.size(), r.added, r.rescued);
         } else {
             parts = locate(img, dp);
         }

@@ -18,6 +18,7 @@
 
 #include <opencv2/imgproc.hpp>
 
+#include "detail/detect_util.hpp"
 #include "vibra/core/error.hpp"
 
 namespace vibra::tracking {
@@ -55,16 +56,18 @@ struct Template {
     double inner = 0, outer = 0;  // px: fit band about r_nominal
     float q_in = 0, q_out = 0;    // fit band in q; q_out = footprint
     std::vector<float> v, d;      // S(q_k) (intensity relative to the background) and v[k+1] − v[k]
-    inline float at(float q) const {
+    int kmax = 0;                 // v.size() − 1
+    inline float at(float q) const {  // q ≥ 0
         const float t = q * inv_hq;
-        const auto k = std::min(static_cast<std::size_t>(t), v.size() - 1);
-        return v[k] + (t - static_cast<float>(k)) * d[k];
+        const int k = std::min(static_cast<int>(t), kmax);
+        return v[static_cast<std::size_t>(k)] + (t - static_cast<float>(k)) * d[static_cast<std::size_t>(k)];
     }
     inline float at(float q, float& slope) const {
         const float t = q * inv_hq;
-        const auto k = std::min(static_cast<std::size_t>(t), v.size() - 1);
-        slope = d[k] * inv_hq;
-        return v[k] + (t - static_cast<float>(k)) * d[k];
+        const int k = std::min(static_cast<int>(t), kmax);
+        const float dk = d[static_cast<std::size_t>(k)];
+        slope = dk * inv_hq;
+        return v[static_cast<std::size_t>(k)] + (t - static_cast<float>(k)) * dk;
     }
     void finish() {  // q table from the ρ profile
         prof.back() = 0.0f;
@@ -75,6 +78,7 @@ struct Template {
             v[k] = prof[j] + f * (prof[j + 1] - prof[j]);
         }
         v.back() = 0.0f;
+        kmax = static_cast<int>(v.size()) - 1;
         d.assign(v.size(), 0.0f);
         for (std::size_t k = 0; k + 1 < v.size(); ++k) d[k] = v[k + 1] - v[k];
     }
@@ -200,7 +204,10 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     std::size_t n = parts.size();
     if (n == 0) return result;
     const int w = image.cols, h = image.rows;
-    cv::Mat I;
+    // Frame-sized buffers come from large (2 MiB) pages: a fresh 4 KiB page costs ~10 µs to
+    // fault in on the machines measured (docs/performance.md), ~250 of them per MiB.
+    auto buffer = [&](int type) { return detail::large_mat(h, w, type); };
+    cv::Mat I = buffer(CV_32F);
     image.convertTo(I, CV_32F);
     const int ns = static_cast<int>(radii.size());
 
@@ -237,7 +244,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     std::vector<double> moved(n, 1.0);
 
     // Model image and its renderer.
-    cv::Mat M(h, w, CV_32F);
+    cv::Mat M = buffer(CV_32F);
     auto splat = [&](const DiskState& d, float sign) {
         const auto& t = T(d.s);
         const auto a = static_cast<float>(d.a) * sign, k = static_cast<float>(d.kappa);
@@ -261,8 +268,8 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     //    other's (edge distance |ρ − R|; the nearest by more than 1 px), so neighbours' light
     //    hardly enters them; the background from pixels outside every footprint.
     {
-        cv::Mat D1(h, w, CV_32F, cv::Scalar(1e9f)), D2(h, w, CV_32F, cv::Scalar(1e9f));
-        cv::Mat L(h, w, CV_32S, cv::Scalar(-1));
+        cv::Mat D1 = buffer(CV_32F), D2 = buffer(CV_32F), L = buffer(CV_32S);
+        D1.setTo(1e9f), D2.setTo(1e9f), L.setTo(-1);
         for (std::size_t i = 0; i < n; ++i) {
             const auto& d = st[i];
             const auto R = static_cast<float>(T(d.s).r_nominal);
@@ -281,7 +288,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
                 }
             });
         }
-        cv::Mat C(h, w, CV_8U);
+        cv::Mat C = buffer(CV_8U);
         for (int py = 0; py < h; ++py) {
             const auto* d1 = D1.ptr<float>(py);
             const auto* d2 = D2.ptr<float>(py);
@@ -394,30 +401,48 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         const auto& t = T(d.s);
         const auto a = static_cast<float>(d.a), b = static_cast<float>(d.b), k = static_cast<float>(d.kappa);
         const float qi = t.q_in / k, qo = t.q_out / k;
-        float A00 = 0, A01 = 0, A02 = 0, A03 = 0, A04 = 0, A11 = 0, A12 = 0, A13 = 0, A14 = 0, A22 = 0, A23 = 0, A24 = 0, A33 = 0,
-              A34 = 0, A44 = 0, v0 = 0, v1 = 0, v2 = 0, v3 = 0, v4 = 0, rr = 0, cnt = 0;
+        // 4 pixels at a time: per-lane template lookups, then the 20 sums of JᵀJ and Jᵀr in
+        // 4-wide vectors (GCC/Clang vector extensions; any target).
+        typedef float v4f __attribute__((vector_size(16)));
+        v4f S00{}, S01{}, S02{}, S03{}, S04{}, S11{}, S12{}, S13{}, S14{}, S22{}, S23{}, S24{}, S33{}, S34{}, S44{}, V0{}, V1{}, V2{},
+            V3{}, V4{}, RR{};
+        const float m2k = -2 * k;
         for_rows(w, h, d.x, d.y, qo, [&](int py, int x0, int x1, float dy2, float dy) {
             const auto* im = I.ptr<float>(py);
             const auto* m = M.ptr<float>(py);
             const auto cx = static_cast<float>(d.x);
-            for (int px = x0; px <= x1; ++px) {
-                const float dx = static_cast<float>(px) - cx;
-                const float q = dx * dx + dy2;
-                if (q < qi || q > qo) continue;
-                const float r = im[px] - b - m[px];
-                if (std::abs(r) > clip) continue;
-                float sl;
-                const float S = t.at(k * q, sl);
-                const float G = a * sl;
-                const float j0 = -2 * k * G * dx, j1 = -2 * k * G * dy, j2 = G * q, j4 = S;
-                A00 += j0 * j0, A01 += j0 * j1, A02 += j0 * j2, A03 += j0, A04 += j0 * j4;
-                A11 += j1 * j1, A12 += j1 * j2, A13 += j1, A14 += j1 * j4;
-                A22 += j2 * j2, A23 += j2, A24 += j2 * j4;
-                A33 += 1, A34 += j4, A44 += j4 * j4;
-                v0 += j0 * r, v1 += j1 * r, v2 += j2 * r, v3 += r, v4 += j4 * r;
-                rr += r * r;
+            for (int px = x0; px <= x1; px += 4) {
+                v4f dxv, qv, Sv, Gv, rv, wv;
+                for (int l = 0; l < 4; ++l) {
+                    const int xx = px + l;
+                    const float dx = static_cast<float>(xx) - cx, q = dx * dx + dy2;
+                    float wl = 0, S = 0, sl = 0, r = 0;
+                    if (xx <= x1 && q >= qi && q <= qo) {
+                        r = im[xx] - b - m[xx];
+                        if (std::abs(r) <= clip) {
+                            wl = 1;
+                            S = t.at(k * q, sl);
+                        } else {
+                            r = 0;
+                        }
+                    }
+                    dxv[l] = dx, qv[l] = q, Sv[l] = S, Gv[l] = a * sl, rv[l] = r, wv[l] = wl;
+                }
+                const v4f j0 = m2k * Gv * dxv, j1 = (m2k * dy) * Gv, j2 = Gv * qv, j4 = Sv;
+                S00 += j0 * j0, S01 += j0 * j1, S02 += j0 * j2, S03 += j0, S04 += j0 * j4;
+                S11 += j1 * j1, S12 += j1 * j2, S13 += j1, S14 += j1 * j4;
+                S22 += j2 * j2, S23 += j2, S24 += j2 * j4;
+                S33 += wv, S34 += j4, S44 += j4 * j4;
+                V0 += j0 * rv, V1 += j1 * rv, V2 += j2 * rv, V3 += rv, V4 += j4 * rv;
+                RR += rv * rv;
             }
         });
+        auto hsum = [](v4f x) { return (x[0] + x[1]) + (x[2] + x[3]); };
+        const float A00 = hsum(S00), A01 = hsum(S01), A02 = hsum(S02), A03 = hsum(S03), A04 = hsum(S04), A11 = hsum(S11),
+                    A12 = hsum(S12), A13 = hsum(S13), A14 = hsum(S14), A22 = hsum(S22), A23 = hsum(S23), A24 = hsum(S24),
+                    A33 = hsum(S33), A34 = hsum(S34), A44 = hsum(S44), v0 = hsum(V0), v1 = hsum(V1), v2 = hsum(V2), v3 = hsum(V3),
+                    v4 = hsum(V4), rr = hsum(RR);
+        float cnt = 0;
         cnt = A33;
         r2sum += rr, r2n += cnt;
         nd.mse = cnt > 0 ? rr / cnt : 0.0f;
@@ -499,44 +524,51 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         if (ms.size() < 8) return;
         std::nth_element(ms.begin(), ms.begin() + static_cast<std::ptrdiff_t>(ms.size() / 2), ms.end());
         const float med = ms[ms.size() / 2];
-        const double stepg = 0.5, reachg = p.rescue_reach;
+        const double reachg = std::floor(p.rescue_reach);
         for (std::size_t i = 0; i < n; ++i) {
             DiskState& d = st[i];
             if (!d.ok || !(d.mse > p.rescue_mse * med)) continue;
             if (i < n_in_model) splat(d, -1.0f);
             DiskState best = d;
             double best_sse = 1e300;
-            for (int s2 = 0; s2 < ns; ++s2) {
+            // residual (b and a solved linearly) of template s2 centred at (cx, cy)
+            auto try_at = [&](int s2, double cx, double cy) {
                 const auto& t = T(s2);
                 const float qi = t.q_in, qo = t.q_out;
-                for (double oy = -reachg; oy <= reachg + 1e-9; oy += stepg)
-                    for (double ox = -reachg; ox <= reachg + 1e-9; ox += stepg) {
-                        const double cx = d.x + ox, cy = d.y + oy;
-                        // linear least squares for b, a given the centre: y = b + a S
-                        double s1 = 0, sS = 0, sSS = 0, sy = 0, sSy = 0, syy = 0;
-                        for_rows(w, h, cx, cy, qo, [&](int py, int x0, int x1, float dy2, float) {
-                            const auto* im = I.ptr<float>(py);
-                            const auto* m = M.ptr<float>(py);
-                            for (int px = x0; px <= x1; ++px) {
-                                const auto dx = static_cast<float>(px - cx);
-                                const float q = dx * dx + dy2;
-                                if (q < qi || q > qo) continue;
-                                const float S = t.at(q), y = im[px] - m[px];
-                                s1 += 1, sS += S, sSS += S * S, sy += y, sSy += S * y, syy += y * y;
-                            }
-                        });
-                        const double det = s1 * sSS - sS * sS;
-                        if (!(s1 > 12) || !(det > 0)) continue;
-                        const double a = (s1 * sSy - sS * sy) / det, b = (sy - a * sS) / s1;
-                        if (!(a > 0.2)) continue;
-                        const double sse = (syy - 2 * a * sSy - 2 * b * sy + a * a * sSS + 2 * a * b * sS + b * b * s1) / s1;
-                        if (sse < best_sse) {
-                            best_sse = sse;
-                            best = d;
-                            best.x = cx, best.y = cy, best.s = s2, best.kappa = 1, best.a = a, best.b = b;
-                        }
+                double s1 = 0, sS = 0, sSS = 0, sy = 0, sSy = 0, syy = 0;
+                for_rows(w, h, cx, cy, qo, [&](int py, int x0, int x1, float dy2, float) {
+                    const auto* im = I.ptr<float>(py);
+                    const auto* m = M.ptr<float>(py);
+                    for (int px = x0; px <= x1; ++px) {
+                        const auto dx = static_cast<float>(px - cx);
+                        const float q = dx * dx + dy2;
+                        if (q < qi || q > qo) continue;
+                        const float S = t.at(q), y = im[px] - m[px];
+                        s1 += 1, sS += S, sSS += S * S, sy += y, sSy += S * y, syy += y * y;
                     }
+                });
+                const double det = s1 * sSS - sS * sS;
+                if (!(s1 > 12) || !(det > 0)) return;
+                const double a = (s1 * sSy - sS * sy) / det, b = (sy - a * sS) / s1;
+                if (!(a > 0.2)) return;
+                const double sse = (syy - 2 * a * sSy - 2 * b * sy + a * a * sSS + 2 * a * b * sS + b * b * s1) / s1;
+                if (sse < best_sse) {
+                    best_sse = sse;
+                    best = d;
+                    best.x = cx, best.y = cy, best.s = s2, best.kappa = 1, best.a = a, best.b = b;
+                }
+            };
+            // coarse grid (1 px) over ±reach, then the 8 half-pixel neighbours of the best
+            for (int s2 = 0; s2 < ns; ++s2)
+                for (double oy = -reachg; oy <= reachg + 1e-9; oy += 1.0)
+                    for (double ox = -reachg; ox <= reachg + 1e-9; ox += 1.0) try_at(s2, d.x + ox, d.y + oy);
+            {
+                const DiskState c = best;
+                for (int jy = -1; jy <= 1; ++jy)
+                    for (int jx = -1; jx <= 1; ++jx)
+                        if (jx || jy) try_at(c.s, c.x + 0.5 * jx, c.y + 0.5 * jy);
             }
+            ++result.rescued;
             (void)clipv;
             best.mse = static_cast<float>(best_sse);
             d = best;
@@ -575,7 +607,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
             bsum[static_cast<std::size_t>(cy * gw + cx)] += d.b, bn[static_cast<std::size_t>(cy * gw + cx)] += 1, b_all += d.b;
         }
         b_all /= static_cast<double>(as.size());
-        cv::Mat R(h, w, CV_32F);
+        cv::Mat R = buffer(CV_32F);
         for (int py = 0; py < h; ++py) {
             const auto* im = I.ptr<float>(py);
             const auto* m = M.ptr<float>(py);
@@ -592,7 +624,8 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         cv::blur(R, R, cv::Size(box, box), cv::Point(-1, -1), cv::BORDER_REPLICATE);
         // existing disks block their surroundings
         const double excl = 0.8 * t0.r_nominal;
-        cv::Mat taken(h, w, CV_8U, cv::Scalar(0));
+        cv::Mat taken = buffer(CV_8U);
+        taken.setTo(0);
         for (const auto& d : st)
             if (d.ok) cv::circle(taken, cv::Point(static_cast<int>(std::lround(d.x)), static_cast<int>(std::lround(d.y))),
                                  static_cast<int>(std::ceil(excl)), cv::Scalar(1), cv::FILLED);

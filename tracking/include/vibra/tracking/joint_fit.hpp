@@ -35,7 +35,7 @@ namespace vibra::tracking {
 struct JointFitParams {
     int sweeps = 4;               ///< full sweeps (one Gauss–Newton step per disk); ≥ 1
     int max_extra_sweeps = 8;     ///< further sweeps over the disks that still move (and their neighbours)
-    double tolerance = 0.002;     ///< px: a disk whose last step was larger is still moving
+    double tolerance = 0.01;      ///< px: a disk whose last step was larger is still moving
     double inner = 3.5;           ///< px: fit pixels with ρ ≥ R − inner (≥ 0.5)
     double outer = 2.5;           ///< px: fit pixels with ρ ≤ R + outer; template support (≥ 0.5)
     double edge_scale = 0.08;     ///< inner and outer grow to at least this × R for large disks (blurrier edges)
@@ -45,8 +45,8 @@ struct JointFitParams {
     double outlier_sigma = 5.0;   ///< ignore pixels with |residual| > this × frame residual RMS (after sweep 1); 0 = keep all
     bool find_missing = true;     ///< add disks whose light is left unexplained (residual search); appended to the list
     double max_missing_fraction = 0.03;  ///< more candidates than this × n (+2): the model does not fit, none added
-    double rescue_mse = 2.0;      ///< a disk whose mean squared residual exceeds this × the median is searched afresh; 0 = never
-    double rescue_reach = 2.0;    ///< px: that search covers centres within ± this (0.5 px grid, both templates)
+    double rescue_mse = 4.0;      ///< a disk whose mean squared residual exceeds this × the median is searched afresh; 0 = never
+    double rescue_reach = 2.0;    ///< px: that search covers centres within ± this (1 px grid, both templates, then ½ px about the best)
     double max_radius_offset = 0.2;  ///< a disk's radius stays within (1 ± this) × its template's
     void validate() const;        ///< throws ParameterError naming the field
 };
@@ -55,6 +55,7 @@ struct JointFitResult {
     bool applied = false;                 ///< false: the templates did not look like disks; parts unchanged
     std::vector<double> template_radius;  ///< px: measured edge radius of each species' template
     std::size_t added = 0;                ///< disks found in the residual and appended to parts
+    std::size_t rescued = 0;              ///< fresh searches for badly fitting disks
     /// CPU s of this thread in: first templates, full sweeps, repair (missing disks, fresh
     /// searches), extra sweeps and the rest — for benchmarks.
     double seconds[4] = {0, 0, 0, 0};
