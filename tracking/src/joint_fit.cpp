@@ -532,9 +532,10 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
             DiskState best = d;
             double best_sse = 1e300;
             // residual (b and a solved linearly) of template s2 centred at (cx, cy)
+            // (over one region for all templates — the union of their bands — so the residuals compare)
             auto try_at = [&](int s2, double cx, double cy) {
                 const auto& t = T(s2);
-                const float qi = t.q_in, qo = t.q_out;
+                const float qi = std::min(T(0).q_in, T(ns - 1).q_in), qo = std::max(T(0).q_out, T(ns - 1).q_out);
                 double s1 = 0, sS = 0, sSS = 0, sy = 0, sSy = 0, syy = 0;
                 for_rows(w, h, cx, cy, qo, [&](int py, int x0, int x1, float dy2, float) {
                     const auto* im = I.ptr<float>(py);
@@ -558,10 +559,18 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
                     best.x = cx, best.y = cy, best.s = s2, best.kappa = 1, best.a = a, best.b = b;
                 }
             };
-            // coarse grid (1 px) over ±reach, then the 8 half-pixel neighbours of the best
-            for (int s2 = 0; s2 < ns; ++s2)
-                for (double oy = -reachg; oy <= reachg + 1e-9; oy += 1.0)
-                    for (double ox = -reachg; ox <= reachg + 1e-9; ox += 1.0) try_at(s2, d.x + ox, d.y + oy);
+            // Near search first (both templates at the centre, the own one at ±1 px); the whole
+            // grid (1 px over ±reach, both templates) only when that does not fit like the rest.
+            // Then the 8 half-pixel neighbours of the best.
+            for (int s2 = 0; s2 < ns; ++s2) try_at(s2, d.x, d.y);
+            for (int jy = -1; jy <= 1; ++jy)
+                for (int jx = -1; jx <= 1; ++jx)
+                    if (jx || jy) try_at(d.s, d.x + jx, d.y + jy);
+            if (!(best_sse <= p.rescue_mse * med))
+                for (int s2 = 0; s2 < ns; ++s2)
+                    for (double oy = -reachg; oy <= reachg + 1e-9; oy += 1.0)
+                        for (double ox = -reachg; ox <= reachg + 1e-9; ox += 1.0)
+                            if (std::abs(ox) > 1.5 || std::abs(oy) > 1.5 || s2 != d.s) try_at(s2, d.x + ox, d.y + oy);
             {
                 const DiskState c = best;
                 for (int jy = -1; jy <= 1; ++jy)

@@ -33,7 +33,7 @@
 namespace vibra::tracking {
 
 struct JointFitParams {
-    int sweeps = 4;               ///< full sweeps (one Gauss–Newton step per disk); ≥ 1
+    int sweeps = 3;               ///< full sweeps (one Gauss–Newton step per disk); ≥ 1
     int max_extra_sweeps = 8;     ///< further sweeps over the disks that still move (and their neighbours)
     double tolerance = 0.01;      ///< px: a disk whose last step was larger is still moving
     double inner = 3.5;           ///< px: fit pixels with ρ ≥ R − inner (≥ 0.5)
