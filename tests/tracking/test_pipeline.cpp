@@ -84,9 +84,9 @@ TEST_CASE("track a synthetic video: links, species vote, metadata, diagnostics",
     }
     WARN("synthetic track: " << matched << " of " << b.rows.size() << " truth rows found, species after vote "
                              << double(species_ok) / double(matched) << ", links correct " << double(correct) / double(links));
-    REQUIRE(double(matched) / double(b.rows.size()) >= 0.85);  // within 1 px (issue: 99.9% recall; NOT met, see docs)
+    REQUIRE(double(matched) / double(b.rows.size()) >= 0.999);  // within 1 px
     REQUIRE(double(correct) / double(links) >= 0.999);
-    REQUIRE(double(species_ok) / double(matched) >= 0.995);  // issue: 100% after the vote; NOT met (99.9%)
+    REQUIRE(species_ok == matched);  // issue: 100% after the trajectory vote
 }
 
 TEST_CASE("vibra track: bad inputs exit 1 and leave no output", "[unit]") {
