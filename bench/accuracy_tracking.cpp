@@ -89,6 +89,10 @@ void run(const char* name, SynthParams sp, const DetectParams& dp) {
     Stats s;
     cv::Mat img;
     TrajectoryTable truth;
+    // ACC_VIDEO=k: frames go to k DiskLocators in turn (as k pipeline workers would see them)
+    const int stride = std::getenv("ACC_VIDEO") ? std::max(1, std::atoi(std::getenv("ACC_VIDEO"))) : 0;
+    std::vector<DiskLocator> locators;
+    for (int k = 0; k < stride; ++k) locators.emplace_back(dp);
     while (true) {
         const std::size_t row0 = truth.size();
         if (!gen.next(img, truth)) break;
@@ -113,12 +117,30 @@ void run(const char* name, SynthParams sp, const DetectParams& dp) {
             const auto r = joint_fit(img, parts, dp.radii, dp.joint_fit);
             std::printf("  locate without joint fit %.1f ms; joint fit: templates %.1f, sweeps %.1f, repair %.1f, extra %.1f ms (%zu disks, %zu added, %zu searched afresh)\n",
                         1e3 * (tb - ta), 1e3 * r.seconds[0], 1e3 * r.seconds[1], 1e3 * r.seconds[2], 1e3 * r.seconds[3], parts.size(), r.added, r.rescued);
+        } else if (stride > 0) {
+            parts = locators[static_cast<std::size_t>(s.frames % stride)].next(img);
         } else {
             parts = locate(img, dp);
         }
         s.seconds += thread_seconds() - t0;
+        if (std::getenv("ACC_FRAMES")) std::printf("  frame %lld: %.1f ms CPU, %zu disks\n", (long long)s.frames, 1e3 * (thread_seconds() - t0), parts.size());
         ++s.frames;
         score(parts, truth, row0, s);
+    }
+    if (const char* e = std::getenv("ACC_REPLAY"); e && stride > 0) {  // profiling: the video again, k times (frames regenerated once)
+        SynthGenerator g2(sp);
+        std::vector<cv::Mat> frames;
+        TrajectoryTable t2;
+        cv::Mat im2;
+        while (g2.next(im2, t2)) frames.push_back(im2.clone());
+        const double t0 = thread_seconds();
+        const int k = std::atoi(e);
+        for (int r = 0; r < k; ++r) {
+            std::vector<DiskLocator> ls;
+            for (int j = 0; j < stride; ++j) ls.emplace_back(dp);
+            for (std::size_t f = 0; f < frames.size(); ++f) (void)ls[f % static_cast<std::size_t>(stride)].next(frames[f]);
+        }
+        std::printf("%s: video replayed %d times: %.1f ms CPU per frame\n", name, k, 1e3 * (thread_seconds() - t0) / (k * double(frames.size())));
     }
     if (const char* e = std::getenv("ACC_REPEAT")) {  // profiling: locate() again on the last frame
         const double t0 = thread_seconds();

@@ -33,6 +33,8 @@ void DetectParams::validate() const {
     if (!(radius_sigma > 0)) bad("radius_sigma", radius_sigma, "> 0 px");
     refine.validate();
     joint_fit.validate();
+    if (warm_sweeps < 1) bad("warm_sweeps", warm_sweeps, ">= 1");
+    if (!(new_disk_separation > 0 && new_disk_separation <= 2)) bad("new_disk_separation", new_disk_separation, "in (0, 2]");
 }
 
 using detail::contrast_block;
@@ -40,7 +42,9 @@ using detail::quantile;
 using detail::suppress;
 using detail::vote_factor;
 
-std::vector<Particle> locate(const cv::Mat& image, const DetectParams& p) {
+namespace {
+
+std::vector<Particle> locate_impl(const cv::Mat& image, const DetectParams& p, DiskTemplates* templates) {
     p.validate();
     const Gradients g = compute_gradients(image, p.invert, contrast_block(p));
     const auto cands = find_candidates(g, p);
@@ -103,7 +107,7 @@ std::vector<Particle> locate(const cv::Mat& image, const DetectParams& p) {
     classify();
     if (p.joint) {
         // species by the measured template radii (the nominal ones may be off by a few %)
-        const auto jf = joint_fit(image, parts, p.radii, p.joint_fit);
+        const auto jf = joint_fit(image, parts, p.radii, p.joint_fit, templates);
         if (jf.applied) {
             std::vector<float> st2;
             for (const auto& q : parts) st2.push_back(q.strength);
@@ -119,6 +123,132 @@ std::vector<Particle> locate(const cv::Mat& image, const DetectParams& p) {
     std::sort(parts.begin(), parts.end(), [](const Particle& a, const Particle& b) {
         return a.y != b.y ? a.y < b.y : a.x < b.x;
     });
+    return parts;
+}
+
+void sort_by_position(std::vector<Particle>& parts) {
+    std::sort(parts.begin(), parts.end(), [](const Particle& a, const Particle& b) { return a.y != b.y ? a.y < b.y : a.x < b.x; });
+}
+
+}  // namespace
+
+std::vector<Particle> locate(const cv::Mat& image, const DetectParams& p) { return locate_impl(image, p, nullptr); }
+
+DiskLocator::DiskLocator(DetectParams p) : p_(std::move(p)) { p_.validate(); }
+
+void DiskLocator::reset() {
+    warm_ = false;
+    prev_.clear();
+    vx_.clear();
+    vy_.clear();
+    templates_ = {};
+}
+
+std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
+    if (!p_.joint || !warm_ || prev_.empty() || image.cols != width_ || image.rows != height_) return cold(image);
+    const Gradients g = compute_gradients(image, p_.invert, contrast_block(p_));
+    const auto cands = find_candidates(g, p_);
+    // Start: the previous disks moved by their last displacement.
+    std::vector<Particle> parts = prev_;
+    const std::size_t n_prev = parts.size();
+    for (std::size_t i = 0; i < n_prev; ++i) parts[i].x += vx_[i], parts[i].y += vy_[i];
+    // Candidates far from every start disk are new disks (entered the field, or missed before):
+    // refined with their start neighbours around them (masking), then appended.
+    std::vector<double> xs(n_prev), ys(n_prev);
+    for (std::size_t i = 0; i < n_prev; ++i) xs[i] = parts[i].x, ys[i] = parts[i].y;
+    const double reach = 2.5 * p_.r_large() + 4;
+    CellList cl(xs, ys, reach, Geometry{});
+    const double new_sep = p_.new_disk_separation * p_.r_small();
+    std::vector<Particle> local;
+    std::vector<char> is_neighbour(n_prev, 0);
+    std::size_t n_new = 0;
+    for (const auto& c : cands) {
+        double best = 1e300;
+        cl.for_each_near(c.x, c.y, [&](std::size_t, double, double, double r2) { best = std::min(best, r2); });
+        if (best < new_sep * new_sep) continue;
+        Particle q;
+        q.x = c.x, q.y = c.y;
+        local.insert(local.begin() + static_cast<std::ptrdiff_t>(n_new), q);
+        ++n_new;
+        cl.for_each_near(c.x, c.y, [&](std::size_t j, double, double, double) {
+            if (!is_neighbour[j]) is_neighbour[j] = 1, local.push_back(parts[j]);
+        });
+    }
+    if (n_new > 0) {
+        const double rt = std::min(p_.radius_tolerance, 0.15);
+        RefineParams rp = p_.refine;
+        rp.iterations = std::min(rp.iterations, 2), rp.coarse_iterations = std::min(rp.coarse_iterations, rp.iterations);
+        refine_particles(g, local, p_.r_small() * (1 - rt), p_.r_large() * (1 + rt), rp);
+        for (std::size_t k = 0; k < n_new; ++k) {
+            auto& q = local[k];
+            if (!(q.strength >= p_.min_edge * median_strength_)) continue;
+            q.quality = median_strength_ > 0 ? std::min(1.0f, q.strength / median_strength_) : 0.0f;
+            const auto sc = classify_radius(q.radius, p_.radii, p_.radius_sigma);
+            q.species = sc.species, q.species_confidence = sc.confidence;
+            parts.push_back(q);
+        }
+    }
+    JointFitParams jp = p_.joint_fit;
+    jp.sweeps = std::min(jp.sweeps, p_.warm_sweeps);
+    const auto jf = joint_fit(image, parts, p_.radii, jp, &templates_);
+    if (!jf.applied) return cold(image);
+    // Disks that left the image or ended on top of another are dropped; species from the
+    // templates' radii; velocities of the disks that were there before.
+    std::vector<std::size_t> keep;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        const auto& q = parts[i];
+        if (q.x >= -0.5 && q.y >= -0.5 && q.x <= image.cols - 0.5 && q.y <= image.rows - 0.5) keep.push_back(i);
+    }
+    {
+        // greedy: an earlier (older) disk wins over a later one closer than min_separation·r_small
+        std::vector<double> kx, ky;
+        for (auto i : keep) kx.push_back(parts[i].x), ky.push_back(parts[i].y);
+        CellList kl(kx, ky, p_.min_separation * p_.r_small(), Geometry{});
+        std::vector<char> dead(keep.size(), 0);
+        for (std::size_t a = 0; a < keep.size(); ++a) {
+            if (dead[a]) continue;
+            kl.for_each_near(kx[a], ky[a], [&](std::size_t b, double, double, double) {
+                if (b > a) dead[b] = 1;
+            });
+        }
+        std::vector<std::size_t> k2;
+        for (std::size_t a = 0; a < keep.size(); ++a)
+            if (!dead[a]) k2.push_back(keep[a]);
+        keep.swap(k2);
+    }
+    std::vector<Particle> out;
+    std::vector<double> vx, vy;
+    out.reserve(keep.size());
+    for (auto i : keep) {
+        Particle q = parts[i];
+        const auto sc = classify_radius(q.radius, jf.template_radius, p_.radius_sigma);
+        q.species = sc.species, q.species_confidence = sc.confidence;
+        if (i < n_prev) {
+            vx.push_back(q.x - prev_[i].x), vy.push_back(q.y - prev_[i].y);
+        } else {
+            if (!(q.strength > 0)) q.strength = median_strength_, q.quality = 1.0f;  // found in the residual
+            vx.push_back(0), vy.push_back(0);
+        }
+        out.push_back(q);
+    }
+    prev_ = out;
+    vx_.swap(vx);
+    vy_.swap(vy);
+    sort_by_position(out);
+    return out;
+}
+
+std::vector<Particle> DiskLocator::cold(const cv::Mat& image) {
+    reset();
+    auto parts = locate_impl(image, p_, p_.joint ? &templates_ : nullptr);
+    width_ = image.cols, height_ = image.rows;
+    warm_ = p_.joint && !templates_.profile.empty();
+    std::vector<float> st;
+    for (const auto& q : parts) st.push_back(q.strength);
+    median_strength_ = quantile(st, 0.5);
+    prev_ = parts;
+    vx_.assign(parts.size(), 0.0);
+    vy_.assign(parts.size(), 0.0);
     return parts;
 }
 

@@ -194,7 +194,8 @@ struct DiskState {
 
 }  // namespace
 
-JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std::span<const double> radii, const JointFitParams& p) {
+JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std::span<const double> radii, const JointFitParams& p,
+                         DiskTemplates* templates) {
     JointFitResult result;
     const double t_start = cpu_seconds();
     p.validate();
@@ -238,6 +239,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     for (std::size_t i = 0; i < n; ++i) {
         st[i].x = parts[i].x, st[i].y = parts[i].y;
         st[i].s = ns == 2 && parts[i].species == 1 ? 1 : 0;
+        if (parts[i].amplitude > 0) st[i].a = parts[i].amplitude, st[i].b = parts[i].background;
     }
 
     std::vector<DiskState> next(n);
@@ -267,7 +269,24 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     // 1. First templates from the pixels that are clearly nearer to one disk's edge than to any
     //    other's (edge distance |ρ − R|; the nearest by more than 1 px), so neighbours' light
     //    hardly enters them; the background from pixels outside every footprint.
-    {
+    //    With templates from the previous frame of a video (warm start) this is skipped.
+    const bool warm = templates != nullptr && templates->usable_for(radii, p.template_bin, tpl[0].prof.size(), tpl.back().prof.size());
+    if (warm) {
+        for (int s = 0; s < ns; ++s) {
+            auto& t = tpl[static_cast<std::size_t>(s)];
+            t.prof = templates->profile[static_cast<std::size_t>(s)];
+            t.finish();
+            t.measure_edge();
+        }
+        // starting radii from the particles (κ = (R_s/R_i)²); b and a are solved below
+        for (std::size_t i = 0; i < n; ++i) {
+            auto& d = st[i];
+            if (parts[i].radius > 0) {
+                const double ratio = T(d.s).r_edge / parts[i].radius;
+                d.kappa = std::clamp(ratio * ratio, kmin, kmax);
+            }
+        }
+    } else {
         cv::Mat D1 = buffer(CV_32F), D2 = buffer(CV_32F), L = buffer(CV_32S);
         D1.setTo(1e9f), D2.setTo(1e9f), L.setTo(-1);
         for (std::size_t i = 0; i < n; ++i) {
@@ -395,7 +414,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     // One Gauss–Newton step of disk i in (cx, cy, κ, b, a) against M (which holds its current
     // light). Returns the new state; accumulates residual statistics.
     double r2sum = 0, r2n = 0;
-    auto step_disk = [&](const DiskState& d, float clip) -> DiskState {
+    auto step_disk = [&](const DiskState& d, float clip, bool light_only = false) -> DiskState {
         DiskState nd = d;
         if (!d.ok) return nd;
         const auto& t = T(d.s);
@@ -453,6 +472,14 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
                                 {A04, A14, A24, A34, A44}};
         const double v[5] = {v0, v1, v2, v3, v4};
         double x[5];
+        if (light_only) {  // b and a only (centre and size kept): the 2×2 sub-system
+            const double det = static_cast<double>(A33) * A44 - static_cast<double>(A34) * A34;
+            if (cnt < 12 || !(det > 0)) return nd;
+            nd.b = d.b + (A44 * static_cast<double>(v3) - A34 * static_cast<double>(v4)) / det;
+            nd.a = d.a + (A33 * static_cast<double>(v4) - A34 * static_cast<double>(v3)) / det;
+            if (!(nd.a > 0.2)) nd = d;
+            return nd;
+        }
         if (cnt < 12 || !solve5(A, v, x)) {
             nd.ok = false;
             return nd;
@@ -706,13 +733,32 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         for (std::size_t i = 0; i < n; ++i)
             if (st[i].x != before[i].x || st[i].y != before[i].y || st[i].s != before[i].s) moved[i] = 1.0;
     };
+    // Disks carried over from the previous frame bring their light (b, a); the others start
+    // from the median of those. Without any, one light-only pass first.
+    std::vector<float> lit_a, lit_b;
+    for (const auto& q : parts)
+        if (q.amplitude > 0) lit_a.push_back(q.amplitude), lit_b.push_back(q.background);
+    if (warm && lit_a.size() >= 8) {
+        std::nth_element(lit_a.begin(), lit_a.begin() + static_cast<std::ptrdiff_t>(lit_a.size() / 2), lit_a.end());
+        std::nth_element(lit_b.begin(), lit_b.begin() + static_cast<std::ptrdiff_t>(lit_b.size() / 2), lit_b.end());
+        for (std::size_t i = 0; i < n; ++i)
+            if (!(parts[i].amplitude > 0)) st[i].a = lit_a[lit_a.size() / 2], st[i].b = lit_b[lit_b.size() / 2];
+    }
+    if (warm && lit_a.size() < 8) {  // the light (b, a) of every disk first, centres kept: one quick pass
+        for (int pass = 0; pass < 1; ++pass) {
+            render_model();
+            for (std::size_t i = 0; i < n; ++i) next[i] = step_disk(st[i], clip, true);
+            st.swap(next);
+            r2sum = r2n = 0;
+        }
+    }
     for (int sweep = 0; sweep < p.sweeps; ++sweep) {
         double t0 = cpu_seconds();
-        if (sweep == 1) repair();
+        if (sweep == 1) repair();  // renders M
         result.seconds[2] += cpu_seconds() - t0;
         t0 = cpu_seconds();
-        render_model();
-        if (sweep >= 2 || (sweep == 1 && p.sweeps == 2)) {
+        if (sweep != 1) render_model();
+        if (!warm && (sweep >= 2 || (sweep == 1 && p.sweeps == 2))) {  // warm: the templates carried over are kept
             rebuild_templates();
             if (!templates_ok()) return result;
             render_model();
@@ -796,6 +842,12 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     }
     result.seconds[3] = cpu_seconds() - t_extra;
     result.applied = true;
+    if (templates) {
+        templates->bin = p.template_bin;
+        templates->profile.clear();
+        templates->radius.clear();
+        for (const auto& t : tpl) templates->profile.push_back(t.prof), templates->radius.push_back(t.r_nominal);
+    }
     result.added = n - parts.size();
     for (const auto& t : tpl) result.template_radius.push_back(t.r_edge);
     if (n > parts.size()) {
@@ -816,6 +868,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         q.x = d.x, q.y = d.y;
         q.species = static_cast<std::int8_t>(d.s);
         q.radius = static_cast<float>(radius_of(d));
+        q.amplitude = static_cast<float>(d.a), q.background = static_cast<float>(d.b);
     }
     return result;
 }

@@ -38,6 +38,8 @@ struct DetectParams {
     RefineParams refine;
     bool joint = true;              ///< finish with the joint template fit of all disks (joint_fit.hpp)
     JointFitParams joint_fit;
+    int warm_sweeps = 2;            ///< DiskLocator: full joint-fit sweeps of a warm-started frame
+    double new_disk_separation = 0.6;  ///< DiskLocator: a candidate this far (× r_small) from every carried disk is a new disk
     void validate() const;          ///< throws ParameterError naming the field
     double r_small() const { return radii.front(); }
     double r_large() const { return radii.back(); }
@@ -53,6 +55,32 @@ std::vector<Candidate> find_candidates(const Gradients& g, const DetectParams& p
 /// Whole detection of one frame: gradients → candidates → refinement → species. Particles
 /// sorted by (y, x). Deterministic.
 std::vector<Particle> locate(const cv::Mat& image, const DetectParams& p);
+
+/// Detection along a video, frame after frame, for one thread. High-speed video moves a disk a
+/// small fraction of its radius between the frames one locator sees, so each frame starts from
+/// the previous one: its disks moved by their last displacement and the joint fit's templates;
+/// the candidates (votes) of the new frame add disks that were not there. The first frame, a
+/// frame of another size and any frame where the warm start fails are located from scratch
+/// (locate()). Needs `joint`; without it every frame is located from scratch.
+class DiskLocator {
+public:
+    explicit DiskLocator(DetectParams p);
+    /// Disks of the next frame (sorted by (y, x), like locate()).
+    std::vector<Particle> next(const cv::Mat& image);
+    /// The next frame is located from scratch (e.g. after a skipped frame).
+    void reset();
+    const DetectParams& params() const { return p_; }
+
+private:
+    std::vector<Particle> cold(const cv::Mat& image);
+    DetectParams p_;
+    DiskTemplates templates_;
+    std::vector<Particle> prev_;      // last frame's disks, in fit order
+    std::vector<double> vx_, vy_;     // their last displacement (px per call)
+    float median_strength_ = 0;
+    int width_ = 0, height_ = 0;
+    bool warm_ = false;
+};
 
 /// Estimates one or two radii (px) from frames: votes over a wide radius range, the measured
 /// radii of the strongest detections, and a two-cluster split of their histogram (two sizes

@@ -51,6 +51,21 @@ struct JointFitParams {
     void validate() const;        ///< throws ParameterError naming the field
 };
 
+/// The radial templates of a joint fit, kept to start the next frame of a video with (warm
+/// start: the first-template pass is skipped, the templates are re-measured once per frame).
+struct DiskTemplates {
+    double bin = 0;                            ///< px: radial spacing of the profiles
+    std::vector<std::vector<float>> profile;   ///< per species: S(k·bin), intensity above the background
+    std::vector<double> radius;                ///< nominal radius of each species (px)
+    /// True when these templates fit a fit with `radii`, `bin` and profiles of the given lengths.
+    bool usable_for(std::span<const double> radii, double bin_, std::size_t n_small, std::size_t n_large) const {
+        if (profile.size() != radii.size() || radius.size() != radii.size() || bin != bin_) return false;
+        for (std::size_t s = 0; s < radii.size(); ++s)
+            if (radius[s] != radii[s] || profile[s].size() != (s == 0 ? n_small : n_large)) return false;
+        return true;
+    }
+};
+
 struct JointFitResult {
     bool applied = false;                 ///< false: the templates did not look like disks; parts unchanged
     std::vector<double> template_radius;  ///< px: measured edge radius of each species' template
@@ -65,7 +80,9 @@ struct JointFitResult {
 /// the grey 8/16-bit `image`; `radii` = the nominal radii {r} or {r_small, r_large} (px). The
 /// templates carry their own sign, so bright and dark disks need no flag. Updates x, y, radius (= template edge radius × R_i / R_s) and species. Disks whose
 /// fit fails keep their last good state.
+/// `templates` (optional, in/out): when it holds usable templates (from the previous frame)
+/// they are the start; on success it receives this frame's templates.
 JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std::span<const double> radii,
-               const JointFitParams& p = {});
+                         const JointFitParams& p = {}, DiskTemplates* templates = nullptr);
 
 }  // namespace vibra::tracking

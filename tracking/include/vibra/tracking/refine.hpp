@@ -66,6 +66,8 @@ struct Particle {
     float quality = 0;         ///< in [0,1]: strength relative to the frame's median strength (capped)
     std::int8_t species = -1;
     float species_confidence = 0;
+    float amplitude = 0;       ///< joint fit: brightness relative to its species' template (1 ≈ typical; 0 = not fitted)
+    float background = 0;      ///< joint fit: local background level (image intensity units)
 };
 
 /// Refines `parts` in place (x, y start at the candidate centres). `radius_range` = [min, max]
