@@ -35,6 +35,119 @@ inline float ceil_float(double t) {
     return f;
 }
 
+// Local circle search for candidates of large disks. A vote cell of f px leaves a candidate up to
+// ~f px from the centre (and the vote peak of a broad, ring-like edge is itself a few px off),
+// while the centre refinement (refine.hpp) captures only ~1–2 px. For f > kPolishFactor each
+// candidate is therefore moved, at full resolution, to the centre of the best circle within
+// ±(f + 2) px: the centre that maximises the peak over the radius of the azimuthally averaged
+// inward edge gradient (each pixel's gradient divided by its local contrast and capped at 1.5,
+// so bright contact spots cannot dominate). Search on a 2 px grid with every second pixel, then
+// on a 1 px grid about the best with all pixels. The vote score is kept.
+constexpr int kPolishFactor = 3;
+
+struct EdgePixel {
+    float dx, dy, gx, gy;
+};
+
+// Sector index (0 … 15) of a direction, from the "diamond angle" (a monotonic stand-in for atan2).
+inline int sector16(double ex, double ey) {
+    const double ax = std::abs(ex), ay = std::abs(ey), s = ax + ay;
+    if (s <= 0) return 0;
+    // d in [0, 4): quadrant + position within it
+    double d = ey >= 0 ? (ex >= 0 ? ey / s : 1 + ax / s) : (ex < 0 ? 2 + ay / s : 3 + ax / s);
+    return std::min(15, static_cast<int>(d * 4));
+}
+
+// Ring score of the circle about (ox, oy): per angular sector (16) and radius bin (1 px in
+// [r_lo, r_hi]) the mean inward gradient m_k(ρ); at radius r the sector scores
+// m_k(r + flank) − m_k(r − flank) (inward gradient outside r, outward inside: a bright ridge at r,
+// or a plain bright disk's edge at r + flank); the score is the peak over r of their median over
+// the sectors, so an edge must run all around (a straight wall, or a neighbour's edge over a few
+// sectors, does not make a circle).
+double circle_score(const std::vector<EdgePixel>& px, std::size_t stride, double ox, double oy, double r_lo, double r_hi, int flank,
+                    std::vector<double>& sum, std::vector<int>& cnt, double* radius = nullptr) {
+    constexpr std::size_t ns = 16;
+    const auto nb = static_cast<std::size_t>(std::ceil(r_hi - r_lo)) + 1;
+    sum.assign(nb * ns, 0.0);
+    cnt.assign(nb * ns, 0);
+    const double lo2 = r_lo * r_lo, hi2 = r_hi * r_hi;
+    for (std::size_t k = 0; k < px.size(); k += stride) {
+        const EdgePixel& e = px[k];
+        const double ex = e.dx - ox, ey = e.dy - oy, r2 = ex * ex + ey * ey;
+        if (r2 < lo2 || r2 >= hi2) continue;
+        const double rho = std::sqrt(r2);
+        const auto b = static_cast<std::size_t>(rho - r_lo) * ns + static_cast<std::size_t>(sector16(ex, ey));
+        sum[b] -= (e.gx * ex + e.gy * ey) / rho;
+        ++cnt[b];
+    }
+    for (std::size_t b = 0; b < nb * ns; ++b) sum[b] = cnt[b] > 0 ? sum[b] / cnt[b] : 0.0;
+    double best = -1e300;
+    double v[ns];
+    const auto d = static_cast<std::size_t>(flank);
+    for (std::size_t b = 0; b + 2 * d < nb; ++b) {
+        int m = 0;
+        for (std::size_t k = 0; k < ns; ++k) {
+            const std::size_t o = (b + 2 * d) * ns + k, i = b * ns + k;
+            if (cnt[o] > 0 || cnt[i] > 0) v[m++] = sum[o] - sum[i];
+        }
+        if (m < static_cast<int>(ns / 2)) continue;
+        std::nth_element(v, v + m / 2, v + m);
+        if (v[m / 2] > best) {
+            best = v[m / 2];
+            if (radius) *radius = r_lo + static_cast<double>(b + d) + 0.5;
+        }
+    }
+    return best;
+}
+
+std::vector<float> polish_candidates(const Gradients& g, std::vector<Candidate>& cands, double r_lo, double r_hi, int f,
+                                     int flank) {
+    const int w = g.gx.cols, h = g.gx.rows;
+    const double reach = f + 2.0;
+    const double ro = r_hi + reach + 1, ri = std::max(0.0, r_lo - reach - 1);
+    std::vector<EdgePixel> px;
+    std::vector<double> sum;
+    std::vector<int> cnt;
+    std::vector<float> ring;
+    for (auto& c : cands) {
+        px.clear();
+        const int y0 = std::max(0, static_cast<int>(std::floor(c.y - ro))), y1 = std::min(h - 1, static_cast<int>(std::ceil(c.y + ro)));
+        const int x0 = std::max(0, static_cast<int>(std::floor(c.x - ro))), x1 = std::min(w - 1, static_cast<int>(std::ceil(c.x + ro)));
+        for (int y = y0; y <= y1; ++y) {
+            const float* gxr = g.gx.ptr<float>(y);
+            const float* gyr = g.gy.ptr<float>(y);
+            const double dy = y - c.y;
+            for (int x = x0; x <= x1; ++x) {
+                const double dx = x - c.x, r2 = dx * dx + dy * dy;
+                if (r2 > ro * ro || r2 < ri * ri) continue;
+                const float con = g.contrast_at(x, y);
+                float gx = gxr[x] / con, gy = gyr[x] / con;
+                const float gm = std::sqrt(gx * gx + gy * gy);
+                if (gm > 1.5f) gx *= 1.5f / gm, gy *= 1.5f / gm;
+                px.push_back({static_cast<float>(dx), static_cast<float>(dy), gx, gy});
+            }
+        }
+        // coarse: a 3 px grid of centres with every third pixel, then a 1 px grid about the best
+        double bx = 0, by = 0, bs = -1e300;
+        const int n3 = static_cast<int>(std::floor(reach / 3));
+        for (int j = -n3; j <= n3; ++j)
+            for (int i = -n3; i <= n3; ++i) {
+                const double s = circle_score(px, 3, 3.0 * i, 3.0 * j, r_lo, r_hi, flank, sum, cnt);
+                if (s > bs) bs = s, bx = 3.0 * i, by = 3.0 * j;
+            }
+        const double cx = bx, cy = by;
+        bs = -1e300;
+        for (int j = -2; j <= 2; ++j)
+            for (int i = -2; i <= 2; ++i) {
+                const double s = circle_score(px, 1, cx + i, cy + j, r_lo, r_hi, flank, sum, cnt);
+                if (s > bs) bs = s, bx = cx + i, by = cy + j;
+            }
+        ring.push_back(static_cast<float>(bs));
+        c.x += bx, c.y += by;
+    }
+    return ring;
+}
+
 }  // namespace
 
 std::vector<Candidate> find_candidates(const Gradients& g, const DetectParams& p) {
@@ -49,6 +162,13 @@ std::vector<Candidate> find_candidates(const Gradients& g, const DetectParams& p
     std::vector<double> rs;
     for (double r = r_lo; r <= r_hi + 1e-9; r += step) rs.push_back(r);
     if (rs.back() < r_hi - 0.3 * step) rs.push_back(r_hi);
+    // Large disks (vote cell > kPolishFactor px): pixels vote on both sides of the edge. A ring-like
+    // disk (bright rim on a dark interior) has two edges of opposite polarity, and where the gap
+    // around a disk is as bright as its rim only the inner edge is left; both point at the centre.
+    // The polished candidates (below) are then checked for a ring or edge all around.
+    const bool two_sided = f > kPolishFactor;
+    if (two_sided)
+        for (std::size_t k = 0, n0 = rs.size(); k < n0; ++k) rs.push_back(-rs[k]);
     const double t2 = p.edge_threshold * p.edge_threshold;
     const double inv_f = 1.0 / f;
     // Voting pixels are sampled every `st` px (≤ 2), not every `f`: for large radii (f ≫ 2) a
@@ -201,7 +321,14 @@ std::vector<Candidate> find_candidates(const Gradients& g, const DetectParams& p
     for (const auto& k : c) sc.push_back(k.score);
     const float typical = quantile(sc, 0.75);
     std::erase_if(c, [&](const Candidate& k) { return k.score < p.min_score * typical; });
-    return suppress(std::move(c), p.min_separation * p.r_small(), [](const Candidate& k) { return k.score; });
+    c = suppress(std::move(c), p.min_separation * p.r_small(), [](const Candidate& k) { return k.score; });
+    if (f > kPolishFactor) {
+        const int flank = std::max(2, static_cast<int>(std::lround(p.r_small() / 8)));
+        const auto ring = polish_candidates(g, c, r_lo - flank, r_hi + flank, f, flank);
+        (void)ring;
+        c = suppress(std::move(c), p.min_separation * p.r_small(), [](const Candidate& k) { return k.score; });
+    }
+    return c;
 }
 
 }  // namespace vibra::tracking
