@@ -10,6 +10,7 @@
 #include <deque>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -180,7 +181,13 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     sum.radii = p.detect.radii;
 
     const int n_workers = p.threads > 0 ? p.threads : std::max(1u, std::thread::hardware_concurrency());
-    BoundedQueue<Item> in_q(static_cast<std::size_t>(2 * n_workers + 2));
+    // One queue per worker, frames dealt in turn (frame seq → worker seq % n): a worker sees
+    // every n-th frame in order, which its DiskLocator starts from the previous one.
+    std::vector<std::unique_ptr<BoundedQueue<Item>>> in_qs;
+    for (int k = 0; k < n_workers; ++k) in_qs.push_back(std::make_unique<BoundedQueue<Item>>(3));
+    auto close_all = [&] {
+        for (auto& q : in_qs) q->close();
+    };
     Reorder out;
     std::atomic<bool> stop{false};
     std::exception_ptr reader_error, worker_error;
@@ -212,7 +219,7 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
                                                        std::to_string(it.frame.image.rows)));
                     }
                 }
-                if (!in_q.push(std::move(it))) break;
+                if (!in_qs[static_cast<std::size_t>(seq % n_workers)]->push(std::move(it))) break;
                 ++seq;
             }
         } catch (...) {
@@ -221,16 +228,21 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
             stop = true;
         }
         total_items = seq;
-        in_q.close();
+        close_all();
     });
     std::atomic<int> workers_left{n_workers};
     std::vector<std::thread> workers;
     for (int k = 0; k < n_workers; ++k)
-        workers.emplace_back([&] {
+        workers.emplace_back([&, k] {
             Item it;
-            while (in_q.pop(it)) {
+            DiskLocator locator(p.detect);
+            auto& q = *in_qs[static_cast<std::size_t>(k)];
+            while (q.pop(it)) {
                 try {
-                    if (it.status == ReadStatus::ok && !stop) it.parts = locate(it.frame.image, p.detect);
+                    if (it.status == ReadStatus::ok && !stop)
+                        it.parts = p.warm_start ? locator.next(it.frame.image) : locate(it.frame.image, p.detect);
+                    else
+                        locator.reset();  // a gap: the next frame from scratch
                 } catch (...) {
                     std::lock_guard lk(err_m);
                     if (!worker_error) worker_error = std::current_exception();
@@ -243,7 +255,7 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
         });
     auto join_all = [&] {
         stop = true;
-        in_q.close();
+        close_all();
         if (reader.joinable()) reader.join();
         for (auto& w : workers)
             if (w.joinable()) w.join();

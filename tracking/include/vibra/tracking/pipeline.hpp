@@ -25,6 +25,9 @@ struct TrackParams {
     LinkParams link;                ///< max_step 0 = automatic (0.5 × small radius)
     ReaderParams reader;
     int threads = 0;                ///< detection workers; 0 = all cores
+    /// Each worker gets every threads-th frame and starts it from its previous one (DiskLocator:
+    /// ~2× less work per frame, same accuracy); false = every frame from scratch (locate()).
+    bool warm_start = true;
     double fps = 0;                 ///< frames/s when known (frame time stamps = frame / fps)
     double px_per_mm = 0;           ///< image calibration when known
     /// Region of interest: window_rect or window_circle (detections outside are dropped);
