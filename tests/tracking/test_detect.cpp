@@ -13,6 +13,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "test_support.hpp"
@@ -239,42 +241,140 @@ TEST_CASE("dark particles on a bright background with --invert", "[unit]") {
     REQUIRE(s.precision() >= 0.995);
 }
 
+namespace {
+
+struct TruthDisc {
+    double x, y;
+    int cls;
+};
+
+// Matches truth discs to detections one-to-one, closest pairs first, within `tol` px.
+struct DiscMatch {
+    int found = 0, extra_in_roi = 0, in_roi = 0, class_errors = 0;
+};
+DiscMatch match_discs(const std::vector<TruthDisc>& truth, const std::vector<Particle>& det, double tol) {
+    struct Pair {
+        double d;
+        std::size_t i, j;
+    };
+    std::vector<Pair> pairs;
+    for (std::size_t i = 0; i < truth.size(); ++i)
+        for (std::size_t j = 0; j < det.size(); ++j) {
+            const double d = std::hypot(truth[i].x - det[j].x, truth[i].y - det[j].y);
+            if (d <= tol) pairs.push_back({d, i, j});
+        }
+    std::sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) { return a.d < b.d; });
+    std::vector<int> mt(truth.size(), -1), md(det.size(), -1);
+    DiscMatch m;
+    for (const auto& pr : pairs)
+        if (mt[pr.i] < 0 && md[pr.j] < 0) {
+            mt[pr.i] = static_cast<int>(pr.j), md[pr.j] = static_cast<int>(pr.i);
+            ++m.found;
+            m.class_errors += det[pr.j].species != truth[pr.i].cls;
+        }
+    for (std::size_t j = 0; j < det.size(); ++j) {
+        const auto& q = det[j];
+        if (q.x < 142 || q.x > 1082 || q.y < 30 || q.y > 846) continue;
+        ++m.in_roi;
+        m.extra_in_roi += md[j] < 0;
+    }
+    return m;
+}
+
+}  // namespace
+
 TEST_CASE("real data: particletracker discs, bright rims, two sizes", "[unit]") {
     const auto shared = test::shared_dir();
     if (shared.empty()) {
         WARN("../shared not found: skipping the particletracker discs detection test");
         return;
     }
-    // Settings documented in docs/tracking.md for this video (compressed MPEG-4, dim rims in the
-    // lower left): --edge-threshold 0.06 --min-score 0.1 --min-edge 0.1.
-    DetectParams dp;
-    dp.radii = {46, 55};
-    dp.edge_threshold = 0.06;
-    dp.min_score = 0.1;
-    dp.min_edge = 0.1;
-    // Counted by eye on the overlay of frame 0 (docs/figures/tracking_discs_overlay_frame0.png):
-    // about 75 disc centres lie in the ROI x 142–1082, y 30–846. Issue target (every disc, the
-    // same count in every frame) NOT met: the detector finds 68–71 of them per frame, so a few
-    // discs (dim rims at the left edge and in the lower rows) are missed in some frames.
-    int n_min = 1 << 30, n_max = 0;
+    // Hand-checked truth (tests/tracking/data/README.md): 72 discs with centres in the ROI
+    // x 142–1082, y 30–846 in each of the 9 frames, 34 small + 38 large; outer radii ≈ 51 and
+    // ≈ 59.4 px, rim ridge radii ≈ 45 and ≈ 54.5 px. Centres good to 1–4 px; the detector's centre of
+    // a rim seen in perspective (thicker along the walls, cut by the left bar) can differ from the
+    // truth's (mean of outer-edge and ridge fits) by up to ~8 px, so a disc counts as found within
+    // 10 px (nearest other disc centre ≥ 80 px: unambiguous); the 6 px figures are reported too.
+    std::vector<std::vector<TruthDisc>> truth(9);
+    {
+        std::ifstream in(std::string(VIBRA_SOURCE_DIR) + "/tests/tracking/data/particletracker_discs_truth.csv");
+        REQUIRE(in.good());
+        std::string line;
+        std::getline(in, line);
+        while (std::getline(in, line)) {
+            int f = 0, cls = 0, roi = 0;
+            double x = 0, y = 0, r = 0;
+            REQUIRE(std::sscanf(line.c_str(), "%d,%lf,%lf,%lf,%d,%d", &f, &x, &y, &r, &cls, &roi) == 6);
+            REQUIRE((f >= 0 && f < 9));
+            if (roi) truth[static_cast<std::size_t>(f)].push_back({x, y, cls});
+        }
+    }
+    for (const auto& t : truth) REQUIRE(t.size() == 72);
+    std::vector<cv::Mat> frames;
     for (int f = 0; f < 9; ++f) {
         char name[64];
         std::snprintf(name, sizeof name, "data/real/particletracker_discs/discs_luma_%03d.png", f);
-        const cv::Mat img = cv::imread((shared / name).string(), cv::IMREAD_GRAYSCALE);
-        REQUIRE(!img.empty());
-        int n = 0, small = 0;
-        for (const auto& q : locate(img, dp)) {
-            if (q.x < 142 || q.x > 1082 || q.y < 30 || q.y > 846) continue;
-            ++n;
-            small += q.species == kSpeciesSmall;
-        }
-        INFO("frame " << f << ": " << n << " discs in the ROI, " << small << " small");
-        REQUIRE(n >= 66);  // measured 68–71
-        REQUIRE(n <= 76);
-        REQUIRE(small > 0);
-        REQUIRE(n - small > 0);
-        n_min = std::min(n_min, n), n_max = std::max(n_max, n);
+        frames.push_back(cv::imread((shared / name).string(), cv::IMREAD_GRAYSCALE));
+        REQUIRE(!frames.back().empty());
     }
-    WARN("particletracker discs: " << n_min << "–" << n_max << " discs per frame in the ROI");
-    REQUIRE(n_max - n_min <= 4);  // measured 3: NOT the constant count the issue asks for
+    // Settings documented in docs/tracking.md for this video (compressed MPEG-4, soft rim edges
+    // of ~9 px): --edge-threshold 0.06 --min-score 0.1 --min-edge 0.1.
+    DetectParams dp;
+    dp.edge_threshold = 0.06;
+    dp.min_score = 0.1;
+    dp.min_edge = 0.1;
+
+    SECTION("outer radii 51 / 59 px, locate() as it is") {
+        dp.radii = {51, 59};
+        int found6 = 0, found10 = 0, extra = 0, cls = 0;
+        for (int f = 0; f < 9; ++f) {
+            const auto det = locate(frames[static_cast<std::size_t>(f)], dp);
+            const auto m6 = match_discs(truth[static_cast<std::size_t>(f)], det, 6.0);
+            const auto m = match_discs(truth[static_cast<std::size_t>(f)], det, 10.0);
+            INFO("frame " << f << ": " << m.in_roi << " in the ROI, found " << m.found << "/72 within 10 px (" << m6.found
+                          << " within 6 px), " << m.extra_in_roi << " extra, " << m.class_errors << " class errors");
+            // measured 69–72 within 10 px (64–68 within 6 px), 0–3 extra, 0–3 class errors per frame
+            REQUIRE(m.found >= 68);
+            REQUIRE(m6.found >= 62);
+            REQUIRE(m.extra_in_roi <= 4);
+            REQUIRE(m.class_errors <= 4);
+            found6 += m6.found, found10 += m.found, extra += m.extra_in_roi, cls += m.class_errors;
+        }
+        WARN("particletracker discs, radii 51/59, locate(): found " << found10 << "/648 within 10 px (" << found6
+                                                                      << " within 6 px), " << extra << " extra in the ROI, "
+                                                                      << cls << " class errors (issue target: all 648, "
+                                                                      << "every class: NOT met)");
+    }
+    SECTION("ridge radii 46 / 55 px (the issue's), no joint fit, species by the frame's radius split") {
+        // The joint fit is off: on some of these frames it applies and moves the radii to the
+        // inner rim edge (≈ 38 / 48 px) with most species wrong. Species come from
+        // classify_radii_split (the measured outer radii split into two groups), not from the
+        // nominal midpoint 50.5 px, which lies inside the small discs' outer radii (46–54 px).
+        dp.radii = {46, 55};
+        dp.joint = false;
+        int found6 = 0, found10 = 0, extra = 0, cls = 0;
+        for (int f = 0; f < 9; ++f) {
+            auto det = locate(frames[static_cast<std::size_t>(f)], dp);
+            std::vector<float> radius, conf(det.size());
+            std::vector<std::int8_t> species(det.size());
+            for (const auto& q : det) radius.push_back(q.radius);
+            const double thr = classify_radii_split(radius, dp.radii, dp.radius_sigma, species, conf);
+            REQUIRE(thr > 54.2);  // the truth's empty gap of outer radii is 54.2–57.5 px
+            REQUIRE(thr < 57.5);
+            for (std::size_t i = 0; i < det.size(); ++i) det[i].species = species[i];
+            const auto m6 = match_discs(truth[static_cast<std::size_t>(f)], det, 6.0);
+            const auto m = match_discs(truth[static_cast<std::size_t>(f)], det, 10.0);
+            INFO("frame " << f << ": " << m.in_roi << " in the ROI, found " << m.found << "/72 within 10 px (" << m6.found
+                          << " within 6 px), " << m.extra_in_roi << " extra, " << m.class_errors << " class errors");
+            // measured 72/72 within 10 px (67–71 within 6 px), 0–1 extra, 0–3 class errors per frame
+            REQUIRE(m.found == 72);
+            REQUIRE(m6.found >= 66);
+            REQUIRE(m.extra_in_roi <= 1);
+            REQUIRE(m.class_errors <= 4);
+            found6 += m6.found, found10 += m.found, extra += m.extra_in_roi, cls += m.class_errors;
+        }
+        WARN("particletracker discs, radii 46/55, no joint fit, split species: found "
+             << found10 << "/648 within 10 px (" << found6 << " within 6 px), " << extra << " extra in the ROI, " << cls
+             << " class errors");
+    }
 }

@@ -23,6 +23,16 @@ struct SpeciesCall {
 };
 SpeciesCall classify_radius(double radius, std::span<const double> radii, double radius_sigma = 0.3);
 
+/// Species of all disks of one frame from their measured radii, for nominal radii that may be off
+/// by a common factor (e.g. ring-like disks whose given radius is that of the bright ridge while
+/// the detector measures the outer edge, ≈ 10% larger). The threshold is the two-group split of the
+/// measured radii (minimum within-group variance) when each group holds ≥ 10% of the disks and the
+/// ratio of the group medians is within 15% of r_large / r_small; otherwise the nominal midpoint
+/// (classify_radius). Non-finite radii get kSpeciesUnknown. `species` and `confidence` are written
+/// per disk; confidence = Φ(|r − threshold| / radius_sigma). Returns the threshold used (px).
+double classify_radii_split(std::span<const float> radius, std::span<const double> radii, double radius_sigma,
+                            std::span<std::int8_t> species, std::span<float> confidence);
+
 /// Per-trajectory vote: every row of a trajectory (particle ≥ 0) gets the species with the
 /// largest summed confidence of its rows, and species_confidence = that sum / total sum (so 1 =
 /// unanimous). Unlinked rows keep their own call. `species` and `confidence` are per row.
