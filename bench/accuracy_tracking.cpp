@@ -118,7 +118,13 @@ void run(const char* name, SynthParams sp, const DetectParams& dp) {
             std::printf("  locate without joint fit %.1f ms; joint fit: templates %.1f, sweeps %.1f, repair %.1f, extra %.1f ms (%zu disks, %zu added, %zu searched afresh)\n",
                         1e3 * (tb - ta), 1e3 * r.seconds[0], 1e3 * r.seconds[1], 1e3 * r.seconds[2], 1e3 * r.seconds[3], parts.size(), r.added, r.rescued);
         } else if (stride > 0) {
-            parts = locators[static_cast<std::size_t>(s.frames % stride)].next(img);
+            auto& L = locators[static_cast<std::size_t>(s.frames % stride)];
+            parts = L.next(img);
+            const auto& ls = L.last();
+            if (std::getenv("ACC_FRAMES") && ls.warm)
+                std::printf("  warm: candidates %.1f ms, new disks %.1f ms (%zu), fit: sweeps %.1f, repair %.1f, extra %.1f ms; %zu added\n",
+                            1e3 * ls.seconds_candidates, 1e3 * ls.seconds_new, ls.new_from_candidates, 1e3 * ls.seconds_fit[1],
+                            1e3 * ls.seconds_fit[2], 1e3 * ls.seconds_fit[3], ls.added_from_residual);
         } else {
             parts = locate(img, dp);
         }
@@ -177,6 +183,7 @@ int main(int argc, char** argv) {
     if (const char* e = std::getenv("JF_EXTRA")) dp.joint_fit.max_extra_sweeps = std::atoi(e);
     if (const char* e = std::getenv("JF_BIN")) dp.joint_fit.template_bin = std::atof(e);
     if (const char* e = std::getenv("JF_TOL")) dp.joint_fit.tolerance = std::atof(e);
+    if (const char* e = std::getenv("WARM_SWEEPS")) dp.warm_sweeps = std::atoi(e);
     if (const char* e = std::getenv("JF_OFF")) dp.joint = std::atoi(e) == 0;
     if (which == "all" || which == "moderate") {
         SynthParams sp;

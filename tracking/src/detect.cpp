@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 #include <string>
 
 #include "detail/detect_util.hpp"
@@ -34,6 +35,7 @@ void DetectParams::validate() const {
     refine.validate();
     joint_fit.validate();
     if (warm_sweeps < 1) bad("warm_sweeps", warm_sweeps, ">= 1");
+    if (!(snap_distance > 0)) bad("snap_distance", snap_distance, "> 0 px");
     if (!(new_disk_separation > 0 && new_disk_separation <= 2)) bad("new_disk_separation", new_disk_separation, "in (0, 2]");
 }
 
@@ -43,6 +45,12 @@ using detail::suppress;
 using detail::vote_factor;
 
 namespace {
+
+double cpu_seconds() {  // CPU time of the calling thread (DiskLocator::Stats)
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
 
 std::vector<Particle> locate_impl(const cv::Mat& image, const DetectParams& p, DiskTemplates* templates) {
     p.validate();
@@ -146,14 +154,37 @@ void DiskLocator::reset() {
 
 std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     if (!p_.joint || !warm_ || prev_.empty() || image.cols != width_ || image.rows != height_) return cold(image);
+    stats_ = {};
+    stats_.warm = true;
+    double t0 = cpu_seconds();
     const Gradients g = compute_gradients(image, p_.invert, contrast_block(p_));
     const auto cands = find_candidates(g, p_);
+    stats_.seconds_candidates = cpu_seconds() - t0;
+    t0 = cpu_seconds();
     // Start: the previous disks moved by their last displacement.
     std::vector<Particle> parts = prev_;
     const std::size_t n_prev = parts.size();
     for (std::size_t i = 0; i < n_prev; ++i) parts[i].x += vx_[i], parts[i].y += vy_[i];
     // Candidates far from every start disk are new disks (entered the field, or missed before):
     // refined with their start neighbours around them (masking), then appended.
+    // A carried disk whose prediction missed (fast or turning disks) starts at the frame's
+    // candidate instead: the nearest one within half a small radius when it is more than
+    // `snap_distance` px from the prediction (candidates are good to about a vote cell).
+    if (!cands.empty()) {
+        std::vector<double> cx(cands.size()), cy(cands.size());
+        for (std::size_t k = 0; k < cands.size(); ++k) cx[k] = cands[k].x, cy[k] = cands[k].y;
+        const double near = 0.5 * p_.r_small();
+        CellList cc(cx, cy, near, Geometry{});
+        for (std::size_t i = 0; i < n_prev; ++i) {
+            double best = near * near;
+            std::int64_t kb = -1;
+            cc.for_each_near(parts[i].x, parts[i].y, [&](std::size_t k, double, double, double r2) {
+                if (r2 < best) best = r2, kb = static_cast<std::int64_t>(k);
+            });
+            if (kb >= 0 && best > p_.snap_distance * p_.snap_distance)
+                parts[i].x = cx[static_cast<std::size_t>(kb)], parts[i].y = cy[static_cast<std::size_t>(kb)];
+        }
+    }
     std::vector<double> xs(n_prev), ys(n_prev);
     for (std::size_t i = 0; i < n_prev; ++i) xs[i] = parts[i].x, ys[i] = parts[i].y;
     const double reach = 2.5 * p_.r_large() + 4;
@@ -188,10 +219,14 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
             parts.push_back(q);
         }
     }
+    stats_.carried = n_prev, stats_.new_from_candidates = parts.size() - n_prev;
+    stats_.seconds_new = cpu_seconds() - t0;
     JointFitParams jp = p_.joint_fit;
     jp.sweeps = std::min(jp.sweeps, p_.warm_sweeps);
     const auto jf = joint_fit(image, parts, p_.radii, jp, &templates_);
     if (!jf.applied) return cold(image);
+    stats_.added_from_residual = jf.added;
+    for (int k = 0; k < 4; ++k) stats_.seconds_fit[k] = jf.seconds[k];
     // Disks that left the image or ended on top of another are dropped; species from the
     // templates' radii; velocities of the disks that were there before.
     std::vector<std::size_t> keep;
@@ -240,6 +275,7 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
 
 std::vector<Particle> DiskLocator::cold(const cv::Mat& image) {
     reset();
+    stats_ = {};
     auto parts = locate_impl(image, p_, p_.joint ? &templates_ : nullptr);
     width_ = image.cols, height_ = image.rows;
     warm_ = p_.joint && !templates_.profile.empty();

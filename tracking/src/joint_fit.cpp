@@ -795,11 +795,17 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
             std::size_t n_active = 0;
             for (std::size_t i = 0; i < n; ++i) {
                 if (!(moved[i] > p.tolerance)) continue;
+                active[i] = 1;
+                // a disk that moved clearly wakes the neighbours whose footprints overlap its own
+                if (!(moved[i] > 3 * p.tolerance)) continue;
                 const auto [cx, cy] = cell_of(st[i].x, st[i].y);
+                const double fi = std::sqrt(q_foot(st[i]));
                 for (int yy = std::max(0, cy - 1); yy <= std::min(gh - 1, cy + 1); ++yy)
                     for (int xx = std::max(0, cx - 1); xx <= std::min(gw - 1, cx + 1); ++xx)
-                        for (auto j : grid[static_cast<std::size_t>(yy * gw + xx)])
-                            if (std::hypot(st[j].x - st[i].x, st[j].y - st[i].y) < cell) active[j] = 1;
+                        for (auto j : grid[static_cast<std::size_t>(yy * gw + xx)]) {
+                            const double dx = st[j].x - st[i].x, dy = st[j].y - st[i].y, reach_ij = fi + std::sqrt(q_foot(st[j]));
+                            if (dx * dx + dy * dy < reach_ij * reach_ij) active[j] = 1;
+                        }
             }
             for (std::size_t i = 0; i < n; ++i) {
                 moved[i] = 0;

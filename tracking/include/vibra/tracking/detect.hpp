@@ -40,6 +40,7 @@ struct DetectParams {
     JointFitParams joint_fit;
     int warm_sweeps = 2;            ///< DiskLocator: full joint-fit sweeps of a warm-started frame
     double new_disk_separation = 0.6;  ///< DiskLocator: a candidate this far (× r_small) from every carried disk is a new disk
+    double snap_distance = 1.0;     ///< DiskLocator: px; a carried disk predicted farther than this from its candidate starts at the candidate
     void validate() const;          ///< throws ParameterError naming the field
     double r_small() const { return radii.front(); }
     double r_large() const { return radii.back(); }
@@ -64,6 +65,14 @@ std::vector<Particle> locate(const cv::Mat& image, const DetectParams& p);
 /// (locate()). Needs `joint`; without it every frame is located from scratch.
 class DiskLocator {
 public:
+    /// What the last next() did (for diagnostics and benchmarks; CPU s of the calling thread).
+    struct Stats {
+        bool warm = false;
+        std::size_t carried = 0, new_from_candidates = 0, added_from_residual = 0;
+        double seconds_candidates = 0, seconds_new = 0;
+        double seconds_fit[4] = {0, 0, 0, 0};  ///< joint fit phases (JointFitResult::seconds)
+    };
+    const Stats& last() const { return stats_; }
     explicit DiskLocator(DetectParams p);
     /// Disks of the next frame (sorted by (y, x), like locate()).
     std::vector<Particle> next(const cv::Mat& image);
@@ -80,6 +89,7 @@ private:
     float median_strength_ = 0;
     int width_ = 0, height_ = 0;
     bool warm_ = false;
+    Stats stats_;
 };
 
 /// Estimates one or two radii (px) from frames: votes over a wide radius range, the measured

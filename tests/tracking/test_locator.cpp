@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// DiskLocator (frame-to-frame detection, as `vibra track` runs it with two workers: each sees
+// every other frame): the warm-started frames meet the same targets as locate() on the
+// moderate and noisy cases, against the exact truth of the renderer; a frame of another size
+// or a reset starts from scratch.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <vector>
+
+#include "vibra/core/cell_list.hpp"
+#include "vibra/core/trajectory.hpp"
+#include "vibra/tracking/detect.hpp"
+#include "vibra/tracking/synth.hpp"
+
+using namespace vibra;
+using namespace vibra::tracking;
+
+namespace {
+
+struct Score {
+    std::int64_t truth = 0, detected = 0, matched = 0, species_ok = 0, warm_frames = 0;
+    double se = 0;
+    double rms() const { return std::sqrt(se / (2.0 * double(matched))); }
+};
+
+void score(const std::vector<Particle>& parts, const TrajectoryTable& t, std::size_t row0, Score& s) {
+    std::vector<double> px, py;
+    for (const auto& q : parts) px.push_back(q.x), py.push_back(q.y);
+    CellList cl(px, py, 3.0, Geometry{});
+    std::vector<char> used(parts.size(), 0);
+    s.detected += static_cast<std::int64_t>(parts.size());
+    for (std::size_t i = row0; i < t.size(); ++i) {
+        ++s.truth;
+        std::int64_t best = -1;
+        double bd = 9.0;
+        cl.for_each_near(t.x[i], t.y[i], [&](std::size_t j, double, double, double r2) {
+            if (r2 < bd && !used[j]) bd = r2, best = static_cast<std::int64_t>(j);
+        });
+        if (best < 0) continue;
+        const auto& q = parts[static_cast<std::size_t>(best)];
+        used[static_cast<std::size_t>(best)] = 1;
+        ++s.matched;
+        s.se += (q.x - t.x[i]) * (q.x - t.x[i]) + (q.y - t.y[i]) * (q.y - t.y[i]);
+        s.species_ok += q.species == t.species[i];
+    }
+}
+
+// Frames dealt in turn to two locators, as two pipeline workers see them.
+Score run_video(const SynthParams& sp, const DetectParams& dp) {
+    SynthGenerator gen(sp);
+    std::vector<DiskLocator> loc{DiskLocator(dp), DiskLocator(dp)};
+    Score s;
+    cv::Mat img;
+    TrajectoryTable truth;
+    for (std::size_t f = 0;; ++f) {
+        const std::size_t row0 = truth.size();
+        if (!gen.next(img, truth)) break;
+        auto& L = loc[f % 2];
+        const auto parts = L.next(img);
+        s.warm_frames += L.last().warm;
+        score(parts, truth, row0, s);
+    }
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("DiskLocator: warm-started frames of the moderate case meet the targets", "[unit]") {
+    SynthParams sp;
+    sp.render.width = sp.render.height = 384;
+    sp.render.look = DiskLook::dark_ring;
+    sp.render.noise_sigma = 0.05;
+    sp.render.gradient = 0.1;
+    sp.packing_fraction = 0.6;
+    sp.frames = 8;
+    sp.seed = 51;
+    DetectParams dp;
+    dp.radii = {6, 8};
+    const auto s = run_video(sp, dp);
+    WARN("locator, moderate: truth " << s.truth << ", recall " << double(s.matched) / double(s.truth) << ", precision "
+                                     << double(s.matched) / double(s.detected) << ", RMS " << s.rms() << " px, warm frames "
+                                     << s.warm_frames);
+    REQUIRE(s.warm_frames == 6);  // every frame after each locator's first
+    REQUIRE(double(s.matched) / double(s.truth) >= 0.999);
+    REQUIRE(double(s.matched) / double(s.detected) >= 0.999);
+    REQUIRE(s.rms() <= 0.03);
+    REQUIRE(double(s.species_ok) / double(s.matched) >= 0.999);
+}
+
+TEST_CASE("DiskLocator: fast disks with motion blur (noisy case)", "[unit]") {
+    SynthParams sp;
+    sp.render.width = sp.render.height = 384;
+    sp.render.look = DiskLook::plain;
+    sp.render.noise_sigma = 0.07;
+    sp.render.gradient = 0.857;
+    sp.render.flicker = 0.03;
+    sp.render.hot_pixel_fraction = 0.00025;
+    sp.render.dead_pixel_fraction = 0.00025;
+    sp.packing_fraction = 0.3;
+    sp.active_speed = 2.0;  // 4 px between the frames one locator sees
+    sp.exposure_subframes = 5;
+    sp.frames = 8;
+    sp.seed = 52;
+    DetectParams dp;
+    dp.radii = {6, 8};
+    const auto s = run_video(sp, dp);
+    WARN("locator, noisy: truth " << s.truth << ", recall " << double(s.matched) / double(s.truth) << ", precision "
+                                  << double(s.matched) / double(s.detected) << ", RMS " << s.rms() << " px");
+    REQUIRE(s.warm_frames == 6);
+    REQUIRE(double(s.matched) / double(s.truth) >= 0.995);
+    REQUIRE(double(s.matched) / double(s.detected) >= 0.99);
+    REQUIRE(s.rms() <= 0.1);
+}
+
+TEST_CASE("DiskLocator: a reset or a frame of another size starts from scratch", "[unit]") {
+    SynthParams sp;
+    sp.render.width = sp.render.height = 160;
+    sp.packing_fraction = 0.4;
+    sp.frames = 3;
+    sp.seed = 53;
+    DetectParams dp;
+    dp.radii = {6, 8};
+    SynthGenerator gen(sp);
+    cv::Mat a, b, c;
+    TrajectoryTable t;
+    REQUIRE(gen.next(a, t));
+    REQUIRE(gen.next(b, t));
+    REQUIRE(gen.next(c, t));
+    DiskLocator L(dp);
+    const auto pa = L.next(a);
+    REQUIRE_FALSE(L.last().warm);
+    const auto pb = L.next(b);
+    REQUIRE(L.last().warm);
+    REQUIRE(pb.size() == pa.size());
+    L.reset();
+    (void)L.next(c);
+    REQUIRE_FALSE(L.last().warm);
+    const cv::Mat crop = c(cv::Rect(0, 0, 120, 120)).clone();
+    (void)L.next(crop);
+    REQUIRE_FALSE(L.last().warm);
+    // without the joint fit every frame is located from scratch, and the results are locate()'s
+    dp.joint = false;
+    DiskLocator L2(dp);
+    (void)L2.next(a);
+    const auto p2 = L2.next(b);
+    REQUIRE_FALSE(L2.last().warm);
+    const auto ref = locate(b, dp);
+    REQUIRE(p2.size() == ref.size());
+    for (std::size_t i = 0; i < ref.size(); ++i) REQUIRE(p2[i].x == ref[i].x);
+}
