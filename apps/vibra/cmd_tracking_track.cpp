@@ -70,6 +70,10 @@ void register_track(CLI::App& app, GlobalOptions& g) {
     cmd->add_option("--memory", o->tp.link.memory, "Frames a particle may vanish and keep its id")->capture_default_str();
     cmd->add_flag("--predict", o->tp.link.predict, "Constant-velocity prediction when linking");
     cmd->add_option("--threads", o->tp.threads, "Detection threads (0 = all cores)")->capture_default_str();
+    cmd->add_flag_callback("--cold", [o] { o->tp.warm_start = false; },
+                           "Locate every frame from scratch (default: each worker starts a frame from its previous one)");
+    cmd->add_flag_callback("--no-joint-fit", [o] { o->tp.detect.joint = false; },
+                           "Skip the joint template fit of all disks (touching disks then bias each other by ~0.1 px)");
     cmd->add_option("--fps", o->tp.fps, "Frame rate (frames/s), recorded in the file");
     cmd->add_option("--px-per-mm", o->tp.px_per_mm, "Image calibration (px per mm), recorded in the file");
     cmd->add_option("--roi", o->roi, "Region of interest x0,y0,x1,y1 (px); detections outside are dropped");
