@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "../../tracking/src/detail/fit_kernels.hpp"  // internal row kernels, compared below
 #include "vibra/core/error.hpp"
 #include "vibra/tracking/joint_fit.hpp"
 #include "vibra/core/trajectory.hpp"
@@ -161,4 +162,33 @@ TEST_CASE("joint fit: not applied to an image that is not made of disks", "[unit
     REQUIRE_FALSE(r.applied);
     REQUIRE(parts.size() == before.size());
     for (std::size_t i = 0; i < parts.size(); ++i) REQUIRE(parts[i].x == before[i].x);
+}
+
+TEST_CASE("joint fit row kernels: vectorised and portable versions agree", "[unit]") {
+    // A template with structure (a ring), rows of every length 1..40 at sub-pixel centres.
+    std::vector<float> v(600), d(600, 0.0f);
+    for (std::size_t k = 0; k < v.size(); ++k) {
+        const double rho = std::sqrt(0.2 * double(k));
+        v[k] = static_cast<float>(100.0 / (1 + std::exp((rho - 7.0) / 0.5)) - (rho > 4 && rho < 5 ? 40.0 : 0.0));
+    }
+    v.back() = 0;
+    for (std::size_t k = 0; k + 1 < v.size(); ++k) d[k] = v[k + 1] - v[k];
+    const detail::TemplateView t{v.data(), d.data(), static_cast<int>(v.size()) - 1, 5.0f};
+    std::mt19937_64 rng(3);
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    std::vector<float> im(64), m(64);
+    for (int len = 1; len <= 40; ++len) {
+        for (auto& x : im) x = 20 + 100 * u(rng);
+        for (auto& x : m) x = 50 * u(rng);
+        const float cx = 20 + u(rng), dy = 3 * u(rng) - 1.5f;
+        std::vector<float> m1 = m, m2 = m;
+        detail::splat_row(m1.data(), 2, 1 + len, cx, dy * dy, 0.9f, 1.03f, t);
+        detail::splat_row_portable(m2.data(), 2, 1 + len, cx, dy * dy, 0.9f, 1.03f, t);
+        for (std::size_t k = 0; k < m.size(); ++k) REQUIRE_THAT(m1[k], Catch::Matchers::WithinAbs(m2[k], 1e-3));
+        detail::NormalSums a, b;
+        detail::normal_row(im.data(), m.data(), 2, 1 + len, cx, dy, dy * dy, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f, 1.03f, t, a);
+        detail::normal_row_portable(im.data(), m.data(), 2, 1 + len, cx, dy, dy * dy, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f, 1.03f, t, b);
+        for (int k = 0; k < 21; ++k) REQUIRE_THAT(a.s[k], Catch::Matchers::WithinAbs(b.s[k], 1e-3 * (1 + std::abs(b.s[k]))));
+    }
+    WARN("row kernels vectorised (AVX2): " << (detail::fit_kernels_vectorised() ? "yes" : "no"));
 }

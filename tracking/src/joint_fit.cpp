@@ -19,6 +19,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "detail/detect_util.hpp"
+#include "detail/fit_kernels.hpp"
 #include "vibra/core/error.hpp"
 
 namespace vibra::tracking {
@@ -57,6 +58,7 @@ struct Template {
     float q_in = 0, q_out = 0;    // fit band in q; q_out = footprint
     std::vector<float> v, d;      // S(q_k) (intensity relative to the background) and v[k+1] − v[k]
     int kmax = 0;                 // v.size() − 1
+    detail::TemplateView view() const { return {v.data(), d.data(), kmax, inv_hq}; }
     inline float at(float q) const {  // q ≥ 0
         const float t = q * inv_hq;
         const int k = std::min(static_cast<int>(t), kmax);
@@ -248,16 +250,11 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     // Model image and its renderer.
     cv::Mat M = buffer(CV_32F);
     auto splat = [&](const DiskState& d, float sign) {
-        const auto& t = T(d.s);
+        const auto tv = T(d.s).view();
         const auto a = static_cast<float>(d.a) * sign, k = static_cast<float>(d.kappa);
-        const double qf = q_foot(d);
-        for_rows(w, h, d.x, d.y, qf, [&](int py, int x0, int x1, float dy2, float) {
-            float* m = M.ptr<float>(py);
-            const auto cx = static_cast<float>(d.x);
-            for (int px = x0; px <= x1; ++px) {
-                const float dx = static_cast<float>(px) - cx;
-                m[px] += a * t.at(k * (dx * dx + dy2));
-            }
+        const auto cx = static_cast<float>(d.x);
+        for_rows(w, h, d.x, d.y, q_foot(d), [&](int py, int x0, int x1, float dy2, float) {
+            detail::splat_row(M.ptr<float>(py), x0, x1, cx, dy2, a, k, tv);
         });
     };
     auto render_model = [&]() {
@@ -420,47 +417,16 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         const auto& t = T(d.s);
         const auto a = static_cast<float>(d.a), b = static_cast<float>(d.b), k = static_cast<float>(d.kappa);
         const float qi = t.q_in / k, qo = t.q_out / k;
-        // 4 pixels at a time: per-lane template lookups, then the 20 sums of JᵀJ and Jᵀr in
-        // 4-wide vectors (GCC/Clang vector extensions; any target).
-        typedef float v4f __attribute__((vector_size(16)));
-        v4f S00{}, S01{}, S02{}, S03{}, S04{}, S11{}, S12{}, S13{}, S14{}, S22{}, S23{}, S24{}, S33{}, S34{}, S44{}, V0{}, V1{}, V2{},
-            V3{}, V4{}, RR{};
-        const float m2k = -2 * k;
+        detail::NormalSums ns_;
+        const auto tv = t.view();
+        const auto cxf = static_cast<float>(d.x);
         for_rows(w, h, d.x, d.y, qo, [&](int py, int x0, int x1, float dy2, float dy) {
-            const auto* im = I.ptr<float>(py);
-            const auto* m = M.ptr<float>(py);
-            const auto cx = static_cast<float>(d.x);
-            for (int px = x0; px <= x1; px += 4) {
-                v4f dxv, qv, Sv, Gv, rv, wv;
-                for (int l = 0; l < 4; ++l) {
-                    const int xx = px + l;
-                    const float dx = static_cast<float>(xx) - cx, q = dx * dx + dy2;
-                    float wl = 0, S = 0, sl = 0, r = 0;
-                    if (xx <= x1 && q >= qi && q <= qo) {
-                        r = im[xx] - b - m[xx];
-                        if (std::abs(r) <= clip) {
-                            wl = 1;
-                            S = t.at(k * q, sl);
-                        } else {
-                            r = 0;
-                        }
-                    }
-                    dxv[l] = dx, qv[l] = q, Sv[l] = S, Gv[l] = a * sl, rv[l] = r, wv[l] = wl;
-                }
-                const v4f j0 = m2k * Gv * dxv, j1 = (m2k * dy) * Gv, j2 = Gv * qv, j4 = Sv;
-                S00 += j0 * j0, S01 += j0 * j1, S02 += j0 * j2, S03 += j0, S04 += j0 * j4;
-                S11 += j1 * j1, S12 += j1 * j2, S13 += j1, S14 += j1 * j4;
-                S22 += j2 * j2, S23 += j2, S24 += j2 * j4;
-                S33 += wv, S34 += j4, S44 += j4 * j4;
-                V0 += j0 * rv, V1 += j1 * rv, V2 += j2 * rv, V3 += rv, V4 += j4 * rv;
-                RR += rv * rv;
-            }
+            detail::normal_row(I.ptr<float>(py), M.ptr<float>(py), x0, x1, cxf, dy, dy2, qi, qo, b, clip, a, k, tv, ns_);
         });
-        auto hsum = [](v4f x) { return (x[0] + x[1]) + (x[2] + x[3]); };
-        const float A00 = hsum(S00), A01 = hsum(S01), A02 = hsum(S02), A03 = hsum(S03), A04 = hsum(S04), A11 = hsum(S11),
-                    A12 = hsum(S12), A13 = hsum(S13), A14 = hsum(S14), A22 = hsum(S22), A23 = hsum(S23), A24 = hsum(S24),
-                    A33 = hsum(S33), A34 = hsum(S34), A44 = hsum(S44), v0 = hsum(V0), v1 = hsum(V1), v2 = hsum(V2), v3 = hsum(V3),
-                    v4 = hsum(V4), rr = hsum(RR);
+        const float* z = ns_.s;
+        const float A00 = z[0], A01 = z[1], A02 = z[2], A03 = z[3], A04 = z[4], A11 = z[5], A12 = z[6], A13 = z[7], A14 = z[8],
+                    A22 = z[9], A23 = z[10], A24 = z[11], A33 = z[12], A34 = z[13], A44 = z[14], v0 = z[15], v1 = z[16], v2 = z[17],
+                    v3 = z[18], v4 = z[19], rr = z[20];
         float cnt = 0;
         cnt = A33;
         r2sum += rr, r2n += cnt;

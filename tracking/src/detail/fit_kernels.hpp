@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Row kernels of the joint template fit (joint_fit.cpp): render a disk's light into the model
+// image, and accumulate one disk's Gauss–Newton normal equations, over one image row. Each has
+// a portable scalar version and an AVX2/FMA version (8 pixels at a time, template lookups by
+// gather), chosen once at run time from what the CPU supports; both give the same sums up to
+// float rounding. Internal.
+#pragma once
+
+namespace vibra::tracking::detail {
+
+/// A radial template tabulated in q = κρ²: S(q) = v[k] + (q/hq − k)·d[k], k = min(⌊q/hq⌋, kmax).
+struct TemplateView {
+    const float* v = nullptr;
+    const float* d = nullptr;
+    int kmax = 0;
+    float inv_hq = 1;
+};
+
+/// Sums of JᵀJ (upper triangle of 5×5, row-major: 00 01 02 03 04 11 12 13 14 22 23 24 33 34 44),
+/// Jᵀr (5) and r² of one disk's band; J = ∂model/∂(cx, cy, κ, b, a).
+struct NormalSums {
+    float s[21] = {};
+};
+
+/// m[x] += amp · S(κ((x − cx)² + dy²)) for x in [x0, x1].
+void splat_row(float* m, int x0, int x1, float cx, float dy2, float amp, float kappa, const TemplateView& t);
+
+/// Adds the pixels x in [x0, x1] with q = (x − cx)² + dy² in [qi, qo] and |r| ≤ clip, where
+/// r = im[x] − b − m[x], to the normal equations of the model b + amp · S(κ q).
+void normal_row(const float* im, const float* m, int x0, int x1, float cx, float dy, float dy2, float qi, float qo, float b,
+                float clip, float amp, float kappa, const TemplateView& t, NormalSums& acc);
+
+/// The portable versions (what the two above do without AVX2), for tests that compare.
+void splat_row_portable(float* m, int x0, int x1, float cx, float dy2, float amp, float kappa, const TemplateView& t);
+void normal_row_portable(const float* im, const float* m, int x0, int x1, float cx, float dy, float dy2, float qi, float qo, float b,
+                         float clip, float amp, float kappa, const TemplateView& t, NormalSums& acc);
+
+/// True when the AVX2 kernels are used (for benchmarks' reports).
+bool fit_kernels_vectorised();
+
+}  // namespace vibra::tracking::detail

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "detail/fit_kernels.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define VIBRA_FIT_AVX2 1
+#endif
+
+namespace vibra::tracking::detail {
+
+namespace {
+
+inline float lookup(const TemplateView& t, float q, float& slope) {
+    const float u = q * t.inv_hq;
+    const int k = std::min(static_cast<int>(u), t.kmax);
+    const float dk = t.d[k];
+    slope = dk * t.inv_hq;
+    return t.v[k] + (u - static_cast<float>(k)) * dk;
+}
+
+}  // namespace
+
+void splat_row_portable(float* m, int x0, int x1, float cx, float dy2, float amp, float kappa, const TemplateView& t) {
+    for (int x = x0; x <= x1; ++x) {
+        const float dx = static_cast<float>(x) - cx;
+        float sl;
+        m[x] += amp * lookup(t, kappa * (dx * dx + dy2), sl);
+    }
+}
+
+void normal_row_portable(const float* im, const float* m, int x0, int x1, float cx, float dy, float dy2, float qi, float qo, float b,
+                       float clip, float amp, float kappa, const TemplateView& t, NormalSums& acc) {
+    float* s = acc.s;
+    const float m2k = -2 * kappa;
+    for (int x = x0; x <= x1; ++x) {
+        const float dx = static_cast<float>(x) - cx, q = dx * dx + dy2;
+        if (q < qi || q > qo) continue;
+        const float r = im[x] - b - m[x];
+        if (std::abs(r) > clip) continue;
+        float sl;
+        const float S = lookup(t, kappa * q, sl);
+        const float G = amp * sl;
+        const float j0 = m2k * G * dx, j1 = m2k * G * dy, j2 = G * q, j4 = S;
+        s[0] += j0 * j0, s[1] += j0 * j1, s[2] += j0 * j2, s[3] += j0, s[4] += j0 * j4;
+        s[5] += j1 * j1, s[6] += j1 * j2, s[7] += j1, s[8] += j1 * j4;
+        s[9] += j2 * j2, s[10] += j2, s[11] += j2 * j4;
+        s[12] += 1, s[13] += j4, s[14] += j4 * j4;
+        s[15] += j0 * r, s[16] += j1 * r, s[17] += j2 * r, s[18] += r, s[19] += j4 * r;
+        s[20] += r * r;
+    }
+}
+
+namespace {
+
+#ifdef VIBRA_FIT_AVX2
+
+__attribute__((target("avx2,fma"))) inline __m256 lane_index() { return _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7); }
+
+// Lanes [0, n) of 8.
+__attribute__((target("avx2,fma"))) inline __m256i first_lanes(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+__attribute__((target("avx2,fma"))) inline __m256 lookup8(const TemplateView& t, __m256 q, __m256 kmaxf, __m256 invh, __m256& slope) {
+    const __m256 u = _mm256_mul_ps(q, invh);
+    const __m256 uk = _mm256_min_ps(_mm256_floor_ps(u), kmaxf);  // q ≥ 0
+    const __m256i k = _mm256_cvttps_epi32(uk);
+    const __m256 v = _mm256_i32gather_ps(t.v, k, 4);
+    const __m256 d = _mm256_i32gather_ps(t.d, k, 4);
+    slope = _mm256_mul_ps(d, invh);
+    return _mm256_fmadd_ps(_mm256_sub_ps(u, uk), d, v);
+}
+
+__attribute__((target("avx2,fma"))) void splat_row_avx2(float* m, int x0, int x1, float cx, float dy2, float amp, float kappa,
+                                                         const TemplateView& t) {
+    const __m256 lanes = lane_index(), vdy2 = _mm256_set1_ps(dy2), va = _mm256_set1_ps(amp), vk = _mm256_set1_ps(kappa);
+    const __m256 kmaxf = _mm256_set1_ps(static_cast<float>(t.kmax)), invh = _mm256_set1_ps(t.inv_hq);
+    for (int x = x0; x <= x1; x += 8) {
+        const int n = std::min(8, x1 - x + 1);
+        const __m256 dx = _mm256_add_ps(_mm256_set1_ps(static_cast<float>(x) - cx), lanes);
+        const __m256 q = _mm256_mul_ps(vk, _mm256_fmadd_ps(dx, dx, vdy2));
+        __m256 sl;
+        const __m256 S = lookup8(t, q, kmaxf, invh, sl);
+        if (n == 8) {
+            _mm256_storeu_ps(m + x, _mm256_fmadd_ps(va, S, _mm256_loadu_ps(m + x)));
+        } else {
+            const __m256i mask = first_lanes(n);
+            _mm256_maskstore_ps(m + x, mask, _mm256_fmadd_ps(va, S, _mm256_maskload_ps(m + x, mask)));
+        }
+    }
+}
+
+__attribute__((target("avx2,fma"))) inline float hsum8(__m256 x) {
+    const __m128 a = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+    const __m128 b = _mm_add_ps(a, _mm_movehl_ps(a, a));
+    return _mm_cvtss_f32(_mm_add_ss(b, _mm_shuffle_ps(b, b, 1)));
+}
+
+__attribute__((target("avx2,fma"))) void normal_row_avx2(const float* im, const float* m, int x0, int x1, float cx, float dy, float dy2,
+                                                          float qi, float qo, float b, float clip, float amp, float kappa,
+                                                          const TemplateView& t, NormalSums& acc) {
+    const __m256 lanes = lane_index(), vdy2 = _mm256_set1_ps(dy2), vqi = _mm256_set1_ps(qi), vqo = _mm256_set1_ps(qo);
+    const __m256 vb = _mm256_set1_ps(b), vclip = _mm256_set1_ps(clip), va = _mm256_set1_ps(amp), vk = _mm256_set1_ps(kappa);
+    const __m256 kmaxf = _mm256_set1_ps(static_cast<float>(t.kmax)), invh = _mm256_set1_ps(t.inv_hq);
+    const __m256 m2k = _mm256_set1_ps(-2 * kappa), m2kdy = _mm256_set1_ps(-2 * kappa * dy), one = _mm256_set1_ps(1.0f);
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 S00 = _mm256_setzero_ps(), S01 = S00, S02 = S00, S03 = S00, S04 = S00, S11 = S00, S12 = S00, S13 = S00, S14 = S00, S22 = S00,
+           S23 = S00, S24 = S00, S33 = S00, S34 = S00, S44 = S00, V0 = S00, V1 = S00, V2 = S00, V3 = S00, V4 = S00, RR = S00;
+    for (int x = x0; x <= x1; x += 8) {
+        const int n = std::min(8, x1 - x + 1);
+        const __m256i lm = first_lanes(n);
+        const __m256 dx = _mm256_add_ps(_mm256_set1_ps(static_cast<float>(x) - cx), lanes);
+        const __m256 q = _mm256_fmadd_ps(dx, dx, vdy2);
+        const __m256 imv = n == 8 ? _mm256_loadu_ps(im + x) : _mm256_maskload_ps(im + x, lm);
+        const __m256 mv = n == 8 ? _mm256_loadu_ps(m + x) : _mm256_maskload_ps(m + x, lm);
+        __m256 r = _mm256_sub_ps(_mm256_sub_ps(imv, vb), mv);
+        __m256 ok = _mm256_and_ps(_mm256_castsi256_ps(lm), _mm256_and_ps(_mm256_cmp_ps(q, vqi, _CMP_GE_OQ), _mm256_cmp_ps(q, vqo, _CMP_LE_OQ)));
+        ok = _mm256_and_ps(ok, _mm256_cmp_ps(_mm256_and_ps(r, absmask), vclip, _CMP_LE_OQ));
+        __m256 sl;
+        __m256 S = lookup8(t, _mm256_mul_ps(vk, q), kmaxf, invh, sl);
+        const __m256 G = _mm256_and_ps(_mm256_mul_ps(va, sl), ok);
+        S = _mm256_and_ps(S, ok);
+        r = _mm256_and_ps(r, ok);
+        const __m256 w = _mm256_and_ps(one, ok);
+        const __m256 j0 = _mm256_mul_ps(_mm256_mul_ps(m2k, G), dx), j1 = _mm256_mul_ps(m2kdy, G), j2 = _mm256_mul_ps(G, q);
+        S00 = _mm256_fmadd_ps(j0, j0, S00), S01 = _mm256_fmadd_ps(j0, j1, S01), S02 = _mm256_fmadd_ps(j0, j2, S02);
+        S03 = _mm256_add_ps(j0, S03), S04 = _mm256_fmadd_ps(j0, S, S04);
+        S11 = _mm256_fmadd_ps(j1, j1, S11), S12 = _mm256_fmadd_ps(j1, j2, S12), S13 = _mm256_add_ps(j1, S13);
+        S14 = _mm256_fmadd_ps(j1, S, S14);
+        S22 = _mm256_fmadd_ps(j2, j2, S22), S23 = _mm256_add_ps(j2, S23), S24 = _mm256_fmadd_ps(j2, S, S24);
+        S33 = _mm256_add_ps(w, S33), S34 = _mm256_add_ps(S, S34), S44 = _mm256_fmadd_ps(S, S, S44);
+        V0 = _mm256_fmadd_ps(j0, r, V0), V1 = _mm256_fmadd_ps(j1, r, V1), V2 = _mm256_fmadd_ps(j2, r, V2);
+        V3 = _mm256_add_ps(r, V3), V4 = _mm256_fmadd_ps(S, r, V4), RR = _mm256_fmadd_ps(r, r, RR);
+    }
+    const __m256 all[21] = {S00, S01, S02, S03, S04, S11, S12, S13, S14, S22, S23, S24, S33, S34, S44, V0, V1, V2, V3, V4, RR};
+    for (int k = 0; k < 21; ++k) acc.s[k] += hsum8(all[k]);
+}
+
+bool cpu_has_avx2() {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+#endif
+
+// Decided once: what the CPU can do does not change while the program runs.
+bool use_avx2() {
+#ifdef VIBRA_FIT_AVX2
+    static const bool yes = cpu_has_avx2();
+    return yes;
+#else
+    return false;
+#endif
+}
+
+}  // namespace
+
+void splat_row(float* m, int x0, int x1, float cx, float dy2, float amp, float kappa, const TemplateView& t) {
+#ifdef VIBRA_FIT_AVX2
+    if (use_avx2()) return splat_row_avx2(m, x0, x1, cx, dy2, amp, kappa, t);
+#endif
+    splat_row_portable(m, x0, x1, cx, dy2, amp, kappa, t);
+}
+
+void normal_row(const float* im, const float* m, int x0, int x1, float cx, float dy, float dy2, float qi, float qo, float b,
+                float clip, float amp, float kappa, const TemplateView& t, NormalSums& acc) {
+#ifdef VIBRA_FIT_AVX2
+    if (use_avx2()) return normal_row_avx2(im, m, x0, x1, cx, dy, dy2, qi, qo, b, clip, amp, kappa, t, acc);
+#endif
+    normal_row_portable(im, m, x0, x1, cx, dy, dy2, qi, qo, b, clip, amp, kappa, t, acc);
+}
+
+bool fit_kernels_vectorised() { return use_avx2(); }
+
+}  // namespace vibra::tracking::detail
