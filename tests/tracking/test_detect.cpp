@@ -318,10 +318,9 @@ TEST_CASE("real data: particletracker discs, bright rims, two sizes", "[unit]") 
         REQUIRE(!frames.back().empty());
     }
     // Settings documented in docs/tracking.md for this video (compressed MPEG-4, soft rim edges
-    // of ~9 px): --edge-threshold 0.06 --min-score 0.1 --min-edge 0.1.
+    // of ~9 px; faint outer edges in the lower left): --edge-threshold 0.06 --min-edge 0.1.
     DetectParams dp;
     dp.edge_threshold = 0.06;
-    dp.min_score = 0.1;
     dp.min_edge = 0.1;
 
     SECTION("outer radii 51 / 59 px, locate() as it is") {
