@@ -296,8 +296,10 @@ std::vector<double> estimate_radii(const std::vector<cv::Mat>& frames, bool inve
     p.radius_tolerance = 0;
     p.invert = invert;
     p.min_separation = 1.2;
+    p.joint = false;  // templates at r_min and r_max would describe nothing
     std::vector<float> radii;
     for (const auto& fr : frames) {
+        if (radii.size() >= 200) break;  // enough disks from the first frames
         auto parts = locate(fr, p);
         std::vector<float> st;
         for (const auto& q : parts) st.push_back(q.strength);
@@ -306,24 +308,40 @@ std::vector<double> estimate_radii(const std::vector<cv::Mat>& frames, bool inve
             if (q.strength >= med && q.radius > r_min + 0.25 && q.radius < r_max - 0.25) radii.push_back(q.radius);
     }
     if (radii.size() < 3) throw FormatError("estimate_radii: too few disks found to estimate their radii (give --radius)");
-    std::sort(radii.begin(), radii.end());
-    // Two-cluster split (Otsu on the sorted values): minimise the within-cluster variance.
-    const std::size_t n = radii.size();
-    std::vector<double> cs(n + 1, 0), cs2(n + 1, 0);
-    for (std::size_t i = 0; i < n; ++i) cs[i + 1] = cs[i] + radii[i], cs2[i + 1] = cs2[i] + double(radii[i]) * radii[i];
-    double best = 1e300;
-    std::size_t k_best = 0;
-    for (std::size_t k = n / 10 + 1; k + n / 10 < n; ++k) {
-        const double m1 = cs[k] / k, m2 = (cs[n] - cs[k]) / (n - k);
-        const double v = (cs2[k] - k * m1 * m1) + (cs2[n] - cs2[k] - (n - k) * m2 * m2);
-        if (v < best) best = v, k_best = k;
+    // Modes of the radius histogram (0.25 px bins, smoothed over ±0.5 px): the highest is one
+    // size; a second peak within a factor 1.6 of it, ≥ 10% away, at least 10% as high and
+    // separated from it by a dip (valley ≤ 60% of the lower peak), is the other. Candidates
+    // between disks (voids, pairs) measure scattered larger radii and make a long, low tail, which must not pull the estimate (a two-cluster split of all
+    // values did). Each size is then the median of the radii within ±7% of its peak.
+    const double bw = 0.25;
+    const auto nb = static_cast<std::size_t>(std::ceil((r_max + 1) / bw));
+    std::vector<double> hist(nb, 0.0), sm(nb, 0.0);
+    for (float r : radii) hist[std::min(nb - 1, static_cast<std::size_t>(r / bw))] += 1;
+    for (std::size_t k = 0; k < nb; ++k)
+        for (std::size_t j = k >= 2 ? k - 2 : 0; j <= std::min(nb - 1, k + 2); ++j) sm[k] += hist[j];
+    const std::size_t k1 = static_cast<std::size_t>(std::max_element(sm.begin(), sm.end()) - sm.begin());
+    const double m1 = (static_cast<double>(k1) + 0.5) * bw;
+    std::size_t k2 = nb;
+    for (std::size_t k = 1; k + 1 < nb; ++k) {
+        const double r = (static_cast<double>(k) + 0.5) * bw;
+        if (r < m1 / 1.6 || r > m1 * 1.6 || std::abs(r - m1) < 0.1 * m1) continue;
+        if (sm[k] < sm[k - 1] || sm[k] < sm[k + 1] || sm[k] < 0.1 * sm[k1]) continue;
+        // a real second size: the histogram dips between the two peaks (valley ≤ 60% of this one)
+        const auto lo = std::min(k, k1), hi = std::max(k, k1);
+        const double valley = *std::min_element(sm.begin() + static_cast<std::ptrdiff_t>(lo), sm.begin() + static_cast<std::ptrdiff_t>(hi) + 1);
+        if (valley > 0.6 * sm[k]) continue;
+        if (k2 == nb || sm[k] > sm[k2]) k2 = k;
     }
-    const double med_all = radii[n / 2];
-    if (k_best > 0) {
-        const double m1 = radii[k_best / 2], m2 = radii[k_best + (n - k_best) / 2];
-        if (m2 > 1.1 * m1) return {m1, m2};
-    }
-    return {med_all};
+    auto median_near = [&](double m) {
+        std::vector<float> v;
+        for (float r : radii)
+            if (std::abs(r - m) <= 0.07 * m) v.push_back(r);
+        return v.empty() ? m : static_cast<double>(quantile(v, 0.5));
+    };
+    const double a = median_near(m1);
+    if (k2 == nb) return {a};
+    const double b = median_near((static_cast<double>(k2) + 0.5) * bw);
+    return {std::min(a, b), std::max(a, b)};
 }
 
 }  // namespace vibra::tracking
