@@ -15,6 +15,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "detail/detect_util.hpp"
@@ -35,82 +37,97 @@ inline float ceil_float(double t) {
     return f;
 }
 
-// Local circle search for candidates of large disks. A vote cell of f px leaves a candidate up to
+// Local ring search for candidates of large disks. A vote cell of f px leaves a candidate up to
 // ~f px from the centre (and the vote peak of a broad, ring-like edge is itself a few px off),
 // while the centre refinement (refine.hpp) captures only ~1–2 px. For f > kPolishFactor each
-// candidate is therefore moved, at full resolution, to the centre of the best circle within
-// ±(f + 2) px: the centre that maximises the peak over the radius of the azimuthally averaged
-// inward edge gradient (each pixel's gradient divided by its local contrast and capped at 1.5,
-// so bright contact spots cannot dominate). Search on a 2 px grid with every second pixel, then
-// on a 1 px grid about the best with all pixels. The vote score is kept.
+// candidate is therefore moved, at full resolution, to the best ring (ring_score) within
+// ±(f + 2) px: on a 3 px grid of centres, then on a 1 px grid about the best. The vote score is kept.
 constexpr int kPolishFactor = 3;
+constexpr std::size_t kSectors = 16;
+// Pixels whose gradient is below this × local contrast (per px) are left out of the sums (they add
+// almost nothing); the sector-bin means still divide by every pixel of the bin (count table).
+constexpr float kRingMinGradient = 0.03f;
 
 struct EdgePixel {
-    float dx, dy, gx, gy;
+    float dx, dy, gx, gy;  // position relative to the candidate (px); gradient / local contrast, capped at 1.5
 };
 
 // Sector index (0 … 15) of a direction, from the "diamond angle" (a monotonic stand-in for atan2).
-inline int sector16(double ex, double ey) {
+inline std::size_t sector16(double ex, double ey) {
     const double ax = std::abs(ex), ay = std::abs(ey), s = ax + ay;
     if (s <= 0) return 0;
     // d in [0, 4): quadrant + position within it
-    double d = ey >= 0 ? (ex >= 0 ? ey / s : 1 + ax / s) : (ex < 0 ? 2 + ay / s : 3 + ax / s);
-    return std::min(15, static_cast<int>(d * 4));
+    const double d = ey >= 0 ? (ex >= 0 ? ey / s : 1 + ax / s) : (ex < 0 ? 2 + ay / s : 3 + ax / s);
+    return static_cast<std::size_t>(std::min(15, static_cast<int>(d * 4)));
 }
 
-// Ring score of the circle about (ox, oy): per angular sector (16) and radius bin (1 px in
-// [r_lo, r_hi]) the mean inward gradient m_k(ρ); at radius r the sector scores
+// Pixel count of each (radius bin, sector) of the annulus [r_lo, r_hi) about a centre at
+// fractional offset (fx, fy) from the pixel grid — the same for every whole-pixel shift of that
+// centre, and counting pixels outside the image (as zero gradient).
+// parity ≥ 0: only the pixels with (u + v) mod 2 = parity (a checkerboard half).
+void ring_counts(double fx, double fy, double r_lo, double r_hi, int parity, std::vector<int>& cnt) {
+    const auto nb = static_cast<std::size_t>(std::ceil(r_hi - r_lo)) + 1;
+    cnt.assign(nb * kSectors, 0);
+    const int m = static_cast<int>(std::ceil(r_hi)) + 1;
+    const double lo2 = r_lo * r_lo, hi2 = r_hi * r_hi;
+    for (int v = -m; v <= m; ++v)
+        for (int u = -m; u <= m; ++u) {
+            if (parity >= 0 && ((u + v) & 1) != parity) continue;
+            const double ex = u - fx, ey = v - fy, r2 = ex * ex + ey * ey;
+            if (r2 < lo2 || r2 >= hi2) continue;
+            ++cnt[static_cast<std::size_t>(std::sqrt(r2) - r_lo) * kSectors + sector16(ex, ey)];
+        }
+}
+
+// Ring score of the circle about (ox, oy) (relative to the candidate): per angular sector (16) and
+// radius bin (1 px in [r_lo, r_hi)) the mean inward gradient m_k(ρ); at radius r the sector scores
 // m_k(r + flank) − m_k(r − flank) (inward gradient outside r, outward inside: a bright ridge at r,
 // or a plain bright disk's edge at r + flank); the score is the peak over r of their median over
 // the sectors, so an edge must run all around (a straight wall, or a neighbour's edge over a few
 // sectors, does not make a circle).
-double circle_score(const std::vector<EdgePixel>& px, std::size_t stride, double ox, double oy, double r_lo, double r_hi, int flank,
-                    std::vector<double>& sum, std::vector<int>& cnt, double* radius = nullptr) {
-    constexpr std::size_t ns = 16;
+double ring_score(const std::vector<EdgePixel>& px, double ox, double oy, double r_lo, double r_hi, int flank,
+                  const std::vector<int>& cnt, std::vector<double>& sum) {
     const auto nb = static_cast<std::size_t>(std::ceil(r_hi - r_lo)) + 1;
-    sum.assign(nb * ns, 0.0);
-    cnt.assign(nb * ns, 0);
+    sum.assign(nb * kSectors, 0.0);
     const double lo2 = r_lo * r_lo, hi2 = r_hi * r_hi;
-    for (std::size_t k = 0; k < px.size(); k += stride) {
-        const EdgePixel& e = px[k];
+    for (const EdgePixel& e : px) {
         const double ex = e.dx - ox, ey = e.dy - oy, r2 = ex * ex + ey * ey;
         if (r2 < lo2 || r2 >= hi2) continue;
         const double rho = std::sqrt(r2);
-        const auto b = static_cast<std::size_t>(rho - r_lo) * ns + static_cast<std::size_t>(sector16(ex, ey));
-        sum[b] -= (e.gx * ex + e.gy * ey) / rho;
-        ++cnt[b];
+        sum[static_cast<std::size_t>(rho - r_lo) * kSectors + sector16(ex, ey)] -= (e.gx * ex + e.gy * ey) / rho;
     }
-    for (std::size_t b = 0; b < nb * ns; ++b) sum[b] = cnt[b] > 0 ? sum[b] / cnt[b] : 0.0;
+    for (std::size_t b = 0; b < nb * kSectors; ++b) sum[b] = cnt[b] > 0 ? sum[b] / cnt[b] : 0.0;
     double best = -1e300;
-    double v[ns];
+    double v[kSectors];
     const auto d = static_cast<std::size_t>(flank);
     for (std::size_t b = 0; b + 2 * d < nb; ++b) {
-        int m = 0;
-        for (std::size_t k = 0; k < ns; ++k) {
-            const std::size_t o = (b + 2 * d) * ns + k, i = b * ns + k;
+        std::size_t m = 0;
+        for (std::size_t k = 0; k < kSectors; ++k) {
+            const std::size_t o = (b + 2 * d) * kSectors + k, i = b * kSectors + k;
             if (cnt[o] > 0 || cnt[i] > 0) v[m++] = sum[o] - sum[i];
         }
-        if (m < static_cast<int>(ns / 2)) continue;
+        if (2 * m < kSectors) continue;
         std::nth_element(v, v + m / 2, v + m);
-        if (v[m / 2] > best) {
-            best = v[m / 2];
-            if (radius) *radius = r_lo + static_cast<double>(b + d) + 0.5;
-        }
+        best = std::max(best, v[m / 2]);
     }
     return best;
 }
 
+// Moves each candidate to its best ring; returns the ring scores.
 std::vector<float> polish_candidates(const Gradients& g, std::vector<Candidate>& cands, double r_lo, double r_hi, int f,
                                      int flank) {
     const int w = g.gx.cols, h = g.gx.rows;
     const double reach = f + 2.0;
     const double ro = r_hi + reach + 1, ri = std::max(0.0, r_lo - reach - 1);
-    std::vector<EdgePixel> px;
+    std::vector<EdgePixel> px, half;
     std::vector<double> sum;
-    std::vector<int> cnt;
+    std::vector<int> cnt, cnt_half;
     std::vector<float> ring;
+    ring.reserve(cands.size());
+    const float t2 = kRingMinGradient * kRingMinGradient;
     for (auto& c : cands) {
         px.clear();
+        half.clear();
         const int y0 = std::max(0, static_cast<int>(std::floor(c.y - ro))), y1 = std::min(h - 1, static_cast<int>(std::ceil(c.y + ro)));
         const int x0 = std::max(0, static_cast<int>(std::floor(c.x - ro))), x1 = std::min(w - 1, static_cast<int>(std::ceil(c.x + ro)));
         for (int y = y0; y <= y1; ++y) {
@@ -122,26 +139,38 @@ std::vector<float> polish_candidates(const Gradients& g, std::vector<Candidate>&
                 if (r2 > ro * ro || r2 < ri * ri) continue;
                 const float con = g.contrast_at(x, y);
                 float gx = gxr[x] / con, gy = gyr[x] / con;
-                const float gm = std::sqrt(gx * gx + gy * gy);
-                if (gm > 1.5f) gx *= 1.5f / gm, gy *= 1.5f / gm;
+                const float gm2 = gx * gx + gy * gy;
+                if (gm2 < t2) continue;
+                if (gm2 > 2.25f) {
+                    const float s = 1.5f / std::sqrt(gm2);
+                    gx *= s, gy *= s;
+                }
                 px.push_back({static_cast<float>(dx), static_cast<float>(dy), gx, gy});
+                if (((x + y) & 1) == 0) half.push_back(px.back());
             }
         }
-        // coarse: a 3 px grid of centres with every third pixel, then a 1 px grid about the best
+        const double fx = std::floor(c.x), fy = std::floor(c.y);
+        ring_counts(c.x - fx, c.y - fy, r_lo, r_hi, -1, cnt);
+        ring_counts(c.x - fx, c.y - fy, r_lo, r_hi, static_cast<int>(fx + fy) & 1, cnt_half);
+        // a 4 px grid of centres over ±reach with the checkerboard half of the pixels (a shift by
+        // an even number of px keeps the half), then 2 px and 1 px steps about the best with all
         double bx = 0, by = 0, bs = -1e300;
-        const int n3 = static_cast<int>(std::floor(reach / 3));
-        for (int j = -n3; j <= n3; ++j)
-            for (int i = -n3; i <= n3; ++i) {
-                const double s = circle_score(px, 3, 3.0 * i, 3.0 * j, r_lo, r_hi, flank, sum, cnt);
-                if (s > bs) bs = s, bx = 3.0 * i, by = 3.0 * j;
+        const int n4 = static_cast<int>(std::floor(reach / 4));
+        for (int j = -n4; j <= n4; ++j)
+            for (int i = -n4; i <= n4; ++i) {
+                const double s = ring_score(half, 4.0 * i, 4.0 * j, r_lo, r_hi, flank, cnt_half, sum);
+                if (s > bs) bs = s, bx = 4.0 * i, by = 4.0 * j;
             }
-        const double cx = bx, cy = by;
-        bs = -1e300;
-        for (int j = -2; j <= 2; ++j)
-            for (int i = -2; i <= 2; ++i) {
-                const double s = circle_score(px, 1, cx + i, cy + j, r_lo, r_hi, flank, sum, cnt);
-                if (s > bs) bs = s, bx = cx + i, by = cy + j;
-            }
+        bs = ring_score(px, bx, by, r_lo, r_hi, flank, cnt, sum);
+        for (const double step : {2.0, 1.0}) {
+            const double cx = bx, cy = by;
+            for (int j = -1; j <= 1; ++j)
+                for (int i = -1; i <= 1; ++i) {
+                    if (i == 0 && j == 0) continue;
+                    const double s = ring_score(px, cx + step * i, cy + step * j, r_lo, r_hi, flank, cnt, sum);
+                    if (s > bs) bs = s, bx = cx + step * i, by = cy + step * j;
+                }
+        }
         ring.push_back(static_cast<float>(bs));
         c.x += bx, c.y += by;
     }
@@ -324,8 +353,10 @@ std::vector<Candidate> find_candidates(const Gradients& g, const DetectParams& p
     c = suppress(std::move(c), p.min_separation * p.r_small(), [](const Candidate& k) { return k.score; });
     if (f > kPolishFactor) {
         const int flank = std::max(2, static_cast<int>(std::lround(p.r_small() / 8)));
+        const auto c0 = c;
         const auto ring = polish_candidates(g, c, r_lo - flank, r_hi + flank, f, flank);
-        (void)ring;
+        if (std::getenv("VIBRA_DEBUG_RING"))
+            for (std::size_t i = 0; i < c.size(); ++i) std::fprintf(stderr, "ring %.1f %.1f <- %.1f %.1f  %.4f\n", c[i].x, c[i].y, c0[i].x, c0[i].y, double(ring[i]));
         c = suppress(std::move(c), p.min_separation * p.r_small(), [](const Candidate& k) { return k.score; });
     }
     return c;

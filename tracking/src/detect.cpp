@@ -311,8 +311,9 @@ std::vector<double> estimate_radii(const std::vector<cv::Mat>& frames, bool inve
     // Modes of the radius histogram (0.25 px bins, smoothed over ±0.5 px): the highest is one
     // size; a second peak within a factor 1.6 of it, ≥ 10% away, at least 10% as high and
     // separated from it by a dip (valley ≤ 60% of the lower peak), is the other. Candidates
-    // between disks (voids, pairs) measure scattered larger radii and make a long, low tail, which must not pull the estimate (a two-cluster split of all
-    // values did). Each size is then the median of the radii within ±7% of its peak.
+    // between disks (voids, pairs) measure scattered larger radii and make a long, low tail,
+    // which must not pull the estimate (a two-cluster split of all values did). Each size is
+    // then the median of the radii within ±7% of its peak.
     const double bw = 0.25;
     const auto nb = static_cast<std::size_t>(std::ceil((r_max + 1) / bw));
     std::vector<double> hist(nb, 0.0), sm(nb, 0.0);
