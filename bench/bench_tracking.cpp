@@ -391,6 +391,27 @@ int main(int argc, char** argv) {
     for (const auto& f : found) mean_n += static_cast<double>(f.size()) / static_cast<double>(found.size());
     std::printf("detect+refine on decoded frames:     %8.1f frames/s (1 thread), %.1f frames/s (%u threads); %.0f disks/frame\n",
                 det1, detn, nt, mean_n);
+    // The same frame to frame, as vibra track runs it: one DiskLocator per worker, frames dealt
+    // in turn (each worker sees every nt-th frame; its first frame is located from scratch).
+    t = clk::now();
+    {
+        DiskLocator one(dp);
+        for (const auto& im : imgs) (void)one.next(im);
+    }
+    const double warm1 = static_cast<double>(imgs.size()) / since(t);
+    t = clk::now();
+    {
+        std::vector<std::thread> th;
+        for (unsigned w = 0; w < nt; ++w)
+            th.emplace_back([&, w] {
+                DiskLocator loc(dp);
+                for (std::size_t k = w; k < imgs.size(); k += nt) (void)loc.next(imgs[k]);
+            });
+        for (auto& x : th) x.join();
+    }
+    const double warmn = static_cast<double>(imgs.size()) / since(t);
+    std::printf("detect+refine frame to frame (DiskLocator): %5.1f frames/s (1 thread), %.1f frames/s (%u threads)\n", warm1, warmn,
+                nt);
 
     // Linking: the detections of the decoded frames, repeated forwards and backwards.
     LinkParams lp;
