@@ -15,8 +15,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <vector>
 
 #include "detail/detect_util.hpp"
@@ -64,15 +62,13 @@ inline std::size_t sector16(double ex, double ey) {
 // Pixel count of each (radius bin, sector) of the annulus [r_lo, r_hi) about a centre at
 // fractional offset (fx, fy) from the pixel grid — the same for every whole-pixel shift of that
 // centre, and counting pixels outside the image (as zero gradient).
-// parity ≥ 0: only the pixels with (u + v) mod 2 = parity (a checkerboard half).
-void ring_counts(double fx, double fy, double r_lo, double r_hi, int parity, std::vector<int>& cnt) {
+void ring_counts(double fx, double fy, double r_lo, double r_hi, std::vector<int>& cnt) {
     const auto nb = static_cast<std::size_t>(std::ceil(r_hi - r_lo)) + 1;
     cnt.assign(nb * kSectors, 0);
     const int m = static_cast<int>(std::ceil(r_hi)) + 1;
     const double lo2 = r_lo * r_lo, hi2 = r_hi * r_hi;
     for (int v = -m; v <= m; ++v)
         for (int u = -m; u <= m; ++u) {
-            if (parity >= 0 && ((u + v) & 1) != parity) continue;
             const double ex = u - fx, ey = v - fy, r2 = ex * ex + ey * ey;
             if (r2 < lo2 || r2 >= hi2) continue;
             ++cnt[static_cast<std::size_t>(std::sqrt(r2) - r_lo) * kSectors + sector16(ex, ey)];
@@ -119,15 +115,14 @@ std::vector<float> polish_candidates(const Gradients& g, std::vector<Candidate>&
     const int w = g.gx.cols, h = g.gx.rows;
     const double reach = f + 2.0;
     const double ro = r_hi + reach + 1, ri = std::max(0.0, r_lo - reach - 1);
-    std::vector<EdgePixel> px, half;
+    std::vector<EdgePixel> px;
     std::vector<double> sum;
-    std::vector<int> cnt, cnt_half;
+    std::vector<int> cnt;
     std::vector<float> ring;
     ring.reserve(cands.size());
     const float t2 = kRingMinGradient * kRingMinGradient;
     for (auto& c : cands) {
         px.clear();
-        half.clear();
         const int y0 = std::max(0, static_cast<int>(std::floor(c.y - ro))), y1 = std::min(h - 1, static_cast<int>(std::ceil(c.y + ro)));
         const int x0 = std::max(0, static_cast<int>(std::floor(c.x - ro))), x1 = std::min(w - 1, static_cast<int>(std::ceil(c.x + ro)));
         for (int y = y0; y <= y1; ++y) {
@@ -146,31 +141,24 @@ std::vector<float> polish_candidates(const Gradients& g, std::vector<Candidate>&
                     gx *= s, gy *= s;
                 }
                 px.push_back({static_cast<float>(dx), static_cast<float>(dy), gx, gy});
-                if (((x + y) & 1) == 0) half.push_back(px.back());
             }
         }
-        const double fx = std::floor(c.x), fy = std::floor(c.y);
-        ring_counts(c.x - fx, c.y - fy, r_lo, r_hi, -1, cnt);
-        ring_counts(c.x - fx, c.y - fy, r_lo, r_hi, static_cast<int>(fx + fy) & 1, cnt_half);
-        // a 4 px grid of centres over ±reach with the checkerboard half of the pixels (a shift by
-        // an even number of px keeps the half), then 2 px and 1 px steps about the best with all
+        ring_counts(c.x - std::floor(c.x), c.y - std::floor(c.y), r_lo, r_hi, cnt);
+        // a 3 px grid of centres over ±reach, then the 8 neighbours (1 px) of the best
         double bx = 0, by = 0, bs = -1e300;
-        const int n4 = static_cast<int>(std::floor(reach / 4));
-        for (int j = -n4; j <= n4; ++j)
-            for (int i = -n4; i <= n4; ++i) {
-                const double s = ring_score(half, 4.0 * i, 4.0 * j, r_lo, r_hi, flank, cnt_half, sum);
-                if (s > bs) bs = s, bx = 4.0 * i, by = 4.0 * j;
+        const int n3 = static_cast<int>(std::floor(reach / 3));
+        for (int j = -n3; j <= n3; ++j)
+            for (int i = -n3; i <= n3; ++i) {
+                const double s = ring_score(px, 3.0 * i, 3.0 * j, r_lo, r_hi, flank, cnt, sum);
+                if (s > bs) bs = s, bx = 3.0 * i, by = 3.0 * j;
             }
-        bs = ring_score(px, bx, by, r_lo, r_hi, flank, cnt, sum);
-        for (const double step : {2.0, 1.0}) {
-            const double cx = bx, cy = by;
-            for (int j = -1; j <= 1; ++j)
-                for (int i = -1; i <= 1; ++i) {
-                    if (i == 0 && j == 0) continue;
-                    const double s = ring_score(px, cx + step * i, cy + step * j, r_lo, r_hi, flank, cnt, sum);
-                    if (s > bs) bs = s, bx = cx + step * i, by = cy + step * j;
-                }
-        }
+        const double cx = bx, cy = by;
+        for (int j = -1; j <= 1; ++j)
+            for (int i = -1; i <= 1; ++i) {
+                if (i == 0 && j == 0) continue;
+                const double s = ring_score(px, cx + i, cy + j, r_lo, r_hi, flank, cnt, sum);
+                if (s > bs) bs = s, bx = cx + i, by = cy + j;
+            }
         ring.push_back(static_cast<float>(bs));
         c.x += bx, c.y += by;
     }
@@ -353,10 +341,7 @@ std::vector<Candidate> find_candidates(const Gradients& g, const DetectParams& p
     c = suppress(std::move(c), p.min_separation * p.r_small(), [](const Candidate& k) { return k.score; });
     if (f > kPolishFactor) {
         const int flank = std::max(2, static_cast<int>(std::lround(p.r_small() / 8)));
-        const auto c0 = c;
-        const auto ring = polish_candidates(g, c, r_lo - flank, r_hi + flank, f, flank);
-        if (std::getenv("VIBRA_DEBUG_RING"))
-            for (std::size_t i = 0; i < c.size(); ++i) std::fprintf(stderr, "ring %.1f %.1f <- %.1f %.1f  %.4f\n", c[i].x, c[i].y, c0[i].x, c0[i].y, double(ring[i]));
+        polish_candidates(g, c, r_lo - flank, r_hi + flank, f, flank);
         c = suppress(std::move(c), p.min_separation * p.r_small(), [](const Candidate& k) { return k.score; });
     }
     return c;
