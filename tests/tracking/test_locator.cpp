@@ -139,6 +139,16 @@ TEST_CASE("DiskLocator: a reset or a frame of another size starts from scratch",
     const cv::Mat crop = c(cv::Rect(0, 0, 120, 120)).clone();
     (void)L.next(crop);
     REQUIRE_FALSE(L.last().warm);
+    // every warm_refresh-th frame is located from scratch again
+    DetectParams dr = dp;
+    dr.warm_refresh = 2;
+    DiskLocator L3(dr);
+    std::vector<bool> warm;
+    for (const auto* im : {&a, &b, &c, &a, &b}) {
+        (void)L3.next(*im);
+        warm.push_back(L3.last().warm);
+    }
+    REQUIRE(warm == std::vector<bool>{false, true, true, false, true});
     // without the joint fit every frame is located from scratch, and the results are locate()'s
     dp.joint = false;
     DiskLocator L2(dp);

@@ -36,6 +36,7 @@ void DetectParams::validate() const {
     joint_fit.validate();
     if (warm_sweeps < 1) bad("warm_sweeps", warm_sweeps, ">= 1");
     if (!(snap_distance > 0)) bad("snap_distance", snap_distance, "> 0 px");
+    if (warm_refresh < 1) bad("warm_refresh", warm_refresh, ">= 1");
     if (!(new_disk_separation > 0 && new_disk_separation <= 2)) bad("new_disk_separation", new_disk_separation, "in (0, 2]");
 }
 
@@ -153,7 +154,9 @@ void DiskLocator::reset() {
 }
 
 std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
-    if (!p_.joint || !warm_ || prev_.empty() || image.cols != width_ || image.rows != height_) return cold(image);
+    if (!p_.joint || !warm_ || prev_.empty() || image.cols != width_ || image.rows != height_ || since_cold_ >= p_.warm_refresh)
+        return cold(image);
+    ++since_cold_;
     stats_ = {};
     stats_.warm = true;
     double t0 = cpu_seconds();
@@ -278,6 +281,7 @@ std::vector<Particle> DiskLocator::cold(const cv::Mat& image) {
     stats_ = {};
     auto parts = locate_impl(image, p_, p_.joint ? &templates_ : nullptr);
     width_ = image.cols, height_ = image.rows;
+    since_cold_ = 0;
     warm_ = p_.joint && !templates_.profile.empty();
     std::vector<float> st;
     for (const auto& q : parts) st.push_back(q.strength);

@@ -39,6 +39,7 @@ struct DetectParams {
     bool joint = true;              ///< finish with the joint template fit of all disks (joint_fit.hpp)
     JointFitParams joint_fit;
     int warm_sweeps = 2;            ///< DiskLocator: full joint-fit sweeps of a warm-started frame
+    int warm_refresh = 100;         ///< DiskLocator: every this many frames one is located from scratch (templates re-measured)
     double new_disk_separation = 0.6;  ///< DiskLocator: a candidate this far (× r_small) from every carried disk is a new disk
     double snap_distance = 1.0;     ///< DiskLocator: px; a carried disk predicted farther than this from its candidate starts at the candidate
     void validate() const;          ///< throws ParameterError naming the field
@@ -88,6 +89,7 @@ private:
     std::vector<double> vx_, vy_;     // their last displacement (px per call)
     float median_strength_ = 0;
     int width_ = 0, height_ = 0;
+    int since_cold_ = 0;
     bool warm_ = false;
     Stats stats_;
 };
