@@ -229,6 +229,7 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     const auto jf = joint_fit(image, parts, p_.radii, jp, &templates_);
     if (!jf.applied) return cold(image);
     stats_.added_from_residual = jf.added;
+    stats_.extra_sweeps = jf.extra_sweeps, stats_.extra_steps = jf.extra_steps;
     for (int k = 0; k < 4; ++k) stats_.seconds_fit[k] = jf.seconds[k];
     // Disks that left the image or ended on top of another are dropped; species from the
     // templates' radii; velocities of the disks that were there before.

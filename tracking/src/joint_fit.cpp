@@ -777,6 +777,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
                 moved[i] = 0;
                 if (!active[i]) continue;
                 ++n_active;
+                ++result.extra_steps;
                 const DiskState nd = step_disk(st[i], clip);
                 if (!nd.ok) continue;  // keeps its last good state
                 moved[i] = std::hypot(nd.x - st[i].x, nd.y - st[i].y);
@@ -786,6 +787,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
             }
             r2sum = r2n = 0;
             if (n_active == 0) break;
+            ++result.extra_sweeps;
             if (extra == 0) reconsider_species(clip);
             if (extra == 1) {  // disks still fitting badly get one more fresh search
                 const std::vector<DiskState> before = st;

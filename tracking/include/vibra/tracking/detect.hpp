@@ -69,7 +69,7 @@ public:
     /// What the last next() did (for diagnostics and benchmarks; CPU s of the calling thread).
     struct Stats {
         bool warm = false;
-        std::size_t carried = 0, new_from_candidates = 0, added_from_residual = 0;
+        std::size_t carried = 0, new_from_candidates = 0, added_from_residual = 0, extra_sweeps = 0, extra_steps = 0;
         double seconds_candidates = 0, seconds_new = 0;
         double seconds_fit[4] = {0, 0, 0, 0};  ///< joint fit phases (JointFitResult::seconds)
     };

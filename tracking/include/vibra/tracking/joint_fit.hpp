@@ -71,6 +71,7 @@ struct JointFitResult {
     std::vector<double> template_radius;  ///< px: measured edge radius of each species' template
     std::size_t added = 0;                ///< disks found in the residual and appended to parts
     std::size_t rescued = 0;              ///< fresh searches for badly fitting disks
+    std::size_t extra_sweeps = 0, extra_steps = 0;  ///< sweeps over moving disks, and disk steps in them
     /// CPU s of this thread in: first templates, full sweeps, repair (missing disks, fresh
     /// searches), extra sweeps and the rest — for benchmarks.
     double seconds[4] = {0, 0, 0, 0};
