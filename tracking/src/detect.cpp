@@ -37,6 +37,7 @@ void DetectParams::validate() const {
     if (warm_sweeps < 1) bad("warm_sweeps", warm_sweeps, ">= 1");
     if (!(snap_distance > 0)) bad("snap_distance", snap_distance, "> 0 px");
     if (warm_refresh < 1) bad("warm_refresh", warm_refresh, ">= 1");
+    if (!(drop_amplitude >= 0 && drop_amplitude < 1)) bad("drop_amplitude", drop_amplitude, "in [0, 1)");
     if (!(new_disk_separation > 0 && new_disk_separation <= 2)) bad("new_disk_separation", new_disk_separation, "in (0, 2]");
 }
 
@@ -233,10 +234,29 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     for (int k = 0; k < 4; ++k) stats_.seconds_fit[k] = jf.seconds[k];
     // Disks that left the image or ended on top of another are dropped; species from the
     // templates' radii; velocities of the disks that were there before.
+    // A carried disk is dropped when it has become faint (amplitude < drop_amplitude × the
+    // median) or is faint-ish (< 2 × that) with no candidate of this frame within half a small
+    // radius: on real video a false detection would otherwise be carried on for ever.
+    std::vector<float> amps;
+    for (const auto& q : parts)
+        if (q.amplitude > 0) amps.push_back(q.amplitude);
+    const float a_med = quantile(amps, 0.5);
+    std::vector<char> has_cand(parts.size(), 0);
+    {
+        std::vector<double> cx(cands.size()), cy(cands.size());
+        for (std::size_t k = 0; k < cands.size(); ++k) cx[k] = cands[k].x, cy[k] = cands[k].y;
+        const double near = 0.5 * p_.r_small();
+        CellList cc(cx, cy, near, Geometry{});
+        for (std::size_t i = 0; i < parts.size(); ++i)
+            cc.for_each_near(parts[i].x, parts[i].y, [&](std::size_t, double, double, double) { has_cand[i] = 1; });
+    }
     std::vector<std::size_t> keep;
     for (std::size_t i = 0; i < parts.size(); ++i) {
         const auto& q = parts[i];
-        if (q.x >= -0.5 && q.y >= -0.5 && q.x <= image.cols - 0.5 && q.y <= image.rows - 0.5) keep.push_back(i);
+        if (!(q.x >= -0.5 && q.y >= -0.5 && q.x <= image.cols - 0.5 && q.y <= image.rows - 0.5)) continue;
+        const double rel = a_med > 0 ? q.amplitude / a_med : 1.0;
+        if (rel < p_.drop_amplitude || (rel < 2 * p_.drop_amplitude && !has_cand[i])) continue;
+        keep.push_back(i);
     }
     {
         // greedy: an earlier (older) disk wins over a later one closer than min_separation·r_small

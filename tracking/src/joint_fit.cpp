@@ -39,6 +39,8 @@ void JointFitParams::validate() const {
     if (!(outlier_sigma == 0 || outlier_sigma >= 2)) bad("outlier_sigma", outlier_sigma, "0 (off) or >= 2");
     if (!(template_quantile > 0 && template_quantile <= 1)) bad("template_quantile", template_quantile, "in (0, 1]");
     if (!(max_missing_fraction >= 0 && max_missing_fraction <= 1)) bad("max_missing_fraction", max_missing_fraction, "in [0, 1]");
+    if (!(template_radius_tolerance > 0 && template_radius_tolerance < 0.5))
+        bad("template_radius_tolerance", template_radius_tolerance, "in (0, 0.5)");
     if (!(rescue_mse == 0 || rescue_mse >= 1)) bad("rescue_mse", rescue_mse, "0 (off) or >= 1");
     if (!(rescue_reach >= 0.5 && rescue_reach <= 10)) bad("rescue_reach", rescue_reach, "in [0.5, 10] px");
     if (!(max_radius_offset > 0 && max_radius_offset < 0.5)) bad("max_radius_offset", max_radius_offset, "in (0, 0.5)");
@@ -662,13 +664,15 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         }
     };
 
-    // A template is usable when its steepest edge lies near the nominal radius and is a clear
+    // A template is usable when its steepest edge lies within ±template_radius_tolerance of the
+    // nominal radius and is a clear
     // step (the level just inside differs from the background by at least a third of the
     // template's largest level). Otherwise the image does not follow the model (e.g. disks seen
     // in perspective, strong texture) and the joint fit is not applied.
     auto templates_ok = [&]() {
         for (const auto& t : tpl) {
-            if (!(t.r_edge >= (1 - p.max_radius_offset) * t.r_nominal && t.r_edge <= (1 + p.max_radius_offset) * t.r_nominal)) return false;
+            if (!(t.r_edge >= (1 - p.template_radius_tolerance) * t.r_nominal && t.r_edge <= (1 + p.template_radius_tolerance) * t.r_nominal))
+                return false;
             float peak = 0;
             for (double r = 0; r < t.r_edge; r += 0.25) peak = std::max(peak, std::abs(t.at(static_cast<float>(r * r))));
             const double ri = t.r_edge - 1.0;

@@ -39,6 +39,7 @@ struct DetectParams {
     bool joint = true;              ///< finish with the joint template fit of all disks (joint_fit.hpp)
     JointFitParams joint_fit;
     int warm_sweeps = 2;            ///< DiskLocator: full joint-fit sweeps of a warm-started frame
+    double drop_amplitude = 0.35;   ///< DiskLocator: a carried disk fainter than this × median (or 2× this without a candidate) is dropped
     int warm_refresh = 100;         ///< DiskLocator: every this many frames one is located from scratch (templates re-measured)
     double new_disk_separation = 0.6;  ///< DiskLocator: a candidate this far (× r_small) from every carried disk is a new disk
     double snap_distance = 1.0;     ///< DiskLocator: px; a carried disk predicted farther than this from its candidate starts at the candidate

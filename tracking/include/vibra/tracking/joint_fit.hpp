@@ -47,6 +47,7 @@ struct JointFitParams {
     double max_missing_fraction = 0.03;  ///< more candidates than this × n (+2): the model does not fit, none added
     double rescue_mse = 4.0;      ///< a disk whose mean squared residual exceeds this × the median is searched afresh; 0 = never
     double rescue_reach = 2.0;    ///< px: that search covers centres within ± this (1 px grid, both templates, then ½ px about the best)
+    double template_radius_tolerance = 0.15;  ///< a template whose edge is farther than this × nominal from the nominal radius: fit not applied
     double max_radius_offset = 0.2;  ///< a disk's radius stays within (1 ± this) × its template's
     void validate() const;        ///< throws ParameterError naming the field
 };
