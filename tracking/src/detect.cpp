@@ -106,12 +106,20 @@ std::vector<Particle> locate_impl(const cv::Mat& image, const DetectParams& p, D
     for (const auto& q : parts) st.push_back(q.strength);
     const float med = quantile(st, 0.5);
     std::erase_if(parts, [&](const Particle& q) { return q.strength < p.min_edge * med; });
+    // Species from the measured radii: the frame's own two-group split when it agrees with the
+    // nominal ratio (radii given a few % off, or a ridge rather than the outer edge), else the
+    // nominal midpoint (species.hpp, classify_radii_split). The joint fit, when it applies,
+    // re-classifies by its measured template radii below.
     auto classify = [&] {
-        for (auto& q : parts) {
+        std::vector<float> rad(parts.size()), conf(parts.size());
+        std::vector<std::int8_t> spc(parts.size());
+        for (std::size_t i = 0; i < parts.size(); ++i) rad[i] = parts[i].radius;
+        classify_radii_split(rad, p.radii, p.radius_sigma, spc, conf);
+        for (std::size_t i = 0; i < parts.size(); ++i) {
+            auto& q = parts[i];
             q.quality = med > 0 ? std::min(1.0f, q.strength / med) : 0.0f;
-            const auto s = classify_radius(q.radius, p.radii, p.radius_sigma);
-            q.species = s.species;
-            q.species_confidence = s.confidence;
+            q.species = spc[i];
+            q.species_confidence = conf[i];
         }
     };
     classify();
