@@ -99,41 +99,47 @@ __attribute__((target("avx2,fma"))) inline float hsum8(__m256 x) {
     return _mm_cvtss_f32(_mm_add_ss(b, _mm_shuffle_ps(b, b, 1)));
 }
 
-__attribute__((target("avx2,fma"))) void normal_row_avx2(const float* im, const float* m, int x0, int x1, float cx, float dy, float dy2,
-                                                          float qi, float qo, float b, float clip, float amp, float kappa,
-                                                          const TemplateView& t, NormalSums& acc) {
-    const __m256 lanes = lane_index(), vdy2 = _mm256_set1_ps(dy2), vqi = _mm256_set1_ps(qi), vqo = _mm256_set1_ps(qo);
+__attribute__((target("avx2,fma"))) void normal_rows_avx2(const float* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows,
+                                                           int n_rows, float cx, float qi, float qo, float b, float clip, float amp,
+                                                           float kappa, const TemplateView& t, NormalSums& acc) {
+    const __m256 lanes = lane_index(), vqi = _mm256_set1_ps(qi), vqo = _mm256_set1_ps(qo);
     const __m256 vb = _mm256_set1_ps(b), vclip = _mm256_set1_ps(clip), va = _mm256_set1_ps(amp), vk = _mm256_set1_ps(kappa);
     const __m256 kmaxf = _mm256_set1_ps(static_cast<float>(t.kmax)), invh = _mm256_set1_ps(t.inv_hq);
-    const __m256 m2k = _mm256_set1_ps(-2 * kappa), m2kdy = _mm256_set1_ps(-2 * kappa * dy), one = _mm256_set1_ps(1.0f);
+    const __m256 m2k = _mm256_set1_ps(-2 * kappa), one = _mm256_set1_ps(1.0f);
     const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     __m256 S00 = _mm256_setzero_ps(), S01 = S00, S02 = S00, S03 = S00, S04 = S00, S11 = S00, S12 = S00, S13 = S00, S14 = S00, S22 = S00,
            S23 = S00, S24 = S00, S33 = S00, S34 = S00, S44 = S00, V0 = S00, V1 = S00, V2 = S00, V3 = S00, V4 = S00, RR = S00;
-    for (int x = x0; x <= x1; x += 8) {
-        const int n = std::min(8, x1 - x + 1);
-        const __m256i lm = first_lanes(n);
-        const __m256 dx = _mm256_add_ps(_mm256_set1_ps(static_cast<float>(x) - cx), lanes);
-        const __m256 q = _mm256_fmadd_ps(dx, dx, vdy2);
-        const __m256 imv = n == 8 ? _mm256_loadu_ps(im + x) : _mm256_maskload_ps(im + x, lm);
-        const __m256 mv = n == 8 ? _mm256_loadu_ps(m + x) : _mm256_maskload_ps(m + x, lm);
-        __m256 r = _mm256_sub_ps(_mm256_sub_ps(imv, vb), mv);
-        __m256 ok = _mm256_and_ps(_mm256_castsi256_ps(lm), _mm256_and_ps(_mm256_cmp_ps(q, vqi, _CMP_GE_OQ), _mm256_cmp_ps(q, vqo, _CMP_LE_OQ)));
-        ok = _mm256_and_ps(ok, _mm256_cmp_ps(_mm256_and_ps(r, absmask), vclip, _CMP_LE_OQ));
-        __m256 sl;
-        __m256 S = lookup8(t, _mm256_mul_ps(vk, q), kmaxf, invh, sl);
-        const __m256 G = _mm256_and_ps(_mm256_mul_ps(va, sl), ok);
-        S = _mm256_and_ps(S, ok);
-        r = _mm256_and_ps(r, ok);
-        const __m256 w = _mm256_and_ps(one, ok);
-        const __m256 j0 = _mm256_mul_ps(_mm256_mul_ps(m2k, G), dx), j1 = _mm256_mul_ps(m2kdy, G), j2 = _mm256_mul_ps(G, q);
-        S00 = _mm256_fmadd_ps(j0, j0, S00), S01 = _mm256_fmadd_ps(j0, j1, S01), S02 = _mm256_fmadd_ps(j0, j2, S02);
-        S03 = _mm256_add_ps(j0, S03), S04 = _mm256_fmadd_ps(j0, S, S04);
-        S11 = _mm256_fmadd_ps(j1, j1, S11), S12 = _mm256_fmadd_ps(j1, j2, S12), S13 = _mm256_add_ps(j1, S13);
-        S14 = _mm256_fmadd_ps(j1, S, S14);
-        S22 = _mm256_fmadd_ps(j2, j2, S22), S23 = _mm256_add_ps(j2, S23), S24 = _mm256_fmadd_ps(j2, S, S24);
-        S33 = _mm256_add_ps(w, S33), S34 = _mm256_add_ps(S, S34), S44 = _mm256_fmadd_ps(S, S, S44);
-        V0 = _mm256_fmadd_ps(j0, r, V0), V1 = _mm256_fmadd_ps(j1, r, V1), V2 = _mm256_fmadd_ps(j2, r, V2);
-        V3 = _mm256_add_ps(r, V3), V4 = _mm256_fmadd_ps(S, r, V4), RR = _mm256_fmadd_ps(r, r, RR);
+    for (int ri = 0; ri < n_rows; ++ri) {
+        const RowSpan& row = rows[ri];
+        const float* im = im0 + static_cast<std::ptrdiff_t>(row.y) * stride;
+        const float* m = m0 + static_cast<std::ptrdiff_t>(row.y) * stride;
+        const __m256 vdy2 = _mm256_set1_ps(row.dy * row.dy), m2kdy = _mm256_set1_ps(-2 * kappa * row.dy);
+        for (int x = row.x0; x <= row.x1; x += 8) {
+            const int n = std::min(8, row.x1 - x + 1);
+            const __m256i lm = first_lanes(n);
+            const __m256 dx = _mm256_add_ps(_mm256_set1_ps(static_cast<float>(x) - cx), lanes);
+            const __m256 q = _mm256_fmadd_ps(dx, dx, vdy2);
+            const __m256 imv = n == 8 ? _mm256_loadu_ps(im + x) : _mm256_maskload_ps(im + x, lm);
+            const __m256 mv = n == 8 ? _mm256_loadu_ps(m + x) : _mm256_maskload_ps(m + x, lm);
+            __m256 r = _mm256_sub_ps(_mm256_sub_ps(imv, vb), mv);
+            __m256 ok = _mm256_and_ps(_mm256_castsi256_ps(lm), _mm256_and_ps(_mm256_cmp_ps(q, vqi, _CMP_GE_OQ), _mm256_cmp_ps(q, vqo, _CMP_LE_OQ)));
+            ok = _mm256_and_ps(ok, _mm256_cmp_ps(_mm256_and_ps(r, absmask), vclip, _CMP_LE_OQ));
+            __m256 sl;
+            __m256 S = lookup8(t, _mm256_mul_ps(vk, q), kmaxf, invh, sl);
+            const __m256 G = _mm256_and_ps(_mm256_mul_ps(va, sl), ok);
+            S = _mm256_and_ps(S, ok);
+            r = _mm256_and_ps(r, ok);
+            const __m256 w = _mm256_and_ps(one, ok);
+            const __m256 j0 = _mm256_mul_ps(_mm256_mul_ps(m2k, G), dx), j1 = _mm256_mul_ps(m2kdy, G), j2 = _mm256_mul_ps(G, q);
+            S00 = _mm256_fmadd_ps(j0, j0, S00), S01 = _mm256_fmadd_ps(j0, j1, S01), S02 = _mm256_fmadd_ps(j0, j2, S02);
+            S03 = _mm256_add_ps(j0, S03), S04 = _mm256_fmadd_ps(j0, S, S04);
+            S11 = _mm256_fmadd_ps(j1, j1, S11), S12 = _mm256_fmadd_ps(j1, j2, S12), S13 = _mm256_add_ps(j1, S13);
+            S14 = _mm256_fmadd_ps(j1, S, S14);
+            S22 = _mm256_fmadd_ps(j2, j2, S22), S23 = _mm256_add_ps(j2, S23), S24 = _mm256_fmadd_ps(j2, S, S24);
+            S33 = _mm256_add_ps(w, S33), S34 = _mm256_add_ps(S, S34), S44 = _mm256_fmadd_ps(S, S, S44);
+            V0 = _mm256_fmadd_ps(j0, r, V0), V1 = _mm256_fmadd_ps(j1, r, V1), V2 = _mm256_fmadd_ps(j2, r, V2);
+            V3 = _mm256_add_ps(r, V3), V4 = _mm256_fmadd_ps(S, r, V4), RR = _mm256_fmadd_ps(r, r, RR);
+        }
     }
     const __m256 all[21] = {S00, S01, S02, S03, S04, S11, S12, S13, S14, S22, S23, S24, S33, S34, S44, V0, V1, V2, V3, V4, RR};
     for (int k = 0; k < 21; ++k) acc.s[k] += hsum8(all[k]);
@@ -167,10 +173,21 @@ void splat_row(float* m, int x0, int x1, float cx, float dy2, float amp, float k
 
 void normal_row(const float* im, const float* m, int x0, int x1, float cx, float dy, float dy2, float qi, float qo, float b,
                 float clip, float amp, float kappa, const TemplateView& t, NormalSums& acc) {
+    (void)dy2;  // = dy² (kept in the signature for the portable version)
+    const RowSpan row{0, x0, x1, dy};
+    normal_rows(im, m, 0, &row, 1, cx, qi, qo, b, clip, amp, kappa, t, acc);
+}
+
+void normal_rows(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
+                 float b, float clip, float amp, float kappa, const TemplateView& t, NormalSums& acc) {
 #ifdef VIBRA_FIT_AVX2
-    if (use_avx2()) return normal_row_avx2(im, m, x0, x1, cx, dy, dy2, qi, qo, b, clip, amp, kappa, t, acc);
+    if (use_avx2()) return normal_rows_avx2(im, m, stride, rows, n_rows, cx, qi, qo, b, clip, amp, kappa, t, acc);
 #endif
-    normal_row_portable(im, m, x0, x1, cx, dy, dy2, qi, qo, b, clip, amp, kappa, t, acc);
+    for (int ri = 0; ri < n_rows; ++ri) {
+        const auto& r = rows[ri];
+        const auto off = static_cast<std::ptrdiff_t>(r.y) * stride;
+        normal_row_portable(im + off, m + off, r.x0, r.x1, cx, r.dy, r.dy * r.dy, qi, qo, b, clip, amp, kappa, t, acc);
+    }
 }
 
 bool fit_kernels_vectorised() { return use_avx2(); }

@@ -413,6 +413,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     // One Gauss–Newton step of disk i in (cx, cy, κ, b, a) against M (which holds its current
     // light). Returns the new state; accumulates residual statistics.
     double r2sum = 0, r2n = 0;
+    std::vector<detail::RowSpan> row_buf;
     auto step_disk = [&](const DiskState& d, float clip, bool light_only = false) -> DiskState {
         DiskState nd = d;
         if (!d.ok) return nd;
@@ -422,9 +423,10 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         detail::NormalSums ns_;
         const auto tv = t.view();
         const auto cxf = static_cast<float>(d.x);
-        for_rows(w, h, d.x, d.y, qo, [&](int py, int x0, int x1, float dy2, float dy) {
-            detail::normal_row(I.ptr<float>(py), M.ptr<float>(py), x0, x1, cxf, dy, dy2, qi, qo, b, clip, a, k, tv, ns_);
-        });
+        row_buf.clear();
+        for_rows(w, h, d.x, d.y, qo, [&](int py, int x0, int x1, float, float dy) { row_buf.push_back({py, x0, x1, dy}); });
+        detail::normal_rows(I.ptr<float>(0), M.ptr<float>(0), static_cast<std::ptrdiff_t>(I.step1()), row_buf.data(),
+                            static_cast<int>(row_buf.size()), cxf, qi, qo, b, clip, a, k, tv, ns_);
         const float* z = ns_.s;
         const float A00 = z[0], A01 = z[1], A02 = z[2], A03 = z[3], A04 = z[4], A11 = z[5], A12 = z[6], A13 = z[7], A14 = z[8],
                     A22 = z[9], A23 = z[10], A24 = z[11], A33 = z[12], A34 = z[13], A44 = z[14], v0 = z[15], v1 = z[16], v2 = z[17],

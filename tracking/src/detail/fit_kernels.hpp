@@ -6,6 +6,8 @@
 // float rounding. Internal.
 #pragma once
 
+#include <cstddef>
+
 namespace vibra::tracking::detail {
 
 /// A radial template tabulated in q = κρ²: S(q) = v[k] + (q/hq − k)·d[k], k = min(⌊q/hq⌋, kmax).
@@ -29,6 +31,17 @@ void splat_row(float* m, int x0, int x1, float cx, float dy2, float amp, float k
 /// r = im[x] − b − m[x], to the normal equations of the model b + amp · S(κ q).
 void normal_row(const float* im, const float* m, int x0, int x1, float cx, float dy, float dy2, float qi, float qo, float b,
                 float clip, float amp, float kappa, const TemplateView& t, NormalSums& acc);
+
+/// One row of a disk's band: image row y, columns [x0, x1], dy = y − cy.
+struct RowSpan {
+    int y, x0, x1;
+    float dy;
+};
+
+/// normal_row over several rows of one disk (the sums are reduced once, not per row); `im` and
+/// `m` point at row 0 of images with `stride` floats per row.
+void normal_rows(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
+                 float b, float clip, float amp, float kappa, const TemplateView& t, NormalSums& acc);
 
 /// The portable versions (what the two above do without AVX2), for tests that compare.
 void splat_row_portable(float* m, int x0, int x1, float cx, float dy2, float amp, float kappa, const TemplateView& t);
