@@ -787,6 +787,10 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
                 const DiskState nd = step_disk(st[i], clip);
                 if (!nd.ok) continue;  // keeps its last good state
                 moved[i] = std::hypot(nd.x - st[i].x, nd.y - st[i].y);
+                // a negligible step is not applied (the model image stays as it is)
+                if (moved[i] < 0.2 * p.tolerance && std::abs(nd.a - st[i].a) < 1e-3 * st[i].a &&
+                    std::abs(nd.kappa - st[i].kappa) < 1e-4 * st[i].kappa && std::abs(nd.b - st[i].b) < 0.01 * (1 + std::abs(st[i].b)))
+                    continue;
                 splat(st[i], -1.0f);
                 splat(nd, 1.0f);
                 st[i] = nd;
