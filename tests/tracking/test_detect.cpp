@@ -323,7 +323,12 @@ TEST_CASE("real data: particletracker discs, bright rims, two sizes", "[unit]") 
     dp.edge_threshold = 0.06;
     dp.min_edge = 0.1;
 
-    SECTION("outer radii 51 / 59 px, locate() as it is") {
+    // Both sections run without the joint fit (vibra track --no-joint-fit): on some of these
+    // frames its validity check passes and it moves the radii to the inner rim edge (≈ 38 / 48 px)
+    // with most species wrong (e.g. radii 51/59, frame 5: 64 class errors); on the others it
+    // refuses to apply.
+    dp.joint = false;
+    SECTION("outer radii 51 / 59 px, species from the nominal midpoint (what vibra track does)") {
         dp.radii = {51, 59};
         int found6 = 0, found10 = 0, extra = 0, cls = 0;
         for (int f = 0; f < 9; ++f) {
@@ -332,25 +337,23 @@ TEST_CASE("real data: particletracker discs, bright rims, two sizes", "[unit]") 
             const auto m = match_discs(truth[static_cast<std::size_t>(f)], det, 10.0);
             INFO("frame " << f << ": " << m.in_roi << " in the ROI, found " << m.found << "/72 within 10 px (" << m6.found
                           << " within 6 px), " << m.extra_in_roi << " extra, " << m.class_errors << " class errors");
-            // measured 69–72 within 10 px (65–70 within 6 px), 0–3 extra, 0–1 class errors per frame
+            // measured 69–72 within 10 px (66–70 within 6 px), 0–3 extra, 0–2 class errors per frame
             REQUIRE(m.found >= 68);
-            REQUIRE(m6.found >= 63);
+            REQUIRE(m6.found >= 64);
             REQUIRE(m.extra_in_roi <= 4);
-            REQUIRE(m.class_errors <= 2);
+            REQUIRE(m.class_errors <= 3);
             found6 += m6.found, found10 += m.found, extra += m.extra_in_roi, cls += m.class_errors;
         }
-        WARN("particletracker discs, radii 51/59, locate(): found " << found10 << "/648 within 10 px (" << found6
-                                                                      << " within 6 px), " << extra << " extra in the ROI, "
-                                                                      << cls << " class errors (issue target: all 648, "
-                                                                      << "every class: NOT met)");
+        WARN("particletracker discs, radii 51/59, no joint fit: found " << found10 << "/648 within 10 px (" << found6
+                                                                          << " within 6 px), " << extra << " extra in the ROI, "
+                                                                          << cls << " class errors (issue target: all 648, "
+                                                                          << "every class: NOT met)");
     }
     SECTION("ridge radii 46 / 55 px (the issue's), no joint fit, species by the frame's radius split") {
-        // The joint fit is off: on some of these frames it applies and moves the radii to the
-        // inner rim edge (≈ 38 / 48 px) with most species wrong. Species come from
-        // classify_radii_split (the measured outer radii split into two groups), not from the
-        // nominal midpoint 50.5 px, which lies inside the small discs' outer radii (46–54 px).
+        // Species come from classify_radii_split (the measured outer radii split into two groups),
+        // not from the nominal midpoint 50.5 px, which lies inside the small discs' outer radii
+        // (46–54 px).
         dp.radii = {46, 55};
-        dp.joint = false;
         int found6 = 0, found10 = 0, extra = 0, cls = 0;
         for (int f = 0; f < 9; ++f) {
             auto det = locate(frames[static_cast<std::size_t>(f)], dp);
@@ -365,15 +368,18 @@ TEST_CASE("real data: particletracker discs, bright rims, two sizes", "[unit]") 
             const auto m = match_discs(truth[static_cast<std::size_t>(f)], det, 10.0);
             INFO("frame " << f << ": " << m.in_roi << " in the ROI, found " << m.found << "/72 within 10 px (" << m6.found
                           << " within 6 px), " << m.extra_in_roi << " extra, " << m.class_errors << " class errors");
-            // measured 72/72 within 10 px (68–71 within 6 px), 0–1 extra, 0–2 class errors per frame
+            // measured: 72 in the ROI and 72/72 within 10 px (69–72 within 6 px) in every frame, no
+            // extra, 0–2 class errors per frame (discs 5 and 71 at the walls, 44 behind the left bar)
+            REQUIRE(m.in_roi == 72);
             REQUIRE(m.found == 72);
-            REQUIRE(m6.found >= 66);
-            REQUIRE(m.extra_in_roi <= 1);
+            REQUIRE(m6.found >= 67);
+            REQUIRE(m.extra_in_roi == 0);
             REQUIRE(m.class_errors <= 3);
             found6 += m6.found, found10 += m.found, extra += m.extra_in_roi, cls += m.class_errors;
         }
         WARN("particletracker discs, radii 46/55, no joint fit, split species: found "
              << found10 << "/648 within 10 px (" << found6 << " within 6 px), " << extra << " extra in the ROI, " << cls
-             << " class errors");
+             << " class errors (issue target: every class: NOT met)");
+        REQUIRE(cls <= 10);  // measured 7 of 648
     }
 }

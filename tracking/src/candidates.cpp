@@ -42,6 +42,8 @@ inline float ceil_float(double t) {
 // ±(f + 2) px: on a 3 px grid of centres, then on a 1 px grid about the best. The vote score is kept.
 constexpr int kPolishFactor = 3;
 constexpr std::size_t kSectors = 16;
+// Polished candidates with a ring score below this × the frame's median are dropped.
+constexpr float kMinRing = 0.4f;
 // Pixels whose gradient is below this × local contrast (per px) are left out of the sums (they add
 // almost nothing); the sector-bin means still divide by every pixel of the bin (count table).
 constexpr float kRingMinGradient = 0.03f;
@@ -274,7 +276,9 @@ std::vector<Candidate> find_candidates(const Gradients& g, const DetectParams& p
     }
     cv::GaussianBlur(acc, acc, cv::Size(5, 5), 1.0, 1.0, cv::BORDER_CONSTANT);
     const double norm = 2 * M_PI * p.r_small() / (static_cast<double>(f) * f);
-    const int m = std::max(1, static_cast<int>(std::lround(p.min_separation * p.r_small() / f)));
+    // (large disks: half the window — a void or contact maximum within min_separation of a disk's
+    // weaker peak would hide it; the extra maxima are merged or dropped after the ring search)
+    const int m = std::max(1, static_cast<int>(std::lround((two_sided ? 0.5 : 1.0) * p.min_separation * p.r_small() / f)));
     // Local maxima: a value above the floor and at least as large as every value of its
     // (2m+1)² window clipped to the map (what comparing with a rectangular dilation gives),
     // as the maximum over 2m+1 row maxima kept in a ring of rows.
@@ -341,7 +345,15 @@ std::vector<Candidate> find_candidates(const Gradients& g, const DetectParams& p
     c = suppress(std::move(c), p.min_separation * p.r_small(), [](const Candidate& k) { return k.score; });
     if (f > kPolishFactor) {
         const int flank = std::max(2, static_cast<int>(std::lround(p.r_small() / 8)));
-        polish_candidates(g, c, r_lo - flank, r_hi + flank, f, flank);
+        // Candidates whose best ring is weak (< kMinRing × the frame's median ring score) are voids,
+        // contacts or texture; dropped here, they no longer mask real neighbours in the refinement.
+        const auto ring = polish_candidates(g, c, r_lo - flank, r_hi + flank, f, flank);
+        const float med = quantile(ring, 0.5);
+        std::vector<Candidate> kept;
+        kept.reserve(c.size());
+        for (std::size_t i = 0; i < c.size(); ++i)
+            if (ring[i] >= kMinRing * med) kept.push_back(c[i]);
+        c = std::move(kept);
         c = suppress(std::move(c), p.min_separation * p.r_small(), [](const Candidate& k) { return k.score; });
     }
     return c;
