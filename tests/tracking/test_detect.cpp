@@ -284,6 +284,23 @@ DiscMatch match_discs(const std::vector<TruthDisc>& truth, const std::vector<Par
 }  // namespace
 
 TEST_CASE("real data: particletracker discs, bright rims, two sizes", "[unit]") {
+    {
+        // classify_radii_split on made-up radii: nominal 10 / 12 px, measured 10 % larger (11 and
+        // 13.2 px, ±0.3) → threshold in the gap between the groups, not at the nominal midpoint 11.
+        std::vector<float> r;
+        for (int i = 0; i < 20; ++i) r.push_back(11.0f + 0.03f * static_cast<float>(i - 10));
+        for (int i = 0; i < 30; ++i) r.push_back(13.2f + 0.02f * static_cast<float>(i - 15));
+        std::vector<std::int8_t> sp(r.size());
+        std::vector<float> cf(r.size());
+        const std::vector<double> nominal{10, 12};
+        const double t = classify_radii_split(r, nominal, 0.3, sp, cf);
+        REQUIRE(t > 11.27);
+        REQUIRE(t < 12.9);
+        for (std::size_t i = 0; i < r.size(); ++i) REQUIRE(sp[i] == (i < 20 ? kSpeciesSmall : kSpeciesLarge));
+        // groups whose ratio (1.6) is far from the nominal 1.2: the nominal midpoint is kept
+        for (std::size_t i = 20; i < r.size(); ++i) r[i] = 17.6f;
+        REQUIRE_THAT(classify_radii_split(r, nominal, 0.3, sp, cf), Catch::Matchers::WithinAbs(11.0, 1e-12));
+    }
     const auto shared = test::shared_dir();
     if (shared.empty()) {
         WARN("../shared not found: skipping the particletracker discs detection test");
