@@ -115,8 +115,8 @@ void run(const char* name, SynthParams sp, const DetectParams& dp) {
             parts = locate(img, d0);
             const double tb = thread_seconds();
             const auto r = joint_fit(img, parts, dp.radii, dp.joint_fit);
-            std::printf("  locate without joint fit %.1f ms; joint fit: templates %.1f, sweeps %.1f, repair %.1f, extra %.1f ms (%zu disks, %zu added, %zu searched afresh)\n",
-                        1e3 * (tb - ta), 1e3 * r.seconds[0], 1e3 * r.seconds[1], 1e3 * r.seconds[2], 1e3 * r.seconds[3], parts.size(), r.added, r.rescued);
+            std::printf("  locate without joint fit %.1f ms; joint fit: templates %.1f, sweeps %.1f, repair %.1f, extra %.1f ms (%zu disks, %zu added, %zu searched afresh, relative residual %.3f)\n",
+                        1e3 * (tb - ta), 1e3 * r.seconds[0], 1e3 * r.seconds[1], 1e3 * r.seconds[2], 1e3 * r.seconds[3], parts.size(), r.added, r.rescued, r.relative_residual);
         } else if (stride > 0) {
             auto& L = locators[static_cast<std::size_t>(s.frames % stride)];
             parts = L.next(img);
@@ -226,7 +226,6 @@ int main(int argc, char** argv) {
         DetectParams rp = dp;
         rp.radii = {46, 55};
         rp.edge_threshold = 0.06;
-        rp.min_score = 0.1;
         rp.min_edge = 0.1;
         for (int f = 0; f < 9; ++f) {
             char name[128];
@@ -234,6 +233,14 @@ int main(int argc, char** argv) {
             const cv::Mat img = cv::imread(name, cv::IMREAD_GRAYSCALE);
             if (img.empty()) return 1;
             int nn = 0, small = 0;
+            if (std::getenv("ACC_PHASES")) {
+                DetectParams r0 = rp;
+                r0.joint = false;
+                auto ps = locate(img, r0);
+                const auto jr = joint_fit(img, ps, rp.radii, rp.joint_fit);
+                std::printf("  frame %d: joint fit relative residual %.3f, template radii %.1f %.1f\n", f, jr.relative_residual,
+                            jr.template_radius.empty() ? 0.0 : jr.template_radius.front(), jr.template_radius.empty() ? 0.0 : jr.template_radius.back());
+            }
             for (const auto& q : locate(img, rp)) {
                 if (q.x < 142 || q.x > 1082 || q.y < 30 || q.y > 846) continue;
                 ++nn;

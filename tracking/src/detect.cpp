@@ -48,6 +48,11 @@ using detail::vote_factor;
 
 namespace {
 
+// Radius spread of the species confidence: radius_sigma, but at least 5% of the small radius
+// (large real disks vary by a few px; a 0.3 px spread would make every call "certain", and a
+// disk whose call flips near the threshold would then break its track at linking).
+double radius_spread(const DetectParams& p) { return std::max(p.radius_sigma, 0.05 * p.r_small()); }
+
 double cpu_seconds() {  // CPU time of the calling thread (DiskLocator::Stats)
     timespec ts{};
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -63,9 +68,13 @@ std::vector<Particle> locate_impl(const cv::Mat& image, const DetectParams& p, D
     // The radius is searched close to the nominal radii only (±15%), so inner features of a
     // look (the inner edge of a dark ring, a rim) cannot be taken for the outer edge.
     const double rt = std::min(p.radius_tolerance, 0.15);
-    // Before the joint fit (which finishes the job) two refinement iterations are plenty.
+    // Before the joint fit (which finishes the job) two refinement iterations are plenty for
+    // small disks. Large ones (vote cells > 3 px: candidates several px off) keep them all: the
+    // candidates that fail or drift are judged on the refined positions, and such images (the
+    // particletracker discs) are also where the joint fit tends to refuse.
     RefineParams rp = p.refine;
-    if (p.joint) rp.iterations = std::min(rp.iterations, 2), rp.coarse_iterations = std::min(rp.coarse_iterations, rp.iterations);
+    if (p.joint && vote_factor(p) <= 3)
+        rp.iterations = std::min(rp.iterations, 2), rp.coarse_iterations = std::min(rp.coarse_iterations, rp.iterations);
     refine_particles(g, parts, p.r_small() * (1 - rt), p.r_large() * (1 + rt), rp);
     // Second chance for candidates whose refinement failed (no edge peak within the radius
     // range, e.g. a start several px off on a coarse vote grid): refined again from the
@@ -114,7 +123,7 @@ std::vector<Particle> locate_impl(const cv::Mat& image, const DetectParams& p, D
         std::vector<float> rad(parts.size()), conf(parts.size());
         std::vector<std::int8_t> spc(parts.size());
         for (std::size_t i = 0; i < parts.size(); ++i) rad[i] = parts[i].radius;
-        classify_radii_split(rad, p.radii, p.radius_sigma, spc, conf);
+        classify_radii_split(rad, p.radii, radius_spread(p), spc, conf);
         for (std::size_t i = 0; i < parts.size(); ++i) {
             auto& q = parts[i];
             q.quality = med > 0 ? std::min(1.0f, q.strength / med) : 0.0f;
@@ -132,10 +141,20 @@ std::vector<Particle> locate_impl(const cv::Mat& image, const DetectParams& p, D
             const float med2 = quantile(st2, 0.5);
             for (auto& q : parts) {
                 q.quality = med2 > 0 ? std::min(1.0f, q.strength / med2) : 0.0f;
-                const auto s = classify_radius(q.radius, jf.template_radius, p.radius_sigma);
+                const auto s = classify_radius(q.radius, jf.template_radius, radius_spread(p));
                 q.species = s.species;
                 q.species_confidence = s.confidence;
             }
+        } else if (p.refine.iterations > rp.iterations) {
+            // The joint fit refused this image (it does not follow its model): the refinement
+            // gets the iterations it gave up for it, and the species are classified again.
+            RefineParams more = p.refine;
+            more.iterations = p.refine.iterations - rp.iterations;
+            more.coarse_iterations = std::max(0, p.refine.coarse_iterations - rp.coarse_iterations);
+            more.coarse_iterations = std::min(more.coarse_iterations, more.iterations);
+            refine_particles(g, parts, p.r_small() * (1 - rt), p.r_large() * (1 + rt), more);
+            std::erase_if(parts, [](const Particle& q) { return !(q.strength > 0); });
+            classify();
         }
     }
     std::sort(parts.begin(), parts.end(), [](const Particle& a, const Particle& b) {
@@ -220,13 +239,13 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     if (n_new > 0) {
         const double rt = std::min(p_.radius_tolerance, 0.15);
         RefineParams rp = p_.refine;
-        rp.iterations = std::min(rp.iterations, 2), rp.coarse_iterations = std::min(rp.coarse_iterations, rp.iterations);
+        if (vote_factor(p_) <= 3) rp.iterations = std::min(rp.iterations, 2), rp.coarse_iterations = std::min(rp.coarse_iterations, rp.iterations);
         refine_particles(g, local, p_.r_small() * (1 - rt), p_.r_large() * (1 + rt), rp);
         for (std::size_t k = 0; k < n_new; ++k) {
             auto& q = local[k];
             if (!(q.strength >= p_.min_edge * median_strength_)) continue;
             q.quality = median_strength_ > 0 ? std::min(1.0f, q.strength / median_strength_) : 0.0f;
-            const auto sc = classify_radius(q.radius, p_.radii, p_.radius_sigma);
+            const auto sc = classify_radius(q.radius, p_.radii, radius_spread(p_));
             q.species = sc.species, q.species_confidence = sc.confidence;
             parts.push_back(q);
         }
@@ -288,7 +307,7 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     out.reserve(keep.size());
     for (auto i : keep) {
         Particle q = parts[i];
-        const auto sc = classify_radius(q.radius, jf.template_radius, p_.radius_sigma);
+        const auto sc = classify_radius(q.radius, jf.template_radius, radius_spread(p_));
         q.species = sc.species, q.species_confidence = sc.confidence;
         if (i < n_prev) {
             vx.push_back(q.x - prev_[i].x), vy.push_back(q.y - prev_[i].y);

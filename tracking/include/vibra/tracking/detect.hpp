@@ -34,7 +34,7 @@ struct DetectParams {
     double min_separation = 0.7;    ///< × r_small: closest two centres may be (NMS and duplicates)
     int downsample = 0;             ///< vote grid = image / factor; 0 = automatic (r_small / 3)
     int contrast_block = 0;         ///< px per contrast cell; 0 = automatic (max(32, 6 r_large))
-    double radius_sigma = 0.3;      ///< px: radius spread for the species confidence
+    double radius_sigma = 0.3;      ///< px: radius spread for the species confidence (at least 5% of r_small is used)
     RefineParams refine;
     bool joint = true;              ///< finish with the joint template fit of all disks (joint_fit.hpp)
     JointFitParams joint_fit;

@@ -47,6 +47,7 @@ struct JointFitParams {
     double max_missing_fraction = 0.03;  ///< more candidates than this × n (+2): the model does not fit, none added
     double rescue_mse = 4.0;      ///< a disk whose mean squared residual exceeds this × the median is searched afresh; 0 = never
     double rescue_reach = 2.0;    ///< px: that search covers centres within ± this (1 px grid, both templates, then ½ px about the best)
+    double max_relative_residual = 0.8;  ///< median disk residual RMS / template contrast above which the fit is not applied (synthetic 0.05–0.3, real discs ≈ 2.5)
     double template_radius_tolerance = 0.15;  ///< a template whose edge is farther than this × nominal from the nominal radius: fit not applied
     double max_radius_offset = 0.2;  ///< a disk's radius stays within (1 ± this) × its template's
     void validate() const;        ///< throws ParameterError naming the field
@@ -72,6 +73,7 @@ struct JointFitResult {
     std::vector<double> template_radius;  ///< px: measured edge radius of each species' template
     std::size_t added = 0;                ///< disks found in the residual and appended to parts
     std::size_t rescued = 0;              ///< fresh searches for badly fitting disks
+    double relative_residual = 0;         ///< median disk residual RMS / template contrast after the full sweeps
     std::size_t extra_sweeps = 0, extra_steps = 0;  ///< sweeps over moving disks, and disk steps in them
     /// CPU s of this thread in: first templates, full sweeps, repair (missing disks, fresh
     /// searches), extra sweeps and the rest — for benchmarks.
