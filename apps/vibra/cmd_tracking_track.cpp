@@ -51,6 +51,7 @@ void register_track(CLI::App& app, GlobalOptions& g) {
         tracking::TrackParams tp;
     };
     auto o = std::make_shared<Opts>();
+    o->tp.link.max_step = 0;  // automatic: half the small radius (TrackParams)
     auto* cmd = app.add_subcommand("track", "Video → detections → linked trajectories (one HDF5 file per input)");
     cmd->add_option("INPUT", o->inputs, "Video file, camera file, image-sequence folder or glob (several = several videos)")
         ->required();

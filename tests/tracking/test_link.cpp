@@ -52,16 +52,27 @@ TEST_CASE("linker memory closes gaps and drops old tracks", "[unit]") {
     REQUIRE(L.last_stats().new_tracks == 1);
 }
 
-TEST_CASE("linker keeps species apart and predicts velocity", "[unit]") {
+TEST_CASE("linker prefers the same species and predicts velocity", "[unit]") {
     LinkParams p;
     p.max_step = 2;
     Linker L(p);
     std::vector<double> x{0}, y{0};
     std::vector<std::int8_t> s0{0}, s1{1};
     L.link(x, y, s0);
+    // A same-species candidate wins even when a different-species detection is closer.
+    std::vector<double> xa{0.3, 1.0}, ya{0, 0};
+    std::vector<std::int8_t> sa{1, 0};
+    const auto ida = L.link(xa, ya, sa);
+    REQUIRE(ida[1] == 0);  // the species-0 detection continues track 0
+    REQUIRE(ida[0] == 1);  // the species-1 one starts a new track
+    // A track and a detection of different species link only when neither has any candidate
+    // of its own species (a size call that flipped on real video must not break the track).
+    Linker L2(p);
+    L2.link(x, y, s0);
     std::vector<double> x1{0.5};
-    REQUIRE(L.link(x1, y, s1)[0] == 1);  // different species: new track
-    REQUIRE(L.last_stats().lost_tracks == 1);
+    REQUIRE(L2.link(x1, y, s1)[0] == 0);
+    REQUIRE(L2.last_stats().links == 1);
+    REQUIRE(L2.last_stats().lost_tracks == 0);
 
     // Accelerating start 0, 1.5, 4.5, 7.5, … (steps 1.5 then 3 px) with max_step 2: only the
     // constant-velocity prediction keeps one track.

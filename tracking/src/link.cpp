@@ -123,7 +123,7 @@ std::vector<std::int64_t> Linker::link(std::span<const double> x, std::span<cons
     if (nd > 0 && nt > 0) {
         const double r2 = p_.max_step * p_.max_step;
         CellList cells(x, y, p_.max_step, Geometry{});
-        std::vector<Edge> edges;
+        std::vector<Edge> edges, mismatched;
         edges.reserve(nt * 2);
         for (std::size_t t = 0; t < nt; ++t) {
             const auto& tk = active_[t];
@@ -134,11 +134,23 @@ std::vector<std::int64_t> Linker::link(std::span<const double> x, std::span<cons
                 qy += tk.vy * gap;
             }
             cells.for_each_near(qx, qy, [&](std::size_t j, double, double, double d2) {
-                if (p_.species_must_match && !species.empty() && tk.species >= 0 && species[j] >= 0 &&
-                    species[j] != tk.species)
+                if (!(d2 < r2)) return;
+                if (p_.species_must_match && !species.empty() && tk.species >= 0 && species[j] >= 0 && species[j] != tk.species) {
+                    mismatched.push_back({static_cast<std::uint32_t>(t), static_cast<std::uint32_t>(j), d2});
                     return;
-                if (d2 < r2) edges.push_back({static_cast<std::uint32_t>(t), static_cast<std::uint32_t>(j), d2});
+                }
+                edges.push_back({static_cast<std::uint32_t>(t), static_cast<std::uint32_t>(j), d2});
             });
+        }
+        // A track and a detection of different known species may still link when neither has
+        // any candidate of its own species: on real video a disk whose size call flips (a
+        // wall, a perspective edge) would otherwise break its track, and the trajectory vote
+        // could not fix its species.
+        if (!mismatched.empty()) {
+            std::vector<char> t_has(nt, 0), d_has(nd, 0);
+            for (const auto& e : edges) t_has[e.t] = 1, d_has[e.d] = 1;
+            for (const auto& e : mismatched)
+                if (!t_has[e.t] && !d_has[e.d]) edges.push_back(e);
         }
         // Unmatched cost: any candidate (d² < max_step²) is cheaper than leaving both ends unmatched.
         const double unmatched = 0.5 * r2 * 1.0000001;
