@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <ctime>
 #include <string>
 
 #include "detail/detect_util.hpp"
@@ -42,22 +41,27 @@ void DetectParams::validate() const {
 }
 
 using detail::contrast_block;
+using detail::cpu_seconds;
 using detail::quantile;
 using detail::suppress;
 using detail::vote_factor;
 
 namespace {
 
+// Refinement before the joint fit (which finishes the job): two iterations are plenty for small
+// disks. Large ones (vote cells > 3 px: candidates several px off) keep them all: the candidates
+// that fail or drift are judged on the refined positions, and such images (the particletracker
+// discs) are also where the joint fit tends to refuse.
+RefineParams refine_before_fit(const DetectParams& p) {
+    RefineParams rp = p.refine;
+    if (vote_factor(p) <= 3) rp.iterations = std::min(rp.iterations, 2), rp.coarse_iterations = std::min(rp.coarse_iterations, rp.iterations);
+    return rp;
+}
+
 // Radius spread of the species confidence: radius_sigma, but at least 5% of the small radius
 // (large real disks vary by a few px; a 0.3 px spread would make every call "certain", and a
 // disk whose call flips near the threshold would then break its track at linking).
 double radius_spread(const DetectParams& p) { return std::max(p.radius_sigma, 0.05 * p.r_small()); }
-
-double cpu_seconds() {  // CPU time of the calling thread (DiskLocator::Stats)
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
 
 std::vector<Particle> locate_impl(const cv::Mat& image, const DetectParams& p, DiskTemplates* templates) {
     p.validate();
@@ -68,13 +72,7 @@ std::vector<Particle> locate_impl(const cv::Mat& image, const DetectParams& p, D
     // The radius is searched close to the nominal radii only (±15%), so inner features of a
     // look (the inner edge of a dark ring, a rim) cannot be taken for the outer edge.
     const double rt = std::min(p.radius_tolerance, 0.15);
-    // Before the joint fit (which finishes the job) two refinement iterations are plenty for
-    // small disks. Large ones (vote cells > 3 px: candidates several px off) keep them all: the
-    // candidates that fail or drift are judged on the refined positions, and such images (the
-    // particletracker discs) are also where the joint fit tends to refuse.
-    RefineParams rp = p.refine;
-    if (p.joint && vote_factor(p) <= 3)
-        rp.iterations = std::min(rp.iterations, 2), rp.coarse_iterations = std::min(rp.coarse_iterations, rp.iterations);
+    const RefineParams rp = p.joint ? refine_before_fit(p) : p.refine;
     refine_particles(g, parts, p.r_small() * (1 - rt), p.r_large() * (1 + rt), rp);
     // Second chance for candidates whose refinement failed (no edge peak within the radius
     // range, e.g. a start several px off on a coarse vote grid): refined again from the
@@ -196,16 +194,14 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     std::vector<Particle> parts = prev_;
     const std::size_t n_prev = parts.size();
     for (std::size_t i = 0; i < n_prev; ++i) parts[i].x += vx_[i], parts[i].y += vy_[i];
-    // Candidates far from every start disk are new disks (entered the field, or missed before):
-    // refined with their start neighbours around them (masking), then appended.
     // A carried disk whose prediction missed (fast or turning disks) starts at the frame's
     // candidate instead: the nearest one within half a small radius when it is more than
     // `snap_distance` px from the prediction (candidates are good to about a vote cell).
+    std::vector<double> cx(cands.size()), cy(cands.size());
+    for (std::size_t k = 0; k < cands.size(); ++k) cx[k] = cands[k].x, cy[k] = cands[k].y;
+    const double near = 0.5 * p_.r_small();
+    const CellList cc(cx, cy, near, Geometry{});
     if (!cands.empty()) {
-        std::vector<double> cx(cands.size()), cy(cands.size());
-        for (std::size_t k = 0; k < cands.size(); ++k) cx[k] = cands[k].x, cy[k] = cands[k].y;
-        const double near = 0.5 * p_.r_small();
-        CellList cc(cx, cy, near, Geometry{});
         for (std::size_t i = 0; i < n_prev; ++i) {
             double best = near * near;
             std::int64_t kb = -1;
@@ -216,31 +212,31 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
                 parts[i].x = cx[static_cast<std::size_t>(kb)], parts[i].y = cy[static_cast<std::size_t>(kb)];
         }
     }
+    // Candidates far from every start disk are new disks (entered the field, or missed before):
+    // refined with their start neighbours around them (masking), then appended.
     std::vector<double> xs(n_prev), ys(n_prev);
     for (std::size_t i = 0; i < n_prev; ++i) xs[i] = parts[i].x, ys[i] = parts[i].y;
     const double reach = 2.5 * p_.r_large() + 4;
     CellList cl(xs, ys, reach, Geometry{});
     const double new_sep = p_.new_disk_separation * p_.r_small();
-    std::vector<Particle> local;
+    std::vector<Particle> local, neighbours;  // the new disks first, then their neighbours
     std::vector<char> is_neighbour(n_prev, 0);
-    std::size_t n_new = 0;
     for (const auto& c : cands) {
         double best = 1e300;
         cl.for_each_near(c.x, c.y, [&](std::size_t, double, double, double r2) { best = std::min(best, r2); });
         if (best < new_sep * new_sep) continue;
         Particle q;
         q.x = c.x, q.y = c.y;
-        local.insert(local.begin() + static_cast<std::ptrdiff_t>(n_new), q);
-        ++n_new;
+        local.push_back(q);
         cl.for_each_near(c.x, c.y, [&](std::size_t j, double, double, double) {
-            if (!is_neighbour[j]) is_neighbour[j] = 1, local.push_back(parts[j]);
+            if (!is_neighbour[j]) is_neighbour[j] = 1, neighbours.push_back(parts[j]);
         });
     }
+    const std::size_t n_new = local.size();
+    local.insert(local.end(), neighbours.begin(), neighbours.end());
     if (n_new > 0) {
         const double rt = std::min(p_.radius_tolerance, 0.15);
-        RefineParams rp = p_.refine;
-        if (vote_factor(p_) <= 3) rp.iterations = std::min(rp.iterations, 2), rp.coarse_iterations = std::min(rp.coarse_iterations, rp.iterations);
-        refine_particles(g, local, p_.r_small() * (1 - rt), p_.r_large() * (1 + rt), rp);
+        refine_particles(g, local, p_.r_small() * (1 - rt), p_.r_large() * (1 + rt), refine_before_fit(p_));
         for (std::size_t k = 0; k < n_new; ++k) {
             auto& q = local[k];
             if (!(q.strength >= p_.min_edge * median_strength_)) continue;
@@ -269,14 +265,8 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
         if (q.amplitude > 0) amps.push_back(q.amplitude);
     const float a_med = quantile(amps, 0.5);
     std::vector<char> has_cand(parts.size(), 0);
-    {
-        std::vector<double> cx(cands.size()), cy(cands.size());
-        for (std::size_t k = 0; k < cands.size(); ++k) cx[k] = cands[k].x, cy[k] = cands[k].y;
-        const double near = 0.5 * p_.r_small();
-        CellList cc(cx, cy, near, Geometry{});
-        for (std::size_t i = 0; i < parts.size(); ++i)
-            cc.for_each_near(parts[i].x, parts[i].y, [&](std::size_t, double, double, double) { has_cand[i] = 1; });
-    }
+    for (std::size_t i = 0; i < parts.size(); ++i)
+        cc.for_each_near(parts[i].x, parts[i].y, [&](std::size_t, double, double, double) { has_cand[i] = 1; });
     std::vector<std::size_t> keep;
     for (std::size_t i = 0; i < parts.size(); ++i) {
         const auto& q = parts[i];

@@ -5,15 +5,15 @@
 //   disk, and ∂/∂c, ∂/∂κ need no ρ either.
 // - Model image M = Σ_j a_j S_j is rendered once per full sweep (Jacobi); in the extra sweeps
 //   only the disks that still move are stepped and M is patched for each of them.
-// - The first templates use only pixels covered by one footprint (a coverage-count image), so
-//   neighbours' light cannot enter them; after the first sweep they are re-measured from all
-//   pixels with the neighbours' modelled light subtracted.
+// - The first templates use only the pixels clearly nearer to one disk's edge than to any other
+//   (an edge-distance label image), so neighbours' light hardly enters them; from the second
+//   sweep on they are re-measured from all pixels with the neighbours' modelled light subtracted.
+// - Row kernels (model render, normal equations) are in fit_kernels.cpp.
 #include "vibra/tracking/joint_fit.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <ctime>
 #include <string>
 
 #include <opencv2/imgproc.hpp>
@@ -23,6 +23,9 @@
 #include "vibra/core/error.hpp"
 
 namespace vibra::tracking {
+
+using detail::cpu_seconds;
+using detail::median_of;
 
 void JointFitParams::validate() const {
     auto bad = [](const char* f, double v, const char* rule) {
@@ -86,6 +89,20 @@ struct Template {
         kmax = static_cast<int>(v.size()) - 1;
         d.assign(v.size(), 0.0f);
         for (std::size_t k = 0; k + 1 < v.size(); ++k) d[k] = v[k + 1] - v[k];
+    }
+    // Mean of the measured profile over the outermost 0.5 px of the support.
+    double tail_level() const {
+        const double r0 = std::sqrt(double(q_out)) - 0.5;
+        const auto k0 = std::min(prof.size() - 2, static_cast<std::size_t>(r0 / hr));
+        double sum = 0;
+        for (std::size_t k = k0; k + 1 < prof.size(); ++k) sum += prof[k];
+        return sum / double(std::max<std::size_t>(1, prof.size() - 1 - k0));
+    }
+    // Largest |S| inside the edge (the template's contrast).
+    float peak_level() const {
+        float peak = 0;
+        for (double r = 0; r < r_edge; r += 0.25) peak = std::max(peak, std::abs(at(static_cast<float>(r * r))));
+        return peak;
     }
     // Steepest |dS/dρ| for ρ in [0.75 R, R + outer − 0.3] (parabolic peak on a 0.02 px grid).
     void measure_edge() {
@@ -180,12 +197,6 @@ bool solve5(const double A[5][5], const double b[5], double x[5]) {
         x[i] = s / L[i][i];
     }
     return true;
-}
-
-double cpu_seconds() {  // CPU time of this thread: the phase timings of JointFitResult
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
 struct DiskState {
@@ -346,11 +357,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
             if (bg_n > 50) {
                 bg = bg_sum / bg_n;
             } else {
-                const double r0 = std::sqrt(double(t.q_out)) - 0.5;
-                const auto k0 = std::min(t.prof.size() - 2, static_cast<std::size_t>(r0 / t.hr));
-                double sum = 0;
-                for (std::size_t k = k0; k + 1 < t.prof.size(); ++k) sum += t.prof[k];
-                bg = sum / double(std::max<std::size_t>(1, t.prof.size() - 1 - k0));
+                bg = t.tail_level();
             }
             for (auto& x : t.prof) x = static_cast<float>(x - bg);
             t.finish();
@@ -399,11 +406,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
             if (acc[static_cast<std::size_t>(s)].into(t.prof)) {
                 // the outermost 0.5 px is background by definition: there the template is 0
                 // (otherwise its tail and the disks' b trade off where disks touch all round)
-                const double r0 = std::sqrt(double(t.q_out)) - 0.5;
-                const auto k0 = std::min(t.prof.size() - 2, static_cast<std::size_t>(r0 / t.hr));
-                double tail = 0;
-                for (std::size_t k = k0; k + 1 < t.prof.size(); ++k) tail += t.prof[k];
-                tail /= double(std::max<std::size_t>(1, t.prof.size() - 1 - k0));
+                const double tail = t.tail_level();
                 for (auto& x : t.prof) x = static_cast<float>(x - tail);
                 t.finish();
                 t.measure_edge();
@@ -432,8 +435,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         const float A00 = z[0], A01 = z[1], A02 = z[2], A03 = z[3], A04 = z[4], A11 = z[5], A12 = z[6], A13 = z[7], A14 = z[8],
                     A22 = z[9], A23 = z[10], A24 = z[11], A33 = z[12], A34 = z[13], A44 = z[14], v0 = z[15], v1 = z[16], v2 = z[17],
                     v3 = z[18], v4 = z[19], rr = z[20];
-        float cnt = 0;
-        cnt = A33;
+        const float cnt = A33;  // pixels used
         r2sum += rr, r2n += cnt;
         nd.mse = cnt > 0 ? rr / cnt : 0.0f;
         const double A[5][5] = {{A00, A01, A02, A03, A04},
@@ -514,14 +516,13 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     // edge, or with the wrong template) are searched afresh: own light removed from M, the
     // residual of each template evaluated on a grid of centres within ±rescue_reach px (b and a
     // solved linearly at each), the best taken; the extra sweeps then polish them.
-    auto rescue = [&](float clipv, std::size_t n_in_model) {
+    auto rescue = [&](std::size_t n_in_model) {
         if (!(p.rescue_mse > 0)) return;
         std::vector<float> ms;
         for (const auto& d : st)
             if (d.ok) ms.push_back(d.mse);
         if (ms.size() < 8) return;
-        std::nth_element(ms.begin(), ms.begin() + static_cast<std::ptrdiff_t>(ms.size() / 2), ms.end());
-        const float med = ms[ms.size() / 2];
+        const float med = median_of(ms);
         const double reachg = std::floor(p.rescue_reach);
         for (std::size_t i = 0; i < n; ++i) {
             DiskState& d = st[i];
@@ -576,7 +577,6 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
                         if (jx || jy) try_at(c.s, c.x + 0.5 * jx, c.y + 0.5 * jy);
             }
             ++result.rescued;
-            (void)clipv;
             best.mse = static_cast<float>(best_sse);
             d = best;
             splat(d, 1.0f);
@@ -587,15 +587,13 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     // it. Their light is found in the residual I − b − M, box-averaged over (1.4 r_small)²: a peak
     // above half the level a missing small disk would give, farther than 0.8 r_small from every
     // disk, becomes a new disk (template and centre by the rescue search).
-    std::size_t n_found = 0;
     auto add_missing = [&]() {
         if (!p.find_missing) return;
         std::vector<float> as;
         for (const auto& d : st)
             if (d.ok) as.push_back(static_cast<float>(d.a));
         if (as.size() < 8) return;
-        std::nth_element(as.begin(), as.begin() + static_cast<std::ptrdiff_t>(as.size() / 2), as.end());
-        const double a_med = as[as.size() / 2];
+        const double a_med = median_of(as);
         const auto& t0 = T(0);
         const double rb = 0.7 * t0.r_nominal;
         // mean template level inside the box's inscribed disk of radius rb
@@ -662,22 +660,19 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
             d.mse = 1e30f;
             st.push_back(d);
             moved.push_back(1.0);
-            ++n_found;
             cv::circle(taken, pt, static_cast<int>(std::ceil(excl)), cv::Scalar(1), cv::FILLED);
         }
     };
 
     // A template is usable when its steepest edge lies within ±template_radius_tolerance of the
-    // nominal radius and is a clear
-    // step (the level just inside differs from the background by at least a third of the
-    // template's largest level). Otherwise the image does not follow the model (e.g. disks seen
+    // nominal radius and is a clear step (the level just inside differs from the background by
+    // at least a third of the template's largest level). Otherwise the image does not follow the model (e.g. disks seen
     // in perspective, strong texture) and the joint fit is not applied.
     auto templates_ok = [&]() {
         for (const auto& t : tpl) {
             if (!(t.r_edge >= (1 - p.template_radius_tolerance) * t.r_nominal && t.r_edge <= (1 + p.template_radius_tolerance) * t.r_nominal))
                 return false;
-            float peak = 0;
-            for (double r = 0; r < t.r_edge; r += 0.25) peak = std::max(peak, std::abs(t.at(static_cast<float>(r * r))));
+            const float peak = t.peak_level();
             const double ri = t.r_edge - 1.0;
             if (!(std::abs(t.at(static_cast<float>(ri * ri))) >= 0.33 * peak) || !(peak > 0)) return false;
         }
@@ -693,6 +688,13 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         r2sum = r2n = 0;
         if (p.outlier_sigma > 0 && rms > 0) clip = static_cast<float>(p.outlier_sigma * rms);
     };
+    // A fresh search; the disks it moved or re-classified count as moving (extra sweeps).
+    auto rescue_and_wake = [&](std::size_t n_in_model) {
+        const std::vector<DiskState> before = st;
+        rescue(n_in_model);
+        for (std::size_t i = 0; i < n; ++i)
+            if (st[i].x != before[i].x || st[i].y != before[i].y || st[i].s != before[i].s) moved[i] = 1.0;
+    };
     // After the first sweep: missing disks added and badly fitting ones searched afresh (both
     // need a model of everybody else); after the second: templates re-measured.
     auto repair = [&]() {
@@ -701,10 +703,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         add_missing();
         n = st.size();
         next.resize(n);
-        const std::vector<DiskState> before = st;
-        rescue(clip, n_old);
-        for (std::size_t i = 0; i < n; ++i)
-            if (st[i].x != before[i].x || st[i].y != before[i].y || st[i].s != before[i].s) moved[i] = 1.0;
+        rescue_and_wake(n_old);
     };
     // Disks carried over from the previous frame bring their light (b, a); the others start
     // from the median of those. Without any, one light-only pass first.
@@ -712,18 +711,15 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     for (const auto& q : parts)
         if (q.amplitude > 0) lit_a.push_back(q.amplitude), lit_b.push_back(q.background);
     if (warm && lit_a.size() >= 8) {
-        std::nth_element(lit_a.begin(), lit_a.begin() + static_cast<std::ptrdiff_t>(lit_a.size() / 2), lit_a.end());
-        std::nth_element(lit_b.begin(), lit_b.begin() + static_cast<std::ptrdiff_t>(lit_b.size() / 2), lit_b.end());
+        const float a_med = median_of(lit_a), b_med = median_of(lit_b);
         for (std::size_t i = 0; i < n; ++i)
-            if (!(parts[i].amplitude > 0)) st[i].a = lit_a[lit_a.size() / 2], st[i].b = lit_b[lit_b.size() / 2];
+            if (!(parts[i].amplitude > 0)) st[i].a = a_med, st[i].b = b_med;
     }
     if (warm && lit_a.size() < 8) {  // the light (b, a) of every disk first, centres kept: one quick pass
-        for (int pass = 0; pass < 1; ++pass) {
-            render_model();
-            for (std::size_t i = 0; i < n; ++i) next[i] = step_disk(st[i], clip, true);
-            st.swap(next);
-            r2sum = r2n = 0;
-        }
+        render_model();
+        for (std::size_t i = 0; i < n; ++i) next[i] = step_disk(st[i], clip, true);
+        st.swap(next);
+        r2sum = r2n = 0;
     }
     for (int sweep = 0; sweep < p.sweeps; ++sweep) {
         double t0 = cpu_seconds();
@@ -757,11 +753,9 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         for (const auto& d : st)
             if (d.ok && d.mse > 0) ms.push_back(d.mse);
         float peak = 0;
-        for (const auto& t : tpl)
-            for (double r = 0; r < t.r_edge; r += 0.25) peak = std::max(peak, std::abs(t.at(static_cast<float>(r * r))));
+        for (const auto& t : tpl) peak = std::max(peak, t.peak_level());
         if (!ms.empty() && peak > 0) {
-            std::nth_element(ms.begin(), ms.begin() + static_cast<std::ptrdiff_t>(ms.size() / 2), ms.end());
-            result.relative_residual = std::sqrt(ms[ms.size() / 2]) / peak;
+            result.relative_residual = std::sqrt(median_of(ms)) / peak;
             if (result.relative_residual > p.max_relative_residual) return result;
         }
     }
@@ -816,12 +810,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
             if (n_active == 0) break;
             ++result.extra_sweeps;
             if (extra == 0) reconsider_species(clip);
-            if (extra == 1) {  // disks still fitting badly get one more fresh search
-                const std::vector<DiskState> before = st;
-                rescue(clip, n);
-                for (std::size_t i = 0; i < n; ++i)
-                    if (st[i].x != before[i].x || st[i].y != before[i].y || st[i].s != before[i].s) moved[i] = 1.0;
-            }
+            if (extra == 1) rescue_and_wake(n);  // disks still fitting badly get one more fresh search
         }
     }
     // Added disks are kept only when they fit like the others: amplitude ≥ half the median,
@@ -831,9 +820,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         for (std::size_t i = 0; i < parts.size(); ++i)
             if (st[i].ok) as.push_back(static_cast<float>(st[i].a)), ms.push_back(st[i].mse);
         if (!as.empty()) {
-            std::nth_element(as.begin(), as.begin() + static_cast<std::ptrdiff_t>(as.size() / 2), as.end());
-            std::nth_element(ms.begin(), ms.begin() + static_cast<std::ptrdiff_t>(ms.size() / 2), ms.end());
-            const float a_med = as[as.size() / 2], m_med = ms[ms.size() / 2];
+            const float a_med = median_of(as), m_med = median_of(ms);
             std::vector<DiskState> keep(st.begin(), st.begin() + static_cast<std::ptrdiff_t>(parts.size()));
             for (std::size_t i = parts.size(); i < n; ++i)
                 if (st[i].ok && st[i].a >= 0.5 * a_med && st[i].mse <= 2 * m_med) keep.push_back(st[i]);
@@ -852,15 +839,10 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     result.added = n - parts.size();
     for (const auto& t : tpl) result.template_radius.push_back(t.r_edge);
     if (n > parts.size()) {
-        float med_strength = 0;
-        {
-            std::vector<float> v;
-            for (const auto& q : parts) v.push_back(q.strength);
-            std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-            med_strength = v[v.size() / 2];
-        }
+        std::vector<float> strengths;
+        for (const auto& q : parts) strengths.push_back(q.strength);
         Particle q;
-        q.strength = med_strength;
+        q.strength = median_of(strengths);
         parts.resize(n, q);
     }
     for (std::size_t i = 0; i < n; ++i) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -31,6 +32,20 @@ inline float quantile(std::vector<float> v, double q) {
     const auto k = static_cast<std::ptrdiff_t>(q * static_cast<double>(v.size() - 1));
     std::nth_element(v.begin(), v.begin() + k, v.end());
     return v[static_cast<std::size_t>(k)];
+}
+
+/// The element at index n/2 after a partial sort (the upper median); v must not be empty.
+inline float median_of(std::vector<float> v) {
+    const auto k = static_cast<std::ptrdiff_t>(v.size() / 2);
+    std::nth_element(v.begin(), v.begin() + k, v.end());
+    return v[static_cast<std::size_t>(k)];
+}
+
+/// CPU time of the calling thread (s): the phase timings of the joint fit and DiskLocator.
+inline double cpu_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
 // Greedy by descending score: drop any point within `sep` of a kept one.
