@@ -8,7 +8,7 @@
 #include <cmath>
 #include <vector>
 
-#include "vibra/core/cell_list.hpp"
+#include "detection_score.hpp"
 #include "vibra/core/trajectory.hpp"
 #include "vibra/tracking/detect.hpp"
 #include "vibra/tracking/synth.hpp"
@@ -18,39 +18,15 @@ using namespace vibra::tracking;
 
 namespace {
 
-struct Score {
-    std::int64_t truth = 0, detected = 0, matched = 0, species_ok = 0, warm_frames = 0;
-    double se = 0;
-    double rms() const { return std::sqrt(se / (2.0 * double(matched))); }
+// Frames dealt in turn to two locators, as two pipeline workers see them.
+struct VideoScore : test::Stats {
+    std::int64_t warm_frames = 0;
 };
 
-void score(const std::vector<Particle>& parts, const TrajectoryTable& t, std::size_t row0, Score& s) {
-    std::vector<double> px, py;
-    for (const auto& q : parts) px.push_back(q.x), py.push_back(q.y);
-    CellList cl(px, py, 3.0, Geometry{});
-    std::vector<char> used(parts.size(), 0);
-    s.detected += static_cast<std::int64_t>(parts.size());
-    for (std::size_t i = row0; i < t.size(); ++i) {
-        ++s.truth;
-        std::int64_t best = -1;
-        double bd = 9.0;
-        cl.for_each_near(t.x[i], t.y[i], [&](std::size_t j, double, double, double r2) {
-            if (r2 < bd && !used[j]) bd = r2, best = static_cast<std::int64_t>(j);
-        });
-        if (best < 0) continue;
-        const auto& q = parts[static_cast<std::size_t>(best)];
-        used[static_cast<std::size_t>(best)] = 1;
-        ++s.matched;
-        s.se += (q.x - t.x[i]) * (q.x - t.x[i]) + (q.y - t.y[i]) * (q.y - t.y[i]);
-        s.species_ok += q.species == t.species[i];
-    }
-}
-
-// Frames dealt in turn to two locators, as two pipeline workers see them.
-Score run_video(const SynthParams& sp, const DetectParams& dp) {
+VideoScore run_video(const SynthParams& sp, const DetectParams& dp) {
     SynthGenerator gen(sp);
     std::vector<DiskLocator> loc{DiskLocator(dp), DiskLocator(dp)};
-    Score s;
+    VideoScore s;
     cv::Mat img;
     TrajectoryTable truth;
     for (std::size_t f = 0;; ++f) {
@@ -59,7 +35,7 @@ Score run_video(const SynthParams& sp, const DetectParams& dp) {
         auto& L = loc[f % 2];
         const auto parts = L.next(img);
         s.warm_frames += L.last().warm;
-        score(parts, truth, row0, s);
+        test::score(parts, truth, row0, s);
     }
     return s;
 }
