@@ -3,7 +3,11 @@
 // other looks), and `vibra track --radii auto` end to end.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <string>
 #include <vector>
+
+#include <opencv2/imgcodecs.hpp>
 
 #include "test_support.hpp"
 #include "vibra/core/error.hpp"
@@ -76,3 +80,16 @@ TEST_CASE("vibra track --radii auto", "[unit]") {
     REQUIRE_THAT(d[0], Catch::Matchers::WithinAbs(12.0, 0.6));  // synth defaults: radii 6 and 8 px
     REQUIRE_THAT(d[1], Catch::Matchers::WithinAbs(16.0, 0.6));
 }
+
+TEST_CASE("vibra track --radii auto on frames without disks: error names the input, no output", "[unit]") {
+    test::TempDir dir("radii_auto_blank");
+    const cv::Mat blank(64, 64, CV_8U, cv::Scalar(40));
+    for (int k = 0; k < 3; ++k) REQUIRE(cv::imwrite(dir.file("f" + std::to_string(k) + ".png"), blank));
+    const auto r = test::run_vibra("track " + dir.file("") + " -o " + dir.file("o.h5") + " --radii auto -q");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 1);
+    REQUIRE(r.output.find("too few disks") != std::string::npos);
+    REQUIRE(r.output.find(dir.file("")) != std::string::npos);
+    REQUIRE(!std::filesystem::exists(dir.file("o.h5")));
+}
+

@@ -172,7 +172,11 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
                 break;
         }
         if (first.empty()) throw FormatError(input + ": no frame could be decoded");
-        p.detect.radii = estimate_radii(first, p.detect.invert, p.auto_radius_min, p.auto_radius_max);
+        try {
+            p.detect.radii = estimate_radii(first, p.detect.invert, p.auto_radius_min, p.auto_radius_max);
+        } catch (const FormatError& e) {
+            throw FormatError(input + ": " + e.what());
+        }
         src = open_video(input, p.reader);
     }
     p.detect.validate();
