@@ -84,8 +84,77 @@ void score(const std::vector<Particle>& parts, const TrajectoryTable& t, std::si
     }
 }
 
+// ACC_CACHE=DIR (profiling): the generated frames and their truth are kept in DIR and read back
+// on the next run with the same case, size and frame count (generation takes ~1 s per frame).
+struct FrameSource {
+    SynthGenerator gen;
+    std::vector<cv::Mat> frames;
+    TrajectoryTable truth;
+    std::size_t next_frame = 0;
+    bool cached = false;
+    FrameSource(const char* name, const SynthParams& sp) : gen(sp) {
+        const char* dir = std::getenv("ACC_CACHE");
+        if (!dir) return;
+        const std::string path = std::string(dir) + "/" + name + "_" + std::to_string(sp.render.width) + "_" + std::to_string(sp.frames) + ".bin";
+        if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
+            std::int64_t nf = 0, rows = 0;
+            bool ok = std::fread(&nf, 8, 1, f) == 1;
+            for (std::int64_t k = 0; ok && k < nf; ++k) {
+                int hdr[3];
+                ok = std::fread(hdr, sizeof hdr, 1, f) == 1;
+                if (!ok) break;
+                cv::Mat m(hdr[0], hdr[1], hdr[2]);
+                ok = std::fread(m.data, m.elemSize(), m.total(), f) == m.total();
+                frames.push_back(m);
+            }
+            ok = ok && std::fread(&rows, 8, 1, f) == 1;
+            for (std::int64_t r = 0; ok && r < rows; ++r) {
+                std::int64_t fr;
+                double xy[2];
+                std::int8_t sp8;
+                float rad;
+                ok = std::fread(&fr, 8, 1, f) == 1 && std::fread(xy, 16, 1, f) == 1 && std::fread(&sp8, 1, 1, f) == 1 && std::fread(&rad, 4, 1, f) == 1;
+                truth.push(fr, 0, xy[0], xy[1], sp8);
+                truth.radius.push_back(rad);
+            }
+            std::fclose(f);
+            cached = ok;
+            if (cached) return;
+            frames.clear(), truth.clear();
+        }
+        cv::Mat img;
+        while (gen.next(img, truth)) frames.push_back(img.clone());
+        cached = true;
+        if (std::FILE* f = std::fopen(path.c_str(), "wb")) {
+            const std::int64_t nf = std::int64_t(frames.size()), rows = std::int64_t(truth.size());
+            std::fwrite(&nf, 8, 1, f);
+            for (const auto& m : frames) {
+                const int hdr[3] = {m.rows, m.cols, m.type()};
+                std::fwrite(hdr, sizeof hdr, 1, f);
+                std::fwrite(m.data, m.elemSize(), m.total(), f);
+            }
+            std::fwrite(&rows, 8, 1, f);
+            for (std::size_t r = 0; r < truth.size(); ++r) {
+                const double xy[2] = {truth.x[r], truth.y[r]};
+                std::fwrite(&truth.frame[r], 8, 1, f), std::fwrite(xy, 16, 1, f), std::fwrite(&truth.species[r], 1, 1, f), std::fwrite(&truth.radius[r], 4, 1, f);
+            }
+            std::fclose(f);
+        }
+    }
+    // Next frame and its truth rows appended to `t` (as SynthGenerator::next).
+    bool next(cv::Mat& img, TrajectoryTable& t) {
+        if (!cached) return gen.next(img, t);
+        if (next_frame >= frames.size()) return false;
+        img = frames[next_frame];
+        for (std::size_t r = 0; r < truth.size(); ++r)
+            if (truth.frame[r] == std::int64_t(next_frame)) t.push(truth.frame[r], 0, truth.x[r], truth.y[r], truth.species[r]), t.radius.push_back(truth.radius[r]);
+        ++next_frame;
+        return true;
+    }
+};
+
 void run(const char* name, SynthParams sp, const DetectParams& dp) {
-    SynthGenerator gen(sp);
+    FrameSource gen(name, sp);
     Stats s;
     cv::Mat img;
     TrajectoryTable truth;
@@ -122,9 +191,9 @@ void run(const char* name, SynthParams sp, const DetectParams& dp) {
             parts = L.next(img);
             const auto& ls = L.last();
             if (std::getenv("ACC_FRAMES") && ls.warm)
-                std::printf("  warm: candidates %.1f ms, new disks %.1f ms (%zu), fit: sweeps %.1f, repair %.1f, extra %.1f ms (%zu sweeps, %zu steps); %zu added\n",
+                std::printf("  warm: candidates %.1f ms, new disks %.1f ms (%zu), fit: sweeps %.1f, repair %.1f, extra %.1f ms (%zu sweeps, %zu steps); %zu added, %zu searched afresh\n",
                             1e3 * ls.seconds_candidates, 1e3 * ls.seconds_new, ls.new_from_candidates, 1e3 * ls.seconds_fit[1],
-                            1e3 * ls.seconds_fit[2], 1e3 * ls.seconds_fit[3], ls.extra_sweeps, ls.extra_steps, ls.added_from_residual);
+                            1e3 * ls.seconds_fit[2], 1e3 * ls.seconds_fit[3], ls.extra_sweeps, ls.extra_steps, ls.added_from_residual, ls.rescued);
         } else {
             parts = locate(img, dp);
         }
@@ -134,7 +203,7 @@ void run(const char* name, SynthParams sp, const DetectParams& dp) {
         score(parts, truth, row0, s);
     }
     if (const char* e = std::getenv("ACC_REPLAY"); e && stride > 0) {  // profiling: the video again, k times (frames regenerated once)
-        SynthGenerator g2(sp);
+        FrameSource g2(name, sp);
         std::vector<cv::Mat> frames;
         TrajectoryTable t2;
         cv::Mat im2;
@@ -184,6 +253,7 @@ int main(int argc, char** argv) {
     if (const char* e = std::getenv("JF_BIN")) dp.joint_fit.template_bin = std::atof(e);
     if (const char* e = std::getenv("JF_TOL")) dp.joint_fit.tolerance = std::atof(e);
     if (const char* e = std::getenv("WARM_SWEEPS")) dp.warm_sweeps = std::atoi(e);
+    if (const char* e = std::getenv("WARM_MISSING")) dp.warm_missing_every = std::atoi(e);
     if (const char* e = std::getenv("JF_OFF")) dp.joint = std::atoi(e) == 0;
     if (which == "all" || which == "moderate") {
         SynthParams sp;

@@ -173,7 +173,11 @@ TEST_CASE("joint fit row kernels: vectorised and portable versions agree", "[uni
     }
     v.back() = 0;
     for (std::size_t k = 0; k + 1 < v.size(); ++k) d[k] = v[k + 1] - v[k];
+    std::vector<float> vd(2 * v.size());
+    for (std::size_t k = 0; k < v.size(); ++k) vd[2 * k] = v[k], vd[2 * k + 1] = d[k];
     const detail::TemplateView t{v.data(), d.data(), static_cast<int>(v.size()) - 1, 5.0f};
+    detail::TemplateView t_pairs = t;  // the same template with interleaved (v, d) pairs
+    t_pairs.vd = vd.data();
     std::mt19937_64 rng(3);
     std::uniform_real_distribution<float> u(0.0f, 1.0f);
     std::vector<float> im(64), m(64);
@@ -185,10 +189,17 @@ TEST_CASE("joint fit row kernels: vectorised and portable versions agree", "[uni
         detail::splat_row(m1.data(), 2, 1 + len, cx, dy * dy, 0.9f, 1.03f, t);
         detail::splat_row_portable(m2.data(), 2, 1 + len, cx, dy * dy, 0.9f, 1.03f, t);
         for (std::size_t k = 0; k < m.size(); ++k) REQUIRE_THAT(m1[k], Catch::Matchers::WithinAbs(m2[k], 1e-3));
+        std::vector<float> m3 = m;
+        const detail::RowSpan row{0, 2, 1 + len, dy};
+        detail::splat_rows(m3.data(), 0, &row, 1, cx, 0.9f, 1.03f, t_pairs);
+        for (std::size_t k = 0; k < m.size(); ++k) REQUIRE_THAT(m3[k], Catch::Matchers::WithinAbs(m2[k], 1e-3));
+        detail::NormalSums c;
+        detail::normal_row(im.data(), m.data(), 2, 1 + len, cx, dy, dy * dy, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f, 1.03f, t_pairs, c);
         detail::NormalSums a, b;
         detail::normal_row(im.data(), m.data(), 2, 1 + len, cx, dy, dy * dy, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f, 1.03f, t, a);
         detail::normal_row_portable(im.data(), m.data(), 2, 1 + len, cx, dy, dy * dy, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f, 1.03f, t, b);
         for (int k = 0; k < 21; ++k) REQUIRE_THAT(a.s[k], Catch::Matchers::WithinAbs(b.s[k], 1e-3 * (1 + std::abs(b.s[k]))));
+        for (int k = 0; k < 21; ++k) REQUIRE_THAT(c.s[k], Catch::Matchers::WithinAbs(b.s[k], 1e-3 * (1 + std::abs(b.s[k]))));
     }
     WARN("row kernels vectorised (AVX2): " << (detail::fit_kernels_vectorised() ? "yes" : "no"));
 }

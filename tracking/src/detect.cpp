@@ -36,6 +36,7 @@ void DetectParams::validate() const {
     if (warm_sweeps < 1) bad("warm_sweeps", warm_sweeps, ">= 1");
     if (!(snap_distance > 0)) bad("snap_distance", snap_distance, "> 0 px");
     if (warm_refresh < 1) bad("warm_refresh", warm_refresh, ">= 1");
+    if (warm_missing_every < 1) bad("warm_missing_every", warm_missing_every, ">= 1");
     if (!(drop_amplitude >= 0 && drop_amplitude < 1)) bad("drop_amplitude", drop_amplitude, "in [0, 1)");
     if (!(new_disk_separation > 0 && new_disk_separation <= 2)) bad("new_disk_separation", new_disk_separation, "in (0, 2]");
 }
@@ -63,7 +64,8 @@ RefineParams refine_before_fit(const DetectParams& p) {
 // disk whose call flips near the threshold would then break its track at linking).
 double radius_spread(const DetectParams& p) { return std::max(p.radius_sigma, 0.05 * p.r_small()); }
 
-std::vector<Particle> locate_impl(const cv::Mat& image, const DetectParams& p, DiskTemplates* templates) {
+std::vector<Particle> locate_impl(const cv::Mat& image, const DetectParams& p, DiskTemplates* templates,
+                                  JointFitWorkspace* workspace = nullptr) {
     p.validate();
     const Gradients g = compute_gradients(image, p.invert, contrast_block(p));
     const auto cands = find_candidates(g, p);
@@ -132,7 +134,7 @@ std::vector<Particle> locate_impl(const cv::Mat& image, const DetectParams& p, D
     classify();
     if (p.joint) {
         // species by the measured template radii (the nominal ones may be off by a few %)
-        const auto jf = joint_fit(image, parts, p.radii, p.joint_fit, templates);
+        const auto jf = joint_fit(image, parts, p.radii, p.joint_fit, templates, workspace);
         if (jf.applied) {
             std::vector<float> st2;
             for (const auto& q : parts) st2.push_back(q.strength);
@@ -250,9 +252,11 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     stats_.seconds_new = cpu_seconds() - t0;
     JointFitParams jp = p_.joint_fit;
     jp.sweeps = std::min(jp.sweeps, p_.warm_sweeps);
-    const auto jf = joint_fit(image, parts, p_.radii, jp, &templates_);
+    jp.early_rescue = false;
+    jp.find_missing = jp.find_missing && since_cold_ % p_.warm_missing_every == 0;
+    const auto jf = joint_fit(image, parts, p_.radii, jp, &templates_, &workspace_);
     if (!jf.applied) return cold(image);
-    stats_.added_from_residual = jf.added;
+    stats_.added_from_residual = jf.added, stats_.rescued = jf.rescued;
     stats_.extra_sweeps = jf.extra_sweeps, stats_.extra_steps = jf.extra_steps;
     for (int k = 0; k < 4; ++k) stats_.seconds_fit[k] = jf.seconds[k];
     // Disks that left the image or ended on top of another are dropped; species from the
@@ -317,7 +321,7 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
 std::vector<Particle> DiskLocator::cold(const cv::Mat& image) {
     reset();
     stats_ = {};
-    auto parts = locate_impl(image, p_, p_.joint ? &templates_ : nullptr);
+    auto parts = locate_impl(image, p_, p_.joint ? &templates_ : nullptr, &workspace_);
     width_ = image.cols, height_ = image.rows;
     since_cold_ = 0;
     warm_ = p_.joint && !templates_.profile.empty();

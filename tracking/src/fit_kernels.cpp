@@ -68,8 +68,18 @@ __attribute__((target("avx2,fma"))) inline __m256 lookup8(const TemplateView& t,
     const __m256 u = _mm256_mul_ps(q, invh);
     const __m256 uk = _mm256_min_ps(_mm256_floor_ps(u), kmaxf);  // q ≥ 0
     const __m256i k = _mm256_cvttps_epi32(uk);
-    const __m256 v = _mm256_i32gather_ps(t.v, k, 4);
-    const __m256 d = _mm256_i32gather_ps(t.d, k, 4);
+    __m256 v, d;
+    if (t.vd) {  // (v, d) pairs: two 4-lane 64-bit gathers, then lanes de-interleaved
+        const auto* base = reinterpret_cast<const long long*>(t.vd);
+        const __m256 a = _mm256_castsi256_ps(_mm256_i32gather_epi64(base, _mm256_castsi256_si128(k), 8));
+        const __m256 b = _mm256_castsi256_ps(_mm256_i32gather_epi64(base, _mm256_extracti128_si256(k, 1), 8));
+        // shuffle gives [a0 a1 b0 b1 | a2 a3 b2 b3] (per 128-bit half); the 64-bit permute restores lane order
+        v = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0))), 0xD8));
+        d = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1))), 0xD8));
+    } else {
+        v = _mm256_i32gather_ps(t.v, k, 4);
+        d = _mm256_i32gather_ps(t.d, k, 4);
+    }
     slope = _mm256_mul_ps(d, invh);
     return _mm256_fmadd_ps(_mm256_sub_ps(u, uk), d, v);
 }
@@ -91,6 +101,13 @@ __attribute__((target("avx2,fma"))) void splat_row_avx2(float* m, int x0, int x1
             _mm256_maskstore_ps(m + x, mask, _mm256_fmadd_ps(va, S, _mm256_maskload_ps(m + x, mask)));
         }
     }
+}
+
+__attribute__((target("avx2,fma"))) void splat_rows_avx2(float* m0, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx,
+                                                          float amp, float kappa, const TemplateView& t) {
+    for (int ri = 0; ri < n_rows; ++ri)
+        splat_row_avx2(m0 + static_cast<std::ptrdiff_t>(rows[ri].y) * stride, rows[ri].x0, rows[ri].x1, cx, rows[ri].dy * rows[ri].dy, amp,
+                       kappa, t);
 }
 
 __attribute__((target("avx2,fma"))) inline float hsum8(__m256 x) {
@@ -169,6 +186,15 @@ void splat_row(float* m, int x0, int x1, float cx, float dy2, float amp, float k
     if (use_avx2()) return splat_row_avx2(m, x0, x1, cx, dy2, amp, kappa, t);
 #endif
     splat_row_portable(m, x0, x1, cx, dy2, amp, kappa, t);
+}
+
+void splat_rows(float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float amp, float kappa, const TemplateView& t) {
+#ifdef VIBRA_FIT_AVX2
+    if (use_avx2()) return splat_rows_avx2(m, stride, rows, n_rows, cx, amp, kappa, t);
+#endif
+    for (int ri = 0; ri < n_rows; ++ri)
+        splat_row_portable(m + static_cast<std::ptrdiff_t>(rows[ri].y) * stride, rows[ri].x0, rows[ri].x1, cx, rows[ri].dy * rows[ri].dy, amp,
+                           kappa, t);
 }
 
 void normal_row(const float* im, const float* m, int x0, int x1, float cx, float dy, float dy2, float qi, float qo, float b,

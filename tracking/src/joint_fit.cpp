@@ -63,8 +63,9 @@ struct Template {
     double inner = 0, outer = 0;  // px: fit band about r_nominal
     float q_in = 0, q_out = 0;    // fit band in q; q_out = footprint
     std::vector<float> v, d;      // S(q_k) (intensity relative to the background) and v[k+1] − v[k]
+    std::vector<float> vd;        // (v[k], d[k]) interleaved, for the vectorised kernels
     int kmax = 0;                 // v.size() − 1
-    detail::TemplateView view() const { return {v.data(), d.data(), kmax, inv_hq}; }
+    detail::TemplateView view() const { return {v.data(), d.data(), kmax, inv_hq, vd.data()}; }
     inline float at(float q) const {  // q ≥ 0
         const float t = q * inv_hq;
         const int k = std::min(static_cast<int>(t), kmax);
@@ -89,6 +90,8 @@ struct Template {
         kmax = static_cast<int>(v.size()) - 1;
         d.assign(v.size(), 0.0f);
         for (std::size_t k = 0; k + 1 < v.size(); ++k) d[k] = v[k + 1] - v[k];
+        vd.resize(2 * v.size());
+        for (std::size_t k = 0; k < v.size(); ++k) vd[2 * k] = v[k], vd[2 * k + 1] = d[k];
     }
     // Mean of the measured profile over the outermost 0.5 px of the support.
     double tail_level() const {
@@ -211,7 +214,7 @@ struct DiskState {
 }  // namespace
 
 JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std::span<const double> radii, const JointFitParams& p,
-                         DiskTemplates* templates) {
+                         DiskTemplates* templates, JointFitWorkspace* workspace) {
     JointFitResult result;
     const double t_start = cpu_seconds();
     p.validate();
@@ -223,7 +226,17 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     const int w = image.cols, h = image.rows;
     // Frame-sized buffers come from large (2 MiB) pages: a fresh 4 KiB page costs ~10 µs to
     // fault in on the machines measured (docs/performance.md), ~250 of them per MiB.
-    auto buffer = [&](int type) { return detail::large_mat(h, w, type); };
+    // With a workspace, buffer k of this call is the workspace's k-th (re-used when its size and
+    // type match).
+    JointFitWorkspace local_ws;
+    JointFitWorkspace& ws = workspace ? *workspace : local_ws;
+    std::size_t n_buffers = 0;
+    auto buffer = [&](int type) {
+        if (ws.buffers.size() <= n_buffers) ws.buffers.resize(n_buffers + 1);
+        cv::Mat& b = ws.buffers[n_buffers++];
+        if (b.rows != h || b.cols != w || b.type() != type) b = detail::large_mat(h, w, type);
+        return b;
+    };
     cv::Mat I = buffer(CV_32F);
     image.convertTo(I, CV_32F);
     const int ns = static_cast<int>(radii.size());
@@ -263,13 +276,13 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
 
     // Model image and its renderer.
     cv::Mat M = buffer(CV_32F);
+    std::vector<detail::RowSpan> splat_rows;
     auto splat = [&](const DiskState& d, float sign) {
-        const auto tv = T(d.s).view();
         const auto a = static_cast<float>(d.a) * sign, k = static_cast<float>(d.kappa);
-        const auto cx = static_cast<float>(d.x);
-        for_rows(w, h, d.x, d.y, q_foot(d), [&](int py, int x0, int x1, float dy2, float) {
-            detail::splat_row(M.ptr<float>(py), x0, x1, cx, dy2, a, k, tv);
-        });
+        splat_rows.clear();
+        for_rows(w, h, d.x, d.y, q_foot(d), [&](int py, int x0, int x1, float, float dy) { splat_rows.push_back({py, x0, x1, dy}); });
+        detail::splat_rows(M.ptr<float>(0), static_cast<std::ptrdiff_t>(M.step1()), splat_rows.data(), static_cast<int>(splat_rows.size()),
+                           static_cast<float>(d.x), a, k, T(d.s).view());
     };
     auto render_model = [&]() {
         M.setTo(0);
@@ -703,7 +716,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         add_missing();
         n = st.size();
         next.resize(n);
-        rescue_and_wake(n_old);
+        if (p.early_rescue) rescue_and_wake(n_old);
     };
     // Disks carried over from the previous frame bring their light (b, a); the others start
     // from the median of those. Without any, one light-only pass first.

@@ -11,17 +11,26 @@
 namespace vibra::tracking::detail {
 
 /// A radial template tabulated in q = κρ²: S(q) = v[k] + (q/hq − k)·d[k], k = min(⌊q/hq⌋, kmax).
+/// `vd` (optional) holds the pairs (v[k], d[k]) interleaved: the vectorised kernels then fetch
+/// both with one 64-bit gather per lane instead of two 32-bit ones.
 struct TemplateView {
     const float* v = nullptr;
     const float* d = nullptr;
     int kmax = 0;
     float inv_hq = 1;
+    const float* vd = nullptr;
 };
 
 /// Sums of JᵀJ (upper triangle of 5×5, row-major: 00 01 02 03 04 11 12 13 14 22 23 24 33 34 44),
 /// Jᵀr (5) and r² of one disk's band; J = ∂model/∂(cx, cy, κ, b, a).
 struct NormalSums {
     float s[21] = {};
+};
+
+/// One row of a disk's band: image row y, columns [x0, x1], dy = y − cy.
+struct RowSpan {
+    int y, x0, x1;
+    float dy;
 };
 
 /// m[x] += amp · S(κ((x − cx)² + dy²)) for x in [x0, x1].
@@ -32,11 +41,10 @@ void splat_row(float* m, int x0, int x1, float cx, float dy2, float amp, float k
 void normal_row(const float* im, const float* m, int x0, int x1, float cx, float dy, float dy2, float qi, float qo, float b,
                 float clip, float amp, float kappa, const TemplateView& t, NormalSums& acc);
 
-/// One row of a disk's band: image row y, columns [x0, x1], dy = y − cy.
-struct RowSpan {
-    int y, x0, x1;
-    float dy;
-};
+/// splat_row over several rows (dy² from each row's dy); `m` points at row 0 of an image with
+/// `stride` floats per row.
+void splat_rows(float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float amp, float kappa,
+                const TemplateView& t);
 
 /// normal_row over several rows of one disk (the sums are reduced once, not per row); `im` and
 /// `m` point at row 0 of images with `stride` floats per row.

@@ -40,6 +40,7 @@ struct DetectParams {
     JointFitParams joint_fit;
     int warm_sweeps = 2;            ///< DiskLocator: full joint-fit sweeps of a warm-started frame
     double drop_amplitude = 0.35;   ///< DiskLocator: a carried disk fainter than this × median (or 2× this without a candidate) is dropped
+    int warm_missing_every = 4;     ///< DiskLocator: the residual search for disks missing from the start (JointFitParams::find_missing) runs in every this many warm frames (new disks are found from the candidates in every frame)
     int warm_refresh = 100;         ///< DiskLocator: every this many frames one is located from scratch (templates re-measured)
     double new_disk_separation = 0.6;  ///< DiskLocator: a candidate this far (× r_small) from every carried disk is a new disk
     double snap_distance = 1.0;     ///< DiskLocator: px; a carried disk predicted farther than this from its candidate starts at the candidate
@@ -70,7 +71,7 @@ public:
     /// What the last next() did (for diagnostics and benchmarks; CPU s of the calling thread).
     struct Stats {
         bool warm = false;
-        std::size_t carried = 0, new_from_candidates = 0, added_from_residual = 0, extra_sweeps = 0, extra_steps = 0;
+        std::size_t carried = 0, new_from_candidates = 0, added_from_residual = 0, rescued = 0, extra_sweeps = 0, extra_steps = 0;
         double seconds_candidates = 0, seconds_new = 0;
         double seconds_fit[4] = {0, 0, 0, 0};  ///< joint fit phases (JointFitResult::seconds)
     };
@@ -86,6 +87,7 @@ private:
     std::vector<Particle> cold(const cv::Mat& image);
     DetectParams p_;
     DiskTemplates templates_;
+    JointFitWorkspace workspace_;     // frame buffers re-used from frame to frame
     std::vector<Particle> prev_;      // last frame's disks, in fit order
     std::vector<double> vx_, vy_;     // their last displacement (px per call)
     float median_strength_ = 0;
