@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -87,14 +88,17 @@ void score(const std::vector<Particle>& parts, const TrajectoryTable& t, std::si
 // ACC_CACHE=DIR (profiling): the generated frames and their truth are kept in DIR and read back
 // on the next run with the same case, size and frame count (generation takes ~1 s per frame).
 struct FrameSource {
-    SynthGenerator gen;
+    std::optional<SynthGenerator> gen;  // made only when the frames are not cached (it equilibrates first)
     std::vector<cv::Mat> frames;
     TrajectoryTable truth;
     std::size_t next_frame = 0;
     bool cached = false;
-    FrameSource(const char* name, const SynthParams& sp) : gen(sp) {
+    FrameSource(const char* name, const SynthParams& sp) {
         const char* dir = std::getenv("ACC_CACHE");
-        if (!dir) return;
+        if (!dir) {
+            gen.emplace(sp);
+            return;
+        }
         const std::string path = std::string(dir) + "/" + name + "_" + std::to_string(sp.render.width) + "_" + std::to_string(sp.frames) + ".bin";
         if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
             std::int64_t nf = 0, rows = 0;
@@ -123,7 +127,8 @@ struct FrameSource {
             frames.clear(), truth.clear();
         }
         cv::Mat img;
-        while (gen.next(img, truth)) frames.push_back(img.clone());
+        gen.emplace(sp);
+        while (gen->next(img, truth)) frames.push_back(img.clone());
         cached = true;
         if (std::FILE* f = std::fopen(path.c_str(), "wb")) {
             const std::int64_t nf = std::int64_t(frames.size()), rows = std::int64_t(truth.size());
@@ -143,7 +148,7 @@ struct FrameSource {
     }
     // Next frame and its truth rows appended to `t` (as SynthGenerator::next).
     bool next(cv::Mat& img, TrajectoryTable& t) {
-        if (!cached) return gen.next(img, t);
+        if (!cached) return gen->next(img, t);
         if (next_frame >= frames.size()) return false;
         img = frames[next_frame];
         for (std::size_t r = 0; r < truth.size(); ++r)
@@ -254,6 +259,7 @@ int main(int argc, char** argv) {
     if (const char* e = std::getenv("JF_TOL")) dp.joint_fit.tolerance = std::atof(e);
     if (const char* e = std::getenv("WARM_SWEEPS")) dp.warm_sweeps = std::atoi(e);
     if (const char* e = std::getenv("WARM_MISSING")) dp.warm_missing_every = std::atoi(e);
+    if (const char* e = std::getenv("WARM_COARSE")) dp.warm_coarse_sweeps = std::atoi(e);
     if (const char* e = std::getenv("JF_OFF")) dp.joint = std::atoi(e) == 0;
     if (which == "all" || which == "moderate") {
         SynthParams sp;

@@ -193,6 +193,18 @@ TEST_CASE("joint fit row kernels: vectorised and portable versions agree", "[uni
         const detail::RowSpan row{0, 2, 1 + len, dy};
         detail::splat_rows(m3.data(), 0, &row, 1, cx, 0.9f, 1.03f, t_pairs);
         for (std::size_t k = 0; k < m.size(); ++k) REQUIRE_THAT(m3[k], Catch::Matchers::WithinAbs(m2[k], 1e-3));
+        // a move in one pass = removal at the old place + addition at the new one
+        std::vector<float> m4 = m, m5 = m, m6 = m;
+        const float cx2 = cx + 0.7f * u(rng) - 0.35f, dy2b = dy + 0.6f * u(rng) - 0.3f;
+        const detail::MoveRowSpan mrow{0, 2, 1 + len, dy, dy2b};
+        detail::move_rows(m4.data(), 0, &mrow, 1, cx, 0.9f, 1.03f, t_pairs, cx2, 0.95f, 0.98f, t);
+        detail::move_rows_portable(m6.data(), 0, &mrow, 1, cx, 0.9f, 1.03f, t, cx2, 0.95f, 0.98f, t);
+        detail::splat_row_portable(m5.data(), 2, 1 + len, cx, dy * dy, -0.9f, 1.03f, t);
+        detail::splat_row_portable(m5.data(), 2, 1 + len, cx2, dy2b * dy2b, 0.95f, 0.98f, t);
+        for (std::size_t k = 0; k < m.size(); ++k) {
+            REQUIRE_THAT(m4[k], Catch::Matchers::WithinAbs(m5[k], 1e-3));
+            REQUIRE_THAT(m6[k], Catch::Matchers::WithinAbs(m5[k], 1e-3));
+        }
         detail::NormalSums c;
         detail::normal_row(im.data(), m.data(), 2, 1 + len, cx, dy, dy * dy, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f, 1.03f, t_pairs, c);
         detail::NormalSums a, b;

@@ -34,6 +34,7 @@ void DetectParams::validate() const {
     refine.validate();
     joint_fit.validate();
     if (warm_sweeps < 1) bad("warm_sweeps", warm_sweeps, ">= 1");
+    if (warm_coarse_sweeps < 0) bad("warm_coarse_sweeps", warm_coarse_sweeps, ">= 0");
     if (!(snap_distance > 0)) bad("snap_distance", snap_distance, "> 0 px");
     if (warm_refresh < 1) bad("warm_refresh", warm_refresh, ">= 1");
     if (warm_missing_every < 1) bad("warm_missing_every", warm_missing_every, ">= 1");
@@ -253,6 +254,7 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     JointFitParams jp = p_.joint_fit;
     jp.sweeps = std::min(jp.sweeps, p_.warm_sweeps);
     jp.early_rescue = false;
+    jp.coarse_sweeps = p_.warm_coarse_sweeps;
     jp.find_missing = jp.find_missing && since_cold_ % p_.warm_missing_every == 0;
     const auto jf = joint_fit(image, parts, p_.radii, jp, &templates_, &workspace_);
     if (!jf.applied) return cold(image);

@@ -53,6 +53,20 @@ void normal_row_portable(const float* im, const float* m, int x0, int x1, float 
     }
 }
 
+void move_rows_portable(float* m, std::ptrdiff_t stride, const MoveRowSpan* rows, int n_rows, float cx_old, float amp_old,
+                        float kappa_old, const TemplateView& t_old, float cx_new, float amp_new, float kappa_new, const TemplateView& t_new) {
+    for (int ri = 0; ri < n_rows; ++ri) {
+        const MoveRowSpan& r = rows[ri];
+        float* row = m + static_cast<std::ptrdiff_t>(r.y) * stride;
+        const float dy0 = r.dy_old * r.dy_old, dy1 = r.dy_new * r.dy_new;
+        for (int x = r.x0; x <= r.x1; ++x) {
+            const float d0 = static_cast<float>(x) - cx_old, d1 = static_cast<float>(x) - cx_new;
+            float sl;
+            row[x] += amp_new * lookup(t_new, kappa_new * (d1 * d1 + dy1), sl) - amp_old * lookup(t_old, kappa_old * (d0 * d0 + dy0), sl);
+        }
+    }
+}
+
 namespace {
 
 #ifdef VIBRA_FIT_AVX2
@@ -99,6 +113,35 @@ __attribute__((target("avx2,fma"))) void splat_row_avx2(float* m, int x0, int x1
         } else {
             const __m256i mask = first_lanes(n);
             _mm256_maskstore_ps(m + x, mask, _mm256_fmadd_ps(va, S, _mm256_maskload_ps(m + x, mask)));
+        }
+    }
+}
+
+__attribute__((target("avx2,fma"))) void move_rows_avx2(float* m0, std::ptrdiff_t stride, const MoveRowSpan* rows, int n_rows, float cx_old,
+                                                         float amp_old, float kappa_old, const TemplateView& t_old, float cx_new, float amp_new,
+                                                         float kappa_new, const TemplateView& t_new) {
+    const __m256 lanes = lane_index(), va0 = _mm256_set1_ps(amp_old), vk0 = _mm256_set1_ps(kappa_old), va1 = _mm256_set1_ps(amp_new),
+                 vk1 = _mm256_set1_ps(kappa_new);
+    const __m256 kmax0 = _mm256_set1_ps(static_cast<float>(t_old.kmax)), invh0 = _mm256_set1_ps(t_old.inv_hq);
+    const __m256 kmax1 = _mm256_set1_ps(static_cast<float>(t_new.kmax)), invh1 = _mm256_set1_ps(t_new.inv_hq);
+    for (int ri = 0; ri < n_rows; ++ri) {
+        const MoveRowSpan& r = rows[ri];
+        float* m = m0 + static_cast<std::ptrdiff_t>(r.y) * stride;
+        const __m256 dy0 = _mm256_set1_ps(r.dy_old * r.dy_old), dy1 = _mm256_set1_ps(r.dy_new * r.dy_new);
+        for (int x = r.x0; x <= r.x1; x += 8) {
+            const int n = std::min(8, r.x1 - x + 1);
+            const __m256 xs = _mm256_add_ps(_mm256_set1_ps(static_cast<float>(x)), lanes);
+            const __m256 d0 = _mm256_sub_ps(xs, _mm256_set1_ps(cx_old)), d1 = _mm256_sub_ps(xs, _mm256_set1_ps(cx_new));
+            __m256 sl;
+            const __m256 S0 = lookup8(t_old, _mm256_mul_ps(vk0, _mm256_fmadd_ps(d0, d0, dy0)), kmax0, invh0, sl);
+            const __m256 S1 = lookup8(t_new, _mm256_mul_ps(vk1, _mm256_fmadd_ps(d1, d1, dy1)), kmax1, invh1, sl);
+            const __m256 delta = _mm256_fmsub_ps(va1, S1, _mm256_mul_ps(va0, S0));
+            if (n == 8) {
+                _mm256_storeu_ps(m + x, _mm256_add_ps(_mm256_loadu_ps(m + x), delta));
+            } else {
+                const __m256i mask = first_lanes(n);
+                _mm256_maskstore_ps(m + x, mask, _mm256_add_ps(_mm256_maskload_ps(m + x, mask), delta));
+            }
         }
     }
 }
@@ -186,6 +229,14 @@ void splat_row(float* m, int x0, int x1, float cx, float dy2, float amp, float k
     if (use_avx2()) return splat_row_avx2(m, x0, x1, cx, dy2, amp, kappa, t);
 #endif
     splat_row_portable(m, x0, x1, cx, dy2, amp, kappa, t);
+}
+
+void move_rows(float* m, std::ptrdiff_t stride, const MoveRowSpan* rows, int n_rows, float cx_old, float amp_old, float kappa_old,
+               const TemplateView& t_old, float cx_new, float amp_new, float kappa_new, const TemplateView& t_new) {
+#ifdef VIBRA_FIT_AVX2
+    if (use_avx2()) return move_rows_avx2(m, stride, rows, n_rows, cx_old, amp_old, kappa_old, t_old, cx_new, amp_new, kappa_new, t_new);
+#endif
+    move_rows_portable(m, stride, rows, n_rows, cx_old, amp_old, kappa_old, t_old, cx_new, amp_new, kappa_new, t_new);
 }
 
 void splat_rows(float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float amp, float kappa, const TemplateView& t) {

@@ -33,6 +33,7 @@ void JointFitParams::validate() const {
     };
     if (sweeps < 1) bad("sweeps", sweeps, ">= 1");
     if (max_extra_sweeps < 0) bad("max_extra_sweeps", max_extra_sweeps, ">= 0");
+    if (coarse_sweeps < 0) bad("coarse_sweeps", coarse_sweeps, ">= 0");
     if (!(tolerance > 0)) bad("tolerance", tolerance, "> 0 px");
     if (!(inner >= 0.5)) bad("inner", inner, ">= 0.5 px");
     if (!(outer >= 0.5)) bad("outer", outer, ">= 0.5 px");
@@ -162,11 +163,14 @@ struct TemplateSum {
 
 // Rows of the disk footprint q ∈ [q_in, q_out] about (cx, cy): f(row, x0, x1, dy², dy) per row, the
 // caller iterates x in [x0, x1] and tests q itself (inner hole and corners).
+// row_step > 1: only the image rows that are multiples of it (coarse sweeps).
 template <class F>
-inline void for_rows(int w, int h, double cx, double cy, double q_out, F&& f) {
+inline void for_rows(int w, int h, double cx, double cy, double q_out, F&& f, int row_step = 1) {
     const double r_out = std::sqrt(q_out);
-    const int y0 = std::max(0, static_cast<int>(std::ceil(cy - r_out))), y1 = std::min(h - 1, static_cast<int>(std::floor(cy + r_out)));
-    for (int py = y0; py <= y1; ++py) {
+    int y0 = std::max(0, static_cast<int>(std::ceil(cy - r_out)));
+    const int y1 = std::min(h - 1, static_cast<int>(std::floor(cy + r_out)));
+    if (row_step > 1) y0 += (row_step - y0 % row_step) % row_step;
+    for (int py = y0; py <= y1; py += row_step) {
         const double dy = py - cy, dy2 = dy * dy;
         const double half = std::sqrt(std::max(0.0, q_out - dy2));
         const int x0 = std::max(0, static_cast<int>(std::ceil(cx - half))), x1 = std::min(w - 1, static_cast<int>(std::floor(cx + half)));
@@ -277,17 +281,43 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     // Model image and its renderer.
     cv::Mat M = buffer(CV_32F);
     std::vector<detail::RowSpan> splat_rows;
-    auto splat = [&](const DiskState& d, float sign) {
+    auto splat = [&](const DiskState& d, float sign, int row_step = 1) {
         const auto a = static_cast<float>(d.a) * sign, k = static_cast<float>(d.kappa);
         splat_rows.clear();
-        for_rows(w, h, d.x, d.y, q_foot(d), [&](int py, int x0, int x1, float, float dy) { splat_rows.push_back({py, x0, x1, dy}); });
+        for_rows(
+            w, h, d.x, d.y, q_foot(d), [&](int py, int x0, int x1, float, float dy) { splat_rows.push_back({py, x0, x1, dy}); }, row_step);
         detail::splat_rows(M.ptr<float>(0), static_cast<std::ptrdiff_t>(M.step1()), splat_rows.data(), static_cast<int>(splat_rows.size()),
                            static_cast<float>(d.x), a, k, T(d.s).view());
     };
-    auto render_model = [&]() {
+    // A disk moved from d0 to d1: M patched in one pass over the union of both footprints.
+    std::vector<detail::MoveRowSpan> move_buf;
+    auto move = [&](const DiskState& d0, const DiskState& d1) {
+        const double q0 = q_foot(d0), q1 = q_foot(d1), r0 = std::sqrt(q0), r1 = std::sqrt(q1);
+        const int y0 = std::max(0, static_cast<int>(std::ceil(std::min(d0.y - r0, d1.y - r1))));
+        const int y1 = std::min(h - 1, static_cast<int>(std::floor(std::max(d0.y + r0, d1.y + r1))));
+        move_buf.clear();
+        for (int py = y0; py <= y1; ++py) {
+            const double e0 = py - d0.y, e1 = py - d1.y;
+            int xa = w, xb = -1;
+            if (e0 * e0 <= q0) {
+                const double hw = std::sqrt(q0 - e0 * e0);
+                xa = static_cast<int>(std::ceil(d0.x - hw)), xb = static_cast<int>(std::floor(d0.x + hw));
+            }
+            if (e1 * e1 <= q1) {
+                const double hw = std::sqrt(q1 - e1 * e1);
+                xa = std::min(xa, static_cast<int>(std::ceil(d1.x - hw))), xb = std::max(xb, static_cast<int>(std::floor(d1.x + hw)));
+            }
+            xa = std::max(xa, 0), xb = std::min(xb, w - 1);
+            if (xa <= xb) move_buf.push_back({py, xa, xb, static_cast<float>(e0), static_cast<float>(e1)});
+        }
+        detail::move_rows(M.ptr<float>(0), static_cast<std::ptrdiff_t>(M.step1()), move_buf.data(), static_cast<int>(move_buf.size()),
+                          static_cast<float>(d0.x), static_cast<float>(d0.a), static_cast<float>(d0.kappa), T(d0.s).view(),
+                          static_cast<float>(d1.x), static_cast<float>(d1.a), static_cast<float>(d1.kappa), T(d1.s).view());
+    };
+    auto render_model = [&](int row_step = 1) {
         M.setTo(0);
         for (const auto& d : st)
-            if (d.ok) splat(d, 1.0f);
+            if (d.ok) splat(d, 1.0f, row_step);
     };
 
     // 1. First templates from the pixels that are clearly nearer to one disk's edge than to any
@@ -431,7 +461,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     // light). Returns the new state; accumulates residual statistics.
     double r2sum = 0, r2n = 0;
     std::vector<detail::RowSpan> row_buf;
-    auto step_disk = [&](const DiskState& d, float clip, bool light_only = false) -> DiskState {
+    auto step_disk = [&](const DiskState& d, float clip, bool light_only = false, int row_step = 1) -> DiskState {
         DiskState nd = d;
         if (!d.ok) return nd;
         const auto& t = T(d.s);
@@ -441,7 +471,8 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         const auto tv = t.view();
         const auto cxf = static_cast<float>(d.x);
         row_buf.clear();
-        for_rows(w, h, d.x, d.y, qo, [&](int py, int x0, int x1, float, float dy) { row_buf.push_back({py, x0, x1, dy}); });
+        for_rows(
+            w, h, d.x, d.y, qo, [&](int py, int x0, int x1, float, float dy) { row_buf.push_back({py, x0, x1, dy}); }, row_step);
         detail::normal_rows(I.ptr<float>(0), M.ptr<float>(0), static_cast<std::ptrdiff_t>(I.step1()), row_buf.data(),
                             static_cast<int>(row_buf.size()), cxf, qi, qo, b, clip, a, k, tv, ns_);
         const float* z = ns_.s;
@@ -466,7 +497,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
             if (!(nd.a > 0.2)) nd = d;
             return nd;
         }
-        if (cnt < 12 || !solve5(A, v, x)) {
+        if (cnt * static_cast<float>(row_step) < 12 || !solve5(A, v, x)) {
             nd.ok = false;
             return nd;
         }
@@ -736,10 +767,13 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     }
     for (int sweep = 0; sweep < p.sweeps; ++sweep) {
         double t0 = cpu_seconds();
-        if (sweep == 1) repair();  // renders M
+        const bool repairing = sweep == 1 && (p.find_missing || p.early_rescue);
+        if (repairing) repair();  // renders M (all rows)
         result.seconds[2] += cpu_seconds() - t0;
         t0 = cpu_seconds();
-        if (sweep != 1) render_model();
+        // coarse sweeps: every other row (the first steps of a start ~1 px off need not every pixel)
+        const int row_step = sweep < p.coarse_sweeps ? 2 : 1;
+        if (!repairing) render_model(row_step);
         if (!warm && (sweep >= 2 || (sweep == 1 && p.sweeps == 2))) {  // warm: the templates carried over are kept
             rebuild_templates();
             if (!templates_ok()) return result;
@@ -747,7 +781,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
             reconsider_species(clip);
         }
         for (std::size_t i = 0; i < n; ++i) {
-            next[i] = step_disk(st[i], clip);
+            next[i] = step_disk(st[i], clip, false, row_step);
             if (!next[i].ok) next[i] = st[i];  // a failed step keeps the last state
             moved[i] = std::hypot(next[i].x - st[i].x, next[i].y - st[i].y);
         }
@@ -756,7 +790,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         result.seconds[1] += cpu_seconds() - t0;
     }
     const double t_extra = cpu_seconds();
-    if (p.sweeps == 1) repair();
+    if (p.sweeps == 1 && (p.find_missing || p.early_rescue)) repair();
     render_model();  // M consistent with the last full sweep
     // The model must explain the image: the typical disk's residual RMS relative to its
     // template's contrast. Synthetic frames with 5–7% noise give ≈ 0.05–0.08; textured real
@@ -786,20 +820,22 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
             grid[static_cast<std::size_t>(cy * gw + cx)].push_back(static_cast<std::uint32_t>(i));
         }
         std::vector<char> active(n);
+        std::vector<double> foot(n);  // footprint radii (px)
         for (int extra = 0; extra < p.max_extra_sweeps; ++extra) {
             std::fill(active.begin(), active.end(), 0);
             std::size_t n_active = 0;
+            for (std::size_t i = 0; i < n; ++i) foot[i] = std::sqrt(q_foot(st[i]));
             for (std::size_t i = 0; i < n; ++i) {
                 if (!(moved[i] > p.tolerance)) continue;
                 active[i] = 1;
                 // a disk that moved clearly wakes the neighbours whose footprints overlap its own
                 if (!(moved[i] > 3 * p.tolerance)) continue;
                 const auto [cx, cy] = cell_of(st[i].x, st[i].y);
-                const double fi = std::sqrt(q_foot(st[i]));
+                const double fi = foot[i];
                 for (int yy = std::max(0, cy - 1); yy <= std::min(gh - 1, cy + 1); ++yy)
                     for (int xx = std::max(0, cx - 1); xx <= std::min(gw - 1, cx + 1); ++xx)
                         for (auto j : grid[static_cast<std::size_t>(yy * gw + xx)]) {
-                            const double dx = st[j].x - st[i].x, dy = st[j].y - st[i].y, reach_ij = fi + std::sqrt(q_foot(st[j]));
+                            const double dx = st[j].x - st[i].x, dy = st[j].y - st[i].y, reach_ij = fi + foot[j];
                             if (dx * dx + dy * dy < reach_ij * reach_ij) active[j] = 1;
                         }
             }
@@ -815,8 +851,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
                 if (moved[i] < 0.2 * p.tolerance && std::abs(nd.a - st[i].a) < 1e-3 * st[i].a &&
                     std::abs(nd.kappa - st[i].kappa) < 1e-4 * st[i].kappa && std::abs(nd.b - st[i].b) < 0.01 * (1 + std::abs(st[i].b)))
                     continue;
-                splat(st[i], -1.0f);
-                splat(nd, 1.0f);
+                move(st[i], nd);
                 st[i] = nd;
             }
             r2sum = r2n = 0;

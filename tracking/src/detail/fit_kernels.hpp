@@ -46,6 +46,21 @@ void normal_row(const float* im, const float* m, int x0, int x1, float cx, float
 void splat_rows(float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float amp, float kappa,
                 const TemplateView& t);
 
+/// One row of the union of a disk's footprints before and after a move: image row y, columns
+/// [x0, x1], dy_old = y − cy_old, dy_new = y − cy_new.
+struct MoveRowSpan {
+    int y, x0, x1;
+    float dy_old, dy_new;
+};
+
+/// A disk moved: m[x] += amp_new · S_new(κ_new ρ_new²) − amp_old · S_old(κ_old ρ_old²) over the
+/// rows (one pass instead of a removal and an addition; outside a footprint S is 0).
+void move_rows(float* m, std::ptrdiff_t stride, const MoveRowSpan* rows, int n_rows, float cx_old, float amp_old, float kappa_old,
+               const TemplateView& t_old, float cx_new, float amp_new, float kappa_new, const TemplateView& t_new);
+/// The portable version, for tests that compare.
+void move_rows_portable(float* m, std::ptrdiff_t stride, const MoveRowSpan* rows, int n_rows, float cx_old, float amp_old,
+                        float kappa_old, const TemplateView& t_old, float cx_new, float amp_new, float kappa_new, const TemplateView& t_new);
+
 /// normal_row over several rows of one disk (the sums are reduced once, not per row); `im` and
 /// `m` point at row 0 of images with `stride` floats per row.
 void normal_rows(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,

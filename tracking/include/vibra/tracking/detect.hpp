@@ -38,7 +38,8 @@ struct DetectParams {
     RefineParams refine;
     bool joint = true;              ///< finish with the joint template fit of all disks (joint_fit.hpp)
     JointFitParams joint_fit;
-    int warm_sweeps = 2;            ///< DiskLocator: full joint-fit sweeps of a warm-started frame
+    int warm_sweeps = 3;            ///< DiskLocator: full joint-fit sweeps of a warm-started frame (at most JointFitParams::sweeps)
+    int warm_coarse_sweeps = 2;     ///< DiskLocator: of those, the first this many on every other row (JointFitParams::coarse_sweeps)
     double drop_amplitude = 0.35;   ///< DiskLocator: a carried disk fainter than this × median (or 2× this without a candidate) is dropped
     int warm_missing_every = 4;     ///< DiskLocator: the residual search for disks missing from the start (JointFitParams::find_missing) runs in every this many warm frames (new disks are found from the candidates in every frame)
     int warm_refresh = 100;         ///< DiskLocator: every this many frames one is located from scratch (templates re-measured)

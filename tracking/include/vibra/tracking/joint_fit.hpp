@@ -34,6 +34,7 @@ namespace vibra::tracking {
 
 struct JointFitParams {
     int sweeps = 3;               ///< full sweeps (one Gauss–Newton step per disk); ≥ 1
+    int coarse_sweeps = 0;        ///< of the full sweeps, the first this many use every other image row (half the pixels; enough for the first steps from a start ~1 px off)
     int max_extra_sweeps = 8;     ///< further sweeps over the disks that still move (and their neighbours)
     double tolerance = 0.01;      ///< px: a disk whose last step was larger is still moving
     double inner = 3.5;           ///< px: fit pixels with ρ ≥ R − inner (≥ 0.5)
