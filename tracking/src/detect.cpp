@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "detail/detect_util.hpp"
@@ -220,18 +221,20 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     std::vector<double> xs(n_prev), ys(n_prev);
     for (std::size_t i = 0; i < n_prev; ++i) xs[i] = parts[i].x, ys[i] = parts[i].y;
     const double reach = 2.5 * p_.r_large() + 4;
-    CellList cl(xs, ys, reach, Geometry{});
     const double new_sep = p_.new_disk_separation * p_.r_small();
+    const CellList near_start(xs, ys, new_sep, Geometry{});  // is a candidate near a start disk?
+    std::optional<CellList> cl;                               // neighbours of new disks (made when there is one)
     std::vector<Particle> local, neighbours;  // the new disks first, then their neighbours
     std::vector<char> is_neighbour(n_prev, 0);
     for (const auto& c : cands) {
-        double best = 1e300;
-        cl.for_each_near(c.x, c.y, [&](std::size_t, double, double, double r2) { best = std::min(best, r2); });
-        if (best < new_sep * new_sep) continue;
+        bool near_one = false;
+        near_start.for_each_near(c.x, c.y, [&](std::size_t, double, double, double) { near_one = true; });
+        if (near_one) continue;
+        if (!cl) cl.emplace(xs, ys, reach, Geometry{});
         Particle q;
         q.x = c.x, q.y = c.y;
         local.push_back(q);
-        cl.for_each_near(c.x, c.y, [&](std::size_t j, double, double, double) {
+        cl->for_each_near(c.x, c.y, [&](std::size_t j, double, double, double) {
             if (!is_neighbour[j]) is_neighbour[j] = 1, neighbours.push_back(parts[j]);
         });
     }

@@ -35,6 +35,7 @@ void JointFitParams::validate() const {
     if (max_extra_sweeps < 0) bad("max_extra_sweeps", max_extra_sweeps, ">= 0");
     if (coarse_sweeps < 0) bad("coarse_sweeps", coarse_sweeps, ">= 0");
     if (!(tolerance > 0)) bad("tolerance", tolerance, "> 0 px");
+    if (!(wake >= 1)) bad("wake", wake, ">= 1");
     if (!(inner >= 0.5)) bad("inner", inner, ">= 0.5 px");
     if (!(outer >= 0.5)) bad("outer", outer, ">= 0.5 px");
     if (!(edge_scale >= 0 && edge_scale <= 0.3)) bad("edge_scale", edge_scale, "in [0, 0.3]");
@@ -471,8 +472,23 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         const auto tv = t.view();
         const auto cxf = static_cast<float>(d.x);
         row_buf.clear();
+        // rows of the band: a row that crosses the inner hole (q < qi) is two spans (the kernel
+        // masks q < qi anyway; the hole is skipped to save the work)
         for_rows(
-            w, h, d.x, d.y, qo, [&](int py, int x0, int x1, float, float dy) { row_buf.push_back({py, x0, x1, dy}); }, row_step);
+            w, h, d.x, d.y, qo,
+            [&](int py, int x0, int x1, float dy2, float dy) {
+                if (dy2 < qi) {
+                    const double hw = std::sqrt(static_cast<double>(qi) - dy2);
+                    const int h0 = static_cast<int>(std::floor(d.x - hw)) + 1, h1 = static_cast<int>(std::ceil(d.x + hw)) - 1;
+                    if (h0 <= h1) {  // pixels h0..h1 lie inside the hole
+                        if (x0 < h0) row_buf.push_back({py, x0, std::min(x1, h0 - 1), dy});
+                        if (h1 < x1) row_buf.push_back({py, std::max(x0, h1 + 1), x1, dy});
+                        return;
+                    }
+                }
+                row_buf.push_back({py, x0, x1, dy});
+            },
+            row_step);
         detail::normal_rows(I.ptr<float>(0), M.ptr<float>(0), static_cast<std::ptrdiff_t>(I.step1()), row_buf.data(),
                             static_cast<int>(row_buf.size()), cxf, qi, qo, b, clip, a, k, tv, ns_);
         const float* z = ns_.s;
@@ -829,7 +845,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
                 if (!(moved[i] > p.tolerance)) continue;
                 active[i] = 1;
                 // a disk that moved clearly wakes the neighbours whose footprints overlap its own
-                if (!(moved[i] > 3 * p.tolerance)) continue;
+                if (!(moved[i] > p.wake * p.tolerance)) continue;
                 const auto [cx, cy] = cell_of(st[i].x, st[i].y);
                 const double fi = foot[i];
                 for (int yy = std::max(0, cy - 1); yy <= std::min(gh - 1, cy + 1); ++yy)

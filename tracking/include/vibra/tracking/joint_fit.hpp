@@ -37,6 +37,7 @@ struct JointFitParams {
     int coarse_sweeps = 0;        ///< of the full sweeps, the first this many use every other image row (half the pixels; enough for the first steps from a start ~1 px off)
     int max_extra_sweeps = 8;     ///< further sweeps over the disks that still move (and their neighbours)
     double tolerance = 0.01;      ///< px: a disk whose last step was larger is still moving
+    double wake = 3.0;            ///< × tolerance: a disk whose last step was larger also wakes the neighbours whose footprints overlap its own
     double inner = 3.5;           ///< px: fit pixels with ρ ≥ R − inner (≥ 0.5)
     double outer = 2.5;           ///< px: fit pixels with ρ ≤ R + outer; template support (≥ 0.5)
     double edge_scale = 0.08;     ///< inner and outer grow to at least this × R for large disks (blurrier edges)
