@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <optional>
+#include <sys/resource.h>
 #include <random>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "vibra/core/cell_list.hpp"
+#include "vibra/core/memory.hpp"
 #include "vibra/tracking/detect.hpp"
 #include "vibra/tracking/synth.hpp"
 
@@ -203,7 +205,14 @@ void run(const char* name, SynthParams sp, const DetectParams& dp) {
             parts = locate(img, dp);
         }
         s.seconds += thread_seconds() - t0;
-        if (std::getenv("ACC_FRAMES")) std::printf("  frame %lld: %.1f ms CPU, %zu disks\n", (long long)s.frames, 1e3 * (thread_seconds() - t0), parts.size());
+        if (std::getenv("ACC_FRAMES")) {
+            rusage ru{};
+            getrusage(RUSAGE_THREAD, &ru);
+            static long faults0 = 0;
+            std::printf("  frame %lld: %.1f ms CPU, %zu disks, %ld page faults\n", (long long)s.frames, 1e3 * (thread_seconds() - t0), parts.size(),
+                        ru.ru_minflt - faults0);
+            faults0 = ru.ru_minflt;
+        }
         ++s.frames;
         score(parts, truth, row0, s);
     }
@@ -244,6 +253,7 @@ void run(const char* name, SynthParams sp, const DetectParams& dp) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    vibra::keep_freed_memory();  // as vibra does (core/memory.hpp)
     const int size = argc > 1 ? std::atoi(argv[1]) : 1024;
     const int frames = argc > 2 ? std::atoi(argv[2]) : 2;
     const std::string which = argc > 3 ? argv[3] : "all";

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "vibra/core/memory.hpp"
 #include "vibra/core/cell_list.hpp"
 #include "vibra/tracking/detect.hpp"
 #include "vibra/tracking/link.hpp"
@@ -325,6 +326,7 @@ static double decode_fps(const std::string& path, std::int64_t& n) {
 }
 
 int main(int argc, char** argv) {
+    vibra::keep_freed_memory();  // as vibra does (core/memory.hpp)
     const int frames = argc > 1 ? std::atoi(argv[1]) : 60;
     const std::string dir = argc > 2 ? argv[2] : "/tmp/vibra_bench_tracking";
     std::filesystem::create_directories(dir);

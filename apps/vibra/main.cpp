@@ -6,6 +6,7 @@
 
 #include "commands.hpp"
 #include "vibra/core/error.hpp"
+#include "vibra/core/memory.hpp"
 #include "vibra/core/progress.hpp"
 #include "vibra/core/version.hpp"
 
@@ -15,6 +16,7 @@ bool GlobalOptions::progress() const { return !quiet && Progress::stderr_is_inte
 
 int main(int argc, char** argv) {
     using namespace vibra::app;
+    vibra::keep_freed_memory();  // frame after frame, the same large arrays: no page faults for each (core/memory.hpp)
     CLI::App app{"vibra — high-speed video of vibrated granular matter → trajectories → physics"};
     app.set_version_flag("--version", std::string("vibra ") + vibra::version());
     app.set_config("--config", "", "TOML file with settings; keys are the long flag names");
