@@ -64,6 +64,14 @@ TEST_CASE("detect parameters are validated", "[unit]") {
     REQUIRE_NOTHROW(p.validate());
     p.edge_threshold = 0;
     REQUIRE_THROWS_AS(p.validate(), ParameterError);
+    p.edge_threshold = 0.12;
+    p.warm_missing_every = 0;
+    REQUIRE_THROWS_AS(p.validate(), ParameterError);
+    p.warm_missing_every = 4;
+    p.warm_coarse_sweeps = -1;
+    REQUIRE_THROWS_AS(p.validate(), ParameterError);
+    p.warm_coarse_sweeps = 2;
+    REQUIRE_NOTHROW(p.validate());
     cv::Mat colour(10, 10, CV_8UC3);
     REQUIRE_THROWS_AS(compute_gradients(colour, false, 16), ParameterError);
 }
