@@ -331,6 +331,7 @@ int main(int argc, char** argv) {
     const std::string dir = argc > 2 ? argv[2] : "/tmp/vibra_bench_tracking";
     std::filesystem::create_directories(dir);
     const std::string raw = dir + "/moderate_raw.avi", ffv1 = dir + "/moderate_ffv1.avi", out = dir + "/moderate.h5";
+    const std::string raw_long = dir + "/moderate_raw_3x.avi";
 
     SynthParams sp;
     sp.render.width = sp.render.height = 1024;
@@ -348,12 +349,22 @@ int main(int argc, char** argv) {
         FrameSink a(raw, VideoFormat::avi_raw, 100), b(ffv1, VideoFormat::avi_ffv1, 100);
         cv::Mat img;
         TrajectoryTable truth;
+        std::vector<cv::Mat> all;
         while (gen.next(img, truth)) {
             a.write(img);
             b.write(img);
+            all.push_back(img.clone());
         }
         a.close();
         b.close();
+        // The same frames forwards, backwards and forwards again (3 × FRAMES − 2 frames): a
+        // longer video without the cost of generating it (~1 s per frame), on which each worker's
+        // first frame (located from scratch, ~5 warm frames' work) weighs a third as much.
+        FrameSink c(raw_long, VideoFormat::avi_raw, 100);
+        for (std::size_t k = 0; k < all.size(); ++k) c.write(all[k]);
+        for (std::size_t k = all.empty() ? 0 : all.size() - 1; k-- > 1;) c.write(all[k]);
+        for (std::size_t k = 0; k < all.size(); ++k) c.write(all[k]);
+        c.close();
         std::printf("  (generated %lld disks x %d frames in %.1f s)\n", static_cast<long long>(gen.n_disks()), frames, since(t));
     }
     std::int64_t n_raw = 0, n_ffv1 = 0;
@@ -454,6 +465,11 @@ int main(int argc, char** argv) {
     std::printf("end-to-end (vibra track pipeline), uncompressed AVI: %8.1f frames/s (%lld frames, %lld detections)\n", e2e,
                 static_cast<long long>(sum.frames), static_cast<long long>(sum.detections));
     std::printf("end-to-end time / decode-only time:  %8.1f\n", fps_raw / e2e);
+    t = clk::now();
+    const auto sum3 = track_video(raw_long, out, tp);
+    const double e2e3 = static_cast<double>(sum3.frames) / since(t);
+    std::printf("end-to-end, the frames forwards, backwards, forwards: %5.1f frames/s (%lld frames, %lld detections)\n", e2e3,
+                static_cast<long long>(sum3.frames), static_cast<long long>(sum3.detections));
     std::printf("required: end-to-end >= 100 frames/s, link <= 2 ms per 2000 disks\n");
     return 0;
 }
