@@ -67,6 +67,33 @@ void move_rows_portable(float* m, std::ptrdiff_t stride, const MoveRowSpan* rows
     }
 }
 
+void cross_rows_portable(const float* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx_i, float qi,
+                         float qo, float b_i, float clip, float amp_i, float kappa_i, const TemplateView& t_i, float cx_j, float dcy,
+                         float amp_j, float kappa_j, const TemplateView& t_j, CrossSums& acc) {
+    float* s = acc.s;
+    for (int ri = 0; ri < n_rows; ++ri) {
+        const RowSpan& row = rows[ri];
+        const float* im = im0 + static_cast<std::ptrdiff_t>(row.y) * stride;
+        const float* m = m0 + static_cast<std::ptrdiff_t>(row.y) * stride;
+        const float dyi = row.dy, dyj = row.dy + dcy, dyi2 = dyi * dyi, dyj2 = dyj * dyj;
+        for (int x = row.x0; x <= row.x1; ++x) {
+            const float dxi = static_cast<float>(x) - cx_i, qi_ = dxi * dxi + dyi2;
+            if (qi_ < qi || qi_ > qo) continue;
+            const float r = im[x] - b_i - m[x];
+            if (std::abs(r) > clip) continue;
+            float sli, slj;
+            const float Si = lookup(t_i, kappa_i * qi_, sli);
+            const float dxj = static_cast<float>(x) - cx_j, qj = dxj * dxj + dyj2;
+            const float Sj = lookup(t_j, kappa_j * qj, slj);
+            const float Gi = amp_i * sli, Gj = amp_j * slj;
+            const float ji[5] = {-2 * kappa_i * Gi * dxi, -2 * kappa_i * Gi * dyi, Gi * qi_, 1.0f, Si};
+            const float jj[4] = {-2 * kappa_j * Gj * dxj, -2 * kappa_j * Gj * dyj, Gj * qj, Sj};
+            for (int a = 0; a < 5; ++a)
+                for (int c = 0; c < 4; ++c) s[a * 4 + c] += ji[a] * jj[c];
+        }
+    }
+}
+
 namespace {
 
 #ifdef VIBRA_FIT_AVX2
@@ -205,6 +232,51 @@ __attribute__((target("avx2,fma"))) void normal_rows_avx2(const float* im0, cons
     for (int k = 0; k < 21; ++k) acc.s[k] += hsum8(all[k]);
 }
 
+__attribute__((target("avx2,fma"))) void cross_rows_avx2(const float* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows,
+                                                          int n_rows, float cx_i, float qi, float qo, float b_i, float clip, float amp_i,
+                                                          float kappa_i, const TemplateView& t_i, float cx_j, float dcy, float amp_j,
+                                                          float kappa_j, const TemplateView& t_j, CrossSums& acc) {
+    const __m256 lanes = lane_index(), vqi = _mm256_set1_ps(qi), vqo = _mm256_set1_ps(qo), vb = _mm256_set1_ps(b_i),
+                 vclip = _mm256_set1_ps(clip);
+    const __m256 vai = _mm256_set1_ps(amp_i), vki = _mm256_set1_ps(kappa_i), vaj = _mm256_set1_ps(amp_j), vkj = _mm256_set1_ps(kappa_j);
+    const __m256 kmi = _mm256_set1_ps(static_cast<float>(t_i.kmax)), ihi = _mm256_set1_ps(t_i.inv_hq);
+    const __m256 kmj = _mm256_set1_ps(static_cast<float>(t_j.kmax)), ihj = _mm256_set1_ps(t_j.inv_hq);
+    const __m256 m2ki = _mm256_set1_ps(-2 * kappa_i), m2kj = _mm256_set1_ps(-2 * kappa_j);
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 S[20];
+    for (auto& x : S) x = _mm256_setzero_ps();
+    for (int ri = 0; ri < n_rows; ++ri) {
+        const RowSpan& row = rows[ri];
+        const float* im = im0 + static_cast<std::ptrdiff_t>(row.y) * stride;
+        const float* m = m0 + static_cast<std::ptrdiff_t>(row.y) * stride;
+        const float dyj = row.dy + dcy;
+        const __m256 dyi2 = _mm256_set1_ps(row.dy * row.dy), dyj2 = _mm256_set1_ps(dyj * dyj);
+        const __m256 m2kdyi = _mm256_set1_ps(-2 * kappa_i * row.dy), m2kdyj = _mm256_set1_ps(-2 * kappa_j * dyj);
+        for (int x = row.x0; x <= row.x1; x += 8) {
+            const int n = std::min(8, row.x1 - x + 1);
+            const __m256i lm = first_lanes(n);
+            const __m256 xs = _mm256_add_ps(_mm256_set1_ps(static_cast<float>(x)), lanes);
+            const __m256 dxi = _mm256_sub_ps(xs, _mm256_set1_ps(cx_i)), dxj = _mm256_sub_ps(xs, _mm256_set1_ps(cx_j));
+            const __m256 q_i = _mm256_fmadd_ps(dxi, dxi, dyi2), q_j = _mm256_fmadd_ps(dxj, dxj, dyj2);
+            const __m256 imv = n == 8 ? _mm256_loadu_ps(im + x) : _mm256_maskload_ps(im + x, lm);
+            const __m256 mv = n == 8 ? _mm256_loadu_ps(m + x) : _mm256_maskload_ps(m + x, lm);
+            const __m256 r = _mm256_sub_ps(_mm256_sub_ps(imv, vb), mv);
+            __m256 ok = _mm256_and_ps(_mm256_castsi256_ps(lm), _mm256_and_ps(_mm256_cmp_ps(q_i, vqi, _CMP_GE_OQ), _mm256_cmp_ps(q_i, vqo, _CMP_LE_OQ)));
+            ok = _mm256_and_ps(ok, _mm256_cmp_ps(_mm256_and_ps(r, absmask), vclip, _CMP_LE_OQ));
+            __m256 sli, slj;
+            const __m256 Si = _mm256_and_ps(lookup8(t_i, _mm256_mul_ps(vki, q_i), kmi, ihi, sli), ok);
+            const __m256 Sj = lookup8(t_j, _mm256_mul_ps(vkj, q_j), kmj, ihj, slj);
+            const __m256 Gi = _mm256_and_ps(_mm256_mul_ps(vai, sli), ok), Gj = _mm256_mul_ps(vaj, slj);
+            const __m256 one = _mm256_and_ps(_mm256_set1_ps(1.0f), ok);
+            const __m256 ji[5] = {_mm256_mul_ps(_mm256_mul_ps(m2ki, Gi), dxi), _mm256_mul_ps(m2kdyi, Gi), _mm256_mul_ps(Gi, q_i), one, Si};
+            const __m256 jj[4] = {_mm256_mul_ps(_mm256_mul_ps(m2kj, Gj), dxj), _mm256_mul_ps(m2kdyj, Gj), _mm256_mul_ps(Gj, q_j), Sj};
+            for (int a = 0; a < 5; ++a)
+                for (int c = 0; c < 4; ++c) S[a * 4 + c] = _mm256_fmadd_ps(ji[a], jj[c], S[a * 4 + c]);
+        }
+    }
+    for (int k = 0; k < 20; ++k) acc.s[k] += hsum8(S[k]);
+}
+
 bool cpu_has_avx2() {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -265,6 +337,16 @@ void normal_rows(const float* im, const float* m, std::ptrdiff_t stride, const R
         const auto off = static_cast<std::ptrdiff_t>(r.y) * stride;
         normal_row_portable(im + off, m + off, r.x0, r.x1, cx, r.dy, r.dy * r.dy, qi, qo, b, clip, amp, kappa, t, acc);
     }
+}
+
+void cross_rows(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx_i, float qi, float qo,
+                float b_i, float clip, float amp_i, float kappa_i, const TemplateView& t_i, float cx_j, float dcy, float amp_j,
+                float kappa_j, const TemplateView& t_j, CrossSums& acc) {
+#ifdef VIBRA_FIT_AVX2
+    if (use_avx2())
+        return cross_rows_avx2(im, m, stride, rows, n_rows, cx_i, qi, qo, b_i, clip, amp_i, kappa_i, t_i, cx_j, dcy, amp_j, kappa_j, t_j, acc);
+#endif
+    cross_rows_portable(im, m, stride, rows, n_rows, cx_i, qi, qo, b_i, clip, amp_i, kappa_i, t_i, cx_j, dcy, amp_j, kappa_j, t_j, acc);
 }
 
 bool fit_kernels_vectorised() { return use_avx2(); }

@@ -12,6 +12,7 @@
 #include "vibra/tracking/joint_fit.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -20,6 +21,7 @@
 
 #include "detail/detect_util.hpp"
 #include "detail/fit_kernels.hpp"
+#include "vibra/core/cell_list.hpp"
 #include "vibra/core/error.hpp"
 
 namespace vibra::tracking {
@@ -34,6 +36,8 @@ void JointFitParams::validate() const {
     if (sweeps < 1) bad("sweeps", sweeps, ">= 1");
     if (max_extra_sweeps < 0) bad("max_extra_sweeps", max_extra_sweeps, ">= 0");
     if (coarse_sweeps < 0) bad("coarse_sweeps", coarse_sweeps, ">= 0");
+    if (newton_steps < 0) bad("newton_steps", newton_steps, ">= 0");
+    if (newton_inner < 1) bad("newton_inner", newton_inner, ">= 1");
     if (!(tolerance > 0)) bad("tolerance", tolerance, "> 0 px");
     if (!(wake >= 1)) bad("wake", wake, ">= 1");
     if (!(inner >= 0.5)) bad("inner", inner, ">= 0.5 px");
@@ -179,9 +183,10 @@ inline void for_rows(int w, int h, double cx, double cy, double q_out, F&& f, in
     }
 }
 
-// Solves the 5×5 symmetric positive definite system A x = b by Cholesky; false when singular.
-bool solve5(const double A[5][5], const double b[5], double x[5]) {
-    double L[5][5] = {};
+// Cholesky factor L (lower) of the 5×5 symmetric positive definite A; false when singular.
+bool cholesky5(const double A[5][5], double L[5][5]) {
+    for (int i = 0; i < 5; ++i)
+        for (int j = 0; j < 5; ++j) L[i][j] = 0;
     for (int i = 0; i < 5; ++i)
         for (int j = 0; j <= i; ++j) {
             double s = A[i][j];
@@ -193,6 +198,11 @@ bool solve5(const double A[5][5], const double b[5], double x[5]) {
                 L[i][j] = s / L[j][j];
             }
         }
+    return true;
+}
+
+// x = A⁻¹ b from the Cholesky factor of A.
+void cholesky5_solve(const double L[5][5], const double b[5], double x[5]) {
     double y[5];
     for (int i = 0; i < 5; ++i) {
         double s = b[i];
@@ -204,6 +214,13 @@ bool solve5(const double A[5][5], const double b[5], double x[5]) {
         for (int k = i + 1; k < 5; ++k) s -= L[k][i] * x[k];
         x[i] = s / L[i][i];
     }
+}
+
+// Solves the 5×5 symmetric positive definite system A x = b by Cholesky; false when singular.
+bool solve5(const double A[5][5], const double b[5], double x[5]) {
+    double L[5][5];
+    if (!cholesky5(A, L)) return false;
+    cholesky5_solve(L, b, x);
     return true;
 }
 
@@ -462,18 +479,10 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     // light). Returns the new state; accumulates residual statistics.
     double r2sum = 0, r2n = 0;
     std::vector<detail::RowSpan> row_buf;
-    auto step_disk = [&](const DiskState& d, float clip, bool light_only = false, int row_step = 1) -> DiskState {
-        DiskState nd = d;
-        if (!d.ok) return nd;
-        const auto& t = T(d.s);
-        const auto a = static_cast<float>(d.a), b = static_cast<float>(d.b), k = static_cast<float>(d.kappa);
-        const float qi = t.q_in / k, qo = t.q_out / k;
-        detail::NormalSums ns_;
-        const auto tv = t.view();
-        const auto cxf = static_cast<float>(d.x);
-        row_buf.clear();
-        // rows of the band: a row that crosses the inner hole (q < qi) is two spans (the kernel
-        // masks q < qi anyway; the hole is skipped to save the work)
+    // Rows of disk d's band into `rows`: a row that crosses the inner hole (q < qi) is two spans
+    // (the kernels mask q < qi anyway; the hole is skipped to save the work).
+    auto band_rows = [&](const DiskState& d, float qi, float qo, int row_step, std::vector<detail::RowSpan>& rows) {
+        rows.clear();
         for_rows(
             w, h, d.x, d.y, qo,
             [&](int py, int x0, int x1, float dy2, float dy) {
@@ -481,42 +490,40 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
                     const double hw = std::sqrt(static_cast<double>(qi) - dy2);
                     const int h0 = static_cast<int>(std::floor(d.x - hw)) + 1, h1 = static_cast<int>(std::ceil(d.x + hw)) - 1;
                     if (h0 <= h1) {  // pixels h0..h1 lie inside the hole
-                        if (x0 < h0) row_buf.push_back({py, x0, std::min(x1, h0 - 1), dy});
-                        if (h1 < x1) row_buf.push_back({py, std::max(x0, h1 + 1), x1, dy});
+                        if (x0 < h0) rows.push_back({py, x0, std::min(x1, h0 - 1), dy});
+                        if (h1 < x1) rows.push_back({py, std::max(x0, h1 + 1), x1, dy});
                         return;
                     }
                 }
-                row_buf.push_back({py, x0, x1, dy});
+                rows.push_back({py, x0, x1, dy});
             },
             row_step);
+    };
+    // Disk d's normal equations over its band against M: A (5×5), v (5); returns the pixel count
+    // and sets mse; accumulates the frame's residual statistics.
+    auto band_equations = [&](const DiskState& d, float clip, int row_step, double A[5][5], double v[5], float& mse) -> float {
+        const auto& t = T(d.s);
+        const auto a = static_cast<float>(d.a), b = static_cast<float>(d.b), k = static_cast<float>(d.kappa);
+        const float qi = t.q_in / k, qo = t.q_out / k;
+        detail::NormalSums ns_;
+        band_rows(d, qi, qo, row_step, row_buf);
         detail::normal_rows(I.ptr<float>(0), M.ptr<float>(0), static_cast<std::ptrdiff_t>(I.step1()), row_buf.data(),
-                            static_cast<int>(row_buf.size()), cxf, qi, qo, b, clip, a, k, tv, ns_);
+                            static_cast<int>(row_buf.size()), static_cast<float>(d.x), qi, qo, b, clip, a, k, t.view(), ns_);
         const float* z = ns_.s;
-        const float A00 = z[0], A01 = z[1], A02 = z[2], A03 = z[3], A04 = z[4], A11 = z[5], A12 = z[6], A13 = z[7], A14 = z[8],
-                    A22 = z[9], A23 = z[10], A24 = z[11], A33 = z[12], A34 = z[13], A44 = z[14], v0 = z[15], v1 = z[16], v2 = z[17],
-                    v3 = z[18], v4 = z[19], rr = z[20];
-        const float cnt = A33;  // pixels used
+        const int upper[5][5] = {{0, 1, 2, 3, 4}, {1, 5, 6, 7, 8}, {2, 6, 9, 10, 11}, {3, 7, 10, 12, 13}, {4, 8, 11, 13, 14}};
+        for (int r = 0; r < 5; ++r) {
+            for (int c = 0; c < 5; ++c) A[r][c] = z[upper[r][c]];
+            v[r] = z[15 + r];
+        }
+        const float cnt = z[12], rr = z[20];  // pixels used, residual sum of squares
         r2sum += rr, r2n += cnt;
-        nd.mse = cnt > 0 ? rr / cnt : 0.0f;
-        const double A[5][5] = {{A00, A01, A02, A03, A04},
-                                {A01, A11, A12, A13, A14},
-                                {A02, A12, A22, A23, A24},
-                                {A03, A13, A23, A33, A34},
-                                {A04, A14, A24, A34, A44}};
-        const double v[5] = {v0, v1, v2, v3, v4};
-        double x[5];
-        if (light_only) {  // b and a only (centre and size kept): the 2×2 sub-system
-            const double det = static_cast<double>(A33) * A44 - static_cast<double>(A34) * A34;
-            if (cnt < 12 || !(det > 0)) return nd;
-            nd.b = d.b + (A44 * static_cast<double>(v3) - A34 * static_cast<double>(v4)) / det;
-            nd.a = d.a + (A33 * static_cast<double>(v4) - A34 * static_cast<double>(v3)) / det;
-            if (!(nd.a > 0.2)) nd = d;
-            return nd;
-        }
-        if (cnt * static_cast<float>(row_step) < 12 || !solve5(A, v, x)) {
-            nd.ok = false;
-            return nd;
-        }
+        mse = cnt > 0 ? rr / cnt : 0.0f;
+        return cnt;
+    };
+    // Disk d moved by the Gauss–Newton solution x (cx, cy, κ, b, a), with the limits of a step:
+    // ≤ 1 px, κ within ±20% and its range; ok = false when the brightness collapses.
+    auto apply_step = [&](const DiskState& d, const double x[5]) {
+        DiskState nd = d;
         double sx = x[0], sy = x[1];
         const double step = std::hypot(sx, sy);
         if (step > 1.0) sx /= step, sy /= step;  // at most 1 px per step
@@ -525,6 +532,28 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         nd.b = d.b + x[3];
         nd.a = d.a + x[4];
         if (!(nd.a > 0.2)) nd.ok = false;
+        return nd;
+    };
+    auto step_disk = [&](const DiskState& d, float clip, bool light_only = false, int row_step = 1) -> DiskState {
+        DiskState nd = d;
+        if (!d.ok) return nd;
+        double A[5][5], v[5], x[5];
+        const float cnt = band_equations(d, clip, row_step, A, v, nd.mse);
+        if (light_only) {  // b and a only (centre and size kept): the 2×2 sub-system
+            const double det = A[3][3] * A[4][4] - A[3][4] * A[3][4];
+            if (cnt < 12 || !(det > 0)) return nd;
+            nd.b = d.b + (A[4][4] * v[3] - A[3][4] * v[4]) / det;
+            nd.a = d.a + (A[3][3] * v[4] - A[3][4] * v[3]) / det;
+            if (!(nd.a > 0.2)) nd = d;
+            return nd;
+        }
+        if (cnt * static_cast<float>(row_step) < 12 || !solve5(A, v, x)) {
+            nd.ok = false;
+            return nd;
+        }
+        const float mse = nd.mse;
+        nd = apply_step(d, x);
+        nd.mse = mse;
         return nd;
     };
 
@@ -820,6 +849,110 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         if (!ms.empty() && peak > 0) {
             result.relative_residual = std::sqrt(median_of(ms)) / peak;
             if (result.relative_residual > p.max_relative_residual) return result;
+        }
+    }
+    // Joint Newton steps: every disk's own band equations (A_i Δ_i = v_i) gain the cross terms of
+    // the neighbours whose light reaches its band, C_ij Δ_j (C_ij = Σ over i's band of
+    // (J_i) (J_j)ᵀ, J_j without b), and all are solved together by block Gauss–Seidel; then all
+    // disks move at once and M is re-rendered. Touching disks no longer settle one another step
+    // by step (each sweep of separate steps removes only ~75% of what is left).
+    if (p.newton_steps > 0) {
+        const double rmax = std::sqrt(static_cast<double>(std::max(tpl.front().q_out, tpl.back().q_out)) / kmin);
+        const double cell = 2 * rmax + 1;
+        const int gw = std::max(1, static_cast<int>(std::ceil(w / cell))), gh = std::max(1, static_cast<int>(std::ceil(h / cell)));
+        std::vector<double> nx(n), ny(n);
+        for (std::size_t i = 0; i < n; ++i) nx[i] = st[i].x, ny[i] = st[i].y;
+        std::vector<std::vector<std::uint32_t>> nbr(n);  // footprints overlap (positions of the first step)
+        {
+            const CellList cl(nx, ny, 2 * rmax, Geometry{});
+            for (std::size_t i = 0; i < n; ++i) {
+                if (!st[i].ok) continue;
+                const double fi = std::sqrt(q_foot(st[i]));
+                cl.for_each_near(nx[i], ny[i], [&](std::size_t j, double, double, double r2) {
+                    if (j == i || !st[j].ok) return;
+                    const double reach = fi + std::sqrt(q_foot(st[j]));
+                    if (r2 < reach * reach) nbr[i].push_back(static_cast<std::uint32_t>(j));
+                });
+            }
+        }
+        (void)gw, (void)gh;
+        struct Equations {
+            double A[5][5], L[5][5], v[5], dx[5];
+            bool factored;
+            float cnt, mse;
+            std::vector<std::array<float, 20>> C;  // per neighbour (nbr order): 5 × 4
+        };
+        std::vector<Equations> eq(n);
+        std::vector<detail::RowSpan> lens;
+        std::vector<double> foot_r(n);
+        for (int it = 0; it < p.newton_steps; ++it) {
+            for (std::size_t i = 0; i < n; ++i) foot_r[i] = std::sqrt(q_foot(st[i]));
+            for (std::size_t i = 0; i < n; ++i) {
+                auto& e = eq[i];
+                e.C.assign(nbr[i].size(), {});
+                for (auto& x : e.dx) x = 0;
+                e.factored = false;
+                if (!st[i].ok) {
+                    e.cnt = 0;
+                    continue;
+                }
+                const DiskState& d = st[i];
+                e.cnt = band_equations(d, clip, 1, e.A, e.v, e.mse);
+                e.factored = e.cnt >= 12 && cholesky5(e.A, e.L);
+                const auto& t = T(d.s);
+                const auto k = static_cast<float>(d.kappa);
+                const float qi = t.q_in / k, qo = t.q_out / k;
+                for (std::size_t m = 0; m < nbr[i].size(); ++m) {
+                    const DiskState& o = st[nbr[i][m]];
+                    // i's band rows ∩ the box about o's footprint (outside the footprint J_o is 0)
+                    const double rf = foot_r[nbr[i][m]];
+                    const int bx0 = static_cast<int>(std::ceil(o.x - rf)), bx1 = static_cast<int>(std::floor(o.x + rf));
+                    const double by0 = o.y - rf, by1 = o.y + rf;
+                    lens.clear();
+                    for (const auto& r : row_buf) {
+                        if (r.y < by0 || r.y > by1) continue;
+                        const int x0 = std::max(r.x0, bx0), x1 = std::min(r.x1, bx1);
+                        if (x0 <= x1) lens.push_back({r.y, x0, x1, r.dy});
+                    }
+                    if (lens.empty()) continue;
+                    detail::CrossSums cs;
+                    detail::cross_rows(I.ptr<float>(0), M.ptr<float>(0), static_cast<std::ptrdiff_t>(I.step1()), lens.data(),
+                                       static_cast<int>(lens.size()), static_cast<float>(d.x), qi, qo, static_cast<float>(d.b), clip,
+                                       static_cast<float>(d.a), k, t.view(), static_cast<float>(o.x), static_cast<float>(d.y - o.y),
+                                       static_cast<float>(o.a), static_cast<float>(o.kappa), T(o.s).view(), cs);
+                    std::copy(std::begin(cs.s), std::end(cs.s), e.C[m].begin());
+                }
+            }
+            finish_stats();
+            // block Gauss–Seidel on A_i Δ_i + Σ_j C_ij (Δ_j: cx, cy, κ, a) = v_i
+            std::vector<char> solved(n, 0);
+            for (int gs = 0; gs < p.newton_inner; ++gs)
+                for (std::size_t i = 0; i < n; ++i) {
+                    auto& e = eq[i];
+                    if (!e.factored) continue;
+                    double rhs[5];
+                    for (int r = 0; r < 5; ++r) rhs[r] = e.v[r];
+                    for (std::size_t m = 0; m < nbr[i].size(); ++m) {
+                        const auto& dj = eq[nbr[i][m]].dx;
+                        const double lj[4] = {dj[0], dj[1], dj[2], dj[4]};
+                        const auto& C = e.C[m];
+                        for (int r = 0; r < 5; ++r)
+                            for (int c = 0; c < 4; ++c) rhs[r] -= C[static_cast<std::size_t>(r * 4 + c)] * lj[c];
+                    }
+                    cholesky5_solve(e.L, rhs, e.dx);
+                    solved[i] = 1;
+                }
+            for (std::size_t i = 0; i < n; ++i) {
+                moved[i] = 0;
+                if (!solved[i]) continue;
+                DiskState nd = apply_step(st[i], eq[i].dx);
+                nd.mse = eq[i].mse;
+                if (!nd.ok) continue;  // keeps its last good state
+                moved[i] = std::hypot(nd.x - st[i].x, nd.y - st[i].y);
+                st[i] = nd;
+            }
+            render_model();
+            ++result.newton_steps;
         }
     }
     if (p.max_extra_sweeps > 0) {

@@ -66,6 +66,20 @@ void move_rows_portable(float* m, std::ptrdiff_t stride, const MoveRowSpan* rows
 void normal_rows(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
                  float b, float clip, float amp, float kappa, const TemplateView& t, NormalSums& acc);
 
+/// Cross terms of the joint Newton step: how disk i's band residual changes with a neighbour
+/// j's light. Over the rows (i's band, dy = y − cy_i), pixels with q_i in [qi, qo] and
+/// |r| ≤ clip, accumulates (J_i, in the order of NormalSums) ⊗ (J_j without b: cx, cy, κ, a) into
+/// s[5 × 4] (row-major); dcy = cy_i − cy_j. J_j is 0 outside j's template support.
+struct CrossSums {
+    float s[20] = {};
+};
+void cross_rows(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx_i, float qi, float qo,
+                float b_i, float clip, float amp_i, float kappa_i, const TemplateView& t_i, float cx_j, float dcy, float amp_j,
+                float kappa_j, const TemplateView& t_j, CrossSums& acc);
+void cross_rows_portable(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx_i, float qi,
+                         float qo, float b_i, float clip, float amp_i, float kappa_i, const TemplateView& t_i, float cx_j, float dcy,
+                         float amp_j, float kappa_j, const TemplateView& t_j, CrossSums& acc);
+
 /// The portable versions (what the two above do without AVX2), for tests that compare.
 void splat_row_portable(float* m, int x0, int x1, float cx, float dy2, float amp, float kappa, const TemplateView& t);
 void normal_row_portable(const float* im, const float* m, int x0, int x1, float cx, float dy, float dy2, float qi, float qo, float b,

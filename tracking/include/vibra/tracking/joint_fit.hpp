@@ -15,7 +15,9 @@
 // Algorithm (Jacobi sweeps): render the model image M = Σ_j a_j S_j from the current parameters;
 // for every disk one Gauss–Newton step in (c_x, c_y, R_i, b, a) on the residual I − b − M over its
 // band ρ ∈ [R − inner, R + outer]; the templates are re-measured after the first sweep by
-// subtracting the neighbours' modelled light; then extra sweeps over the disks that still move.
+// subtracting the neighbours' modelled light; then extra (Gauss–Seidel) sweeps over the disks
+// that still move, each move patching M at once. The first `coarse_sweeps` full sweeps may use
+// every other image row (a start ~1 px off needs no more; the later sweeps use every row).
 // The disk size enters as a scale of the template (S_s(ρ · R_s / R_i)), so rings and dots scale
 // with the disk. Pixels whose residual exceeds `outlier_sigma` × the frame's residual RMS
 // (hot/dead pixels) are ignored after the first sweep. Start: centres within ≈ 1 px (refine.hpp)
@@ -35,6 +37,8 @@ namespace vibra::tracking {
 struct JointFitParams {
     int sweeps = 3;               ///< full sweeps (one Gauss–Newton step per disk); ≥ 1
     int coarse_sweeps = 0;        ///< of the full sweeps, the first this many use every other image row (half the pixels; enough for the first steps from a start ~1 px off)
+    int newton_steps = 0;         ///< joint Newton steps after the full sweeps: every disk's step solved with its neighbours' (cross terms of touching disks)
+    int newton_inner = 8;         ///< block Gauss–Seidel iterations of each joint Newton step's linear system
     int max_extra_sweeps = 8;     ///< further sweeps over the disks that still move (and their neighbours)
     double tolerance = 0.01;      ///< px: a disk whose last step was larger is still moving
     double wake = 3.0;            ///< × tolerance: a disk whose last step was larger also wakes the neighbours whose footprints overlap its own
@@ -75,6 +79,16 @@ struct DiskTemplates {
 /// (docs/performance.md). Contents between calls are meaningless; one workspace per thread.
 struct JointFitWorkspace {
     std::vector<cv::Mat> buffers;
+    JointFitWorkspace() = default;
+    // A copy starts empty: copies of a cv::Mat share its pixels, and two fits (two threads'
+    // locators) must never share buffers.
+    JointFitWorkspace(const JointFitWorkspace&) {}
+    JointFitWorkspace& operator=(const JointFitWorkspace&) {
+        buffers.clear();
+        return *this;
+    }
+    JointFitWorkspace(JointFitWorkspace&&) noexcept = default;
+    JointFitWorkspace& operator=(JointFitWorkspace&&) noexcept = default;
 };
 
 struct JointFitResult {
@@ -84,6 +98,7 @@ struct JointFitResult {
     std::size_t rescued = 0;              ///< fresh searches for badly fitting disks
     double relative_residual = 0;         ///< median disk residual RMS / template contrast after the full sweeps
     std::size_t extra_sweeps = 0, extra_steps = 0;  ///< sweeps over moving disks, and disk steps in them
+    std::size_t newton_steps = 0;         ///< joint Newton steps taken
     /// CPU s of this thread in: first templates, full sweeps, repair (missing disks, fresh
     /// searches), extra sweeps and the rest — for benchmarks.
     double seconds[4] = {0, 0, 0, 0};
