@@ -270,6 +270,7 @@ int main(int argc, char** argv) {
     if (const char* e = std::getenv("JF_WAKE")) dp.joint_fit.wake = std::atof(e);
     if (const char* e = std::getenv("JF_NEWTON")) dp.joint_fit.newton_steps = std::atoi(e);
     if (const char* e = std::getenv("JF_NEWTON_INNER")) dp.joint_fit.newton_inner = std::atoi(e);
+    if (const char* e = std::getenv("JF_NEWTON_GAP")) dp.joint_fit.newton_gap = std::atof(e);
     if (const char* e = std::getenv("WARM_SWEEPS")) dp.warm_sweeps = std::atoi(e);
     if (const char* e = std::getenv("WARM_MISSING")) dp.warm_missing_every = std::atoi(e);
     if (const char* e = std::getenv("WARM_COARSE")) dp.warm_coarse_sweeps = std::atoi(e);

@@ -38,6 +38,7 @@ void JointFitParams::validate() const {
     if (coarse_sweeps < 0) bad("coarse_sweeps", coarse_sweeps, ">= 0");
     if (newton_steps < 0) bad("newton_steps", newton_steps, ">= 0");
     if (newton_inner < 1) bad("newton_inner", newton_inner, ">= 1");
+    if (!(newton_gap >= 0)) bad("newton_gap", newton_gap, ">= 0 px");
     if (!(tolerance > 0)) bad("tolerance", tolerance, "> 0 px");
     if (!(wake >= 1)) bad("wake", wake, ">= 1");
     if (!(inner >= 0.5)) bad("inner", inner, ">= 0.5 px");
@@ -862,15 +863,17 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         const int gw = std::max(1, static_cast<int>(std::ceil(w / cell))), gh = std::max(1, static_cast<int>(std::ceil(h / cell)));
         std::vector<double> nx(n), ny(n);
         for (std::size_t i = 0; i < n; ++i) nx[i] = st[i].x, ny[i] = st[i].y;
-        std::vector<std::vector<std::uint32_t>> nbr(n);  // footprints overlap (positions of the first step)
+        // coupled pairs: surface gap below newton_gap (positions of the first step); the others'
+        // light stays in M, their coupling is left to the sweeps
+        std::vector<std::vector<std::uint32_t>> nbr(n);
         {
             const CellList cl(nx, ny, 2 * rmax, Geometry{});
             for (std::size_t i = 0; i < n; ++i) {
                 if (!st[i].ok) continue;
-                const double fi = std::sqrt(q_foot(st[i]));
+                const double ri = radius_of(st[i]);
                 cl.for_each_near(nx[i], ny[i], [&](std::size_t j, double, double, double r2) {
                     if (j == i || !st[j].ok) return;
-                    const double reach = fi + std::sqrt(q_foot(st[j]));
+                    const double reach = ri + radius_of(st[j]) + p.newton_gap;
                     if (r2 < reach * reach) nbr[i].push_back(static_cast<std::uint32_t>(j));
                 });
             }

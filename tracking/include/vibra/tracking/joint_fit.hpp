@@ -38,7 +38,8 @@ struct JointFitParams {
     int sweeps = 3;               ///< full sweeps (one Gauss–Newton step per disk); ≥ 1
     int coarse_sweeps = 0;        ///< of the full sweeps, the first this many use every other image row (half the pixels; enough for the first steps from a start ~1 px off)
     int newton_steps = 0;         ///< joint Newton steps after the full sweeps: every disk's step solved with its neighbours' (cross terms of touching disks)
-    int newton_inner = 8;         ///< block Gauss–Seidel iterations of each joint Newton step's linear system
+    int newton_inner = 4;         ///< block Gauss–Seidel iterations of each joint Newton step's linear system
+    double newton_gap = 1.5;      ///< px: a joint Newton step couples disks whose surfaces are closer than this
     int max_extra_sweeps = 8;     ///< further sweeps over the disks that still move (and their neighbours)
     double tolerance = 0.01;      ///< px: a disk whose last step was larger is still moving
     double wake = 3.0;            ///< × tolerance: a disk whose last step was larger also wakes the neighbours whose footprints overlap its own
