@@ -274,6 +274,9 @@ int main(int argc, char** argv) {
     if (const char* e = std::getenv("WARM_SWEEPS")) dp.warm_sweeps = std::atoi(e);
     if (const char* e = std::getenv("WARM_MISSING")) dp.warm_missing_every = std::atoi(e);
     if (const char* e = std::getenv("WARM_COARSE")) dp.warm_coarse_sweeps = std::atoi(e);
+    if (const char* e = std::getenv("SNAP")) dp.snap_distance = std::atof(e);
+    if (const char* e = std::getenv("NEWSEP")) dp.new_disk_separation = std::atof(e);
+    if (const char* e = std::getenv("DROPAMP")) dp.drop_amplitude = std::atof(e);
     if (const char* e = std::getenv("JF_OFF")) dp.joint = std::atoi(e) == 0;
     if (which == "all" || which == "moderate") {
         SynthParams sp;

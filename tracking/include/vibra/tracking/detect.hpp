@@ -43,7 +43,7 @@ struct DetectParams {
     double drop_amplitude = 0.35;   ///< DiskLocator: a carried disk fainter than this × median (or 2× this without a candidate) is dropped
     int warm_missing_every = 4;     ///< DiskLocator: the residual search for disks missing from the start (JointFitParams::find_missing) runs in every this many warm frames (new disks are found from the candidates in every frame)
     int warm_refresh = 100;         ///< DiskLocator: every this many frames one is located from scratch (templates re-measured)
-    double new_disk_separation = 0.6;  ///< DiskLocator: a candidate this far (× r_small) from every carried disk is a new disk
+    double new_disk_separation = 1.5;  ///< DiskLocator: a candidate this far (× r_small) from every carried disk is a new disk (disks do not overlap: a real new disk is ≥ 2 r_small from every other)
     double snap_distance = 1.0;     ///< DiskLocator: px; a carried disk predicted farther than this from its candidate starts at the candidate
     void validate() const;          ///< throws ParameterError naming the field
     double r_small() const { return radii.front(); }
