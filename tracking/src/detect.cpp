@@ -257,6 +257,7 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     JointFitParams jp = p_.joint_fit;
     jp.sweeps = std::min(jp.sweeps, p_.warm_sweeps);
     jp.coarse_sweeps = p_.warm_coarse_sweeps;
+    jp.early_rescue = false;
     jp.find_missing = jp.find_missing && since_cold_ % p_.warm_missing_every == 0;
     const auto jf = joint_fit(image, parts, p_.radii, jp, &templates_, &workspace_);
     if (!jf.applied) return cold(image);

@@ -793,7 +793,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         add_missing();
         n = st.size();
         next.resize(n);
-        rescue_and_wake(n_old);
+        if (p.early_rescue) rescue_and_wake(n_old);
     };
     // Disks carried over from the previous frame bring their light (b, a); the others start
     // from the median of those. Without any, one light-only pass first.
@@ -813,7 +813,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     }
     for (int sweep = 0; sweep < p.sweeps; ++sweep) {
         double t0 = cpu_seconds();
-        const bool repairing = sweep == 1 && (p.find_missing || p.rescue_mse > 0);
+        const bool repairing = sweep == 1 && (p.find_missing || (p.early_rescue && p.rescue_mse > 0));
         if (repairing) repair();  // renders M (all rows)
         result.seconds[2] += cpu_seconds() - t0;
         t0 = cpu_seconds();
@@ -836,7 +836,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         result.seconds[1] += cpu_seconds() - t0;
     }
     const double t_extra = cpu_seconds();
-    if (p.sweeps == 1 && (p.find_missing || p.rescue_mse > 0)) repair();
+    if (p.sweeps == 1 && (p.find_missing || (p.early_rescue && p.rescue_mse > 0))) repair();
     render_model();  // M consistent with the last full sweep
     // The model must explain the image: the typical disk's residual RMS relative to its
     // template's contrast. Synthetic frames with 5–7% noise give ≈ 0.05–0.08; textured real

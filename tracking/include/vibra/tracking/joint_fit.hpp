@@ -53,6 +53,7 @@ struct JointFitParams {
     bool find_missing = true;     ///< add disks whose light is left unexplained (residual search); appended to the list
     double max_missing_fraction = 0.03;  ///< more candidates than this × n (+2): the model does not fit, none added
     double rescue_mse = 4.0;      ///< a disk whose mean squared residual exceeds this × the median is searched afresh; 0 = never
+    bool early_rescue = true;     ///< fresh searches after the first full sweep too, not only in the extra sweeps (DiskLocator turns it off: after a warm first sweep the residuals mostly show the motion since the previous frame)
     double rescue_reach = 2.0;    ///< px: that search covers centres within ± this (1 px grid, both templates, then ½ px about the best)
     double max_relative_residual = 0.8;  ///< median disk residual RMS / template contrast above which the fit is not applied (synthetic 0.05–0.3, real discs ≈ 2.5)
     double template_radius_tolerance = 0.15;  ///< a template whose edge is farther than this × nominal from the nominal radius: fit not applied
