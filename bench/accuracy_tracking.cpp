@@ -5,7 +5,11 @@
 // neighbour: surface gap < 1 px), the 99th percentile of |error|, the largest mean x-error in
 // ten bins of the true fractional x position (pixel locking), species correct per detection,
 // and the time per frame of locate() on one thread.
-// Usage: accuracy_tracking [SIZE=1024] [FRAMES=2] [CASE=all|moderate|dense|noisy]
+// Usage: accuracy_tracking [SIZE=1024] [FRAMES=2] [CASE=all|moderate|dense|noisy|discs]
+// Environment (profiling): ACC_VIDEO=k (frames dealt to k DiskLocators, as k vibra track workers),
+// ACC_FRAMES=1 (per-frame CPU time, phases, page faults), ACC_CACHE=DIR (keep generated frames),
+// ACC_REPLAY=k, ACC_REPEAT=k, ACC_PHASES=1, ACC_FROM_TRUTH=σ, ACC_WORST=px; parameter overrides
+// JF_* (joint fit), RF_* (refinement), WARM_* (DiskLocator), SNAP, NEWSEP, DROPAMP (see main()).
 #include <algorithm>
 #include <chrono>
 #include <cmath>

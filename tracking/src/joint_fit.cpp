@@ -858,9 +858,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     // disks move at once and M is re-rendered. Touching disks no longer settle one another step
     // by step (each sweep of separate steps removes only ~75% of what is left).
     if (p.newton_steps > 0) {
-        const double rmax = std::sqrt(static_cast<double>(std::max(tpl.front().q_out, tpl.back().q_out)) / kmin);
-        const double cell = 2 * rmax + 1;
-        const int gw = std::max(1, static_cast<int>(std::ceil(w / cell))), gh = std::max(1, static_cast<int>(std::ceil(h / cell)));
+        const double rmax = std::sqrt(static_cast<double>(std::max(tpl.front().q_out, tpl.back().q_out)) / kmin);  // largest footprint
         std::vector<double> nx(n), ny(n);
         for (std::size_t i = 0; i < n; ++i) nx[i] = st[i].x, ny[i] = st[i].y;
         // coupled pairs: surface gap below newton_gap (positions of the first step); the others'
@@ -878,7 +876,6 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
                 });
             }
         }
-        (void)gw, (void)gh;
         struct Equations {
             double A[5][5], L[5][5], v[5], dx[5];
             bool factored;
