@@ -282,43 +282,9 @@ int main(int argc, char** argv) {
     if (const char* e = std::getenv("NEWSEP")) dp.new_disk_separation = std::atof(e);
     if (const char* e = std::getenv("DROPAMP")) dp.drop_amplitude = std::atof(e);
     if (const char* e = std::getenv("JF_OFF")) dp.joint = std::atoi(e) == 0;
-    if (which == "all" || which == "moderate") {
-        SynthParams sp;
-        sp.render.width = sp.render.height = size;
-        sp.render.look = DiskLook::dark_ring;
-        sp.render.noise_sigma = 0.05;
-        sp.render.gradient = 0.1;
-        sp.packing_fraction = 0.6;
-        sp.frames = frames;
-        sp.seed = 21;
-        run("moderate", sp, dp);
-    }
-    if (which == "all" || which == "dense") {
-        SynthParams sp;
-        sp.render.width = sp.render.height = size;
-        sp.render.look = DiskLook::marker_dot;
-        sp.render.noise_sigma = 0.05;
-        sp.packing_fraction = 0.8;
-        sp.frames = frames;
-        sp.seed = 22;
-        run("dense", sp, dp);
-    }
-    if (which == "all" || which == "noisy") {
-        SynthParams sp;
-        sp.render.width = sp.render.height = size;
-        sp.render.look = DiskLook::plain;
-        sp.render.noise_sigma = 0.07;
-        sp.render.gradient = 0.857;
-        sp.render.flicker = 0.03;
-        sp.render.hot_pixel_fraction = 0.00025;
-        sp.render.dead_pixel_fraction = 0.00025;
-        sp.packing_fraction = 0.3;
-        sp.active_speed = 2.0;
-        sp.exposure_subframes = 5;
-        sp.frames = frames;
-        sp.seed = 23;
-        run("noisy", sp, dp);
-    }
+    if (which == "all" || which == "moderate") run("moderate", reference_case(ReferenceCase::moderate, size, frames, 21), dp);
+    if (which == "all" || which == "dense") run("dense", reference_case(ReferenceCase::dense, size, frames, 22), dp);
+    if (which == "all" || which == "noisy") run("noisy", reference_case(ReferenceCase::noisy, size, frames, 23), dp);
     if (which == "discs") {  // ../shared real discs (not part of "all")
         DetectParams rp = dp;
         rp.radii = {46, 55};

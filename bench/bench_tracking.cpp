@@ -333,14 +333,7 @@ int main(int argc, char** argv) {
     const std::string raw = dir + "/moderate_raw.avi", ffv1 = dir + "/moderate_ffv1.avi", out = dir + "/moderate.h5";
     const std::string raw_long = dir + "/moderate_raw_3x.avi";
 
-    SynthParams sp;
-    sp.render.width = sp.render.height = 1024;
-    sp.render.look = DiskLook::dark_ring;
-    sp.render.noise_sigma = 0.05;
-    sp.render.gradient = 0.1;
-    sp.packing_fraction = 0.6;
-    sp.frames = frames;
-    sp.seed = 42;
+    const SynthParams sp = reference_case(ReferenceCase::moderate, 1024, frames, 42);
     std::printf("moderate case: 1024x1024, radii 6 & 8 px, ringed, phi 0.6, %d frames; cores: %u\n", frames,
                 std::thread::hardware_concurrency());
     {

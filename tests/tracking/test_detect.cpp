@@ -117,14 +117,7 @@ TEST_CASE("single plain disks: sub-pixel centre, radius, no pixel locking", "[un
 }
 
 TEST_CASE("moderate case: ringed bi-disperse disks at packing fraction 0.6", "[unit]") {
-    SynthParams sp;
-    sp.render.width = sp.render.height = 512;
-    sp.render.look = DiskLook::dark_ring;
-    sp.render.noise_sigma = 0.05;
-    sp.render.gradient = 0.1;
-    sp.packing_fraction = 0.6;
-    sp.frames = 8;
-    sp.seed = 21;
+    SynthParams sp = reference_case(ReferenceCase::moderate, 512, 8, 21);
     DetectParams dp;
     dp.radii = {6, 8};
     auto s = run_case(sp, dp);
@@ -143,13 +136,7 @@ TEST_CASE("moderate case: ringed bi-disperse disks at packing fraction 0.6", "[u
 }
 
 TEST_CASE("dense case: marker-dot disks at packing fraction 0.8", "[unit]") {
-    SynthParams sp;
-    sp.render.width = sp.render.height = 384;
-    sp.render.look = DiskLook::marker_dot;
-    sp.render.noise_sigma = 0.05;
-    sp.packing_fraction = 0.8;
-    sp.frames = 2;
-    sp.seed = 22;
+    SynthParams sp = reference_case(ReferenceCase::dense, 384, 2, 22);
     DetectParams dp;
     dp.radii = {6, 8};
     auto s = run_case(sp, dp);
@@ -162,19 +149,7 @@ TEST_CASE("dense case: marker-dot disks at packing fraction 0.8", "[unit]") {
 }
 
 TEST_CASE("noisy case: uneven light, motion blur, hot and dead pixels", "[unit]") {
-    SynthParams sp;
-    sp.render.width = sp.render.height = 512;
-    sp.render.look = DiskLook::plain;
-    sp.render.noise_sigma = 0.07;
-    sp.render.gradient = 0.857;  // gain 0.57 … 1.43: 2.5× across the frame
-    sp.render.flicker = 0.03;
-    sp.render.hot_pixel_fraction = 0.00025;
-    sp.render.dead_pixel_fraction = 0.00025;
-    sp.packing_fraction = 0.3;
-    sp.active_speed = 2.0;  // ≈ 2 px of motion blur over the exposure
-    sp.exposure_subframes = 5;
-    sp.frames = 3;
-    sp.seed = 23;
+    SynthParams sp = reference_case(ReferenceCase::noisy, 512, 3, 23);  // disks move 2 px per frame
     DetectParams dp;
     dp.radii = {6, 8};
     auto s = run_case(sp, dp);

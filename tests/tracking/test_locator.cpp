@@ -43,14 +43,7 @@ VideoScore run_video(const SynthParams& sp, const DetectParams& dp) {
 }  // namespace
 
 TEST_CASE("DiskLocator: warm-started frames of the moderate case meet the targets", "[unit]") {
-    SynthParams sp;
-    sp.render.width = sp.render.height = 384;
-    sp.render.look = DiskLook::dark_ring;
-    sp.render.noise_sigma = 0.05;
-    sp.render.gradient = 0.1;
-    sp.packing_fraction = 0.6;
-    sp.frames = 8;
-    sp.seed = 51;
+    SynthParams sp = reference_case(ReferenceCase::moderate, 384, 8, 51);
     DetectParams dp;
     dp.radii = {6, 8};
     const auto s = run_video(sp, dp);
@@ -65,19 +58,7 @@ TEST_CASE("DiskLocator: warm-started frames of the moderate case meet the target
 }
 
 TEST_CASE("DiskLocator: fast disks with motion blur (noisy case)", "[unit]") {
-    SynthParams sp;
-    sp.render.width = sp.render.height = 384;
-    sp.render.look = DiskLook::plain;
-    sp.render.noise_sigma = 0.07;
-    sp.render.gradient = 0.857;
-    sp.render.flicker = 0.03;
-    sp.render.hot_pixel_fraction = 0.00025;
-    sp.render.dead_pixel_fraction = 0.00025;
-    sp.packing_fraction = 0.3;
-    sp.active_speed = 2.0;  // 4 px between the frames one locator sees
-    sp.exposure_subframes = 5;
-    sp.frames = 8;
-    sp.seed = 52;
+    SynthParams sp = reference_case(ReferenceCase::noisy, 384, 8, 52);  // 4 px between the frames one locator sees
     DetectParams dp;
     dp.radii = {6, 8};
     const auto s = run_video(sp, dp);

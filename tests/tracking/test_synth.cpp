@@ -487,3 +487,36 @@ TEST_CASE("vibra synth: video + truth with the requested counts and overlaps < 0
     REQUIRE(r.exit_code == 2);
     REQUIRE(r.output.find("packing_fraction") != std::string::npos);
 }
+
+TEST_CASE("reference cases carry the documented settings", "[unit]") {
+    using vibra::tracking::DiskLook;
+    using vibra::tracking::ReferenceCase;
+    const auto m = vibra::tracking::reference_case(ReferenceCase::moderate, 256, 3, 7);
+    REQUIRE(m.render.width == 256);
+    REQUIRE(m.render.height == 256);
+    REQUIRE(m.frames == 3);
+    REQUIRE(m.seed == 7);
+    REQUIRE(m.render.look == DiskLook::dark_ring);
+    REQUIRE(m.render.noise_sigma == 0.05);
+    REQUIRE(m.render.gradient == 0.1);
+    REQUIRE(m.packing_fraction == 0.6);
+    REQUIRE(m.radius_small == 6);
+    REQUIRE(m.radius_large == 8);
+    const auto d = vibra::tracking::reference_case(ReferenceCase::dense, 128, 1, 1);
+    REQUIRE(d.render.look == DiskLook::marker_dot);
+    REQUIRE(d.packing_fraction == 0.8);
+    REQUIRE(d.render.gradient == 0.0);
+    const auto n = vibra::tracking::reference_case(ReferenceCase::noisy, 128, 1, 1);
+    REQUIRE(n.render.look == DiskLook::plain);
+    REQUIRE(n.render.noise_sigma == 0.07);
+    REQUIRE(n.render.gradient == 0.857);
+    REQUIRE(n.render.flicker == 0.03);
+    REQUIRE(n.render.hot_pixel_fraction == 0.00025);
+    REQUIRE(n.render.dead_pixel_fraction == 0.00025);
+    REQUIRE(n.packing_fraction == 0.3);
+    REQUIRE(n.active_speed == 2.0);
+    REQUIRE(n.exposure_subframes == 5);
+    REQUIRE_NOTHROW(m.validate());
+    REQUIRE_NOTHROW(d.validate());
+    REQUIRE_NOTHROW(n.validate());
+}

@@ -894,4 +894,36 @@ void FrameSink::close() {
 
 std::int64_t FrameSink::frames_written() const { return impl_->n; }
 
+SynthParams reference_case(ReferenceCase c, int size, std::int64_t frames, std::uint64_t seed) {
+    SynthParams sp;
+    sp.render.width = sp.render.height = size;
+    sp.frames = frames;
+    sp.seed = seed;
+    switch (c) {
+        case ReferenceCase::moderate:
+            sp.render.look = DiskLook::dark_ring;
+            sp.render.noise_sigma = 0.05;
+            sp.render.gradient = 0.1;
+            sp.packing_fraction = 0.6;
+            break;
+        case ReferenceCase::dense:
+            sp.render.look = DiskLook::marker_dot;
+            sp.render.noise_sigma = 0.05;
+            sp.packing_fraction = 0.8;
+            break;
+        case ReferenceCase::noisy:
+            sp.render.look = DiskLook::plain;
+            sp.render.noise_sigma = 0.07;
+            sp.render.gradient = 0.857;  // gain 0.57 … 1.43: 2.5× across the frame
+            sp.render.flicker = 0.03;
+            sp.render.hot_pixel_fraction = 0.00025;
+            sp.render.dead_pixel_fraction = 0.00025;
+            sp.packing_fraction = 0.3;
+            sp.active_speed = 2.0;  // ≈ 2 px of motion blur over the exposure
+            sp.exposure_subframes = 5;
+            break;
+    }
+    return sp;
+}
+
 }  // namespace vibra::tracking

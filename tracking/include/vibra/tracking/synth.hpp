@@ -131,6 +131,16 @@ struct SynthParams {
     void validate() const;             ///< throws ParameterError naming the field
 };
 
+/// The synthetic acceptance cases of the tracking (issue 3; docs/tracking.md section 10), radii
+/// 6 and 8 px, one place for the tests and benchmarks that measure them:
+///   moderate — dark-ring look, φ 0.6, noise 5% of the contrast, 10% illumination gradient;
+///   dense    — marker-dot look, φ 0.8, noise 5%;
+///   noisy    — plain look, φ 0.3, noise 7%, light 0.57…1.43 (2.5×) across the frame, flicker 3%,
+///              0.025% hot + 0.025% dead pixels, self-propulsion 2 px/frame averaged over 5
+///              sub-frames (≈ 2 px of motion blur).
+enum class ReferenceCase { moderate, dense, noisy };
+SynthParams reference_case(ReferenceCase c, int size, std::int64_t frames, std::uint64_t seed);
+
 /// Produces frames one at a time with their exact truth (the centre averaged over the
 /// exposure, radius = true radius, species, particle = disk id, vx/vy in px/frame).
 class SynthGenerator {
