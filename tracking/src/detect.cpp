@@ -39,6 +39,8 @@ void DetectParams::validate() const {
     if (!(snap_distance > 0)) bad("snap_distance", snap_distance, "> 0 px");
     if (warm_refresh < 1) bad("warm_refresh", warm_refresh, ">= 1");
     if (warm_missing_every < 1) bad("warm_missing_every", warm_missing_every, ">= 1");
+    if (warm_candidates_every < 1) bad("warm_candidates_every", warm_candidates_every, ">= 1");
+    if (!(warm_tolerance > 0)) bad("warm_tolerance", warm_tolerance, "> 0");
     if (!(drop_amplitude >= 0 && drop_amplitude < 1)) bad("drop_amplitude", drop_amplitude, "in [0, 1)");
     if (!(new_disk_separation > 0 && new_disk_separation <= 2)) bad("new_disk_separation", new_disk_separation, "in (0, 2]");
 }
@@ -190,8 +192,11 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     stats_ = {};
     stats_.warm = true;
     double t0 = cpu_seconds();
-    const Gradients g = compute_gradients(image, p_.invert, contrast_block(p_));
-    const auto cands = find_candidates(g, p_);
+    // The frame's own candidates in every warm_candidates_every-th warm frame, half way between
+    // the residual searches (both find disks that are not carried; docs/tracking.md §4c).
+    const bool with_candidates = since_cold_ % p_.warm_candidates_every == p_.warm_candidates_every / 2;
+    const Gradients g = with_candidates ? compute_gradients(image, p_.invert, contrast_block(p_)) : Gradients{};
+    const auto cands = with_candidates ? find_candidates(g, p_) : std::vector<Candidate>{};
     stats_.seconds_candidates = cpu_seconds() - t0;
     t0 = cpu_seconds();
     // Start: the previous disks moved by their last displacement.
@@ -258,6 +263,7 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     jp.sweeps = std::min(jp.sweeps, p_.warm_sweeps);
     jp.coarse_sweeps = p_.warm_coarse_sweeps;
     jp.early_rescue = false;
+    jp.tolerance = p_.warm_tolerance;
     jp.find_missing = jp.find_missing && since_cold_ % p_.warm_missing_every == 0;
     const auto jf = joint_fit(image, parts, p_.radii, jp, &templates_, &workspace_);
     if (!jf.applied) return cold(image);
@@ -273,7 +279,7 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     for (const auto& q : parts)
         if (q.amplitude > 0) amps.push_back(q.amplitude);
     const float a_med = quantile(amps, 0.5);
-    std::vector<char> has_cand(parts.size(), 0);
+    std::vector<char> has_cand(parts.size(), with_candidates ? 0 : 1);  // without candidates: amplitude alone
     for (std::size_t i = 0; i < parts.size(); ++i)
         cc.for_each_near(parts[i].x, parts[i].y, [&](std::size_t, double, double, double) { has_cand[i] = 1; });
     std::vector<std::size_t> keep;

@@ -605,8 +605,10 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     // Disks that fit much worse than the frame's typical residual (started on a neighbour's
     // edge, or with the wrong template) are searched afresh: own light removed from M, the
     // residual of each template evaluated on a grid of centres within ±rescue_reach px (b and a
-    // solved linearly at each), the best taken; the extra sweeps then polish them.
-    auto rescue = [&](std::size_t n_in_model) {
+    // solved linearly at each), the best taken; the extra sweeps then polish them. Disks from
+    // index n_in_model on are not in M yet (just added); only disks from index `first` on are
+    // searched.
+    auto rescue = [&](std::size_t n_in_model, std::size_t first = 0) {
         if (!(p.rescue_mse > 0)) return;
         std::vector<float> ms;
         for (const auto& d : st)
@@ -614,7 +616,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         if (ms.size() < 8) return;
         const float med = median_of(ms);
         const double reachg = std::floor(p.rescue_reach);
-        for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t i = first; i < n; ++i) {
             DiskState& d = st[i];
             if (!d.ok || !(d.mse > p.rescue_mse * med)) continue;
             if (i < n_in_model) splat(d, -1.0f);
@@ -779,9 +781,9 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         if (p.outlier_sigma > 0 && rms > 0) clip = static_cast<float>(p.outlier_sigma * rms);
     };
     // A fresh search; the disks it moved or re-classified count as moving (extra sweeps).
-    auto rescue_and_wake = [&](std::size_t n_in_model) {
+    auto rescue_and_wake = [&](std::size_t n_in_model, std::size_t first = 0) {
         const std::vector<DiskState> before = st;
-        rescue(n_in_model);
+        rescue(n_in_model, first);
         for (std::size_t i = 0; i < n; ++i)
             if (st[i].x != before[i].x || st[i].y != before[i].y || st[i].s != before[i].s) moved[i] = 1.0;
     };
@@ -793,7 +795,10 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         add_missing();
         n = st.size();
         next.resize(n);
+        // Added disks get their template and centre by the fresh search whether or not the
+        // others are searched now (it also puts their light into M).
         if (p.early_rescue) rescue_and_wake(n_old);
+        else if (n > n_old) rescue_and_wake(n_old, n_old);
     };
     // Disks carried over from the previous frame bring their light (b, a); the others start
     // from the median of those. Without any, one light-only pass first.
