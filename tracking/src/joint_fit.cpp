@@ -354,14 +354,15 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     };
     // A disk moved from d0 to d1: M patched in one pass over the union of both footprints.
     std::vector<detail::MoveRowSpan> move_buf;
-    auto move = [&](const DiskState& d0, const DiskState& d1) {
+    auto move = [&](const DiskState& d0, const DiskState& d1, int row_step = 1) {
         const double q0 = q_foot(d0), q1 = q_foot(d1), r0 = std::sqrt(q0), r1 = std::sqrt(q1);
-        const int y0 = std::max(0, static_cast<int>(std::ceil(std::min(d0.y - r0, d1.y - r1))));
+        int y0 = std::max(0, static_cast<int>(std::ceil(std::min(d0.y - r0, d1.y - r1))));
         const int y1 = std::min(h - 1, static_cast<int>(std::floor(std::max(d0.y + r0, d1.y + r1))));
+        if (row_step > 1) y0 += (row_step - y0 % row_step) % row_step;
         move_buf.clear();
         const auto x0f = static_cast<float>(d0.x), x1f = static_cast<float>(d1.x), q0f = static_cast<float>(q0) * (1 + 1e-5f) + 1e-4f,
                    q1f = static_cast<float>(q1) * (1 + 1e-5f) + 1e-4f;
-        for (int py = y0; py <= y1; ++py) {
+        for (int py = y0; py <= y1; py += row_step) {
             const auto e0 = static_cast<float>(py - d0.y), e1 = static_cast<float>(py - d1.y);
             int xa = w, xb = -1;
             if (e0 * e0 <= q0f) {
@@ -586,6 +587,33 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         const float mse = nd.mse;
         nd = apply_step(d, x);
         nd.mse = mse;
+        return nd;
+    };
+
+    // One Gauss–Newton step of the centre alone, κ, b and a held (row kernel centre_rows).
+    auto step_centre = [&](const DiskState& d, float clip, int row_step) -> DiskState {
+        DiskState nd = d;
+        if (!d.ok) return nd;
+        const auto& t = T(d.s);
+        const auto k = static_cast<float>(d.kappa);
+        const float qi = t.q_in / k, qo = t.q_out / k;
+        detail::CentreSums cs;
+        band_rows(d, qi, qo, row_step, row_buf);
+        detail::centre_rows(I.ptr<float>(0), M.ptr<float>(0), static_cast<std::ptrdiff_t>(I.step1()), row_buf.data(),
+                            static_cast<int>(row_buf.size()), static_cast<float>(d.x), qi, qo, static_cast<float>(d.b), clip,
+                            static_cast<float>(d.a), k, t.view(), cs);
+        const double a00 = cs.s[0], a01 = cs.s[1], a11 = cs.s[2], det = a00 * a11 - a01 * a01;
+        const float cnt = cs.s[5];
+        r2sum += cs.s[6], r2n += cnt;
+        nd.mse = cnt > 0 ? cs.s[6] / cnt : 0.0f;
+        if (cnt * static_cast<float>(row_step) < 12 || !(det > 1e-9 * a00 * a11)) {
+            nd.ok = false;
+            return nd;
+        }
+        double sx = (a11 * cs.s[3] - a01 * cs.s[4]) / det, sy = (a00 * cs.s[4] - a01 * cs.s[3]) / det;
+        const double step = step_length(sx, sy);
+        if (step > 1.0) sx /= step, sy /= step;  // at most 1 px per step
+        nd.x = d.x + sx, nd.y = d.y + sy;
         return nd;
     };
 
@@ -855,6 +883,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         t0 = cpu_seconds();
         // coarse sweeps: every other row (the first steps of a start ~1 px off need not every pixel)
         const int row_step = sweep < p.coarse_sweeps ? 2 : 1;
+        const bool centre_only = row_step > 1 && p.coarse_centre_only && warm;
         if (!repairing) render_model(row_step);
         if (!warm && (sweep >= 2 || (sweep == 1 && p.sweeps == 2))) {  // warm: the templates carried over are kept
             rebuild_templates();
@@ -863,7 +892,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
             reconsider_species(clip);
         }
         for (std::size_t i = 0; i < n; ++i) {
-            next[i] = step_disk(st[i], clip, false, row_step);
+            next[i] = centre_only ? step_centre(st[i], clip, row_step) : step_disk(st[i], clip, false, row_step);
             if (!next[i].ok) next[i] = st[i];  // a failed step keeps the last state
             moved[i] = step_length(next[i].x - st[i].x, next[i].y - st[i].y);
         }

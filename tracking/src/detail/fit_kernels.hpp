@@ -66,6 +66,18 @@ void move_rows_portable(float* m, std::ptrdiff_t stride, const MoveRowSpan* rows
 void normal_rows(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
                  float b, float clip, float amp, float kappa, const TemplateView& t, NormalSums& acc);
 
+/// Sums of a centre-only Gauss–Newton step (κ, b, a held): JᵀJ of (cx, cy) (00 01 11), Jᵀr
+/// (0, 1), pixel count and r² of one disk's band. Over a full band the centre decouples from κ,
+/// b and a (odd against even functions of the offset), so the centre step is nearly the 5×5
+/// one's, at a third of the accumulators and with slopes only. Same pixel rules as normal_rows.
+struct CentreSums {
+    float s[7] = {};
+};
+void centre_rows(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
+                 float b, float clip, float amp, float kappa, const TemplateView& t, CentreSums& acc);
+void centre_rows_portable(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi,
+                          float qo, float b, float clip, float amp, float kappa, const TemplateView& t, CentreSums& acc);
+
 /// Cross terms of the joint Newton step: how disk i's band residual changes with a neighbour
 /// j's light. Over the rows (i's band, dy = y − cy_i), pixels with q_i in [qi, qo] and
 /// |r| ≤ clip, accumulates (J_i, in the order of NormalSums) ⊗ (J_j without b: cx, cy, κ, a) into

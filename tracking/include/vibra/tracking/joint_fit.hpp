@@ -37,6 +37,7 @@ namespace vibra::tracking {
 struct JointFitParams {
     int sweeps = 3;               ///< full sweeps (one Gauss–Newton step per disk); ≥ 1
     int coarse_sweeps = 0;        ///< of the full sweeps, the first this many use every other image row (half the pixels; enough for the first steps from a start ~1 px off)
+    bool coarse_centre_only = true;  ///< with templates carried over (warm start), the coarse sweeps step the centres alone (κ, b and a as the last frame left them; the full sweeps then fit all five)
     int newton_steps = 0;         ///< joint Newton steps after the full sweeps: every disk's step solved with its neighbours' (cross terms of touching disks)
     int newton_inner = 4;         ///< block Gauss–Seidel iterations of each joint Newton step's linear system
     double newton_gap = 1.5;      ///< px: a joint Newton step couples disks whose surfaces are closer than this
