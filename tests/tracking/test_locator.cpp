@@ -61,6 +61,23 @@ TEST_CASE("DiskLocator: warm-started frames of the moderate case meet the target
     REQUIRE(double(s.species_ok) / double(s.matched) >= 0.999);
 }
 
+TEST_CASE("DiskLocator: templates re-measured in warm frames keep the targets", "[unit]") {
+    // Every 2nd warm frame re-measures the templates (warm_refresh = 2, against 100 by default):
+    // the moderate case still meets its targets, and no frame after each locator's first is
+    // located from scratch.
+    SynthParams sp = reference_case(ReferenceCase::moderate, 384, 8, 55);
+    DetectParams dp;
+    dp.radii = {6, 8};
+    dp.warm_refresh = 2;
+    const auto s = run_video(sp, dp);
+    WARN("locator, moderate, templates re-measured every 2nd warm frame: RMS " << s.rms() << " px, warm frames " << s.warm_frames);
+    REQUIRE(s.warm_frames == 6);
+    REQUIRE(double(s.matched) / double(s.truth) >= 0.999);
+    REQUIRE(double(s.matched) / double(s.detected) >= 0.999);
+    REQUIRE(s.rms() <= 0.03);
+    REQUIRE(double(s.species_ok) / double(s.matched) >= 0.999);
+}
+
 TEST_CASE("DiskLocator: fast disks with motion blur (noisy case)", "[unit]") {
     SynthParams sp = reference_case(ReferenceCase::noisy, 384, 8, 52);  // 4 px between the frames one locator sees
     DetectParams dp;
@@ -166,16 +183,18 @@ TEST_CASE("DiskLocator: a reset or a frame of another size starts from scratch",
     const cv::Mat crop = c(cv::Rect(0, 0, 120, 120)).clone();
     (void)L.next(crop);
     REQUIRE_FALSE(L.last().warm);
-    // every warm_refresh-th frame is located from scratch again
+    // every warm_refresh-th warm frame re-measures the templates, warm (not from scratch)
     DetectParams dr = dp;
     dr.warm_refresh = 2;
     DiskLocator L3(dr);
-    std::vector<bool> warm;
-    for (const auto* im : {&a, &b, &c, &a, &b}) {
+    std::vector<bool> warm, remeasured;
+    for (const auto* im : {&a, &b, &c, &b, &c}) {
         (void)L3.next(*im);
         warm.push_back(L3.last().warm);
+        remeasured.push_back(L3.last().templates_remeasured);
     }
-    REQUIRE(warm == std::vector<bool>{false, true, true, false, true});
+    REQUIRE(warm == std::vector<bool>{false, true, true, true, true});
+    REQUIRE(remeasured == std::vector<bool>{false, false, true, false, true});
     // without the joint fit every frame is located from scratch, and the results are locate()'s
     dp.joint = false;
     DiskLocator L2(dp);

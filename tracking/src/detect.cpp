@@ -186,7 +186,7 @@ void DiskLocator::reset() {
 }
 
 std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
-    if (!p_.joint || !warm_ || prev_.empty() || image.cols != width_ || image.rows != height_ || since_cold_ >= p_.warm_refresh)
+    if (!p_.joint || !warm_ || prev_.empty() || image.cols != width_ || image.rows != height_)
         return cold(image);
     ++since_cold_;
     stats_ = {};
@@ -194,7 +194,9 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     double t0 = cpu_seconds();
     // The frame's own candidates in every warm_candidates_every-th warm frame, half way between
     // the residual searches (both find disks that are not carried; docs/tracking.md §4c).
-    const bool with_candidates = since_cold_ % p_.warm_candidates_every == p_.warm_candidates_every / 2;
+    // A refresh frame (every warm_refresh-th) re-measures the templates and looks for new disks both ways.
+    const bool refresh = since_cold_ % p_.warm_refresh == 0;
+    const bool with_candidates = refresh || since_cold_ % p_.warm_candidates_every == p_.warm_candidates_every / 2;
     const Gradients g = with_candidates ? compute_gradients(image, p_.invert, contrast_block(p_)) : Gradients{};
     const auto cands = with_candidates ? find_candidates(g, p_) : std::vector<Candidate>{};
     stats_.seconds_candidates = cpu_seconds() - t0;
@@ -264,10 +266,12 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     jp.coarse_sweeps = p_.warm_coarse_sweeps;
     jp.early_rescue = false;
     jp.tolerance = p_.warm_tolerance;
-    jp.find_missing = jp.find_missing && since_cold_ % p_.warm_missing_every == 0;
+    jp.find_missing = jp.find_missing && (refresh || since_cold_ % p_.warm_missing_every == 0);
+    jp.remeasure_templates = refresh;
     const auto jf = joint_fit(image, parts, p_.radii, jp, &templates_, &workspace_);
     if (!jf.applied) return cold(image);
     stats_.added_from_residual = jf.added, stats_.rescued = jf.rescued;
+    stats_.templates_remeasured = jf.templates_remeasured;
     stats_.extra_sweeps = jf.extra_sweeps, stats_.extra_steps = jf.extra_steps;
     for (int k = 0; k < 4; ++k) stats_.seconds_fit[k] = jf.seconds[k];
     // Disks that left the image or ended on top of another are dropped; species from the

@@ -885,8 +885,10 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         const int row_step = sweep < p.coarse_sweeps ? 2 : 1;
         const bool centre_only = row_step > 1 && p.coarse_centre_only && warm;
         if (!repairing) render_model(row_step);
-        if (!warm && (sweep >= 2 || (sweep == 1 && p.sweeps == 2))) {  // warm: the templates carried over are kept
+        // warm: the templates carried over are kept, or re-measured before the last full sweep
+        if ((!warm && (sweep >= 2 || (sweep == 1 && p.sweeps == 2))) || (warm && p.remeasure_templates && sweep == p.sweeps - 1 && row_step == 1)) {
             rebuild_templates();
+            result.templates_remeasured = true;
             if (!templates_ok()) return result;
             render_model();
             reconsider_species(clip);

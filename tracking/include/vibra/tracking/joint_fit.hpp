@@ -38,6 +38,7 @@ struct JointFitParams {
     int sweeps = 3;               ///< full sweeps (one Gauss–Newton step per disk); ≥ 1
     int coarse_sweeps = 0;        ///< of the full sweeps, the first this many use every other image row (half the pixels; enough for the first steps from a start ~1 px off)
     bool coarse_centre_only = true;  ///< with templates carried over (warm start), the coarse sweeps step the centres alone (κ, b and a as the last frame left them; the full sweeps then fit all five)
+    bool remeasure_templates = false;  ///< with templates carried over (warm start): re-measure them before the last full sweep, as a fit from scratch does
     int newton_steps = 0;         ///< joint Newton steps after the full sweeps: every disk's step solved with its neighbours' (cross terms of touching disks)
     int newton_inner = 4;         ///< block Gauss–Seidel iterations of each joint Newton step's linear system
     double newton_gap = 1.5;      ///< px: a joint Newton step couples disks whose surfaces are closer than this
@@ -102,6 +103,7 @@ struct JointFitResult {
     double relative_residual = 0;         ///< median disk residual RMS / template contrast after the full sweeps
     std::size_t extra_sweeps = 0, extra_steps = 0;  ///< sweeps over moving disks, and disk steps in them
     std::size_t newton_steps = 0;         ///< joint Newton steps taken
+    bool templates_remeasured = false;    ///< the templates were measured in this fit (always from scratch; warm: remeasure_templates)
     /// CPU s of this thread in: first templates, full sweeps, repair (missing disks, fresh
     /// searches), extra sweeps and the rest — for benchmarks.
     double seconds[4] = {0, 0, 0, 0};
