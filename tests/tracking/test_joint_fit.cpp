@@ -286,6 +286,39 @@ TEST_CASE("joint fit: not applied to an image that is not made of disks", "[unit
     for (std::size_t i = 0; i < parts.size(); ++i) REQUIRE(parts[i].x == before[i].x);
 }
 
+TEST_CASE("joint fit annulus spans: every annulus pixel once, nothing far outside", "[unit]") {
+    std::mt19937_64 rng(11);
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    std::vector<detail::RowSpan> a;
+    for (int trial = 0; trial < 400; ++trial) {
+        const int w = 40, h = 36;
+        const double cx = -3 + 46 * u(rng), cy = -3 + 42 * u(rng);  // some near or beyond the border
+        const double r_out = 2 + 10 * u(rng), r_in = trial % 3 == 0 ? 0.0 : r_out * 0.8 * u(rng);
+        const auto qi = static_cast<float>(r_in * r_in), qo = static_cast<float>(r_out * r_out);
+        const int step = 1 + trial % 2;
+        detail::annulus_spans(w, h, cx, cy, qi, qo, step, a);
+        std::vector<int> hits(static_cast<std::size_t>(w * h), 0);
+        for (const auto& r : a) {
+            REQUIRE(r.y % step == 0);
+            REQUIRE(r.x0 >= 0);
+            REQUIRE(r.x1 < w);
+            for (int x = r.x0; x <= r.x1; ++x) {
+                ++hits[static_cast<std::size_t>(r.y * w + x)];
+                const double q = (x - cx) * (x - cx) + (r.y - cy) * (r.y - cy);
+                REQUIRE(q <= qo * (1 + 1e-4) + 1e-3);     // at most a hair outside
+                REQUIRE(q >= qi * (1 - 1e-4) - 1e-3);
+            }
+        }
+        for (int y = 0; y < h; y += step)
+            for (int x = 0; x < w; ++x) {
+                const double q = (x - cx) * (x - cx) + (y - cy) * (y - cy);
+                const int n_hit = hits[static_cast<std::size_t>(y * w + x)];
+                REQUIRE(n_hit <= 1);
+                if (q >= qi && q <= qo) REQUIRE(n_hit == 1);
+            }
+    }
+}
+
 TEST_CASE("joint fit row kernels: vectorised and portable versions agree", "[unit]") {
     // A template with structure (a ring), rows of every length 1..40 at sub-pixel centres.
     std::vector<float> v(600), d(600, 0.0f);

@@ -184,48 +184,6 @@ inline void for_rows(int w, int h, double cx, double cy, double q_out, F&& f, in
     }
 }
 
-// ⌊x⌋ and ⌈x⌉ for |x| < 2³¹ without a libm call (the build targets baseline x86-64, where
-// std::floor is a function call; the span builders below run ~20 times per disk step).
-inline int floor_int(float x) {
-    const int i = static_cast<int>(x);
-    return x < static_cast<float>(i) ? i - 1 : i;
-}
-inline int ceil_int(float x) {
-    const int i = static_cast<int>(x);
-    return x > static_cast<float>(i) ? i + 1 : i;
-}
-
-// Spans of the annulus q = (x − cx)² + (y − cy)² ∈ [q_in, q_out] (q_in = 0: the whole disk) in
-// the w × h image, rows that are multiples of row_step: a row crossing the hole is two spans.
-// The spans may hold a pixel more than the annulus at either end (float rounding; they are
-// widened by a hair so as never to hold one less): the kernels test q themselves, and a
-// template is 0 beyond its support. The hot paths' version of for_rows.
-void annulus_spans(int w, int h, double cx_, double cy_, float q_in, float q_out, int row_step, std::vector<detail::RowSpan>& rows) {
-    rows.clear();
-    const auto cx = static_cast<float>(cx_), cy = static_cast<float>(cy_);
-    const float r_out = std::sqrt(q_out) + 1e-3f;
-    int y0 = std::max(0, ceil_int(cy - r_out));
-    const int y1 = std::min(h - 1, floor_int(cy + r_out));
-    if (row_step > 1) y0 += (row_step - y0 % row_step) % row_step;
-    const float qo = q_out * (1 + 1e-5f) + 1e-4f, qi = q_in * (1 - 1e-5f) - 1e-4f;
-    for (int py = y0; py <= y1; py += row_step) {
-        const float dy = static_cast<float>(py) - cy, dy2 = dy * dy;
-        const float half = std::sqrt(std::max(0.0f, qo - dy2));
-        const int x0 = std::max(0, ceil_int(cx - half)), x1 = std::min(w - 1, floor_int(cx + half));
-        if (x0 > x1) continue;
-        if (dy2 < qi) {
-            const float hw = std::sqrt(qi - dy2);
-            const int h0 = floor_int(cx - hw) + 1, h1 = ceil_int(cx + hw) - 1;  // pixels h0..h1 lie inside the hole
-            if (h0 <= h1) {
-                if (x0 < h0) rows.push_back({py, x0, std::min(x1, h0 - 1), dy});
-                if (h1 < x1) rows.push_back({py, std::max(x0, h1 + 1), x1, dy});
-                continue;
-            }
-        }
-        rows.push_back({py, x0, x1, dy});
-    }
-}
-
 // Cholesky factor L (lower) of the 5×5 symmetric positive definite A; false when singular.
 bool cholesky5(const double A[5][5], double L[5][5]) {
     for (int i = 0; i < 5; ++i)
@@ -348,7 +306,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     std::vector<detail::RowSpan> splat_rows;
     auto splat = [&](const DiskState& d, float sign, int row_step = 1) {
         const auto a = static_cast<float>(d.a) * sign, k = static_cast<float>(d.kappa);
-        annulus_spans(w, h, d.x, d.y, 0.0f, static_cast<float>(q_foot(d)), row_step, splat_rows);
+        detail::annulus_spans(w, h, d.x, d.y, 0.0f, static_cast<float>(q_foot(d)), row_step, splat_rows);
         detail::splat_rows(M.ptr<float>(0), static_cast<std::ptrdiff_t>(M.step1()), splat_rows.data(), static_cast<int>(splat_rows.size()),
                            static_cast<float>(d.x), a, k, T(d.s).view());
     };
@@ -360,6 +318,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         const int y1 = std::min(h - 1, static_cast<int>(std::floor(std::max(d0.y + r0, d1.y + r1))));
         if (row_step > 1) y0 += (row_step - y0 % row_step) % row_step;
         move_buf.clear();
+        using detail::ceil_int, detail::floor_int;
         const auto x0f = static_cast<float>(d0.x), x1f = static_cast<float>(d1.x), q0f = static_cast<float>(q0) * (1 + 1e-5f) + 1e-4f,
                    q1f = static_cast<float>(q1) * (1 + 1e-5f) + 1e-4f;
         for (int py = y0; py <= y1; py += row_step) {
@@ -530,7 +489,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     // Rows of disk d's band into `rows`: a row that crosses the inner hole (q < qi) is two spans
     // (the kernels mask q < qi anyway; the hole is skipped to save the work).
     auto band_rows = [&](const DiskState& d, float qi, float qo, int row_step, std::vector<detail::RowSpan>& rows) {
-        annulus_spans(w, h, d.x, d.y, qi, qo, row_step, rows);
+        detail::annulus_spans(w, h, d.x, d.y, qi, qo, row_step, rows);
     };
     // Disk d's normal equations over its band against M: A (5×5), v (5); returns the pixel count
     // and sets mse; accumulates the frame's residual statistics.

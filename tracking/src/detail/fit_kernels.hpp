@@ -6,7 +6,10 @@
 // float rounding. Internal.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <vector>
 
 namespace vibra::tracking::detail {
 
@@ -96,6 +99,48 @@ void cross_rows_portable(const float* im, const float* m, std::ptrdiff_t stride,
 void splat_row_portable(float* m, int x0, int x1, float cx, float dy2, float amp, float kappa, const TemplateView& t);
 void normal_row_portable(const float* im, const float* m, int x0, int x1, float cx, float dy, float dy2, float qi, float qo, float b,
                          float clip, float amp, float kappa, const TemplateView& t, NormalSums& acc);
+
+/// ⌊x⌋ and ⌈x⌉ for |x| < 2³¹ without a libm call (the build targets baseline x86-64, where
+/// std::floor is a function call; the span builders below run ~20 times per disk step).
+inline int floor_int(float x) {
+    const int i = static_cast<int>(x);
+    return x < static_cast<float>(i) ? i - 1 : i;
+}
+inline int ceil_int(float x) {
+    const int i = static_cast<int>(x);
+    return x > static_cast<float>(i) ? i + 1 : i;
+}
+
+/// Spans of the annulus q = (x − cx)² + (y − cy)² ∈ [q_in, q_out] (q_in = 0: the whole disk) in
+/// the w × h image, rows that are multiples of row_step: a row crossing the hole is two spans.
+/// The spans may hold a pixel more than the annulus at either end (float rounding; they are
+/// widened by a hair so as never to hold one less): the kernels test q themselves, and a
+/// template is 0 beyond its support. The hot paths' version of for_rows.
+inline void annulus_spans(int w, int h, double cx_, double cy_, float q_in, float q_out, int row_step, std::vector<RowSpan>& rows) {
+    rows.clear();
+    const auto cx = static_cast<float>(cx_), cy = static_cast<float>(cy_);
+    const float r_out = std::sqrt(q_out) + 1e-3f;
+    int y0 = std::max(0, ceil_int(cy - r_out));
+    const int y1 = std::min(h - 1, floor_int(cy + r_out));
+    if (row_step > 1) y0 += (row_step - y0 % row_step) % row_step;
+    const float qo = q_out * (1 + 1e-5f) + 1e-4f, qi = q_in * (1 - 1e-5f) - 1e-4f;
+    for (int py = y0; py <= y1; py += row_step) {
+        const float dy = static_cast<float>(py) - cy, dy2 = dy * dy;
+        const float half = std::sqrt(std::max(0.0f, qo - dy2));
+        const int x0 = std::max(0, ceil_int(cx - half)), x1 = std::min(w - 1, floor_int(cx + half));
+        if (x0 > x1) continue;
+        if (dy2 < qi) {
+            const float hw = std::sqrt(qi - dy2);
+            const int h0 = floor_int(cx - hw) + 1, h1 = ceil_int(cx + hw) - 1;  // pixels h0..h1 lie inside the hole
+            if (h0 <= h1) {
+                if (x0 < h0) rows.push_back({py, x0, std::min(x1, h0 - 1), dy});
+                if (h1 < x1) rows.push_back({py, std::max(x0, h1 + 1), x1, dy});
+                continue;
+            }
+        }
+        rows.push_back({py, x0, x1, dy});
+    }
+}
 
 /// True when the AVX2 kernels are used (for benchmarks' reports).
 bool fit_kernels_vectorised();
