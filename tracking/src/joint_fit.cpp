@@ -340,7 +340,11 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
                           static_cast<float>(d1.x), static_cast<float>(d1.a), static_cast<float>(d1.kappa), T(d1.s).view());
     };
     auto render_model = [&](int row_step = 1) {
-        M.setTo(0);
+        if (row_step == 1) {
+            M.setTo(0);
+        } else {  // coarse: only the rows that are read
+            for (int y = 0; y < h; y += row_step) std::fill_n(M.ptr<float>(y), w, 0.0f);
+        }
         for (const auto& d : st)
             if (d.ok) splat(d, 1.0f, row_step);
     };
