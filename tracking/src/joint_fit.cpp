@@ -726,18 +726,21 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
             bsum[static_cast<std::size_t>(cy * gw + cx)] += d.b, bn[static_cast<std::size_t>(cy * gw + cx)] += 1, b_all += d.b;
         }
         b_all /= static_cast<double>(as.size());
+        // the background of each column of each cell row, then r = (I − b − M) / level, row by row
+        std::vector<float> b_col(static_cast<std::size_t>(w));
+        const auto inv_level = static_cast<float>(1.0 / level);
         cv::Mat R = buffer(CV_32F);
         for (int py = 0; py < h; ++py) {
+            const int cy = std::min(gh - 1, static_cast<int>(py / cb));
+            if (py == 0 || cy != std::min(gh - 1, static_cast<int>((py - 1) / cb)))
+                for (int px = 0; px < w; ++px) {
+                    const auto k = static_cast<std::size_t>(cy * gw + std::min(gw - 1, static_cast<int>(px / cb)));
+                    b_col[static_cast<std::size_t>(px)] = static_cast<float>(bn[k] > 0 ? bsum[k] / bn[k] : b_all);
+                }
             const auto* im = I.ptr<float>(py);
             const auto* m = M.ptr<float>(py);
             auto* r = R.ptr<float>(py);
-            const int cy = std::min(gh - 1, static_cast<int>(py / cb));
-            for (int px = 0; px < w; ++px) {
-                const int cx = std::min(gw - 1, static_cast<int>(px / cb));
-                const auto k = static_cast<std::size_t>(cy * gw + cx);
-                const double b = bn[k] > 0 ? bsum[k] / bn[k] : b_all;
-                r[px] = static_cast<float>((im[px] - b - m[px]) / level);
-            }
+            for (int px = 0; px < w; ++px) r[px] = (im[px] - b_col[static_cast<std::size_t>(px)] - m[px]) * inv_level;
         }
         const int box = std::max(3, static_cast<int>(std::lround(2 * rb)) | 1);
         cv::blur(R, R, cv::Size(box, box), cv::Point(-1, -1), cv::BORDER_REPLICATE);
