@@ -225,17 +225,19 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     }
     // Candidates far from every start disk are new disks (entered the field, or missed before):
     // refined with their start neighbours around them (masking), then appended.
-    std::vector<double> xs(n_prev), ys(n_prev);
-    for (std::size_t i = 0; i < n_prev; ++i) xs[i] = parts[i].x, ys[i] = parts[i].y;
+    std::vector<double> xs, ys;
+    std::optional<CellList> near_start, cl;  // is a candidate near a start disk?; neighbours of new disks (each made when needed)
+    if (!cands.empty()) {
+        xs.resize(n_prev), ys.resize(n_prev);
+        for (std::size_t i = 0; i < n_prev; ++i) xs[i] = parts[i].x, ys[i] = parts[i].y;
+        near_start.emplace(xs, ys, p_.new_disk_separation * p_.r_small(), Geometry{});
+    }
     const double reach = 2.5 * p_.r_large() + 4;
-    const double new_sep = p_.new_disk_separation * p_.r_small();
-    const CellList near_start(xs, ys, new_sep, Geometry{});  // is a candidate near a start disk?
-    std::optional<CellList> cl;                               // neighbours of new disks (made when there is one)
     std::vector<Particle> local, neighbours;  // the new disks first, then their neighbours
-    std::vector<char> is_neighbour(n_prev, 0);
+    std::vector<char> is_neighbour(cands.empty() ? 0 : n_prev, 0);
     for (const auto& c : cands) {
         bool near_one = false;
-        near_start.for_each_near(c.x, c.y, [&](std::size_t, double, double, double) { near_one = true; });
+        near_start->for_each_near(c.x, c.y, [&](std::size_t, double, double, double) { near_one = true; });
         if (near_one) continue;
         if (!cl) cl.emplace(xs, ys, reach, Geometry{});
         Particle q;
