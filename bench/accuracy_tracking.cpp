@@ -202,9 +202,10 @@ void run(const char* name, SynthParams sp, const DetectParams& dp) {
             parts = L.next(img);
             const auto& ls = L.last();
             if (std::getenv("ACC_FRAMES") && ls.warm)
-                std::printf("  warm: candidates %.1f ms, new disks %.1f ms (%zu), fit: sweeps %.1f, repair %.1f, extra %.1f ms (%zu sweeps, %zu steps); %zu added, %zu searched afresh\n",
+                std::printf("  warm: candidates %.1f ms, new disks %.1f ms (%zu), fit: sweeps %.1f, repair %.1f, extra %.1f ms (%zu sweeps, %zu steps); %zu added, %zu searched afresh; fit set-up %.1f ms\n",
                             1e3 * ls.seconds_candidates, 1e3 * ls.seconds_new, ls.new_from_candidates, 1e3 * ls.seconds_fit[1],
-                            1e3 * ls.seconds_fit[2], 1e3 * ls.seconds_fit[3], ls.extra_sweeps, ls.extra_steps, ls.added_from_residual, ls.rescued);
+                            1e3 * ls.seconds_fit[2], 1e3 * ls.seconds_fit[3], ls.extra_sweeps, ls.extra_steps, ls.added_from_residual, ls.rescued,
+                            1e3 * ls.seconds_fit[0]);
         } else {
             parts = locate(img, dp);
         }
