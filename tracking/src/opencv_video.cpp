@@ -156,7 +156,12 @@ private:
         }
         if (raw_) {
             if (static_cast<std::int64_t>(m.total() * m.elemSize()) != info_.width * info_.height) return false;
-            grey = cv::Mat(static_cast<int>(info_.height), static_cast<int>(info_.width), CV_8UC1, m.data).clone();
+            // m is this call's own buffer (a fresh Mat that read() allocated and filled): a
+            // contiguous packet is the frame, viewed as height rows without a second copy.
+            if (m.isContinuous() && m.depth() == CV_8U)
+                grey = m.reshape(1, static_cast<int>(info_.height));
+            else
+                grey = cv::Mat(static_cast<int>(info_.height), static_cast<int>(info_.width), CV_8UC1, m.data).clone();
             return true;
         }
         grey = to_grey(m, params_.channel, info_.path);
