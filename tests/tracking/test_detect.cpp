@@ -76,7 +76,7 @@ TEST_CASE("detect parameters are validated", "[unit]") {
     p.warm_candidates_every = 4;
     p.warm_tolerance = 0;
     REQUIRE_THROWS_AS(p.validate(), ParameterError);
-    p.warm_tolerance = 0.05;
+    p.warm_tolerance = 0.1;
     REQUIRE_NOTHROW(p.validate());
     cv::Mat colour(10, 10, CV_8UC3);
     REQUIRE_THROWS_AS(compute_gradients(colour, false, 16), ParameterError);

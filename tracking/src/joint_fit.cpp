@@ -841,6 +841,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         st.swap(next);
         r2sum = r2n = 0;
     }
+    bool last_gs = false;
     for (int sweep = 0; sweep < p.sweeps; ++sweep) {
         double t0 = cpu_seconds();
         const bool repairing = sweep == 1 && (p.find_missing || (p.early_rescue && p.rescue_mse > 0));
@@ -859,6 +860,23 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
             render_model();
             reconsider_species(clip);
         }
+        // With carried templates the last full sweep is Gauss–Seidel: each step patches M at once
+        // (one pass over the union of the old and new footprints), so the next disk sees it and
+        // no render follows.
+        if (p.seidel_last_sweep && warm && row_step == 1 && sweep == p.sweeps - 1) {
+            for (std::size_t i = 0; i < n; ++i) {
+                const DiskState nd = step_disk(st[i], clip, false, 1);
+                moved[i] = 0;
+                if (!nd.ok || !st[i].ok) continue;
+                moved[i] = step_length(nd.x - st[i].x, nd.y - st[i].y);
+                move(st[i], nd);
+                st[i] = nd;
+            }
+            last_gs = true;
+            finish_stats();
+            result.seconds[1] += cpu_seconds() - t0;
+            continue;
+        }
         for (std::size_t i = 0; i < n; ++i) {
             next[i] = centre_only ? step_centre(st[i], clip, row_step) : step_disk(st[i], clip, false, row_step);
             if (!next[i].ok) next[i] = st[i];  // a failed step keeps the last state
@@ -870,7 +888,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     }
     const double t_extra = cpu_seconds();
     if (p.sweeps == 1 && (p.find_missing || (p.early_rescue && p.rescue_mse > 0))) repair();
-    render_model();  // M consistent with the last full sweep
+    if (!last_gs) render_model();  // M consistent with the last full sweep
     // The model must explain the image: the typical disk's residual RMS relative to its
     // template's contrast. Synthetic frames with 5–7% noise give ≈ 0.05–0.08; textured real
     // disks seen in perspective (the particletracker discs) more; then the fit is not applied.
@@ -1037,10 +1055,15 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
                 st[i] = nd;
             }
             r2sum = r2n = 0;
-            if (n_active == 0) break;
-            ++result.extra_sweeps;
+            if (n_active > 0) ++result.extra_sweeps;
+            // the species check and the fresh search of badly fitting disks run even when no
+            // disk is left moving (a loose tolerance, or a Gauss–Seidel last sweep, can leave
+            // none); what they move is polished by the next sweep
             if (extra == 0) reconsider_species(clip);
             if (extra == 1) rescue_and_wake(n);  // disks still fitting badly get one more fresh search
+            if (extra >= 1 && std::none_of(moved.begin(), moved.begin() + static_cast<std::ptrdiff_t>(n),
+                                           [&](double m) { return m > p.tolerance; }))
+                break;
         }
     }
     // Added disks are kept only when they fit like the others: amplitude ≥ half the median,

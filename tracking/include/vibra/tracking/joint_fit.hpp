@@ -38,6 +38,7 @@ struct JointFitParams {
     int sweeps = 3;               ///< full sweeps (one Gauss–Newton step per disk); ≥ 1
     int coarse_sweeps = 0;        ///< of the full sweeps, the first this many use every other image row (half the pixels; enough for the first steps from a start ~1 px off)
     bool coarse_centre_only = true;  ///< with templates carried over (warm start), the coarse sweeps step the centres alone (κ, b and a as the last frame left them; the full sweeps then fit all five)
+    bool seidel_last_sweep = true;   ///< with templates carried over (warm start): the last full sweep is Gauss–Seidel (each step patches the model at once, no render after it), which leaves the extra sweeps little to do
     bool remeasure_templates = false;  ///< with templates carried over (warm start): re-measure them before the last full sweep, as a fit from scratch does
     int newton_steps = 0;         ///< joint Newton steps after the full sweeps: every disk's step solved with its neighbours' (cross terms of touching disks)
     int newton_inner = 4;         ///< block Gauss–Seidel iterations of each joint Newton step's linear system
