@@ -382,13 +382,16 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     writer.open(meta);
     std::fflush(spool.f);
     std::rewind(spool.f);
-    const std::int64_t block = 256;
+    // Blocks of whole frames of about 32,768 rows (≈ 1.5 MB of spool): the buffers stay small and
+    // are re-used (large fresh buffers cost a page fault per 4 KiB: ≈ 0.1 s per 500,000 rows).
+    const std::int64_t block_rows = 32768;
     std::vector<Row> buf;
     TrajectoryTable t;
-    for (std::int64_t f0 = 0; f0 < n_frames; f0 += block) {
-        const std::int64_t nb = std::min(block, n_frames - f0);
+    for (std::int64_t f0 = 0, nb = 0; f0 < n_frames; f0 += nb) {
         std::int64_t nrows = 0;
-        for (std::int64_t f = f0; f < f0 + nb; ++f) nrows += d_det[static_cast<std::size_t>(f)];
+        nb = 0;
+        while (f0 + nb < n_frames && (nb == 0 || nrows + d_det[static_cast<std::size_t>(f0 + nb)] <= block_rows))
+            nrows += d_det[static_cast<std::size_t>(f0 + nb++)];
         buf.resize(static_cast<std::size_t>(nrows));
         if (nrows > 0 && std::fread(buf.data(), sizeof(Row), buf.size(), spool.f) != buf.size())
             throw IoError(spool.path + ": read failed");
