@@ -193,7 +193,7 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     stats_.warm = true;
     double t0 = cpu_seconds();
     // The frame's own candidates in every warm_candidates_every-th warm frame, half way between
-    // the residual searches (both find disks that are not carried; docs/tracking.md §4c).
+    // the residual searches (both find disks that are not carried; docs/tracking.md 4b, "Frame to frame").
     // A refresh frame (every warm_refresh-th) re-measures the templates and looks for new disks both ways.
     const bool refresh = since_cold_ % p_.warm_refresh == 0;
     const bool with_candidates = refresh || since_cold_ % p_.warm_candidates_every == p_.warm_candidates_every / 2;
