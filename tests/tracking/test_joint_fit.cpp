@@ -195,6 +195,58 @@ TEST_CASE("joint fit, warm start: centre-only coarse sweeps and a Gauss-Seidel l
     REQUIRE(steps[2] < steps[1]);
 }
 
+TEST_CASE("joint fit, warm start: JᵀJ carried over from the last frame gives the same fit", "[unit]") {
+    // Two warm fits of the same frame from the same starts (0.5 px off), the second after a
+    // fit that left every disk's JᵀJ in the workspace: with reuse_hessian its five-parameter
+    // steps accumulate Jᵀr alone and take that JᵀJ (rescaled to the amplitude). Same fixed point
+    // (Jᵀr = 0): converged tightly (steps < 0.001 px), every centre within 0.001 px of the fit
+    // that accumulates JᵀJ itself.
+    const auto sc = packed_scene(DiskLook::dark_ring, 0.0, 47);
+    const std::vector<double> radii{6, 8};
+    DiskTemplates tpl;
+    auto first = start_from(sc.disks, 0.3, 10);
+    JointFitWorkspace ws;
+    REQUIRE(joint_fit(sc.image, first, radii, JointFitParams{}, &tpl, &ws).applied);
+    // a warm fit with full steps stores each disk's JᵀJ, in the order of its parts
+    auto warm0 = first;
+    JointFitParams full;
+    full.coarse_sweeps = 2;
+    full.reuse_hessian = false;
+    DiskTemplates t0 = tpl;
+    REQUIRE(joint_fit(sc.image, warm0, radii, full, &t0, &ws).applied);
+    REQUIRE(ws.hessians.size() == warm0.size());
+    for (const auto& hh : ws.hessians) REQUIRE(hh.a > 0);
+    std::vector<Particle> res[2];
+    std::size_t reused[2] = {0, 0};
+    for (int reuse : {0, 1}) {
+        auto parts = start_from(sc.disks, 0.5, 11);
+        for (std::size_t i = 0; i < parts.size(); ++i) {
+            parts[i].amplitude = warm0[i].amplitude, parts[i].background = warm0[i].background;
+            parts[i].radius = warm0[i].radius;
+        }
+        JointFitParams p = full;
+        p.reuse_hessian = reuse == 1;
+        p.tolerance = 0.001;
+        p.max_extra_sweeps = 40;
+        JointFitWorkspace w = ws;  // a copy starts empty: carry the JᵀJ over by hand
+        w.hessians = ws.hessians;
+        DiskTemplates t = tpl;
+        const auto r = joint_fit(sc.image, parts, radii, p, &t, &w);
+        REQUIRE(r.applied);
+        reused[reuse] = r.reused_hessian_steps;
+        res[reuse] = parts;
+    }
+    REQUIRE(reused[0] == 0);
+    REQUIRE(reused[1] > 0);
+    double diff = 0;
+    for (std::size_t i = 0; i < res[0].size(); ++i)
+        diff = std::max({diff, std::abs(res[0][i].x - res[1][i].x), std::abs(res[0][i].y - res[1][i].y)});
+    WARN("carried JᵀJ: " << reused[1] << " steps took it; largest centre difference " << diff << " px; max error "
+                          << max_error(res[1], sc.disks) << " px");
+    REQUIRE(diff < 0.001);
+    REQUIRE(max_error(res[1], sc.disks) < 0.015);
+}
+
 TEST_CASE("joint fit: joint Newton steps settle touching disks together", "[unit]") {
     // Noise-free touching cluster, starts 0.5 px off per axis. With two joint Newton steps (each
     // disk's step solved with its neighbours') the disks have settled: the extra sweeps have
@@ -381,6 +433,16 @@ TEST_CASE("joint fit row kernels: vectorised and portable versions agree", "[uni
         detail::normal_row_portable(im.data(), m.data(), 2, 1 + len, cx, dy, dy * dy, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f, 1.03f, t, b);
         for (int k = 0; k < 21; ++k) REQUIRE_THAT(a.s[k], Catch::Matchers::WithinAbs(b.s[k], 1e-3 * (1 + std::abs(b.s[k]))));
         for (int k = 0; k < 21; ++k) REQUIRE_THAT(c.s[k], Catch::Matchers::WithinAbs(b.s[k], 1e-3 * (1 + std::abs(b.s[k]))));
+        // the right-hand side alone: Jᵀr, count and r² of the normal equations
+        detail::ResidualSums ra, rb;
+        detail::residual_rows(im.data(), m.data(), 0, &row, 1, cx, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f, 1.03f, t_pairs, ra);
+        detail::residual_rows_portable(im.data(), m.data(), 0, &row, 1, cx, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f, 1.03f, t, rb);
+        const int rhs_in_normal[7] = {15, 16, 17, 18, 19, 12, 20};
+        for (int k = 0; k < 7; ++k) {
+            const float ref = b.s[rhs_in_normal[k]];
+            REQUIRE_THAT(ra.s[k], Catch::Matchers::WithinAbs(ref, 1e-3 * (1 + std::abs(ref))));
+            REQUIRE_THAT(rb.s[k], Catch::Matchers::WithinAbs(ref, 1e-3 * (1 + std::abs(ref))));
+        }
         // the centre-only sums are the (cx, cy) part of the normal equations
         detail::CentreSums ca, cb;
         detail::centre_rows(im.data(), m.data(), 0, &row, 1, cx, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f, 1.03f, t, ca);

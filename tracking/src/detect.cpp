@@ -40,6 +40,7 @@ void DetectParams::validate() const {
     if (warm_refresh < 1) bad("warm_refresh", warm_refresh, ">= 1");
     if (warm_missing_every < 1) bad("warm_missing_every", warm_missing_every, ">= 1");
     if (warm_candidates_every < 1) bad("warm_candidates_every", warm_candidates_every, ">= 1");
+    if (warm_hessian_every < 1) bad("warm_hessian_every", warm_hessian_every, ">= 1");
     if (!(warm_tolerance > 0)) bad("warm_tolerance", warm_tolerance, "> 0");
     if (!(drop_amplitude >= 0 && drop_amplitude < 1)) bad("drop_amplitude", drop_amplitude, "in [0, 1)");
     if (!(new_disk_separation > 0 && new_disk_separation <= 2)) bad("new_disk_separation", new_disk_separation, "in (0, 2]");
@@ -270,6 +271,8 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     jp.tolerance = p_.warm_tolerance;
     jp.find_missing = jp.find_missing && (refresh || since_cold_ % p_.warm_missing_every == 0);
     jp.remeasure_templates = refresh;
+    // every warm_hessian_every-th warm frame takes full five-parameter steps (fresh JᵀJ)
+    jp.reuse_hessian = jp.reuse_hessian && !refresh && since_cold_ % p_.warm_hessian_every != 0;
     const auto jf = joint_fit(image, parts, p_.radii, jp, &templates_, &workspace_);
     if (!jf.applied) return cold(image);
     stats_.added_from_residual = jf.added, stats_.rescued = jf.rescued;
@@ -329,6 +332,12 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
         out.push_back(q);
     }
     prev_ = out;
+    {  // the fit's per-disk JᵀJ, in the order of the disks carried to the next frame
+        std::vector<JointFitWorkspace::Hessian> hk;
+        hk.reserve(keep.size());
+        for (auto i : keep) hk.push_back(i < workspace_.hessians.size() ? workspace_.hessians[i] : JointFitWorkspace::Hessian{});
+        workspace_.hessians.swap(hk);
+    }
     vx_.swap(vx);
     vy_.swap(vy);
     sort_by_position(out);
@@ -339,6 +348,7 @@ std::vector<Particle> DiskLocator::cold(const cv::Mat& image) {
     reset();
     stats_ = {};
     auto parts = locate_impl(image, p_, p_.joint ? &templates_ : nullptr, &workspace_);
+    workspace_.hessians.clear();  // locate() re-orders and filters its disks: the next frame computes them afresh
     width_ = image.cols, height_ = image.rows;
     since_cold_ = 0;
     warm_ = p_.joint && !templates_.profile.empty();

@@ -76,6 +76,28 @@ void centre_rows_portable(const float* im0, const float* m0, std::ptrdiff_t stri
     }
 }
 
+void residual_rows_portable(const float* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi,
+                            float qo, float b, float clip, float amp, float kappa, const TemplateView& t, ResidualSums& acc) {
+    float* s = acc.s;
+    const float m2k = -2 * kappa;
+    for (int ri = 0; ri < n_rows; ++ri) {
+        const RowSpan& row = rows[ri];
+        const float* im = im0 + static_cast<std::ptrdiff_t>(row.y) * stride;
+        const float* m = m0 + static_cast<std::ptrdiff_t>(row.y) * stride;
+        const float dy = row.dy, dy2 = dy * dy;
+        for (int x = row.x0; x <= row.x1; ++x) {
+            const float dx = static_cast<float>(x) - cx, q = dx * dx + dy2;
+            if (q < qi || q > qo) continue;
+            const float r = im[x] - b - m[x];
+            if (std::abs(r) > clip) continue;
+            float sl;
+            const float S = lookup(t, kappa * q, sl);
+            const float G = amp * sl;
+            s[0] += m2k * G * dx * r, s[1] += m2k * G * dy * r, s[2] += G * q * r, s[3] += r, s[4] += S * r, s[5] += 1, s[6] += r * r;
+        }
+    }
+}
+
 void move_rows_portable(float* m, std::ptrdiff_t stride, const MoveRowSpan* rows, int n_rows, float cx_old, float amp_old,
                         float kappa_old, const TemplateView& t_old, float cx_new, float amp_new, float kappa_new, const TemplateView& t_new) {
     for (int ri = 0; ri < n_rows; ++ri) {
@@ -305,6 +327,45 @@ __attribute__((target("avx2,fma"))) void centre_rows_avx2(const float* im0, cons
     for (int k = 0; k < 7; ++k) acc.s[k] += hsum8(all[k]);
 }
 
+__attribute__((target("avx2,fma"))) void residual_rows_avx2(const float* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows,
+                                                             int n_rows, float cx, float qi, float qo, float b, float clip, float amp,
+                                                             float kappa, const TemplateView& t, ResidualSums& acc) {
+    const __m256 lanes = lane_index(), vqi = _mm256_set1_ps(qi), vqo = _mm256_set1_ps(qo);
+    const __m256 vb = _mm256_set1_ps(b), vclip = _mm256_set1_ps(clip), va = _mm256_set1_ps(amp), vk = _mm256_set1_ps(kappa);
+    const __m256 kmaxf = _mm256_set1_ps(static_cast<float>(t.kmax)), invh = _mm256_set1_ps(t.inv_hq);
+    const __m256 m2k = _mm256_set1_ps(-2 * kappa), one = _mm256_set1_ps(1.0f);
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 V0 = _mm256_setzero_ps(), V1 = V0, V2 = V0, V3 = V0, V4 = V0, N = V0, RR = V0;
+    for (int ri = 0; ri < n_rows; ++ri) {
+        const RowSpan& row = rows[ri];
+        const float* im = im0 + static_cast<std::ptrdiff_t>(row.y) * stride;
+        const float* m = m0 + static_cast<std::ptrdiff_t>(row.y) * stride;
+        const __m256 vdy2 = _mm256_set1_ps(row.dy * row.dy), vdy = _mm256_set1_ps(row.dy);
+        for (int x = row.x0; x <= row.x1; x += 8) {
+            const int n = std::min(8, row.x1 - x + 1);
+            const __m256i lm = first_lanes(n);
+            const __m256 dx = _mm256_add_ps(_mm256_set1_ps(static_cast<float>(x) - cx), lanes);
+            const __m256 q = _mm256_fmadd_ps(dx, dx, vdy2);
+            const __m256 imv = n == 8 ? _mm256_loadu_ps(im + x) : _mm256_maskload_ps(im + x, lm);
+            const __m256 mv = n == 8 ? _mm256_loadu_ps(m + x) : _mm256_maskload_ps(m + x, lm);
+            __m256 r = _mm256_sub_ps(_mm256_sub_ps(imv, vb), mv);
+            __m256 ok = _mm256_and_ps(_mm256_castsi256_ps(lm), _mm256_and_ps(_mm256_cmp_ps(q, vqi, _CMP_GE_OQ), _mm256_cmp_ps(q, vqo, _CMP_LE_OQ)));
+            ok = _mm256_and_ps(ok, _mm256_cmp_ps(_mm256_and_ps(r, absmask), vclip, _CMP_LE_OQ));
+            __m256 sl;
+            const __m256 S = lookup8(t, _mm256_mul_ps(vk, q), kmaxf, invh, sl);
+            r = _mm256_and_ps(r, ok);
+            const __m256 G = _mm256_mul_ps(va, sl);
+            const __m256 gr = _mm256_mul_ps(G, r);           // r is 0 outside the band: no mask needed on G
+            const __m256 kgr = _mm256_mul_ps(m2k, gr);
+            V0 = _mm256_fmadd_ps(kgr, dx, V0), V1 = _mm256_fmadd_ps(kgr, vdy, V1), V2 = _mm256_fmadd_ps(gr, q, V2);
+            V3 = _mm256_add_ps(r, V3), V4 = _mm256_fmadd_ps(S, r, V4);
+            N = _mm256_add_ps(_mm256_and_ps(one, ok), N), RR = _mm256_fmadd_ps(r, r, RR);
+        }
+    }
+    const __m256 all[7] = {V0, V1, V2, V3, V4, N, RR};
+    for (int k = 0; k < 7; ++k) acc.s[k] += hsum8(all[k]);
+}
+
 __attribute__((target("avx2,fma"))) void cross_rows_avx2(const float* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows,
                                                           int n_rows, float cx_i, float qi, float qo, float b_i, float clip, float amp_i,
                                                           float kappa_i, const TemplateView& t_i, float cx_j, float dcy, float amp_j,
@@ -418,6 +479,14 @@ void centre_rows(const float* im, const float* m, std::ptrdiff_t stride, const R
     if (use_avx2()) return centre_rows_avx2(im, m, stride, rows, n_rows, cx, qi, qo, b, clip, amp, kappa, t, acc);
 #endif
     centre_rows_portable(im, m, stride, rows, n_rows, cx, qi, qo, b, clip, amp, kappa, t, acc);
+}
+
+void residual_rows(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
+                   float b, float clip, float amp, float kappa, const TemplateView& t, ResidualSums& acc) {
+#ifdef VIBRA_FIT_AVX2
+    if (use_avx2()) return residual_rows_avx2(im, m, stride, rows, n_rows, cx, qi, qo, b, clip, amp, kappa, t, acc);
+#endif
+    residual_rows_portable(im, m, stride, rows, n_rows, cx, qi, qo, b, clip, amp, kappa, t, acc);
 }
 
 void cross_rows(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx_i, float qi, float qo,

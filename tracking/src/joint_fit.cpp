@@ -236,6 +236,8 @@ struct DiskState {
     int s = 0;
     bool ok = true;
     float mse = 0;  // mean squared residual over the band at the last step
+    float H[15] = {};  // JᵀJ of the last full five-parameter step (NormalSums order) ...
+    float H_a = 0;     // ... and the amplitude it was taken at (0: none)
 };
 
 }  // namespace
@@ -489,6 +491,11 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     // One Gauss–Newton step of disk i in (cx, cy, κ, b, a) against M (which holds its current
     // light). Returns the new state; accumulates residual statistics.
     double r2sum = 0, r2n = 0;
+    // JᵀJ carried over from the previous frame's fit (the workspace keeps it aligned with parts)
+    const bool reuse_H = warm && p.reuse_hessian && workspace != nullptr;
+    if (reuse_H)
+        for (std::size_t i = 0; i < std::min(n, ws.hessians.size()); ++i)
+            if (ws.hessians[i].a > 0) std::copy(ws.hessians[i].h, ws.hessians[i].h + 15, st[i].H), st[i].H_a = ws.hessians[i].a;
     std::vector<detail::RowSpan> row_buf;
     // Rows of disk d's band into `rows`: a row that crosses the inner hole (q < qi) is two spans
     // (the kernels mask q < qi anyway; the hole is skipped to save the work).
@@ -497,16 +504,38 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     };
     // Disk d's normal equations over its band against M: A (5×5), v (5); returns the pixel count
     // and sets mse; accumulates the frame's residual statistics.
-    auto band_equations = [&](const DiskState& d, float clip, int row_step, double A[5][5], double v[5], float& mse) -> float {
+    // With a JᵀJ carried over (reuse_H, the band inside the image, every row), only Jᵀr is
+    // accumulated (residual_rows) and JᵀJ is the carried one, rescaled to the amplitude
+    // (∂/∂cx, cy, κ ∝ a); otherwise the full sums, and `H_out` (when given) receives JᵀJ.
+    const int upper[5][5] = {{0, 1, 2, 3, 4}, {1, 5, 6, 7, 8}, {2, 6, 9, 10, 11}, {3, 7, 10, 12, 13}, {4, 8, 11, 13, 14}};
+    auto band_equations = [&](const DiskState& d, float clip, int row_step, double A[5][5], double v[5], float& mse,
+                              float* H_out = nullptr, float* H_a_out = nullptr) -> float {
         const auto& t = T(d.s);
         const auto a = static_cast<float>(d.a), b = static_cast<float>(d.b), k = static_cast<float>(d.kappa);
         const float qi = t.q_in / k, qo = t.q_out / k;
-        detail::NormalSums ns_;
         band_rows(d, qi, qo, row_step, row_buf);
+        const double r_out = std::sqrt(static_cast<double>(qo));
+        if (reuse_H && row_step == 1 && d.H_a > 0 && d.x - r_out >= 0 && d.y - r_out >= 0 && d.x + r_out <= w - 1 && d.y + r_out <= h - 1) {
+            detail::ResidualSums rs;
+            detail::residual_rows(I.ptr<float>(0), M.ptr<float>(0), static_cast<std::ptrdiff_t>(I.step1()), row_buf.data(),
+                                  static_cast<int>(row_buf.size()), static_cast<float>(d.x), qi, qo, b, clip, a, k, t.view(), rs);
+            const double sc = d.a / d.H_a, e[5] = {sc, sc, sc, 1, 1};
+            for (int r = 0; r < 5; ++r) {
+                for (int c = 0; c < 5; ++c) A[r][c] = d.H[upper[r][c]] * e[r] * e[c];
+                v[r] = rs.s[r];
+            }
+            if (H_out) std::copy(d.H, d.H + 15, H_out), *H_a_out = d.H_a;
+            ++result.reused_hessian_steps;
+            const float cnt = rs.s[5], rr = rs.s[6];
+            r2sum += rr, r2n += cnt;
+            mse = cnt > 0 ? rr / cnt : 0.0f;
+            return cnt;
+        }
+        detail::NormalSums ns_;
         detail::normal_rows(I.ptr<float>(0), M.ptr<float>(0), static_cast<std::ptrdiff_t>(I.step1()), row_buf.data(),
                             static_cast<int>(row_buf.size()), static_cast<float>(d.x), qi, qo, b, clip, a, k, t.view(), ns_);
         const float* z = ns_.s;
-        const int upper[5][5] = {{0, 1, 2, 3, 4}, {1, 5, 6, 7, 8}, {2, 6, 9, 10, 11}, {3, 7, 10, 12, 13}, {4, 8, 11, 13, 14}};
+        if (H_out && row_step == 1) std::copy(z, z + 15, H_out), *H_a_out = a;
         for (int r = 0; r < 5; ++r) {
             for (int c = 0; c < 5; ++c) A[r][c] = z[upper[r][c]];
             v[r] = z[15 + r];
@@ -534,7 +563,9 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         DiskState nd = d;
         if (!d.ok) return nd;
         double A[5][5], v[5], x[5];
-        const float cnt = band_equations(d, clip, row_step, A, v, nd.mse);
+        float Hn[15], Hn_a = 0;
+        const bool keep_H = row_step == 1 && !light_only;
+        const float cnt = band_equations(d, clip, row_step, A, v, nd.mse, keep_H ? Hn : nullptr, &Hn_a);
         if (light_only) {  // b and a only (centre and size kept): the 2×2 sub-system
             const double det = A[3][3] * A[4][4] - A[3][4] * A[3][4];
             if (cnt < 12 || !(det > 0)) return nd;
@@ -550,6 +581,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         const float mse = nd.mse;
         nd = apply_step(d, x);
         nd.mse = mse;
+        if (keep_H && Hn_a > 0) std::copy(Hn, Hn + 15, nd.H), nd.H_a = Hn_a;
         return nd;
     };
 
@@ -1090,6 +1122,10 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         for (const auto& t : tpl) templates->profile.push_back(t.prof), templates->radius.push_back(t.r_nominal);
     }
     result.added = n - parts.size();
+    if (workspace) {  // each disk's JᵀJ for the next frame, in the order of the parts returned
+        ws.hessians.resize(n);
+        for (std::size_t i = 0; i < n; ++i) std::copy(st[i].H, st[i].H + 15, ws.hessians[i].h), ws.hessians[i].a = st[i].H_a;
+    }
     for (const auto& t : tpl) result.template_radius.push_back(t.r_edge);
     if (n > parts.size()) {
         std::vector<float> strengths;

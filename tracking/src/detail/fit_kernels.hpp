@@ -81,6 +81,18 @@ void centre_rows(const float* im, const float* m, std::ptrdiff_t stride, const R
 void centre_rows_portable(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi,
                           float qo, float b, float clip, float amp, float kappa, const TemplateView& t, CentreSums& acc);
 
+/// The right-hand side of one disk's normal equations alone: Jᵀr (5, in the order of
+/// NormalSums: cx, cy, κ, b, a), pixel count and r², with the pixel rules of normal_rows. With a
+/// JᵀJ carried over from an earlier step (it changes little from frame to frame) a Gauss–Newton
+/// step needs only these: 7 sums instead of 21. The fixed point (Jᵀr = 0) is the same.
+struct ResidualSums {
+    float s[7] = {};
+};
+void residual_rows(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
+                   float b, float clip, float amp, float kappa, const TemplateView& t, ResidualSums& acc);
+void residual_rows_portable(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi,
+                            float qo, float b, float clip, float amp, float kappa, const TemplateView& t, ResidualSums& acc);
+
 /// Cross terms of the joint Newton step: how disk i's band residual changes with a neighbour
 /// j's light. Over the rows (i's band, dy = y − cy_i), pixels with q_i in [qi, qo] and
 /// |r| ≤ clip, accumulates (J_i, in the order of NormalSums) ⊗ (J_j without b: cx, cy, κ, a) into

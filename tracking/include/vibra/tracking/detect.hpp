@@ -44,6 +44,7 @@ struct DetectParams {
     int warm_missing_every = 4;     ///< DiskLocator: the residual search for disks missing from the start (JointFitParams::find_missing) runs in every this many warm frames
     int warm_candidates_every = 4;  ///< DiskLocator: the frame's own candidates (votes: new disks, starts for disks whose prediction missed) in every this many warm frames, half way between the residual searches: a disk not yet carried is found within max(this, warm_missing_every) / 2 frames of the locator
     double warm_tolerance = 0.1;    ///< DiskLocator: px, JointFitParams::tolerance of a warm frame (cold frames keep the joint fit's own 0.01); after the Gauss–Seidel last sweep few disks move more (docs/tracking.md 4b)
+    int warm_hessian_every = 8;     ///< DiskLocator: every this many warm frames the five-parameter steps accumulate JᵀJ afresh; in the others they take it from the disk's last full step (JointFitParams::reuse_hessian)
     int warm_refresh = 100;         ///< DiskLocator: in every this many warm frames the joint fit re-measures its templates (light or focus that drifts), with the candidates and the residual search on; a frame is located from scratch only when the warm fit fails
     double new_disk_separation = 1.5;  ///< DiskLocator: a candidate this far (× r_small) from every carried disk is a new disk (disks do not overlap: a real new disk is ≥ 2 r_small from every other)
     double snap_distance = 1.0;     ///< DiskLocator: px; a carried disk predicted farther than this from its candidate starts at the candidate

@@ -39,6 +39,7 @@ struct JointFitParams {
     int coarse_sweeps = 0;        ///< of the full sweeps, the first this many use every other image row (half the pixels; enough for the first steps from a start ~1 px off)
     bool coarse_centre_only = true;  ///< with templates carried over (warm start), the coarse sweeps step the centres alone (κ, b and a as the last frame left them; the full sweeps then fit all five)
     bool seidel_last_sweep = true;   ///< with templates carried over (warm start): the last full sweep is Gauss–Seidel (each step patches the model at once, no render after it), which leaves the extra sweeps little to do
+    bool reuse_hessian = true;       ///< with templates carried over and a workspace holding the disks' JᵀJ: a five-parameter step of a disk whose band lies inside the image accumulates Jᵀr alone (7 sums, not 21) and takes JᵀJ from its last full step (rescaled to its amplitude); same fixed point
     bool remeasure_templates = false;  ///< with templates carried over (warm start): re-measure them before the last full sweep, as a fit from scratch does
     int newton_steps = 0;         ///< joint Newton steps after the full sweeps: every disk's step solved with its neighbours' (cross terms of touching disks)
     int newton_inner = 4;         ///< block Gauss–Seidel iterations of each joint Newton step's linear system
@@ -84,12 +85,22 @@ struct DiskTemplates {
 /// (docs/performance.md). Contents between calls are meaningless; one workspace per thread.
 struct JointFitWorkspace {
     std::vector<cv::Mat> buffers;
+    /// Per disk, in the order of the parts: JᵀJ (upper triangle, NormalSums order) of its last
+    /// five-parameter step and the amplitude it was taken at (a = 0: none). A warm fit with
+    /// `reuse_hessian` starts from these; the caller keeps them aligned with the parts it passes
+    /// next (DiskLocator does).
+    struct Hessian {
+        float h[15] = {};
+        float a = 0;
+    };
+    std::vector<Hessian> hessians;
     JointFitWorkspace() = default;
     // A copy starts empty: copies of a cv::Mat share its pixels, and two fits (two threads'
     // locators) must never share buffers.
     JointFitWorkspace(const JointFitWorkspace&) {}
     JointFitWorkspace& operator=(const JointFitWorkspace&) {
         buffers.clear();
+        hessians.clear();
         return *this;
     }
     JointFitWorkspace(JointFitWorkspace&&) noexcept = default;
@@ -104,6 +115,7 @@ struct JointFitResult {
     double relative_residual = 0;         ///< median disk residual RMS / template contrast after the full sweeps
     std::size_t extra_sweeps = 0, extra_steps = 0;  ///< sweeps over moving disks, and disk steps in them
     std::size_t newton_steps = 0;         ///< joint Newton steps taken
+    std::size_t reused_hessian_steps = 0; ///< five-parameter steps that took JᵀJ carried over (reuse_hessian)
     bool templates_remeasured = false;    ///< the templates were measured in this fit (always from scratch; warm: remeasure_templates)
     /// CPU s of this thread in: first templates, full sweeps, repair (missing disks, fresh
     /// searches), extra sweeps and the rest — for benchmarks.
