@@ -645,6 +645,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
             if (!d.ok || std::abs(radius_of(d) - T(d.s).r_edge) < 0.25 * gap) continue;
             DiskState alt = d;
             alt.s = 1 - d.s;
+            alt.H_a = 0;  // another template: the carried JᵀJ no longer applies
             const double ratio = T(alt.s).r_edge / radius_of(d);
             alt.kappa = std::clamp(ratio * ratio, kmin, kmax);
             if (std::abs(radius_of(alt) - T(alt.s).r_edge) > 0.5 * gap) alt.kappa = 1;
@@ -702,6 +703,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
                     best_sse = sse;
                     best = d;
                     best.x = cx, best.y = cy, best.s = s2, best.kappa = 1, best.a = a, best.b = b;
+                    best.H_a = 0;  // a fresh start: no carried JᵀJ
                 }
             };
             // Near search first (both templates at the centre, the own one at ±1 px); the whole
