@@ -21,6 +21,27 @@ inline float lookup(const TemplateView& t, float q, float& slope) {
     return t.v[k] + (u - static_cast<float>(k)) * dk;
 }
 
+// The pixels of a disk's band that enter its equations: over `rows`, those with
+// q = (x − cx)² + dy² in [qi, qo] and residual r = im − b − m within ±clip; f(x, dx, dy, q, r).
+// The one pixel rule of every band kernel (normal, centre, residual, cross terms).
+template <class F>
+inline void for_band_pixels(const float* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi,
+                            float qo, float b, float clip, F&& f) {
+    for (int ri = 0; ri < n_rows; ++ri) {
+        const RowSpan& row = rows[ri];
+        const float* im = im0 + static_cast<std::ptrdiff_t>(row.y) * stride;
+        const float* m = m0 + static_cast<std::ptrdiff_t>(row.y) * stride;
+        const float dy = row.dy, dy2 = dy * dy;
+        for (int x = row.x0; x <= row.x1; ++x) {
+            const float dx = static_cast<float>(x) - cx, q = dx * dx + dy2;
+            if (q < qi || q > qo) continue;
+            const float r = im[x] - b - m[x];
+            if (std::abs(r) > clip) continue;
+            f(x, dx, dy, q, r);
+        }
+    }
+}
+
 }  // namespace
 
 void splat_row_portable(float* m, int x0, int x1, float cx, float dy2, float amp, float kappa, const TemplateView& t) {
@@ -33,69 +54,47 @@ void splat_row_portable(float* m, int x0, int x1, float cx, float dy2, float amp
 
 void normal_row_portable(const float* im, const float* m, int x0, int x1, float cx, float dy, float dy2, float qi, float qo, float b,
                        float clip, float amp, float kappa, const TemplateView& t, NormalSums& acc) {
+    (void)dy2;  // = dy²
     float* s = acc.s;
     const float m2k = -2 * kappa;
-    for (int x = x0; x <= x1; ++x) {
-        const float dx = static_cast<float>(x) - cx, q = dx * dx + dy2;
-        if (q < qi || q > qo) continue;
-        const float r = im[x] - b - m[x];
-        if (std::abs(r) > clip) continue;
+    const RowSpan row{0, x0, x1, dy};
+    for_band_pixels(im, m, 0, &row, 1, cx, qi, qo, b, clip, [&](int, float dx, float dy_, float q, float r) {
         float sl;
         const float S = lookup(t, kappa * q, sl);
         const float G = amp * sl;
-        const float j0 = m2k * G * dx, j1 = m2k * G * dy, j2 = G * q, j4 = S;
+        const float j0 = m2k * G * dx, j1 = m2k * G * dy_, j2 = G * q, j4 = S;
         s[0] += j0 * j0, s[1] += j0 * j1, s[2] += j0 * j2, s[3] += j0, s[4] += j0 * j4;
         s[5] += j1 * j1, s[6] += j1 * j2, s[7] += j1, s[8] += j1 * j4;
         s[9] += j2 * j2, s[10] += j2, s[11] += j2 * j4;
         s[12] += 1, s[13] += j4, s[14] += j4 * j4;
         s[15] += j0 * r, s[16] += j1 * r, s[17] += j2 * r, s[18] += r, s[19] += j4 * r;
         s[20] += r * r;
-    }
+    });
 }
 
 void centre_rows_portable(const float* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi,
                           float qo, float b, float clip, float amp, float kappa, const TemplateView& t, CentreSums& acc) {
     float* s = acc.s;
     const float m2k = -2 * kappa;
-    for (int ri = 0; ri < n_rows; ++ri) {
-        const RowSpan& row = rows[ri];
-        const float* im = im0 + static_cast<std::ptrdiff_t>(row.y) * stride;
-        const float* m = m0 + static_cast<std::ptrdiff_t>(row.y) * stride;
-        const float dy = row.dy, dy2 = dy * dy;
-        for (int x = row.x0; x <= row.x1; ++x) {
-            const float dx = static_cast<float>(x) - cx, q = dx * dx + dy2;
-            if (q < qi || q > qo) continue;
-            const float r = im[x] - b - m[x];
-            if (std::abs(r) > clip) continue;
-            float sl;
-            (void)lookup(t, kappa * q, sl);
-            const float G = amp * sl;
-            const float j0 = m2k * G * dx, j1 = m2k * G * dy;
-            s[0] += j0 * j0, s[1] += j0 * j1, s[2] += j1 * j1, s[3] += j0 * r, s[4] += j1 * r, s[5] += 1, s[6] += r * r;
-        }
-    }
+    for_band_pixels(im0, m0, stride, rows, n_rows, cx, qi, qo, b, clip, [&](int, float dx, float dy, float q, float r) {
+        float sl;
+        (void)lookup(t, kappa * q, sl);
+        const float G = amp * sl;
+        const float j0 = m2k * G * dx, j1 = m2k * G * dy;
+        s[0] += j0 * j0, s[1] += j0 * j1, s[2] += j1 * j1, s[3] += j0 * r, s[4] += j1 * r, s[5] += 1, s[6] += r * r;
+    });
 }
 
 void residual_rows_portable(const float* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi,
                             float qo, float b, float clip, float amp, float kappa, const TemplateView& t, ResidualSums& acc) {
     float* s = acc.s;
     const float m2k = -2 * kappa;
-    for (int ri = 0; ri < n_rows; ++ri) {
-        const RowSpan& row = rows[ri];
-        const float* im = im0 + static_cast<std::ptrdiff_t>(row.y) * stride;
-        const float* m = m0 + static_cast<std::ptrdiff_t>(row.y) * stride;
-        const float dy = row.dy, dy2 = dy * dy;
-        for (int x = row.x0; x <= row.x1; ++x) {
-            const float dx = static_cast<float>(x) - cx, q = dx * dx + dy2;
-            if (q < qi || q > qo) continue;
-            const float r = im[x] - b - m[x];
-            if (std::abs(r) > clip) continue;
-            float sl;
-            const float S = lookup(t, kappa * q, sl);
-            const float G = amp * sl;
-            s[0] += m2k * G * dx * r, s[1] += m2k * G * dy * r, s[2] += G * q * r, s[3] += r, s[4] += S * r, s[5] += 1, s[6] += r * r;
-        }
-    }
+    for_band_pixels(im0, m0, stride, rows, n_rows, cx, qi, qo, b, clip, [&](int, float dx, float dy, float q, float r) {
+        float sl;
+        const float S = lookup(t, kappa * q, sl);
+        const float G = amp * sl;
+        s[0] += m2k * G * dx * r, s[1] += m2k * G * dy * r, s[2] += G * q * r, s[3] += r, s[4] += S * r, s[5] += 1, s[6] += r * r;
+    });
 }
 
 void move_rows_portable(float* m, std::ptrdiff_t stride, const MoveRowSpan* rows, int n_rows, float cx_old, float amp_old,
@@ -116,27 +115,18 @@ void cross_rows_portable(const float* im0, const float* m0, std::ptrdiff_t strid
                          float qo, float b_i, float clip, float amp_i, float kappa_i, const TemplateView& t_i, float cx_j, float dcy,
                          float amp_j, float kappa_j, const TemplateView& t_j, CrossSums& acc) {
     float* s = acc.s;
-    for (int ri = 0; ri < n_rows; ++ri) {
-        const RowSpan& row = rows[ri];
-        const float* im = im0 + static_cast<std::ptrdiff_t>(row.y) * stride;
-        const float* m = m0 + static_cast<std::ptrdiff_t>(row.y) * stride;
-        const float dyi = row.dy, dyj = row.dy + dcy, dyi2 = dyi * dyi, dyj2 = dyj * dyj;
-        for (int x = row.x0; x <= row.x1; ++x) {
-            const float dxi = static_cast<float>(x) - cx_i, qi_ = dxi * dxi + dyi2;
-            if (qi_ < qi || qi_ > qo) continue;
-            const float r = im[x] - b_i - m[x];
-            if (std::abs(r) > clip) continue;
-            float sli, slj;
-            const float Si = lookup(t_i, kappa_i * qi_, sli);
-            const float dxj = static_cast<float>(x) - cx_j, qj = dxj * dxj + dyj2;
-            const float Sj = lookup(t_j, kappa_j * qj, slj);
-            const float Gi = amp_i * sli, Gj = amp_j * slj;
-            const float ji[5] = {-2 * kappa_i * Gi * dxi, -2 * kappa_i * Gi * dyi, Gi * qi_, 1.0f, Si};
-            const float jj[4] = {-2 * kappa_j * Gj * dxj, -2 * kappa_j * Gj * dyj, Gj * qj, Sj};
-            for (int a = 0; a < 5; ++a)
-                for (int c = 0; c < 4; ++c) s[a * 4 + c] += ji[a] * jj[c];
-        }
-    }
+    for_band_pixels(im0, m0, stride, rows, n_rows, cx_i, qi, qo, b_i, clip, [&](int x, float dxi, float dyi, float qi_, float) {
+        const float dyj = dyi + dcy;
+        float sli, slj;
+        const float Si = lookup(t_i, kappa_i * qi_, sli);
+        const float dxj = static_cast<float>(x) - cx_j, qj = dxj * dxj + dyj * dyj;
+        const float Sj = lookup(t_j, kappa_j * qj, slj);
+        const float Gi = amp_i * sli, Gj = amp_j * slj;
+        const float ji[5] = {-2 * kappa_i * Gi * dxi, -2 * kappa_i * Gi * dyi, Gi * qi_, 1.0f, Si};
+        const float jj[4] = {-2 * kappa_j * Gj * dxj, -2 * kappa_j * Gj * dyj, Gj * qj, Sj};
+        for (int a = 0; a < 5; ++a)
+            for (int c = 0; c < 4; ++c) s[a * 4 + c] += ji[a] * jj[c];
+    });
 }
 
 namespace {
@@ -148,6 +138,34 @@ __attribute__((target("avx2,fma"))) inline __m256 lane_index() { return _mm256_s
 // Lanes [0, n) of 8.
 __attribute__((target("avx2,fma"))) inline __m256i first_lanes(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// The band pixel rule of the AVX2 kernels (for_band_pixels' 8 lanes at a time): constants, and
+// for pixels x..x+7 of a row their offsets dx, q = dx² + dy², residual r = im − b − m and the
+// lanes that count (inside the row, q in [qi, qo], |r| ≤ clip).
+struct BandRule8 {
+    __m256 lanes, qi, qo, b, clip, absmask;
+};
+struct BandPixels8 {
+    __m256 dx, q, r, ok;
+};
+__attribute__((target("avx2,fma"))) inline BandRule8 band_rule8(float qi, float qo, float b, float clip) {
+    return {lane_index(), _mm256_set1_ps(qi), _mm256_set1_ps(qo), _mm256_set1_ps(b), _mm256_set1_ps(clip),
+            _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff))};
+}
+__attribute__((target("avx2,fma"))) inline BandPixels8 band_pixels8(const BandRule8& c, const float* im, const float* m, int x, int x1,
+                                                                     float cx, __m256 vdy2) {
+    const int n = std::min(8, x1 - x + 1);
+    const __m256i lm = first_lanes(n);
+    BandPixels8 p;
+    p.dx = _mm256_add_ps(_mm256_set1_ps(static_cast<float>(x) - cx), c.lanes);
+    p.q = _mm256_fmadd_ps(p.dx, p.dx, vdy2);
+    const __m256 imv = n == 8 ? _mm256_loadu_ps(im + x) : _mm256_maskload_ps(im + x, lm);
+    const __m256 mv = n == 8 ? _mm256_loadu_ps(m + x) : _mm256_maskload_ps(m + x, lm);
+    p.r = _mm256_sub_ps(_mm256_sub_ps(imv, c.b), mv);
+    const __m256 inside = _mm256_and_ps(_mm256_cmp_ps(p.q, c.qi, _CMP_GE_OQ), _mm256_cmp_ps(p.q, c.qo, _CMP_LE_OQ));
+    p.ok = _mm256_and_ps(_mm256_and_ps(_mm256_castsi256_ps(lm), inside), _mm256_cmp_ps(_mm256_and_ps(p.r, c.absmask), c.clip, _CMP_LE_OQ));
+    return p;
 }
 
 __attribute__((target("avx2,fma"))) inline __m256 lookup8(const TemplateView& t, __m256 q, __m256 kmaxf, __m256 invh, __m256& slope) {
@@ -242,11 +260,10 @@ __attribute__((target("avx2,fma"))) inline float hsum8(__m256 x) {
 __attribute__((target("avx2,fma"))) void normal_rows_avx2(const float* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows,
                                                            int n_rows, float cx, float qi, float qo, float b, float clip, float amp,
                                                            float kappa, const TemplateView& t, NormalSums& acc) {
-    const __m256 lanes = lane_index(), vqi = _mm256_set1_ps(qi), vqo = _mm256_set1_ps(qo);
-    const __m256 vb = _mm256_set1_ps(b), vclip = _mm256_set1_ps(clip), va = _mm256_set1_ps(amp), vk = _mm256_set1_ps(kappa);
+    const BandRule8 rule = band_rule8(qi, qo, b, clip);
+    const __m256 va = _mm256_set1_ps(amp), vk = _mm256_set1_ps(kappa);
     const __m256 kmaxf = _mm256_set1_ps(static_cast<float>(t.kmax)), invh = _mm256_set1_ps(t.inv_hq);
     const __m256 m2k = _mm256_set1_ps(-2 * kappa), one = _mm256_set1_ps(1.0f);
-    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     __m256 S00 = _mm256_setzero_ps(), S01 = S00, S02 = S00, S03 = S00, S04 = S00, S11 = S00, S12 = S00, S13 = S00, S14 = S00, S22 = S00,
            S23 = S00, S24 = S00, S33 = S00, S34 = S00, S44 = S00, V0 = S00, V1 = S00, V2 = S00, V3 = S00, V4 = S00, RR = S00;
     for (int ri = 0; ri < n_rows; ++ri) {
@@ -255,15 +272,9 @@ __attribute__((target("avx2,fma"))) void normal_rows_avx2(const float* im0, cons
         const float* m = m0 + static_cast<std::ptrdiff_t>(row.y) * stride;
         const __m256 vdy2 = _mm256_set1_ps(row.dy * row.dy), m2kdy = _mm256_set1_ps(-2 * kappa * row.dy);
         for (int x = row.x0; x <= row.x1; x += 8) {
-            const int n = std::min(8, row.x1 - x + 1);
-            const __m256i lm = first_lanes(n);
-            const __m256 dx = _mm256_add_ps(_mm256_set1_ps(static_cast<float>(x) - cx), lanes);
-            const __m256 q = _mm256_fmadd_ps(dx, dx, vdy2);
-            const __m256 imv = n == 8 ? _mm256_loadu_ps(im + x) : _mm256_maskload_ps(im + x, lm);
-            const __m256 mv = n == 8 ? _mm256_loadu_ps(m + x) : _mm256_maskload_ps(m + x, lm);
-            __m256 r = _mm256_sub_ps(_mm256_sub_ps(imv, vb), mv);
-            __m256 ok = _mm256_and_ps(_mm256_castsi256_ps(lm), _mm256_and_ps(_mm256_cmp_ps(q, vqi, _CMP_GE_OQ), _mm256_cmp_ps(q, vqo, _CMP_LE_OQ)));
-            ok = _mm256_and_ps(ok, _mm256_cmp_ps(_mm256_and_ps(r, absmask), vclip, _CMP_LE_OQ));
+            const BandPixels8 px = band_pixels8(rule, im, m, x, row.x1, cx, vdy2);
+            const __m256 dx = px.dx, q = px.q, ok = px.ok;
+            __m256 r = px.r;
             __m256 sl;
             __m256 S = lookup8(t, _mm256_mul_ps(vk, q), kmaxf, invh, sl);
             const __m256 G = _mm256_and_ps(_mm256_mul_ps(va, sl), ok);
@@ -288,12 +299,11 @@ __attribute__((target("avx2,fma"))) void normal_rows_avx2(const float* im0, cons
 __attribute__((target("avx2,fma"))) void centre_rows_avx2(const float* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows,
                                                            int n_rows, float cx, float qi, float qo, float b, float clip, float amp,
                                                            float kappa, const TemplateView& t, CentreSums& acc) {
-    const __m256 lanes = lane_index(), vqi = _mm256_set1_ps(qi), vqo = _mm256_set1_ps(qo);
-    const __m256 vb = _mm256_set1_ps(b), vclip = _mm256_set1_ps(clip), vk = _mm256_set1_ps(kappa);
+    const BandRule8 rule = band_rule8(qi, qo, b, clip);
+    const __m256 vk = _mm256_set1_ps(kappa);
     const __m256 kmaxf = _mm256_set1_ps(static_cast<float>(t.kmax)), invh = _mm256_set1_ps(t.inv_hq);
     // slope · amp · (−2κ) in one factor: J0 = g·dx, J1 = g·dy
     const __m256 gscale = _mm256_set1_ps(-2 * kappa * amp * t.inv_hq), one = _mm256_set1_ps(1.0f);
-    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     __m256 A00 = _mm256_setzero_ps(), A01 = A00, A11 = A00, V0 = A00, V1 = A00, N = A00, RR = A00;
     for (int ri = 0; ri < n_rows; ++ri) {
         const RowSpan& row = rows[ri];
@@ -301,15 +311,9 @@ __attribute__((target("avx2,fma"))) void centre_rows_avx2(const float* im0, cons
         const float* m = m0 + static_cast<std::ptrdiff_t>(row.y) * stride;
         const __m256 vdy2 = _mm256_set1_ps(row.dy * row.dy), vdy = _mm256_set1_ps(row.dy);
         for (int x = row.x0; x <= row.x1; x += 8) {
-            const int n = std::min(8, row.x1 - x + 1);
-            const __m256i lm = first_lanes(n);
-            const __m256 dx = _mm256_add_ps(_mm256_set1_ps(static_cast<float>(x) - cx), lanes);
-            const __m256 q = _mm256_fmadd_ps(dx, dx, vdy2);
-            const __m256 imv = n == 8 ? _mm256_loadu_ps(im + x) : _mm256_maskload_ps(im + x, lm);
-            const __m256 mv = n == 8 ? _mm256_loadu_ps(m + x) : _mm256_maskload_ps(m + x, lm);
-            __m256 r = _mm256_sub_ps(_mm256_sub_ps(imv, vb), mv);
-            __m256 ok = _mm256_and_ps(_mm256_castsi256_ps(lm), _mm256_and_ps(_mm256_cmp_ps(q, vqi, _CMP_GE_OQ), _mm256_cmp_ps(q, vqo, _CMP_LE_OQ)));
-            ok = _mm256_and_ps(ok, _mm256_cmp_ps(_mm256_and_ps(r, absmask), vclip, _CMP_LE_OQ));
+            const BandPixels8 px = band_pixels8(rule, im, m, x, row.x1, cx, vdy2);
+            const __m256 dx = px.dx, q = px.q, ok = px.ok;
+            __m256 r = px.r;
             const __m256 u = _mm256_mul_ps(_mm256_mul_ps(vk, q), invh);
             const __m256i k = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_floor_ps(u), kmaxf));
             alignas(32) int ki[8];  // slopes by scalar loads (faster than a gather on the AMD cores measured)
@@ -330,11 +334,10 @@ __attribute__((target("avx2,fma"))) void centre_rows_avx2(const float* im0, cons
 __attribute__((target("avx2,fma"))) void residual_rows_avx2(const float* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows,
                                                              int n_rows, float cx, float qi, float qo, float b, float clip, float amp,
                                                              float kappa, const TemplateView& t, ResidualSums& acc) {
-    const __m256 lanes = lane_index(), vqi = _mm256_set1_ps(qi), vqo = _mm256_set1_ps(qo);
-    const __m256 vb = _mm256_set1_ps(b), vclip = _mm256_set1_ps(clip), va = _mm256_set1_ps(amp), vk = _mm256_set1_ps(kappa);
+    const BandRule8 rule = band_rule8(qi, qo, b, clip);
+    const __m256 va = _mm256_set1_ps(amp), vk = _mm256_set1_ps(kappa);
     const __m256 kmaxf = _mm256_set1_ps(static_cast<float>(t.kmax)), invh = _mm256_set1_ps(t.inv_hq);
     const __m256 m2k = _mm256_set1_ps(-2 * kappa), one = _mm256_set1_ps(1.0f);
-    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     __m256 V0 = _mm256_setzero_ps(), V1 = V0, V2 = V0, V3 = V0, V4 = V0, N = V0, RR = V0;
     for (int ri = 0; ri < n_rows; ++ri) {
         const RowSpan& row = rows[ri];
@@ -342,15 +345,9 @@ __attribute__((target("avx2,fma"))) void residual_rows_avx2(const float* im0, co
         const float* m = m0 + static_cast<std::ptrdiff_t>(row.y) * stride;
         const __m256 vdy2 = _mm256_set1_ps(row.dy * row.dy), vdy = _mm256_set1_ps(row.dy);
         for (int x = row.x0; x <= row.x1; x += 8) {
-            const int n = std::min(8, row.x1 - x + 1);
-            const __m256i lm = first_lanes(n);
-            const __m256 dx = _mm256_add_ps(_mm256_set1_ps(static_cast<float>(x) - cx), lanes);
-            const __m256 q = _mm256_fmadd_ps(dx, dx, vdy2);
-            const __m256 imv = n == 8 ? _mm256_loadu_ps(im + x) : _mm256_maskload_ps(im + x, lm);
-            const __m256 mv = n == 8 ? _mm256_loadu_ps(m + x) : _mm256_maskload_ps(m + x, lm);
-            __m256 r = _mm256_sub_ps(_mm256_sub_ps(imv, vb), mv);
-            __m256 ok = _mm256_and_ps(_mm256_castsi256_ps(lm), _mm256_and_ps(_mm256_cmp_ps(q, vqi, _CMP_GE_OQ), _mm256_cmp_ps(q, vqo, _CMP_LE_OQ)));
-            ok = _mm256_and_ps(ok, _mm256_cmp_ps(_mm256_and_ps(r, absmask), vclip, _CMP_LE_OQ));
+            const BandPixels8 px = band_pixels8(rule, im, m, x, row.x1, cx, vdy2);
+            const __m256 dx = px.dx, q = px.q, ok = px.ok;
+            __m256 r = px.r;
             __m256 sl;
             const __m256 S = lookup8(t, _mm256_mul_ps(vk, q), kmaxf, invh, sl);
             r = _mm256_and_ps(r, ok);
@@ -370,13 +367,11 @@ __attribute__((target("avx2,fma"))) void cross_rows_avx2(const float* im0, const
                                                           int n_rows, float cx_i, float qi, float qo, float b_i, float clip, float amp_i,
                                                           float kappa_i, const TemplateView& t_i, float cx_j, float dcy, float amp_j,
                                                           float kappa_j, const TemplateView& t_j, CrossSums& acc) {
-    const __m256 lanes = lane_index(), vqi = _mm256_set1_ps(qi), vqo = _mm256_set1_ps(qo), vb = _mm256_set1_ps(b_i),
-                 vclip = _mm256_set1_ps(clip);
+    const BandRule8 rule = band_rule8(qi, qo, b_i, clip);
     const __m256 vai = _mm256_set1_ps(amp_i), vki = _mm256_set1_ps(kappa_i), vaj = _mm256_set1_ps(amp_j), vkj = _mm256_set1_ps(kappa_j);
     const __m256 kmi = _mm256_set1_ps(static_cast<float>(t_i.kmax)), ihi = _mm256_set1_ps(t_i.inv_hq);
     const __m256 kmj = _mm256_set1_ps(static_cast<float>(t_j.kmax)), ihj = _mm256_set1_ps(t_j.inv_hq);
     const __m256 m2ki = _mm256_set1_ps(-2 * kappa_i), m2kj = _mm256_set1_ps(-2 * kappa_j);
-    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     __m256 S[20];
     for (auto& x : S) x = _mm256_setzero_ps();
     for (int ri = 0; ri < n_rows; ++ri) {
@@ -387,16 +382,10 @@ __attribute__((target("avx2,fma"))) void cross_rows_avx2(const float* im0, const
         const __m256 dyi2 = _mm256_set1_ps(row.dy * row.dy), dyj2 = _mm256_set1_ps(dyj * dyj);
         const __m256 m2kdyi = _mm256_set1_ps(-2 * kappa_i * row.dy), m2kdyj = _mm256_set1_ps(-2 * kappa_j * dyj);
         for (int x = row.x0; x <= row.x1; x += 8) {
-            const int n = std::min(8, row.x1 - x + 1);
-            const __m256i lm = first_lanes(n);
-            const __m256 xs = _mm256_add_ps(_mm256_set1_ps(static_cast<float>(x)), lanes);
-            const __m256 dxi = _mm256_sub_ps(xs, _mm256_set1_ps(cx_i)), dxj = _mm256_sub_ps(xs, _mm256_set1_ps(cx_j));
-            const __m256 q_i = _mm256_fmadd_ps(dxi, dxi, dyi2), q_j = _mm256_fmadd_ps(dxj, dxj, dyj2);
-            const __m256 imv = n == 8 ? _mm256_loadu_ps(im + x) : _mm256_maskload_ps(im + x, lm);
-            const __m256 mv = n == 8 ? _mm256_loadu_ps(m + x) : _mm256_maskload_ps(m + x, lm);
-            const __m256 r = _mm256_sub_ps(_mm256_sub_ps(imv, vb), mv);
-            __m256 ok = _mm256_and_ps(_mm256_castsi256_ps(lm), _mm256_and_ps(_mm256_cmp_ps(q_i, vqi, _CMP_GE_OQ), _mm256_cmp_ps(q_i, vqo, _CMP_LE_OQ)));
-            ok = _mm256_and_ps(ok, _mm256_cmp_ps(_mm256_and_ps(r, absmask), vclip, _CMP_LE_OQ));
+            const BandPixels8 px = band_pixels8(rule, im, m, x, row.x1, cx_i, dyi2);
+            const __m256 dxi = px.dx, q_i = px.q, ok = px.ok;
+            const __m256 dxj = _mm256_sub_ps(_mm256_add_ps(_mm256_set1_ps(static_cast<float>(x)), rule.lanes), _mm256_set1_ps(cx_j));
+            const __m256 q_j = _mm256_fmadd_ps(dxj, dxj, dyj2);
             __m256 sli, slj;
             const __m256 Si = _mm256_and_ps(lookup8(t_i, _mm256_mul_ps(vki, q_i), kmi, ihi, sli), ok);
             const __m256 Sj = lookup8(t_j, _mm256_mul_ps(vkj, q_j), kmj, ihj, slj);
