@@ -66,10 +66,13 @@ std::vector<Particle> locate(const cv::Mat& image, const DetectParams& p);
 
 /// Detection along a video, frame after frame, for one thread. High-speed video moves a disk a
 /// small fraction of its radius between the frames one locator sees, so each frame starts from
-/// the previous one: its disks moved by their last displacement and the joint fit's templates;
-/// the candidates (votes) of the new frame add disks that were not there. The first frame, a
-/// frame of another size and any frame where the warm start fails are located from scratch
-/// (locate()). Needs `joint`; without it every frame is located from scratch.
+/// the previous one: its disks moved by their last displacement, their light, the joint fit's
+/// templates and each disk's JᵀJ; disks that were not there come from the frame's candidates
+/// (votes, every warm_candidates_every-th frame) and the residual search (every
+/// warm_missing_every-th), and every warm_refresh-th frame re-measures the templates
+/// (docs/tracking.md 4b, "Frame to frame"). The first frame, a frame of another size and any
+/// frame where the warm fit fails are located from scratch (locate()). Needs `joint`; without
+/// it every frame is located from scratch.
 class DiskLocator {
 public:
     /// What the last next() did (for diagnostics and benchmarks; CPU s of the calling thread).
