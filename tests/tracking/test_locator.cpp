@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// DiskLocator (frame-to-frame detection, as `vibra track` runs it with two workers: each sees
-// every other frame): the warm-started frames meet the same targets as locate() on the
+// DiskLocator (frame-to-frame detection; here each of two locators sees every other frame, as
+// `vibra track`'s workers do when frames are dealt in turn, the harder case: by default they
+// share each frame by strips and see every frame, test_strips.cpp): the warm-started frames meet the same targets as locate() on the
 // moderate and noisy cases, against the exact truth of the renderer; a frame of another size
 // or a reset starts from scratch.
 #include <catch2/catch.hpp>

@@ -18,6 +18,7 @@
 #include "vibra/core/progress.hpp"
 #include "vibra/core/version.hpp"
 #include "vibra/tracking/species.hpp"
+#include "vibra/tracking/strips.hpp"
 
 namespace vibra::tracking {
 
@@ -44,6 +45,7 @@ struct Item {
     ReadStatus status = ReadStatus::ok;
     Frame frame;
     std::vector<Particle> parts;
+    int strip = 0;  // which strip of the frame `parts` holds (strips mode)
 };
 
 template <class T>
@@ -82,21 +84,30 @@ private:
     std::condition_variable cv_not_empty_, cv_not_full_;
 };
 
-// Results arrive out of order from the workers; the linker takes them in order.
+// Results arrive out of order from the workers; the linker takes them in order. With strips, a
+// frame is complete when all its strips have arrived (`pieces`, indexed by strip).
 class Reorder {
 public:
+    explicit Reorder(int n_pieces) : n_pieces_(n_pieces) {}
     void put(Item it) {
         std::lock_guard lk(m_);
-        done_.emplace(it.seq, std::move(it));
-        cv_.notify_all();
+        auto& slot = done_[it.seq];
+        if (slot.pieces.empty()) slot.pieces.resize(static_cast<std::size_t>(n_pieces_));
+        slot.pieces[static_cast<std::size_t>(it.strip)] = std::move(it.parts);
+        if (it.strip == 0) slot.item = std::move(it);
+        if (++slot.arrived == n_pieces_) cv_.notify_all();
     }
-    // Waits for item `seq`; false when the stream ended before it.
-    bool take(std::int64_t seq, Item& out) {
+    // Waits for frame `seq`, all its pieces; false when the stream ended before it.
+    bool take(std::int64_t seq, Item& out, std::vector<std::vector<Particle>>& pieces) {
         std::unique_lock lk(m_);
-        cv_.wait(lk, [&] { return done_.count(seq) || (finished_ && total_ <= seq); });
+        cv_.wait(lk, [&] {
+            auto it = done_.find(seq);
+            return (it != done_.end() && it->second.arrived == n_pieces_) || (finished_ && total_ <= seq);
+        });
         auto it = done_.find(seq);
-        if (it == done_.end()) return false;
-        out = std::move(it->second);
+        if (it == done_.end() || it->second.arrived < n_pieces_) return false;
+        out = std::move(it->second.item);
+        pieces = std::move(it->second.pieces);
         done_.erase(it);
         return true;
     }
@@ -108,7 +119,13 @@ public:
     }
 
 private:
-    std::map<std::int64_t, Item> done_;
+    struct Slot {
+        Item item;
+        std::vector<std::vector<Particle>> pieces;
+        int arrived = 0;
+    };
+    int n_pieces_;
+    std::map<std::int64_t, Slot> done_;
     bool finished_ = false;
     std::int64_t total_ = 0;
     std::mutex m_;
@@ -184,21 +201,32 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     p.link.validate();
     sum.radii = p.detect.radii;
 
+    const std::int64_t W = info.width, H = info.height;
     const int n_workers = p.threads > 0 ? p.threads : std::max(1u, std::thread::hardware_concurrency());
-    // One queue per worker, frames dealt in turn (frame seq → worker seq % n): a worker sees
-    // every n-th frame in order, which its DiskLocator starts from the previous one.
+    // Strips (default, warm start): every worker gets every frame and fits its band of rows with
+    // its own locator, which starts each frame from the one just before. Otherwise one queue per
+    // worker, frames dealt in turn (frame seq → worker seq % n): a worker sees every n-th frame
+    // in order, which its locator starts from its previous one.
+    std::vector<FrameStrip> strips;
+    if (p.warm_start && p.strips && n_workers > 1 && H > 0) {
+        strips = plan_strips(static_cast<int>(H), n_workers, p.detect.r_large());
+        if (strips.size() < 2) strips.clear();
+    }
+    const bool by_strips = !strips.empty();
+    const int n_pieces = by_strips ? static_cast<int>(strips.size()) : 1;
+    const int n_threads = by_strips ? n_pieces : n_workers;
+    const double seam_zone = 0.5 * p.detect.r_small();
     std::vector<std::unique_ptr<BoundedQueue<Item>>> in_qs;
-    for (int k = 0; k < n_workers; ++k) in_qs.push_back(std::make_unique<BoundedQueue<Item>>(3));
+    for (int k = 0; k < n_threads; ++k) in_qs.push_back(std::make_unique<BoundedQueue<Item>>(3));
     auto close_all = [&] {
         for (auto& q : in_qs) q->close();
     };
-    Reorder out;
+    Reorder out(n_pieces);
     std::atomic<bool> stop{false};
     std::exception_ptr reader_error, worker_error;
     std::mutex err_m;
     std::atomic<std::int64_t> total_items{0};
     bool truncated = false;
-    const std::int64_t W = info.width, H = info.height;
 
     std::thread reader([&] {
         std::int64_t seq = 0;
@@ -223,7 +251,19 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
                                                        std::to_string(it.frame.image.rows)));
                     }
                 }
-                if (!in_qs[static_cast<std::size_t>(seq % n_workers)]->push(std::move(it))) break;
+                bool pushed = true;
+                if (by_strips) {
+                    // The same decoded image (shared, read only) to every strip's worker.
+                    for (int k = 0; k < n_pieces && pushed; ++k) {
+                        Item piece;
+                        piece.seq = it.seq, piece.status = it.status, piece.strip = k;
+                        piece.frame = it.frame;
+                        pushed = in_qs[static_cast<std::size_t>(k)]->push(std::move(piece));
+                    }
+                } else {
+                    pushed = in_qs[static_cast<std::size_t>(seq % n_threads)]->push(std::move(it));
+                }
+                if (!pushed) break;
                 ++seq;
             }
         } catch (...) {
@@ -234,19 +274,24 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
         total_items = seq;
         close_all();
     });
-    std::atomic<int> workers_left{n_workers};
+    std::atomic<int> workers_left{n_threads};
     std::vector<std::thread> workers;
-    for (int k = 0; k < n_workers; ++k)
+    for (int k = 0; k < n_threads; ++k)
         workers.emplace_back([&, k] {
             Item it;
             DiskLocator locator(p.detect);
             auto& q = *in_qs[static_cast<std::size_t>(k)];
             while (q.pop(it)) {
                 try {
-                    if (it.status == ReadStatus::ok && !stop)
-                        it.parts = p.warm_start ? locator.next(it.frame.image) : locate(it.frame.image, p.detect);
-                    else
+                    if (it.status == ReadStatus::ok && !stop) {
+                        if (by_strips) {
+                            it.parts = locate_in_strip(locator, it.frame.image, strips, static_cast<std::size_t>(k), seam_zone);
+                        } else {
+                            it.parts = p.warm_start ? locator.next(it.frame.image) : locate(it.frame.image, p.detect);
+                        }
+                    } else {
                         locator.reset();  // a gap: the next frame from scratch
+                    }
                 } catch (...) {
                     std::lock_guard lk(err_m);
                     if (!worker_error) worker_error = std::current_exception();
@@ -278,8 +323,12 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     std::vector<std::int8_t> sp;
     try {
         Item it;
-        for (std::int64_t seq = 0; out.take(seq, it); ++seq) {
+        std::vector<std::vector<Particle>> pieces;
+        const double same_disk = p.detect.r_small();  // two disks' centres are ≥ 2 r_small apart
+        for (std::int64_t seq = 0; out.take(seq, it, pieces); ++seq) {
             if (stop && (reader_error || worker_error)) break;
+            if (by_strips) it.parts = merge_strips(pieces, strips, seam_zone, same_disk);
+            else it.parts = std::move(pieces.front());
             std::vector<Particle> parts;
             for (auto& q : it.parts)
                 if (inside_roi(p.roi, q.x, q.y)) parts.push_back(q);

@@ -25,9 +25,14 @@ struct TrackParams {
     LinkParams link;                ///< max_step 0 = automatic (0.5 × small radius)
     ReaderParams reader;
     int threads = 0;                ///< detection workers; 0 = all cores
-    /// Each worker gets every threads-th frame and starts it from its previous one (DiskLocator:
-    /// ~2× less work per frame, same accuracy); false = every frame from scratch (locate()).
+    /// Each frame starts from the one before (DiskLocator: several times less work per frame,
+    /// same accuracy); false = every frame from scratch (locate()).
     bool warm_start = true;
+    /// With warm_start: the workers share each frame by horizontal strips (strips.hpp), each with
+    /// its own locator seeing every frame; false = frames dealt in turn, each worker's locator
+    /// seeing every threads-th frame (larger steps between its frames, a dearer warm fit). Frames
+    /// too low for strips are dealt in turn.
+    bool strips = true;
     double fps = 0;                 ///< frames/s when known (frame time stamps = frame / fps)
     double px_per_mm = 0;           ///< image calibration when known
     /// Region of interest: window_rect or window_circle (detections outside are dropped);

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Frame strips (how `vibra track` shares a frame among its workers): the plan covers the frame
+// with margins and refuses strips too low to pay; the merge keeps a disk seen by both strips of a
+// seam once, from the strip that owns it, and keeps a disk only one of them saw; and a video
+// tracked by three strip locators meets the moderate case's targets with no disk doubled or
+// lost at the seams, against the exact truth of the renderer.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <vector>
+
+#include "detection_score.hpp"
+#include "vibra/core/trajectory.hpp"
+#include "vibra/tracking/strips.hpp"
+#include "vibra/tracking/synth.hpp"
+
+using namespace vibra;
+using namespace vibra::tracking;
+
+TEST_CASE("plan_strips: strips tile the frame, margins inside it, fewer strips on low frames", "[unit]") {
+    const double r_large = 8;
+    const int m = strip_margin(r_large);
+    REQUIRE(m >= 4 * r_large);
+    const auto s = plan_strips(1024, 2, r_large);
+    REQUIRE(s.size() == 2);
+    REQUIRE(s[0].own_begin == 0);
+    REQUIRE(s[0].own_end == 512);
+    REQUIRE(s[1].own_begin == 512);
+    REQUIRE(s[1].own_end == 1024);
+    REQUIRE(s[0].fit_begin == 0);
+    REQUIRE(s[0].fit_end == 512 + m);
+    REQUIRE(s[1].fit_begin == 512 - m);
+    REQUIRE(s[1].fit_end == 1024);
+    const auto t = plan_strips(1000, 7, r_large);
+    REQUIRE(t.size() == 7);
+    for (std::size_t k = 1; k < t.size(); ++k) REQUIRE(t[k].own_begin == t[k - 1].own_end);
+    REQUIRE(t.back().own_end == 1000);
+    // A strip must be ≥ max(8 r_large, 2 margins) high: 150 px holds 2 of 68, not 4.
+    REQUIRE(plan_strips(150, 4, r_large).size() == 2);
+    REQUIRE(plan_strips(100, 4, r_large).size() == 1);
+    REQUIRE(plan_strips(100, 4, r_large)[0].fit_end == 100);
+}
+
+TEST_CASE("merge_strips: a disk seen by both strips of a seam is kept once, from its owner", "[unit]") {
+    const std::vector<FrameStrip> strips{{0, 100, 0, 140}, {100, 200, 60, 200}};
+    auto disk = [](double x, double y, float r) {
+        Particle q;
+        q.x = x, q.y = y, q.radius = r;
+        return q;
+    };
+    // The seam is at y = 99.5 (rows < 100 belong to strip 0). Disk A at y ≈ 98.9 (owned by strip 0),
+    // seen by both; disk B at y ≈ 100.2 (strip 1), seen by both; disk C at y 99.7 seen by strip 0
+    // only; disk D at 99.3 seen by strip 1 only; ordinary disks away from the seam.
+    std::vector<std::vector<Particle>> per(2);
+    per[0] = {disk(10, 20, 1), disk(30, 98.9, 1), disk(60, 100.2, 1), disk(90, 99.7, 1)};
+    per[1] = {disk(30.01, 98.91, 2), disk(60.01, 100.21, 2), disk(120, 99.3, 2), disk(10, 180, 2)};
+    const auto m = merge_strips(per, strips, 3.0, 6.0);
+    REQUIRE(m.size() == 6);
+    auto find = [&](double x) {
+        for (const auto& q : m)
+            if (std::abs(q.x - x) < 0.05) return q;
+        FAIL("disk at x " << x << " missing");
+        return Particle{};
+    };
+    REQUIRE(find(30).radius == 1);   // A from strip 0
+    REQUIRE(find(60).radius == 2);   // B from strip 1
+    REQUIRE(find(90).radius == 1);   // C, only strip 0 saw it
+    REQUIRE(find(120).radius == 2);  // D, only strip 1 saw it
+    for (std::size_t i = 1; i < m.size(); ++i) REQUIRE(m[i - 1].y <= m[i].y);  // sorted by y like locate()
+}
+
+TEST_CASE("strip locators: moderate case, three strips, no disk doubled or lost at the seams", "[unit]") {
+    SynthParams sp = reference_case(ReferenceCase::moderate, 320, 8, 61);
+    sp.render.width = 384;
+    DetectParams dp;
+    dp.radii = {6, 8};
+    const auto strips = plan_strips(sp.render.height, 3, dp.r_large());
+    REQUIRE(strips.size() == 3);
+    const double zone = 0.5 * dp.r_small();
+    std::vector<DiskLocator> loc(3, DiskLocator(dp));
+    SynthGenerator gen(sp);
+    test::Stats all, seams;
+    cv::Mat img;
+    TrajectoryTable truth;
+    while (true) {
+        const std::size_t row0 = truth.size();
+        if (!gen.next(img, truth)) break;
+        std::vector<std::vector<Particle>> per;
+        for (std::size_t k = 0; k < 3; ++k) per.push_back(locate_in_strip(loc[k], img, strips, k, zone));
+        const auto parts = merge_strips(per, strips, zone, dp.r_small());
+        test::score(parts, truth, row0, all);
+        // The disks within one large radius of a seam, scored alone.
+        TrajectoryTable near;
+        std::vector<Particle> near_parts;
+        auto by_seam = [&](double y) {
+            for (std::size_t k = 1; k < strips.size(); ++k)
+                if (std::abs(y - (strips[k].own_begin - 0.5)) < dp.r_large()) return true;
+            return false;
+        };
+        for (std::size_t i = row0; i < truth.size(); ++i)
+            if (by_seam(truth.y[i])) near.push(truth.frame[i], truth.particle[i], truth.x[i], truth.y[i], truth.species[i]);
+        for (const auto& q : parts)
+            if (by_seam(q.y)) near_parts.push_back(q);
+        test::score(near_parts, near, 0, seams);
+    }
+    WARN("3 strips, moderate 384x320, 8 frames: truth " << all.truth << ", recall " << all.recall() << ", precision "
+                                                          << all.precision() << ", RMS " << all.rms() << " px; at the seams "
+                                                          << seams.truth << " disks, RMS " << seams.rms() << " px");
+    REQUIRE(loc[1].last().warm);  // the strips' locators carry their disks from frame to frame
+    REQUIRE(all.matched == all.truth);
+    REQUIRE(all.detected == all.truth);
+    REQUIRE(all.rms() <= 0.03);
+    REQUIRE(double(all.species_ok) / double(all.matched) >= 0.999);
+    REQUIRE(seams.truth >= 40);  // enough disks straddle the seams to see a doubling or a loss
+    REQUIRE(seams.matched == seams.truth);
+    REQUIRE(seams.detected <= seams.truth + 1);  // a disk just outside the band may be counted by its detection
+    REQUIRE(seams.rms() <= 0.03);
+}
