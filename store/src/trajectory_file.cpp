@@ -12,6 +12,7 @@
 #include "detail/atomic.hpp"
 #include "detail/h5.hpp"
 #include "detail/meta_attrs.hpp"
+#include "detail/packed_columns.hpp"
 #include "vibra/core/error.hpp"
 #include "vibra/core/version.hpp"
 
@@ -29,16 +30,20 @@ ColumnSet ColumnSet::of(const TrajectoryTable& t) {
 
 namespace {
 
-// Extendable, chunked (~1 MiB), shuffled + deflated 1-D dataset.
+constexpr std::size_t kChunkBytes = 1u << 20;
+constexpr int kDeflateLevel = 4;
+
+// Extendable, chunked (~1 MiB), shuffled + deflated 1-D dataset; its chunks are compressed and
+// written by PackedColumns (several threads, the same bytes HDF5's filters would store).
 template <class T>
 Handle create_column(hid_t group, const char* name, const std::string& units, const std::string& file) {
     const hsize_t zero = 0, unlimited = H5S_UNLIMITED;
-    const hsize_t chunk = (1u << 20) / sizeof(T);
+    const hsize_t chunk = kChunkBytes / sizeof(T);
     Handle space(H5Screate_simple(1, &zero, &unlimited));
     Handle dcpl(H5Pcreate(H5P_DATASET_CREATE));
     H5Pset_chunk(dcpl, 1, &chunk);
     H5Pset_shuffle(dcpl);
-    H5Pset_deflate(dcpl, 4);
+    H5Pset_deflate(dcpl, kDeflateLevel);
     Handle d(check(H5Dcreate2(group, name, detail::native_type(static_cast<const T*>(nullptr)), space, H5P_DEFAULT,
                               dcpl, H5P_DEFAULT),
                    file, std::string("cannot create dataset /trajectories/") + name));
@@ -46,26 +51,29 @@ Handle create_column(hid_t group, const char* name, const std::string& units, co
     return d;
 }
 
-template <class T>
-void append_column(hid_t d, const std::vector<T>& v, hsize_t old_n, const std::string& file, const char* name) {
-    if (v.empty()) return;
-    const hsize_t add = v.size(), new_n = old_n + add;
-    check_status(H5Dset_extent(d, &new_n), file, std::string("cannot extend /trajectories/") + name);
-    Handle fspace(H5Dget_space(d));
-    H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &old_n, nullptr, &add, nullptr);
-    Handle mspace(H5Screate_simple(1, &add, nullptr));
-    check_status(H5Dwrite(d, detail::native_type(static_cast<const T*>(nullptr)), mspace, fspace, H5P_DEFAULT,
-                          v.data()),
-                 file, std::string("cannot write /trajectories/") + name);
-}
-
 }  // namespace
 
 struct TrajectoryWriter::Impl {
     std::string partial;
     Handle file, traj;
-    Handle frame, particle, x, y, species, vx, vy, radius, brightness, quality, species_confidence;
+    detail::PackedColumns packed{0, kDeflateLevel};
+    struct Column {
+        Handle d;
+        int id = -1;  // column number in `packed`
+    };
+    Column frame, particle, x, y, species, vx, vy, radius, brightness, quality, species_confidence;
+    template <class T>
+    Column create(const char* name, const std::string& units, const std::string& path) {
+        Column c{create_column<T>(traj, name, units, path)};
+        c.id = packed.add(c.d, sizeof(T), kChunkBytes / sizeof(T), name);
+        return c;
+    }
+    template <class T>
+    void append(const Column& c, const std::vector<T>& v, const std::string& path) {
+        packed.append(c.id, v.data(), v.size(), path);
+    }
 };
+
 
 TrajectoryWriter::TrajectoryWriter(const std::string& path, const Metadata& meta, ColumnSet cols)
     : impl_(std::make_unique<Impl>()), path_(path), meta_(meta), cols_(cols) {
@@ -78,20 +86,19 @@ TrajectoryWriter::TrajectoryWriter(const std::string& path, const Metadata& meta
                                "cannot create /trajectories"));
     const auto& L = meta_.length_unit;
     const auto V = detail::velocity_units(meta_);
-    auto& t = impl_->traj;
-    impl_->frame = create_column<std::int64_t>(t, "frame", "frame", path);
-    impl_->particle = create_column<std::int64_t>(t, "particle", "1", path);
-    impl_->x = create_column<double>(t, "x", L, path);
-    impl_->y = create_column<double>(t, "y", L, path);
-    impl_->species = create_column<std::int8_t>(t, "species", "1", path);
+    impl_->frame = impl_->create<std::int64_t>("frame", "frame", path);
+    impl_->particle = impl_->create<std::int64_t>("particle", "1", path);
+    impl_->x = impl_->create<double>("x", L, path);
+    impl_->y = impl_->create<double>("y", L, path);
+    impl_->species = impl_->create<std::int8_t>("species", "1", path);
     if (cols_.velocity) {
-        impl_->vx = create_column<double>(t, "vx", V, path);
-        impl_->vy = create_column<double>(t, "vy", V, path);
+        impl_->vx = impl_->create<double>("vx", V, path);
+        impl_->vy = impl_->create<double>("vy", V, path);
     }
-    if (cols_.radius) impl_->radius = create_column<float>(t, "radius", L, path);
-    if (cols_.brightness) impl_->brightness = create_column<float>(t, "brightness", "counts", path);
-    if (cols_.quality) impl_->quality = create_column<float>(t, "quality", "1", path);
-    if (cols_.species_confidence) impl_->species_confidence = create_column<float>(t, "species_confidence", "1", path);
+    if (cols_.radius) impl_->radius = impl_->create<float>("radius", L, path);
+    if (cols_.brightness) impl_->brightness = impl_->create<float>("brightness", "counts", path);
+    if (cols_.quality) impl_->quality = impl_->create<float>("quality", "1", path);
+    if (cols_.species_confidence) impl_->species_confidence = impl_->create<float>("species_confidence", "1", path);
 }
 
 TrajectoryWriter::~TrajectoryWriter() {
@@ -131,21 +138,20 @@ void TrajectoryWriter::append(const TrajectoryTable& rows, std::int64_t n_frames
     per_frame(frames_.timestep, fc.timestep, "timestep");
     per_frame(frames_.image_number, fc.image_number, "image_number");
 
-    const auto old = static_cast<hsize_t>(n_rows_);
-    append_column(impl_->frame, rows.frame, old, path_, "frame");
-    append_column(impl_->particle, rows.particle, old, path_, "particle");
-    append_column(impl_->x, rows.x, old, path_, "x");
-    append_column(impl_->y, rows.y, old, path_, "y");
-    append_column(impl_->species, rows.species, old, path_, "species");
+    impl_->append(impl_->frame, rows.frame, path_);
+    impl_->append(impl_->particle, rows.particle, path_);
+    impl_->append(impl_->x, rows.x, path_);
+    impl_->append(impl_->y, rows.y, path_);
+    impl_->append(impl_->species, rows.species, path_);
     if (cols_.velocity) {
-        append_column(impl_->vx, rows.vx, old, path_, "vx");
-        append_column(impl_->vy, rows.vy, old, path_, "vy");
+        impl_->append(impl_->vx, rows.vx, path_);
+        impl_->append(impl_->vy, rows.vy, path_);
     }
-    if (cols_.radius) append_column(impl_->radius, rows.radius, old, path_, "radius");
-    if (cols_.brightness) append_column(impl_->brightness, rows.brightness, old, path_, "brightness");
-    if (cols_.quality) append_column(impl_->quality, rows.quality, old, path_, "quality");
+    if (cols_.radius) impl_->append(impl_->radius, rows.radius, path_);
+    if (cols_.brightness) impl_->append(impl_->brightness, rows.brightness, path_);
+    if (cols_.quality) impl_->append(impl_->quality, rows.quality, path_);
     if (cols_.species_confidence)
-        append_column(impl_->species_confidence, rows.species_confidence, old, path_, "species_confidence");
+        impl_->append(impl_->species_confidence, rows.species_confidence, path_);
     for (std::int64_t f = 0; f < n_frames; ++f) offsets_.push_back(n_rows_ + idx.offsets[static_cast<std::size_t>(f) + 1]);
     n_rows_ += static_cast<std::int64_t>(rows.size());
     n_frames_ += n_frames;
@@ -158,6 +164,7 @@ void TrajectoryWriter::set_diagnostic(const std::string& name, std::vector<std::
 
 void TrajectoryWriter::commit() {
     if (committed_) return;
+    impl_->packed.finish(path_);
     auto& f = impl_->file;
     detail::write_attr(f, "schema", std::string(kTrajectorySchema), path_);
     detail::write_attr(f, "schema_version", std::string(kTrajectorySchemaVersion), path_);
