@@ -50,12 +50,14 @@ TEST_CASE("merge_strips: a disk seen by both strips of a seam is kept once, from
     };
     // The seam is at y = 99.5 (rows < 100 belong to strip 0). Disk A at y ≈ 98.9 (owned by strip 0),
     // seen by both; disk B at y ≈ 100.2 (strip 1), seen by both; disk C at y 99.7 seen by strip 0
-    // only; disk D at 99.3 seen by strip 1 only; ordinary disks away from the seam.
+    // only; disk D at 99.3 seen by strip 1 only; disk E on the zone's edge (zone 3 px: from 96.5),
+    // outside it for strip 0 (96.49) and inside for strip 1 (96.51): still one disk (a 160-frame
+    // video once broke a track there); ordinary disks away from the seam.
     std::vector<std::vector<Particle>> per(2);
-    per[0] = {disk(10, 20, 1), disk(30, 98.9, 1), disk(60, 100.2, 1), disk(90, 99.7, 1)};
-    per[1] = {disk(30.01, 98.91, 2), disk(60.01, 100.21, 2), disk(120, 99.3, 2), disk(10, 180, 2)};
+    per[0] = {disk(10, 20, 1), disk(30, 98.9, 1), disk(60, 100.2, 1), disk(90, 99.7, 1), disk(150, 96.49, 1)};
+    per[1] = {disk(30.01, 98.91, 2), disk(60.01, 100.21, 2), disk(120, 99.3, 2), disk(10, 180, 2), disk(150.01, 96.51, 2)};
     const auto m = merge_strips(per, strips, 3.0, 6.0);
-    REQUIRE(m.size() == 6);
+    REQUIRE(m.size() == 7);
     auto find = [&](double x) {
         for (const auto& q : m)
             if (std::abs(q.x - x) < 0.05) return q;
@@ -66,6 +68,7 @@ TEST_CASE("merge_strips: a disk seen by both strips of a seam is kept once, from
     REQUIRE(find(60).radius == 2);   // B from strip 1
     REQUIRE(find(90).radius == 1);   // C, only strip 0 saw it
     REQUIRE(find(120).radius == 2);  // D, only strip 1 saw it
+    REQUIRE(find(150).radius == 1);  // E from strip 0, once
     for (std::size_t i = 1; i < m.size(); ++i) REQUIRE(m[i - 1].y <= m[i].y);  // sorted by y like locate()
 }
 

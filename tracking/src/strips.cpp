@@ -43,25 +43,25 @@ std::vector<Particle> locate_in_strip(DiskLocator& locator, const cv::Mat& frame
 std::vector<Particle> merge_strips(std::span<const std::vector<Particle>> per_strip, std::span<const FrameStrip> strips,
                                    double seam_zone, double same_disk) {
     const std::size_t n = std::min(per_strip.size(), strips.size());
-    constexpr double inf = std::numeric_limits<double>::infinity();
     std::vector<Particle> out;
-    // Disks of the seam zones, per seam s (between strips s and s+1): from above and from below.
+    // Per seam s (between strips s and s+1, at y = own_end − 0.5 of strip s): the disks of strip s
+    // that may be the same as one strip s+1 reports (y ≥ seam − zone − same_disk: a disk just
+    // outside the zone on one side may lie just inside it on the other), and those of strip s+1
+    // that may be the same as one of strip s.
     std::vector<std::vector<Particle>> above(n), below(n);
-    for (std::size_t k = 0; k < n; ++k) {
-        const double lo = k == 0 ? -inf : strips[k].own_begin - 0.5;  // row centres are integers
-        const double hi = k + 1 == n ? inf : strips[k].own_end - 0.5;
+    auto seam = [&](std::size_t s) { return strips[s].own_end - 0.5; };
+    const double reach = seam_zone + same_disk;
+    for (std::size_t k = 0; k < n; ++k)
         for (const auto& q : per_strip[k]) {
-            if (k > 0 && q.y >= lo - seam_zone && q.y < lo + seam_zone)
+            if (k > 0 && q.y < seam(k - 1) + reach)
                 below[k - 1].push_back(q);
-            else if (k + 1 < n && q.y >= hi - seam_zone && q.y < hi + seam_zone)
+            else if (k + 1 < n && q.y >= seam(k) - reach)
                 above[k].push_back(q);
-            else if (q.y >= lo && q.y < hi)
+            else
                 out.push_back(q);
         }
-    }
     const double d2max = same_disk * same_disk;
     for (std::size_t s = 0; s + 1 < n; ++s) {
-        const double seam = strips[s].own_end - 0.5;
         std::vector<char> used(below[s].size(), 0);
         for (const auto& a : above[s]) {
             std::size_t best = below[s].size();
@@ -71,15 +71,15 @@ std::vector<Particle> merge_strips(std::span<const std::vector<Particle>> per_st
                 if (!used[j] && d2 < best_d2) best = j, best_d2 = d2;
             }
             if (best == below[s].size()) {
-                out.push_back(a);  // the strip below missed it
+                out.push_back(a);  // strip s+1 did not report it (outside its rows, or missed)
                 continue;
             }
             used[best] = 1;
             const auto& b = below[s][best];
-            out.push_back(0.5 * (a.y + b.y) < seam ? a : b);
+            out.push_back(0.5 * (a.y + b.y) < seam(s) ? a : b);  // from the strip that owns it
         }
         for (std::size_t j = 0; j < below[s].size(); ++j)
-            if (!used[j]) out.push_back(below[s][j]);  // the strip above missed it
+            if (!used[j]) out.push_back(below[s][j]);  // strip s did not report it
     }
     std::sort(out.begin(), out.end(), [](const Particle& a, const Particle& b) { return a.y != b.y ? a.y < b.y : a.x < b.x; });
     return out;
