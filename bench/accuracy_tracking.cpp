@@ -281,6 +281,7 @@ int main(int argc, char** argv) {
     if (const char* e = std::getenv("WARM_SWEEPS")) dp.warm_sweeps = std::atoi(e);
     if (const char* e = std::getenv("WARM_MISSING")) dp.warm_missing_every = std::atoi(e);
     if (const char* e = std::getenv("WARM_CAND")) dp.warm_candidates_every = std::atoi(e);
+    if (const char* e = std::getenv("WARM_MAX")) dp.warm_search_max_every = std::atoi(e);
     if (const char* e = std::getenv("WARM_REFRESH")) dp.warm_refresh = std::atoi(e);
     if (const char* e = std::getenv("WARM_HESS")) dp.warm_hessian_every = std::atoi(e);
     if (const char* e = std::getenv("JF_REUSE_H")) dp.joint_fit.reuse_hessian = std::atoi(e) != 0;

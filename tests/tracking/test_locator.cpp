@@ -158,6 +158,75 @@ TEST_CASE("DiskLocator: a disk not carried is found within half the candidate/re
     CHECK(first_found(dp) == 2);  // the residual search alone (every 2nd warm frame)
 }
 
+// While the searches for new disks find nothing (a closed box), each backs off to every 16th warm
+// frame (warm_search_max_every); a disk that appears is found at the next search, and the
+// cadence comes back to every 4th at once.
+TEST_CASE("DiskLocator: the searches back off while nothing is new and come back when a disk appears", "[unit]") {
+    SynthParams sp;
+    sp.render.width = sp.render.height = 192;
+    sp.packing_fraction = 0.25;
+    sp.frames = 48;
+    sp.seed = 56;
+    SynthGenerator gen(sp);
+    std::vector<cv::Mat> frames;
+    TrajectoryTable truth;
+    for (cv::Mat img; gen.next(img, truth);) frames.push_back(img.clone());
+    REQUIRE(frames.size() == 48);
+    const std::size_t n0 = truth.size() / 48;
+    std::size_t hidden = 0;
+    double best = 1e9;
+    for (std::size_t i = 0; i < n0; ++i)
+        if (const double d = std::hypot(truth.x[i] - 96, truth.y[i] - 96); d < best) best = d, hidden = i;
+    const int appears = 24;  // painted over (background level) in frames 0..23
+    for (int f = 0; f < appears; ++f) {
+        const std::size_t row = static_cast<std::size_t>(f) * n0 + hidden;
+        REQUIRE(truth.particle[row] == truth.particle[hidden]);
+        std::vector<std::uint8_t> px(frames[f].datastart, frames[f].dataend);
+        std::nth_element(px.begin(), px.begin() + static_cast<std::ptrdiff_t>(px.size() / 2), px.end());
+        cv::circle(frames[f], cv::Point(int(std::lround(truth.x[row])), int(std::lround(truth.y[row]))), int(truth.radius[row]) + 3,
+                   cv::Scalar(px[px.size() / 2]), cv::FILLED);
+    }
+    struct Run {
+        std::vector<int> searches;  // warm frames with a search for new disks
+        int found = -1;
+    };
+    auto run = [&](const DetectParams& dp) {
+        Run r;
+        DiskLocator L(dp);
+        for (int f = 0; f < 48; ++f) {
+            const auto parts = L.next(frames[static_cast<std::size_t>(f)]);
+            REQUIRE(L.last().warm == (f > 0));
+            if (L.last().searched_candidates || L.last().searched_missing) r.searches.push_back(f);
+            const std::size_t row = static_cast<std::size_t>(f) * n0 + hidden;
+            bool seen = false;
+            for (const auto& q : parts) seen = seen || std::hypot(q.x - truth.x[row], q.y - truth.y[row]) < 1.0;
+            if (seen && r.found < 0) r.found = f;
+            if (f < appears) REQUIRE_FALSE(seen);
+        }
+        return r;
+    };
+    DetectParams fixed;
+    fixed.radii = {6, 8};
+    fixed.warm_search_max_every = 4;  // the cadence kept at candidates every 4th (from 2), residual every 4th
+    DetectParams backoff = fixed;
+    backoff.warm_search_max_every = 16;  // the default
+    REQUIRE(DetectParams{}.warm_search_max_every == 16);
+    const auto a = run(fixed), b = run(backoff);
+    auto before = [&](const Run& r, int f) { return std::count_if(r.searches.begin(), r.searches.end(), [&](int s) { return s < f; }); };
+    WARN("searches before frame " << appears << ": fixed " << before(a, appears) << ", backing off " << before(b, appears)
+                                  << "; the disk found in frame " << a.found << " / " << b.found);
+    CHECK(before(a, appears) == 11);  // 2, 4, 6, …, 22
+    CHECK(before(b, appears) == 4);   // candidates 2, 10; residual 4, 12 (then 26, 28)
+    CHECK(a.found >= appears);
+    CHECK(a.found <= appears + 2);
+    CHECK(b.found >= appears);
+    CHECK(b.found <= appears + 8);  // the next search after frame 24 (26 or 28)
+    // Found: the cadence is back to every 4th at once (a search within 4 frames of the find).
+    const auto next = std::find_if(b.searches.begin(), b.searches.end(), [&](int s) { return s > b.found; });
+    REQUIRE(next != b.searches.end());
+    CHECK(*next - b.found <= 4);
+}
+
 TEST_CASE("DiskLocator: a reset or a frame of another size starts from scratch", "[unit]") {
     SynthParams sp;
     sp.render.width = sp.render.height = 160;

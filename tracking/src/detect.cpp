@@ -40,6 +40,7 @@ void DetectParams::validate() const {
     if (warm_refresh < 1) bad("warm_refresh", warm_refresh, ">= 1");
     if (warm_missing_every < 1) bad("warm_missing_every", warm_missing_every, ">= 1");
     if (warm_candidates_every < 1) bad("warm_candidates_every", warm_candidates_every, ">= 1");
+    if (warm_search_max_every < 1) bad("warm_search_max_every", warm_search_max_every, ">= 1");
     if (warm_hessian_every < 1) bad("warm_hessian_every", warm_hessian_every, ">= 1");
     if (!(warm_tolerance > 0)) bad("warm_tolerance", warm_tolerance, "> 0");
     if (!(drop_amplitude >= 0 && drop_amplitude < 1)) bad("drop_amplitude", drop_amplitude, "in [0, 1)");
@@ -193,11 +194,13 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     stats_ = {};
     stats_.warm = true;
     double t0 = cpu_seconds();
-    // The frame's own candidates in every warm_candidates_every-th warm frame, half way between
-    // the residual searches (both find disks that are not carried; docs/tracking.md 4b, "Frame to frame").
+    // The frame's own candidates in every warm_candidates_every-th warm frame (at first), half way
+    // between the residual searches (both find disks that are not carried; docs/tracking.md 4b, "Frame to frame").
     // A refresh frame (every warm_refresh-th) re-measures the templates and looks for new disks both ways.
+    // The searches back off while they find nothing (warm_search_max_every).
     const bool refresh = since_cold_ % p_.warm_refresh == 0;
-    const bool with_candidates = refresh || since_cold_ % p_.warm_candidates_every == p_.warm_candidates_every / 2;
+    const bool with_candidates = refresh || since_cold_ >= next_candidates_;
+    stats_.searched_candidates = with_candidates;
     const Gradients g = with_candidates ? compute_gradients(image, p_.invert, contrast_block(p_)) : Gradients{};
     const auto cands = with_candidates ? find_candidates(g, p_) : std::vector<Candidate>{};
     stats_.seconds_candidates = cpu_seconds() - t0;
@@ -269,7 +272,8 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     jp.coarse_sweeps = p_.warm_coarse_sweeps;
     jp.early_rescue = false;
     jp.tolerance = p_.warm_tolerance;
-    jp.find_missing = jp.find_missing && (refresh || since_cold_ % p_.warm_missing_every == 0);
+    jp.find_missing = jp.find_missing && (refresh || since_cold_ >= next_missing_);
+    stats_.searched_missing = jp.find_missing;
     jp.remeasure_templates = refresh;
     // every warm_hessian_every-th warm frame takes full five-parameter steps (fresh JᵀJ)
     jp.reuse_hessian = jp.reuse_hessian && !refresh && since_cold_ % p_.warm_hessian_every != 0;
@@ -331,6 +335,24 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
         }
         out.push_back(q);
     }
+    // Search cadence: a search that found no new disk in the owned rows doubles its interval
+    // (up to warm_search_max_every); a new disk brings both back to their base.
+    for (auto i : keep)
+        if (i >= n_prev && parts[i].y >= owned_begin_ - 0.5 && parts[i].y < owned_end_ - 0.5) ++stats_.new_kept;
+    if (with_candidates || jp.find_missing) {
+        const int cap_c = std::max(p_.warm_candidates_every, p_.warm_search_max_every);
+        const int cap_m = std::max(p_.warm_missing_every, p_.warm_search_max_every);
+        if (stats_.new_kept > 0) {
+            candidates_every_ = p_.warm_candidates_every, missing_every_ = p_.warm_missing_every;
+            next_candidates_ = std::min(next_candidates_, since_cold_ + candidates_every_);
+            next_missing_ = std::min(next_missing_, since_cold_ + missing_every_);
+        } else {
+            if (with_candidates) candidates_every_ = std::min(2 * candidates_every_, cap_c);
+            if (jp.find_missing) missing_every_ = std::min(2 * missing_every_, cap_m);
+        }
+        if (with_candidates) next_candidates_ = since_cold_ + candidates_every_;
+        if (jp.find_missing) next_missing_ = since_cold_ + missing_every_;
+    }
     prev_ = out;
     {  // the fit's per-disk JᵀJ, in the order of the disks carried to the next frame
         std::vector<JointFitWorkspace::Hessian> hk;
@@ -351,6 +373,10 @@ std::vector<Particle> DiskLocator::cold(const cv::Mat& image) {
     workspace_.hessians.clear();  // locate() re-orders and filters its disks: the next frame computes them afresh
     width_ = image.cols, height_ = image.rows;
     since_cold_ = 0;
+    // The first searches as with fixed intervals: candidates half way, the residual search at the end of one.
+    candidates_every_ = p_.warm_candidates_every, missing_every_ = p_.warm_missing_every;
+    next_candidates_ = p_.warm_candidates_every / 2 > 0 ? p_.warm_candidates_every / 2 : p_.warm_candidates_every;
+    next_missing_ = p_.warm_missing_every;
     warm_ = p_.joint && !templates_.profile.empty();
     std::vector<float> st;
     for (const auto& q : parts) st.push_back(q.strength);

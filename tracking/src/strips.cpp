@@ -27,6 +27,7 @@ std::vector<FrameStrip> plan_strips(int height, int n, double r_large) {
 std::vector<Particle> locate_in_strip(DiskLocator& locator, const cv::Mat& frame, std::span<const FrameStrip> strips,
                                       std::size_t k, double seam_zone) {
     const auto& s = strips[k];
+    locator.set_owned_rows(s.own_begin - s.fit_begin, s.own_end - s.fit_begin);
     auto parts = locator.next(frame.rowRange(s.fit_begin, s.fit_end));
     constexpr double inf = std::numeric_limits<double>::infinity();
     const double lo = k == 0 ? -inf : s.own_begin - 0.5 - seam_zone;

@@ -43,6 +43,7 @@ struct DetectParams {
     double drop_amplitude = 0.35;   ///< DiskLocator: a carried disk fainter than this × median (or 2× this without a candidate) is dropped
     int warm_missing_every = 4;     ///< DiskLocator: the residual search for disks missing from the start (JointFitParams::find_missing) runs in every this many warm frames
     int warm_candidates_every = 4;  ///< DiskLocator: the frame's own candidates (votes: new disks, starts for disks whose prediction missed) in every this many warm frames, half way between the residual searches: a disk not yet carried is found within max(this, warm_missing_every) / 2 frames of the locator
+    int warm_search_max_every = 16; ///< DiskLocator: each search (candidates, residual) that finds no new disk doubles its own interval, up to this many warm frames; a new disk found by either (in the locator's own rows) brings both back to warm_candidates_every / warm_missing_every. Set it to those to keep them fixed
     double warm_tolerance = 0.1;    ///< DiskLocator: px, JointFitParams::tolerance of a warm frame (cold frames keep the joint fit's own 0.01); after the Gauss–Seidel last sweep few disks move more (docs/tracking.md 4b)
     int warm_hessian_every = 8;     ///< DiskLocator: every this many warm frames the five-parameter steps accumulate JᵀJ afresh; in the others they take it from the disk's last full step (JointFitParams::reuse_hessian)
     int warm_refresh = 100;         ///< DiskLocator: in every this many warm frames the joint fit re-measures its templates (light or focus that drifts), with the candidates and the residual search on; a frame is located from scratch only when the warm fit fails
@@ -79,6 +80,8 @@ public:
     struct Stats {
         bool warm = false;
         bool templates_remeasured = false;  ///< a warm frame whose fit re-measured the templates (warm_refresh)
+        bool searched_candidates = false, searched_missing = false;  ///< which searches for new disks ran
+        std::size_t new_kept = 0;           ///< new disks kept in the owned rows (from either search)
         std::size_t carried = 0, new_from_candidates = 0, added_from_residual = 0, rescued = 0, extra_sweeps = 0, extra_steps = 0;
         double seconds_candidates = 0, seconds_new = 0;
         double seconds_fit[4] = {0, 0, 0, 0};  ///< joint fit phases (JointFitResult::seconds)
@@ -89,6 +92,11 @@ public:
     std::vector<Particle> next(const cv::Mat& image);
     /// The next frame is located from scratch (e.g. after a skipped frame).
     void reset();
+    /// Rows [begin, end) of the frames this locator sees whose new disks count as news for the
+    /// search cadence (warm_search_max_every); default all. A strip's locator (strips.hpp) owns
+    /// its own rows: the disks of its margins belong to the neighbouring strip, and those cut by
+    /// the margin's edge would be found "new" again and again.
+    void set_owned_rows(int begin, int end) { owned_begin_ = begin, owned_end_ = end; }
     const DetectParams& params() const { return p_; }
 
 private:
@@ -101,6 +109,9 @@ private:
     float median_strength_ = 0;
     int width_ = 0, height_ = 0;
     int since_cold_ = 0;
+    int candidates_every_ = 0, missing_every_ = 0;  // current search intervals (warm frames)
+    int next_candidates_ = 0, next_missing_ = 0;     // the warm frame (since_cold_) of the next search
+    int owned_begin_ = 0, owned_end_ = 1 << 30;
     bool warm_ = false;
     Stats stats_;
 };
