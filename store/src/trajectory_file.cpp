@@ -31,7 +31,7 @@ ColumnSet ColumnSet::of(const TrajectoryTable& t) {
 namespace {
 
 constexpr std::size_t kChunkBytes = 1u << 20;
-constexpr int kDeflateLevel = 4;
+constexpr int kDeflateLevel = 1;
 
 // Extendable, chunked (~1 MiB), shuffled + deflated 1-D dataset; its chunks are compressed and
 // written by PackedColumns (several threads, the same bytes HDF5's filters would store).
