@@ -287,6 +287,7 @@ int main(int argc, char** argv) {
     if (const char* e = std::getenv("JF_REUSE_H")) dp.joint_fit.reuse_hessian = std::atoi(e) != 0;
     if (const char* e = std::getenv("WARM_TOL")) dp.warm_tolerance = std::atof(e);
     if (const char* e = std::getenv("WARM_COARSE")) dp.warm_coarse_sweeps = std::atoi(e);
+    if (const char* e = std::getenv("WARM_ONE_COARSE")) dp.warm_one_coarse_below = std::atof(e);
     if (const char* e = std::getenv("SNAP")) dp.snap_distance = std::atof(e);
     if (const char* e = std::getenv("NEWSEP")) dp.new_disk_separation = std::atof(e);
     if (const char* e = std::getenv("DROPAMP")) dp.drop_amplitude = std::atof(e);

@@ -62,6 +62,54 @@ TEST_CASE("DiskLocator: warm-started frames of the moderate case meet the target
     REQUIRE(double(s.species_ok) / double(s.matched) >= 0.999);
 }
 
+// One locator on every frame (as a strip's locator runs): the disks move ≈ 0.3 px between
+// frames, below warm_one_coarse_below, and the plain warm frames take one coarse sweep, with the
+// same targets; dealt every other frame (≈ 0.55 px) they keep two.
+TEST_CASE("DiskLocator: one coarse sweep while the disks move little between frames", "[unit]") {
+    SynthParams sp = reference_case(ReferenceCase::moderate, 384, 12, 57);
+    DetectParams dp;
+    dp.radii = {6, 8};
+    SynthGenerator gen(sp);
+    DiskLocator L(dp);
+    test::Stats s;
+    int one = 0, warm = 0;
+    cv::Mat img;
+    TrajectoryTable truth;
+    while (true) {
+        const std::size_t row0 = truth.size();
+        if (!gen.next(img, truth)) break;
+        const auto parts = L.next(img);
+        if (L.last().warm) ++warm, one += L.last().coarse_sweeps == 1;
+        test::score(parts, truth, row0, s);
+    }
+    WARN("one locator on every frame: " << one << " of " << warm << " warm frames with one coarse sweep, RMS " << s.rms() << " px");
+    REQUIRE(warm == 11);
+    REQUIRE(one >= 5);  // frames 3.. without a search for new disks
+    REQUIRE(s.recall() >= 0.999);
+    REQUIRE(s.precision() >= 0.999);
+    REQUIRE(s.rms() <= 0.03);
+    // dealt in turn to two locators: larger steps, two coarse sweeps throughout
+    SynthGenerator gen2(sp);
+    std::vector<DiskLocator> two{DiskLocator(dp), DiskLocator(dp)};
+    int one2 = 0;
+    for (std::size_t f = 0; gen2.next(img, truth); ++f) {
+        (void)two[f % 2].next(img);
+        one2 += two[f % 2].last().coarse_sweeps == 1;
+    }
+    REQUIRE(one2 == 0);
+    // off: never
+    DetectParams off = dp;
+    off.warm_one_coarse_below = 0;
+    SynthGenerator gen3(sp);
+    DiskLocator L3(off);
+    int one3 = 0;
+    while (gen3.next(img, truth)) {
+        (void)L3.next(img);
+        one3 += L3.last().coarse_sweeps == 1;
+    }
+    REQUIRE(one3 == 0);
+}
+
 TEST_CASE("DiskLocator: templates re-measured in warm frames keep the targets", "[unit]") {
     // Every 2nd warm frame re-measures the templates (warm_refresh = 2, against 100 by default):
     // the moderate case still meets its targets, and no frame after each locator's first is

@@ -41,6 +41,7 @@ void DetectParams::validate() const {
     if (warm_missing_every < 1) bad("warm_missing_every", warm_missing_every, ">= 1");
     if (warm_candidates_every < 1) bad("warm_candidates_every", warm_candidates_every, ">= 1");
     if (warm_search_max_every < 1) bad("warm_search_max_every", warm_search_max_every, ">= 1");
+    if (!(warm_one_coarse_below >= 0)) bad("warm_one_coarse_below", warm_one_coarse_below, ">= 0");
     if (warm_hessian_every < 1) bad("warm_hessian_every", warm_hessian_every, ">= 1");
     if (!(warm_tolerance > 0)) bad("warm_tolerance", warm_tolerance, "> 0");
     if (!(drop_amplitude >= 0 && drop_amplitude < 1)) bad("drop_amplitude", drop_amplitude, "in [0, 1)");
@@ -274,6 +275,20 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     jp.tolerance = p_.warm_tolerance;
     jp.find_missing = jp.find_missing && (refresh || since_cold_ >= next_missing_);
     stats_.searched_missing = jp.find_missing;
+    // Small steps since the last frame (the displacements measured there, RMS, between two warm
+    // frames): one coarse sweep brings the centres close enough for the full sweep. Not in frames
+    // that search for new disks (their starts move: snapped to candidates, new disks) or refresh.
+    if (full_coarse_for_ > 0) {
+        --full_coarse_for_;
+    } else if (since_cold_ > 2 && n_prev > 0 && jp.coarse_sweeps > 1 && !with_candidates && !jp.find_missing && !refresh) {
+        double v2 = 0;
+        for (std::size_t i = 0; i < n_prev; ++i) v2 += vx_[i] * vx_[i] + vy_[i] * vy_[i];
+        if (std::sqrt(v2 / static_cast<double>(n_prev)) < p_.warm_one_coarse_below) {
+            jp.sweeps -= jp.coarse_sweeps - 1;
+            jp.coarse_sweeps = 1;
+        }
+    }
+    stats_.coarse_sweeps = jp.coarse_sweeps;
     jp.remeasure_templates = refresh;
     // every warm_hessian_every-th warm frame takes full five-parameter steps (fresh JᵀJ)
     jp.reuse_hessian = jp.reuse_hessian && !refresh && since_cold_ % p_.warm_hessian_every != 0;
@@ -282,6 +297,7 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     stats_.added_from_residual = jf.added, stats_.rescued = jf.rescued;
     stats_.templates_remeasured = jf.templates_remeasured;
     stats_.extra_sweeps = jf.extra_sweeps, stats_.extra_steps = jf.extra_steps;
+    if (jp.coarse_sweeps < p_.warm_coarse_sweeps && jf.extra_steps > parts.size() / 5) full_coarse_for_ = 16;
     for (int k = 0; k < 4; ++k) stats_.seconds_fit[k] = jf.seconds[k];
     // Disks that left the image or ended on top of another are dropped; species from the
     // templates' radii; velocities of the disks that were there before.
@@ -373,6 +389,7 @@ std::vector<Particle> DiskLocator::cold(const cv::Mat& image) {
     workspace_.hessians.clear();  // locate() re-orders and filters its disks: the next frame computes them afresh
     width_ = image.cols, height_ = image.rows;
     since_cold_ = 0;
+    full_coarse_for_ = 0;
     // The first searches as with fixed intervals: candidates half way, the residual search at the end of one.
     candidates_every_ = p_.warm_candidates_every, missing_every_ = p_.warm_missing_every;
     next_candidates_ = p_.warm_candidates_every / 2 > 0 ? p_.warm_candidates_every / 2 : p_.warm_candidates_every;

@@ -40,6 +40,7 @@ struct DetectParams {
     JointFitParams joint_fit;
     int warm_sweeps = 3;            ///< DiskLocator: full joint-fit sweeps of a warm-started frame (at most JointFitParams::sweeps)
     int warm_coarse_sweeps = 2;     ///< DiskLocator: of those, the first this many on every other row (JointFitParams::coarse_sweeps)
+    double warm_one_coarse_below = 0.45;  ///< DiskLocator: px; while the carried disks' last displacements are this small (RMS), a warm frame takes one coarse sweep instead of warm_coarse_sweeps (a locator that sees every frame of a high-speed video); 0 = never. A frame where that left more than 20% of the disks to extra steps (tightly coupled, dense packings) puts the locator back on warm_coarse_sweeps for 16 warm frames
     double drop_amplitude = 0.35;   ///< DiskLocator: a carried disk fainter than this × median (or 2× this without a candidate) is dropped
     int warm_missing_every = 4;     ///< DiskLocator: the residual search for disks missing from the start (JointFitParams::find_missing) runs in every this many warm frames
     int warm_candidates_every = 4;  ///< DiskLocator: the frame's own candidates (votes: new disks, starts for disks whose prediction missed) in every this many warm frames, half way between the residual searches: a disk not yet carried is found within max(this, warm_missing_every) / 2 frames of the locator
@@ -83,6 +84,7 @@ public:
         bool searched_candidates = false, searched_missing = false;  ///< which searches for new disks ran
         std::size_t new_kept = 0;           ///< new disks kept in the owned rows (from either search)
         std::size_t carried = 0, new_from_candidates = 0, added_from_residual = 0, rescued = 0, extra_sweeps = 0, extra_steps = 0;
+        int coarse_sweeps = 0;              ///< coarse sweeps of the warm fit (warm_one_coarse_below)
         double seconds_candidates = 0, seconds_new = 0;
         double seconds_fit[4] = {0, 0, 0, 0};  ///< joint fit phases (JointFitResult::seconds)
     };
@@ -112,6 +114,7 @@ private:
     int candidates_every_ = 0, missing_every_ = 0;  // current search intervals (warm frames)
     int next_candidates_ = 0, next_missing_ = 0;     // the warm frame (since_cold_) of the next search
     int owned_begin_ = 0, owned_end_ = 1 << 30;
+    int full_coarse_for_ = 0;  // warm frames left on warm_coarse_sweeps after one coarse sweep fell short
     bool warm_ = false;
     Stats stats_;
 };
