@@ -45,6 +45,47 @@ VideoScore run_video(const SynthParams& sp, const DetectParams& dp) {
     return s;
 }
 
+// A sparse 192² video (φ 0.25) in which the disk nearest the centre can be painted out: its
+// truth rows are at `frame * per_frame + hidden` (same order in every frame).
+struct HiddenDiskVideo {
+    std::vector<cv::Mat> frames;
+    TrajectoryTable truth;
+    std::size_t per_frame = 0, hidden = 0;
+    std::size_t row(std::size_t frame) const { return frame * per_frame + hidden; }
+    // Paints the disk over in `frame` with the background level (noise-free, uniform light: the image's median).
+    void paint_out(std::size_t frame, cv::Mat& img) const {
+        std::vector<std::uint8_t> px(img.datastart, img.dataend);
+        std::nth_element(px.begin(), px.begin() + static_cast<std::ptrdiff_t>(px.size() / 2), px.end());
+        const std::size_t r = row(frame);
+        cv::circle(img, cv::Point(int(std::lround(truth.x[r])), int(std::lround(truth.y[r]))), int(truth.radius[r]) + 3,
+                   cv::Scalar(px[px.size() / 2]), cv::FILLED);
+    }
+    bool found_in(const std::vector<Particle>& parts, std::size_t frame) const {
+        const std::size_t r = row(frame);
+        for (const auto& q : parts)
+            if (std::hypot(q.x - truth.x[r], q.y - truth.y[r]) < 1.0) return true;
+        return false;
+    }
+};
+
+HiddenDiskVideo hidden_disk_video(std::int64_t n_frames, std::uint64_t seed) {
+    SynthParams sp;
+    sp.render.width = sp.render.height = 192;
+    sp.packing_fraction = 0.25;
+    sp.frames = n_frames;
+    sp.seed = seed;
+    SynthGenerator gen(sp);
+    HiddenDiskVideo v;
+    for (cv::Mat img; gen.next(img, v.truth);) v.frames.push_back(img.clone());
+    REQUIRE(static_cast<std::int64_t>(v.frames.size()) == n_frames);
+    v.per_frame = v.truth.size() / v.frames.size();
+    double best = 1e9;
+    for (std::size_t i = 0; i < v.per_frame; ++i)
+        if (const double d = std::hypot(v.truth.x[i] - 96, v.truth.y[i] - 96); d < best) best = d, v.hidden = i;
+    for (std::size_t f = 0; f < v.frames.size(); ++f) REQUIRE(v.truth.particle[v.row(f)] == v.truth.particle[v.hidden]);
+    return v;
+}
+
 }  // namespace
 
 TEST_CASE("DiskLocator: warm-started frames of the moderate case meet the targets", "[unit]") {
@@ -156,47 +197,22 @@ TEST_CASE("DiskLocator: fast disks with motion blur (noisy case)", "[unit]") {
 // A disk that the locator does not carry (it entered the field, or was missed) is found from
 // the candidates of the frame half way between the residual searches, or by the residual search.
 TEST_CASE("DiskLocator: a disk not carried is found within half the candidate/residual-search cadence", "[unit]") {
-    SynthParams sp;
-    sp.render.width = sp.render.height = 192;
-    sp.packing_fraction = 0.25;
-    sp.frames = 6;
-    sp.seed = 54;
-    SynthGenerator gen(sp);
-    std::vector<cv::Mat> frames;
-    TrajectoryTable truth;
-    for (cv::Mat img; gen.next(img, truth);) frames.push_back(img.clone());
-    REQUIRE(frames.size() == 6);
-    // Frame 0 with one disk (the one nearest the centre, frame 0's truth rows come first) painted over with the
-    // background level (noise-free, uniform light: the image's median).
-    std::size_t hidden = 0;
-    double best = 1e9;
-    const std::size_t n0 = truth.size() / 6;
-    for (std::size_t i = 0; i < n0; ++i)
-        if (const double d = std::hypot(truth.x[i] - 96, truth.y[i] - 96); d < best) best = d, hidden = i;
-    cv::Mat first = frames[0].clone();
-    std::vector<std::uint8_t> px(first.datastart, first.dataend);
-    std::nth_element(px.begin(), px.begin() + static_cast<std::ptrdiff_t>(px.size() / 2), px.end());
-    cv::circle(first, cv::Point(int(std::lround(truth.x[hidden])), int(std::lround(truth.y[hidden]))), int(truth.radius[hidden]) + 3,
-               cv::Scalar(px[px.size() / 2]), cv::FILLED);
-    auto found_in = [&](const std::vector<Particle>& parts, std::size_t frame) {
-        const std::size_t row = frame * n0 + hidden;  // same disk, same order in every frame
-        for (const auto& q : parts)
-            if (std::hypot(q.x - truth.x[row], q.y - truth.y[row]) < 1.0) return true;
-        return false;
-    };
+    // Frame 0 with the disk nearest the centre painted over.
+    const auto v = hidden_disk_video(6, 54);
+    cv::Mat first = v.frames[0].clone();
+    v.paint_out(0, first);
     auto first_found = [&](const DetectParams& dp) {
         DiskLocator L(dp);
-        if (found_in(L.next(first), 0)) return std::int64_t(-1);
-        for (std::size_t f = 1; f < frames.size(); ++f) {
-            const auto parts = L.next(frames[f]);
+        if (v.found_in(L.next(first), 0)) return std::int64_t(-1);
+        for (std::size_t f = 1; f < v.frames.size(); ++f) {
+            const auto parts = L.next(v.frames[f]);
             REQUIRE(L.last().warm);
-            if (found_in(parts, f)) return std::int64_t(f);
+            if (v.found_in(parts, f)) return std::int64_t(f);
         }
         return std::int64_t(99);
     };
     DetectParams dp;
     dp.radii = {6, 8};
-    REQUIRE(truth.particle[hidden] == truth.particle[n0 + hidden]);
     CHECK(first_found(dp) == 2);  // candidates in warm frame 2 (the residual search would find it in frame 4)
     dp.warm_candidates_every = 1;
     CHECK(first_found(dp) == 1);
@@ -210,30 +226,9 @@ TEST_CASE("DiskLocator: a disk not carried is found within half the candidate/re
 // frame (warm_search_max_every); a disk that appears is found at the next search, and the
 // cadence comes back to every 4th at once.
 TEST_CASE("DiskLocator: the searches back off while nothing is new and come back when a disk appears", "[unit]") {
-    SynthParams sp;
-    sp.render.width = sp.render.height = 192;
-    sp.packing_fraction = 0.25;
-    sp.frames = 48;
-    sp.seed = 56;
-    SynthGenerator gen(sp);
-    std::vector<cv::Mat> frames;
-    TrajectoryTable truth;
-    for (cv::Mat img; gen.next(img, truth);) frames.push_back(img.clone());
-    REQUIRE(frames.size() == 48);
-    const std::size_t n0 = truth.size() / 48;
-    std::size_t hidden = 0;
-    double best = 1e9;
-    for (std::size_t i = 0; i < n0; ++i)
-        if (const double d = std::hypot(truth.x[i] - 96, truth.y[i] - 96); d < best) best = d, hidden = i;
-    const int appears = 24;  // painted over (background level) in frames 0..23
-    for (int f = 0; f < appears; ++f) {
-        const std::size_t row = static_cast<std::size_t>(f) * n0 + hidden;
-        REQUIRE(truth.particle[row] == truth.particle[hidden]);
-        std::vector<std::uint8_t> px(frames[f].datastart, frames[f].dataend);
-        std::nth_element(px.begin(), px.begin() + static_cast<std::ptrdiff_t>(px.size() / 2), px.end());
-        cv::circle(frames[f], cv::Point(int(std::lround(truth.x[row])), int(std::lround(truth.y[row]))), int(truth.radius[row]) + 3,
-                   cv::Scalar(px[px.size() / 2]), cv::FILLED);
-    }
+    auto v = hidden_disk_video(48, 56);
+    const int appears = 24;  // painted over in frames 0..23
+    for (int f = 0; f < appears; ++f) v.paint_out(static_cast<std::size_t>(f), v.frames[static_cast<std::size_t>(f)]);
     struct Run {
         std::vector<int> searches;  // warm frames with a search for new disks
         int found = -1;
@@ -242,12 +237,10 @@ TEST_CASE("DiskLocator: the searches back off while nothing is new and come back
         Run r;
         DiskLocator L(dp);
         for (int f = 0; f < 48; ++f) {
-            const auto parts = L.next(frames[static_cast<std::size_t>(f)]);
+            const auto parts = L.next(v.frames[static_cast<std::size_t>(f)]);
             REQUIRE(L.last().warm == (f > 0));
             if (L.last().searched_candidates || L.last().searched_missing) r.searches.push_back(f);
-            const std::size_t row = static_cast<std::size_t>(f) * n0 + hidden;
-            bool seen = false;
-            for (const auto& q : parts) seen = seen || std::hypot(q.x - truth.x[row], q.y - truth.y[row]) < 1.0;
+            const bool seen = v.found_in(parts, static_cast<std::size_t>(f));
             if (seen && r.found < 0) r.found = f;
             if (f < appears) REQUIRE_FALSE(seen);
         }
