@@ -58,6 +58,20 @@ Trajectory sample(bool velocities, bool extras) {
     t.meta.user["operator"] = "test";
     return t;
 }
+// Every column identical (the optional ones empty on both sides or equal).
+void require_same_rows(const TrajectoryTable& a, const TrajectoryTable& b) {
+    REQUIRE(a.frame == b.frame);
+    REQUIRE(a.particle == b.particle);
+    REQUIRE(a.x == b.x);
+    REQUIRE(a.y == b.y);
+    REQUIRE(a.species == b.species);
+    REQUIRE(a.vx == b.vx);
+    REQUIRE(a.vy == b.vy);
+    REQUIRE(a.radius == b.radius);
+    REQUIRE(a.brightness == b.brightness);
+    REQUIRE(a.quality == b.quality);
+    REQUIRE(a.species_confidence == b.species_confidence);
+}
 }  // namespace
 
 TEST_CASE("trajectory file round trip keeps every column, index, per-frame time and metadata", "[unit]") {
@@ -70,17 +84,7 @@ TEST_CASE("trajectory file round trip keeps every column, index, per-frame time 
             REQUIRE_FALSE(fs::exists(path + ".partial"));
             store::TrajectoryReader r(path);
             const auto back = r.read_all();
-            REQUIRE(back.rows.frame == t.rows.frame);
-            REQUIRE(back.rows.particle == t.rows.particle);
-            REQUIRE(back.rows.x == t.rows.x);
-            REQUIRE(back.rows.y == t.rows.y);
-            REQUIRE(back.rows.species == t.rows.species);
-            REQUIRE(back.rows.vx == t.rows.vx);
-            REQUIRE(back.rows.vy == t.rows.vy);
-            REQUIRE(back.rows.radius == t.rows.radius);
-            REQUIRE(back.rows.brightness == t.rows.brightness);
-            REQUIRE(back.rows.quality == t.rows.quality);
-            REQUIRE(back.rows.species_confidence == t.rows.species_confidence);
+            require_same_rows(back.rows, t.rows);
             REQUIRE(back.index.offsets == t.index.offsets);
             REQUIRE(back.frames == t.frames);
             auto m = back.meta;
@@ -270,12 +274,7 @@ TEST_CASE("many-chunk columns written by the threaded packer read back exactly t
     store::TrajectoryReader r(dir.file("big.h5"));
     const auto back = r.read_all();
     REQUIRE(back.rows.size() == t.rows.size());
-    REQUIRE(back.rows.x == t.rows.x);
-    REQUIRE(back.rows.y == t.rows.y);
-    REQUIRE(back.rows.frame == t.rows.frame);
-    REQUIRE(back.rows.particle == t.rows.particle);
-    REQUIRE(back.rows.species == t.rows.species);
-    REQUIRE(back.rows.radius == t.rows.radius);
+    require_same_rows(back.rows, t.rows);
     // The filters a reader sees: shuffle, then deflate.
     const hid_t f = H5Fopen(dir.file("big.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
     const hid_t d = H5Dopen2(f, "/trajectories/x", H5P_DEFAULT);
