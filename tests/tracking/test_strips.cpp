@@ -3,13 +3,22 @@
 // with margins and refuses strips too low to pay; the merge keeps a disk seen by both strips of a
 // seam once, from the strip that owns it, and keeps a disk only one of them saw; and a video
 // tracked by three strip locators meets the moderate case's targets with no disk doubled or
-// lost at the seams, against the exact truth of the renderer.
+// lost at the seams, against the exact truth of the renderer; and `track_video` by strips keeps
+// the output rules: an undecodable frame is counted and skipped (the strips start again from
+// scratch after it), a frame of another size stops the run.
 #include <catch2/catch.hpp>
 
+#include <opencv2/imgcodecs.hpp>
+
 #include <cmath>
+#include <filesystem>
+#include <map>
 #include <vector>
 
 #include "detection_score.hpp"
+#include "test_support.hpp"
+#include "vibra/core/error.hpp"
+#include "vibra/tracking/pipeline.hpp"
 #include "vibra/core/trajectory.hpp"
 #include "vibra/tracking/strips.hpp"
 #include "vibra/tracking/synth.hpp"
@@ -118,4 +127,84 @@ TEST_CASE("strip locators: moderate case, three strips, no disk doubled or lost 
     REQUIRE(seams.matched == seams.truth);
     REQUIRE(seams.detected <= seams.truth + 1);  // a disk just outside the band may be counted by its detection
     REQUIRE(seams.rms() <= 0.03);
+}
+
+namespace {
+// Rows and diagnostics kept in memory (the tracking module does not depend on the store).
+struct MemorySink final : TrajectorySink {
+    TrajectoryTable rows;
+    std::map<std::string, std::vector<std::int64_t>> diag;
+    bool committed = false;
+    void open(const Metadata&) override {}
+    void append(const TrajectoryTable& t, std::int64_t, const FrameColumns&) override {
+        for (std::size_t i = 0; i < t.size(); ++i) rows.push(t.frame[i], t.particle[i], t.x[i], t.y[i], t.species[i]);
+    }
+    void set_diagnostic(const std::string& name, std::vector<std::int64_t> v, const std::string&) override { diag[name] = std::move(v); }
+    void commit() override { committed = true; }
+};
+}  // namespace
+
+TEST_CASE("track_video by strips: an undecodable frame is skipped, a size change stops the run", "[unit]") {
+    test::TempDir dir("strips_pipeline");
+    SynthParams sp = reference_case(ReferenceCase::moderate, 256, 8, 62);
+    SynthGenerator gen(sp);
+    const std::string seq = dir.file("seq");
+    std::filesystem::create_directories(seq);
+    TrajectoryTable truth;
+    std::vector<std::size_t> row0;
+    cv::Mat img;
+    for (int f = 0;; ++f) {
+        row0.push_back(truth.size());
+        if (!gen.next(img, truth)) break;
+        char name[32];
+        std::snprintf(name, sizeof name, "/f_%03d.png", f);
+        if (f == 3)
+            test::write_text(seq + name, "not a png");  // frame 3 cannot be decoded
+        else
+            REQUIRE(cv::imwrite(seq + name, img));
+    }
+    TrackParams p;
+    p.detect.radii = {6, 8};
+    p.threads = 2;
+    REQUIRE(plan_strips(256, 2, 8).size() == 2);  // the run goes by strips
+    MemorySink sink;
+    const auto sum = track_video(seq, sink, dir.file("spool"), p);
+    REQUIRE(sink.committed);
+    REQUIRE(sum.frames == 8);
+    REQUIRE(sum.decode_errors == 1);
+    REQUIRE(sink.diag["decode_errors"] == std::vector<std::int64_t>{0, 0, 0, 1, 0, 0, 0, 0});
+    const auto& det = sink.diag["detections"];
+    REQUIRE(det[3] == 0);
+    // every other frame: each disk exactly once, within 0.1 px
+    test::Stats s;
+    for (std::int64_t f = 0; f < 8; ++f) {
+        if (f == 3) continue;
+        std::vector<Particle> parts;
+        for (std::size_t i = 0; i < sink.rows.size(); ++i)
+            if (sink.rows.frame[i] == f) {
+                Particle q;
+                q.x = sink.rows.x[i], q.y = sink.rows.y[i], q.species = sink.rows.species[i];
+                parts.push_back(q);
+            }
+        REQUIRE(static_cast<std::size_t>(det[static_cast<std::size_t>(f)]) == parts.size());
+        const auto fu = static_cast<std::size_t>(f);
+        test::score(parts, truth.slice(row0[fu], row0[fu + 1]), 0, s, 0.1);
+    }
+    WARN("strips through an undecodable frame: truth " << s.truth << ", matched " << s.matched << ", detected " << s.detected
+                                                       << ", RMS " << s.rms() << " px");
+    REQUIRE(s.matched == s.truth);
+    REQUIRE(s.detected == s.truth);
+    REQUIRE(s.rms() <= 0.03);
+
+    // A frame of another size: the run stops with an error naming the frame; nothing committed.
+    cv::imwrite(seq + "/f_005.png", cv::Mat(200, 256, CV_8UC1, cv::Scalar(30)));
+    MemorySink sink2;
+    try {
+        (void)track_video(seq, sink2, dir.file("spool2"), p);
+        FAIL("a size change must stop the run");
+    } catch (const FormatError& e) {
+        INFO(e.what());
+        REQUIRE(std::string(e.what()).find("frame 5") != std::string::npos);
+    }
+    REQUIRE_FALSE(sink2.committed);
 }
