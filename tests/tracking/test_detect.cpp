@@ -62,21 +62,20 @@ TEST_CASE("detect parameters are validated", "[unit]") {
     REQUIRE_THROWS_AS(p.validate(), ParameterError);  // large < small
     p.radii = {6, 8};
     REQUIRE_NOTHROW(p.validate());
-    p.edge_threshold = 0;
-    REQUIRE_THROWS_AS(p.validate(), ParameterError);
-    p.edge_threshold = 0.12;
-    p.warm_missing_every = 0;
-    REQUIRE_THROWS_AS(p.validate(), ParameterError);
-    p.warm_missing_every = 4;
-    p.warm_coarse_sweeps = -1;
-    REQUIRE_THROWS_AS(p.validate(), ParameterError);
-    p.warm_coarse_sweeps = 2;
-    p.warm_candidates_every = 0;
-    REQUIRE_THROWS_AS(p.validate(), ParameterError);
-    p.warm_candidates_every = 4;
-    p.warm_tolerance = 0;
-    REQUIRE_THROWS_AS(p.validate(), ParameterError);
-    p.warm_tolerance = 0.1;
+    // Each bad value alone is refused, with the field's name in the message.
+    auto refused = [&](const char* field, auto DetectParams::*member, auto bad) {
+        DetectParams q = p;
+        q.*member = bad;
+        INFO(field);
+        REQUIRE_THROWS_WITH(q.validate(), Catch::Contains(field));
+    };
+    refused("edge_threshold", &DetectParams::edge_threshold, 0.0);
+    refused("warm_missing_every", &DetectParams::warm_missing_every, 0);
+    refused("warm_coarse_sweeps", &DetectParams::warm_coarse_sweeps, -1);
+    refused("warm_candidates_every", &DetectParams::warm_candidates_every, 0);
+    refused("warm_tolerance", &DetectParams::warm_tolerance, 0.0);
+    refused("warm_search_max_every", &DetectParams::warm_search_max_every, 0);
+    refused("warm_one_coarse_below", &DetectParams::warm_one_coarse_below, -0.1);
     REQUIRE_NOTHROW(p.validate());
     cv::Mat colour(10, 10, CV_8UC3);
     REQUIRE_THROWS_AS(compute_gradients(colour, false, 16), ParameterError);
