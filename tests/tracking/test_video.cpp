@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 
 #include "test_support.hpp"
 #include "vibra/core/error.hpp"
@@ -236,6 +237,50 @@ TEST_CASE("uncompressed AVI round trip is pixel-exact (8-bit), with frame ranges
     const auto ro = read_all(*so);
     REQUIRE(ro.frames.size() == 3);
     for (std::size_t k = 0; k < 3; ++k) REQUIRE(same(ro.frames[k].image, odd_imgs[k]));
+}
+
+TEST_CASE("uncompressed AVI: frame buffers are re-used once released, never while held", "[unit]") {
+    // The raw packet reader keeps a pool of frame buffers (a fresh megabyte per frame costs
+    // page faults): a buffer is filled again only when no frame made of it is held any more.
+    test::TempDir tmp("video_avi_pool");
+    const std::string path = tmp.file("raw.avi");
+    std::vector<cv::Mat> imgs;
+    {
+        FrameSink sink(path, VideoFormat::avi_raw, 50);
+        for (int k = 0; k < 40; ++k) {
+            imgs.push_back(random_image(64, 48, CV_8UC1, 500 + static_cast<std::uint64_t>(k)));
+            sink.write(imgs.back());
+        }
+    }
+    {  // all 40 held at once (more than the pool holds): every one intact
+        auto src = open_video(path);
+        const auto r = read_all(*src);
+        REQUIRE(r.frames.size() == 40);
+        std::set<const uchar*> buffers;
+        for (std::size_t k = 0; k < 40; ++k) {
+            REQUIRE(same(r.frames[k].image, imgs[k]));
+            buffers.insert(r.frames[k].image.data);
+        }
+        REQUIRE(buffers.size() == 40);
+    }
+    {  // streamed, each frame released before the next: the same buffer every time
+        auto src = open_video(path);
+        std::set<const uchar*> buffers;
+        std::vector<cv::Mat> others;
+        Frame f;
+        int n = 0;
+        while (src->next(f) == ReadStatus::ok) {
+            REQUIRE(same(f.image, imgs[static_cast<std::size_t>(n)]));
+            buffers.insert(f.image.data);
+            f.image.release();
+            // other allocations of a frame's size in between (a fresh buffer per frame would be
+            // handed the memory just released, and the next frame a new address)
+            others.emplace_back(48, 64, CV_8UC1);
+            ++n;
+        }
+        REQUIRE(n == 40);
+        REQUIRE(buffers.size() <= 2);  // the first frame is read at open, into its own buffer
+    }
 }
 
 TEST_CASE("FFV1 AVI round trip is lossless (when OpenCV/FFmpeg has FFV1)", "[unit]") {
