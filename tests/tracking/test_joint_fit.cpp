@@ -348,7 +348,7 @@ TEST_CASE("joint fit: not applied to an image that is not made of disks", "[unit
 TEST_CASE("joint fit annulus spans: every annulus pixel once, nothing far outside", "[unit]") {
     std::mt19937_64 rng(11);
     std::uniform_real_distribution<double> u(0.0, 1.0);
-    std::vector<detail::RowSpan> a;
+    std::vector<detail::RowSpan> a, b;
     for (int trial = 0; trial < 400; ++trial) {
         const int w = 40, h = 36;
         const double cx = -3 + 46 * u(rng), cy = -3 + 42 * u(rng);  // some near or beyond the border
@@ -356,6 +356,15 @@ TEST_CASE("joint fit annulus spans: every annulus pixel once, nothing far outsid
         const auto qi = static_cast<float>(r_in * r_in), qo = static_cast<float>(r_out * r_out);
         const int step = 1 + trial % 2;
         detail::annulus_spans(w, h, cx, cy, qi, qo, step, a);
+        // the vectorised builder (when the CPU has AVX2) gives exactly the portable spans
+        detail::annulus_spans_portable(w, h, cx, cy, qi, qo, step, b);
+        REQUIRE(a.size() == b.size());
+        for (std::size_t k = 0; k < a.size(); ++k) {
+            REQUIRE(a[k].y == b[k].y);
+            REQUIRE(a[k].x0 == b[k].x0);
+            REQUIRE(a[k].x1 == b[k].x1);
+            REQUIRE(a[k].dy == b[k].dy);
+        }
         std::vector<int> hits(static_cast<std::size_t>(w * h), 0);
         for (const auto& r : a) {
             REQUIRE(r.y % step == 0);
@@ -374,6 +383,46 @@ TEST_CASE("joint fit annulus spans: every annulus pixel once, nothing far outsid
                 const int n_hit = hits[static_cast<std::size_t>(y * w + x)];
                 REQUIRE(n_hit <= 1);
                 if (q >= qi && q <= qo) REQUIRE(n_hit == 1);
+            }
+    }
+}
+
+TEST_CASE("joint fit move spans: the union of both footprints, one span per row", "[unit]") {
+    std::mt19937_64 rng(12);
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    std::vector<detail::MoveRowSpan> a, b;
+    for (int trial = 0; trial < 400; ++trial) {
+        const int w = 40, h = 36;
+        const double cx0 = -3 + 46 * u(rng), cy0 = -3 + 42 * u(rng);
+        const double cx1 = cx0 + 3 * (u(rng) - 0.5), cy1 = cy0 + 3 * (u(rng) - 0.5);  // a step of up to 1.5 px per axis
+        const auto q0 = static_cast<float>(std::pow(2 + 10 * u(rng), 2)), q1 = static_cast<float>(q0 * (0.8 + 0.4 * u(rng)));
+        const int step = 1 + trial % 2;
+        detail::move_spans(w, h, cx0, cy0, q0, cx1, cy1, q1, step, a);
+        detail::move_spans_portable(w, h, cx0, cy0, q0, cx1, cy1, q1, step, b);
+        REQUIRE(a.size() == b.size());
+        for (std::size_t k = 0; k < a.size(); ++k) {
+            REQUIRE(a[k].y == b[k].y);
+            REQUIRE(a[k].x0 == b[k].x0);
+            REQUIRE(a[k].x1 == b[k].x1);
+            REQUIRE(a[k].dy_old == b[k].dy_old);
+            REQUIRE(a[k].dy_new == b[k].dy_new);
+        }
+        std::vector<int> hits(static_cast<std::size_t>(w * h), 0);
+        int last_y = -1;
+        for (const auto& r : a) {
+            REQUIRE(r.y % step == 0);
+            REQUIRE(r.y > last_y);  // one span per row, rows in order
+            last_y = r.y;
+            REQUIRE(r.x0 >= 0);
+            REQUIRE(r.x1 < w);
+            REQUIRE(r.dy_old == Approx(r.y - cy0).margin(1e-4));
+            REQUIRE(r.dy_new == Approx(r.y - cy1).margin(1e-4));
+            for (int x = r.x0; x <= r.x1; ++x) ++hits[static_cast<std::size_t>(r.y * w + x)];
+        }
+        for (int y = 0; y < h; y += step)
+            for (int x = 0; x < w; ++x) {
+                const double e0 = (x - cx0) * (x - cx0) + (y - cy0) * (y - cy0), e1 = (x - cx1) * (x - cx1) + (y - cy1) * (y - cy1);
+                if (e0 <= q0 || e1 <= q1) REQUIRE(hits[static_cast<std::size_t>(y * w + x)] == 1);
             }
     }
 }

@@ -129,6 +129,57 @@ void cross_rows_portable(const float* im0, const float* m0, std::ptrdiff_t strid
     });
 }
 
+void annulus_spans_portable(int w, int h, double cx_, double cy_, float q_in, float q_out, int row_step, std::vector<RowSpan>& rows) {
+    rows.clear();
+    const auto cx = static_cast<float>(cx_), cy = static_cast<float>(cy_);
+    const float r_out = std::sqrt(q_out) + 1e-3f;
+    int y0 = std::max(0, ceil_int(cy - r_out));
+    const int y1 = std::min(h - 1, floor_int(cy + r_out));
+    if (row_step > 1) y0 += (row_step - y0 % row_step) % row_step;
+    const float qo = q_out * (1 + 1e-5f) + 1e-4f, qi = q_in * (1 - 1e-5f) - 1e-4f;
+    for (int py = y0; py <= y1; py += row_step) {
+        const float dy = static_cast<float>(py) - cy, dy2 = dy * dy;
+        const float half = std::sqrt(std::max(0.0f, qo - dy2));
+        const int x0 = std::max(0, ceil_int(cx - half)), x1 = std::min(w - 1, floor_int(cx + half));
+        if (x0 > x1) continue;
+        if (dy2 < qi) {
+            const float hw = std::sqrt(qi - dy2);
+            const int h0 = floor_int(cx - hw) + 1, h1 = ceil_int(cx + hw) - 1;  // pixels h0..h1 lie inside the hole
+            if (h0 <= h1) {
+                if (x0 < h0) rows.push_back({py, x0, std::min(x1, h0 - 1), dy});
+                if (h1 < x1) rows.push_back({py, std::max(x0, h1 + 1), x1, dy});
+                continue;
+            }
+        }
+        rows.push_back({py, x0, x1, dy});
+    }
+}
+
+void move_spans_portable(int w, int h, double cx0_, double cy0_, float q0_, double cx1_, double cy1_, float q1_, int row_step,
+                         std::vector<MoveRowSpan>& rows) {
+    rows.clear();
+    const auto cx0 = static_cast<float>(cx0_), cy0 = static_cast<float>(cy0_), cx1 = static_cast<float>(cx1_), cy1 = static_cast<float>(cy1_);
+    const float r0 = std::sqrt(q0_) + 1e-3f, r1 = std::sqrt(q1_) + 1e-3f;
+    int y0 = std::max(0, ceil_int(std::min(cy0 - r0, cy1 - r1)));
+    const int y1 = std::min(h - 1, floor_int(std::max(cy0 + r0, cy1 + r1)));
+    if (row_step > 1) y0 += (row_step - y0 % row_step) % row_step;
+    const float q0 = q0_ * (1 + 1e-5f) + 1e-4f, q1 = q1_ * (1 + 1e-5f) + 1e-4f;
+    for (int py = y0; py <= y1; py += row_step) {
+        const float e0 = static_cast<float>(py) - cy0, e1 = static_cast<float>(py) - cy1;
+        int xa = w, xb = -1;
+        if (e0 * e0 <= q0) {
+            const float hw = std::sqrt(q0 - e0 * e0);
+            xa = ceil_int(cx0 - hw), xb = floor_int(cx0 + hw);
+        }
+        if (e1 * e1 <= q1) {
+            const float hw = std::sqrt(q1 - e1 * e1);
+            xa = std::min(xa, ceil_int(cx1 - hw)), xb = std::max(xb, floor_int(cx1 + hw));
+        }
+        xa = std::max(xa, 0), xb = std::min(xb, w - 1);
+        if (xa <= xb) rows.push_back({py, xa, xb, e0, e1});
+    }
+}
+
 namespace {
 
 #ifdef VIBRA_FIT_AVX2
@@ -400,6 +451,92 @@ __attribute__((target("avx2,fma"))) void cross_rows_avx2(const float* im0, const
     for (int k = 0; k < 20; ++k) acc.s[k] += hsum8(S[k]);
 }
 
+__attribute__((target("avx2,fma"))) void annulus_spans_avx2(int w, int h, double cx_, double cy_, float q_in, float q_out, int row_step,
+                                                             std::vector<RowSpan>& rows) {
+    rows.clear();
+    const auto cx = static_cast<float>(cx_), cy = static_cast<float>(cy_);
+    const float r_out = std::sqrt(q_out) + 1e-3f;
+    int y0 = std::max(0, ceil_int(cy - r_out));
+    const int y1 = std::min(h - 1, floor_int(cy + r_out));
+    if (row_step > 1) y0 += (row_step - y0 % row_step) % row_step;
+    if (y0 > y1) return;
+    const float qo = q_out * (1 + 1e-5f) + 1e-4f, qi = q_in * (1 - 1e-5f) - 1e-4f;
+    const int n = (y1 - y0) / row_step + 1;
+    // The portable version's float operations, eight rows at a time (exact: a rounded float is an
+    // integer that converts without change).
+    const __m256 vcx = _mm256_set1_ps(cx), vcy = _mm256_set1_ps(cy), vqo = _mm256_set1_ps(qo), vqi = _mm256_set1_ps(qi), zero = _mm256_setzero_ps();
+    const __m256i one = _mm256_set1_epi32(1), vzero = _mm256_setzero_si256(), wmax = _mm256_set1_epi32(w - 1);
+    const __m256i step = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(row_step));
+    alignas(32) int X0[8], X1[8], H0[8], H1[8], HOLE[8];
+    alignas(32) float DY[8];
+    for (int b = 0; b < n; b += 8) {
+        const __m256i py = _mm256_add_epi32(_mm256_set1_epi32(y0 + b * row_step), step);
+        const __m256 dy = _mm256_sub_ps(_mm256_cvtepi32_ps(py), vcy), dy2 = _mm256_mul_ps(dy, dy);
+        const __m256 half = _mm256_sqrt_ps(_mm256_max_ps(zero, _mm256_sub_ps(vqo, dy2)));
+        const __m256i x0 = _mm256_max_epi32(vzero, _mm256_cvttps_epi32(_mm256_ceil_ps(_mm256_sub_ps(vcx, half))));
+        const __m256i x1 = _mm256_min_epi32(wmax, _mm256_cvttps_epi32(_mm256_floor_ps(_mm256_add_ps(vcx, half))));
+        const __m256 hole = _mm256_cmp_ps(dy2, vqi, _CMP_LT_OQ);
+        const __m256 hw = _mm256_sqrt_ps(_mm256_max_ps(zero, _mm256_sub_ps(vqi, dy2)));
+        const __m256i h0 = _mm256_add_epi32(_mm256_cvttps_epi32(_mm256_floor_ps(_mm256_sub_ps(vcx, hw))), one);
+        const __m256i h1 = _mm256_sub_epi32(_mm256_cvttps_epi32(_mm256_ceil_ps(_mm256_add_ps(vcx, hw))), one);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(X0), x0);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(X1), x1);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(H0), h0);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(H1), h1);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(HOLE), _mm256_castps_si256(hole));
+        _mm256_store_ps(DY, dy);
+        const int m = std::min(8, n - b);
+        for (int l = 0; l < m; ++l) {
+            const int y = y0 + (b + l) * row_step, a0 = X0[l], a1 = X1[l];
+            if (a0 > a1) continue;
+            if (HOLE[l] && H0[l] <= H1[l]) {
+                if (a0 < H0[l]) rows.push_back({y, a0, std::min(a1, H0[l] - 1), DY[l]});
+                if (H1[l] < a1) rows.push_back({y, std::max(a0, H1[l] + 1), a1, DY[l]});
+                continue;
+            }
+            rows.push_back({y, a0, a1, DY[l]});
+        }
+    }
+}
+
+__attribute__((target("avx2,fma"))) void move_spans_avx2(int w, int h, double cx0_, double cy0_, float q0_, double cx1_, double cy1_, float q1_,
+                                                          int row_step, std::vector<MoveRowSpan>& rows) {
+    rows.clear();
+    const auto cx0 = static_cast<float>(cx0_), cy0 = static_cast<float>(cy0_), cx1 = static_cast<float>(cx1_), cy1 = static_cast<float>(cy1_);
+    const float r0 = std::sqrt(q0_) + 1e-3f, r1 = std::sqrt(q1_) + 1e-3f;
+    int y0 = std::max(0, ceil_int(std::min(cy0 - r0, cy1 - r1)));
+    const int y1 = std::min(h - 1, floor_int(std::max(cy0 + r0, cy1 + r1)));
+    if (row_step > 1) y0 += (row_step - y0 % row_step) % row_step;
+    if (y0 > y1) return;
+    const float q0 = q0_ * (1 + 1e-5f) + 1e-4f, q1 = q1_ * (1 + 1e-5f) + 1e-4f;
+    const int n = (y1 - y0) / row_step + 1;
+    const __m256 vcx0 = _mm256_set1_ps(cx0), vcy0 = _mm256_set1_ps(cy0), vcx1 = _mm256_set1_ps(cx1), vcy1 = _mm256_set1_ps(cy1);
+    const __m256 vq0 = _mm256_set1_ps(q0), vq1 = _mm256_set1_ps(q1), zero = _mm256_setzero_ps();
+    const __m256i vw = _mm256_set1_epi32(w), vm1 = _mm256_set1_epi32(-1), vzero = _mm256_setzero_si256(), wmax = _mm256_set1_epi32(w - 1);
+    const __m256i step = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(row_step));
+    alignas(32) int XA[8], XB[8];
+    alignas(32) float E0[8], E1[8];
+    for (int b = 0; b < n; b += 8) {
+        const __m256 py = _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_set1_epi32(y0 + b * row_step), step));
+        const __m256 e0 = _mm256_sub_ps(py, vcy0), e1 = _mm256_sub_ps(py, vcy1);
+        const __m256 s0 = _mm256_mul_ps(e0, e0), s1 = _mm256_mul_ps(e1, e1);
+        const __m256 in0 = _mm256_cmp_ps(s0, vq0, _CMP_LE_OQ), in1 = _mm256_cmp_ps(s1, vq1, _CMP_LE_OQ);
+        const __m256 hw0 = _mm256_sqrt_ps(_mm256_max_ps(zero, _mm256_sub_ps(vq0, s0)));
+        const __m256 hw1 = _mm256_sqrt_ps(_mm256_max_ps(zero, _mm256_sub_ps(vq1, s1)));
+        const __m256i a0 = _mm256_blendv_epi8(vw, _mm256_cvttps_epi32(_mm256_ceil_ps(_mm256_sub_ps(vcx0, hw0))), _mm256_castps_si256(in0));
+        const __m256i b0 = _mm256_blendv_epi8(vm1, _mm256_cvttps_epi32(_mm256_floor_ps(_mm256_add_ps(vcx0, hw0))), _mm256_castps_si256(in0));
+        const __m256i a1 = _mm256_blendv_epi8(vw, _mm256_cvttps_epi32(_mm256_ceil_ps(_mm256_sub_ps(vcx1, hw1))), _mm256_castps_si256(in1));
+        const __m256i b1 = _mm256_blendv_epi8(vm1, _mm256_cvttps_epi32(_mm256_floor_ps(_mm256_add_ps(vcx1, hw1))), _mm256_castps_si256(in1));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(XA), _mm256_max_epi32(vzero, _mm256_min_epi32(a0, a1)));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(XB), _mm256_min_epi32(wmax, _mm256_max_epi32(b0, b1)));
+        _mm256_store_ps(E0, e0);
+        _mm256_store_ps(E1, e1);
+        const int m = std::min(8, n - b);
+        for (int l = 0; l < m; ++l)
+            if (XA[l] <= XB[l]) rows.push_back({y0 + (b + l) * row_step, XA[l], XB[l], E0[l], E1[l]});
+    }
+}
+
 bool cpu_has_avx2() {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -486,6 +623,20 @@ void cross_rows(const float* im, const float* m, std::ptrdiff_t stride, const Ro
         return cross_rows_avx2(im, m, stride, rows, n_rows, cx_i, qi, qo, b_i, clip, amp_i, kappa_i, t_i, cx_j, dcy, amp_j, kappa_j, t_j, acc);
 #endif
     cross_rows_portable(im, m, stride, rows, n_rows, cx_i, qi, qo, b_i, clip, amp_i, kappa_i, t_i, cx_j, dcy, amp_j, kappa_j, t_j, acc);
+}
+
+void annulus_spans(int w, int h, double cx, double cy, float q_in, float q_out, int row_step, std::vector<RowSpan>& rows) {
+#ifdef VIBRA_FIT_AVX2
+    if (use_avx2()) return annulus_spans_avx2(w, h, cx, cy, q_in, q_out, row_step, rows);
+#endif
+    annulus_spans_portable(w, h, cx, cy, q_in, q_out, row_step, rows);
+}
+
+void move_spans(int w, int h, double cx0, double cy0, float q0, double cx1, double cy1, float q1, int row_step, std::vector<MoveRowSpan>& rows) {
+#ifdef VIBRA_FIT_AVX2
+    if (use_avx2()) return move_spans_avx2(w, h, cx0, cy0, q0, cx1, cy1, q1, row_step, rows);
+#endif
+    move_spans_portable(w, h, cx0, cy0, q0, cx1, cy1, q1, row_step, rows);
 }
 
 bool fit_kernels_vectorised() { return use_avx2(); }

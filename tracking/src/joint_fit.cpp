@@ -315,28 +315,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     // A disk moved from d0 to d1: M patched in one pass over the union of both footprints.
     std::vector<detail::MoveRowSpan> move_buf;
     auto move = [&](const DiskState& d0, const DiskState& d1, int row_step = 1) {
-        const double q0 = q_foot(d0), q1 = q_foot(d1), r0 = std::sqrt(q0), r1 = std::sqrt(q1);
-        int y0 = std::max(0, static_cast<int>(std::ceil(std::min(d0.y - r0, d1.y - r1))));
-        const int y1 = std::min(h - 1, static_cast<int>(std::floor(std::max(d0.y + r0, d1.y + r1))));
-        if (row_step > 1) y0 += (row_step - y0 % row_step) % row_step;
-        move_buf.clear();
-        using detail::ceil_int, detail::floor_int;
-        const auto x0f = static_cast<float>(d0.x), x1f = static_cast<float>(d1.x), q0f = static_cast<float>(q0) * (1 + 1e-5f) + 1e-4f,
-                   q1f = static_cast<float>(q1) * (1 + 1e-5f) + 1e-4f;
-        for (int py = y0; py <= y1; py += row_step) {
-            const auto e0 = static_cast<float>(py - d0.y), e1 = static_cast<float>(py - d1.y);
-            int xa = w, xb = -1;
-            if (e0 * e0 <= q0f) {
-                const float hw = std::sqrt(q0f - e0 * e0);
-                xa = ceil_int(x0f - hw), xb = floor_int(x0f + hw);
-            }
-            if (e1 * e1 <= q1f) {
-                const float hw = std::sqrt(q1f - e1 * e1);
-                xa = std::min(xa, ceil_int(x1f - hw)), xb = std::max(xb, floor_int(x1f + hw));
-            }
-            xa = std::max(xa, 0), xb = std::min(xb, w - 1);
-            if (xa <= xb) move_buf.push_back({py, xa, xb, e0, e1});
-        }
+        detail::move_spans(w, h, d0.x, d0.y, static_cast<float>(q_foot(d0)), d1.x, d1.y, static_cast<float>(q_foot(d1)), row_step, move_buf);
         detail::move_rows(M.ptr<float>(0), static_cast<std::ptrdiff_t>(M.step1()), move_buf.data(), static_cast<int>(move_buf.size()),
                           static_cast<float>(d0.x), static_cast<float>(d0.a), static_cast<float>(d0.kappa), T(d0.s).view(),
                           static_cast<float>(d1.x), static_cast<float>(d1.a), static_cast<float>(d1.kappa), T(d1.s).view());

@@ -56,6 +56,15 @@ struct MoveRowSpan {
     float dy_old, dy_new;
 };
 
+/// Rows of the union of two footprints q ≤ q_old about (cx_old, cy_old) and q ≤ q_new about
+/// (cx_new, cy_new) in the w × h image, rows that are multiples of row_step (widened by a hair,
+/// as annulus_spans; dy as annulus_spans computes it, so a move cancels a splat's own rounding).
+/// The AVX2 version computes eight rows at once and gives the same spans as the portable one.
+void move_spans(int w, int h, double cx_old, double cy_old, float q_old, double cx_new, double cy_new, float q_new, int row_step,
+                std::vector<MoveRowSpan>& rows);
+void move_spans_portable(int w, int h, double cx_old, double cy_old, float q_old, double cx_new, double cy_new, float q_new, int row_step,
+                         std::vector<MoveRowSpan>& rows);
+
 /// A disk moved: m[x] += amp_new · S_new(κ_new ρ_new²) − amp_old · S_old(κ_old ρ_old²) over the
 /// rows (one pass instead of a removal and an addition; outside a footprint S is 0).
 void move_rows(float* m, std::ptrdiff_t stride, const MoveRowSpan* rows, int n_rows, float cx_old, float amp_old, float kappa_old,
@@ -127,32 +136,11 @@ inline int ceil_int(float x) {
 /// the w × h image, rows that are multiples of row_step: a row crossing the hole is two spans.
 /// The spans may hold a pixel more than the annulus at either end (float rounding; they are
 /// widened by a hair so as never to hold one less): the kernels test q themselves, and a
-/// template is 0 beyond its support. The hot paths' version of for_rows.
-inline void annulus_spans(int w, int h, double cx_, double cy_, float q_in, float q_out, int row_step, std::vector<RowSpan>& rows) {
-    rows.clear();
-    const auto cx = static_cast<float>(cx_), cy = static_cast<float>(cy_);
-    const float r_out = std::sqrt(q_out) + 1e-3f;
-    int y0 = std::max(0, ceil_int(cy - r_out));
-    const int y1 = std::min(h - 1, floor_int(cy + r_out));
-    if (row_step > 1) y0 += (row_step - y0 % row_step) % row_step;
-    const float qo = q_out * (1 + 1e-5f) + 1e-4f, qi = q_in * (1 - 1e-5f) - 1e-4f;
-    for (int py = y0; py <= y1; py += row_step) {
-        const float dy = static_cast<float>(py) - cy, dy2 = dy * dy;
-        const float half = std::sqrt(std::max(0.0f, qo - dy2));
-        const int x0 = std::max(0, ceil_int(cx - half)), x1 = std::min(w - 1, floor_int(cx + half));
-        if (x0 > x1) continue;
-        if (dy2 < qi) {
-            const float hw = std::sqrt(qi - dy2);
-            const int h0 = floor_int(cx - hw) + 1, h1 = ceil_int(cx + hw) - 1;  // pixels h0..h1 lie inside the hole
-            if (h0 <= h1) {
-                if (x0 < h0) rows.push_back({py, x0, std::min(x1, h0 - 1), dy});
-                if (h1 < x1) rows.push_back({py, std::max(x0, h1 + 1), x1, dy});
-                continue;
-            }
-        }
-        rows.push_back({py, x0, x1, dy});
-    }
-}
+/// template is 0 beyond its support. The hot paths' version of for_rows; the AVX2 version
+/// computes eight rows' bounds at once (square roots, floors and ceilings) and gives the same
+/// spans as the portable one.
+void annulus_spans(int w, int h, double cx, double cy, float q_in, float q_out, int row_step, std::vector<RowSpan>& rows);
+void annulus_spans_portable(int w, int h, double cx, double cy, float q_in, float q_out, int row_step, std::vector<RowSpan>& rows);
 
 /// True when the AVX2 kernels are used (for benchmarks' reports).
 bool fit_kernels_vectorised();
