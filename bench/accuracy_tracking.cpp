@@ -9,7 +9,7 @@
 // Environment (profiling): ACC_VIDEO=k (frames dealt to k DiskLocators, as k vibra track workers),
 // ACC_FRAMES=1 (per-frame CPU time, phases, page faults), ACC_CACHE=DIR (keep generated frames),
 // ACC_REPLAY=k, ACC_REPEAT=k, ACC_PHASES=1, ACC_FROM_TRUTH=σ, ACC_WORST=px; parameter overrides
-// JF_* (joint fit), RF_* (refinement), WARM_* (DiskLocator), SNAP, NEWSEP, DROPAMP (see main()).
+// JF_* (joint fit; JF_NODES = template_nodes), RF_* (refinement), WARM_* (DiskLocator), SNAP, NEWSEP, DROPAMP (see main()).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -271,6 +271,7 @@ int main(int argc, char** argv) {
     if (const char* e = std::getenv("RF_COARSE")) dp.refine.coarse_iterations = std::atoi(e);
     if (const char* e = std::getenv("JF_EXTRA")) dp.joint_fit.max_extra_sweeps = std::atoi(e);
     if (const char* e = std::getenv("JF_BIN")) dp.joint_fit.template_bin = std::atof(e);
+    if (const char* e = std::getenv("JF_NODES")) dp.joint_fit.template_nodes = std::atoi(e);
     if (const char* e = std::getenv("JF_TOL")) dp.joint_fit.tolerance = std::atof(e);
     if (const char* e = std::getenv("JF_WAKE")) dp.joint_fit.wake = std::atof(e);
     if (const char* e = std::getenv("JF_SEIDEL_LAST")) dp.joint_fit.seidel_last_sweep = std::atoi(e) != 0;
