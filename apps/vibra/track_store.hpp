@@ -17,14 +17,20 @@ public:
         store::ColumnSet cols;
         cols.radius = cols.quality = cols.species_confidence = true;
         w_ = std::make_unique<store::TrajectoryWriter>(path_, meta, cols);
+        w_->defer_species();
     }
-    void append(const TrajectoryTable& rows, std::int64_t n_frames, const FrameColumns& fc) override {
-        w_->append(rows, n_frames, fc);
+    void append(const TrajectoryTable& rows, std::int64_t n_frames) override { w_->append(rows, n_frames); }
+    void append_species(const std::vector<std::int8_t>& species, const std::vector<float>& confidence) override {
+        w_->append_species(species, confidence);
     }
     void set_diagnostic(const std::string& name, std::vector<std::int64_t> values, const std::string& units) override {
         w_->set_diagnostic(name, std::move(values), units);
     }
-    void commit() override { w_->commit(); }
+    void commit(const Metadata& meta, const FrameColumns& fc) override {
+        w_->meta() = meta;
+        w_->set_frame_columns(fc);
+        w_->commit();
+    }
 
 private:
     std::string path_;

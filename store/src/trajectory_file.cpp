@@ -30,10 +30,13 @@ ColumnSet ColumnSet::of(const TrajectoryTable& t) {
 
 namespace {
 
-constexpr std::size_t kChunkBytes = 1u << 20;
+// 256 KiB chunks: a streamed file's last, partial chunk of each column is compressed when it is
+// committed, so smaller chunks leave less of that work to the end (and readers' default 1 MiB
+// chunk cache holds four of them).
+constexpr std::size_t kChunkBytes = 256u << 10;
 constexpr int kDeflateLevel = 1;
 
-// Extendable, chunked (~1 MiB), shuffled + deflated 1-D dataset; its chunks are compressed and
+// Extendable, chunked (256 KiB), shuffled + deflated 1-D dataset; its chunks are compressed and
 // written by PackedColumns (several threads, the same bytes HDF5's filters would store).
 template <class T>
 Handle create_column(hid_t group, const char* name, const std::string& units, const std::string& file) {
@@ -142,7 +145,7 @@ void TrajectoryWriter::append(const TrajectoryTable& rows, std::int64_t n_frames
     impl_->append(impl_->particle, rows.particle, path_);
     impl_->append(impl_->x, rows.x, path_);
     impl_->append(impl_->y, rows.y, path_);
-    impl_->append(impl_->species, rows.species, path_);
+    if (!species_deferred_) impl_->append(impl_->species, rows.species, path_);
     if (cols_.velocity) {
         impl_->append(impl_->vx, rows.vx, path_);
         impl_->append(impl_->vy, rows.vy, path_);
@@ -150,11 +153,38 @@ void TrajectoryWriter::append(const TrajectoryTable& rows, std::int64_t n_frames
     if (cols_.radius) impl_->append(impl_->radius, rows.radius, path_);
     if (cols_.brightness) impl_->append(impl_->brightness, rows.brightness, path_);
     if (cols_.quality) impl_->append(impl_->quality, rows.quality, path_);
-    if (cols_.species_confidence)
+    if (cols_.species_confidence && !species_deferred_)
         impl_->append(impl_->species_confidence, rows.species_confidence, path_);
     for (std::int64_t f = 0; f < n_frames; ++f) offsets_.push_back(n_rows_ + idx.offsets[static_cast<std::size_t>(f) + 1]);
     n_rows_ += static_cast<std::int64_t>(rows.size());
     n_frames_ += n_frames;
+}
+
+void TrajectoryWriter::defer_species() {
+    if (committed_) throw ParameterError(path_ + ": defer_species after commit");
+    if (n_rows_ > 0 || n_frames_ > 0) throw ParameterError(path_ + ": defer_species after the first append");
+    species_deferred_ = true;
+}
+
+void TrajectoryWriter::append_species(const std::vector<std::int8_t>& species, const std::vector<float>& confidence) {
+    if (committed_) throw ParameterError(path_ + ": append_species after commit");
+    if (!species_deferred_) throw ParameterError(path_ + ": append_species without defer_species");
+    if (cols_.species_confidence != !confidence.empty() && !species.empty())
+        throw ParameterError(path_ + ": append_species: species_confidence " +
+                             (cols_.species_confidence ? "missing" : "given but the file has no such column"));
+    if (!confidence.empty() && confidence.size() != species.size())
+        throw ParameterError(path_ + ": append_species: " + std::to_string(species.size()) + " species but " +
+                             std::to_string(confidence.size()) + " confidences");
+    if (n_species_ + static_cast<std::int64_t>(species.size()) > n_rows_)
+        throw ParameterError(path_ + ": append_species: more species than rows appended (" + std::to_string(n_rows_) + ")");
+    impl_->append(impl_->species, species, path_);
+    if (cols_.species_confidence) impl_->append(impl_->species_confidence, confidence, path_);
+    n_species_ += static_cast<std::int64_t>(species.size());
+}
+
+void TrajectoryWriter::set_frame_columns(FrameColumns fc) {
+    if (committed_) throw ParameterError(path_ + ": set_frame_columns after commit");
+    frames_ = std::move(fc);
 }
 
 void TrajectoryWriter::set_diagnostic(const std::string& name, std::vector<std::int64_t> values,
@@ -164,6 +194,17 @@ void TrajectoryWriter::set_diagnostic(const std::string& name, std::vector<std::
 
 void TrajectoryWriter::commit() {
     if (committed_) return;
+    if (species_deferred_ && n_species_ != n_rows_)
+        throw ParameterError(path_ + ": commit: species of " + std::to_string(n_species_) + " rows given, " + std::to_string(n_rows_) +
+                             " rows appended");
+    auto check_frames = [&](std::size_t n, const char* name) {
+        if (n != 0 && static_cast<std::int64_t>(n) != n_frames_)
+            throw ParameterError(path_ + ": commit: per-frame column " + name + " has " + std::to_string(n) + " values for " +
+                                 std::to_string(n_frames_) + " frames");
+    };
+    check_frames(frames_.time_s.size(), "frame_time");
+    check_frames(frames_.timestep.size(), "timestep");
+    check_frames(frames_.image_number.size(), "image_number");
     impl_->packed.finish(path_);
     auto& f = impl_->file;
     detail::write_attr(f, "schema", std::string(kTrajectorySchema), path_);

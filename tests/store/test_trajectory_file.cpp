@@ -251,7 +251,7 @@ TEST_CASE("many-chunk columns written by the threaded packer read back exactly t
     Trajectory t;
     std::mt19937_64 rng(5);
     std::uniform_real_distribution<double> u(0, 1024);
-    const std::int64_t n_frames = 100, per_frame = 3001;  // 300,100 rows: x is 2 full 1 MiB chunks + an edge chunk
+    const std::int64_t n_frames = 100, per_frame = 3001;  // 300,100 rows: x is 9 full 256 KiB chunks + an edge chunk
     for (std::int64_t f = 0; f < n_frames; ++f)
         for (std::int64_t p = 0; p < per_frame; ++p) {
             t.rows.push(f, p, u(rng), u(rng), static_cast<std::int8_t>(p % 2));
@@ -291,4 +291,99 @@ TEST_CASE("many-chunk columns written by the threaded packer read back exactly t
     H5Pclose(dcpl);
     H5Dclose(d);
     H5Fclose(f);
+}
+
+// A tracker streams its rows while the video runs and learns the species (a vote over each
+// whole trajectory) and the camera time stamps only at the end: the species columns are
+// deferred and the per-frame columns set before commit. The file must read back exactly as if
+// it had been written in one go, over many chunks (the species columns then start later than
+// the others).
+TEST_CASE("deferred species and late per-frame columns read back as written in one go", "[unit]") {
+    test::TempDir dir("store_deferred");
+    Trajectory t;
+    std::mt19937_64 rng(9);
+    std::uniform_real_distribution<double> u(0, 1024);
+    const std::int64_t n_frames = 40, per_frame = 2001;  // 80,040 rows: several 256 KiB chunks per column
+    for (std::int64_t f = 0; f < n_frames; ++f)
+        for (std::int64_t p = 0; p < per_frame; ++p) {
+            t.rows.push(f, p, u(rng), u(rng), static_cast<std::int8_t>((p * 7 + f) % 3 == 0));
+            t.rows.radius.push_back(static_cast<float>(u(rng) / 100));
+            t.rows.quality.push_back(static_cast<float>(u(rng) / 1024));
+            t.rows.species_confidence.push_back(static_cast<float>(0.5 + u(rng) / 2048));
+        }
+    t.index = build_frame_index(t.rows, 0, n_frames);
+    for (std::int64_t f = 0; f < n_frames; ++f) t.frames.time_s.push_back(0.002 * static_cast<double>(f));
+    t.meta.length_unit = "px";
+    {
+        store::TrajectoryWriter w(dir.file("d.h5"), Metadata{}, store::ColumnSet::of(t.rows));
+        w.meta().length_unit = "px";
+        w.defer_species();
+        std::size_t at = 0;
+        for (std::int64_t f0 = 0; f0 < n_frames;) {
+            const std::int64_t nb = std::min<std::int64_t>(n_frames - f0, 1 + f0 % 5);
+            const auto end = static_cast<std::size_t>(t.index.end(f0 + nb - 1));
+            auto block = t.rows.slice(at, end);
+            for (auto& s : block.species) s = 7;  // the rows' own species are not what the file keeps
+            for (auto& c : block.species_confidence) c = -1;
+            w.append(block, nb);
+            at = end, f0 += nb;
+        }
+        REQUIRE_THROWS_AS(w.defer_species(), ParameterError);  // too late: rows were appended
+        // species in uneven pieces
+        for (std::size_t a = 0; a < t.rows.size();) {
+            const std::size_t b = std::min(t.rows.size(), a + 1 + (a * 13) % 30000);
+            w.append_species({t.rows.species.begin() + static_cast<std::ptrdiff_t>(a), t.rows.species.begin() + static_cast<std::ptrdiff_t>(b)},
+                             {t.rows.species_confidence.begin() + static_cast<std::ptrdiff_t>(a),
+                              t.rows.species_confidence.begin() + static_cast<std::ptrdiff_t>(b)});
+            a = b;
+        }
+        REQUIRE_THROWS_AS(w.append_species({1}, {0.5f}), ParameterError);  // more species than rows
+        w.set_frame_columns(t.frames);
+        w.commit();
+    }
+    store::TrajectoryReader r(dir.file("d.h5"));
+    const auto back = r.read_all();
+    require_same_rows(back.rows, t.rows);
+    REQUIRE(back.frames.time_s == t.frames.time_s);
+    REQUIRE(back.meta.length_unit == "px");
+
+    // Errors: species missing at commit, a per-frame column of the wrong length, species
+    // without deferral, confidences of the wrong length; none leaves a file.
+    const auto few = t.rows.slice(0, static_cast<std::size_t>(t.index.end(1)));
+    {
+        store::TrajectoryWriter w(dir.file("e1.h5"), t.meta, store::ColumnSet::of(few));
+        w.defer_species();
+        w.append(few, 2);
+        w.append_species({few.species.begin(), few.species.begin() + 10}, {few.species_confidence.begin(), few.species_confidence.begin() + 10});
+        try {
+            w.commit();
+            FAIL("commit with species missing");
+        } catch (const ParameterError& e) {
+            REQUIRE(std::string(e.what()).find("species of 10 rows given") != std::string::npos);
+        }
+    }
+    REQUIRE_FALSE(fs::exists(dir.file("e1.h5")));
+    {
+        store::TrajectoryWriter w(dir.file("e2.h5"), t.meta, store::ColumnSet::of(few));
+        w.append(few, 2);
+        REQUIRE_THROWS_AS(w.append_species(few.species, few.species_confidence), ParameterError);  // not deferred
+        FrameColumns bad;
+        bad.time_s = {0.0, 0.1, 0.2};
+        w.set_frame_columns(bad);
+        try {
+            w.commit();
+            FAIL("commit with a per-frame column of the wrong length");
+        } catch (const ParameterError& e) {
+            REQUIRE(std::string(e.what()).find("frame_time has 3 values for 2 frames") != std::string::npos);
+        }
+    }
+    REQUIRE_FALSE(fs::exists(dir.file("e2.h5")));
+    {
+        store::TrajectoryWriter w(dir.file("e3.h5"), t.meta, store::ColumnSet::of(few));
+        w.defer_species();
+        w.append(few, 2);
+        REQUIRE_THROWS_AS(w.append_species(few.species, {0.5f}), ParameterError);
+        REQUIRE_THROWS_AS(w.append_species(few.species, {}), ParameterError);  // the file has species_confidence
+    }
+    REQUIRE_FALSE(fs::exists(dir.file("e3.h5")));
 }

@@ -133,14 +133,21 @@ namespace {
 // Rows and diagnostics kept in memory (the tracking module does not depend on the store).
 struct MemorySink final : TrajectorySink {
     TrajectoryTable rows;
+    std::size_t n_species = 0;  // rows whose final species came
     std::map<std::string, std::vector<std::int64_t>> diag;
-    bool committed = false;
-    void open(const Metadata&) override {}
-    void append(const TrajectoryTable& t, std::int64_t, const FrameColumns&) override {
+    bool opened = false, committed = false;
+    void open(const Metadata&) override { opened = true; }
+    void append(const TrajectoryTable& t, std::int64_t) override {
         for (std::size_t i = 0; i < t.size(); ++i) rows.push(t.frame[i], t.particle[i], t.x[i], t.y[i], t.species[i]);
     }
+    void append_species(const std::vector<std::int8_t>& s, const std::vector<float>&) override {
+        for (auto x : s) rows.species.at(n_species++) = x;
+    }
     void set_diagnostic(const std::string& name, std::vector<std::int64_t> v, const std::string&) override { diag[name] = std::move(v); }
-    void commit() override { committed = true; }
+    void commit(const Metadata&, const FrameColumns&) override {
+        REQUIRE(n_species == rows.size());
+        committed = true;
+    }
 };
 }  // namespace
 

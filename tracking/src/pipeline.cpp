@@ -201,6 +201,13 @@ struct Row {
     std::int8_t species;
 };
 
+// What the vote at the end needs of each row, in file order: its particle and own species.
+struct SpoolRow {
+    std::int64_t particle;
+    float conf;
+    std::int8_t species;
+};
+
 struct Spool {
     std::string path;
     std::FILE* f = nullptr;
@@ -213,8 +220,8 @@ struct Spool {
         std::error_code ec;
         std::filesystem::remove(path, ec);
     }
-    void write(const std::vector<Row>& rows) {
-        if (!rows.empty() && std::fwrite(rows.data(), sizeof(Row), rows.size(), f) != rows.size())
+    void write(const std::vector<SpoolRow>& rows) {
+        if (!rows.empty() && std::fwrite(rows.data(), sizeof(SpoolRow), rows.size(), f) != rows.size())
             throw IoError(path + ": write failed (disk full?)");
     }
 };
@@ -281,6 +288,35 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     const int n_pieces = by_strips ? static_cast<int>(strips.size()) : 1;
     const int n_threads = n_workers;
     const double seam_zone = 0.5 * p.detect.r_small();
+    // Metadata known before the first frame (time stamps, truncation: at the end). The sink
+    // is opened now: it receives the rows while the video is tracked.
+    Metadata meta;
+    meta.length_unit = "px";
+    meta.time_unit = "frame";
+    meta.frame_interval = 1.0;
+    if (p.px_per_mm > 0) meta.px_per_mm = p.px_per_mm;
+    meta.image_width = W;
+    meta.image_height = H;
+    meta.coordinate_convention = "image";
+    meta.geometry = p.roi.kind == GeometryKind::unbounded ? Geometry::rect(-0.5, -0.5, W - 0.5, H - 0.5) : p.roi;
+    for (double r : p.detect.radii) meta.species_diameters.push_back(2 * r);
+    if (p.detect.radii.size() == 1) meta.species_names = {"disk"};
+    meta.source.file = input;
+    meta.source.vibra_version = vibra::version();
+    meta.source.parameters = p.parameters;
+    meta.user["video_format"] = info.format;
+    if (p.fps > 0) meta.user["fps"] = std::to_string(p.fps);
+    else if (info.fps > 0) meta.user["video_fps"] = std::to_string(info.fps);
+    meta.user["radii_px"] = [&] {
+        std::string s;
+        for (double r : p.detect.radii) s += (s.empty() ? "" : ",") + std::to_string(r);
+        return s;
+    }();
+
+    // Camera metadata (exposure, bit depth, trigger time, warnings) → /meta/user as camera_*.
+    for (const auto& [k, v] : info.extra) meta.user["camera_" + k] = v;
+    writer.open(meta);
+
     std::vector<std::unique_ptr<BoundedQueue<Item>>> in_qs;  // frames dealt in turn: one queue per worker
     if (!by_strips)
         for (int k = 0; k < n_threads; ++k) in_qs.push_back(std::make_unique<BoundedQueue<Item>>(3));
@@ -390,6 +426,20 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     };
 
     Spool spool(spool_path);
+    std::vector<SpoolRow> spool_rows;
+    // Rows go to the sink in blocks of whole frames of about 32,768 rows (buffers re-used).
+    const std::size_t block_rows = 32768;
+    TrajectoryTable block;
+    std::int64_t block_frames = 0;
+    auto flush_block = [&] {
+        if (block_frames == 0) return;
+        writer.append(block, block_frames);
+        block.clear();
+        block.radius.clear();
+        block.quality.clear();
+        block.species_confidence.clear();
+        block_frames = 0;
+    };
     Linker linker(p.link);
     SpeciesVote vote;
     std::vector<std::int64_t> d_det, d_links, d_new, d_lost, d_err;
@@ -427,7 +477,17 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
                 vote.add(ids[i], parts[i].species, parts[i].species_confidence);
             }
             std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.particle < b.particle; });
-            spool.write(rows);
+            spool_rows.clear();
+            for (const auto& r : rows) {
+                block.push(r.frame, r.particle, r.x, r.y, r.species);
+                block.radius.push_back(r.radius);
+                block.quality.push_back(r.quality);
+                block.species_confidence.push_back(r.conf);
+                spool_rows.push_back({r.particle, r.conf, r.species});
+            }
+            ++block_frames;
+            if (block.size() >= block_rows) flush_block();
+            spool.write(spool_rows);
             d_det.push_back(static_cast<std::int64_t>(parts.size()));
             d_links.push_back(ls.links);
             d_new.push_back(ls.new_tracks);
@@ -445,6 +505,7 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
         throw;
     }
     join_all();
+    flush_block();
     progress.finish();
     if (reader_error) std::rethrow_exception(reader_error);
     if (worker_error) std::rethrow_exception(worker_error);
@@ -452,34 +513,8 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     if (n_frames == 0) throw FormatError(input + ": no frames could be read");
     if (n_frames == sum.decode_errors) throw FormatError(input + ": no frame could be decoded");
 
-    // Metadata.
-    Metadata meta;
-    meta.length_unit = "px";
-    meta.time_unit = "frame";
-    meta.frame_interval = 1.0;
-    if (p.px_per_mm > 0) meta.px_per_mm = p.px_per_mm;
-    meta.image_width = W;
-    meta.image_height = H;
-    meta.coordinate_convention = "image";
-    meta.geometry = p.roi.kind == GeometryKind::unbounded ? Geometry::rect(-0.5, -0.5, W - 0.5, H - 0.5) : p.roi;
-    for (double r : p.detect.radii) meta.species_diameters.push_back(2 * r);
-    if (p.detect.radii.size() == 1) meta.species_names = {"disk"};
-    meta.source.file = input;
-    meta.source.vibra_version = vibra::version();
-    meta.source.parameters = p.parameters;
-    meta.incomplete = truncated;
-    meta.user["video_format"] = info.format;
-    if (p.fps > 0) meta.user["fps"] = std::to_string(p.fps);
-    else if (info.fps > 0) meta.user["video_fps"] = std::to_string(info.fps);
-    meta.user["radii_px"] = [&] {
-        std::string s;
-        for (double r : p.detect.radii) s += (s.empty() ? "" : ",") + std::to_string(r);
-        return s;
-    }();
-
-    // Camera metadata (exposure, bit depth, trigger time, warnings) → /meta/user as camera_*.
-    for (const auto& [k, v] : info.extra) meta.user["camera_" + k] = v;
-    // Physical time: camera time stamps win over the nominal rate (decimated saves), else --fps.
+    // Final metadata. Physical time: camera time stamps win over the nominal rate (decimated
+    // saves), else --fps.
     if (any_time) {
         std::vector<double> dt;
         for (std::size_t i = 1; i < time_s.size(); ++i)
@@ -499,6 +534,8 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
         meta.frame_interval = 1.0 / p.fps;
     }
 
+    meta.incomplete = truncated;
+
     FrameColumns fc;
     if (any_time) fc.time_s = time_s;
     else if (p.fps > 0) {
@@ -507,44 +544,33 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     }
     fc.image_number = image_numbers;
 
-    writer.open(meta);
+    // Species: each row's trajectory vote (its own species where the vote has none), in the
+    // order of the rows, from the spool in blocks.
     std::fflush(spool.f);
     std::rewind(spool.f);
-    // Blocks of whole frames of about 32,768 rows (≈ 1.5 MB of spool): the buffers stay small and
-    // are re-used (large fresh buffers cost a page fault per 4 KiB: ≈ 0.1 s per 500,000 rows).
-    const std::int64_t block_rows = 32768;
-    std::vector<Row> buf;
-    TrajectoryTable t;
-    for (std::int64_t f0 = 0, nb = 0; f0 < n_frames; f0 += nb) {
-        std::int64_t nrows = 0;
-        nb = 0;
-        while (f0 + nb < n_frames && (nb == 0 || nrows + d_det[static_cast<std::size_t>(f0 + nb)] <= block_rows))
-            nrows += d_det[static_cast<std::size_t>(f0 + nb++)];
-        buf.resize(static_cast<std::size_t>(nrows));
-        if (nrows > 0 && std::fread(buf.data(), sizeof(Row), buf.size(), spool.f) != buf.size())
-            throw IoError(spool.path + ": read failed");
-        t.clear();
-        t.radius.clear();
-        t.quality.clear();
-        t.species_confidence.clear();
-        for (const auto& r : buf) {
+    std::vector<std::int8_t> species;
+    std::vector<float> confidence;
+    for (std::int64_t left = sum.detections; left > 0;) {
+        const auto nb = static_cast<std::size_t>(std::min<std::int64_t>(left, static_cast<std::int64_t>(block_rows)));
+        spool_rows.resize(nb);
+        if (std::fread(spool_rows.data(), sizeof(SpoolRow), nb, spool.f) != nb) throw IoError(spool.path + ": read failed");
+        species.resize(nb);
+        confidence.resize(nb);
+        for (std::size_t i = 0; i < nb; ++i) {
+            const auto& r = spool_rows[i];
             const auto v = vote.result(r.particle);
-            t.push(r.frame, r.particle, r.x, r.y, v.species >= 0 ? v.species : r.species);
-            t.radius.push_back(r.radius);
-            t.quality.push_back(r.quality);
-            t.species_confidence.push_back(v.species >= 0 ? v.confidence : r.conf);
+            species[i] = v.species >= 0 ? v.species : r.species;
+            confidence[i] = v.species >= 0 ? static_cast<float>(v.confidence) : r.conf;
         }
-        FrameColumns fcb;
-        if (!fc.time_s.empty()) fcb.time_s.assign(fc.time_s.begin() + f0, fc.time_s.begin() + f0 + nb);
-        fcb.image_number.assign(fc.image_number.begin() + f0, fc.image_number.begin() + f0 + nb);
-        writer.append(t, nb, fcb);
+        writer.append_species(species, confidence);
+        left -= static_cast<std::int64_t>(nb);
     }
     writer.set_diagnostic("detections", d_det, "1");
     writer.set_diagnostic("links", d_links, "1");
     writer.set_diagnostic("new_tracks", d_new, "1");
     writer.set_diagnostic("lost_tracks", d_lost, "1");
     writer.set_diagnostic("decode_errors", d_err, "1");
-    writer.commit();
+    writer.commit(meta, fc);
 
     sum.frames = n_frames;
     sum.tracks = linker.n_tracks();

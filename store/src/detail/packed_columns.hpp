@@ -24,7 +24,7 @@ void shuffle_bytes(const std::uint8_t* in, std::uint8_t* out, std::size_t n_elem
 class PackedColumns {
 public:
     /// `threads` ≤ 0: the machine's cores (at most 4). `level`: deflate level of the datasets.
-    explicit PackedColumns(int threads = 0, int level = 1, std::size_t flush_bytes = 8u << 20);
+    explicit PackedColumns(int threads = 0, int level = 1, std::size_t flush_bytes = 2u << 20);
     /// Registers dataset `d` (1-D, extendable, chunk of `chunk_elements`, shuffle + deflate at
     /// `level`, empty); returns its column number.
     int add(hid_t d, std::size_t element_size, std::size_t chunk_elements, std::string name);

@@ -50,6 +50,18 @@ public:
     /// (frame, particle), with exactly the optional columns of the ColumnSet. Per-frame columns
     /// in `fc` are either empty or n_frames long, consistently across calls.
     void append(const TrajectoryTable& rows, std::int64_t n_frames, const FrameColumns& fc = {});
+    /// Species (and species_confidence, when the file has it) come later, by append_species():
+    /// from now on append() writes every column but those two (its rows still carry them, with
+    /// any values). For a tracker whose species are decided by a vote over each whole trajectory,
+    /// known only at the end: the other columns are compressed and written while it runs. Call
+    /// before the first append.
+    void defer_species();
+    /// The deferred species (and confidences: empty when the file has no species_confidence) of
+    /// the next rows, in the order they were appended; every row's by commit.
+    void append_species(const std::vector<std::int8_t>& species, const std::vector<float>& confidence);
+    /// Replaces the per-frame columns (each empty or frames_written() long at commit) given to
+    /// append() so far: for a writer that learns them only at the end (camera time stamps).
+    void set_frame_columns(FrameColumns fc);
     /// Per-frame diagnostic counter written to /diagnostics/<name> at commit (length = frames).
     void set_diagnostic(const std::string& name, std::vector<std::int64_t> values, const std::string& units);
     Metadata& meta() { return meta_; }
@@ -65,6 +77,8 @@ private:
     Metadata meta_;
     ColumnSet cols_;
     std::int64_t n_frames_ = 0, n_rows_ = 0;
+    bool species_deferred_ = false;
+    std::int64_t n_species_ = 0;  // deferred species rows written
     std::vector<std::int64_t> offsets_{0};
     FrameColumns frames_;
     std::map<std::string, std::pair<std::vector<std::int64_t>, std::string>> diagnostics_;

@@ -58,22 +58,34 @@ struct TrackSummary {
 };
 
 /// Where the trajectories go. The tracking module does not depend on the HDF5 store; the
-/// adapter StoreSink below (compiled by targets that link vibra::store) writes the vibra file.
+/// adapter StoreSink (apps/vibra/track_store.hpp, compiled by targets that link vibra::store)
+/// writes the vibra file. The rows are handed over while the video is tracked, so that a file
+/// writer compresses and writes them as they come; only the species (a vote over each whole
+/// trajectory) wait for the end.
 class TrajectorySink {
 public:
     virtual ~TrajectorySink() = default;
-    /// Called once, after the whole video was read, with the final metadata. Columns: frame,
-    /// particle, x, y, species + radius, quality, species_confidence.
+    /// Called once, before the first frame, with the metadata known then (the final metadata
+    /// come with commit). Columns: frame, particle, x, y, species + radius, quality,
+    /// species_confidence.
     virtual void open(const Metadata& meta) = 0;
-    virtual void append(const TrajectoryTable& rows, std::int64_t n_frames, const FrameColumns& fc) = 0;
+    /// The rows of the next `n_frames` frames, sorted by (frame, particle). Their species and
+    /// species_confidence are each detection's own: the final ones follow by append_species().
+    virtual void append(const TrajectoryTable& rows, std::int64_t n_frames) = 0;
+    /// The final species and confidences of the next rows, in the order of append(), after the
+    /// last append; every row's before commit.
+    virtual void append_species(const std::vector<std::int8_t>& species, const std::vector<float>& confidence) = 0;
     virtual void set_diagnostic(const std::string& name, std::vector<std::int64_t> values, const std::string& units) = 0;
-    virtual void commit() = 0;
+    /// The final metadata and per-frame columns; the output becomes visible. A sink that is
+    /// destroyed without commit (the run failed) leaves no output.
+    virtual void commit(const Metadata& meta, const FrameColumns& fc) = 0;
 };
 
-/// Tracks one input into `sink`; `spool_path` is a temporary file for the rows before the
-/// species vote (removed at the end). Throws IoError / FormatError (unreadable, empty, frame
-/// size change) before the sink is opened; a truncated input yields metadata.incomplete and
-/// summary.truncated = true.
+/// Tracks one input into `sink`; `spool_path` is a temporary file for each row's particle and
+/// own species until the vote (removed at the end). Throws IoError / FormatError (unreadable,
+/// empty, frame size change): an unreadable or empty input before the sink is opened, a frame
+/// size change after (the sink is then not committed). A truncated input yields
+/// metadata.incomplete and summary.truncated = true.
 TrackSummary track_video(const std::string& input, TrajectorySink& sink, const std::string& spool_path,
                          const TrackParams& p);
 
