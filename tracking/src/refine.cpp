@@ -103,12 +103,25 @@ bool profile_step(const cv::Mat& img, double cx, double cy, double r_in, double 
                   const double* mx, const double* my, const double* mrad, int nm, double& dcx, double& dcy,
                   std::vector<float>& buf, std::vector<double>& bsum, std::vector<int>& bcnt, std::vector<double>& prof) {
     buf.clear();
+    // Neighbours that can mask a pixel of the current row: at most r_out − r_own + em + R_j
+    // from the pixel, so none whose centre is farther from the row (the same pixels are masked;
+    // the annulus' other rows skip them).
+    int act[32], n_act = 0, act_row = -1;
+    const double reach0 = r_out - r_own + em + 1e-9;
     for_annulus(img.cols, img.rows, cx, cy, r_in, r_out, [&](int px, int py, double dx, double dy, double r2) {
+        if (py != act_row) {
+            act_row = py, n_act = 0;
+            for (int k = 0; k < nm; ++k) {
+                const double reach = reach0 + mrad[k], ey = py - my[k];
+                if (reach > 0 && ey * ey < reach * reach) act[n_act++] = k;
+            }
+        }
         // Edge-distance mask: a pixel goes when it is closer to a neighbour's edge than to this
         // disk's own edge (plus `em` px), i.e. when the neighbour's profile dominates it.
         // (squared form: masked when |p − c_j| < own + em + R_j, never when that is ≤ 0)
         const double rho = std::sqrt(r2), lim0 = rho - r_own + em;
-        for (int k = 0; k < nm; ++k) {
+        for (int a = 0; a < n_act; ++a) {
+            const int k = act[a];
             const double lim = lim0 + mrad[k];
             if (lim <= 0) continue;
             const double ex = px - mx[k], ey = py - my[k];
@@ -252,8 +265,15 @@ void refine_particles(const Gradients& g, std::vector<Particle>& parts, double r
                 nx[i] = q.x + (ok ? dcx : 0.0), ny[i] = q.y + (ok ? dcy : 0.0);
                 if (last) {  // radius and edge strength from the masked gradient profile
                     prof.reset(std::max(0.0, R - a), R + a, p.radius_bin);
+                    int act[32], n_act = 0, act_row = -1;  // neighbours whose band reaches the row
                     for_annulus(w, h, nx[i], ny[i], std::max(0.0, R - a), R + a, [&](int px, int py, double dx, double dy, double r2) {
-                        for (int k = 0; k < nm; ++k) {
+                        if (py != act_row) {
+                            act_row = py, n_act = 0;
+                            for (int k = 0; k < nm; ++k)
+                                if ((py - my[k]) * (py - my[k]) < mr2[k]) act[n_act++] = k;
+                        }
+                        for (int b = 0; b < n_act; ++b) {
+                            const int k = act[b];
                             const double ex = px - mx[k], ey = py - my[k];
                             if (ex * ex + ey * ey < mr2[k]) return;
                         }
