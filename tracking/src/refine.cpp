@@ -30,16 +30,17 @@ namespace {
 struct Profile {
     std::vector<double> sum;
     std::vector<int> count;
-    double lo = 0, bin = 0.5;
+    double lo = 0, bin = 0.5, inv_bin = 2;
     void reset(double lo_, double hi_, double bin_) {
         lo = lo_;
         bin = bin_;
+        inv_bin = 1.0 / bin_;
         const auto n = static_cast<std::size_t>(std::ceil((hi_ - lo_) / bin_)) + 1;
         sum.assign(n, 0.0);
         count.assign(n, 0);
     }
     void add(double rho, double gr) {
-        const auto k = static_cast<std::ptrdiff_t>((rho - lo) / bin);
+        const auto k = static_cast<std::ptrdiff_t>((rho - lo) * inv_bin);
         if (k < 0 || k >= static_cast<std::ptrdiff_t>(sum.size())) return;
         sum[static_cast<std::size_t>(k)] += gr;
         ++count[static_cast<std::size_t>(k)];
@@ -137,8 +138,9 @@ bool profile_step(const cv::Mat& img, double cx, double cy, double r_in, double 
     const auto nb = static_cast<std::size_t>(std::ceil((r_out - r_in) / bw)) + 1;
     bsum.assign(nb, 0.0);
     bcnt.assign(nb, 0);
+    const double inv_bw = 1.0 / bw;  // multiplications in the per-pixel loops, not divisions
     for (std::size_t k = 0; k < np; ++k) {
-        const auto b = std::min(nb - 1, static_cast<std::size_t>(std::max(0.0, (buf[4 * k + 2] - r_in) / bw)));
+        const auto b = std::min(nb - 1, static_cast<std::size_t>(std::max(0.0, (buf[4 * k + 2] - r_in) * inv_bw)));
         bsum[b] += buf[4 * k + 3];
         ++bcnt[b];
     }
@@ -159,15 +161,15 @@ bool profile_step(const cv::Mat& img, double cx, double cy, double r_in, double 
     double a00 = 0, a01 = 0, a11 = 0, v0 = 0, v1 = 0;
     for (std::size_t k = 0; k < np; ++k) {
         const double rho = buf[4 * k + 2];
-        const double t = (rho - r_in) / bw - 0.5;
+        const double t = (rho - r_in) * inv_bw - 0.5;
         auto b = static_cast<std::ptrdiff_t>(std::floor(t));
         b = std::clamp<std::ptrdiff_t>(b, 0, static_cast<std::ptrdiff_t>(nb) - 2);
         const double fr = t - static_cast<double>(b);
         const double p0 = prof[static_cast<std::size_t>(b)], p1 = prof[static_cast<std::size_t>(b) + 1];
         const double model = p0 + fr * (p1 - p0);
-        const double slope = (p1 - p0) / bw;
         if (rho < 1e-6) continue;
-        const double jx = -slope * buf[4 * k] / rho, jy = -slope * buf[4 * k + 1] / rho;
+        const double g = -(p1 - p0) * inv_bw / rho;  // −dP/dρ / ρ
+        const double jx = g * buf[4 * k], jy = g * buf[4 * k + 1];
         const double res = buf[4 * k + 3] - model;
         a00 += jx * jx, a01 += jx * jy, a11 += jy * jy;
         v0 += jx * res, v1 += jy * res;
