@@ -456,6 +456,7 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
         const double same_disk = p.detect.r_small();  // two disks' centres are ≥ 2 r_small apart
         for (std::int64_t seq = 0; out.take(seq, it, pieces); ++seq) {
             if (stop && (reader_error || worker_error)) break;
+            if (seq == 0) sum.seconds_first_frame = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
             if (by_strips) it.parts = merge_strips(pieces, strips, seam_zone, same_disk);
             else it.parts = std::move(pieces.front());
             std::vector<Particle> parts;
@@ -505,6 +506,7 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
         throw;
     }
     join_all();
+    const auto t_tracked = std::chrono::steady_clock::now();
     flush_block();
     progress.finish();
     if (reader_error) std::rethrow_exception(reader_error);
@@ -575,7 +577,9 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     sum.frames = n_frames;
     sum.tracks = linker.n_tracks();
     sum.truncated = truncated;
-    sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+    const auto t_end = std::chrono::steady_clock::now();
+    sum.seconds = std::chrono::duration<double>(t_end - t_start).count();
+    sum.seconds_final = std::chrono::duration<double>(t_end - t_tracked).count();
     return sum;
 }
 

@@ -54,6 +54,8 @@ struct TrackSummary {
     std::int64_t tracks = 0;
     bool truncated = false;          ///< the input ended early; output marked incomplete
     double seconds = 0;
+    double seconds_first_frame = 0;  ///< of which: from the start to the first frame linked (opening, each locator's first frame from scratch)
+    double seconds_final = 0;        ///< of which: from the last frame linked to the output committed (the species vote, the file's last chunks)
     std::vector<double> radii;       ///< radii used (px)
 };
 
