@@ -31,6 +31,11 @@ PackedColumns::PackedColumns(int threads, int level, std::size_t flush_bytes)
       level_(level),
       flush_bytes_(flush_bytes) {}
 
+PackedColumns::~PackedColumns() {
+    for (auto& sl : slots_)
+        if (sl.z) libdeflate_free_compressor(sl.z);
+}
+
 int PackedColumns::add(hid_t d, std::size_t element_size, std::size_t chunk_elements, std::string name) {
     cols_.push_back({d, element_size, chunk_elements, std::move(name), 0, 0, {}});
     cols_.back().stage.reserve(element_size * chunk_elements);
@@ -79,31 +84,30 @@ void PackedColumns::flush(const std::string& file) {
     // its own compressor and scratch buffer).
     std::atomic<std::size_t> next{0};
     std::atomic<bool> failed{false};
-    auto work = [&] {
-        libdeflate_compressor* z = libdeflate_alloc_compressor(level_);
-        if (!z) {
-            failed = true;
-            return;
-        }
-        std::unique_ptr<std::uint8_t[]> shuffled;
-        std::size_t cap = 0;
+    const int nt = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(threads_), jobs_.size()));
+    if (slots_.size() < static_cast<std::size_t>(nt)) slots_.resize(static_cast<std::size_t>(nt));
+    for (int t = 0; t < nt; ++t) {
+        auto& sl = slots_[static_cast<std::size_t>(t)];
+        if (!sl.z) sl.z = libdeflate_alloc_compressor(level_);
+        if (!sl.z) throw IoError(file + ": cannot allocate a deflate compressor while writing /trajectories");
+    }
+    auto work = [&](int t) {
+        auto& sl = slots_[static_cast<std::size_t>(t)];
         for (std::size_t k; (k = next++) < jobs_.size();) {
             auto& j = jobs_[k];
             const auto& c = cols_[static_cast<std::size_t>(j.c)];
             const std::size_t n = j.raw.size();
-            if (cap < n) shuffled.reset(new std::uint8_t[cap = n]);  // no zero-filling: overwritten
-            shuffle_bytes(j.raw.data(), shuffled.get(), n / c.esize, c.esize);
-            const std::size_t bound = libdeflate_zlib_compress_bound(z, n);
+            if (sl.cap < n) sl.shuffled.reset(new std::uint8_t[sl.cap = n]);  // no zero-filling: overwritten
+            shuffle_bytes(j.raw.data(), sl.shuffled.get(), n / c.esize, c.esize);
+            const std::size_t bound = libdeflate_zlib_compress_bound(sl.z, n);
             if (j.packed_cap < bound) j.packed.reset(new std::uint8_t[j.packed_cap = bound]);
-            j.packed_size = libdeflate_zlib_compress(z, shuffled.get(), n, j.packed.get(), bound);
+            j.packed_size = libdeflate_zlib_compress(sl.z, sl.shuffled.get(), n, j.packed.get(), bound);
             if (j.packed_size == 0) failed = true;
         }
-        libdeflate_free_compressor(z);
     };
-    const int nt = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(threads_), jobs_.size()));
     std::vector<std::thread> helpers;
-    for (int t = 1; t < nt; ++t) helpers.emplace_back(work);
-    work();
+    for (int t = 1; t < nt; ++t) helpers.emplace_back(work, t);
+    work(0);
     for (auto& h : helpers) h.join();
     if (failed) throw IoError(file + ": deflate failed while writing /trajectories");
     // Store them, in order, from this thread (HDF5 is not thread-safe).

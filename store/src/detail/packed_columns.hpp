@@ -9,6 +9,7 @@
 #pragma once
 
 #include <hdf5.h>
+#include <libdeflate.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -25,6 +26,9 @@ class PackedColumns {
 public:
     /// `threads` ≤ 0: the machine's cores (at most 4). `level`: deflate level of the datasets.
     explicit PackedColumns(int threads = 0, int level = 1, std::size_t flush_bytes = 2u << 20);
+    ~PackedColumns();
+    PackedColumns(const PackedColumns&) = delete;
+    PackedColumns& operator=(const PackedColumns&) = delete;
     /// Registers dataset `d` (1-D, extendable, chunk of `chunk_elements`, shuffle + deflate at
     /// `level`, empty); returns its column number.
     int add(hid_t d, std::size_t element_size, std::size_t chunk_elements, std::string name);
@@ -54,6 +58,15 @@ private:
     };
     void queue(int c);  // column c's full stage becomes a job
     void flush(const std::string& file);
+    // Each compressing thread's deflate state and shuffle buffer, kept from one batch to the next
+    // (a fresh compressor and buffer per batch cost page faults: a writer that streams a file
+    // while its program runs flushes many small batches).
+    struct Slot {
+        libdeflate_compressor* z = nullptr;
+        std::unique_ptr<std::uint8_t[]> shuffled;
+        std::size_t cap = 0;
+    };
+    std::vector<Slot> slots_;
     std::vector<Job> spare_;  // written jobs, their buffers kept
     std::vector<Column> cols_;
     std::vector<Job> jobs_;
