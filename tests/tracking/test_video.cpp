@@ -200,7 +200,7 @@ TEST_CASE("uncompressed AVI round trip is pixel-exact (8-bit), with frame ranges
         }
     }
     auto src = open_video(path);
-    REQUIRE(src->info().format == "opencv");
+    REQUIRE(src->info().format == "avi");  // vibra's own reader of uncompressed grey AVI
     REQUIRE(src->info().n_frames == 12);
     REQUIRE(src->info().width == 64);
     REQUIRE(src->info().height == 48);
@@ -281,6 +281,157 @@ TEST_CASE("uncompressed AVI: frame buffers are re-used once released, never whil
         REQUIRE(n == 40);
         REQUIRE(buffers.size() <= 2);  // the first frame is read at open, into its own buffer
     }
+}
+
+namespace {
+// A hand-made AVI (the layouts camera software writes that vibra's writers do not): 8-bit
+// frames either 'Y800' (top down, unpadded) or BI_RGB with a palette (rows padded to 4 bytes,
+// bottom up); with or without an idx1 index; optionally the second half of the frames in an
+// OpenDML 'AVIX' RIFF.
+struct AviLayout {
+    bool bi_rgb = false;
+    bool idx1 = true;
+    bool avix = false;
+    std::vector<std::uint8_t> palette_grey;  // BI_RGB: the grey level of each palette entry (256)
+};
+void write_avi(const std::string& path, const std::vector<cv::Mat>& frames, const AviLayout& L) {
+    const int w = frames[0].cols, h = frames[0].rows;
+    const int stride = L.bi_rgb ? (w + 3) / 4 * 4 : w;
+    std::string out;
+    auto u32 = [](std::string& b, std::uint32_t v) { for (int k = 0; k < 4; ++k) b.push_back(static_cast<char>(v >> (8 * k))); };
+    auto u16 = [](std::string& b, std::uint16_t v) { b.push_back(static_cast<char>(v)), b.push_back(static_cast<char>(v >> 8)); };
+    auto chunk = [&](std::string& b, const char* id, const std::string& data) {
+        b += std::string(id, 4);
+        u32(b, static_cast<std::uint32_t>(data.size()));
+        b += data;
+        if (data.size() % 2) b.push_back(0);
+    };
+    auto list = [&](const char* type, const std::string& body) { return std::string(type, 4) + body; };
+    std::string avih;
+    for (std::uint32_t v : {20000u, 0u, 0u, 0x10u, static_cast<std::uint32_t>(frames.size()), 0u, 1u, 0u, static_cast<std::uint32_t>(w),
+                            static_cast<std::uint32_t>(h), 0u, 0u, 0u, 0u})
+        u32(avih, v);
+    std::string strh = "vids";
+    strh += L.bi_rgb ? std::string(4, '\0') : std::string("Y800");
+    for (std::uint32_t v : {0u, 0u, 0u, 1u, 50u, 0u, static_cast<std::uint32_t>(frames.size()), 0u, 0u, 0u}) u32(strh, v);
+    for (int k = 0; k < 4; ++k) u16(strh, 0);
+    std::string strf;
+    u32(strf, 40), u32(strf, static_cast<std::uint32_t>(w)), u32(strf, static_cast<std::uint32_t>(L.bi_rgb ? h : -h));
+    u16(strf, 1), u16(strf, 8);
+    strf += L.bi_rgb ? std::string(4, '\0') : std::string("Y800");
+    u32(strf, static_cast<std::uint32_t>(stride * h)), u32(strf, 0), u32(strf, 0), u32(strf, L.bi_rgb ? 256 : 0), u32(strf, 0);
+    if (L.bi_rgb)
+        for (int k = 0; k < 256; ++k) {
+            const char g = static_cast<char>(L.palette_grey[static_cast<std::size_t>(k)]);
+            strf += std::string{g, g, g, '\0'};
+        }
+    std::string strl_body, hdrl_body;
+    chunk(strl_body, "strh", strh);
+    chunk(strl_body, "strf", strf);
+    chunk(hdrl_body, "avih", avih);
+    chunk(hdrl_body, "LIST", list("strl", strl_body));
+    auto frame_bytes = [&](const cv::Mat& f) {
+        std::string b(static_cast<std::size_t>(stride * h), '\0');
+        for (int y = 0; y < h; ++y) {
+            const int row = L.bi_rgb ? h - 1 - y : y;  // BI_RGB with a positive height: bottom up
+            for (int x = 0; x < w; ++x) {
+                // the palette index whose grey level is the pixel's
+                const std::uint8_t v = f.at<std::uint8_t>(y, x);
+                std::uint8_t idx = v;
+                if (L.bi_rgb)
+                    for (int k = 0; k < 256; ++k)
+                        if (L.palette_grey[static_cast<std::size_t>(k)] == v) idx = static_cast<std::uint8_t>(k);
+                b[static_cast<std::size_t>(row * stride + x)] = static_cast<char>(idx);
+            }
+        }
+        return b;
+    };
+    const std::size_t n1 = L.avix ? frames.size() / 2 : frames.size();
+    std::string movi_body, idx;
+    for (std::size_t k = 0; k < n1; ++k) {
+        u32(idx, 0), idx.replace(idx.size() - 4, 4, "00db");
+        u32(idx, 0x10), u32(idx, static_cast<std::uint32_t>(4 + movi_body.size())), u32(idx, static_cast<std::uint32_t>(stride * h));
+        chunk(movi_body, "00db", frame_bytes(frames[k]));
+    }
+    std::string riff_body = "AVI ";
+    chunk(riff_body, "LIST", list("hdrl", hdrl_body));
+    chunk(riff_body, "LIST", list("movi", movi_body));
+    if (L.idx1) chunk(riff_body, "idx1", idx);
+    chunk(out, "RIFF", riff_body);
+    if (L.avix) {
+        std::string movi2;
+        for (std::size_t k = n1; k < frames.size(); ++k) chunk(movi2, "00db", frame_bytes(frames[k]));
+        std::string body2 = "AVIX";
+        chunk(body2, "LIST", list("movi", movi2));
+        chunk(out, "RIFF", body2);
+    }
+    test::write_text(path, out);
+}
+}  // namespace
+
+TEST_CASE("uncompressed AVI read directly: Y800 and BI_RGB grey palettes, idx1 or a scan, OpenDML extensions", "[unit]") {
+    test::TempDir tmp("video_raw_avi");
+    std::vector<cv::Mat> imgs;
+    for (int k = 0; k < 6; ++k) imgs.push_back(random_image(37, 21, CV_8UC1, 700 + static_cast<std::uint64_t>(k)));  // rows of 37: padded to 40 in BI_RGB
+    std::vector<std::uint8_t> identity(256), reversed(256);
+    for (int k = 0; k < 256; ++k) identity[static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(k), reversed[static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(255 - k);
+    struct Case {
+        const char* name;
+        AviLayout layout;
+    };
+    const std::vector<Case> cases = {{"y800_idx1", {false, true, false, {}}},
+                                     {"y800_scan", {false, false, false, {}}},
+                                     {"y800_avix", {false, false, true, {}}},
+                                     {"birgb_identity", {true, true, false, identity}},
+                                     {"birgb_reversed_palette", {true, true, false, reversed}},
+                                     {"birgb_avix", {true, true, true, identity}}};
+    for (const auto& c : cases) {
+        INFO(c.name);
+        const std::string path = tmp.file(std::string(c.name) + ".avi");
+        write_avi(path, imgs, c.layout);
+        auto src = open_video(path);
+        REQUIRE(src->info().format == "avi");
+        REQUIRE(src->info().width == 37);
+        REQUIRE(src->info().height == 21);
+        REQUIRE(src->info().n_frames == 6);
+        REQUIRE_THAT(src->info().fps, Catch::Matchers::WithinAbs(50, 1e-9));
+        const auto r = read_all(*src);
+        REQUIRE(r.last == ReadStatus::end);
+        REQUIRE(r.frames.size() == 6);
+        for (std::size_t k = 0; k < 6; ++k) REQUIRE(same(r.frames[k].image, imgs[k]));
+        ReaderParams p;
+        p.first = 2, p.last = 5;
+        const auto rp = read_all(*open_video(path, p));
+        REQUIRE(rp.frames.size() == 3);
+        for (std::size_t k = 0; k < 3; ++k) REQUIRE(same(rp.frames[k].image, imgs[2 + k]));
+    }
+    // A colour palette or a compressed AVI is left to the OpenCV reader.
+    const std::string pal = tmp.file("colour_palette.avi");
+    {
+        AviLayout L{true, true, false, identity};
+        write_avi(pal, imgs, L);
+        // make palette entry 7 coloured: B, G, R differ
+        std::fstream f(pal, std::ios::in | std::ios::out | std::ios::binary);
+        const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        const std::size_t strf = bytes.find("strf");
+        REQUIRE(strf != std::string::npos);
+        f.seekp(static_cast<std::streamoff>(strf + 8 + 40 + 4 * 7));
+        const char bgr[3] = {1, 2, 3};
+        f.write(bgr, 3);
+    }
+    bool opened_by_vibra = true;
+    try {
+        opened_by_vibra = open_video(pal)->info().format == "avi";
+    } catch (const Error&) {
+        opened_by_vibra = false;  // OpenCV may not read such a file at all: then it is not ours either
+    }
+    REQUIRE_FALSE(opened_by_vibra);
+    const std::string mjpeg = tmp.file("mjpeg.avi");
+    {
+        FrameSink sink(mjpeg, VideoFormat::avi_mjpeg);
+        for (const auto& m : imgs) sink.write(m);
+    }
+    REQUIRE(open_video(mjpeg)->info().format == "opencv");
 }
 
 TEST_CASE("FFV1 AVI round trip is lossless (when OpenCV/FFmpeg has FFV1)", "[unit]") {

@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <string>
 
-#include "detail/detect_util.hpp"
+#include "detail/frame_pool.hpp"
 #include "detail/readers.hpp"
 #include "vibra/core/error.hpp"
 
@@ -148,23 +148,10 @@ public:
     }
 
 private:
-    // Raw packets are read into buffers of a small pool, each re-used once every frame made of
-    // it was released (its reference count is back to the pool's own): a fresh 1 MiB buffer per
-    // frame costs ~250 page faults (≈ 1.5 ms of the reader's time per frame on the machines
-    // measured, docs/performance.md). free_packet(): the index of a free buffer (a new one while
-    // the pool is small), or -1 when all are in use (then a fresh buffer).
-    int free_packet() {
-        for (std::size_t i = 0; i < pool_.size(); ++i)
-            if (pool_[i].u == nullptr || __atomic_load_n(&pool_[i].u->refcount, __ATOMIC_ACQUIRE) == 1) return static_cast<int>(i);
-        if (pool_.size() >= kPoolSize) return -1;
-        pool_.emplace_back();
-        pool_.back().allocator = const_cast<cv::MatAllocator*>(large_buffer_allocator());  // one huge-page fault, not 256
-        return static_cast<int>(pool_.size()) - 1;
-    }
-
     bool read_one(cv::Mat& grey) {
-        const int slot = raw_ ? free_packet() : -1;
-        cv::Mat m = slot >= 0 ? pool_[static_cast<std::size_t>(slot)] : cv::Mat();
+        // Raw packets are read into pooled buffers (detail/frame_pool.hpp).
+        const int slot = raw_ ? pool_.free_slot() : -1;
+        cv::Mat m = slot >= 0 ? pool_.slot(slot) : cv::Mat();
         try {
             if (!cap_.read(m) || m.empty()) return false;
         } catch (const cv::Exception&) {
@@ -172,7 +159,7 @@ private:
         }
         if (raw_) {
             if (static_cast<std::int64_t>(m.total() * m.elemSize()) != info_.width * info_.height) return false;
-            if (slot >= 0) pool_[static_cast<std::size_t>(slot)] = m;  // the buffer read() filled (allocated if the slot was new)
+            if (slot >= 0) pool_.slot(slot) = m;  // the buffer read() filled (allocated if the slot was new)
             // m is the packet read() filled (a pool buffer nobody else holds, or a fresh one): a
             // contiguous packet is the frame, viewed as height rows without a second copy.
             if (m.isContinuous() && m.depth() == CV_8U)
@@ -185,8 +172,7 @@ private:
         return true;
     }
 
-    static constexpr std::size_t kPoolSize = 32;
-    std::vector<cv::Mat> pool_;
+    FramePool pool_;
     ReaderParams params_;
     VideoInfo info_;
     cv::VideoCapture cap_;

@@ -108,6 +108,7 @@ std::unique_ptr<FrameSource> open_video(const std::string& input, const ReaderPa
     // ---- end of camera formats ----
 
     if (detail::is_image_file(input)) return detail::open_image_sequence(input, params);
+    if (auto raw = detail::open_raw_avi(input, params)) return raw;
     return detail::open_opencv_video(input, params);
 }
 

@@ -36,5 +36,8 @@ std::vector<std::string> list_image_sequence(const std::string& input);
 
 std::unique_ptr<FrameSource> open_image_sequence(const std::string& input, const ReaderParams& p);
 std::unique_ptr<FrameSource> open_opencv_video(const std::string& input, const ReaderParams& p);
+/// Uncompressed 8-bit grey AVI read directly (raw_avi.cpp); nullptr when the file is not one
+/// (compressed, colour, not an AVI): the OpenCV reader takes it.
+std::unique_ptr<FrameSource> open_raw_avi(const std::string& input, const ReaderParams& p);
 
 }  // namespace vibra::tracking::detail
