@@ -13,6 +13,7 @@
 // ("stages": only the per-stage figures, after generating and decoding the video.)
 #include <opencv2/core/utility.hpp>
 #include <opencv2/imgproc.hpp>
+#include <opencv2/videoio.hpp>
 
 #include <algorithm>
 #include <sys/resource.h>
