@@ -265,6 +265,7 @@ int main(int argc, char** argv) {
     DetectParams dp;
     dp.radii = {6, 8};
     if (const char* e = std::getenv("JF_SWEEPS")) dp.joint_fit.sweeps = std::atoi(e);
+    if (const char* e = std::getenv("JF_COARSE")) dp.joint_fit.coarse_sweeps = std::atoi(e);
     if (const char* e = std::getenv("JF_INNER")) dp.joint_fit.inner = std::atof(e);
     if (const char* e = std::getenv("JF_OUTER")) dp.joint_fit.outer = std::atof(e);
     if (const char* e = std::getenv("RF_IT")) dp.refine.iterations = std::atoi(e), dp.refine.coarse_iterations = std::min(dp.refine.coarse_iterations, dp.refine.iterations);
