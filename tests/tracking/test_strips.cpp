@@ -218,4 +218,17 @@ TEST_CASE("track_video by strips: an undecodable frame is skipped, a size change
         REQUIRE(std::string(e.what()).find("frame 5") != std::string::npos);
     }
     REQUIRE_FALSE(sink2.committed);
+
+    // The sink is opened while the workers locate the first frame: when it cannot be (an
+    // output that cannot be created), the run stops with that error, the threads stopped.
+    struct FailingSink final : TrajectorySink {
+        void open(const Metadata&) override { throw IoError("out.h5: cannot create"); }
+        void append(const TrajectoryTable&, std::int64_t) override { FAIL("append after a failed open"); }
+        void append_species(const std::vector<std::int8_t>&, const std::vector<float>&) override {}
+        void set_diagnostic(const std::string&, std::vector<std::int64_t>, const std::string&) override {}
+        void commit(const Metadata&, const FrameColumns&) override { FAIL("commit after a failed open"); }
+    } failing;
+    REQUIRE_THROWS_WITH(track_video(seq, failing, dir.file("spool3"), p), Catch::Contains("out.h5: cannot create"));
+    // and a spool that cannot be created fails before any thread starts
+    REQUIRE_THROWS_AS(track_video(seq, sink2, dir.file("no_such_dir") + "/spool", p), IoError);
 }

@@ -288,8 +288,9 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     const int n_pieces = by_strips ? static_cast<int>(strips.size()) : 1;
     const int n_threads = n_workers;
     const double seam_zone = 0.5 * p.detect.r_small();
-    // Metadata known before the first frame (time stamps, truncation: at the end). The sink
-    // is opened now: it receives the rows while the video is tracked.
+    // Metadata known before the first frame (time stamps, truncation: at the end). The sink is
+    // opened by this thread while the workers locate the first frame (it receives the rows while
+    // the video is tracked).
     Metadata meta;
     meta.length_unit = "px";
     meta.time_unit = "frame";
@@ -315,7 +316,6 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
 
     // Camera metadata (exposure, bit depth, trigger time, warnings) → /meta/user as camera_*.
     for (const auto& [k, v] : info.extra) meta.user["camera_" + k] = v;
-    writer.open(meta);
 
     std::vector<std::unique_ptr<BoundedQueue<Item>>> in_qs;  // frames dealt in turn: one queue per worker
     if (!by_strips)
@@ -333,6 +333,9 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     std::atomic<std::int64_t> total_items{0};
     bool truncated = false;
 
+    // Everything that can fail before the first frame fails here, before the threads start (the
+    // sink is opened below, inside the loop's error handling, which stops them).
+    Spool spool(spool_path);
     std::thread reader([&] {
         std::int64_t seq = 0;
         try {
@@ -425,7 +428,6 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
             if (w.joinable()) w.join();
     };
 
-    Spool spool(spool_path);
     std::vector<SpoolRow> spool_rows;
     // Rows go to the sink in blocks of whole frames of about 32,768 rows (buffers re-used).
     const std::size_t block_rows = 32768;
@@ -451,6 +453,7 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     std::vector<double> xs, ys;
     std::vector<std::int8_t> sp;
     try {
+        writer.open(meta);
         Item it;
         std::vector<std::vector<Particle>> pieces;
         const double same_disk = p.detect.r_small();  // two disks' centres are ≥ 2 r_small apart
