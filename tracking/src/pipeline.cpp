@@ -6,7 +6,9 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <map>
@@ -213,7 +215,7 @@ struct Spool {
     std::FILE* f = nullptr;
     explicit Spool(std::string p) : path(std::move(p)) {
         f = std::fopen(path.c_str(), "w+b");
-        if (!f) throw IoError(path + ": cannot create temporary spool file");
+        if (!f) throw IoError(path + ": cannot create the temporary spool file beside the output: " + std::strerror(errno));
     }
     ~Spool() {
         if (f) std::fclose(f);
