@@ -61,6 +61,7 @@ std::vector<Particle> merge_strips(std::span<const std::vector<Particle>> per_st
             else
                 out.push_back(q);
         }
+    const std::size_t n_own = out.size();
     const double d2max = same_disk * same_disk;
     for (std::size_t s = 0; s + 1 < n; ++s) {
         std::vector<char> used(below[s].size(), 0);
@@ -82,7 +83,13 @@ std::vector<Particle> merge_strips(std::span<const std::vector<Particle>> per_st
         for (std::size_t j = 0; j < below[s].size(); ++j)
             if (!used[j]) out.push_back(below[s][j]);  // strip s did not report it
     }
-    std::sort(out.begin(), out.end(), [](const Particle& a, const Particle& b) { return a.y != b.y ? a.y < b.y : a.x < b.x; });
+    // The strips' own disks came in (y, x) order, strip after strip; only the seams' disks,
+    // appended after them, need sorting before the two runs are merged.
+    auto by_position = [](const Particle& a, const Particle& b) { return a.y != b.y ? a.y < b.y : a.x < b.x; };
+    const auto tail = out.begin() + static_cast<std::ptrdiff_t>(n_own);
+    if (!std::is_sorted(out.begin(), tail, by_position)) std::sort(out.begin(), tail, by_position);  // a caller's unsorted lists
+    std::sort(tail, out.end(), by_position);
+    std::inplace_merge(out.begin(), tail, out.end(), by_position);
     return out;
 }
 
