@@ -129,15 +129,39 @@ void cross_rows_portable(const float* im0, const float* m0, std::ptrdiff_t strid
     });
 }
 
+// The rows a span builder visits and its widened bounds, shared by the portable and the
+// vectorised builders (so that both give the same spans).
+struct AnnulusRows {
+    float cx, cy, qo, qi;
+    int y0, y1;  // rows y0, y0 + row_step, … ≤ y1 (none when y0 > y1)
+};
+inline AnnulusRows annulus_rows(int h, double cx, double cy, float q_in, float q_out, int row_step) {
+    AnnulusRows a{static_cast<float>(cx), static_cast<float>(cy), q_out * (1 + 1e-5f) + 1e-4f, q_in * (1 - 1e-5f) - 1e-4f, 0, 0};
+    const float r_out = std::sqrt(q_out) + 1e-3f;
+    a.y0 = std::max(0, ceil_int(a.cy - r_out));
+    a.y1 = std::min(h - 1, floor_int(a.cy + r_out));
+    if (row_step > 1) a.y0 += (row_step - a.y0 % row_step) % row_step;
+    return a;
+}
+struct MoveRows {
+    float cx0, cy0, cx1, cy1, q0, q1;
+    int y0, y1;
+};
+inline MoveRows move_rows_of(int h, double cx0, double cy0, float q0, double cx1, double cy1, float q1, int row_step) {
+    MoveRows m{static_cast<float>(cx0), static_cast<float>(cy0), static_cast<float>(cx1), static_cast<float>(cy1),
+               q0 * (1 + 1e-5f) + 1e-4f, q1 * (1 + 1e-5f) + 1e-4f, 0, 0};
+    const float r0 = std::sqrt(q0) + 1e-3f, r1 = std::sqrt(q1) + 1e-3f;
+    m.y0 = std::max(0, ceil_int(std::min(m.cy0 - r0, m.cy1 - r1)));
+    m.y1 = std::min(h - 1, floor_int(std::max(m.cy0 + r0, m.cy1 + r1)));
+    if (row_step > 1) m.y0 += (row_step - m.y0 % row_step) % row_step;
+    return m;
+}
+
 void annulus_spans_portable(int w, int h, double cx_, double cy_, float q_in, float q_out, int row_step, std::vector<RowSpan>& rows) {
     rows.clear();
-    const auto cx = static_cast<float>(cx_), cy = static_cast<float>(cy_);
-    const float r_out = std::sqrt(q_out) + 1e-3f;
-    int y0 = std::max(0, ceil_int(cy - r_out));
-    const int y1 = std::min(h - 1, floor_int(cy + r_out));
-    if (row_step > 1) y0 += (row_step - y0 % row_step) % row_step;
-    const float qo = q_out * (1 + 1e-5f) + 1e-4f, qi = q_in * (1 - 1e-5f) - 1e-4f;
-    for (int py = y0; py <= y1; py += row_step) {
+    const AnnulusRows a = annulus_rows(h, cx_, cy_, q_in, q_out, row_step);
+    const float cx = a.cx, cy = a.cy, qo = a.qo, qi = a.qi;
+    for (int py = a.y0; py <= a.y1; py += row_step) {
         const float dy = static_cast<float>(py) - cy, dy2 = dy * dy;
         const float half = std::sqrt(std::max(0.0f, qo - dy2));
         const int x0 = std::max(0, ceil_int(cx - half)), x1 = std::min(w - 1, floor_int(cx + half));
@@ -158,13 +182,9 @@ void annulus_spans_portable(int w, int h, double cx_, double cy_, float q_in, fl
 void move_spans_portable(int w, int h, double cx0_, double cy0_, float q0_, double cx1_, double cy1_, float q1_, int row_step,
                          std::vector<MoveRowSpan>& rows) {
     rows.clear();
-    const auto cx0 = static_cast<float>(cx0_), cy0 = static_cast<float>(cy0_), cx1 = static_cast<float>(cx1_), cy1 = static_cast<float>(cy1_);
-    const float r0 = std::sqrt(q0_) + 1e-3f, r1 = std::sqrt(q1_) + 1e-3f;
-    int y0 = std::max(0, ceil_int(std::min(cy0 - r0, cy1 - r1)));
-    const int y1 = std::min(h - 1, floor_int(std::max(cy0 + r0, cy1 + r1)));
-    if (row_step > 1) y0 += (row_step - y0 % row_step) % row_step;
-    const float q0 = q0_ * (1 + 1e-5f) + 1e-4f, q1 = q1_ * (1 + 1e-5f) + 1e-4f;
-    for (int py = y0; py <= y1; py += row_step) {
+    const MoveRows m = move_rows_of(h, cx0_, cy0_, q0_, cx1_, cy1_, q1_, row_step);
+    const float cx0 = m.cx0, cy0 = m.cy0, cx1 = m.cx1, cy1 = m.cy1, q0 = m.q0, q1 = m.q1;
+    for (int py = m.y0; py <= m.y1; py += row_step) {
         const float e0 = static_cast<float>(py) - cy0, e1 = static_cast<float>(py) - cy1;
         int xa = w, xb = -1;
         if (e0 * e0 <= q0) {
@@ -454,13 +474,10 @@ __attribute__((target("avx2,fma"))) void cross_rows_avx2(const float* im0, const
 __attribute__((target("avx2,fma"))) void annulus_spans_avx2(int w, int h, double cx_, double cy_, float q_in, float q_out, int row_step,
                                                              std::vector<RowSpan>& rows) {
     rows.clear();
-    const auto cx = static_cast<float>(cx_), cy = static_cast<float>(cy_);
-    const float r_out = std::sqrt(q_out) + 1e-3f;
-    int y0 = std::max(0, ceil_int(cy - r_out));
-    const int y1 = std::min(h - 1, floor_int(cy + r_out));
-    if (row_step > 1) y0 += (row_step - y0 % row_step) % row_step;
+    const AnnulusRows a = annulus_rows(h, cx_, cy_, q_in, q_out, row_step);
+    const float cx = a.cx, cy = a.cy, qo = a.qo, qi = a.qi;
+    const int y0 = a.y0, y1 = a.y1;
     if (y0 > y1) return;
-    const float qo = q_out * (1 + 1e-5f) + 1e-4f, qi = q_in * (1 - 1e-5f) - 1e-4f;
     const int n = (y1 - y0) / row_step + 1;
     // The portable version's float operations, eight rows at a time (exact: a rounded float is an
     // integer that converts without change).
@@ -502,13 +519,10 @@ __attribute__((target("avx2,fma"))) void annulus_spans_avx2(int w, int h, double
 __attribute__((target("avx2,fma"))) void move_spans_avx2(int w, int h, double cx0_, double cy0_, float q0_, double cx1_, double cy1_, float q1_,
                                                           int row_step, std::vector<MoveRowSpan>& rows) {
     rows.clear();
-    const auto cx0 = static_cast<float>(cx0_), cy0 = static_cast<float>(cy0_), cx1 = static_cast<float>(cx1_), cy1 = static_cast<float>(cy1_);
-    const float r0 = std::sqrt(q0_) + 1e-3f, r1 = std::sqrt(q1_) + 1e-3f;
-    int y0 = std::max(0, ceil_int(std::min(cy0 - r0, cy1 - r1)));
-    const int y1 = std::min(h - 1, floor_int(std::max(cy0 + r0, cy1 + r1)));
-    if (row_step > 1) y0 += (row_step - y0 % row_step) % row_step;
+    const MoveRows m = move_rows_of(h, cx0_, cy0_, q0_, cx1_, cy1_, q1_, row_step);
+    const float cx0 = m.cx0, cy0 = m.cy0, cx1 = m.cx1, cy1 = m.cy1, q0 = m.q0, q1 = m.q1;
+    const int y0 = m.y0, y1 = m.y1;
     if (y0 > y1) return;
-    const float q0 = q0_ * (1 + 1e-5f) + 1e-4f, q1 = q1_ * (1 + 1e-5f) + 1e-4f;
     const int n = (y1 - y0) / row_step + 1;
     const __m256 vcx0 = _mm256_set1_ps(cx0), vcy0 = _mm256_set1_ps(cy0), vcx1 = _mm256_set1_ps(cx1), vcy1 = _mm256_set1_ps(cy1);
     const __m256 vq0 = _mm256_set1_ps(q0), vq1 = _mm256_set1_ps(q1), zero = _mm256_setzero_ps();
