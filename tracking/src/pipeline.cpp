@@ -195,14 +195,6 @@ private:
     std::condition_variable cv_;
 };
 
-// Spooled row (before the species vote).
-struct Row {
-    std::int64_t frame, particle;
-    double x, y;
-    float radius, quality, conf;
-    std::int8_t species;
-};
-
 // What the vote at the end needs of each row, in file order: its particle and own species.
 struct SpoolRow {
     std::int64_t particle;
@@ -447,11 +439,11 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     Linker linker(p.link);
     SpeciesVote vote;
     std::vector<std::int64_t> d_det, d_links, d_new, d_lost, d_err;
-    std::vector<double> time_s, frame_times;
+    std::vector<double> time_s;
     std::vector<std::int64_t> image_numbers;
     bool any_time = false;
     Progress progress("track " + input, info.n_frames, p.progress);
-    std::vector<Row> rows;
+    std::vector<std::size_t> order;  // a frame's rows by particle (the file's order within a frame)
     std::vector<double> xs, ys;
     std::vector<std::int8_t> sp;
     try {
@@ -476,20 +468,20 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
             }
             const auto ids = linker.link(xs, ys, sp);
             const auto& ls = linker.last_stats();
-            rows.clear();
+            order.resize(parts.size());
             for (std::size_t i = 0; i < parts.size(); ++i) {
-                rows.push_back({seq, ids[i], parts[i].x, parts[i].y, parts[i].radius, parts[i].quality,
-                                parts[i].species_confidence, parts[i].species});
+                order[i] = i;
                 vote.add(ids[i], parts[i].species, parts[i].species_confidence);
             }
-            std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.particle < b.particle; });
+            std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ids[a] < ids[b]; });
             spool_rows.clear();
-            for (const auto& r : rows) {
-                block.push(r.frame, r.particle, r.x, r.y, r.species);
-                block.radius.push_back(r.radius);
-                block.quality.push_back(r.quality);
-                block.species_confidence.push_back(r.conf);
-                spool_rows.push_back({r.particle, r.conf, r.species});
+            for (const std::size_t i : order) {
+                const auto& q = parts[i];
+                block.push(seq, ids[i], q.x, q.y, q.species);
+                block.radius.push_back(q.radius);
+                block.quality.push_back(q.quality);
+                block.species_confidence.push_back(q.species_confidence);
+                spool_rows.push_back({ids[i], q.species_confidence, q.species});
             }
             ++block_frames;
             if (block.size() >= block_rows) flush_block();
