@@ -426,6 +426,31 @@ TEST_CASE("uncompressed AVI read directly: Y800 and BI_RGB grey palettes, idx1 o
         opened_by_vibra = false;  // OpenCV may not read such a file at all: then it is not ours either
     }
     REQUIRE_FALSE(opened_by_vibra);
+    // Broken headers: cut inside the header list, or a frame size no camera writes (over 1 GiB a
+    // frame): not vibra's to read; whatever reads them fails with an error naming the file.
+    const std::string cut = tmp.file("cut_header.avi");
+    write_avi(cut, imgs, AviLayout{});
+    fs::resize_file(cut, 40);
+    REQUIRE_THROWS_WITH(open_video(cut), Catch::Contains("cut_header.avi"));
+    const std::string huge = tmp.file("huge_frame.avi");
+    write_avi(huge, imgs, AviLayout{});
+    {
+        std::fstream f(huge, std::ios::in | std::ios::out | std::ios::binary);
+        const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        const std::size_t strf = bytes.find("strf");
+        REQUIRE(strf != std::string::npos);
+        f.seekp(static_cast<std::streamoff>(strf + 8 + 4));  // biWidth, biHeight
+        const std::int32_t wh[2] = {60000, -60000};
+        f.write(reinterpret_cast<const char*>(wh), sizeof wh);
+    }
+    bool huge_by_vibra = true;
+    try {
+        huge_by_vibra = open_video(huge)->info().format == "avi";
+    } catch (const Error& e) {
+        huge_by_vibra = false;
+        REQUIRE_THAT(e.what(), Catch::Contains("huge_frame.avi"));
+    }
+    REQUIRE_FALSE(huge_by_vibra);
     const std::string mjpeg = tmp.file("mjpeg.avi");
     {
         FrameSink sink(mjpeg, VideoFormat::avi_mjpeg);

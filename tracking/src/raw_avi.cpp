@@ -124,7 +124,7 @@ private:
                 if (is(id, "LIST") && n == 12) {
                     const FourCC type = fourcc_at(ch + 8);
                     if (first && is(type, "hdrl")) {
-                        if (!fits(q + 12, csize - 4, size)) return false;
+                        if (csize < 4 || !fits(q + 12, csize - 4, size)) return false;
                         if (!parse_hdrl(file_.read_vec(q + 12, csize - 4))) return false;
                         have_header = true;
                     } else if (is(type, "movi")) {
@@ -178,9 +178,7 @@ private:
                             db_ = {d0, d1, 'd', 'b'}, dc_ = {d0, d1, 'd', 'c'};
                             video = parse_bitmapinfo(&b[sdata], ssize);
                         }
-                    } else if (is(sid, "indx") || is(sid, "strn") || is(sid, "strd") || is(sid, "JUNK")) {
-                        // OpenDML super index (the movi scan finds the same frames), names, codec data
-                    }
+                    }  // 'indx' (OpenDML super index: the movi scan finds the same frames), 'strn', 'strd': not needed
                     s = sdata + ssize + (ssize & 1);
                 }
                 ++stream;
@@ -225,7 +223,9 @@ private:
         } else {
             return false;
         }
-        frame_bytes_ = static_cast<std::uint32_t>(static_cast<std::uint64_t>(stride_) * static_cast<std::uint64_t>(h_));
+        const std::uint64_t bytes = static_cast<std::uint64_t>(stride_) * static_cast<std::uint64_t>(h_);
+        if (bytes > (std::uint64_t{1} << 30)) return false;  // a frame over 1 GiB: not a camera frame; OpenCV decides
+        frame_bytes_ = static_cast<std::uint32_t>(bytes);
         info_.width = w_, info_.height = h_;
         return true;
     }
