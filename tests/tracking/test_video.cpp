@@ -240,7 +240,7 @@ TEST_CASE("uncompressed AVI round trip is pixel-exact (8-bit), with frame ranges
 }
 
 TEST_CASE("uncompressed AVI: frame buffers are re-used once released, never while held", "[unit]") {
-    // The raw packet reader keeps a pool of frame buffers (a fresh megabyte per frame costs
+    // The uncompressed-AVI reader keeps a pool of frame buffers (a fresh megabyte per frame costs
     // page faults): a buffer is filled again only when no frame made of it is held any more.
     test::TempDir tmp("video_avi_pool");
     const std::string path = tmp.file("raw.avi");

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Video containers through OpenCV's VideoCapture (FFmpeg backend): AVI, MP4, MKV, MOV, …
 // Decoded frames are 8-bit; colour → grey by the documented rule. Uncompressed 8-bit grey AVI
-// ('Y800'/'GREY', what `vibra synth` and many camera exports write) is read in OpenCV's raw
-// packet mode: the packet is the frame, so no colour conversion round trip (≈ 4× faster).
+// ('Y800'/'GREY', what `vibra synth` and many camera exports write) does not come here: vibra
+// reads it itself (raw_avi.cpp).
 #include <opencv2/videoio.hpp>
 
 #include <algorithm>
@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <string>
 
-#include "detail/frame_pool.hpp"
 #include "detail/readers.hpp"
 #include "vibra/core/error.hpp"
 
@@ -28,12 +27,11 @@ std::string fourcc_string(int fourcc) {
     return s;
 }
 
-bool open_capture(cv::VideoCapture& cap, const std::string& path, bool raw) {
+bool open_capture(cv::VideoCapture& cap, const std::string& path) {
     try {
         cap.release();
         // FFmpeg only: the other backends (GStreamer, image-pattern) print noise on bad input.
         if (!cap.open(path, cv::CAP_FFMPEG)) return false;
-        if (raw && !cap.set(cv::CAP_PROP_FORMAT, -1)) return false;
         return cap.isOpened();
     } catch (const cv::Exception&) {
         return false;
@@ -45,7 +43,7 @@ public:
     OpenCvVideoSource(const std::string& input, const ReaderParams& p) : params_(p) {
         info_.path = input;
         info_.format = "opencv";
-        if (!open_capture(cap_, input, false))
+        if (!open_capture(cap_, input))
             throw FormatError(input + ": cannot open as a video (not a container/codec OpenCV can decode)");
         info_.width = static_cast<std::int64_t>(cap_.get(cv::CAP_PROP_FRAME_WIDTH));
         info_.height = static_cast<std::int64_t>(cap_.get(cv::CAP_PROP_FRAME_HEIGHT));
@@ -61,24 +59,10 @@ public:
         } catch (const cv::Exception&) {
         }
         if (info_.n_frames == 0) throw FormatError(input + ": the video has 0 frames");
-        // Raw packet mode for uncompressed grey AVI.
-        const std::string fc = info_.extra["fourcc"];
-        if ((fc == "Y800" || fc == "GREY" || fc == "Y8  ") && info_.width > 0 && info_.height > 0) {
-            cv::VideoCapture raw;
-            if (open_capture(raw, input, true)) {
-                cv::Mat pkt;
-                if (raw.read(pkt) && static_cast<std::int64_t>(pkt.total() * pkt.elemSize()) == info_.width * info_.height) {
-                    cap_ = std::move(raw);
-                    raw_ = true;
-                    have_pending_ = true;
-                    pending_ = cv::Mat(static_cast<int>(info_.height), static_cast<int>(info_.width), CV_8UC1, pkt.data).clone();
-                }
-            }
-            if (!raw_) open_capture(cap_, input, false);
-        }
-        info_.extra["decode"] = raw_ ? "raw packets (uncompressed grey)" : "decoded";
+        // (Uncompressed grey AVI is read by vibra's own reader, raw_avi.cpp, before this one is
+        // tried; what comes here is decoded.)
         // First frame read eagerly: an input without a single readable frame fails at open.
-        if (!have_pending_) {
+        {
             cv::Mat first;
             if (!read_one(first))
                 throw FormatError(input + ": no frame can be decoded (empty or unreadable video)");
@@ -149,34 +133,19 @@ public:
 
 private:
     bool read_one(cv::Mat& grey) {
-        // Raw packets are read into pooled buffers (detail/frame_pool.hpp).
-        const int slot = raw_ ? pool_.free_slot() : -1;
-        cv::Mat m = slot >= 0 ? pool_.slot(slot) : cv::Mat();
+        cv::Mat m;
         try {
             if (!cap_.read(m) || m.empty()) return false;
         } catch (const cv::Exception&) {
             return false;
         }
-        if (raw_) {
-            if (static_cast<std::int64_t>(m.total() * m.elemSize()) != info_.width * info_.height) return false;
-            if (slot >= 0) pool_.slot(slot) = m;  // the buffer read() filled (allocated if the slot was new)
-            // m is the packet read() filled (a pool buffer nobody else holds, or a fresh one): a
-            // contiguous packet is the frame, viewed as height rows without a second copy.
-            if (m.isContinuous() && m.depth() == CV_8U)
-                grey = m.reshape(1, static_cast<int>(info_.height));
-            else
-                grey = cv::Mat(static_cast<int>(info_.height), static_cast<int>(info_.width), CV_8UC1, m.data).clone();
-            return true;
-        }
         grey = to_grey(m, params_.channel, info_.path);
         return true;
     }
 
-    FramePool pool_;
     ReaderParams params_;
     VideoInfo info_;
     cv::VideoCapture cap_;
-    bool raw_ = false;
     cv::Mat pending_;
     bool have_pending_ = false;
     bool skip_failed_ = false;
