@@ -270,6 +270,7 @@ int main(int argc, char** argv) {
     if (const char* e = std::getenv("JF_OUTER")) dp.joint_fit.outer = std::atof(e);
     if (const char* e = std::getenv("RF_IT")) dp.refine.iterations = std::atoi(e), dp.refine.coarse_iterations = std::min(dp.refine.coarse_iterations, dp.refine.iterations);
     if (const char* e = std::getenv("RF_COARSE")) dp.refine.coarse_iterations = std::atoi(e);
+    if (const char* e = std::getenv("RF_SETTLE")) dp.refine.settle = std::atof(e);
     if (const char* e = std::getenv("JF_EXTRA")) dp.joint_fit.max_extra_sweeps = std::atoi(e);
     if (const char* e = std::getenv("JF_BIN")) dp.joint_fit.template_bin = std::atof(e);
     if (const char* e = std::getenv("JF_NODES")) dp.joint_fit.template_nodes = std::atoi(e);

@@ -78,3 +78,53 @@ TEST_CASE("touching pairs: neighbour pixels masked by edge distance, centres wit
         }
     }
 }
+
+// RefineParams::settle: a disk whose step is below it is done after that iteration (its radius
+// measured there), the others take every iteration. Isolated disks (no masking between them):
+// each must end exactly where a refinement with 1 or with 3 iterations of it alone ends.
+TEST_CASE("settle: disks whose step is small stop early, the others take every iteration", "[unit]") {
+    RenderParams rp;
+    rp.width = rp.height = 120;
+    rp.blur_sigma = 0.7;
+    const std::vector<Disk> disks = {{30.3, 30.6, 8.0, 1, 1, 0}, {85.2, 40.4, 6.0, 0, 2, 0}, {40.7, 88.1, 8.0, 1, 3, 0}};
+    const cv::Mat img = render_frame(disks, rp);
+    const auto g = compute_gradients(img, false, 32);
+    // disk 0 starts on its centre (first step tiny), disks 1 and 2 0.9 px off
+    auto starts = [&] {
+        std::vector<Particle> s(3);
+        s[0].x = 30.3, s[0].y = 30.6;
+        s[1].x = 85.2 + 0.9, s[1].y = 40.4 - 0.5;
+        s[2].x = 40.7 - 0.6, s[2].y = 88.1 + 0.7;
+        return s;
+    };
+    auto refine_one = [&](std::size_t i, int iterations) {
+        std::vector<Particle> one{starts()[i]};
+        RefineParams p;
+        p.iterations = iterations, p.coarse_iterations = 1;
+        refine_particles(g, one, 5.1, 9.2, p);
+        return one[0];
+    };
+    RefineParams p;
+    p.iterations = 3, p.coarse_iterations = 1, p.settle = 0.1;
+    auto parts = starts();
+    refine_particles(g, parts, 5.1, 9.2, p);
+    const Particle once = refine_one(0, 1), all1 = refine_one(1, 3), all2 = refine_one(2, 3);
+    REQUIRE(std::hypot(once.x - 30.3, once.y - 30.6) < 0.1);  // the premise: disk 0 settles at once
+    REQUIRE(parts[0].x == once.x);
+    REQUIRE(parts[0].y == once.y);
+    REQUIRE(parts[0].radius == once.radius);
+    REQUIRE(parts[0].strength == once.strength);
+    REQUIRE(parts[1].x == all1.x);
+    REQUIRE(parts[1].y == all1.y);
+    REQUIRE(parts[1].radius == all1.radius);
+    REQUIRE(parts[2].x == all2.x);
+    REQUIRE(parts[2].y == all2.y);
+    // and a refinement without settle moves disk 0 again (so the first check could fail)
+    RefineParams q = p;
+    q.settle = 0;
+    auto full = starts();
+    refine_particles(g, full, 5.1, 9.2, q);
+    REQUIRE(full[0].x != parts[0].x);
+    p.settle = -0.1;
+    REQUIRE_THROWS_AS(p.validate(), ParameterError);
+}

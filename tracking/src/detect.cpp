@@ -57,12 +57,18 @@ using detail::vote_factor;
 namespace {
 
 // Refinement before the joint fit (which finishes the job): two iterations are plenty for small
-// disks. Large ones (vote cells > 3 px: candidates several px off) keep them all: the candidates
-// that fail or drift are judged on the refined positions, and such images (the particletracker
-// discs) are also where the joint fit tends to refuse.
+// disks, and a disk whose first step was under 0.1 px sits out the second (RefineParams::settle:
+// the first frame located from scratch ≈ 12% cheaper in the moderate case, the same results;
+// dense packings, where the second iteration matters, take it for nearly every disk). Large ones
+// (vote cells > 3 px: candidates several px off) keep them all: the candidates that fail or
+// drift are judged on the refined positions, and such images (the particletracker discs) are
+// also where the joint fit tends to refuse.
 RefineParams refine_before_fit(const DetectParams& p) {
     RefineParams rp = p.refine;
-    if (vote_factor(p) <= 3) rp.iterations = std::min(rp.iterations, 2), rp.coarse_iterations = std::min(rp.coarse_iterations, rp.iterations);
+    if (vote_factor(p) <= 3) {
+        rp.iterations = std::min(rp.iterations, 2), rp.coarse_iterations = std::min(rp.coarse_iterations, rp.iterations);
+        if (rp.settle == 0) rp.settle = 0.1;
+    }
     return rp;
 }
 

@@ -23,6 +23,7 @@ void RefineParams::validate() const {
     if (!(edge_margin >= 0 && edge_margin <= 5)) bad("edge_margin", edge_margin, "in [0, 5] px");
     if (!(radius_bin > 0.05 && radius_bin <= 2)) bad("radius_bin", radius_bin, "in (0.05, 2] px");
     if (!(profile_bin >= 0.05 && profile_bin <= 1)) bad("profile_bin", profile_bin, "in [0.05, 1] px");
+    if (!(settle >= 0 && settle < 1)) bad("settle", settle, "in [0, 1) px");
 }
 
 namespace {
@@ -228,11 +229,16 @@ void refine_particles(const Gradients& g, std::vector<Particle>& parts, double r
     // profile_fit starts directly from the candidate centre (no radial-symmetry pre-steps: those
     // are biased next to touching neighbours, and the fit then stalled near their bias).
     const int n_it = p.iterations;
+    const bool use_profile = p.method == RefineMethod::profile_fit;
+    std::vector<char> settled(n, 0);  // profile_fit with `settle`: done, radius measured
     for (int it = 0; it < n_it; ++it) {
-        const bool last = it + 1 == n_it;
-        const bool use_profile = p.method == RefineMethod::profile_fit;
+        const bool last_iteration = it + 1 == n_it;
         for (std::size_t i = 0; i < n; ++i) {
             auto& q = parts[i];
+            if (settled[i]) {
+                nx[i] = q.x, ny[i] = q.y;
+                continue;
+            }
             const double R = q.radius;
             const double cap = 1.5 * g.contrast_at(std::clamp(static_cast<int>(q.x), 0, w - 1), std::clamp(static_cast<int>(q.y), 0, h - 1));
             const double cap2 = cap * cap;
@@ -265,6 +271,9 @@ void refine_particles(const Gradients& g, std::vector<Particle>& parts, double r
                 const double dd = std::hypot(dcx, dcy);
                 if (ok && dd > 1.0) dcx /= dd, dcy /= dd;  // at most 1 px per iteration
                 nx[i] = q.x + (ok ? dcx : 0.0), ny[i] = q.y + (ok ? dcy : 0.0);
+                // a small step settles the disk: its radius now, no further iterations
+                const bool last = last_iteration || (ok && dd < p.settle);
+                if (last && !last_iteration) settled[i] = 1;
                 if (last) {  // radius and edge strength from the masked gradient profile
                     prof.reset(std::max(0.0, R - a), R + a, p.radius_bin);
                     int act[32], n_act = 0, act_row = -1;  // neighbours whose band reaches the row
@@ -293,6 +302,7 @@ void refine_particles(const Gradients& g, std::vector<Particle>& parts, double r
                 }
                 continue;
             }
+            const bool last = last_iteration;
             double m00 = 0, m01 = 0, m11 = 0, b0 = 0, b1 = 0;
             if (last) prof.reset(std::max(0.0, R - a), R + a, p.radius_bin);
             for_annulus(w, h, q.x, q.y, std::max(0.0, R - a), R + a, [&](int px, int py, double dx, double dy, double r2) {

@@ -53,6 +53,7 @@ struct RefineParams {
     int iterations = 5;               ///< centre iterations (annulus re-centred each time); ≥ 1
     int coarse_iterations = 3;        ///< profile_fit: first iterations with annulus + 1 px and 2× profile bins (capture range); ≤ iterations
     double profile_bin = 0.2;         ///< px: radial bin of the profile (profile_fit)
+    double settle = 0;                ///< px, profile_fit: a disk whose centre step is below this is settled (its radius measured at once) and sits out the later iterations; 0 = every disk takes every iteration
     double radius_bin = 0.5;          ///< px: bin width of the radial edge profile
     void validate() const;            ///< throws ParameterError naming the field
 };
