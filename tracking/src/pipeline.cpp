@@ -443,7 +443,7 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     std::vector<std::int64_t> image_numbers;
     bool any_time = false;
     Progress progress("track " + input, info.n_frames, p.progress);
-    std::vector<std::size_t> order;  // a frame's rows by particle (the file's order within a frame)
+    std::vector<std::uint64_t> order;  // a frame's rows by particle (the file's order within a frame): id << 32 | row
     std::vector<double> xs, ys;
     std::vector<std::int8_t> sp;
     try {
@@ -456,9 +456,9 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
             if (seq == 0) sum.seconds_first_frame = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
             if (by_strips) it.parts = merge_strips(pieces, strips, seam_zone, same_disk);
             else it.parts = std::move(pieces.front());
-            std::vector<Particle> parts;
-            for (auto& q : it.parts)
-                if (inside_roi(p.roi, q.x, q.y)) parts.push_back(q);
+            std::vector<Particle> parts = std::move(it.parts);
+            if (p.roi.kind != GeometryKind::unbounded)
+                std::erase_if(parts, [&](const Particle& q) { return !inside_roi(p.roi, q.x, q.y); });
             xs.resize(parts.size());
             ys.resize(parts.size());
             sp.resize(parts.size());
@@ -468,14 +468,25 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
             }
             const auto ids = linker.link(xs, ys, sp);
             const auto& ls = linker.last_stats();
+            // The rows by particle id: (id, row) packed in one integer key and sorted as
+            // integers (the linker's ids count tracks from 0; rows and ids < 2³² always in practice,
+            // else a sort by comparison).
             order.resize(parts.size());
+            bool packable = parts.size() <= 0xffffffffu;
             for (std::size_t i = 0; i < parts.size(); ++i) {
-                order[i] = i;
+                packable = packable && ids[i] >= 0 && ids[i] <= 0xffffffffLL;
+                order[i] = static_cast<std::uint64_t>(ids[i]) << 32 | static_cast<std::uint64_t>(i);
                 vote.add(ids[i], parts[i].species, parts[i].species_confidence);
             }
-            std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ids[a] < ids[b]; });
+            if (packable) {
+                std::sort(order.begin(), order.end());
+            } else {
+                for (std::size_t i = 0; i < parts.size(); ++i) order[i] = i;
+                std::sort(order.begin(), order.end(), [&](std::uint64_t a, std::uint64_t b) { return ids[a] < ids[b]; });
+            }
             spool_rows.clear();
-            for (const std::size_t i : order) {
+            for (const std::uint64_t key : order) {
+                const auto i = static_cast<std::size_t>(packable ? key & 0xffffffffu : key);
                 const auto& q = parts[i];
                 block.push(seq, ids[i], q.x, q.y, q.species);
                 block.radius.push_back(q.radius);
