@@ -353,6 +353,52 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         }
     };
 
+    // Rendering ahead of a sweep in image order: M is zeroed and the disks rendered in the order
+    // of their footprints' first rows, each just before the sweep reaches a disk whose band could
+    // see it, so the sweep finds the rows it reads freshly written (in the core's cache) instead
+    // of re-reading a whole frame-sized model from memory. Same image as render_model.
+    std::vector<std::uint32_t> ahead_order;
+    std::vector<float> ahead_first;
+    std::size_t ahead_next = 0;
+    int ahead_zeroed = 0, ahead_step = 1;
+    auto ahead_begin = [&](int row_step) {
+        const std::size_t m = st.size();
+        ahead_first.resize(m);
+        ahead_order.resize(m);
+        for (std::size_t i = 0; i < m; ++i) {
+            ahead_first[i] = static_cast<float>(st[i].y - std::sqrt(q_foot(st[i])));
+            ahead_order[i] = static_cast<std::uint32_t>(i);
+        }
+        // nearly sorted already (the disks come in image order): insertion sort
+        for (std::size_t i = 1; i < m; ++i) {
+            const std::uint32_t v = ahead_order[i];
+            std::size_t j = i;
+            for (; j > 0 && ahead_first[ahead_order[j - 1]] > ahead_first[v]; --j) ahead_order[j] = ahead_order[j - 1];
+            ahead_order[j] = v;
+        }
+        ahead_next = 0, ahead_zeroed = 0, ahead_step = row_step;
+    };
+    auto ahead_zero_to = [&](int row_end) {  // rows < row_end zeroed (those the sweep reads)
+        row_end = std::min(row_end, h);
+        for (int y = ahead_zeroed; y < row_end; ++y)
+            if (y % ahead_step == 0) std::fill_n(M.ptr<float>(y), w, 0.0f);
+        ahead_zeroed = std::max(ahead_zeroed, row_end);
+    };
+    auto ahead_until = [&](double row) {  // every disk whose footprint starts at or above `row` rendered
+        while (ahead_next < ahead_order.size()) {
+            const std::uint32_t j = ahead_order[ahead_next];
+            if (ahead_first[j] > row) break;
+            const DiskState& d = st[j];
+            ahead_zero_to(static_cast<int>(d.y + std::sqrt(q_foot(d))) + 2);
+            if (d.ok) splat(d, 1.0f, ahead_step);
+            ++ahead_next;
+        }
+    };
+    auto ahead_finish = [&]() {
+        ahead_until(1e300);
+        ahead_zero_to(h);
+    };
+
     // 1. First templates from the pixels that are clearly nearer to one disk's edge than to any
     //    other's (edge distance |ρ − R|; the nearest by more than 1 px), so neighbours' light
     //    hardly enters them; the background from pixels outside every footprint.
@@ -887,9 +933,18 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         // coarse sweeps: every other row (the first steps of a start ~1 px off need not every pixel)
         const int row_step = sweep < p.coarse_sweeps ? 2 : 1;
         const bool centre_only = row_step > 1 && p.coarse_centre_only && warm;
-        if (!repairing) render_model(row_step);
+        const bool remeasure_now =
+            (!warm && (sweep >= 2 || (sweep == 1 && p.sweeps == 2))) || (warm && p.remeasure_templates && sweep == p.sweeps - 1 && row_step == 1);
+        // warm sweeps render ahead of themselves (a whole model first where templates are measured from it)
+        const bool ahead = warm && p.render_ahead && !repairing && !remeasure_now;
+        if (ahead) ahead_begin(row_step);
+        else if (!repairing) render_model(row_step);
+        // the disk's band rows (and a move's) rendered before its step
+        auto need = [&](const DiskState& d) {
+            if (ahead) ahead_until(d.y + std::sqrt(q_foot(d)) + 2);
+        };
         // warm: the templates carried over are kept, or re-measured before the last full sweep
-        if ((!warm && (sweep >= 2 || (sweep == 1 && p.sweeps == 2))) || (warm && p.remeasure_templates && sweep == p.sweeps - 1 && row_step == 1)) {
+        if (remeasure_now) {
             rebuild_templates();
             result.templates_remeasured = true;
             if (!templates_ok()) return result;
@@ -902,6 +957,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         if (p.seidel_last_sweep && warm && row_step == 1 && sweep == p.sweeps - 1) {
             for (std::size_t i = 0; i < n; ++i) {
                 if (i + pf_ahead < n) prefetch_footprint(st[i + pf_ahead], 1, true);
+                need(st[i]);
                 const DiskState nd = step_disk(st[i], clip, false, 1);
                 moved[i] = 0;
                 if (!nd.ok || !st[i].ok) continue;
@@ -909,6 +965,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
                 move(st[i], nd);
                 st[i] = nd;
             }
+            if (ahead) ahead_finish();
             last_gs = true;
             finish_stats();
             result.seconds[1] += cpu_seconds() - t0;
@@ -916,10 +973,12 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         }
         for (std::size_t i = 0; i < n; ++i) {
             if (i + pf_ahead < n) prefetch_footprint(st[i + pf_ahead], row_step, true);
+            need(st[i]);
             next[i] = centre_only ? step_centre(st[i], clip, row_step) : step_disk(st[i], clip, false, row_step);
             if (!next[i].ok) next[i] = st[i];  // a failed step keeps the last state
             moved[i] = step_length(next[i].x - st[i].x, next[i].y - st[i].y);
         }
+        if (ahead) ahead_finish();
         st.swap(next);
         finish_stats();
         result.seconds[1] += cpu_seconds() - t0;

@@ -40,6 +40,7 @@ struct JointFitParams {
     bool coarse_centre_only = true;  ///< with templates carried over (warm start), the coarse sweeps step the centres alone (κ, b and a as the last frame left them; the full sweeps then fit all five)
     bool seidel_last_sweep = true;   ///< with templates carried over (warm start): the last full sweep is Gauss–Seidel (each step patches the model at once, no render after it), which leaves the extra sweeps little to do
     bool reuse_hessian = true;       ///< with templates carried over and a workspace holding the disks' JᵀJ: a five-parameter step of a disk whose band lies inside the image accumulates Jᵀr alone (7 sums, not 21) and takes JᵀJ from its last full step (rescaled to its amplitude); same fixed point
+    bool render_ahead = true;        ///< with templates carried over (warm start): a sweep renders the model just ahead of itself, in image order, instead of the whole model first (the rows it reads are then in the core's cache; the same model image)
     bool remeasure_templates = false;  ///< with templates carried over (warm start): re-measure them before the last full sweep, as a fit from scratch does
     int newton_steps = 0;         ///< joint Newton steps after the full sweeps: every disk's step solved with its neighbours' (cross terms of touching disks)
     int newton_inner = 4;         ///< block Gauss–Seidel iterations of each joint Newton step's linear system
