@@ -912,7 +912,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     std::vector<float> lit_a, lit_b;
     for (const auto& q : parts)
         if (q.amplitude > 0) lit_a.push_back(q.amplitude), lit_b.push_back(q.background);
-    if (warm && lit_a.size() >= 8) {
+    if (warm && lit_a.size() >= 8 && lit_a.size() < n) {  // medians only when some disk has no light yet
         const float a_med = median_of(lit_a), b_med = median_of(lit_b);
         for (std::size_t i = 0; i < n; ++i)
             if (!(parts[i].amplitude > 0)) st[i].a = a_med, st[i].b = b_med;
