@@ -423,8 +423,9 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     };
 
     std::vector<SpoolRow> spool_rows;
-    // Rows go to the sink in blocks of whole frames of about 32,768 rows (buffers re-used).
-    const std::size_t block_rows = 32768;
+    // Rows go to the sink in blocks of whole frames of about 8,192 rows (buffers re-used): small
+    // blocks leave little to compress after the last frame (docs/performance.md).
+    const std::size_t block_rows = 8192;
     TrajectoryTable block;
     std::int64_t block_frames = 0;
     auto flush_block = [&] {

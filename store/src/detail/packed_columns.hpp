@@ -25,7 +25,8 @@ void shuffle_bytes(const std::uint8_t* in, std::uint8_t* out, std::size_t n_elem
 class PackedColumns {
 public:
     /// `threads` ≤ 0: the machine's cores (at most 4). `level`: deflate level of the datasets.
-    explicit PackedColumns(int threads = 0, int level = 1, std::size_t flush_bytes = 2u << 20);
+    /// `flush_bytes`: 512 KiB, two chunks, so that a streamed file leaves little to compress at its end.
+    explicit PackedColumns(int threads = 0, int level = 1, std::size_t flush_bytes = 512u << 10);
     ~PackedColumns();
     PackedColumns(const PackedColumns&) = delete;
     PackedColumns& operator=(const PackedColumns&) = delete;
