@@ -259,10 +259,20 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     // type match).
     JointFitWorkspace local_ws;
     JointFitWorkspace& ws = workspace ? *workspace : local_ws;
+    // Buffer k is slot k of the workspace's slab (kSlots slots of a 4-byte image each, one mapping,
+    // pages touched only by the slots used); beyond the slots, one mapping per buffer.
+    constexpr int kSlots = 8;  // the most one fit takes: from scratch with the residual search
+    const std::size_t slot_bytes = (static_cast<std::size_t>(h) * static_cast<std::size_t>(w) * 4 + 63) / 64 * 64;
+    if (ws.slab.empty() || ws.slab_w != w || ws.slab_h != h) {
+        ws.slab = detail::large_mat(kSlots, static_cast<int>(slot_bytes), CV_8U);
+        ws.slab_w = w, ws.slab_h = h;
+    }
     std::size_t n_buffers = 0;
     auto buffer = [&](int type) {
-        if (ws.buffers.size() <= n_buffers) ws.buffers.resize(n_buffers + 1);
-        cv::Mat& b = ws.buffers[n_buffers++];
+        const std::size_t k = n_buffers++;
+        if (k < static_cast<std::size_t>(kSlots)) return cv::Mat(h, w, type, ws.slab.ptr(static_cast<int>(k)));
+        if (ws.buffers.size() <= k - kSlots) ws.buffers.resize(k - kSlots + 1);
+        cv::Mat& b = ws.buffers[k - kSlots];
         if (b.rows != h || b.cols != w || b.type() != type) b = detail::large_mat(h, w, type);
         return b;
     };
