@@ -223,6 +223,7 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     for (std::size_t k = 0; k < cands.size(); ++k) cx[k] = cands[k].x, cy[k] = cands[k].y;
     const double near = 0.5 * p_.r_small();
     const CellList cc(cx, cy, near, Geometry{});
+    std::size_t n_snapped = 0;  // carried disks started at a candidate instead of their prediction
     if (!cands.empty()) {
         for (std::size_t i = 0; i < n_prev; ++i) {
             double best = near * near;
@@ -230,8 +231,10 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
             cc.for_each_near(parts[i].x, parts[i].y, [&](std::size_t k, double, double, double r2) {
                 if (r2 < best) best = r2, kb = static_cast<std::int64_t>(k);
             });
-            if (kb >= 0 && best > p_.snap_distance * p_.snap_distance)
+            if (kb >= 0 && best > p_.snap_distance * p_.snap_distance) {
                 parts[i].x = cx[static_cast<std::size_t>(kb)], parts[i].y = cy[static_cast<std::size_t>(kb)];
+                ++n_snapped;
+            }
         }
     }
     // Candidates far from every start disk are new disks (entered the field, or missed before):
@@ -282,11 +285,13 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     jp.find_missing = jp.find_missing && (refresh || since_cold_ >= next_missing_);
     stats_.searched_missing = jp.find_missing;
     // Small steps since the last frame (the displacements measured there, RMS, between two warm
-    // frames): one coarse sweep brings the centres close enough for the full sweep. Not in frames
-    // that search for new disks (their starts move: snapped to candidates, new disks) or refresh.
+    // frames): one coarse sweep brings the centres close enough for the full sweep. Not where
+    // starts moved (a disk snapped to a candidate, new disks from the candidates) nor in a
+    // refresh frame; a frame that searches and finds nothing to move is a plain one (disks the
+    // residual search adds get a fresh search of their own, then the full and extra sweeps).
     if (full_coarse_for_ > 0) {
         --full_coarse_for_;
-    } else if (since_cold_ > 2 && n_prev > 0 && jp.coarse_sweeps > 1 && !with_candidates && !jp.find_missing && !refresh) {
+    } else if (since_cold_ > 2 && n_prev > 0 && jp.coarse_sweeps > 1 && !refresh && n_snapped == 0 && parts.size() == n_prev) {
         double v2 = 0;
         for (std::size_t i = 0; i < n_prev; ++i) v2 += vx_[i] * vx_[i] + vy_[i] * vy_[i];
         if (std::sqrt(v2 / static_cast<double>(n_prev)) < p_.warm_one_coarse_below) {
