@@ -217,14 +217,6 @@ void cholesky5_solve(const double L[5][5], const double b[5], double x[5]) {
     }
 }
 
-// Solves the 5×5 symmetric positive definite system A x = b by Cholesky; false when singular.
-bool solve5(const double A[5][5], const double b[5], double x[5]) {
-    double L[5][5];
-    if (!cholesky5(A, L)) return false;
-    cholesky5_solve(L, b, x);
-    return true;
-}
-
 // Length of a step (px): std::hypot guards against overflow at a cost (≈ 1% of a frame's time
 // in the extra sweeps), which steps of a few px do not need.
 inline double step_length(double dx, double dy) { return std::sqrt(dx * dx + dy * dy); }
@@ -238,6 +230,8 @@ struct DiskState {
     float mse = 0;  // mean squared residual over the band at the last step
     float H[15] = {};  // JᵀJ of the last full five-parameter step (NormalSums order) ...
     float H_a = 0;     // ... and the amplitude it was taken at (0: none)
+    float L[15] = {};  // ... and its Cholesky factor (lower, row-major packed: (r, c ≤ r) at r(r+1)/2 + c)
+    bool L_ok = false;
 };
 
 }  // namespace
@@ -553,7 +547,10 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     const bool reuse_H = warm && p.reuse_hessian && workspace != nullptr;
     if (reuse_H)
         for (std::size_t i = 0; i < std::min(n, ws.hessians.size()); ++i)
-            if (ws.hessians[i].a > 0) std::copy(ws.hessians[i].h, ws.hessians[i].h + 15, st[i].H), st[i].H_a = ws.hessians[i].a;
+            if (ws.hessians[i].a > 0) {
+                std::copy(ws.hessians[i].h, ws.hessians[i].h + 15, st[i].H), st[i].H_a = ws.hessians[i].a;
+                std::copy(ws.hessians[i].l, ws.hessians[i].l + 15, st[i].L), st[i].L_ok = ws.hessians[i].l[0] > 0;
+            }
     std::vector<detail::RowSpan> row_buf;
     // Rows of disk d's band into `rows`: a row that crosses the inner hole (q < qi) is two spans
     // (the kernels mask q < qi anyway; the hole is skipped to save the work).
@@ -565,9 +562,13 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     // With a JᵀJ carried over (reuse_H, the band inside the image, every row), only Jᵀr is
     // accumulated (residual_rows) and JᵀJ is the carried one, rescaled to the amplitude
     // (∂/∂cx, cy, κ ∝ a); otherwise the full sums, and `H_out` (when given) receives JᵀJ.
+    // With `Lf` given and the carried JᵀJ's Cholesky factor L known, Lf = E·L, the factor of the
+    // rescaled A = E·JᵀJ·E (E = diag(a/a_H, a/a_H, a/a_H, 1, 1)), and *factored is set: the
+    // step needs no factorisation of its own.
     const int upper[5][5] = {{0, 1, 2, 3, 4}, {1, 5, 6, 7, 8}, {2, 6, 9, 10, 11}, {3, 7, 10, 12, 13}, {4, 8, 11, 13, 14}};
     auto band_equations = [&](const DiskState& d, float clip, int row_step, double A[5][5], double v[5], float& mse,
-                              float* H_out = nullptr, float* H_a_out = nullptr) -> float {
+                              float* H_out = nullptr, float* H_a_out = nullptr, double (*Lf)[5] = nullptr,
+                              bool* factored = nullptr) -> float {
         const auto& t = T(d.s);
         const auto a = static_cast<float>(d.a), b = static_cast<float>(d.b), k = static_cast<float>(d.kappa);
         const float qi = t.q_in / k, qo = t.q_out / k;
@@ -583,6 +584,11 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
                 v[r] = rs.s[r];
             }
             if (H_out) std::copy(d.H, d.H + 15, H_out), *H_a_out = d.H_a;
+            if (Lf && d.L_ok) {
+                for (int r = 0; r < 5; ++r)
+                    for (int c = 0; c < 5; ++c) Lf[r][c] = c <= r ? d.L[r * (r + 1) / 2 + c] * e[r] : 0.0;
+                *factored = true;
+            }
             ++result.reused_hessian_steps;
             const float cnt = rs.s[5], rr = rs.s[6];
             r2sum += rr, r2n += cnt;
@@ -620,10 +626,11 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     auto step_disk = [&](const DiskState& d, float clip, bool light_only = false, int row_step = 1) -> DiskState {
         DiskState nd = d;
         if (!d.ok) return nd;
-        double A[5][5], v[5], x[5];
+        double A[5][5], v[5], x[5], Lf[5][5];
         float Hn[15], Hn_a = 0;
         const bool keep_H = row_step == 1 && !light_only;
-        const float cnt = band_equations(d, clip, row_step, A, v, nd.mse, keep_H ? Hn : nullptr, &Hn_a);
+        bool factored = false;
+        const float cnt = band_equations(d, clip, row_step, A, v, nd.mse, keep_H ? Hn : nullptr, &Hn_a, light_only ? nullptr : Lf, &factored);
         if (light_only) {  // b and a only (centre and size kept): the 2×2 sub-system
             const double det = A[3][3] * A[4][4] - A[3][4] * A[3][4];
             if (cnt < 12 || !(det > 0)) return nd;
@@ -632,14 +639,22 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
             if (!(nd.a > 0.2)) nd = d;
             return nd;
         }
-        if (cnt * static_cast<float>(row_step) < 12 || !solve5(A, v, x)) {
+        // a fresh JᵀJ (not the carried one): its factor is kept with it
+        const bool fresh_H = keep_H && Hn_a > 0 && !(Hn_a == d.H_a && std::equal(Hn, Hn + 15, d.H));
+        if (cnt * static_cast<float>(row_step) < 12 || !(factored || cholesky5(A, Lf))) {
             nd.ok = false;
             return nd;
         }
+        cholesky5_solve(Lf, v, x);
         const float mse = nd.mse;
         nd = apply_step(d, x);
         nd.mse = mse;
-        if (keep_H && Hn_a > 0) std::copy(Hn, Hn + 15, nd.H), nd.H_a = Hn_a;
+        if (fresh_H) {
+            std::copy(Hn, Hn + 15, nd.H), nd.H_a = Hn_a;
+            for (int r = 0; r < 5; ++r)
+                for (int c = 0; c <= r; ++c) nd.L[r * (r + 1) / 2 + c] = static_cast<float>(Lf[r][c]);
+            nd.L_ok = nd.L[0] > 0;
+        }
         return nd;
     };
 
@@ -1199,7 +1214,11 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     result.added = n - parts.size();
     if (workspace) {  // each disk's JᵀJ for the next frame, in the order of the parts returned
         ws.hessians.resize(n);
-        for (std::size_t i = 0; i < n; ++i) std::copy(st[i].H, st[i].H + 15, ws.hessians[i].h), ws.hessians[i].a = st[i].H_a;
+        for (std::size_t i = 0; i < n; ++i) {
+            std::copy(st[i].H, st[i].H + 15, ws.hessians[i].h), ws.hessians[i].a = st[i].H_a;
+            if (st[i].L_ok) std::copy(st[i].L, st[i].L + 15, ws.hessians[i].l);
+            else std::fill(ws.hessians[i].l, ws.hessians[i].l + 15, 0.0f);
+        }
     }
     for (const auto& t : tpl) result.template_radius.push_back(t.r_edge);
     if (n > parts.size()) {

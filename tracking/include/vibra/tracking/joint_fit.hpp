@@ -98,6 +98,7 @@ struct JointFitWorkspace {
     struct Hessian {
         float h[15] = {};
         float a = 0;
+        float l[15] = {};  ///< its Cholesky factor (lower triangle, row-major packed); l[0] = 0: none
     };
     std::vector<Hessian> hessians;
     JointFitWorkspace() = default;
