@@ -278,7 +278,7 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     stats_.carried = n_prev, stats_.new_from_candidates = parts.size() - n_prev;
     stats_.seconds_new = cpu_seconds() - t0;
     JointFitParams jp = p_.joint_fit;
-    jp.sweeps = std::min(jp.sweeps, p_.warm_sweeps);
+    jp.sweeps = p_.warm_sweeps;
     jp.coarse_sweeps = p_.warm_coarse_sweeps;
     jp.early_rescue = false;
     jp.tolerance = p_.warm_tolerance;
