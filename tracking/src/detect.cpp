@@ -81,7 +81,20 @@ std::vector<Particle> locate_impl(const cv::Mat& image, const DetectParams& p, D
                                   JointFitWorkspace* workspace = nullptr) {
     p.validate();
     const Gradients g = compute_gradients(image, p.invert, contrast_block(p));
-    const auto cands = find_candidates(g, p);
+    auto cands = find_candidates(g, p);
+    // Small disks (vote cells ≤ 3 px: thousands of them) in image order (bands of 2 r_large, by x
+    // within a band): the refinement and the joint fit then read each image row for a run of
+    // disks while it is in the cache, not once per disk in score order (a frame from scratch
+    // ≈ 20% faster, docs/performance.md). Large ones (few, several px off at first, where the
+    // refinement's order matters: the real discs) keep the score order.
+    const double band = 2 * p.r_large();
+    const bool in_image_order = vote_factor(p) <= 3;
+    auto image_order = [band](double ax, double ay, double bx, double by) {
+        const auto ka = std::floor(ay / band), kb = std::floor(by / band);
+        return ka != kb ? ka < kb : ax < bx;
+    };
+    if (in_image_order)
+        std::sort(cands.begin(), cands.end(), [&](const Candidate& a, const Candidate& b) { return image_order(a.x, a.y, b.x, b.y); });
     std::vector<Particle> parts(cands.size());
     for (std::size_t i = 0; i < cands.size(); ++i) parts[i].x = cands[i].x, parts[i].y = cands[i].y;
     // The radius is searched close to the nominal radii only (±15%), so inner features of a
@@ -123,6 +136,8 @@ std::vector<Particle> locate_impl(const cv::Mat& image, const DetectParams& p, D
         return !(q.x >= -0.5 && q.y >= -0.5 && q.x <= image.cols - 0.5 && q.y <= image.rows - 0.5) || !(q.strength > 0);
     });
     parts = suppress(std::move(parts), p.min_separation * p.r_small(), [](const Particle& q) { return q.strength; });
+    if (in_image_order)
+        std::sort(parts.begin(), parts.end(), [&](const Particle& a, const Particle& b) { return image_order(a.x, a.y, b.x, b.y); });
     std::vector<float> st;
     st.reserve(parts.size());
     for (const auto& q : parts) st.push_back(q.strength);

@@ -15,6 +15,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <numeric>
 #include <string>
 
 #include <opencv2/imgproc.hpp>
@@ -1161,7 +1162,16 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
                             if (dx * dx + dy * dy < reach_ij * reach_ij) active[j] = 1;
                         }
             }
-            for (std::size_t i = 0; i < n; ++i) {
+            // From scratch the disks come in image order (for the cache: the full sweeps are Jacobi,
+            // order-free); the extra sweeps, Gauss–Seidel, go through them in a scattered order
+            // (a fixed permutation), as in raster order a fit far from converged — a dense packing's
+            // first frame — keeps a sweep-direction error (bin bias 0.0019 → 0.0051 px, dense case).
+            // Frame to frame (small steps, tolerance 0.1 px) the image order is kept.
+            const bool scatter = !warm;
+            std::uint64_t mult = 2654435761u % std::max<std::size_t>(n, 1);  // i0 → i0·mult mod n: a permutation when coprime
+            while (n > 1 && std::gcd(mult, static_cast<std::uint64_t>(n)) != 1) ++mult;
+            for (std::size_t i0 = 0; i0 < n; ++i0) {
+                const std::size_t i = scatter ? static_cast<std::size_t>((static_cast<std::uint64_t>(i0) * mult) % n) : i0;
                 moved[i] = 0;
                 if (!active[i]) continue;
                 ++n_active;
