@@ -1133,14 +1133,23 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         // neighbour lists on a grid of cells of the largest footprint diameter
         const double cell = 2 * (std::sqrt(static_cast<double>(std::max(tpl.front().q_out, tpl.back().q_out)) / kmin)) + 1;
         const int gw = std::max(1, static_cast<int>(std::ceil(w / cell))), gh = std::max(1, static_cast<int>(std::ceil(h / cell)));
-        std::vector<std::vector<std::uint32_t>> grid(static_cast<std::size_t>(gw) * static_cast<std::size_t>(gh));
         auto cell_of = [&](double x, double y) {
             const int cx = std::clamp(static_cast<int>(x / cell), 0, gw - 1), cy = std::clamp(static_cast<int>(y / cell), 0, gh - 1);
             return std::pair<int, int>{cx, cy};
         };
+        // the disks of cell c are grid_items[grid_start[c], grid_start[c + 1]) (a counting sort,
+        // two flat arrays: no allocation per cell)
+        const std::size_t n_cells = static_cast<std::size_t>(gw) * static_cast<std::size_t>(gh);
+        std::vector<std::uint32_t> grid_start(n_cells + 1, 0), grid_items(n), cell_index(n);
         for (std::size_t i = 0; i < n; ++i) {
             const auto [cx, cy] = cell_of(st[i].x, st[i].y);
-            grid[static_cast<std::size_t>(cy * gw + cx)].push_back(static_cast<std::uint32_t>(i));
+            cell_index[i] = static_cast<std::uint32_t>(cy * gw + cx);
+            ++grid_start[cell_index[i] + 1];
+        }
+        for (std::size_t c = 0; c < n_cells; ++c) grid_start[c + 1] += grid_start[c];
+        {
+            std::vector<std::uint32_t> fill(grid_start.begin(), grid_start.end() - 1);
+            for (std::size_t i = 0; i < n; ++i) grid_items[fill[cell_index[i]]++] = static_cast<std::uint32_t>(i);
         }
         std::vector<char> active(n);
         std::vector<double> foot(n);  // footprint radii (px)
@@ -1157,7 +1166,8 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
                 const double fi = foot[i];
                 for (int yy = std::max(0, cy - 1); yy <= std::min(gh - 1, cy + 1); ++yy)
                     for (int xx = std::max(0, cx - 1); xx <= std::min(gw - 1, cx + 1); ++xx)
-                        for (auto j : grid[static_cast<std::size_t>(yy * gw + xx)]) {
+                        for (std::uint32_t k = grid_start[static_cast<std::size_t>(yy * gw + xx)]; k < grid_start[static_cast<std::size_t>(yy * gw + xx) + 1]; ++k) {
+                            const std::uint32_t j = grid_items[k];
                             const double dx = st[j].x - st[i].x, dy = st[j].y - st[i].y, reach_ij = fi + foot[j];
                             if (dx * dx + dy * dy < reach_ij * reach_ij) active[j] = 1;
                         }
