@@ -737,7 +737,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     // solved linearly at each), the best taken; the extra sweeps then polish them. Disks from
     // index n_in_model on are not in M yet (just added); only disks from index `first` on are
     // searched.
-    auto rescue = [&](std::size_t n_in_model, std::size_t first = 0) {
+    auto rescue = [&](std::size_t n_in_model, std::size_t first = 0, std::vector<std::size_t>* changed = nullptr) {
         if (!(p.rescue_mse > 0)) return;
         std::vector<float> ms;
         for (const auto& d : st)
@@ -800,6 +800,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
             }
             ++result.rescued;
             best.mse = static_cast<float>(best_sse);
+            if (changed && (best.x != d.x || best.y != d.y || best.s != d.s)) changed->push_back(i);
             d = best;
             splat(d, 1.0f);
         }
@@ -915,10 +916,10 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     };
     // A fresh search; the disks it moved or re-classified count as moving (extra sweeps).
     auto rescue_and_wake = [&](std::size_t n_in_model, std::size_t first = 0) {
-        const std::vector<DiskState> before = st;
-        rescue(n_in_model, first);
-        for (std::size_t i = 0; i < n; ++i)
-            if (st[i].x != before[i].x || st[i].y != before[i].y || st[i].s != before[i].s) moved[i] = 1.0;
+        std::vector<std::size_t> changed;
+        rescue(n_in_model, first, &changed);
+        for (const std::size_t i : changed)
+            if (i < n) moved[i] = 1.0;
     };
     // After the first sweep: missing disks added and badly fitting ones searched afresh (both
     // need a model of everybody else); after the second: templates re-measured.
