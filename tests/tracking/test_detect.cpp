@@ -87,6 +87,13 @@ TEST_CASE("species from radius and per-trajectory vote", "[unit]") {
     REQUIRE(classify_radius(7.9, radii).species == kSpeciesLarge);
     REQUIRE_THAT(classify_radius(7.0, radii).confidence, Catch::Matchers::WithinAbs(0.5, 1e-6));
     REQUIRE(classify_radius(8.0, radii).confidence > 0.99f);
+    // the clear calls skip erfc (z > 5.5): the same single-precision value on either side
+    for (double z : {5.3, 5.45, 5.5, 5.55, 6.0, 9.0}) {
+        const double r = 7.0 + z * 0.1;
+        const auto expect = static_cast<float>(0.5 * std::erfc(-z / std::sqrt(2.0)));
+        INFO("z = " << z);
+        REQUIRE(classify_radius(r, radii, 0.1).confidence == expect);
+    }
     std::vector<std::int64_t> particle{0, 0, 0, 1, 1, -1};
     std::vector<std::int8_t> species{0, 1, 0, 1, 1, 0};
     std::vector<float> conf{0.9f, 0.6f, 0.9f, 1.0f, 1.0f, 0.7f};

@@ -335,8 +335,9 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
         if (q.amplitude > 0) amps.push_back(q.amplitude);
     const float a_med = quantile(amps, 0.5);
     std::vector<char> has_cand(parts.size(), with_candidates ? 0 : 1);  // without candidates: amplitude alone
-    for (std::size_t i = 0; i < parts.size(); ++i)
-        cc.for_each_near(parts[i].x, parts[i].y, [&](std::size_t, double, double, double) { has_cand[i] = 1; });
+    if (!cands.empty())
+        for (std::size_t i = 0; i < parts.size(); ++i)
+            cc.for_each_near(parts[i].x, parts[i].y, [&](std::size_t, double, double, double) { has_cand[i] = 1; });
     std::vector<std::size_t> keep;
     for (std::size_t i = 0; i < parts.size(); ++i) {
         const auto& q = parts[i];

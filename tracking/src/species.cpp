@@ -15,7 +15,9 @@ SpeciesCall classify_radius(double radius, std::span<const double> radii, double
     if (!std::isfinite(radius)) return {kSpeciesUnknown, 0.0f};
     const double mid = 0.5 * (radii[0] + radii[1]);
     const double z = std::abs(radius - mid) / std::max(radius_sigma, 1e-6);
-    const auto conf = static_cast<float>(0.5 * std::erfc(-z / std::sqrt(2.0)));
+    // beyond z = 5.5 the confidence 1 − ½ erfc(z/√2) rounds to 1 in single precision (the
+    // deficit is below 2⁻²⁵): no erfc for the clear calls (every disk, every frame)
+    const auto conf = z > 5.5 ? 1.0f : static_cast<float>(0.5 * std::erfc(-z / std::sqrt(2.0)));
     return {radius < mid ? kSpeciesSmall : kSpeciesLarge, conf};
 }
 
