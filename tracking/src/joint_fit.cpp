@@ -254,24 +254,20 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     // type match).
     JointFitWorkspace local_ws;
     JointFitWorkspace& ws = workspace ? *workspace : local_ws;
-    // Buffer k is slot k of the workspace's slab (kSlots slots of a 4-byte image each, one mapping,
-    // pages touched only by the slots used); beyond the slots, one mapping per buffer.
-    constexpr int kSlots = 8;  // the most one fit takes: from scratch with the residual search
+    // Frame-sized buffers are slots of the workspace's slab (4-byte images, one mapping, pages
+    // touched only by the slots used), by role: the image and the model, then the first
+    // templates' edge distances, labels and classes (a fit from scratch only), whose slots the
+    // residual search re-uses (it comes after them), so a fit from scratch touches six slots and
+    // a warm fit two, or four when it searches.
+    enum Slot { kImage, kModel, kEdge1, kEdge2, kLabel, kClass, kSlots };
+    constexpr int kResidual = kEdge1, kTaken = kClass;
     const std::size_t slot_bytes = (static_cast<std::size_t>(h) * static_cast<std::size_t>(w) * 4 + 63) / 64 * 64;
-    if (ws.slab.empty() || ws.slab_w != w || ws.slab_h != h) {
+    if (ws.slab.empty() || ws.slab_w != w || ws.slab_h != h || ws.slab.rows != kSlots) {
         ws.slab = detail::large_mat(kSlots, static_cast<int>(slot_bytes), CV_8U);
         ws.slab_w = w, ws.slab_h = h;
     }
-    std::size_t n_buffers = 0;
-    auto buffer = [&](int type) {
-        const std::size_t k = n_buffers++;
-        if (k < static_cast<std::size_t>(kSlots)) return cv::Mat(h, w, type, ws.slab.ptr(static_cast<int>(k)));
-        if (ws.buffers.size() <= k - kSlots) ws.buffers.resize(k - kSlots + 1);
-        cv::Mat& b = ws.buffers[k - kSlots];
-        if (b.rows != h || b.cols != w || b.type() != type) b = detail::large_mat(h, w, type);
-        return b;
-    };
-    cv::Mat I = buffer(CV_32F);
+    auto buffer = [&](int type, int slot) { return cv::Mat(h, w, type, ws.slab.ptr(slot)); };
+    cv::Mat I = buffer(CV_32F, kImage);
     image.convertTo(I, CV_32F);
     const int ns = static_cast<int>(radii.size());
 
@@ -309,7 +305,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     std::vector<double> moved(n, 1.0);
 
     // Model image and its renderer.
-    cv::Mat M = buffer(CV_32F);
+    cv::Mat M = buffer(CV_32F, kModel);
     std::vector<detail::RowSpan> splat_rows;
     auto splat = [&](const DiskState& d, float sign, int row_step = 1) {
         const auto a = static_cast<float>(d.a) * sign, k = static_cast<float>(d.kappa);
@@ -425,7 +421,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
             }
         }
     } else {
-        cv::Mat D1 = buffer(CV_32F), D2 = buffer(CV_32F), L = buffer(CV_32S);
+        cv::Mat D1 = buffer(CV_32F, kEdge1), D2 = buffer(CV_32F, kEdge2), L = buffer(CV_32S, kLabel);
         D1.setTo(1e9f), D2.setTo(1e9f), L.setTo(-1);
         for (std::size_t i = 0; i < n; ++i) {
             const auto& d = st[i];
@@ -445,7 +441,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
                 }
             });
         }
-        cv::Mat C = buffer(CV_8U);
+        cv::Mat C = buffer(CV_8U, kClass);
         for (int py = 0; py < h; ++py) {
             const auto* d1 = D1.ptr<float>(py);
             const auto* d2 = D2.ptr<float>(py);
@@ -838,7 +834,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         // the background of each column of each cell row, then r = (I − b − M) / level, row by row
         std::vector<float> b_col(static_cast<std::size_t>(w));
         const auto inv_level = static_cast<float>(1.0 / level);
-        cv::Mat R = buffer(CV_32F);
+        cv::Mat R = buffer(CV_32F, kResidual);
         for (int py = 0; py < h; ++py) {
             const int cy = std::min(gh - 1, static_cast<int>(py / cb));
             if (py == 0 || cy != std::min(gh - 1, static_cast<int>((py - 1) / cb)))
@@ -855,7 +851,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         cv::blur(R, R, cv::Size(box, box), cv::Point(-1, -1), cv::BORDER_REPLICATE);
         // existing disks block their surroundings
         const double excl = 0.8 * t0.r_nominal;
-        cv::Mat taken = buffer(CV_8U);
+        cv::Mat taken = buffer(CV_8U, kTaken);
         taken.setTo(0);
         for (const auto& d : st)
             if (d.ok) cv::circle(taken, cv::Point(static_cast<int>(std::lround(d.x)), static_cast<int>(std::lround(d.y))),

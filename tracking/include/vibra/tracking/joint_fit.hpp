@@ -85,12 +85,11 @@ struct DiskTemplates {
 /// size (a video): fresh buffers cost page faults and zeroing in the kernel on every frame
 /// (docs/performance.md). Contents between calls are meaningless; one workspace per thread.
 struct JointFitWorkspace {
-    /// The frame-sized buffers, side by side in one mapping (slot k of slot_bytes at row k), so
-    /// that a fit touches whole 2 MiB pages only for the buffers it uses, with no partly used page
-    /// per buffer (fresh pages cost ≈ 3 ms each on a virtual machine, docs/performance.md).
+    /// The frame-sized buffers, side by side in one mapping (one slot per row), so that a fit
+    /// touches whole 2 MiB pages only for the buffers it uses, with no partly used page per
+    /// buffer (fresh pages cost ≈ 3 ms each on a virtual machine, docs/performance.md).
     cv::Mat slab;
     int slab_w = 0, slab_h = 0;
-    std::vector<cv::Mat> buffers;  ///< beyond the slab's slots (none in practice)
     /// Per disk, in the order of the parts: JᵀJ (upper triangle, NormalSums order) of its last
     /// five-parameter step and the amplitude it was taken at (a = 0: none). A warm fit with
     /// `reuse_hessian` starts from these; the caller keeps them aligned with the parts it passes
@@ -108,7 +107,6 @@ struct JointFitWorkspace {
     JointFitWorkspace& operator=(const JointFitWorkspace&) {
         slab = cv::Mat();
         slab_w = slab_h = 0;
-        buffers.clear();
         hessians.clear();
         return *this;
     }
