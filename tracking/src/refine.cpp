@@ -69,22 +69,33 @@ struct Profile {
     }
 };
 
+// One image row py of the annulus ρ² ∈ [ri2, ro2] about (cx, cy) in an image w px wide: columns
+// [x0, x1] less the hole [ix0, ix1] (empty when ix1 < ix0); the callers test ρ² per pixel too.
+struct AnnulusRow {
+    double dy, dy2;
+    int x0, x1, ix0, ix1;
+    AnnulusRow(int w, double cx, double cy, int py, double ro2, double ri2) : dy(py - cy), dy2(dy * dy) {
+        const double half = std::sqrt(std::max(0.0, ro2 - dy2));
+        x0 = std::max(0, static_cast<int>(std::ceil(cx - half)));
+        x1 = std::min(w - 1, static_cast<int>(std::floor(cx + half)));
+        ix0 = x1 + 1, ix1 = x1;
+        if (ri2 > dy2) {
+            const double hi = std::sqrt(ri2 - dy2);
+            ix0 = static_cast<int>(std::ceil(cx - hi));
+            ix1 = static_cast<int>(std::floor(cx + hi));
+        }
+    }
+};
+
 // Pixels of the annulus ρ ∈ [r_in, r_out] around (cx, cy), clipped to the image: f(px, py, dx, dy, ρ²).
 template <class F>
 void for_annulus(int w, int h, double cx, double cy, double r_in, double r_out, F&& f) {
     const double ro2 = r_out * r_out, ri2 = r_in > 0 ? r_in * r_in : -1.0;
     const int y0 = std::max(0, static_cast<int>(std::ceil(cy - r_out))), y1 = std::min(h - 1, static_cast<int>(std::floor(cy + r_out)));
     for (int py = y0; py <= y1; ++py) {
-        const double dy = py - cy, dy2 = dy * dy;
-        const double half = std::sqrt(std::max(0.0, ro2 - dy2));
-        const int x0 = std::max(0, static_cast<int>(std::ceil(cx - half))), x1 = std::min(w - 1, static_cast<int>(std::floor(cx + half)));
-        // inner exclusion span
-        int ix0 = x1 + 1, ix1 = x1;
-        if (ri2 > dy2) {
-            const double hi = std::sqrt(ri2 - dy2);
-            ix0 = static_cast<int>(std::ceil(cx - hi));
-            ix1 = static_cast<int>(std::floor(cx + hi));
-        }
+        const AnnulusRow ar(w, cx, cy, py, ro2, ri2);
+        const double dy = ar.dy, dy2 = ar.dy2;
+        const int x0 = ar.x0, x1 = ar.x1, ix0 = ar.ix0, ix1 = ar.ix1;
         for (int px = x0; px <= x1; ++px) {
             if (px == ix0 && ix1 >= ix0) {
                 px = ix1;
@@ -112,15 +123,9 @@ void gradient_profile(const Gradients& g, double cx, double cy, double r_in, dou
     const double lo = prof.lo, inv_bin = prof.inv_bin;
     int act[32];
     for (int py = y0; py <= y1; ++py) {
-        const double dy = py - cy, dy2 = dy * dy;
-        const double half = std::sqrt(std::max(0.0, ro2 - dy2));
-        const int x0 = std::max(0, static_cast<int>(std::ceil(cx - half))), x1 = std::min(w - 1, static_cast<int>(std::floor(cx + half)));
-        int ix0 = x1 + 1, ix1 = x1;  // inner exclusion span
-        if (ri2 > dy2) {
-            const double hi = std::sqrt(ri2 - dy2);
-            ix0 = static_cast<int>(std::ceil(cx - hi));
-            ix1 = static_cast<int>(std::floor(cx + hi));
-        }
+        const AnnulusRow ar(w, cx, cy, py, ro2, ri2);
+        const double dy = ar.dy, dy2 = ar.dy2;
+        const int x0 = ar.x0, x1 = ar.x1, ix0 = ar.ix0, ix1 = ar.ix1;
         int n_act = 0;  // neighbours whose masked disk reaches the row
         for (int k = 0; k < nm; ++k)
             if ((py - my[k]) * (py - my[k]) < mr2[k]) act[n_act++] = k;
@@ -177,15 +182,9 @@ bool profile_step(const cv::Mat& img, double cx, double cy, double r_in, double 
     int act[32];
     const double reach0 = r_out - r_own + em + 1e-9;
     for (int py = y0; py <= y1; ++py) {
-        const double dy = py - cy, dy2 = dy * dy;
-        const double half = std::sqrt(std::max(0.0, ro2 - dy2));
-        const int x0 = std::max(0, static_cast<int>(std::ceil(cx - half))), x1 = std::min(w - 1, static_cast<int>(std::floor(cx + half)));
-        int ix0 = x1 + 1, ix1 = x1;  // inner exclusion span
-        if (ri2 > dy2) {
-            const double hi = std::sqrt(ri2 - dy2);
-            ix0 = static_cast<int>(std::ceil(cx - hi));
-            ix1 = static_cast<int>(std::floor(cx + hi));
-        }
+        const AnnulusRow ar(w, cx, cy, py, ro2, ri2);
+        const double dy = ar.dy, dy2 = ar.dy2;
+        const int x0 = ar.x0, x1 = ar.x1, ix0 = ar.ix0, ix1 = ar.ix1;
         int n_act = 0;
         for (int k = 0; k < nm; ++k) {
             const double reach = reach0 + mrad[k], ey = py - my[k];
