@@ -65,6 +65,16 @@ std::vector<Particle> start_from(const std::vector<Disk>& disks, double err, std
     return parts;
 }
 
+// A video's next frame: starts err px off (seeded), each disk's light (b, a) and radius carried
+// over from the fit of the last frame (`last`, in the same order).
+std::vector<Particle> carried_starts(const std::vector<Disk>& disks, double err, std::uint64_t seed, const std::vector<Particle>& last) {
+    auto parts = start_from(disks, err, seed);
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        parts[i].amplitude = last[i].amplitude, parts[i].background = last[i].background;
+        parts[i].radius = last[i].radius;
+    }
+    return parts;
+}
 double max_error(const std::vector<Particle>& parts, const std::vector<Disk>& disks) {
     double e = 0;
     for (std::size_t i = 0; i < disks.size(); ++i) e = std::max({e, std::abs(parts[i].x - disks[i].x), std::abs(parts[i].y - disks[i].y)});
@@ -169,11 +179,7 @@ TEST_CASE("joint fit, warm start: centre-only coarse sweeps and a Gauss-Seidel l
     double err[3] = {0, 0, 0};
     std::size_t steps[3] = {0, 0, 0};
     for (int v = 0; v < 3; ++v) {
-        auto parts = start_from(sc.disks, 0.5, 9);
-        for (std::size_t i = 0; i < parts.size(); ++i) {
-            parts[i].amplitude = first[i].amplitude, parts[i].background = first[i].background;
-            parts[i].radius = first[i].radius;
-        }
+        auto parts = carried_starts(sc.disks, 0.5, 9, first);
         JointFitParams p;
         p.coarse_sweeps = 2;
         p.coarse_centre_only = v >= 1;
@@ -220,11 +226,7 @@ TEST_CASE("joint fit, warm start: JᵀJ carried over from the last frame gives t
     std::vector<Particle> res[2];
     std::size_t reused[2] = {0, 0};
     for (int reuse : {0, 1}) {
-        auto parts = start_from(sc.disks, 0.5, 11);
-        for (std::size_t i = 0; i < parts.size(); ++i) {
-            parts[i].amplitude = warm0[i].amplitude, parts[i].background = warm0[i].background;
-            parts[i].radius = warm0[i].radius;
-        }
+        auto parts = carried_starts(sc.disks, 0.5, 11, warm0);
         JointFitParams p = full;
         p.reuse_hessian = reuse == 1;
         p.tolerance = 0.001;
@@ -517,11 +519,7 @@ TEST_CASE("joint fit, warm start: the model rendered ahead of each sweep gives t
     DiskTemplates tpl;
     auto first = start_from(sc.disks, 0.3, 10);
     REQUIRE(joint_fit(sc.image, first, radii, JointFitParams{}, &tpl).applied);
-    auto starts = start_from(sc.disks, 0.4, 11);
-    for (std::size_t i = 0; i < starts.size(); ++i) {
-        starts[i].amplitude = first[i].amplitude, starts[i].background = first[i].background;
-        starts[i].radius = first[i].radius;
-    }
+    const auto starts = carried_starts(sc.disks, 0.4, 11, first);
     std::vector<std::size_t> perm(starts.size());
     for (std::size_t i = 0; i < perm.size(); ++i) perm[i] = i;
     std::mt19937_64 rng(3);
