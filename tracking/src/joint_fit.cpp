@@ -580,7 +580,6 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
                 for (int c = 0; c < 5; ++c) A[r][c] = d.H[upper[r][c]] * e[r] * e[c];
                 v[r] = rs.s[r];
             }
-            if (H_out) std::copy(d.H, d.H + 15, H_out), *H_a_out = d.H_a;
             if (Lf && d.L_ok) {
                 for (int r = 0; r < 5; ++r)
                     for (int c = 0; c < 5; ++c) Lf[r][c] = c <= r ? d.L[r * (r + 1) / 2 + c] * e[r] : 0.0;
@@ -636,8 +635,8 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
             if (!(nd.a > 0.2)) nd = d;
             return nd;
         }
-        // a fresh JᵀJ (not the carried one): its factor is kept with it
-        const bool fresh_H = keep_H && Hn_a > 0 && !(Hn_a == d.H_a && std::equal(Hn, Hn + 15, d.H));
+        // a fresh JᵀJ (band_equations gives one only when it accumulated it): kept with its factor
+        const bool fresh_H = keep_H && Hn_a > 0;
         if (cnt * static_cast<float>(row_step) < 12 || !(factored || cholesky5(A, Lf))) {
             nd.ok = false;
             return nd;
