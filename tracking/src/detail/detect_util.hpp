@@ -11,10 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
+#include "large_buffers.hpp"
 #include "vibra/core/cell_list.hpp"
 #include "vibra/tracking/detect.hpp"
 
@@ -74,8 +71,9 @@ std::vector<T> suppress(std::vector<T> pts, double sep, Score score) {
 // page fault: on a virtual machine such as the 2-core benchmark machine a fault costs ≈ 10 µs,
 // i.e. ≈ 20 ms for the 2048 pages of gx and gy — more than computing them. Buffers of ≥ 1 MiB are
 // therefore mapped 2 MiB-aligned and marked for transparent huge pages (Linux, THP "always" or
-// "madvise"): 4 faults instead of 2048. Without THP, or off Linux, the kernel simply uses small
-// pages (or cv::fastMalloc is used): same results, only the speed differs. Stateless.
+// "madvise"): 4 faults instead of 2048, and freed ones are kept for re-use (large_buffers.hpp).
+// Without THP, or off Linux, the kernel simply uses small pages (or cv::fastMalloc is used): same
+// results, only the speed differs.
 class LargeBufferAllocator final : public cv::MatAllocator {
 public:
     cv::UMatData* allocate(int dims, const int* sizes, int type, void* data0, std::size_t* step, cv::AccessFlag,
@@ -108,40 +106,8 @@ public:
     }
 
 private:
-    static constexpr std::size_t kHuge = std::size_t{2} << 20, kMinMapped = std::size_t{1} << 20;
-    static std::size_t mapped_size(std::size_t n) { return (n + kHuge - 1) / kHuge * kHuge; }
-    static uchar* map(std::size_t n, bool& mapped) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-        if (n >= kMinMapped) {
-            // Over-allocate by one huge page, then unmap the unaligned head and the tail.
-            const std::size_t len = mapped_size(n);
-            void* p = ::mmap(nullptr, len + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-            if (p != MAP_FAILED) {
-                const auto base = reinterpret_cast<std::uintptr_t>(p);
-                const std::uintptr_t aligned = (base + kHuge - 1) & ~static_cast<std::uintptr_t>(kHuge - 1);
-                if (aligned > base) ::munmap(p, aligned - base);
-                if (base + len + kHuge > aligned + len)
-                    ::munmap(reinterpret_cast<void*>(aligned + len), base + len + kHuge - (aligned + len));
-                ::madvise(reinterpret_cast<void*>(aligned), len, MADV_HUGEPAGE);  // advice only: may fail harmlessly
-                mapped = true;
-                return reinterpret_cast<uchar*>(aligned);
-            }
-        }
-#endif
-        mapped = false;
-        return static_cast<uchar*>(cv::fastMalloc(n));
-    }
-    static void unmap(uchar* p, std::size_t n, bool mapped) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-        if (mapped) {
-            ::munmap(p, mapped_size(n));
-            return;
-        }
-#else
-        (void)n, (void)mapped;
-#endif
-        cv::fastFree(p);
-    }
+    static uchar* map(std::size_t n, bool& mapped) { return alloc_large_buffer(n, mapped); }
+    static void unmap(uchar* p, std::size_t n, bool mapped) { free_large_buffer(p, n, mapped); }
 };
 
 /// The shared stateless instance (never destroyed, so Mats may outlive static destruction).
