@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "detail/h5.hpp"
+#include "detail/plane_deflate.hpp"
 
 namespace vibra::store::detail {
 
@@ -63,8 +64,9 @@ void PackedColumns::append(int ci, const void* data, std::size_t n, const std::s
     if (staged_bytes_ >= flush_bytes_) flush(file);
 }
 
-void PackedColumns::queue(int ci) {
+void PackedColumns::queue(int ci, std::size_t valid) {
     auto& c = cols_[static_cast<std::size_t>(ci)];
+    if (valid == 0) valid = c.stage.size();
     Job j;
     if (!spare_.empty()) {
         j = std::move(spare_.back());
@@ -72,6 +74,7 @@ void PackedColumns::queue(int ci) {
     }
     j.c = ci;
     j.chunk_index = c.chunks_done++;
+    j.valid = valid;
     std::swap(j.raw, c.stage);  // the job takes the full chunk, the column a spare buffer
     c.stage.clear();
     c.stage.reserve(c.esize * c.chunk);
@@ -99,9 +102,12 @@ void PackedColumns::flush(const std::string& file) {
             const std::size_t n = j.raw.size();
             if (sl.cap < n) sl.shuffled.reset(new std::uint8_t[sl.cap = n]);  // no zero-filling: overwritten
             shuffle_bytes(j.raw.data(), sl.shuffled.get(), n / c.esize, c.esize);
-            const std::size_t bound = libdeflate_zlib_compress_bound(sl.z, n);
+            const std::size_t bound = zlib_planes_bound(sl.z, n);
             if (j.packed_cap < bound) j.packed.reset(new std::uint8_t[j.packed_cap = bound]);
-            j.packed_size = libdeflate_zlib_compress(sl.z, sl.shuffled.get(), n, j.packed.get(), bound);
+            // noise planes stored as they are (plane_deflate.hpp); an edge chunk's planes end in
+            // zero padding, which deflate takes care of: deflated whole
+            j.packed_size = j.valid == n ? zlib_compress_planes(sl.z, sl.shuffled.get(), n, c.esize, j.packed.get(), bound)
+                                         : libdeflate_zlib_compress(sl.z, sl.shuffled.get(), n, j.packed.get(), bound);
             if (j.packed_size == 0) failed = true;
         }
     };
@@ -127,8 +133,9 @@ void PackedColumns::finish(const std::string& file) {
     for (std::size_t ci = 0; ci < cols_.size(); ++ci) {
         auto& c = cols_[ci];
         if (c.stage.empty()) continue;
+        const std::size_t valid = c.stage.size();
         c.stage.resize(c.esize * c.chunk, 0);  // an edge chunk is stored whole
-        queue(static_cast<int>(ci));
+        queue(static_cast<int>(ci), valid);
     }
     flush(file);
 }

@@ -4,7 +4,8 @@
 // thread, one chunk after the other (and the library is not thread-safe); deflate is most of the
 // time of writing a trajectory file (≈ 0.3 s per 600,000 rows). Here whole chunks are staged,
 // shuffled and deflated by a few threads at once into the bytes HDF5's own filters store (byte
-// shuffle, then a zlib stream: libdeflate, ≈ 2× faster than zlib at the same size), and stored with H5Dwrite_chunk: the
+// shuffle, then a zlib stream: libdeflate, ≈ 2× faster than zlib at the same size, with leading
+// planes of mantissa noise stored as they are: plane_deflate.hpp), and stored with H5Dwrite_chunk: the
 // file is an ordinary shuffled + deflated dataset that any HDF5 reader (h5py, HDFView) decodes.
 #pragma once
 
@@ -54,10 +55,11 @@ private:
         int c = 0;
         std::size_t chunk_index = 0;
         std::vector<std::uint8_t> raw;
+        std::size_t valid = 0;  // bytes of raw that are data (an edge chunk ends in zero padding)
         std::unique_ptr<std::uint8_t[]> packed;
         std::size_t packed_cap = 0, packed_size = 0;
     };
-    void queue(int c);  // column c's full stage becomes a job
+    void queue(int c, std::size_t valid = 0);  // column c's full stage becomes a job (valid: its data bytes, 0 = all)
     void flush(const std::string& file);
     // Each compressing thread's deflate state and shuffle buffer, kept from one batch to the next
     // (a fresh compressor and buffer per batch cost page faults: a writer that streams a file
