@@ -240,36 +240,49 @@ __attribute__((target("avx2,fma"))) inline BandPixels8 band_pixels8(const BandRu
     return p;
 }
 
+// The (v, d) pairs of table entries k (eight 64-bit loads; t.vd needed): v and d in lane order.
+// On the AMD cores measured a hardware gather of 8 floats takes ≈ 3.8 ns, eight scalar loads
+// ≈ 1.7 ns (docs/performance.md). The indices leave the vector register as four 64-bit pairs
+// (vmovq / vpextrq): a store of the vector and eight 32-bit reloads waited for the store to
+// forward (−15% per lookup).
+__attribute__((target("avx2,fma"))) inline void pairs8(const TemplateView& t, __m256i k, __m256& v, __m256& d) {
+    const __m128i klo = _mm256_castsi256_si128(k), khi = _mm256_extracti128_si256(k, 1);
+    const auto k01 = static_cast<std::uint64_t>(_mm_cvtsi128_si64(klo)), k23 = static_cast<std::uint64_t>(_mm_extract_epi64(klo, 1));
+    const auto k45 = static_cast<std::uint64_t>(_mm_cvtsi128_si64(khi)), k67 = static_cast<std::uint64_t>(_mm_extract_epi64(khi, 1));
+    const auto* base = reinterpret_cast<const double*>(t.vd);
+    auto lo32 = [](std::uint64_t x) { return static_cast<std::uint32_t>(x); };
+    const __m128d p01 = _mm_loadh_pd(_mm_load_sd(base + lo32(k01)), base + (k01 >> 32));
+    const __m128d p23 = _mm_loadh_pd(_mm_load_sd(base + lo32(k23)), base + (k23 >> 32));
+    const __m128d p45 = _mm_loadh_pd(_mm_load_sd(base + lo32(k45)), base + (k45 >> 32));
+    const __m128d p67 = _mm_loadh_pd(_mm_load_sd(base + lo32(k67)), base + (k67 >> 32));
+    // a = [v0 d0 v1 d1 | v4 d4 v5 d5], b = [v2 d2 v3 d3 | v6 d6 v7 d7]: the shuffles give lanes in order
+    const __m256 a = _mm256_castpd_ps(_mm256_insertf128_pd(_mm256_castpd128_pd256(p01), p45, 1));
+    const __m256 b = _mm256_castpd_ps(_mm256_insertf128_pd(_mm256_castpd128_pd256(p23), p67, 1));
+    v = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+    d = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+}
+
 __attribute__((target("avx2,fma"))) inline __m256 lookup8(const TemplateView& t, __m256 q, __m256 kmaxf, __m256 invh, __m256& slope) {
     const __m256 u = _mm256_mul_ps(q, invh);
     const __m256 uk = _mm256_min_ps(_mm256_floor_ps(u), kmaxf);  // q ≥ 0
     const __m256i k = _mm256_cvttps_epi32(uk);
     __m256 v, d;
     if (t.vd) {
-        // (v, d) pairs by eight 64-bit loads: on the AMD cores measured a hardware gather of 8
-        // floats takes ≈ 3.8 ns, eight scalar loads ≈ 1.7 ns (docs/performance.md). The indices
-        // leave the vector register as four 64-bit pairs (vmovq / vpextrq): a store of the
-        // vector and eight 32-bit reloads waited for the store to forward (−15% per lookup).
-        const __m128i klo = _mm256_castsi256_si128(k), khi = _mm256_extracti128_si256(k, 1);
-        const auto k01 = static_cast<std::uint64_t>(_mm_cvtsi128_si64(klo)), k23 = static_cast<std::uint64_t>(_mm_extract_epi64(klo, 1));
-        const auto k45 = static_cast<std::uint64_t>(_mm_cvtsi128_si64(khi)), k67 = static_cast<std::uint64_t>(_mm_extract_epi64(khi, 1));
-        const auto* base = reinterpret_cast<const double*>(t.vd);
-        auto lo32 = [](std::uint64_t v) { return static_cast<std::uint32_t>(v); };
-        const __m128d p01 = _mm_loadh_pd(_mm_load_sd(base + lo32(k01)), base + (k01 >> 32));
-        const __m128d p23 = _mm_loadh_pd(_mm_load_sd(base + lo32(k23)), base + (k23 >> 32));
-        const __m128d p45 = _mm_loadh_pd(_mm_load_sd(base + lo32(k45)), base + (k45 >> 32));
-        const __m128d p67 = _mm_loadh_pd(_mm_load_sd(base + lo32(k67)), base + (k67 >> 32));
-        // a = [v0 d0 v1 d1 | v4 d4 v5 d5], b = [v2 d2 v3 d3 | v6 d6 v7 d7]: the shuffles give lanes in order
-        const __m256 a = _mm256_castpd_ps(_mm256_insertf128_pd(_mm256_castpd128_pd256(p01), p45, 1));
-        const __m256 b = _mm256_castpd_ps(_mm256_insertf128_pd(_mm256_castpd128_pd256(p23), p67, 1));
-        v = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
-        d = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+        pairs8(t, k, v, d);
     } else {
         v = _mm256_i32gather_ps(t.v, k, 4);
         d = _mm256_i32gather_ps(t.d, k, 4);
     }
     slope = _mm256_mul_ps(d, invh);
     return _mm256_fmadd_ps(_mm256_sub_ps(u, uk), d, v);
+}
+
+// The slopes d of table entries k.
+__attribute__((target("avx2,fma"))) inline __m256 slopes8(const TemplateView& t, __m256i k) {
+    if (!t.vd) return _mm256_i32gather_ps(t.d, k, 4);
+    __m256 v, d;
+    pairs8(t, k, v, d);
+    return d;
 }
 
 __attribute__((target("avx2,fma"))) void splat_row_avx2(float* m, int x0, int x1, float cx, float dy2, float amp, float kappa,
@@ -392,9 +405,7 @@ __attribute__((target("avx2,fma"))) void centre_rows_avx2(const float* im0, cons
             __m256 r = px.r;
             const __m256 u = _mm256_mul_ps(_mm256_mul_ps(vk, q), invh);
             const __m256i k = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_floor_ps(u), kmaxf));
-            alignas(32) int ki[8];  // slopes by scalar loads (faster than a gather on the AMD cores measured)
-            _mm256_store_si256(reinterpret_cast<__m256i*>(ki), k);
-            const __m256 d = _mm256_setr_ps(t.d[ki[0]], t.d[ki[1]], t.d[ki[2]], t.d[ki[3]], t.d[ki[4]], t.d[ki[5]], t.d[ki[6]], t.d[ki[7]]);
+            const __m256 d = slopes8(t, k);
             const __m256 g = _mm256_and_ps(_mm256_mul_ps(gscale, d), ok);
             r = _mm256_and_ps(r, ok);
             const __m256 j0 = _mm256_mul_ps(g, dx), j1 = _mm256_mul_ps(g, vdy);
