@@ -5,8 +5,9 @@
 // deflating the noise costs ≈ 6 ns per byte and gains nothing (docs/performance.md). The leading
 // planes that a 4 KiB sample shows incompressible go out as stored blocks; the rest, from the
 // first plane that is not noise, through libdeflate (its output starts on a byte and ends with
-// the final block, so it can only come last). Same bytes after inflating; size within ≈ 2% of
-// deflating the chunk whole. Internal.
+// the final block, so it can only come last). Same bytes after inflating; on the trajectory
+// columns measured the size is within 0.1% of deflating the chunk whole (at worst a plane whose
+// middle looks like noise is stored as it is: never more than its own size). Internal.
 #pragma once
 
 #include <libdeflate.h>
