@@ -285,10 +285,10 @@ __attribute__((target("avx2,fma"))) inline __m256 slopes8(const TemplateView& t,
     return d;
 }
 
-__attribute__((target("avx2,fma"))) void splat_row_avx2(float* m, int x0, int x1, float cx, float dy2, float amp, float kappa,
-                                                         const TemplateView& t) {
-    const __m256 lanes = lane_index(), vdy2 = _mm256_set1_ps(dy2), va = _mm256_set1_ps(amp), vk = _mm256_set1_ps(kappa);
-    const __m256 kmaxf = _mm256_set1_ps(static_cast<float>(t.kmax)), invh = _mm256_set1_ps(t.inv_hq);
+// The render of one row: m[x] += a · S(κ((x − cx)² + dy²)), x in [x0, x1] (constants from the caller).
+__attribute__((target("avx2,fma"), always_inline)) inline void splat_row8(float* m, int x0, int x1, float cx, __m256 vdy2, __m256 va,
+                                                                           __m256 vk, __m256 kmaxf, __m256 invh, __m256 lanes,
+                                                                           const TemplateView& t) {
     for (int x = x0; x <= x1; x += 8) {
         const int n = std::min(8, x1 - x + 1);
         const __m256 dx = _mm256_add_ps(_mm256_set1_ps(static_cast<float>(x) - cx), lanes);
@@ -302,6 +302,12 @@ __attribute__((target("avx2,fma"))) void splat_row_avx2(float* m, int x0, int x1
             _mm256_maskstore_ps(m + x, mask, _mm256_fmadd_ps(va, S, _mm256_maskload_ps(m + x, mask)));
         }
     }
+}
+
+__attribute__((target("avx2,fma"))) void splat_row_avx2(float* m, int x0, int x1, float cx, float dy2, float amp, float kappa,
+                                                         const TemplateView& t) {
+    splat_row8(m, x0, x1, cx, _mm256_set1_ps(dy2), _mm256_set1_ps(amp), _mm256_set1_ps(kappa), _mm256_set1_ps(static_cast<float>(t.kmax)),
+               _mm256_set1_ps(t.inv_hq), lane_index(), t);
 }
 
 __attribute__((target("avx2,fma"))) void move_rows_avx2(float* m0, std::ptrdiff_t stride, const MoveRowSpan* rows, int n_rows, float cx_old,
@@ -335,27 +341,12 @@ __attribute__((target("avx2,fma"))) void move_rows_avx2(float* m0, std::ptrdiff_
 
 __attribute__((target("avx2,fma"))) void splat_rows_avx2(float* m0, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx,
                                                           float amp, float kappa, const TemplateView& t) {
-    // splat_row_avx2's loop over the rows in one function: the constants set once per disk, not per row
+    // the rows in one function: the constants set once per disk, not once per row
     const __m256 lanes = lane_index(), va = _mm256_set1_ps(amp), vk = _mm256_set1_ps(kappa);
     const __m256 kmaxf = _mm256_set1_ps(static_cast<float>(t.kmax)), invh = _mm256_set1_ps(t.inv_hq);
-    for (int ri = 0; ri < n_rows; ++ri) {
-        float* m = m0 + static_cast<std::ptrdiff_t>(rows[ri].y) * stride;
-        const int x1 = rows[ri].x1;
-        const __m256 vdy2 = _mm256_set1_ps(rows[ri].dy * rows[ri].dy);
-        for (int x = rows[ri].x0; x <= x1; x += 8) {
-            const int n = std::min(8, x1 - x + 1);
-            const __m256 dx = _mm256_add_ps(_mm256_set1_ps(static_cast<float>(x) - cx), lanes);
-            const __m256 q = _mm256_mul_ps(vk, _mm256_fmadd_ps(dx, dx, vdy2));
-            __m256 sl;
-            const __m256 S = lookup8(t, q, kmaxf, invh, sl);
-            if (n == 8) {
-                _mm256_storeu_ps(m + x, _mm256_fmadd_ps(va, S, _mm256_loadu_ps(m + x)));
-            } else {
-                const __m256i mask = first_lanes(n);
-                _mm256_maskstore_ps(m + x, mask, _mm256_fmadd_ps(va, S, _mm256_maskload_ps(m + x, mask)));
-            }
-        }
-    }
+    for (int ri = 0; ri < n_rows; ++ri)
+        splat_row8(m0 + static_cast<std::ptrdiff_t>(rows[ri].y) * stride, rows[ri].x0, rows[ri].x1, cx,
+                   _mm256_set1_ps(rows[ri].dy * rows[ri].dy), va, vk, kmaxf, invh, lanes, t);
 }
 
 __attribute__((target("avx2,fma"))) inline float hsum8(__m256 x) {
