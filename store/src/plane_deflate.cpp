@@ -8,8 +8,8 @@ namespace vibra::store::detail {
 
 namespace {
 
-// Stored blocks (RFC 1951, 3.2.4) of p[0, m) at `o`, none final; returns the end. Byte-aligned:
-// header byte 0 (BFINAL 0, BTYPE 00, padding), LEN, NLEN, the bytes.
+// Stored blocks (RFC 1951, 3.2.4) of p[0, m) at `o`, the last one final when `final_block`;
+// returns the end. Byte-aligned: header byte (BFINAL, BTYPE 00, padding), LEN, NLEN, the bytes.
 std::uint8_t* put_stored(std::uint8_t* o, const std::uint8_t* p, std::size_t m, bool final_block) {
     do {
         const std::size_t len = std::min<std::size_t>(m, 65535);
