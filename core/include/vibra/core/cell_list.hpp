@@ -16,12 +16,15 @@ namespace vibra {
 
 class CellList {
 public:
-    /// Bins points (x[i], y[i]) into square cells of side ≥ cutoff. For a periodic box the
+    /// Bins points (x[i], y[i]) into cells of side ≥ cutoff. For a periodic box the
     /// points may lie outside [x0,x1) and are wrapped; the cut-off must be below half the box.
     /// Non-finite points (NaN = absent) are skipped. Throws ParameterError for cutoff ≤ 0.
     CellList(std::span<const double> x, std::span<const double> y, double cutoff, const Geometry& geometry);
 
     double cutoff() const { return cutoff_; }
+    /// Number of cells: as many of side ≥ cutoff as fit, but at most ≈ 8 per point (sparse
+    /// points with a short cut-off get fewer, wider cells: nothing to clear for empty ones).
+    std::size_t cell_count() const { return n_cells(); }
     std::size_t size() const { return x_.size(); }
 
     /// Calls f(i, j, dx, dy, r2) once for every unordered pair i < j with r2 = dx²+dy² < cutoff²,
