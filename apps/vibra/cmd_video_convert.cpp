@@ -4,7 +4,6 @@
 // what labs need to hand camera files (.cine, .mraw) to other tools — plus OUT/frames.csv with
 // each frame's index, camera image number and time stamp.
 #include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
 
 #include <cmath>
 #include <cstdio>
@@ -95,7 +94,7 @@ void run_convert(const ConvertOptions& o, const GlobalOptions& g) {
         const std::string file = (std::filesystem::path(o.output) / (name + ext)).string();
         bool ok = false;
         try {
-            ok = cv::imwrite(file, out);
+            ok = tracking::write_image(file, out);
         } catch (const cv::Exception& e) {
             throw IoError(file + ": cannot write: " + e.what());
         }

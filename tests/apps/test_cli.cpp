@@ -29,6 +29,18 @@ TEST_CASE("help, version and usage errors", "[integration]") {
     REQUIRE_THAT(bad_map.output, Catch::Contains("--species-map"));
 }
 
+TEST_CASE("the vibra program does not load OpenCV's codecs at start-up", "[integration]") {
+    // imgcodecs and videoio pull in ≈ 240 shared libraries (≈ 0.17 s before main()); vibra loads
+    // them as a module only when a command needs them (tracking/src/detail/opencv_codecs.hpp).
+    const auto deps = test::run("ldd " + q(VIBRA_CLI));
+    INFO(deps.output);
+    REQUIRE(deps.exit_code == 0);
+    REQUIRE_THAT(deps.output, Catch::Contains("libhdf5"));  // the listing is real
+    REQUIRE_THAT(deps.output, !Catch::Contains("libopencv_imgcodecs"));
+    REQUIRE_THAT(deps.output, !Catch::Contains("libopencv_videoio"));
+    REQUIRE_THAT(deps.output, !Catch::Contains("libavcodec"));
+}
+
 TEST_CASE("a dump written by LAMMPS imports — info summarises it", "[integration]") {
     test::TempDir dir("cli_lammps");
     const auto out = dir.file("lj.h5");

@@ -3,13 +3,14 @@
 // one image file. Natural sort order, 8- and 16-bit kept, one file decoded per next().
 #include <fnmatch.h>
 
-#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgcodecs.hpp>  // constants only: imread goes through detail::imread (opencv_codecs.hpp)
 
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <string>
 
+#include "detail/opencv_codecs.hpp"
 #include "detail/readers.hpp"
 #include "vibra/core/error.hpp"
 
@@ -132,7 +133,7 @@ private:
         const auto& f = files_[static_cast<std::size_t>(k)];
         cv::Mat raw;
         try {
-            raw = cv::imread(f, cv::IMREAD_UNCHANGED | cv::IMREAD_ANYDEPTH);
+            raw = detail::imread(f, cv::IMREAD_UNCHANGED | cv::IMREAD_ANYDEPTH);
         } catch (const cv::Exception&) {
             return {};
         }

@@ -3,7 +3,7 @@
 // Decoded frames are 8-bit; colour → grey by the documented rule. Uncompressed 8-bit grey AVI
 // ('Y800'/'GREY', what `vibra synth` and many camera exports write) does not come here: vibra
 // reads it itself (raw_avi.cpp).
-#include <opencv2/videoio.hpp>
+#include <opencv2/videoio.hpp>  // constants only: the calls go through detail::VideoCapture (opencv_codecs.hpp)
 
 #include <algorithm>
 #include <cmath>
@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <string>
 
+#include "detail/opencv_codecs.hpp"
 #include "detail/readers.hpp"
 #include "vibra/core/error.hpp"
 
@@ -27,7 +28,7 @@ std::string fourcc_string(int fourcc) {
     return s;
 }
 
-bool open_capture(cv::VideoCapture& cap, const std::string& path) {
+bool open_capture(VideoCapture& cap, const std::string& path) {
     try {
         cap.release();
         // FFmpeg only: the other backends (GStreamer, image-pattern) print noise on bad input.
@@ -145,7 +146,7 @@ private:
 
     ReaderParams params_;
     VideoInfo info_;
-    cv::VideoCapture cap_;
+    VideoCapture cap_;
     cv::Mat pending_;
     bool have_pending_ = false;
     bool skip_failed_ = false;

@@ -3,9 +3,8 @@
 // defects, quantisation) and the soft-disk driven generator. See synth.hpp for the model.
 #include "vibra/tracking/synth.hpp"
 
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
-#include <opencv2/videoio.hpp>
+#include <opencv2/videoio.hpp>  // constants only: the writers go through detail::VideoWriter (opencv_codecs.hpp)
 
 #include <algorithm>
 #include <array>
@@ -14,9 +13,11 @@
 #include <filesystem>
 #include <random>
 #include <exception>
+#include <memory>
 #include <string>
 #include <thread>
 
+#include "detail/opencv_codecs.hpp"
 #include "vibra/core/error.hpp"
 #include "vibra/core/soft_disk.hpp"
 
@@ -786,7 +787,7 @@ struct FrameSink::Impl {
     std::string path;
     VideoFormat format;
     double fps;
-    cv::VideoWriter writer;
+    std::unique_ptr<detail::VideoWriter> writer;  // created when a format needs OpenCV (loads its codecs module)
     std::unique_ptr<Y800AviWriter> native;
     std::int64_t n = 0;
     int type = -1;
@@ -845,7 +846,8 @@ void FrameSink::write(const cv::Mat& image) {
         if (m.format == VideoFormat::avi_mjpeg) {
             bool ok = false;
             try {
-                ok = m.writer.open(m.path, cv::CAP_OPENCV_MJPEG, cv::VideoWriter::fourcc('M', 'J', 'P', 'G'), m.fps, m.size, !grey8);
+                m.writer = std::make_unique<detail::VideoWriter>();
+                ok = m.writer->open(m.path, cv::CAP_OPENCV_MJPEG, detail::fourcc('M', 'J', 'P', 'G'), m.fps, m.size, !grey8);
             } catch (const cv::Exception&) {
                 ok = false;
             }
@@ -853,14 +855,15 @@ void FrameSink::write(const cv::Mat& image) {
         } else if (m.format == VideoFormat::avi_raw && odd) {
             m.native = std::make_unique<Y800AviWriter>(m.path, m.size.width, m.size.height, m.fps);
         } else if (m.format == VideoFormat::avi_raw || m.format == VideoFormat::avi_ffv1) {
-            const int fourcc = m.format == VideoFormat::avi_raw ? 0 : cv::VideoWriter::fourcc('F', 'F', 'V', '1');
+            const int fourcc = m.format == VideoFormat::avi_raw ? 0 : detail::fourcc('F', 'F', 'V', '1');
             bool ok = false;
             try {
-                ok = m.writer.open(m.path, cv::CAP_FFMPEG, fourcc, m.fps, m.size, !grey8);
+                m.writer = std::make_unique<detail::VideoWriter>();
+                ok = m.writer->open(m.path, cv::CAP_FFMPEG, fourcc, m.fps, m.size, !grey8);
             } catch (const cv::Exception&) {
                 ok = false;
             }
-            if (!ok || !m.writer.isOpened())
+            if (!ok || !m.writer->isOpened())
                 throw IoError(m.path + ": cannot open the video writer (" + std::string(to_string(m.format)) +
                               (m.format == VideoFormat::avi_ffv1 ? "; FFV1 needs OpenCV built with FFmpeg" : "") + ")");
         }
@@ -871,7 +874,7 @@ void FrameSink::write(const cv::Mat& image) {
         const auto file = sequence_file(m.path, m.format, m.n);
         bool ok = false;
         try {
-            ok = cv::imwrite(file, image);
+            ok = detail::imwrite(file, image);
         } catch (const cv::Exception& e) {
             throw IoError(file + ": cannot write the image: " + e.what());
         }
@@ -879,7 +882,7 @@ void FrameSink::write(const cv::Mat& image) {
     } else if (m.native) {
         m.native->write(image);
     } else {
-        m.writer.write(image);
+        m.writer->write(image);
     }
     ++m.n;
 }
@@ -888,7 +891,7 @@ void FrameSink::close() {
     auto& m = *impl_;
     if (m.closed) return;
     m.closed = true;
-    if (m.writer.isOpened()) m.writer.release();
+    if (m.writer && m.writer->isOpened()) m.writer->release();
     if (m.native) m.native->close();
 }
 

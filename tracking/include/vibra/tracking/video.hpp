@@ -58,4 +58,9 @@ public:
 /// folder, or a glob ("frames/*.png"). Throws vibra::IoError / FormatError naming the input.
 std::unique_ptr<FrameSource> open_video(const std::string& input, const ReaderParams& params = {});
 
+/// Writes one image file (format from the extension: .png, .tif, …; 8- or 16-bit) with OpenCV's
+/// image codecs, which vibra loads on first use (docs/performance.md, "start-up"); false when
+/// the file cannot be written. cv::Exception passes through.
+bool write_image(const std::string& path, const cv::Mat& image);
+
 }  // namespace vibra::tracking
