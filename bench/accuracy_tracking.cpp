@@ -276,6 +276,8 @@ int main(int argc, char** argv) {
     if (const char* e = std::getenv("JF_NODES")) dp.joint_fit.template_nodes = std::atoi(e);
     if (const char* e = std::getenv("JF_TOL")) dp.joint_fit.tolerance = std::atof(e);
     if (const char* e = std::getenv("JF_WAKE")) dp.joint_fit.wake = std::atof(e);
+    if (const char* e = std::getenv("JF_EARLY_RESCUE")) dp.joint_fit.early_rescue = std::atoi(e) != 0;
+    if (const char* e = std::getenv("JF_RESCUE_MSE")) dp.joint_fit.rescue_mse = std::atof(e);
     if (const char* e = std::getenv("JF_SEIDEL_LAST")) dp.joint_fit.seidel_last_sweep = std::atoi(e) != 0;
     if (const char* e = std::getenv("JF_COARSE_CENTRE")) dp.joint_fit.coarse_centre_only = std::atoi(e) != 0;
     if (const char* e = std::getenv("JF_NEWTON")) dp.joint_fit.newton_steps = std::atoi(e);
