@@ -39,6 +39,20 @@ TEST_CASE("the vibra program does not load OpenCV's codecs at start-up", "[integ
     REQUIRE_THAT(deps.output, !Catch::Contains("libopencv_imgcodecs"));
     REQUIRE_THAT(deps.output, !Catch::Contains("libopencv_videoio"));
     REQUIRE_THAT(deps.output, !Catch::Contains("libavcodec"));
+
+    // a command that needs them and cannot load them: exit 1, the module named, no output
+    test::TempDir dir("cli_codecs");
+    const auto png = dir.file("png");
+    REQUIRE(test::run_vibra("synth -o " + q(png) + " --format png --frames 2 --width 64 --height 64 -q").exit_code == 0);
+    REQUIRE(fs::exists(png + "/frame_000001.png"));
+    const auto out = dir.file("t.h5");
+    const auto r = test::run("VIBRA_OPENCV_CODECS=" + q(dir.file("missing.so")) + " '" + VIBRA_CLI + "' track " + q(png) + " -o " + q(out) + " --radius 6");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 1);
+    REQUIRE_THAT(r.output, Catch::Contains("libvibra_opencv_codecs.so") && Catch::Contains("missing.so: no such file"));
+    REQUIRE_FALSE(fs::exists(out));
+    REQUIRE(test::run_vibra("track " + q(png) + " -o " + q(out) + " --radius 6 -q").exit_code == 0);  // with it: fine
+    REQUIRE(fs::exists(out));
 }
 
 TEST_CASE("a dump written by LAMMPS imports — info summarises it", "[integration]") {

@@ -26,11 +26,11 @@ constexpr const char* kModuleName = "libvibra_opencv_codecs.so";
 
 std::atomic<bool> g_loaded{false};
 
-// Where the module may be: $VIBRA_OPENCV_CODECS (a file), where the build wrote it, beside the
-// running program (or in ../lib of it), then the loader's own search path.
+// Where the module may be: $VIBRA_OPENCV_CODECS when set (that file only); otherwise where the
+// build wrote it, beside the running program (or in ../lib of it), then the loader's search path.
 std::vector<std::string> candidates() {
     std::vector<std::string> c;
-    if (const char* env = std::getenv("VIBRA_OPENCV_CODECS"); env && *env) c.emplace_back(env);
+    if (const char* env = std::getenv("VIBRA_OPENCV_CODECS"); env && *env) return {env};
     if (*VIBRA_OPENCV_CODECS_PATH) c.emplace_back(VIBRA_OPENCV_CODECS_PATH);
     std::error_code ec;
     const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -46,7 +46,10 @@ const OpenCvCodecsTable* load() {
     std::string why;
     for (const auto& path : candidates()) {
         const bool by_name = path.find('/') == std::string::npos;
-        if (!by_name && !std::filesystem::exists(path)) continue;
+        if (!by_name && !std::filesystem::exists(path)) {
+            why += "\n  " + path + ": no such file";
+            continue;
+        }
         void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
         if (!lib) {
             const char* e = dlerror();
@@ -66,8 +69,7 @@ const OpenCvCodecsTable* load() {
     }
     throw Error(std::string("cannot load ") + kModuleName +
                 " (OpenCV's image and video codecs, needed for image sequences, compressed videos and video/PNG output); "
-                "set VIBRA_OPENCV_CODECS to its path. Tried:" +
-                (why.empty() ? std::string(" (no file found)") : why));
+                "set VIBRA_OPENCV_CODECS to its file. Tried:" + why);
 }
 
 }  // namespace
