@@ -505,6 +505,22 @@ TEST_CASE("joint fit row kernels: vectorised and portable versions agree", "[uni
             REQUIRE_THAT(ca.s[k], Catch::Matchers::WithinAbs(ref, 1e-3 * (1 + std::abs(ref))));
             REQUIRE_THAT(cb.s[k], Catch::Matchers::WithinAbs(ref, 1e-3 * (1 + std::abs(ref))));
         }
+        // a fresh search's sums (κ = 1, no clip): vectorised and portable against a direct count
+        detail::LightSums la, lb;
+        detail::light_sums_rows(im.data(), m.data(), 0, &row, 1, cx, 4.0f, 90.0f, t_pairs, la);
+        detail::light_sums_rows_portable(im.data(), m.data(), 0, &row, 1, cx, 4.0f, 90.0f, t, lb);
+        double want[6] = {0, 0, 0, 0, 0, 0};
+        for (int x = 2; x <= 1 + len; ++x) {
+            const double dxx = double(x) - cx, q = dxx * dxx + double(dy) * dy;
+            if (q < 4.0 || q > 90.0) continue;
+            const double kk = std::min(std::floor(q * 5.0), double(v.size() - 1));
+            const double S = v[std::size_t(kk)] + (q * 5.0 - kk) * d[std::size_t(kk)], y = double(im[std::size_t(x)]) - m[std::size_t(x)];
+            want[0] += 1, want[1] += S, want[2] += S * S, want[3] += y, want[4] += S * y, want[5] += y * y;
+        }
+        for (int k = 0; k < 6; ++k) {
+            REQUIRE_THAT(la.s[k], Catch::Matchers::WithinAbs(want[k], 1e-3 * (1 + std::abs(want[k]))));
+            REQUIRE_THAT(lb.s[k], Catch::Matchers::WithinAbs(want[k], 1e-3 * (1 + std::abs(want[k]))));
+        }
     }
     WARN("row kernels vectorised (AVX2): " << (detail::fit_kernels_vectorised() ? "yes" : "no"));
 }

@@ -98,6 +98,24 @@ void residual_rows_portable(const float* im0, const float* m0, std::ptrdiff_t st
     });
 }
 
+void light_sums_rows_portable(const float* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi,
+                              float qo, const TemplateView& t, LightSums& acc) {
+    double* s = acc.s;
+    for (int ri = 0; ri < n_rows; ++ri) {
+        const RowSpan& row = rows[ri];
+        const float* im = im0 + static_cast<std::ptrdiff_t>(row.y) * stride;
+        const float* m = m0 + static_cast<std::ptrdiff_t>(row.y) * stride;
+        const float dy2 = row.dy * row.dy;
+        for (int x = row.x0; x <= row.x1; ++x) {
+            const float dx = static_cast<float>(x) - cx, q = dx * dx + dy2;
+            if (q < qi || q > qo) continue;
+            float sl;
+            const float S = lookup(t, q, sl), y = im[x] - m[x];
+            s[0] += 1, s[1] += S, s[2] += S * S, s[3] += y, s[4] += S * y, s[5] += y * y;
+        }
+    }
+}
+
 void move_rows_portable(float* m, std::ptrdiff_t stride, const MoveRowSpan* rows, int n_rows, float cx_old, float amp_old,
                         float kappa_old, const TemplateView& t_old, float cx_new, float amp_new, float kappa_new, const TemplateView& t_new) {
     for (int ri = 0; ri < n_rows; ++ri) {
@@ -496,6 +514,31 @@ __attribute__((target("avx2,fma"))) void cross_rows_avx2(const float* im0, const
     for (int k = 0; k < 20; ++k) acc.s[k] += hsum8(S[k]);
 }
 
+__attribute__((target("avx2,fma"))) void light_sums_rows_avx2(const float* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows,
+                                                               int n_rows, float cx, float qi, float qo, const TemplateView& t, LightSums& acc) {
+    // the band rule without a residual clip (an infinite clip)
+    const BandRule8 rule = band_rule8(qi, qo, 0.0f, __builtin_inff());
+    const __m256 kmaxf = _mm256_set1_ps(static_cast<float>(t.kmax)), invh = _mm256_set1_ps(t.inv_hq), one = _mm256_set1_ps(1.0f);
+    __m256 N = _mm256_setzero_ps(), SS = N, S2 = N, Y = N, SY = N, YY = N;
+    for (int ri = 0; ri < n_rows; ++ri) {
+        const RowSpan& row = rows[ri];
+        const float* im = im0 + static_cast<std::ptrdiff_t>(row.y) * stride;
+        const float* m = m0 + static_cast<std::ptrdiff_t>(row.y) * stride;
+        const __m256 vdy2 = _mm256_set1_ps(row.dy * row.dy);
+        for (int x = row.x0; x <= row.x1; x += 8) {
+            const BandPixels8 px = band_pixels8(rule, im, m, x, row.x1, cx, vdy2);
+            __m256 sl;
+            const __m256 S = _mm256_and_ps(lookup8(t, px.q, kmaxf, invh, sl), px.ok);
+            const __m256 y = _mm256_and_ps(px.r, px.ok);
+            N = _mm256_add_ps(N, _mm256_and_ps(one, px.ok));
+            SS = _mm256_add_ps(SS, S), S2 = _mm256_fmadd_ps(S, S, S2);
+            Y = _mm256_add_ps(Y, y), SY = _mm256_fmadd_ps(S, y, SY), YY = _mm256_fmadd_ps(y, y, YY);
+        }
+    }
+    const __m256 all[6] = {N, SS, S2, Y, SY, YY};
+    for (int k = 0; k < 6; ++k) acc.s[k] += hsum8(all[k]);
+}
+
 __attribute__((target("avx2,fma"))) void annulus_spans_avx2(int w, int h, double cx_, double cy_, float q_in, float q_out, int row_step,
                                                              std::vector<RowSpan>& rows) {
     rows.clear();
@@ -662,6 +705,14 @@ void cross_rows(const float* im, const float* m, std::ptrdiff_t stride, const Ro
         return cross_rows_avx2(im, m, stride, rows, n_rows, cx_i, qi, qo, b_i, clip, amp_i, kappa_i, t_i, cx_j, dcy, amp_j, kappa_j, t_j, acc);
 #endif
     cross_rows_portable(im, m, stride, rows, n_rows, cx_i, qi, qo, b_i, clip, amp_i, kappa_i, t_i, cx_j, dcy, amp_j, kappa_j, t_j, acc);
+}
+
+void light_sums_rows(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
+                     const TemplateView& t, LightSums& acc) {
+#ifdef VIBRA_FIT_AVX2
+    if (use_avx2()) return light_sums_rows_avx2(im, m, stride, rows, n_rows, cx, qi, qo, t, acc);
+#endif
+    light_sums_rows_portable(im, m, stride, rows, n_rows, cx, qi, qo, t, acc);
 }
 
 void annulus_spans(int w, int h, double cx, double cy, float q_in, float q_out, int row_step, std::vector<RowSpan>& rows) {

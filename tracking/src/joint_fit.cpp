@@ -732,6 +732,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     // solved linearly at each), the best taken; the extra sweeps then polish them. Disks from
     // index n_in_model on are not in M yet (just added); only disks from index `first` on are
     // searched.
+    std::vector<detail::RowSpan> rescue_rows;
     auto rescue = [&](std::size_t n_in_model, std::size_t first = 0, std::vector<std::size_t>* changed = nullptr) {
         if (!(p.rescue_mse > 0)) return;
         std::vector<float> ms;
@@ -751,18 +752,11 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
             auto try_at = [&](int s2, double cx, double cy) {
                 const auto& t = T(s2);
                 const float qi = std::min(T(0).q_in, T(ns - 1).q_in), qo = std::max(T(0).q_out, T(ns - 1).q_out);
-                double s1 = 0, sS = 0, sSS = 0, sy = 0, sSy = 0, syy = 0;
-                for_rows(w, h, cx, cy, qo, [&](int py, int x0, int x1, float dy2, float) {
-                    const auto* im = I.ptr<float>(py);
-                    const auto* m = M.ptr<float>(py);
-                    for (int px = x0; px <= x1; ++px) {
-                        const auto dx = static_cast<float>(px - cx);
-                        const float q = dx * dx + dy2;
-                        if (q < qi || q > qo) continue;
-                        const float S = t.at(q), y = im[px] - m[px];
-                        s1 += 1, sS += S, sSS += S * S, sy += y, sSy += S * y, syy += y * y;
-                    }
-                });
+                detail::annulus_spans(w, h, cx, cy, qi, qo, 1, rescue_rows);
+                detail::LightSums ls;
+                detail::light_sums_rows(I.ptr<float>(0), M.ptr<float>(0), static_cast<std::ptrdiff_t>(I.step1()), rescue_rows.data(),
+                                        static_cast<int>(rescue_rows.size()), static_cast<float>(cx), qi, qo, t.view(), ls);
+                const double s1 = ls.s[0], sS = ls.s[1], sSS = ls.s[2], sy = ls.s[3], sSy = ls.s[4], syy = ls.s[5];
                 const double det = s1 * sSS - sS * sS;
                 if (!(s1 > 12) || !(det > 0)) return;
                 const double a = (s1 * sSy - sS * sy) / det, b = (sy - a * sS) / s1;

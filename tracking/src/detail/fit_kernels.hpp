@@ -116,6 +116,19 @@ void cross_rows_portable(const float* im, const float* m, std::ptrdiff_t stride,
                          float qo, float b_i, float clip, float amp_i, float kappa_i, const TemplateView& t_i, float cx_j, float dcy,
                          float amp_j, float kappa_j, const TemplateView& t_j, CrossSums& acc);
 
+/// Sums of a fresh search (joint_fit's rescue): how well a template's light, placed at a trial
+/// centre, explains y = im − m. Over the rows, pixels with q = (x − cx)² + dy² in [qi, qo] (no
+/// residual clip): count, ΣS, ΣS², Σy, ΣSy, Σy² with S = S(q) (κ = 1), in that order. The
+/// amplitude and background follow by linear least squares. The AVX2 version sums 8 lanes in
+/// float (a disk's few hundred pixels) and adds them into the doubles.
+struct LightSums {
+    double s[6] = {};
+};
+void light_sums_rows(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
+                     const TemplateView& t, LightSums& acc);
+void light_sums_rows_portable(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi,
+                              float qo, const TemplateView& t, LightSums& acc);
+
 /// The portable versions (what the two above do without AVX2), for tests that compare.
 void splat_row_portable(float* m, int x0, int x1, float cx, float dy2, float amp, float kappa, const TemplateView& t);
 void normal_row_portable(const float* im, const float* m, int x0, int x1, float cx, float dy, float dy2, float qi, float qo, float b,
