@@ -7,8 +7,14 @@
 #include <cmath>
 #include <string>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define VIBRA_REFINE_AVX2 1
+#endif
+
 #include "vibra/core/cell_list.hpp"
 #include "vibra/core/error.hpp"
+#include "detail/fit_kernels.hpp"  // fit_kernels_vectorised(): the CPU check of the AVX2 paths
 
 namespace vibra::tracking {
 
@@ -115,6 +121,29 @@ void for_annulus(int w, int h, double cx, double cy, double r_in, double r_out, 
     }
 }
 
+#ifdef VIBRA_REFINE_AVX2
+// The AVX2 helper below (profile_step's pixels) computes four pixels at a time in double precision
+// with the scalar code's operations in its order (no fused multiply-add: target "avx2" only) and
+// hands the pixels on in column order, so it gives exactly the scalar results (bit for bit). The
+// same for gradient_profile was slower than its scalar loop (the division and the write-out of
+// every kept pixel dominate there), docs/performance.md.
+
+// The lanes px .. px+3 of row `ar` that are in the annulus and outside its hole; `pxv` = their columns.
+__attribute__((target("avx2"))) inline __m256d annulus_lanes4(const AnnulusRow& ar, int px, double ro2, double ri2, __m256d pxv,
+                                                               __m256d r2) {
+    const __m256d in_row = _mm256_cmp_pd(pxv, _mm256_set1_pd(static_cast<double>(ar.x1)), _CMP_LE_OQ);
+    __m256d ok = _mm256_and_pd(in_row, _mm256_and_pd(_mm256_cmp_pd(r2, _mm256_set1_pd(ro2), _CMP_LE_OQ),
+                                                     _mm256_cmp_pd(r2, _mm256_set1_pd(ri2), _CMP_GE_OQ)));
+    if (ar.ix1 >= ar.ix0 && px + 3 >= ar.ix0 && px <= ar.ix1) {
+        const __m256d hole = _mm256_and_pd(_mm256_cmp_pd(pxv, _mm256_set1_pd(static_cast<double>(ar.ix0)), _CMP_GE_OQ),
+                                           _mm256_cmp_pd(pxv, _mm256_set1_pd(static_cast<double>(ar.ix1)), _CMP_LE_OQ));
+        ok = _mm256_andnot_pd(hole, ok);
+    }
+    return ok;
+}
+
+#endif
+
 // Radial profile of the inward gradient −∇I·ρ̂ over the annulus ρ ∈ [r_in, r_out] about (cx, cy)
 // into `prof` (reset by the caller), the pixels within √mr2[k] of neighbour k masked.
 void gradient_profile(const Gradients& g, double cx, double cy, double r_in, double r_out, const double* mx, const double* my,
@@ -152,6 +181,49 @@ void gradient_profile(const Gradients& g, double cx, double cy, double r_in, dou
     }
 }
 
+#ifdef VIBRA_REFINE_AVX2
+// profile_step's pixels of one row, four at a time: (dx, dy, ρ, value) of the pixels kept, in
+// column order, appended to out at np; returns the new count.
+template <class T>
+__attribute__((target("avx2"))) std::size_t annulus_row_avx2(const AnnulusRow& ar, int py, const T* row, double cx, double ro2, double ri2,
+                                                              double r_own, double em, const double* mx, const double* my, const double* mrad,
+                                                              const int* act, int n_act, float* out, std::size_t np) {
+    const __m256d lanes = _mm256_setr_pd(0, 1, 2, 3), vcx = _mm256_set1_pd(cx), vdy2 = _mm256_set1_pd(ar.dy2);
+    const __m256d zero = _mm256_setzero_pd(), vown = _mm256_set1_pd(r_own), vem = _mm256_set1_pd(em);
+    const auto fdy = static_cast<float>(ar.dy);
+    alignas(32) double DX[4], RHO[4];
+    for (int px = ar.x0; px <= ar.x1; px += 4) {
+        const __m256d pxv = _mm256_add_pd(_mm256_set1_pd(static_cast<double>(px)), lanes);
+        const __m256d dx = _mm256_sub_pd(pxv, vcx);
+        const __m256d r2 = _mm256_add_pd(_mm256_mul_pd(dx, dx), vdy2);
+        __m256d ok = annulus_lanes4(ar, px, ro2, ri2, pxv, r2);
+        if (!_mm256_movemask_pd(ok)) continue;
+        const __m256d rho = _mm256_sqrt_pd(r2);
+        // masked: closer to a neighbour's edge than to the own one (+ em): |p − c_j|² < lim², lim > 0
+        const __m256d lim0 = _mm256_add_pd(_mm256_sub_pd(rho, vown), vem);
+        for (int b = 0; b < n_act; ++b) {
+            const int k = act[b];
+            const __m256d lim = _mm256_add_pd(lim0, _mm256_set1_pd(mrad[k]));
+            const __m256d ex = _mm256_sub_pd(pxv, _mm256_set1_pd(mx[k]));
+            const double ey = py - my[k];
+            const __m256d d2 = _mm256_add_pd(_mm256_mul_pd(ex, ex), _mm256_set1_pd(ey * ey));
+            const __m256d masked = _mm256_and_pd(_mm256_cmp_pd(lim, zero, _CMP_GT_OQ), _mm256_cmp_pd(d2, _mm256_mul_pd(lim, lim), _CMP_LT_OQ));
+            ok = _mm256_andnot_pd(masked, ok);
+        }
+        int bits = _mm256_movemask_pd(ok);
+        if (!bits) continue;
+        _mm256_store_pd(DX, dx);
+        _mm256_store_pd(RHO, rho);
+        for (; bits; bits &= bits - 1) {
+            const int l = __builtin_ctz(static_cast<unsigned>(bits));
+            float* o = out + 4 * np++;
+            o[0] = static_cast<float>(DX[l]), o[1] = fdy, o[2] = static_cast<float>(RHO[l]), o[3] = static_cast<float>(row[px + l]);
+        }
+    }
+    return np;
+}
+#endif
+
 // One Gauss–Newton centre update of the self-consistent radial-profile fit. Returns false when
 // too few pixels remain.
 template <class T>
@@ -173,6 +245,9 @@ bool profile_step(const cv::Mat& img, double cx, double cy, double r_in, double 
     // the annulus' other rows skip them).
     int act[32];
     const double reach0 = r_out - r_own + em + 1e-9;
+#ifdef VIBRA_REFINE_AVX2
+    const bool avx2 = detail::fit_kernels_vectorised();
+#endif
     for (int py = y0; py <= y1; ++py) {
         const AnnulusRow ar(w, cx, cy, py, ro2, ri2);
         int n_act = 0;
@@ -182,6 +257,12 @@ bool profile_step(const cv::Mat& img, double cx, double cy, double r_in, double 
         }
         const T* row = img.ptr<T>(py);
         const auto fdy = static_cast<float>(ar.dy);
+#ifdef VIBRA_REFINE_AVX2
+        if (avx2) {
+            np = annulus_row_avx2(ar, py, row, cx, ro2, ri2, r_own, em, mx, my, mrad, act, n_act, out, np);
+            continue;
+        }
+#endif
         for_row_pixels(ar, cx, ro2, ri2, [&](int px, double dx, double r2) __attribute__((always_inline)) {
             // Edge-distance mask: a pixel goes when it is closer to a neighbour's edge than to this
             // disk's own edge (plus `em` px), i.e. when the neighbour's profile dominates it.
