@@ -446,9 +446,14 @@ TEST_CASE("joint fit row kernels: vectorised and portable versions agree", "[uni
     t_pairs.vd = vd.data();
     std::mt19937_64 rng(3);
     std::uniform_real_distribution<float> u(0.0f, 1.0f);
-    std::vector<float> im(64), m(64);
+    // the frame's own pixels, 16-bit (and the same values 8-bit below); 16 more after the row:
+    // the vectorised kernels read whole 8-pixel vectors, also past the row's last pixel
+    std::vector<std::uint16_t> im(64 + 16);
+    std::vector<std::uint8_t> im8(64 + 16);
+    std::vector<float> m(64);
     for (int len = 1; len <= 40; ++len) {
-        for (auto& x : im) x = 20 + 100 * u(rng);
+        for (auto& x : im) x = static_cast<std::uint16_t>(20 + std::lround(100 * u(rng)));
+        for (std::size_t k = 0; k < im.size(); ++k) im8[k] = static_cast<std::uint8_t>(im[k]);
         for (auto& x : m) x = 50 * u(rng);
         const float cx = 20 + u(rng), dy = 3 * u(rng) - 1.5f;
         std::vector<float> m1 = m, m2 = m;
@@ -505,6 +510,13 @@ TEST_CASE("joint fit row kernels: vectorised and portable versions agree", "[uni
             REQUIRE_THAT(ca.s[k], Catch::Matchers::WithinAbs(ref, 1e-3 * (1 + std::abs(ref))));
             REQUIRE_THAT(cb.s[k], Catch::Matchers::WithinAbs(ref, 1e-3 * (1 + std::abs(ref))));
         }
+        // 8-bit pixels give the same sums as the same values in 16 bits (exactly)
+        detail::ResidualSums r8;
+        detail::residual_rows(im8.data(), m.data(), 0, &row, 1, cx, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f, 1.03f, t_pairs, r8);
+        for (int k = 0; k < 7; ++k) REQUIRE(r8.s[k] == ra.s[k]);
+        detail::NormalSums n8;
+        detail::normal_row(im8.data(), m.data(), 2, 1 + len, cx, dy, dy * dy, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f, 1.03f, t_pairs, n8);
+        for (int k = 0; k < 21; ++k) REQUIRE(n8.s[k] == c.s[k]);
         // a fresh search's sums (κ = 1, no clip): vectorised and portable against a direct count
         detail::LightSums la, lb;
         detail::light_sums_rows(im.data(), m.data(), 0, &row, 1, cx, 4.0f, 90.0f, t_pairs, la);

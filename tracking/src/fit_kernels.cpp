@@ -25,18 +25,18 @@ inline float lookup(const TemplateView& t, float q, float& slope) {
 // The pixels of a disk's band that enter its equations: over `rows`, those with
 // q = (x − cx)² + dy² in [qi, qo] and residual r = im − b − m within ±clip; f(x, dx, dy, q, r).
 // The one pixel rule of every band kernel (normal, centre, residual, cross terms).
-template <class F>
-inline void for_band_pixels(const float* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi,
+template <class P, class F>
+inline void for_band_pixels(const P* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi,
                             float qo, float b, float clip, F&& f) {
     for (int ri = 0; ri < n_rows; ++ri) {
         const RowSpan& row = rows[ri];
-        const float* im = im0 + static_cast<std::ptrdiff_t>(row.y) * stride;
+        const P* im = im0 + static_cast<std::ptrdiff_t>(row.y) * stride;
         const float* m = m0 + static_cast<std::ptrdiff_t>(row.y) * stride;
         const float dy = row.dy, dy2 = dy * dy;
         for (int x = row.x0; x <= row.x1; ++x) {
             const float dx = static_cast<float>(x) - cx, q = dx * dx + dy2;
             if (q < qi || q > qo) continue;
-            const float r = im[x] - b - m[x];
+            const float r = static_cast<float>(im[x]) - b - m[x];
             if (std::abs(r) > clip) continue;
             f(x, dx, dy, q, r);
         }
@@ -53,7 +53,8 @@ void splat_row_portable(float* m, int x0, int x1, float cx, float dy2, float amp
     }
 }
 
-void normal_row_portable(const float* im, const float* m, int x0, int x1, float cx, float dy, float dy2, float qi, float qo, float b,
+template <class P>
+void normal_row_portable(const P* im, const float* m, int x0, int x1, float cx, float dy, float dy2, float qi, float qo, float b,
                        float clip, float amp, float kappa, const TemplateView& t, NormalSums& acc) {
     (void)dy2;  // = dy²
     float* s = acc.s;
@@ -73,7 +74,8 @@ void normal_row_portable(const float* im, const float* m, int x0, int x1, float 
     });
 }
 
-void centre_rows_portable(const float* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi,
+template <class P>
+void centre_rows_portable(const P* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi,
                           float qo, float b, float clip, float amp, float kappa, const TemplateView& t, CentreSums& acc) {
     float* s = acc.s;
     const float m2k = -2 * kappa;
@@ -86,7 +88,8 @@ void centre_rows_portable(const float* im0, const float* m0, std::ptrdiff_t stri
     });
 }
 
-void residual_rows_portable(const float* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi,
+template <class P>
+void residual_rows_portable(const P* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi,
                             float qo, float b, float clip, float amp, float kappa, const TemplateView& t, ResidualSums& acc) {
     float* s = acc.s;
     const float m2k = -2 * kappa;
@@ -98,19 +101,20 @@ void residual_rows_portable(const float* im0, const float* m0, std::ptrdiff_t st
     });
 }
 
-void light_sums_rows_portable(const float* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi,
+template <class P>
+void light_sums_rows_portable(const P* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi,
                               float qo, const TemplateView& t, LightSums& acc) {
     double* s = acc.s;
     for (int ri = 0; ri < n_rows; ++ri) {
         const RowSpan& row = rows[ri];
-        const float* im = im0 + static_cast<std::ptrdiff_t>(row.y) * stride;
+        const P* im = im0 + static_cast<std::ptrdiff_t>(row.y) * stride;
         const float* m = m0 + static_cast<std::ptrdiff_t>(row.y) * stride;
         const float dy2 = row.dy * row.dy;
         for (int x = row.x0; x <= row.x1; ++x) {
             const float dx = static_cast<float>(x) - cx, q = dx * dx + dy2;
             if (q < qi || q > qo) continue;
             float sl;
-            const float S = lookup(t, q, sl), y = im[x] - m[x];
+            const float S = lookup(t, q, sl), y = static_cast<float>(im[x]) - m[x];
             s[0] += 1, s[1] += S, s[2] += S * S, s[3] += y, s[4] += S * y, s[5] += y * y;
         }
     }
@@ -130,7 +134,8 @@ void move_rows_portable(float* m, std::ptrdiff_t stride, const MoveRowSpan* rows
     }
 }
 
-void cross_rows_portable(const float* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx_i, float qi,
+template <class P>
+void cross_rows_portable(const P* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx_i, float qi,
                          float qo, float b_i, float clip, float amp_i, float kappa_i, const TemplateView& t_i, float cx_j, float dcy,
                          float amp_j, float kappa_j, const TemplateView& t_j, CrossSums& acc) {
     float* s = acc.s;
@@ -243,14 +248,24 @@ __attribute__((target("avx2,fma"))) inline BandRule8 band_rule8(float qi, float 
     return {lane_index(), _mm256_set1_ps(qi), _mm256_set1_ps(qo), _mm256_set1_ps(b), _mm256_set1_ps(clip),
             _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff))};
 }
-__attribute__((target("avx2,fma"))) inline BandPixels8 band_pixels8(const BandRule8& c, const float* im, const float* m, int x, int x1,
+// Pixels x..x+7 of an image row as floats. 8- and 16-bit rows are read whole (8 or 16 bytes, also
+// past the row's end: the caller guarantees that those bytes can be read; the band rule masks
+// the lanes beyond x1).
+__attribute__((target("avx2,fma"))) inline __m256 load_pixels8(const std::uint8_t* im, int x) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(im + x))));
+}
+__attribute__((target("avx2,fma"))) inline __m256 load_pixels8(const std::uint16_t* im, int x) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(im + x))));
+}
+template <class P>
+__attribute__((target("avx2,fma"))) inline BandPixels8 band_pixels8(const BandRule8& c, const P* im, const float* m, int x, int x1,
                                                                      float cx, __m256 vdy2) {
     const int n = std::min(8, x1 - x + 1);
     const __m256i lm = first_lanes(n);
     BandPixels8 p;
     p.dx = _mm256_add_ps(_mm256_set1_ps(static_cast<float>(x) - cx), c.lanes);
     p.q = _mm256_fmadd_ps(p.dx, p.dx, vdy2);
-    const __m256 imv = n == 8 ? _mm256_loadu_ps(im + x) : _mm256_maskload_ps(im + x, lm);
+    const __m256 imv = load_pixels8(im, x);
     const __m256 mv = n == 8 ? _mm256_loadu_ps(m + x) : _mm256_maskload_ps(m + x, lm);
     p.r = _mm256_sub_ps(_mm256_sub_ps(imv, c.b), mv);
     const __m256 inside = _mm256_and_ps(_mm256_cmp_ps(p.q, c.qi, _CMP_GE_OQ), _mm256_cmp_ps(p.q, c.qo, _CMP_LE_OQ));
@@ -373,7 +388,8 @@ __attribute__((target("avx2,fma"))) inline float hsum8(__m256 x) {
     return _mm_cvtss_f32(_mm_add_ss(b, _mm_shuffle_ps(b, b, 1)));
 }
 
-__attribute__((target("avx2,fma"))) void normal_rows_avx2(const float* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows,
+template <class P>
+__attribute__((target("avx2,fma"))) void normal_rows_avx2(const P* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows,
                                                            int n_rows, float cx, float qi, float qo, float b, float clip, float amp,
                                                            float kappa, const TemplateView& t, NormalSums& acc) {
     const BandRule8 rule = band_rule8(qi, qo, b, clip);
@@ -384,7 +400,7 @@ __attribute__((target("avx2,fma"))) void normal_rows_avx2(const float* im0, cons
            S23 = S00, S24 = S00, S33 = S00, S34 = S00, S44 = S00, V0 = S00, V1 = S00, V2 = S00, V3 = S00, V4 = S00, RR = S00;
     for (int ri = 0; ri < n_rows; ++ri) {
         const RowSpan& row = rows[ri];
-        const float* im = im0 + static_cast<std::ptrdiff_t>(row.y) * stride;
+        const P* im = im0 + static_cast<std::ptrdiff_t>(row.y) * stride;
         const float* m = m0 + static_cast<std::ptrdiff_t>(row.y) * stride;
         const __m256 vdy2 = _mm256_set1_ps(row.dy * row.dy), m2kdy = _mm256_set1_ps(-2 * kappa * row.dy);
         for (int x = row.x0; x <= row.x1; x += 8) {
@@ -412,7 +428,8 @@ __attribute__((target("avx2,fma"))) void normal_rows_avx2(const float* im0, cons
     for (int k = 0; k < 21; ++k) acc.s[k] += hsum8(all[k]);
 }
 
-__attribute__((target("avx2,fma"))) void centre_rows_avx2(const float* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows,
+template <class P>
+__attribute__((target("avx2,fma"))) void centre_rows_avx2(const P* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows,
                                                            int n_rows, float cx, float qi, float qo, float b, float clip, float amp,
                                                            float kappa, const TemplateView& t, CentreSums& acc) {
     const BandRule8 rule = band_rule8(qi, qo, b, clip);
@@ -423,7 +440,7 @@ __attribute__((target("avx2,fma"))) void centre_rows_avx2(const float* im0, cons
     __m256 A00 = _mm256_setzero_ps(), A01 = A00, A11 = A00, V0 = A00, V1 = A00, N = A00, RR = A00;
     for (int ri = 0; ri < n_rows; ++ri) {
         const RowSpan& row = rows[ri];
-        const float* im = im0 + static_cast<std::ptrdiff_t>(row.y) * stride;
+        const P* im = im0 + static_cast<std::ptrdiff_t>(row.y) * stride;
         const float* m = m0 + static_cast<std::ptrdiff_t>(row.y) * stride;
         const __m256 vdy2 = _mm256_set1_ps(row.dy * row.dy), vdy = _mm256_set1_ps(row.dy);
         for (int x = row.x0; x <= row.x1; x += 8) {
@@ -445,7 +462,8 @@ __attribute__((target("avx2,fma"))) void centre_rows_avx2(const float* im0, cons
     for (int k = 0; k < 7; ++k) acc.s[k] += hsum8(all[k]);
 }
 
-__attribute__((target("avx2,fma"))) void residual_rows_avx2(const float* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows,
+template <class P>
+__attribute__((target("avx2,fma"))) void residual_rows_avx2(const P* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows,
                                                              int n_rows, float cx, float qi, float qo, float b, float clip, float amp,
                                                              float kappa, const TemplateView& t, ResidualSums& acc) {
     const BandRule8 rule = band_rule8(qi, qo, b, clip);
@@ -455,7 +473,7 @@ __attribute__((target("avx2,fma"))) void residual_rows_avx2(const float* im0, co
     __m256 V0 = _mm256_setzero_ps(), V1 = V0, V2 = V0, V3 = V0, V4 = V0, N = V0, RR = V0;
     for (int ri = 0; ri < n_rows; ++ri) {
         const RowSpan& row = rows[ri];
-        const float* im = im0 + static_cast<std::ptrdiff_t>(row.y) * stride;
+        const P* im = im0 + static_cast<std::ptrdiff_t>(row.y) * stride;
         const float* m = m0 + static_cast<std::ptrdiff_t>(row.y) * stride;
         const __m256 vdy2 = _mm256_set1_ps(row.dy * row.dy), vdy = _mm256_set1_ps(row.dy);
         for (int x = row.x0; x <= row.x1; x += 8) {
@@ -477,7 +495,8 @@ __attribute__((target("avx2,fma"))) void residual_rows_avx2(const float* im0, co
     for (int k = 0; k < 7; ++k) acc.s[k] += hsum8(all[k]);
 }
 
-__attribute__((target("avx2,fma"))) void cross_rows_avx2(const float* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows,
+template <class P>
+__attribute__((target("avx2,fma"))) void cross_rows_avx2(const P* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows,
                                                           int n_rows, float cx_i, float qi, float qo, float b_i, float clip, float amp_i,
                                                           float kappa_i, const TemplateView& t_i, float cx_j, float dcy, float amp_j,
                                                           float kappa_j, const TemplateView& t_j, CrossSums& acc) {
@@ -490,7 +509,7 @@ __attribute__((target("avx2,fma"))) void cross_rows_avx2(const float* im0, const
     for (auto& x : S) x = _mm256_setzero_ps();
     for (int ri = 0; ri < n_rows; ++ri) {
         const RowSpan& row = rows[ri];
-        const float* im = im0 + static_cast<std::ptrdiff_t>(row.y) * stride;
+        const P* im = im0 + static_cast<std::ptrdiff_t>(row.y) * stride;
         const float* m = m0 + static_cast<std::ptrdiff_t>(row.y) * stride;
         const float dyj = row.dy + dcy;
         const __m256 dyi2 = _mm256_set1_ps(row.dy * row.dy), dyj2 = _mm256_set1_ps(dyj * dyj);
@@ -514,7 +533,8 @@ __attribute__((target("avx2,fma"))) void cross_rows_avx2(const float* im0, const
     for (int k = 0; k < 20; ++k) acc.s[k] += hsum8(S[k]);
 }
 
-__attribute__((target("avx2,fma"))) void light_sums_rows_avx2(const float* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows,
+template <class P>
+__attribute__((target("avx2,fma"))) void light_sums_rows_avx2(const P* im0, const float* m0, std::ptrdiff_t stride, const RowSpan* rows,
                                                                int n_rows, float cx, float qi, float qo, const TemplateView& t, LightSums& acc) {
     // the band rule without a residual clip (an infinite clip)
     const BandRule8 rule = band_rule8(qi, qo, 0.0f, __builtin_inff());
@@ -522,7 +542,7 @@ __attribute__((target("avx2,fma"))) void light_sums_rows_avx2(const float* im0, 
     __m256 N = _mm256_setzero_ps(), SS = N, S2 = N, Y = N, SY = N, YY = N;
     for (int ri = 0; ri < n_rows; ++ri) {
         const RowSpan& row = rows[ri];
-        const float* im = im0 + static_cast<std::ptrdiff_t>(row.y) * stride;
+        const P* im = im0 + static_cast<std::ptrdiff_t>(row.y) * stride;
         const float* m = m0 + static_cast<std::ptrdiff_t>(row.y) * stride;
         const __m256 vdy2 = _mm256_set1_ps(row.dy * row.dy);
         for (int x = row.x0; x <= row.x1; x += 8) {
@@ -662,14 +682,16 @@ void splat_rows(float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows
                            kappa, t);
 }
 
-void normal_row(const float* im, const float* m, int x0, int x1, float cx, float dy, float dy2, float qi, float qo, float b,
+template <class P>
+void normal_row(const P* im, const float* m, int x0, int x1, float cx, float dy, float dy2, float qi, float qo, float b,
                 float clip, float amp, float kappa, const TemplateView& t, NormalSums& acc) {
     (void)dy2;  // = dy² (kept in the signature for the portable version)
     const RowSpan row{0, x0, x1, dy};
     normal_rows(im, m, 0, &row, 1, cx, qi, qo, b, clip, amp, kappa, t, acc);
 }
 
-void normal_rows(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
+template <class P>
+void normal_rows(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
                  float b, float clip, float amp, float kappa, const TemplateView& t, NormalSums& acc) {
 #ifdef VIBRA_FIT_AVX2
     if (use_avx2()) return normal_rows_avx2(im, m, stride, rows, n_rows, cx, qi, qo, b, clip, amp, kappa, t, acc);
@@ -681,7 +703,8 @@ void normal_rows(const float* im, const float* m, std::ptrdiff_t stride, const R
     }
 }
 
-void centre_rows(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
+template <class P>
+void centre_rows(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
                  float b, float clip, float amp, float kappa, const TemplateView& t, CentreSums& acc) {
 #ifdef VIBRA_FIT_AVX2
     if (use_avx2()) return centre_rows_avx2(im, m, stride, rows, n_rows, cx, qi, qo, b, clip, amp, kappa, t, acc);
@@ -689,7 +712,8 @@ void centre_rows(const float* im, const float* m, std::ptrdiff_t stride, const R
     centre_rows_portable(im, m, stride, rows, n_rows, cx, qi, qo, b, clip, amp, kappa, t, acc);
 }
 
-void residual_rows(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
+template <class P>
+void residual_rows(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
                    float b, float clip, float amp, float kappa, const TemplateView& t, ResidualSums& acc) {
 #ifdef VIBRA_FIT_AVX2
     if (use_avx2()) return residual_rows_avx2(im, m, stride, rows, n_rows, cx, qi, qo, b, clip, amp, kappa, t, acc);
@@ -697,7 +721,8 @@ void residual_rows(const float* im, const float* m, std::ptrdiff_t stride, const
     residual_rows_portable(im, m, stride, rows, n_rows, cx, qi, qo, b, clip, amp, kappa, t, acc);
 }
 
-void cross_rows(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx_i, float qi, float qo,
+template <class P>
+void cross_rows(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx_i, float qi, float qo,
                 float b_i, float clip, float amp_i, float kappa_i, const TemplateView& t_i, float cx_j, float dcy, float amp_j,
                 float kappa_j, const TemplateView& t_j, CrossSums& acc) {
 #ifdef VIBRA_FIT_AVX2
@@ -707,7 +732,8 @@ void cross_rows(const float* im, const float* m, std::ptrdiff_t stride, const Ro
     cross_rows_portable(im, m, stride, rows, n_rows, cx_i, qi, qo, b_i, clip, amp_i, kappa_i, t_i, cx_j, dcy, amp_j, kappa_j, t_j, acc);
 }
 
-void light_sums_rows(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
+template <class P>
+void light_sums_rows(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
                      const TemplateView& t, LightSums& acc) {
 #ifdef VIBRA_FIT_AVX2
     if (use_avx2()) return light_sums_rows_avx2(im, m, stride, rows, n_rows, cx, qi, qo, t, acc);
@@ -728,6 +754,34 @@ void move_spans(int w, int h, double cx0, double cy0, float q0, double cx1, doub
 #endif
     move_spans_portable(w, h, cx0, cy0, q0, cx1, cy1, q1, row_step, rows);
 }
+
+// The band kernels for the two pixel types of a frame (8- and 16-bit).
+#define VIBRA_BAND_KERNELS(P)                                                                                                                \
+    template void normal_row<P>(const P*, const float*, int, int, float, float, float, float, float, float, float, float, float,           \
+                                const TemplateView&, NormalSums&);                                                                       \
+    template void normal_row_portable<P>(const P*, const float*, int, int, float, float, float, float, float, float, float, float, float,  \
+                                         const TemplateView&, NormalSums&);                                                              \
+    template void normal_rows<P>(const P*, const float*, std::ptrdiff_t, const RowSpan*, int, float, float, float, float, float, float,    \
+                                 float, const TemplateView&, NormalSums&);                                                               \
+    template void centre_rows<P>(const P*, const float*, std::ptrdiff_t, const RowSpan*, int, float, float, float, float, float, float,    \
+                                 float, const TemplateView&, CentreSums&);                                                               \
+    template void centre_rows_portable<P>(const P*, const float*, std::ptrdiff_t, const RowSpan*, int, float, float, float, float, float,  \
+                                          float, float, const TemplateView&, CentreSums&);                                               \
+    template void residual_rows<P>(const P*, const float*, std::ptrdiff_t, const RowSpan*, int, float, float, float, float, float, float,  \
+                                   float, const TemplateView&, ResidualSums&);                                                           \
+    template void residual_rows_portable<P>(const P*, const float*, std::ptrdiff_t, const RowSpan*, int, float, float, float, float,       \
+                                            float, float, float, const TemplateView&, ResidualSums&);                                    \
+    template void cross_rows<P>(const P*, const float*, std::ptrdiff_t, const RowSpan*, int, float, float, float, float, float, float,     \
+                                float, const TemplateView&, float, float, float, float, const TemplateView&, CrossSums&);                \
+    template void cross_rows_portable<P>(const P*, const float*, std::ptrdiff_t, const RowSpan*, int, float, float, float, float, float,   \
+                                         float, float, const TemplateView&, float, float, float, float, const TemplateView&, CrossSums&); \
+    template void light_sums_rows<P>(const P*, const float*, std::ptrdiff_t, const RowSpan*, int, float, float, float, const TemplateView&, \
+                                     LightSums&);                                                                                        \
+    template void light_sums_rows_portable<P>(const P*, const float*, std::ptrdiff_t, const RowSpan*, int, float, float, float,           \
+                                              const TemplateView&, LightSums&);
+VIBRA_BAND_KERNELS(std::uint8_t)
+VIBRA_BAND_KERNELS(std::uint16_t)
+#undef VIBRA_BAND_KERNELS
 
 bool fit_kernels_vectorised() { return use_avx2(); }
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace vibra::tracking::detail {
@@ -23,6 +24,12 @@ struct TemplateView {
     float inv_hq = 1;
     const float* vd = nullptr;
 };
+
+/// The band kernels (normal, centre, residual, cross, light sums) read the frame's own pixels:
+/// P = std::uint8_t or std::uint16_t (instantiated for both), `im` and `m` with the same stride
+/// (elements). The vectorised versions read each 8 pixels whole, also up to 7 pixels past a
+/// row's last one: those bytes must be readable (the next row, or slack after the image;
+/// joint_fit makes sure). No float copy of the frame is made (it cost ≈ 5% of a warm frame).
 
 /// Sums of JᵀJ (upper triangle of 5×5, row-major: 00 01 02 03 04 11 12 13 14 22 23 24 33 34 44),
 /// Jᵀr (5) and r² of one disk's band; J = ∂model/∂(cx, cy, κ, b, a).
@@ -41,7 +48,8 @@ void splat_row(float* m, int x0, int x1, float cx, float dy2, float amp, float k
 
 /// Adds the pixels x in [x0, x1] with q = (x − cx)² + dy² in [qi, qo] and |r| ≤ clip, where
 /// r = im[x] − b − m[x], to the normal equations of the model b + amp · S(κ q).
-void normal_row(const float* im, const float* m, int x0, int x1, float cx, float dy, float dy2, float qi, float qo, float b,
+template <class P>
+void normal_row(const P* im, const float* m, int x0, int x1, float cx, float dy, float dy2, float qi, float qo, float b,
                 float clip, float amp, float kappa, const TemplateView& t, NormalSums& acc);
 
 /// splat_row over several rows (dy² from each row's dy); `m` points at row 0 of an image with
@@ -75,7 +83,8 @@ void move_rows_portable(float* m, std::ptrdiff_t stride, const MoveRowSpan* rows
 
 /// normal_row over several rows of one disk (the sums are reduced once, not per row); `im` and
 /// `m` point at row 0 of images with `stride` floats per row.
-void normal_rows(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
+template <class P>
+void normal_rows(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
                  float b, float clip, float amp, float kappa, const TemplateView& t, NormalSums& acc);
 
 /// Sums of a centre-only Gauss–Newton step (κ, b, a held): JᵀJ of (cx, cy) (00 01 11), Jᵀr
@@ -85,9 +94,11 @@ void normal_rows(const float* im, const float* m, std::ptrdiff_t stride, const R
 struct CentreSums {
     float s[7] = {};
 };
-void centre_rows(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
+template <class P>
+void centre_rows(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
                  float b, float clip, float amp, float kappa, const TemplateView& t, CentreSums& acc);
-void centre_rows_portable(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi,
+template <class P>
+void centre_rows_portable(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi,
                           float qo, float b, float clip, float amp, float kappa, const TemplateView& t, CentreSums& acc);
 
 /// The right-hand side of one disk's normal equations alone: Jᵀr (5, in the order of
@@ -97,9 +108,11 @@ void centre_rows_portable(const float* im, const float* m, std::ptrdiff_t stride
 struct ResidualSums {
     float s[7] = {};
 };
-void residual_rows(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
+template <class P>
+void residual_rows(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
                    float b, float clip, float amp, float kappa, const TemplateView& t, ResidualSums& acc);
-void residual_rows_portable(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi,
+template <class P>
+void residual_rows_portable(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi,
                             float qo, float b, float clip, float amp, float kappa, const TemplateView& t, ResidualSums& acc);
 
 /// Cross terms of the joint Newton step: how disk i's band residual changes with a neighbour
@@ -109,10 +122,12 @@ void residual_rows_portable(const float* im, const float* m, std::ptrdiff_t stri
 struct CrossSums {
     float s[20] = {};
 };
-void cross_rows(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx_i, float qi, float qo,
+template <class P>
+void cross_rows(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx_i, float qi, float qo,
                 float b_i, float clip, float amp_i, float kappa_i, const TemplateView& t_i, float cx_j, float dcy, float amp_j,
                 float kappa_j, const TemplateView& t_j, CrossSums& acc);
-void cross_rows_portable(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx_i, float qi,
+template <class P>
+void cross_rows_portable(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx_i, float qi,
                          float qo, float b_i, float clip, float amp_i, float kappa_i, const TemplateView& t_i, float cx_j, float dcy,
                          float amp_j, float kappa_j, const TemplateView& t_j, CrossSums& acc);
 
@@ -124,14 +139,17 @@ void cross_rows_portable(const float* im, const float* m, std::ptrdiff_t stride,
 struct LightSums {
     double s[6] = {};
 };
-void light_sums_rows(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
+template <class P>
+void light_sums_rows(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
                      const TemplateView& t, LightSums& acc);
-void light_sums_rows_portable(const float* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi,
+template <class P>
+void light_sums_rows_portable(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi,
                               float qo, const TemplateView& t, LightSums& acc);
 
 /// The portable versions (what the two above do without AVX2), for tests that compare.
 void splat_row_portable(float* m, int x0, int x1, float cx, float dy2, float amp, float kappa, const TemplateView& t);
-void normal_row_portable(const float* im, const float* m, int x0, int x1, float cx, float dy, float dy2, float qi, float qo, float b,
+template <class P>
+void normal_row_portable(const P* im, const float* m, int x0, int x1, float cx, float dy, float dy2, float qi, float qo, float b,
                          float clip, float amp, float kappa, const TemplateView& t, NormalSums& acc);
 
 /// ⌊x⌋ and ⌈x⌉ for |x| < 2³¹ without a libm call (the build targets baseline x86-64, where
