@@ -27,7 +27,8 @@ constexpr const char* kModuleName = "libvibra_opencv_codecs.so";
 std::atomic<bool> g_loaded{false};
 
 // Where the module may be: $VIBRA_OPENCV_CODECS when set (that file only); otherwise where the
-// build wrote it, beside the running program (or in ../lib of it), then the loader's search path.
+// build wrote it, beside the running program (or in ../lib or ../tracking of it: a build tree
+// moved as a whole), then the loader's search path.
 std::vector<std::string> candidates() {
     std::vector<std::string> c;
     if (const char* env = std::getenv("VIBRA_OPENCV_CODECS"); env && *env) return {env};
@@ -37,6 +38,7 @@ std::vector<std::string> candidates() {
     if (!ec) {
         c.push_back((exe.parent_path() / kModuleName).string());
         c.push_back((exe.parent_path().parent_path() / "lib" / kModuleName).string());
+        c.push_back((exe.parent_path().parent_path() / "tracking" / kModuleName).string());  // a build tree moved as a whole
     }
     c.emplace_back(kModuleName);
     return c;
