@@ -21,6 +21,17 @@ cv::Mat ramp(int w, int h, int k) {
         for (int x = 0; x < w; ++x) m.at<std::uint8_t>(y, x) = static_cast<std::uint8_t>((3 * x + 5 * y + 17 * k) & 255);
     return m;
 }
+// The frames of `input`, each checked against ramp(w, h, k); returns how many were read.
+int frames_matching_ramps(const std::string& input, int w, int h) {
+    auto src = open_video(input);
+    Frame f;
+    int k = 0;
+    while (src->next(f) == ReadStatus::ok) {
+        REQUIRE(cv::norm(f.image, ramp(w, h, k), cv::NORM_INF) == 0);
+        ++k;
+    }
+    return k;
+}
 }  // namespace
 
 TEST_CASE("OpenCV's codecs module: not loaded for an uncompressed AVI, loaded for a PNG sequence", "[unit]") {
@@ -30,16 +41,7 @@ TEST_CASE("OpenCV's codecs module: not loaded for an uncompressed AVI, loaded fo
         FrameSink avi(dir.file("raw.avi"), VideoFormat::avi_raw, 50);
         for (int k = 0; k < 3; ++k) avi.write(ramp(w, h, k));
     }
-    {
-        auto src = open_video(dir.file("raw.avi"));
-        Frame f;
-        int k = 0;
-        while (src->next(f) == ReadStatus::ok) {
-            REQUIRE(cv::norm(f.image, ramp(w, h, k), cv::NORM_INF) == 0);
-            ++k;
-        }
-        REQUIRE(k == 3);
-    }
+    REQUIRE(frames_matching_ramps(dir.file("raw.avi"), w, h) == 3);
     REQUIRE_FALSE(detail::opencv_codecs_loaded());
 
     // PNG frames written and read back through the module
@@ -51,13 +53,6 @@ TEST_CASE("OpenCV's codecs module: not loaded for an uncompressed AVI, loaded fo
     REQUIRE(detail::opencv_codecs_loaded());
     REQUIRE(write_image(dir.file("extra.png"), ramp(w, h, 7)));
     REQUIRE(cv::norm(detail::imread(dir.file("extra.png"), -1), ramp(w, h, 7), cv::NORM_INF) == 0);
-    auto src = open_video(seq);
-    Frame f;
-    int k = 0;
-    while (src->next(f) == ReadStatus::ok) {
-        REQUIRE(cv::norm(f.image, ramp(w, h, k), cv::NORM_INF) == 0);
-        ++k;
-    }
-    REQUIRE(k == 2);
+    REQUIRE(frames_matching_ramps(seq, w, h) == 2);
     REQUIRE_FALSE(write_image(dir.file("no_such_folder/x.png"), ramp(w, h, 0)));
 }

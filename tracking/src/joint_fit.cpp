@@ -369,12 +369,12 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         const int x0 = std::max(0, static_cast<int>(d.x - r)), x1 = std::min(w - 1, static_cast<int>(d.x + r) + 1);
         for (int y = y0; y <= y1; y += row_step) {
             const float* m = M.ptr<float>(y);
-            const std::uint8_t* im = I.ptr<std::uint8_t>(y);
-            const std::size_t px_bytes = I.elemSize();
-            for (int x = x0; x <= x1 + 15; x += 16) {
-                const int xc = std::min(x, x1);
-                __builtin_prefetch(m + xc, 1, 3);
-                if (image_too) __builtin_prefetch(im + static_cast<std::size_t>(xc) * px_bytes, 0, 3);
+            for (int x = x0; x <= x1 + 15; x += 16) __builtin_prefetch(m + std::min(x, x1), 1, 3);  // a 64-byte line: 16 floats
+            if (image_too) {  // the frame's row: 32 or 64 pixels per line
+                const std::uint8_t* im = I.ptr<std::uint8_t>(y);
+                const std::size_t px_bytes = I.elemSize(), first = static_cast<std::size_t>(x0) * px_bytes,
+                                  last = static_cast<std::size_t>(x1) * px_bytes;
+                for (std::size_t b = first; b <= last + 63; b += 64) __builtin_prefetch(im + std::min(b, last), 0, 3);
             }
         }
     };

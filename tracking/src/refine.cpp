@@ -121,28 +121,6 @@ void for_annulus(int w, int h, double cx, double cy, double r_in, double r_out, 
     }
 }
 
-#ifdef VIBRA_REFINE_AVX2
-// The AVX2 helper below (profile_step's pixels) computes four pixels at a time in double precision
-// with the scalar code's operations in its order (no fused multiply-add: target "avx2" only) and
-// hands the pixels on in column order, so it gives exactly the scalar results (bit for bit). The
-// same for gradient_profile was slower than its scalar loop (the division and the write-out of
-// every kept pixel dominate there), docs/performance.md.
-
-// The lanes px .. px+3 of row `ar` that are in the annulus and outside its hole; `pxv` = their columns.
-__attribute__((target("avx2"))) inline __m256d annulus_lanes4(const AnnulusRow& ar, int px, double ro2, double ri2, __m256d pxv,
-                                                               __m256d r2) {
-    const __m256d in_row = _mm256_cmp_pd(pxv, _mm256_set1_pd(static_cast<double>(ar.x1)), _CMP_LE_OQ);
-    __m256d ok = _mm256_and_pd(in_row, _mm256_and_pd(_mm256_cmp_pd(r2, _mm256_set1_pd(ro2), _CMP_LE_OQ),
-                                                     _mm256_cmp_pd(r2, _mm256_set1_pd(ri2), _CMP_GE_OQ)));
-    if (ar.ix1 >= ar.ix0 && px + 3 >= ar.ix0 && px <= ar.ix1) {
-        const __m256d hole = _mm256_and_pd(_mm256_cmp_pd(pxv, _mm256_set1_pd(static_cast<double>(ar.ix0)), _CMP_GE_OQ),
-                                           _mm256_cmp_pd(pxv, _mm256_set1_pd(static_cast<double>(ar.ix1)), _CMP_LE_OQ));
-        ok = _mm256_andnot_pd(hole, ok);
-    }
-    return ok;
-}
-
-#endif
 
 // Radial profile of the inward gradient −∇I·ρ̂ over the annulus ρ ∈ [r_in, r_out] about (cx, cy)
 // into `prof` (reset by the caller), the pixels within √mr2[k] of neighbour k masked.
@@ -182,6 +160,26 @@ void gradient_profile(const Gradients& g, double cx, double cy, double r_in, dou
 }
 
 #ifdef VIBRA_REFINE_AVX2
+// The AVX2 helpers below (profile_step's pixels) compute four pixels at a time in double precision
+// with the scalar code's operations in its order (no fused multiply-add: target "avx2" only) and
+// hand the pixels on in column order, so they give exactly the scalar results (bit for bit). The
+// same for gradient_profile was slower than its scalar loop (the division and the write-out of
+// every kept pixel dominate there), docs/performance.md.
+
+// The lanes px .. px+3 of row `ar` that are in the annulus and outside its hole; `pxv` = their columns.
+__attribute__((target("avx2"))) inline __m256d annulus_lanes4(const AnnulusRow& ar, int px, double ro2, double ri2, __m256d pxv,
+                                                               __m256d r2) {
+    const __m256d in_row = _mm256_cmp_pd(pxv, _mm256_set1_pd(static_cast<double>(ar.x1)), _CMP_LE_OQ);
+    __m256d ok = _mm256_and_pd(in_row, _mm256_and_pd(_mm256_cmp_pd(r2, _mm256_set1_pd(ro2), _CMP_LE_OQ),
+                                                     _mm256_cmp_pd(r2, _mm256_set1_pd(ri2), _CMP_GE_OQ)));
+    if (ar.ix1 >= ar.ix0 && px + 3 >= ar.ix0 && px <= ar.ix1) {
+        const __m256d hole = _mm256_and_pd(_mm256_cmp_pd(pxv, _mm256_set1_pd(static_cast<double>(ar.ix0)), _CMP_GE_OQ),
+                                           _mm256_cmp_pd(pxv, _mm256_set1_pd(static_cast<double>(ar.ix1)), _CMP_LE_OQ));
+        ok = _mm256_andnot_pd(hole, ok);
+    }
+    return ok;
+}
+
 // profile_step's pixels of one row, four at a time: (dx, dy, ρ, value) of the pixels kept, in
 // column order, appended to out at np; returns the new count.
 template <class T>
