@@ -30,7 +30,7 @@ TEST_CASE("help, version and usage errors", "[integration]") {
 }
 
 TEST_CASE("the vibra program does not load OpenCV's codecs at start-up", "[integration]") {
-    // imgcodecs and videoio pull in ≈ 240 shared libraries (≈ 0.17 s before main()); vibra loads
+    // imgcodecs and videoio pull in ≈ 190 more shared libraries (≈ 0.17 s before main()); vibra loads
     // them as a module only when a command needs them (tracking/src/detail/opencv_codecs.hpp).
     const auto deps = test::run("ldd " + q(VIBRA_CLI));
     INFO(deps.output);

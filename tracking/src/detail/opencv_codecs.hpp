@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // OpenCV's image and video codecs (imgcodecs, videoio), loaded on first use. Internal.
 //
-// Why: those two OpenCV modules bring ≈ 240 shared libraries (FFmpeg, GStreamer, GDAL, OpenEXR,
+// Why: those two OpenCV modules bring ≈ 190 more shared libraries (FFmpeg, GStreamer, GDAL, OpenEXR,
 // …) whose loading and start-up code cost every `vibra` process ≈ 0.17 s before main() — more
 // than a quarter of tracking a 60-frame video, and paid by analyses that never touch a video
 // (docs/performance.md). vibra reads uncompressed AVI and the camera formats itself; only image
