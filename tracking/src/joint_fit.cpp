@@ -270,7 +270,8 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
     // The frame's own pixels (8 or 16 bit): the row kernels read them in place (no float copy,
     // ≈ 5% of a warm frame) when the rows are w pixels apart, like the model's, and the kernels'
     // whole 8-pixel reads past the last row's end stay in readable memory (the parent frame's
-    // next rows, or the same 4 KiB page); otherwise a copy in the image slot, which has the room.
+    // next rows, the slack after every large buffer such as a decoded frame's, or the same 4 KiB
+    // page); otherwise a copy in the image slot, which has the room.
     cv::Mat I;
     {
         const auto* end = image.ptr<std::uint8_t>(h - 1) + static_cast<std::size_t>(w) * image.elemSize();
@@ -281,7 +282,7 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
 #else
         const bool same_page = page(end - 1) == page(end + over - 1);
 #endif
-        const bool readable = end + over <= image.datalimit || same_page;
+        const bool readable = detail::readable_after(image, end, over) || same_page;
         if (image.step1() == static_cast<std::size_t>(w) && readable) {
             I = image;
         } else {

@@ -116,6 +116,16 @@ inline const cv::MatAllocator* large_buffer_allocator() {
     return a;
 }
 
+/// True when the `bytes` after `end` (a pointer into m's pixels) may be read: inside m's
+/// allocation (a parent's next rows), or in the slack that follows every buffer of
+/// large_buffer_allocator() (decoded frames, slabs).
+inline bool readable_after(const cv::Mat& m, const uchar* end, std::size_t bytes) {
+    if (end + bytes <= m.datalimit) return true;
+    const cv::UMatData* u = m.u;
+    return u != nullptr && u->currAllocator == large_buffer_allocator() && !(u->flags & cv::UMatData::USER_ALLOCATED) &&
+           end + bytes <= u->origdata + u->size + kLargeBufferSlack;
+}
+
 /// An uninitialised rows × cols matrix of `type` from large_buffer_allocator().
 inline cv::Mat large_mat(int rows, int cols, int type) {
     cv::Mat m;
