@@ -22,7 +22,7 @@
 
 namespace vibra::tracking::detail {
 
-inline constexpr std::size_t kLargeBufferMin = std::size_t{1} << 20;  ///< smaller ones: cv::fastMalloc
+inline constexpr std::size_t kLargeBufferMin = std::size_t{256} << 10;  ///< smaller ones: cv::fastMalloc
 inline constexpr std::size_t kLargeBufferCacheBytes = std::size_t{512} << 20;
 /// Every buffer is followed by at least this many bytes of its own (readable, contents
 /// undefined): row kernels that read whole vectors may pass the last row's end (joint_fit).
