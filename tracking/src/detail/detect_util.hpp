@@ -69,8 +69,8 @@ std::vector<T> suppress(std::vector<T> pts, double sep, Score score) {
 // Allocator for the large per-frame images of detection (gradients: 2 × 4 MB per 1024² frame;
 // vote map). Each frame needs fresh buffers, and every first touch of a fresh 4 KiB page is a
 // page fault: on a virtual machine such as the 2-core benchmark machine a fault costs ≈ 10 µs,
-// i.e. ≈ 20 ms for the 2048 pages of gx and gy — more than computing them. Buffers of ≥ 1 MiB
-// therefore come from 2 MiB-aligned regions marked for transparent huge pages (Linux, THP
+// i.e. ≈ 20 ms for the 2048 pages of gx and gy — more than computing them. Buffers of
+// ≥ kLargeBufferMin (256 KiB) therefore come from 2 MiB-aligned regions marked for transparent huge pages (Linux, THP
 // "always" or "madvise"), packed one after the other: 4 faults instead of 2048, and freed ones
 // are kept for re-use (large_buffers.hpp). Every such buffer is followed by kLargeBufferSlack
 // readable bytes (readable_after, below).

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Frame-sized buffers (≥ 1 MiB: decoded frames, gradients, vote maps, the joint fit's slab),
+// Frame-sized buffers (≥ 256 KiB: decoded frames, gradients, vote maps, the joint fit's slab),
 // carved one after the other (4 KiB-aligned) from 2 MiB-aligned regions marked for transparent
 // huge pages, and a bounded cache of freed ones.
 //

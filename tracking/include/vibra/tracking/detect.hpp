@@ -130,8 +130,10 @@ private:
 };
 
 /// Estimates one or two radii (px) from frames: votes over a wide radius range, the measured
-/// radii of the strongest detections, and a two-cluster split of their histogram (two sizes
-/// when the clusters are ≥ 10% apart and each holds ≥ 10% of the disks).
+/// radii of the stronger half of the detections, and the modes of their histogram (0.25 px
+/// bins): the highest is one size; a second peak within a factor 1.6, ≥ 10% away, ≥ 10% as high
+/// and separated by a dip is the other; each size is the median of the radii within ±7% of its
+/// peak (docs/tracking.md).
 std::vector<double> estimate_radii(const std::vector<cv::Mat>& frames, bool invert, double r_min = 3,
                                    double r_max = 80);
 

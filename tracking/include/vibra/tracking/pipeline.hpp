@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// `vibra track` as a library call: video → detections → trajectories → HDF5. A reader thread
-// decodes frames into a bounded queue, `threads` workers detect and refine them, the calling
-// thread links frames in order and spools rows to a temporary file; at the end each
-// trajectory's species is fixed by a majority vote and the rows are streamed into a
-// TrajectoryWriter (atomic: nothing appears at OUT unless the run produced a file).
+// `vibra track` as a library call: video → detections → trajectories → a TrajectorySink. A
+// reader thread decodes frames, `threads` workers detect and refine them (by strips of rows,
+// or frames dealt in turn), and the calling thread links frames in order and hands their rows
+// to the sink while the video is tracked, spooling each row's species to a temporary file; at
+// the end each trajectory's species is fixed by a majority vote and sent to the sink in row
+// order (the HDF5 sink, apps/vibra/track_store.hpp, is atomic: nothing appears at OUT unless
+// the run produced a file).
 #pragma once
 
 #include <cstdint>
@@ -22,7 +24,7 @@ struct TrackParams {
     DetectParams detect;            ///< radii empty = estimate them from the first frames
     std::int64_t auto_radii_frames = 3;  ///< frames used by the radius estimate
     double auto_radius_min = 3, auto_radius_max = 80;  ///< px range of the estimate
-    LinkParams link;                ///< max_step 0 = automatic (0.5 × small radius)
+    LinkParams link;                ///< max_step 5 px by default (LinkParams); set 0 for automatic (0.5 × small radius), as `vibra track` does
     ReaderParams reader;
     int threads = 0;                ///< detection workers; 0 = all cores
     /// Each frame starts from the one before (DiskLocator: several times less work per frame,
