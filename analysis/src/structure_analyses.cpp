@@ -82,12 +82,6 @@ bool flag_bool(const AnalysisContext& ctx, const std::string& flag) {
     throw ParameterError("--" + flag + ": expected 0 or 1, got '" + s + "'");
 }
 
-std::vector<std::int64_t> int_vec(const std::vector<double>& v) {
-    std::vector<std::int64_t> out(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i) out[i] = static_cast<std::int64_t>(v[i]);
-    return out;
-}
-
 // ------------------------------------------------------------------------------------------ gr
 std::vector<ResultGroup> run_gr(const AnalysisContext& ctx) {
     const auto& src = ctx.source;
@@ -334,9 +328,9 @@ std::vector<ResultGroup> run_voronoi(const AnalysisContext& ctx) {
     std::vector<std::int64_t> tf;
     std::vector<double> hist[3];
     for (auto& h : hist) h.assign(hb, 0.0);
-    double cnt[3] = {0, 0, 0}, area_sum[3] = {0, 0, 0}, phi_sum[3] = {0, 0, 0}, phi_sum2[3] = {0, 0, 0};
+    double cnt[3] = {0, 0, 0}, area_sum[3] = {0, 0, 0}, phi_cnt[3] = {0, 0, 0}, phi_sum[3] = {0, 0, 0}, phi_sum2[3] = {0, 0, 0};
     std::int64_t brute = 0;
-    bool sizes_checked = false;
+    bool sizes_checked = false, any_sizes = false;
     for_each_structure_frame(
         src, stride,
         [&](const StructureFrame& f) {
@@ -346,29 +340,35 @@ std::vector<ResultGroup> run_voronoi(const AnalysisContext& ctx) {
             sizes_checked = true;
             const auto v = radical_voronoi(f, vp);
             brute += v.brute_force_cells;
+            // Packing fractions need the particles' sizes (either tessellation); without them
+            // (plain cells only) the cells' areas and density are still measured, φ is NaN.
+            const bool sized = !v.particle_radius.empty();
+            any_sizes = any_sizes || sized;
             const auto lphi = local_packing_fraction(v);
             double disk = 0, disk_in = 0, cell_in = 0, nin = 0, nbd = 0;
             for (std::size_t i = 0; i < f.size(); ++i) {
-                const double a = M_PI * v.radius[i] * v.radius[i];
+                const double a = sized ? M_PI * v.particle_radius[i] * v.particle_radius[i] : 0.0;
                 disk += a;
                 if (v.boundary[i] && !keep_boundary) {
                     ++nbd;
                     continue;
                 }
-                if (!std::isfinite(lphi[i])) continue;
+                if (!(v.area[i] > 0)) continue;  // an empty power cell
                 nin += 1;
                 disk_in += a, cell_in += v.area[i];
                 const int s = f.species[i] == kSpeciesSmall ? 0 : f.species[i] == kSpeciesLarge ? 1 : -1;
-                const auto bin = std::min(hb - 1, static_cast<std::size_t>(std::max(0.0, lphi[i]) * static_cast<double>(hb)));
                 for (int k : {s, 2}) {
                     if (k < 0) continue;
-                    hist[k][bin] += 1, cnt[k] += 1, area_sum[k] += v.area[i];
+                    cnt[k] += 1, area_sum[k] += v.area[i];
+                    if (!sized) continue;
+                    const auto bin = std::min(hb - 1, static_cast<std::size_t>(std::max(0.0, lphi[i]) * static_cast<double>(hb)));
+                    hist[k][bin] += 1, phi_cnt[k] += 1;
                     phi_sum[k] += lphi[i], phi_sum2[k] += lphi[i] * lphi[i];
                 }
             }
             t.push_back(f.time), tf.push_back(f.frame);
-            phi.push_back(disk / f.window.area());
-            phi_vor.push_back(cell_in > 0 ? disk_in / cell_in : kNaN);
+            phi.push_back(sized ? disk / f.window.area() : kNaN);
+            phi_vor.push_back(sized && cell_in > 0 ? disk_in / cell_in : kNaN);
             rho_vor.push_back(cell_in > 0 ? nin / cell_in : kNaN);
             n_in.push_back(nin), n_bd.push_back(nbd);
         },
@@ -390,18 +390,21 @@ std::vector<ResultGroup> run_voronoi(const AnalysisContext& ctx) {
     for (int s = 2; s >= 0; --s) {
         if (s < 2 && !partials) continue;
         std::vector<double> h(hb);
-        for (std::size_t k = 0; k < hb; ++k) h[k] = cnt[s] > 0 ? hist[s][k] / cnt[s] * static_cast<double>(hb) : kNaN;
+        for (std::size_t k = 0; k < hb; ++k) h[k] = phi_cnt[s] > 0 ? hist[s][k] / phi_cnt[s] * static_cast<double>(hb) : kNaN;
         g.add(std::string("phi_local_hist") + suffix[s], h, "1");
-        const double mean = cnt[s] > 0 ? phi_sum[s] / cnt[s] : kNaN;
+        const double mean = phi_cnt[s] > 0 ? phi_sum[s] / phi_cnt[s] : kNaN;
         g.attrs[std::string("phi_local_mean") + suffix[s]] = mean;
-        g.attrs[std::string("phi_local_var") + suffix[s]] = cnt[s] > 1 ? phi_sum2[s] / cnt[s] - mean * mean : kNaN;
+        g.attrs[std::string("phi_local_var") + suffix[s]] = phi_cnt[s] > 1 ? phi_sum2[s] / phi_cnt[s] - mean * mean : kNaN;
         g.attrs[std::string("cell_area_mean") + suffix[s]] = cnt[s] > 0 ? area_sum[s] / cnt[s] : kNaN;
     }
-    double pm = 0;
-    for (double v : phi) pm += v;
-    g.attrs["phi_mean"] = phi.empty() ? kNaN : pm / static_cast<double>(phi.size());
+    double pm = 0, pn = 0;
+    for (double v : phi)
+        if (std::isfinite(v)) pm += v, pn += 1;
+    g.attrs["phi_mean"] = pn > 0 ? pm / pn : kNaN;
     g.attrs["tessellation"] = std::string(vp.radical ? "radical (power)" : "plain");
-    g.attrs["sizes"] = std::string(!m.species_diameters.empty() ? "species_diameters" : "radius column");
+    g.attrs["sizes"] = std::string(!any_sizes                      ? "none (packing fractions NaN)"
+                                   : !m.species_diameters.empty() ? "species_diameters"
+                                                                  : "radius column");
     g.attrs["boundary_cells"] = std::string(keep_boundary ? "included (clipped to the window bounding box)" : "excluded");
     g.attrs["geometry"] = geometry_name(ff.window);
     g.attrs["frame_stride"] = stride;

@@ -81,21 +81,29 @@ VoronoiTessellation radical_voronoi(const StructureFrame& fr, const VoronoiParam
     out.radius.assign(n, 0.0);
     out.offsets.assign(n + 1, 0);
     if (n == 0) return out;
+    // The particles' own sizes (unknown → the mean of the known): the cells' weights in a
+    // radical tessellation, and every cell's packing fraction in either.
+    if (fr.radius.size() == n) {
+        double sum = 0;
+        std::int64_t cnt = 0;
+        for (double r : fr.radius)
+            if (std::isfinite(r) && r > 0) sum += r, ++cnt;
+        if (cnt > 0) {
+            const double mean = sum / static_cast<double>(cnt);
+            out.particle_radius.resize(n);
+            for (std::size_t i = 0; i < n; ++i)
+                out.particle_radius[i] = (std::isfinite(fr.radius[i]) && fr.radius[i] > 0) ? fr.radius[i] : mean;
+        }
+    }
     if (p.radical) {
         if (fr.radius.size() != n)
             throw ParameterError("voronoi: frame " + std::to_string(fr.frame) +
                                  ": the radical tessellation needs particle sizes (metadata species_diameters "
                                  "or a radius column); none are given");
-        double sum = 0;
-        std::int64_t cnt = 0;
-        for (double r : fr.radius)
-            if (std::isfinite(r) && r > 0) sum += r, ++cnt;
-        if (cnt == 0)
+        if (out.particle_radius.empty())
             throw ParameterError("voronoi: frame " + std::to_string(fr.frame) +
                                  ": no particle has a known size (species_diameters / radius column)");
-        const double mean = sum / static_cast<double>(cnt);
-        for (std::size_t i = 0; i < n; ++i)
-            out.radius[i] = (std::isfinite(fr.radius[i]) && fr.radius[i] > 0) ? fr.radius[i] : mean;
+        out.radius = out.particle_radius;
     }
     double rmax_part = 0;
     for (double r : out.radius) rmax_part = std::max(rmax_part, r);
@@ -259,9 +267,12 @@ VoronoiTessellation radical_voronoi(const StructureFrame& fr, const VoronoiParam
 }
 
 std::vector<double> local_packing_fraction(const VoronoiTessellation& v) {
-    std::vector<double> phi(v.area.size());
-    for (std::size_t i = 0; i < phi.size(); ++i)
-        phi[i] = v.area[i] > 0 ? M_PI * v.radius[i] * v.radius[i] / v.area[i] : std::numeric_limits<double>::quiet_NaN();
+    std::vector<double> phi(v.area.size(), std::numeric_limits<double>::quiet_NaN());
+    if (v.particle_radius.size() != phi.size()) return phi;  // no sizes
+    for (std::size_t i = 0; i < phi.size(); ++i) {
+        const double r = v.particle_radius[i];
+        if (v.area[i] > 0) phi[i] = M_PI * r * r / v.area[i];
+    }
     return phi;
 }
 

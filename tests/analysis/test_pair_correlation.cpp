@@ -255,7 +255,7 @@ TEST_CASE("structure analyses run through the registry with the naming rule", "[
         REQUIRE(!done.at("voronoi").find("phi_local_hist_small"));
         REQUIRE(!done.at("number_fluctuations").find("mean_n_small"));
     }
-    SECTION("no sizes: voronoi refuses with a message") {
+    SECTION("no sizes: radical voronoi refuses with a message; plain cells give areas, no packing fraction") {
         Trajectory t = poisson_source(Geometry::periodic(0, 0, 30, 30), 100, 2, 43).trajectory();
         t.meta.species_diameters.clear();
         const InMemorySource src(std::move(t));
@@ -265,6 +265,42 @@ TEST_CASE("structure analyses run through the registry with the naming rule", "[
             for (const auto& o : spec.options) opts[o.flag] = o.default_value;
             AnalysisContext ctx{src, opts, false, 1, nullptr};
             REQUIRE_THROWS_WITH(spec.run(ctx), Catch::Contains("species_diameters"));
+            opts["voronoi-radical"] = "0";
+            AnalysisContext plain{src, opts, false, 1, nullptr};
+            const auto g = spec.run(plain).at(0);
+            const auto& rho = std::get<std::vector<double>>(g.find("density_voronoi")->data);
+            const auto& phi = std::get<std::vector<double>>(g.find("phi")->data);
+            REQUIRE(rho.size() == 2);
+            CHECK_THAT(rho[0], WithinRel(100.0 / 900.0, 1e-9));  // periodic: every cell, tiling the box
+            CHECK(std::isnan(phi[0]));
+            CHECK(std::isnan(std::get<double>(g.attrs.at("phi_mean"))));
+            CHECK(std::get<std::string>(g.attrs.at("sizes")).find("none") != std::string::npos);
+        }
+    }
+    SECTION("plain cells with sizes: the same packing fraction as the radical ones") {
+        // φ = Σ π R_i² / |box| does not depend on the tessellation, nor (periodic box: every cell
+        // used) does φ_voronoi; only the local distribution does.
+        const auto src = poisson_source(Geometry::periodic(0, 0, 30, 30), 300, 3, 44);
+        for (const auto& spec : structure_analyses()) {
+            if (spec.name != "voronoi") continue;
+            std::map<std::string, std::string> opts;
+            for (const auto& o : spec.options) opts[o.flag] = o.default_value;
+            AnalysisContext radical{src, opts, false, 1, nullptr};
+            const auto gr = spec.run(radical).at(0);
+            opts["voronoi-radical"] = "0";
+            AnalysisContext plain{src, opts, false, 1, nullptr};
+            const auto gp = spec.run(plain).at(0);
+            const auto& phi_r = std::get<std::vector<double>>(gr.find("phi")->data);
+            const auto& phi_p = std::get<std::vector<double>>(gp.find("phi")->data);
+            const auto& pv_p = std::get<std::vector<double>>(gp.find("phi_voronoi")->data);
+            REQUIRE(phi_p.size() == 3);
+            for (std::size_t k = 0; k < 3; ++k) {
+                CHECK(phi_p[k] > 0.2);
+                CHECK_THAT(phi_p[k], WithinRel(phi_r[k], 1e-12));
+                CHECK_THAT(pv_p[k], WithinRel(phi_r[k], 1e-9));
+            }
+            CHECK_THAT(std::get<double>(gp.attrs.at("phi_local_mean")), !WithinAbs(0.0, 0.05));
+            CHECK(std::get<std::string>(gp.attrs.at("tessellation")) == "plain");
         }
     }
 }

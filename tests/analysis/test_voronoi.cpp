@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 
@@ -162,6 +163,27 @@ TEST_CASE("radical Voronoi without sizes is refused with a message", "[unit]") {
     const auto v = radical_voronoi(f, plain);
     REQUIRE_THAT(v.area[0] + v.area[1], WithinRel(100.0, 1e-12));
     REQUIRE_THAT(v.area[0], WithinRel(50.0, 1e-12));
+    // no sizes: no packing fraction
+    REQUIRE(v.particle_radius.empty());
+    for (double phi : local_packing_fraction(v)) REQUIRE(std::isnan(phi));
+}
+
+TEST_CASE("plain Voronoi cells keep the particles' sizes for their packing fraction", "[unit]") {
+    // A triangular lattice: plain cells are the hexagons of area √3/2 a², and each disk's local
+    // packing fraction is π R² over that, as in the radical tessellation of equal disks.
+    const double a = 1.3;
+    const auto g = Geometry::periodic(0, 0, 12 * a, 10 * std::sqrt(3.0) / 2 * a);
+    auto f = triangular(12, 10, a, g, 0.05, 0.1, 0.5);
+    f.radius[3] = std::numeric_limits<double>::quiet_NaN();  // an unknown size gets the mean of the known
+    VoronoiParams plain;
+    plain.radical = false;
+    const auto v = radical_voronoi(f, plain);
+    REQUIRE(v.particle_radius.size() == f.size());
+    const auto phi = local_packing_fraction(v);
+    for (std::size_t i = 0; i < phi.size(); ++i) {
+        REQUIRE(v.radius[i] == 0.0);  // plain: no weights
+        REQUIRE_THAT(phi[i], WithinRel(M_PI * 0.25 / (std::sqrt(3.0) / 2 * a * a), 1e-10));
+    }
 }
 
 TEST_CASE("Poisson-Voronoi cells: mean area |W|/N, reduced variance 0.280", "[unit]") {

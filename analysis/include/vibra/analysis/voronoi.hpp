@@ -24,7 +24,10 @@ struct VoronoiParams {
 struct VoronoiTessellation {
     std::vector<double> area;            ///< cell area (length unit²); 0 for an empty power cell
     std::vector<std::uint8_t> boundary;  ///< 1 when the cell touches the window boundary (area truncated)
-    std::vector<double> radius;          ///< radius used for each particle (length unit; 0 for plain)
+    std::vector<double> radius;          ///< radius weighting each cell (length unit; 0 for plain)
+    /// each particle's own radius (length unit; unknown ones get the mean of the known), for its
+    /// packing fraction in either tessellation; empty when the frame has no sizes
+    std::vector<double> particle_radius;
     std::vector<std::int64_t> offsets{0};
     std::vector<std::int64_t> neighbour;
     std::vector<double> edge_length;     ///< length unit
@@ -34,11 +37,13 @@ struct VoronoiTessellation {
 /// Radical Voronoi tessellation of `frame` (positions inside frame.window; periodic boxes by
 /// minimum image). Radius per particle: frame.radius; NaN entries (unknown species without a
 /// measured radius) get the mean of the finite radii. Throws ParameterError when `radical` is set
-/// and the frame has no radius information (neither species diameters nor a radius column).
+/// and the frame has no radius information (neither species diameters nor a radius column); a
+/// plain tessellation needs none, and keeps the sizes it has in `particle_radius`.
 /// Complexity O(N) for homogeneous data (O(N) extra per boundary cell of a window).
 VoronoiTessellation radical_voronoi(const StructureFrame& frame, const VoronoiParams& p = {});
 
-/// Local packing fraction φ_i = π R_i² / A_i (NaN for empty cells).
+/// Local packing fraction φ_i = π R_i² / A_i with R_i = particle_radius (NaN for empty cells, and
+/// for every cell when the frame had no sizes).
 std::vector<double> local_packing_fraction(const VoronoiTessellation& v);
 
 }  // namespace vibra::analysis
