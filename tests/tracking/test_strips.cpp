@@ -232,3 +232,58 @@ TEST_CASE("track_video by strips: an undecodable frame is skipped, a size change
     // and a spool that cannot be created fails before any thread starts
     REQUIRE_THROWS_AS(track_video(seq, sink2, dir.file("no_such_dir") + "/spool", p), IoError);
 }
+
+TEST_CASE("track_video by strips: the workers hand the frames on in order, and a sink that fails mid-run stops it", "[unit]") {
+    // With strips the worker that is not behind links the complete frames and hands their rows to
+    // the sink (pipeline.cpp): every frame must still arrive once, in order, and a sink error
+    // raised on a worker must stop the run with that error, nothing committed.
+    test::TempDir dir("strips_consume");
+    // ≈ 1000 disks a frame: the rows reach the sink in blocks of 8,192 during the run
+    SynthParams sp = reference_case(ReferenceCase::moderate, 512, 14, 63);
+    SynthGenerator gen(sp);
+    const std::string seq = dir.file("seq");
+    std::filesystem::create_directories(seq);
+    TrajectoryTable truth;
+    cv::Mat img;
+    for (int f = 0; gen.next(img, truth); ++f) {
+        char name[32];
+        std::snprintf(name, sizeof name, "/f_%03d.png", f);
+        REQUIRE(cv::imwrite(seq + name, img));
+    }
+    TrackParams p;
+    p.detect.radii = {6, 8};
+    p.threads = 2;
+    REQUIRE(plan_strips(512, 2, 8).size() == 2);
+
+    struct OrderSink final : TrajectorySink {
+        std::int64_t next_frame = 0, appends = 0, rows = 0;
+        std::int64_t fail_at = -1;  // the append call that fails (−1: none)
+        bool committed = false;
+        void open(const Metadata&) override {}
+        void append(const TrajectoryTable& t, std::int64_t n_frames) override {
+            if (appends++ == fail_at) throw IoError("out.h5: write failed (disk full?)");
+            for (std::size_t i = 0; i < t.size(); ++i) {
+                REQUIRE(t.frame[i] >= next_frame);  // frames in order, none twice
+                REQUIRE(t.frame[i] < next_frame + n_frames);
+            }
+            next_frame += n_frames;
+            rows += static_cast<std::int64_t>(t.size());
+        }
+        void append_species(const std::vector<std::int8_t>&, const std::vector<float>&) override {}
+        void set_diagnostic(const std::string&, std::vector<std::int64_t>, const std::string&) override {}
+        void commit(const Metadata&, const FrameColumns&) override { committed = true; }
+    };
+    OrderSink ok;
+    const auto sum = track_video(seq, ok, dir.file("spool"), p);
+    REQUIRE(ok.committed);
+    REQUIRE(sum.frames == 14);
+    REQUIRE(ok.next_frame == 14);
+    REQUIRE(ok.rows == sum.detections);
+    REQUIRE(ok.appends >= 2);  // at least one block went to the sink before the end
+    REQUIRE(sum.detections >= 14 * 900);
+
+    OrderSink failing;
+    failing.fail_at = 0;  // the first block, handed on during the run
+    REQUIRE_THROWS_WITH(track_video(seq, failing, dir.file("spool2"), p), Catch::Contains("disk full"));
+    REQUIRE_FALSE(failing.committed);
+}

@@ -113,6 +113,16 @@ public:
         done_.erase(it);
         return true;
     }
+    // Frame `seq` if all its pieces are there (true), without waiting.
+    bool try_take(std::int64_t seq, Item& out, std::vector<std::vector<Particle>>& pieces) {
+        std::lock_guard lk(m_);
+        auto it = done_.find(seq);
+        if (it == done_.end() || it->second.arrived < n_pieces_) return false;
+        out = std::move(it->second.item);
+        pieces = std::move(it->second.pieces);
+        done_.erase(it);
+        return true;
+    }
     void finish(std::int64_t total) {
         std::lock_guard lk(m_);
         finished_ = true;
@@ -174,6 +184,12 @@ public:
             if (closed_ && std::all_of(next_.begin(), next_.end(), [&](std::int64_t n) { return n == end; })) return false;
             cv_.wait(lk);
         }
+    }
+    // Whether the worker that just finished a task of strip k should consume the frames that are
+    // complete: its strip is not behind any other, or no frame is left to read.
+    bool may_consume(std::size_t k) {
+        std::lock_guard lk(m_);
+        return closed_ || next_[k] >= *std::max_element(next_.begin(), next_.end());
     }
     void done(std::size_t k) {
         std::lock_guard lk(m_);
@@ -330,6 +346,110 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     // Everything that can fail before the first frame fails here, before the threads start (the
     // sink is opened below, inside the loop's error handling, which stops them).
     Spool spool(spool_path);
+    std::vector<SpoolRow> spool_rows;
+    // Rows go to the sink in blocks of whole frames of about 8,192 rows (buffers re-used): small
+    // blocks leave little to compress after the last frame (docs/performance.md).
+    const std::size_t block_rows = 8192;
+    TrajectoryTable block;
+    std::int64_t block_frames = 0;
+    auto flush_block = [&] {
+        if (block_frames == 0) return;
+        writer.append(block, block_frames);
+        block.clear();
+        block.radius.clear();
+        block.quality.clear();
+        block.species_confidence.clear();
+        block_frames = 0;
+    };
+    Linker linker(p.link);
+    SpeciesVote vote;
+    std::vector<std::int64_t> d_det, d_links, d_new, d_lost, d_err;
+    std::vector<double> time_s;
+    std::vector<std::int64_t> image_numbers;
+    bool any_time = false;
+    Progress progress("track " + input, info.n_frames, p.progress);
+    std::vector<std::uint64_t> order;  // a frame's rows by particle (the file's order within a frame): id << 32 | row
+    std::vector<double> xs, ys;
+    std::vector<std::int8_t> sp;
+    // One frame, in order: merge its strips, link, and hand its rows to the sink. Called under
+    // consume_m, by a worker that is not behind (strips) or by this thread (the rest).
+    const double same_disk = p.detect.r_small();  // two disks' centres are ≥ 2 r_small apart
+    std::mutex consume_m;
+    std::int64_t next_seq = 0;            // the next frame to consume (under consume_m)
+    std::atomic<bool> sink_ready{false};  // the sink is open: workers may consume
+    auto consume = [&](std::int64_t seq, Item& it, std::vector<std::vector<Particle>>& pieces) {
+        if (seq == 0) sum.seconds_first_frame = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+        if (by_strips) it.parts = merge_strips(pieces, strips, seam_zone, same_disk);
+        else it.parts = std::move(pieces.front());
+        std::vector<Particle> parts = std::move(it.parts);
+        if (p.roi.kind != GeometryKind::unbounded)
+            std::erase_if(parts, [&](const Particle& q) { return !inside_roi(p.roi, q.x, q.y); });
+        xs.resize(parts.size());
+        ys.resize(parts.size());
+        sp.resize(parts.size());
+        for (std::size_t i = 0; i < parts.size(); ++i) {
+            xs[i] = parts[i].x, ys[i] = parts[i].y;
+            sp[i] = parts[i].species_confidence >= p.link_species_confidence ? parts[i].species : kSpeciesUnknown;
+        }
+        const auto ids = linker.link(xs, ys, sp);
+        const auto& ls = linker.last_stats();
+        // The rows by particle id: (id, row) packed in one integer key and sorted as
+        // integers (the linker's ids count tracks from 0; rows and ids < 2³² always in practice,
+        // else a sort by comparison).
+        order.resize(parts.size());
+        bool packable = parts.size() <= 0xffffffffu;
+        for (std::size_t i = 0; i < parts.size(); ++i) {
+            packable = packable && ids[i] >= 0 && ids[i] <= 0xffffffffLL;
+            order[i] = static_cast<std::uint64_t>(ids[i]) << 32 | static_cast<std::uint64_t>(i);
+            vote.add(ids[i], parts[i].species, parts[i].species_confidence);
+        }
+        if (packable) {
+            std::sort(order.begin(), order.end());
+        } else {
+            for (std::size_t i = 0; i < parts.size(); ++i) order[i] = i;
+            std::sort(order.begin(), order.end(), [&](std::uint64_t a, std::uint64_t b) { return ids[a] < ids[b]; });
+        }
+        spool_rows.clear();
+        for (const std::uint64_t key : order) {
+            const auto i = static_cast<std::size_t>(packable ? key & 0xffffffffu : key);
+            const auto& q = parts[i];
+            block.push(seq, ids[i], q.x, q.y, q.species);
+            block.radius.push_back(q.radius);
+            block.quality.push_back(q.quality);
+            block.species_confidence.push_back(q.species_confidence);
+            spool_rows.push_back({ids[i], q.species_confidence, q.species});
+        }
+        ++block_frames;
+        if (block.size() >= block_rows) flush_block();
+        spool.write(spool_rows);
+        d_det.push_back(static_cast<std::int64_t>(parts.size()));
+        d_links.push_back(ls.links);
+        d_new.push_back(ls.new_tracks);
+        d_lost.push_back(ls.lost_tracks);
+        d_err.push_back(it.status == ReadStatus::ok ? 0 : 1);
+        sum.decode_errors += it.status == ReadStatus::ok ? 0 : 1;
+        sum.detections += static_cast<std::int64_t>(parts.size());
+        time_s.push_back(it.frame.time_s);
+        any_time = any_time || it.frame.time_s >= 0;
+        image_numbers.push_back(it.frame.image_number);
+        progress.update(seq + 1);
+    };
+    // Strips: a worker that is not behind the other strips consumes the frames that are complete,
+    // so the linking and the sink's work land on the core that is ahead and the strips stay in
+    // step (with a separate consumer thread they drifted apart by up to ±30 ms, and one core
+    // waited for the other at the end: docs/performance.md). Never blocks: another consumer
+    // already at it does the work.
+    auto help_consume = [&] {
+        std::unique_lock lk(consume_m, std::try_to_lock);
+        if (!lk.owns_lock()) return;
+        Item it;
+        std::vector<std::vector<Particle>> pieces;
+        while (!stop && out.try_take(next_seq, it, pieces)) {
+            consume(next_seq, it, pieces);
+            ++next_seq;
+        }
+    };
+
     std::thread reader([&] {
         std::int64_t seq = 0;
         try {
@@ -395,6 +515,13 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
                     it.frame.image.release();
                     out.put(std::move(it));
                     tasks.done(s);
+                    if (sink_ready && !stop && tasks.may_consume(s)) {
+                        try {
+                            help_consume();
+                        } catch (...) {
+                            record_error();
+                        }
+                    }
                 }
             } else {
                 DiskLocator locator(p.detect);
@@ -422,93 +549,25 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
             if (w.joinable()) w.join();
     };
 
-    std::vector<SpoolRow> spool_rows;
-    // Rows go to the sink in blocks of whole frames of about 8,192 rows (buffers re-used): small
-    // blocks leave little to compress after the last frame (docs/performance.md).
-    const std::size_t block_rows = 8192;
-    TrajectoryTable block;
-    std::int64_t block_frames = 0;
-    auto flush_block = [&] {
-        if (block_frames == 0) return;
-        writer.append(block, block_frames);
-        block.clear();
-        block.radius.clear();
-        block.quality.clear();
-        block.species_confidence.clear();
-        block_frames = 0;
-    };
-    Linker linker(p.link);
-    SpeciesVote vote;
-    std::vector<std::int64_t> d_det, d_links, d_new, d_lost, d_err;
-    std::vector<double> time_s;
-    std::vector<std::int64_t> image_numbers;
-    bool any_time = false;
-    Progress progress("track " + input, info.n_frames, p.progress);
-    std::vector<std::uint64_t> order;  // a frame's rows by particle (the file's order within a frame): id << 32 | row
-    std::vector<double> xs, ys;
-    std::vector<std::int8_t> sp;
     try {
         writer.open(meta);
+        sink_ready = true;
+        if (by_strips) {
+            // the workers consume as they go; the frames left when they are done, here
+            if (reader.joinable()) reader.join();
+            for (auto& w : workers)
+                if (w.joinable()) w.join();
+        }
+        std::lock_guard lk(consume_m);
         Item it;
         std::vector<std::vector<Particle>> pieces;
-        const double same_disk = p.detect.r_small();  // two disks' centres are ≥ 2 r_small apart
-        for (std::int64_t seq = 0; out.take(seq, it, pieces); ++seq) {
+        for (;; ++next_seq) {
+            // (strips: the threads are joined, the errors can be read; a frame a worker took
+            // when its sink failed is gone from `out`, and must not be waited for)
+            if (by_strips && stop && (reader_error || worker_error)) break;
+            if (!out.take(next_seq, it, pieces)) break;
             if (stop && (reader_error || worker_error)) break;
-            if (seq == 0) sum.seconds_first_frame = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-            if (by_strips) it.parts = merge_strips(pieces, strips, seam_zone, same_disk);
-            else it.parts = std::move(pieces.front());
-            std::vector<Particle> parts = std::move(it.parts);
-            if (p.roi.kind != GeometryKind::unbounded)
-                std::erase_if(parts, [&](const Particle& q) { return !inside_roi(p.roi, q.x, q.y); });
-            xs.resize(parts.size());
-            ys.resize(parts.size());
-            sp.resize(parts.size());
-            for (std::size_t i = 0; i < parts.size(); ++i) {
-                xs[i] = parts[i].x, ys[i] = parts[i].y;
-                sp[i] = parts[i].species_confidence >= p.link_species_confidence ? parts[i].species : kSpeciesUnknown;
-            }
-            const auto ids = linker.link(xs, ys, sp);
-            const auto& ls = linker.last_stats();
-            // The rows by particle id: (id, row) packed in one integer key and sorted as
-            // integers (the linker's ids count tracks from 0; rows and ids < 2³² always in practice,
-            // else a sort by comparison).
-            order.resize(parts.size());
-            bool packable = parts.size() <= 0xffffffffu;
-            for (std::size_t i = 0; i < parts.size(); ++i) {
-                packable = packable && ids[i] >= 0 && ids[i] <= 0xffffffffLL;
-                order[i] = static_cast<std::uint64_t>(ids[i]) << 32 | static_cast<std::uint64_t>(i);
-                vote.add(ids[i], parts[i].species, parts[i].species_confidence);
-            }
-            if (packable) {
-                std::sort(order.begin(), order.end());
-            } else {
-                for (std::size_t i = 0; i < parts.size(); ++i) order[i] = i;
-                std::sort(order.begin(), order.end(), [&](std::uint64_t a, std::uint64_t b) { return ids[a] < ids[b]; });
-            }
-            spool_rows.clear();
-            for (const std::uint64_t key : order) {
-                const auto i = static_cast<std::size_t>(packable ? key & 0xffffffffu : key);
-                const auto& q = parts[i];
-                block.push(seq, ids[i], q.x, q.y, q.species);
-                block.radius.push_back(q.radius);
-                block.quality.push_back(q.quality);
-                block.species_confidence.push_back(q.species_confidence);
-                spool_rows.push_back({ids[i], q.species_confidence, q.species});
-            }
-            ++block_frames;
-            if (block.size() >= block_rows) flush_block();
-            spool.write(spool_rows);
-            d_det.push_back(static_cast<std::int64_t>(parts.size()));
-            d_links.push_back(ls.links);
-            d_new.push_back(ls.new_tracks);
-            d_lost.push_back(ls.lost_tracks);
-            d_err.push_back(it.status == ReadStatus::ok ? 0 : 1);
-            sum.decode_errors += it.status == ReadStatus::ok ? 0 : 1;
-            sum.detections += static_cast<std::int64_t>(parts.size());
-            time_s.push_back(it.frame.time_s);
-            any_time = any_time || it.frame.time_s >= 0;
-            image_numbers.push_back(it.frame.image_number);
-            progress.update(seq + 1);
+            consume(next_seq, it, pieces);
         }
     } catch (...) {
         join_all();
