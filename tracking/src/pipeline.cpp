@@ -99,23 +99,29 @@ public:
         if (it.strip == 0) slot.item = std::move(it);
         if (++slot.arrived == n_pieces_) cv_.notify_all();
     }
-    // Waits for frame `seq`, all its pieces; false when the stream ended before it.
+    // Waits for frame `seq`, all its pieces; false when the stream ended without it (every
+    // worker is done: nothing more can come).
     bool take(std::int64_t seq, Item& out, std::vector<std::vector<Particle>>& pieces) {
         std::unique_lock lk(m_);
         cv_.wait(lk, [&] {
             auto it = done_.find(seq);
-            return (it != done_.end() && it->second.arrived == n_pieces_) || (finished_ && total_ <= seq);
+            return (it != done_.end() && it->second.arrived == n_pieces_) || finished_;
         });
-        auto it = done_.find(seq);
-        if (it == done_.end() || it->second.arrived < n_pieces_) return false;
-        out = std::move(it->second.item);
-        pieces = std::move(it->second.pieces);
-        done_.erase(it);
-        return true;
+        return pop_complete(seq, out, pieces);
     }
     // Frame `seq` if all its pieces are there (true), without waiting.
     bool try_take(std::int64_t seq, Item& out, std::vector<std::vector<Particle>>& pieces) {
         std::lock_guard lk(m_);
+        return pop_complete(seq, out, pieces);
+    }
+    void finish() {  // every worker is done
+        std::lock_guard lk(m_);
+        finished_ = true;
+        cv_.notify_all();
+    }
+
+private:
+    bool pop_complete(std::int64_t seq, Item& out, std::vector<std::vector<Particle>>& pieces) {  // under m_
         auto it = done_.find(seq);
         if (it == done_.end() || it->second.arrived < n_pieces_) return false;
         out = std::move(it->second.item);
@@ -123,14 +129,6 @@ public:
         done_.erase(it);
         return true;
     }
-    void finish(std::int64_t total) {
-        std::lock_guard lk(m_);
-        finished_ = true;
-        total_ = total;
-        cv_.notify_all();
-    }
-
-private:
     struct Slot {
         Item item;
         std::vector<std::vector<Particle>> pieces;
@@ -139,7 +137,6 @@ private:
     int n_pieces_;
     std::map<std::int64_t, Slot> done_;
     bool finished_ = false;
-    std::int64_t total_ = 0;
     std::mutex m_;
     std::condition_variable cv_;
 };
@@ -340,7 +337,6 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     std::atomic<bool> stop{false};
     std::exception_ptr reader_error, worker_error;
     std::mutex err_m;
-    std::atomic<std::int64_t> total_items{0};
     bool truncated = false;
 
     // Everything that can fail before the first frame fails here, before the threads start (the
@@ -487,7 +483,6 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
             reader_error = std::current_exception();
             stop = true;
         }
-        total_items = seq;
         close_all();
     });
     std::atomic<int> workers_left{n_threads};
@@ -539,7 +534,7 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
                     out.put(std::move(it));
                 }
             }
-            if (--workers_left == 0) out.finish(total_items.load());
+            if (--workers_left == 0) out.finish();
         });
     auto join_all = [&] {
         stop = true;
