@@ -149,30 +149,44 @@ struct MemorySink final : TrajectorySink {
         committed = true;
     }
 };
+
+// `sp` rendered into the PNG sequence `seq` (frame f → f_00f.png); frame `broken` (if ≥ 0) is a
+// file that is not a PNG. The truth, and each frame's first row in it (one more: the end).
+struct RenderedSequence {
+    TrajectoryTable truth;
+    std::vector<std::size_t> row0;
+};
+RenderedSequence write_png_sequence(const SynthParams& sp, const std::string& seq, int broken = -1) {
+    SynthGenerator gen(sp);
+    std::filesystem::create_directories(seq);
+    RenderedSequence r;
+    cv::Mat img;
+    for (int f = 0;; ++f) {
+        r.row0.push_back(r.truth.size());
+        if (!gen.next(img, r.truth)) break;
+        char name[32];
+        std::snprintf(name, sizeof name, "/f_%03d.png", f);
+        if (f == broken)
+            test::write_text(seq + name, "not a png");
+        else
+            REQUIRE(cv::imwrite(seq + name, img));
+    }
+    return r;
+}
+
+TrackParams two_strips() {
+    TrackParams p;
+    p.detect.radii = {6, 8};
+    p.threads = 2;
+    return p;
+}
 }  // namespace
 
 TEST_CASE("track_video by strips: an undecodable frame is skipped, a size change stops the run", "[unit]") {
     test::TempDir dir("strips_pipeline");
-    SynthParams sp = reference_case(ReferenceCase::moderate, 256, 8, 62);
-    SynthGenerator gen(sp);
     const std::string seq = dir.file("seq");
-    std::filesystem::create_directories(seq);
-    TrajectoryTable truth;
-    std::vector<std::size_t> row0;
-    cv::Mat img;
-    for (int f = 0;; ++f) {
-        row0.push_back(truth.size());
-        if (!gen.next(img, truth)) break;
-        char name[32];
-        std::snprintf(name, sizeof name, "/f_%03d.png", f);
-        if (f == 3)
-            test::write_text(seq + name, "not a png");  // frame 3 cannot be decoded
-        else
-            REQUIRE(cv::imwrite(seq + name, img));
-    }
-    TrackParams p;
-    p.detect.radii = {6, 8};
-    p.threads = 2;
+    const auto [truth, row0] = write_png_sequence(reference_case(ReferenceCase::moderate, 256, 8, 62), seq, 3);  // frame 3 cannot be decoded
+    const TrackParams p = two_strips();
     REQUIRE(plan_strips(256, 2, 8).size() == 2);  // the run goes by strips
     MemorySink sink;
     const auto sum = track_video(seq, sink, dir.file("spool"), p);
@@ -238,21 +252,10 @@ TEST_CASE("track_video by strips: the workers hand the frames on in order, and a
     // the sink (pipeline.cpp): every frame must still arrive once, in order, and a sink error
     // raised on a worker must stop the run with that error, nothing committed.
     test::TempDir dir("strips_consume");
-    // ≈ 1000 disks a frame: the rows reach the sink in blocks of 8,192 during the run
-    SynthParams sp = reference_case(ReferenceCase::moderate, 512, 14, 63);
-    SynthGenerator gen(sp);
     const std::string seq = dir.file("seq");
-    std::filesystem::create_directories(seq);
-    TrajectoryTable truth;
-    cv::Mat img;
-    for (int f = 0; gen.next(img, truth); ++f) {
-        char name[32];
-        std::snprintf(name, sizeof name, "/f_%03d.png", f);
-        REQUIRE(cv::imwrite(seq + name, img));
-    }
-    TrackParams p;
-    p.detect.radii = {6, 8};
-    p.threads = 2;
+    // ≈ 1000 disks a frame: the rows reach the sink in blocks of 8,192 during the run
+    (void)write_png_sequence(reference_case(ReferenceCase::moderate, 512, 14, 63), seq);
+    const TrackParams p = two_strips();
     REQUIRE(plan_strips(512, 2, 8).size() == 2);
 
     struct OrderSink final : TrajectorySink {
