@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // `vibra track` as a library call: video → detections → trajectories → a TrajectorySink. A
 // reader thread decodes frames, `threads` workers detect and refine them (by strips of rows,
-// or frames dealt in turn), and the calling thread links frames in order and hands their rows
-// to the sink while the video is tracked, spooling each row's species to a temporary file; at
+// or frames dealt in turn), and the frames are linked in order and their rows handed to the
+// sink while the video is tracked — by strips, by the worker that is not behind; frames dealt in
+// turn, by the calling thread — spooling each row's species to a temporary file; at
 // the end each trajectory's species is fixed by a majority vote and sent to the sink in row
 // order (the HDF5 sink, apps/vibra/track_store.hpp, is atomic: nothing appears at OUT unless
 // the run produced a file).
