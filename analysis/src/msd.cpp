@@ -275,6 +275,27 @@ std::pair<double, double> localisation_noise(std::span<const double> msd, std::i
     return {c0, std::sqrt(std::max(c0, 0.0) / 4.0)};
 }
 
+/// D from the long-time MSD: a least-squares line MSD = 4 D t + b over the lags [max_lag/4,
+/// max_lag] that have data; the error is the slope's standard error from the residuals (lags are
+/// correlated, so it is a lower bound). {NaN, NaN} with fewer than 3 usable lags.
+namespace {
+std::pair<double, double> diffusion_from_msd(const std::vector<double>& msd, double dt) {
+    const std::size_t ml = msd.size() - 1;
+    double n = 0, st = 0, sy = 0, stt = 0, sty = 0;
+    std::vector<std::pair<double, double>> pts;
+    for (std::size_t k = std::max<std::size_t>(1, ml / 4); k <= ml; ++k)
+        if (std::isfinite(msd[k])) pts.emplace_back(static_cast<double>(k) * dt, msd[k]);
+    if (pts.size() < 3) return {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::quiet_NaN()};
+    for (const auto& [t, y] : pts) n += 1, st += t, sy += y, stt += t * t, sty += t * y;
+    const double den = n * stt - st * st;
+    const double slope = (n * sty - st * sy) / den, icpt = (sy - slope * st) / n;
+    double rss = 0;
+    for (const auto& [t, y] : pts) rss += (y - icpt - slope * t) * (y - icpt - slope * t);
+    const double se = std::sqrt(rss / (n - 2) * n / den);
+    return {slope / 4.0, se / 4.0};
+}
+}  // namespace
+
 void MsdParams::validate() const {
     if (max_lag < -1) throw ParameterError("msd max_lag must be >= 0 (or -1 = auto), got " + std::to_string(max_lag));
     if (drift_window < 1) throw ParameterError("msd drift_window must be >= 1, got " + std::to_string(drift_window));
@@ -319,9 +340,16 @@ std::vector<ResultGroup> msd_analysis(const TrajectorySource& src, const MsdPara
         std::vector<std::int64_t> np(ptr->pairs.size());
         for (std::size_t k = 0; k < np.size(); ++k) np[k] = static_cast<std::int64_t>(ptr->pairs[k]);
         g.add_int("n_pairs" + suffix, np, "1");
-        g.add("msd" + suffix, msd_from_sums(*ptr, p.min_pairs), L + "^2");
+        auto msd = msd_from_sums(*ptr, p.min_pairs);
+        const auto [D, D_err] = diffusion_from_msd(msd, dt);
+        g.add("msd" + suffix, std::move(msd), L + "^2");
         g.add("alpha2" + suffix, alpha2_from_sums(*ptr, p.min_pairs), "1");
+        g.attrs["diffusion_coefficient" + suffix] = D;
+        g.attrs["diffusion_coefficient_err" + suffix] = D_err;
     }
+    g.attrs["diffusion_coefficient_units"] = L + "^2/" + Tu;
+    g.attrs["diffusion_definition"] =
+        std::string("D = slope/4 of a least-squares line through MSD(t) over lags [max_lag/4, max_lag]; err = the slope's standard error / 4");
     const auto msd_total = msd_from_sums(sums.total, p.min_pairs);
     const auto [c0, sig] = localisation_noise(msd_total, p.sigma_fit_lags);
     g.attrs["msd_intercept"] = c0;

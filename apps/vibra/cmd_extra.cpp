@@ -13,7 +13,8 @@ void register_extra_commands([[maybe_unused]] CLI::App& app, [[maybe_unused]] Gl
     register_convert(app, g);  // vibra convert (issue 7)
     register_synth(app, g);    // vibra synth (issue 3)
     register_render(app, g);   // vibra render (issue 3)
-    register_track(app, g);    // vibra track (issue 3)
+    register_track(app, g);    // vibra track
+    register_batch(app, g);    // vibra batch (cmd_tracking_batch.cpp)
 #endif
 }
 

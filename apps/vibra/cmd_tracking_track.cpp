@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // `vibra track INPUT... -o OUT`: video → linked trajectories (vibra HDF5), one file per input.
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -46,7 +47,7 @@ std::string input_stem(const std::string& input) {
 void register_track(CLI::App& app, GlobalOptions& g) {
     struct Opts {
         std::vector<std::string> inputs;
-        std::string output, radii, frames, roi, roi_circle;
+        std::string output, radii, frames, roi, roi_circle, report;
         double radius = 0, radius_small = 0, radius_large = 0;
         tracking::TrackParams tp;
     };
@@ -81,6 +82,8 @@ void register_track(CLI::App& app, GlobalOptions& g) {
     cmd->add_option("--roi-circle", o->roi_circle, "Circular region of interest cx,cy,r (px)");
     cmd->add_option("--channel", o->tp.reader.channel, "Colour → grey: -1 luma, 0 R, 1 G, 2 B")->capture_default_str();
     cmd->add_option("--frames", o->frames, "Frame range A:B (B exclusive)");
+    // For `vibra batch`: the run's summary as `key = value` lines (one input only).
+    cmd->add_option("--report", o->report, "Write the run's summary (frames, tracks, times) to this file")->group("");
     cmd->callback([o, &g] {
         auto& tp = o->tp;
         if (o->radius > 0) {
@@ -137,6 +140,15 @@ void register_track(CLI::App& app, GlobalOptions& g) {
                               << (s.seconds > 0 ? static_cast<double>(s.frames) / s.seconds : 0.0) << " frames/s"
                               << (s.truncated ? " (input truncated: file marked incomplete)" : "") << "\n";
                 if (s.truncated) incomplete.push_back(in);
+                if (!o->report.empty()) {
+                    std::ofstream rep(o->report, std::ios::trunc);
+                    rep << "frames = " << s.frames << "\ndetections = " << s.detections << "\ntracks = " << s.tracks
+                        << "\ndecode_errors = " << s.decode_errors << "\ntruncated = " << (s.truncated ? 1 : 0)
+                        << "\nseconds = " << s.seconds << "\nseconds_first_frame = " << s.seconds_first_frame
+                        << "\nseconds_final = " << s.seconds_final << "\nradii_px =";
+                    for (double r : s.radii) rep << " " << r;
+                    rep << "\n";
+                }
             } catch (const vibra::Error& e) {
                 if (!many) throw;
                 std::cerr << "vibra: error: " << e.what() << " (skipped)\n";

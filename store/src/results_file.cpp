@@ -143,6 +143,15 @@ ResultGroup read_results(const std::string& path, const std::string& name) {
     return read_group(an, name, path);
 }
 
+Attributes read_results_attrs(const std::string& path, const std::string& name) {
+    Handle f = open_results(path, H5F_ACC_RDONLY);
+    if (!exists(f, "analysis/" + name)) throw FormatError(at_field(path, "/analysis/" + name, "group is missing"));
+    Handle g(check(H5Gopen2(f, ("analysis/" + name).c_str(), H5P_DEFAULT), path, "cannot open /analysis/" + name));
+    Attributes out;
+    for (const auto& a : detail::list_attrs(g)) detail::read_attr(g, a, out[a], path);
+    return out;
+}
+
 Attributes read_results_root(const std::string& path) {
     Handle f = open_results(path, H5F_ACC_RDONLY);
     Attributes out;

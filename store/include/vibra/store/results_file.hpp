@@ -34,6 +34,8 @@ void write_results(const std::string& path, const std::vector<ResultGroup>& grou
 std::vector<std::string> list_results(const std::string& path);
 /// Read /analysis/<name> back (arrays, attributes, sub-groups).
 ResultGroup read_results(const std::string& path, const std::string& name);
+/// The attributes of /analysis/<name> only (parameters and scalar results), without its arrays.
+Attributes read_results_attrs(const std::string& path, const std::string& name);
 /// Root attributes (schema, input_path, input_checksum, …) of a results file.
 Attributes read_results_root(const std::string& path);
 

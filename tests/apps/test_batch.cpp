@@ -1,0 +1,403 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// `vibra batch` end to end on small rendered clips with exact truth: the campaign table (status,
+// measured φ against the truth, β and g-peak per row), a broken video among good ones, resume
+// (unchanged videos skipped, a changed one redone, kill -9 mid-run then rerun = a clean run),
+// shards + --collect = one run, two processes on one OUTDIR, manifests and their errors.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "test_support.hpp"
+#include "vibra/store/table_file.hpp"
+#include "vibra/store/trajectory_file.hpp"
+
+using namespace vibra;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string q(const std::string& s) { return "'" + s + "'"; }
+
+bool have_batch() { return test::run_vibra("batch --help").exit_code == 0; }
+
+/// Four 256² clips at φ 0.30/0.45/0.60/0.75 (walls at the image border, so the truth's φ is the
+/// image's) with their truth files, made once per test program.
+const fs::path& clips() {
+    static test::TempDir dir("batch_clips");
+    static bool made = false;
+    if (!made) {
+        fs::create_directories(dir.path() / "videos");
+        for (const char* phi : {"0.30", "0.45", "0.60", "0.75"}) {
+            const auto r = test::run_vibra("synth -o " + q((dir.path() / "videos" / ("phi" + std::string(phi) + ".avi")).string()) +
+                                           " --truth " + q((dir.path() / ("truth" + std::string(phi) + ".h5")).string()) +
+                                           " --width 256 --height 256 --frames 80 --margin 0 --look dark-ring --noise 0.03 --seed 3 "
+                                           "--packing-fraction " + phi + " -q");
+            REQUIRE(r.exit_code == 0);
+        }
+        made = true;
+    }
+    return dir.path();
+}
+
+/// A folder of the four clips (copies, so a test may change one) plus, optionally, a truncated video.
+fs::path dataset(const test::TempDir& d, bool with_broken) {
+    const auto v = d.path() / "videos";
+    fs::create_directories(v);
+    for (const auto& e : fs::directory_iterator(clips() / "videos")) fs::copy_file(e.path(), v / e.path().filename());
+    if (with_broken) {
+        std::ifstream in(clips() / "videos" / "phi0.60.avi", std::ios::binary);
+        std::string bytes(2'000'000, '\0');
+        in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        std::ofstream(v / "broken.avi", std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    }
+    return v;
+}
+
+double truth_phi(const std::string& phi) {
+    store::TrajectoryReader r((clips() / ("truth" + phi + ".h5")).string());
+    const auto t = r.read_frames(0, 1);
+    const auto& m = r.meta();
+    double area = 0;
+    for (std::size_t i = 0; i < t.rows.size(); ++i) {
+        const double d = m.species_diameters.at(static_cast<std::size_t>(t.rows.species[i]));
+        area += M_PI * d * d / 4;
+    }
+    return area / static_cast<double>(m.image_width * m.image_height);
+}
+
+template <class T>
+const std::vector<T>& column(const store::Table& t, const std::string& name) {
+    const auto* c = t.find(name);
+    INFO("column " << name);
+    REQUIRE(c != nullptr);
+    REQUIRE(std::holds_alternative<std::vector<T>>(c->data));
+    return std::get<std::vector<T>>(c->data);
+}
+
+std::size_t row_of(const store::Table& t, const std::string& name) {
+    const auto& n = column<std::string>(t, "name");
+    const auto it = std::find(n.begin(), n.end(), name);
+    REQUIRE(it != n.end());
+    return static_cast<std::size_t>(it - n.begin());
+}
+
+int count_lines(const fs::path& file, const std::string& needle) {
+    std::ifstream in(file);
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line)) n += line.rfind("$ ", 0) == 0 && line.find(needle) != std::string::npos;
+    return n;
+}
+
+/// Every column of two trajectory files' rows, equal bit for bit.
+void require_same_trajectories(const fs::path& a, const fs::path& b) {
+    store::TrajectoryReader ra(a.string()), rb(b.string());
+    REQUIRE(ra.n_frames() == rb.n_frames());
+    const auto ta = ra.read_frames(0, ra.n_frames()), tb = rb.read_frames(0, rb.n_frames());
+    REQUIRE(ta.rows.x == tb.rows.x);
+    REQUIRE(ta.rows.y == tb.rows.y);
+    REQUIRE(ta.rows.particle == tb.rows.particle);
+    REQUIRE(ta.rows.species == tb.rows.species);
+    REQUIRE(ta.rows.radius == tb.rows.radius);
+}
+
+/// The table without the columns that measure this run's own time and memory.
+std::string table_without_timings(const fs::path& csv) {
+    std::ifstream in(csv);
+    std::string header;
+    std::getline(in, header);
+    std::vector<bool> keep;
+    std::stringstream hs(header);
+    std::string cell;
+    while (std::getline(hs, cell, ','))
+        keep.push_back(cell.find("_wall_s") == std::string::npos && cell.find("_cpu_s") == std::string::npos &&
+                       cell.find("_rss_mb") == std::string::npos && cell.rfind("time_", 0) != 0);
+    std::string out, line;
+    in.clear();
+    in.seekg(0);
+    while (std::getline(in, line)) {
+        std::stringstream ls(line);
+        std::size_t j = 0;
+        while (std::getline(ls, cell, ',')) out += keep.at(j++) ? cell + "," : "";
+        out += "\n";
+    }
+    return out;
+}
+
+/// vibra processes (other than tests) whose command line mentions `path`: stages left running.
+int stages_running(const std::string& path) {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator("/proc")) {
+        std::ifstream in(e.path() / "cmdline", std::ios::binary);
+        std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        n += cmd.rfind(VIBRA_CLI, 0) == 0 && cmd.find(path) != std::string::npos;
+    }
+    return n;
+}
+
+const std::string kRadii = " --radius-small 6 --radius-large 8 ";
+
+}  // namespace
+
+TEST_CASE("batch: four clips and a truncated one — a table of four ok rows and one failed, figures, exit 1", "[integration][batch]") {
+    if (!have_batch()) {
+        WARN("vibra built without the tracking module: no batch command");
+        return;
+    }
+    test::TempDir d("batch_main");
+    const auto videos = dataset(d, true);
+    const auto out = d.path() / "out";
+    const auto r = test::run_vibra("batch " + q(videos.string()) + " -o " + q(out.string()) + kRadii + "--plot phi");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 1);
+    REQUIRE_THAT(r.output, Catch::Contains("1 video(s) failed: broken") && Catch::Contains("truncated"));
+    const auto t = store::read_table_h5((out / "campaign.h5").string(), "vibra-campaign", "campaign");
+    REQUIRE(t.rows() == 5);
+    for (const auto& c : t.columns) {  // the table's own contract: every column has units and a meaning
+        INFO(c.name);
+        REQUIRE(!c.description.empty());
+    }
+    const auto& status = column<std::string>(t, "status");
+    const auto& error = column<std::string>(t, "error");
+    const auto& phi = column<double>(t, "phi");
+    const auto& beta_s = column<double>(t, "beta_small");
+    const auto& beta_l = column<double>(t, "beta_large");
+    const auto& g_peak = column<double>(t, "g_peak");
+    const auto& D = column<double>(t, "D_small");
+    REQUIRE(status[row_of(t, "broken")] == "failed");
+    REQUIRE_THAT(error[row_of(t, "broken")], Catch::Contains("truncated"));
+    REQUIRE(column<std::string>(t, "stage")[row_of(t, "broken")] == "track");
+    for (const std::string p : {"0.30", "0.45", "0.60", "0.75"}) {
+        const auto i = row_of(t, "phi" + p);
+        INFO("phi" << p << ": measured " << phi[i] << ", truth " << truth_phi(p));
+        REQUIRE(status[i] == "ok");
+        REQUIRE(std::abs(phi[i] - truth_phi(p)) < 0.02);
+        REQUIRE(std::isfinite(beta_s[i]));
+        REQUIRE(std::isfinite(beta_l[i]));
+        REQUIRE(column<double>(t, "beta_small_ci_low")[i] < beta_s[i]);
+        REQUIRE(column<double>(t, "beta_small_ci_high")[i] > beta_s[i]);
+        REQUIRE(g_peak[i] > 1);
+        REQUIRE(D[i] > 0);
+        REQUIRE(column<std::int64_t>(t, "frames")[i] == 80);
+        REQUIRE(column<double>(t, "track_cpu_s")[i] > 0);
+        REQUIRE(column<double>(t, "time_gr")[i] >= 0);
+        REQUIRE(fs::exists(out / ("phi" + p) / "figures" / "gr.png"));
+        REQUIRE(fs::exists(out / ("phi" + p) / "results.h5"));
+    }
+    // denser clips hold more disks per frame
+    REQUIRE(column<double>(t, "particles_per_frame")[row_of(t, "phi0.75")] >
+            column<double>(t, "particles_per_frame")[row_of(t, "phi0.30")]);
+    REQUIRE(fs::exists(out / "campaign.csv"));
+    REQUIRE(fs::exists(out / "figures" / "beta_small_vs_phi.png"));
+    for (const auto& e : fs::recursive_directory_iterator(out)) {  // no debris
+        INFO(e.path());
+        REQUIRE(e.path().extension() != ".partial");
+        REQUIRE(e.path().extension() != ".spool");
+    }
+}
+
+TEST_CASE("batch: a rerun skips unchanged videos, redoes a changed one, and redoes only the analysis when its settings change", "[integration][batch]") {
+    if (!have_batch()) {
+        WARN("vibra built without the tracking module: no batch command");
+        return;
+    }
+    test::TempDir d("batch_resume");
+    const auto videos = dataset(d, false);
+    const auto out = d.path() / "out";
+    const std::string cmd = "batch " + q(videos.string()) + " -o " + q(out.string()) + kRadii + "--no-figures --only gr,msd,velocity_distribution";
+    REQUIRE(test::run_vibra(cmd).exit_code == 0);
+    const auto mtime = [&](const std::string& v) { return fs::last_write_time(out / v / "trajectories.h5"); };
+    const auto before30 = mtime("phi0.30"), before60 = mtime("phi0.60");
+
+    auto r = test::run_vibra(cmd);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    REQUIRE_THAT(r.output, Catch::Contains("0 done, 4 unchanged, 0 failed"));
+    REQUIRE(mtime("phi0.30") == before30);
+
+    // a changed video (other content) is redone, the rest skipped
+    REQUIRE(test::run_vibra("synth -o " + q((videos / "phi0.60.avi").string()) + " --truth " + q(d.file("t.h5")) +
+                            " --width 256 --height 256 --frames 80 --margin 0 --look dark-ring --noise 0.03 --seed 9 --packing-fraction 0.6 -q")
+                .exit_code == 0);
+    r = test::run_vibra(cmd);
+    REQUIRE(r.exit_code == 0);
+    REQUIRE_THAT(r.output, Catch::Contains("1 done, 3 unchanged"));
+    REQUIRE(mtime("phi0.30") == before30);
+    REQUIRE(mtime("phi0.60") != before60);
+    REQUIRE(count_lines(out / "phi0.60" / "log.txt", " track ") == 2);
+
+    // other analyses: every video analysed again, none tracked again
+    r = test::run_vibra("batch " + q(videos.string()) + " -o " + q(out.string()) + kRadii + "--no-figures --only gr");
+    REQUIRE(r.exit_code == 0);
+    REQUIRE_THAT(r.output, Catch::Contains("4 done, 0 unchanged"));
+    REQUIRE(count_lines(out / "phi0.30" / "log.txt", " track ") == 1);
+    REQUIRE(count_lines(out / "phi0.30" / "log.txt", " analyze ") == 2);
+    REQUIRE(mtime("phi0.30") == before30);
+}
+
+TEST_CASE("batch: kill -9 in the middle of the third video, then a rerun, gives the files of a clean run and no debris", "[integration][batch]") {
+    if (!have_batch()) {
+        WARN("vibra built without the tracking module: no batch command");
+        return;
+    }
+    test::TempDir d("batch_kill");
+    const auto videos = dataset(d, false);
+    const auto clean = d.path() / "clean", killed = d.path() / "killed";
+    const std::string flags = kRadii + "--no-figures --only gr,msd --threads 2 -q";
+    REQUIRE(test::run_vibra("batch " + q(videos.string()) + " -o " + q(clean.string()) + flags).exit_code == 0);
+
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", (std::string("exec '") + VIBRA_CLI + "' batch " + q(videos.string()) + " -o " + q(killed.string()) + flags).c_str(),
+              static_cast<char*>(nullptr));
+        _exit(127);
+    }
+    // the third video in sorted order is phi0.60: kill the batch once it has started on it
+    const auto state = killed / "phi0.60" / "batch_state.txt";
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!fs::exists(state) && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(120))
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    REQUIRE(fs::exists(state));
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    REQUIRE(WIFSIGNALED(status));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the stage dies with its batch (PR_SET_PDEATHSIG)
+    REQUIRE(stages_running(killed.string()) == 0);
+    REQUIRE_FALSE(fs::exists(killed / "phi0.75" / "trajectories.h5"));
+    const auto first = fs::last_write_time(killed / "phi0.30" / "trajectories.h5");
+
+    const auto r = test::run_vibra("batch " + q(videos.string()) + " -o " + q(killed.string()) + kRadii + "--no-figures --only gr,msd --threads 2");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    REQUIRE_THAT(r.output, Catch::Contains("phi0.30: unchanged, skipped") && Catch::Contains("phi0.45: unchanged, skipped"));
+    REQUIRE(fs::last_write_time(killed / "phi0.30" / "trajectories.h5") == first);
+    for (const char* v : {"phi0.30", "phi0.45", "phi0.60", "phi0.75"})
+        require_same_trajectories(clean / v / "trajectories.h5", killed / v / "trajectories.h5");
+    REQUIRE(table_without_timings(clean / "campaign.csv") == table_without_timings(killed / "campaign.csv"));
+    for (const auto& e : fs::recursive_directory_iterator(killed)) {
+        INFO(e.path());
+        REQUIRE(e.path().extension() != ".partial");
+        REQUIRE(e.path().extension() != ".spool");
+    }
+}
+
+TEST_CASE("batch: --shard 0/2 + --shard 1/2 + --collect equals one run, and two processes on one OUTDIR do each video once", "[integration][batch]") {
+    if (!have_batch()) {
+        WARN("vibra built without the tracking module: no batch command");
+        return;
+    }
+    test::TempDir d("batch_shards");
+    const auto videos = dataset(d, false);
+    const std::string flags = kRadii + "--no-figures --only gr,msd,velocity_distribution --threads 1 -q";
+    const auto one = d.path() / "one", sharded = d.path() / "sharded", twice = d.path() / "twice";
+    REQUIRE(test::run_vibra("batch " + q(videos.string()) + " -o " + q(one.string()) + flags).exit_code == 0);
+    REQUIRE(test::run_vibra("batch " + q(videos.string()) + " -o " + q(sharded.string()) + flags + " --shard 0/2").exit_code == 0);
+    {
+        const auto t = store::read_table_h5((sharded / "campaign.h5").string(), "vibra-campaign", "campaign");
+        const auto& s = column<std::string>(t, "status");
+        REQUIRE(std::count(s.begin(), s.end(), "ok") == 2);  // phi0.30, phi0.60
+        REQUIRE(std::count(s.begin(), s.end(), "pending") == 2);
+        REQUIRE(s[row_of(t, "phi0.30")] == "ok");
+        REQUIRE(s[row_of(t, "phi0.60")] == "ok");
+    }
+    REQUIRE(test::run_vibra("batch " + q(videos.string()) + " -o " + q(sharded.string()) + flags + " --shard 1/2").exit_code == 0);
+    REQUIRE(test::run_vibra("batch " + q(videos.string()) + " -o " + q(sharded.string()) + flags + " --collect").exit_code == 0);
+    REQUIRE(table_without_timings(one / "campaign.csv") == table_without_timings(sharded / "campaign.csv"));
+    for (const char* v : {"phi0.30", "phi0.45", "phi0.60", "phi0.75"})
+        require_same_trajectories(one / v / "trajectories.h5", sharded / v / "trajectories.h5");
+
+    // two processes at once on one OUTDIR: every video tracked exactly once, the table whole
+    const std::string b = std::string("'") + VIBRA_CLI + "' batch " + q(videos.string()) + " -o " + q(twice.string()) + flags;
+    const auto r = test::run("(" + b + " & " + b + " & wait)");
+    INFO(r.output);
+    for (const char* v : {"phi0.30", "phi0.45", "phi0.60", "phi0.75"}) REQUIRE(count_lines(twice / v / "log.txt", " track ") == 1);
+    REQUIRE(test::run_vibra("batch " + q(videos.string()) + " -o " + q(twice.string()) + flags + " --collect").exit_code == 0);
+    REQUIRE(table_without_timings(one / "campaign.csv") == table_without_timings(twice / "campaign.csv"));
+}
+
+TEST_CASE("batch: manifests (TOML, CSV) carry settings and control parameters, and their errors name file, line and key", "[integration][batch]") {
+    if (!have_batch()) {
+        WARN("vibra built without the tracking module: no batch command");
+        return;
+    }
+    test::TempDir d("batch_manifest");
+    const auto videos = dataset(d, false);
+    test::write_text(d.file("m.toml"),
+                     "# a campaign\n[defaults]\nradius_small = 6\nradius_large = 8\nfps = 1000\npx_per_mm = 4\ngamma = 2.5\n\n"
+                     "[[video]]\npath = \"videos/phi0.30.avi\"\nphi_nominal = 0.30\nlabel = 'first run'\n\n"
+                     "[[video]]\npath = \"videos/phi0.75.avi\"\nname = \"dense\"\nphi_nominal = 0.75\ngamma = 3.0\n");
+    const auto out = d.path() / "out";
+    auto r = test::run_vibra("batch " + q(d.file("m.toml")) + " -o " + q(out.string()) + " --no-figures --only gr -q");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    auto t = store::read_table_h5((out / "campaign.h5").string(), "vibra-campaign", "campaign");
+    REQUIRE(t.rows() == 2);
+    const auto i = row_of(t, "phi0.30"), j = row_of(t, "dense");
+    REQUIRE(column<double>(t, "phi_nominal")[i] == 0.30);
+    REQUIRE(column<double>(t, "phi_nominal")[j] == 0.75);
+    REQUIRE(column<double>(t, "gamma")[i] == 2.5);  // from [defaults]
+    REQUIRE(column<double>(t, "gamma")[j] == 3.0);  // its own
+    REQUIRE(column<std::string>(t, "label")[i] == "first run");
+    REQUIRE(column<std::string>(t, "label")[j].empty());
+    REQUIRE(column<double>(t, "fps")[i] == 1000);  // the settings reached `vibra track`
+    REQUIRE(column<double>(t, "px_per_mm")[i] == 4);
+
+    test::write_text(d.file("m.csv"), "path,name,phi_nominal,radius_small,radius_large\nvideos/phi0.45.avi,,0.45,6,8\n\"videos/phi0.60.avi\",mid,0.6,6,8\n");
+    r = test::run_vibra("batch " + q(d.file("m.csv")) + " -o " + q(d.file("out_csv")) + " --no-figures --only gr -q");
+    REQUIRE(r.exit_code == 0);
+    t = store::read_table_h5(d.file("out_csv/campaign.h5"), "vibra-campaign", "campaign");
+    REQUIRE(column<double>(t, "phi_nominal")[row_of(t, "mid")] == 0.6);
+    REQUIRE(column<std::string>(t, "status")[row_of(t, "phi0.45")] == "ok");
+
+    test::write_text(d.file("bad.toml"), "[defaults]\nfps = fast\n");
+    r = test::run_vibra("batch " + q(d.file("bad.toml")) + " -o " + q(d.file("o2")));
+    REQUIRE(r.exit_code == 1);
+    REQUIRE_THAT(r.output, Catch::Contains("bad.toml:2") && Catch::Contains("fast"));
+    test::write_text(d.file("bad2.toml"), "[video]\npath = \"x.avi\"\n");
+    r = test::run_vibra("batch " + q(d.file("bad2.toml")) + " -o " + q(d.file("o2")));
+    REQUIRE_THAT(r.output, Catch::Contains("bad2.toml:1") && Catch::Contains("[[video]]"));
+    test::write_text(d.file("bad.csv"), "path,phi\na.avi,0.3,7\n");
+    r = test::run_vibra("batch " + q(d.file("bad.csv")) + " -o " + q(d.file("o2")));
+    REQUIRE(r.exit_code == 1);
+    REQUIRE_THAT(r.output, Catch::Contains("bad.csv:2") && Catch::Contains("3 fields"));
+    r = test::run_vibra("batch " + q(videos.string()) + " -o " + q(d.file("o3")) + " --shard 2/2");
+    REQUIRE(r.exit_code == 2);
+    REQUIRE_THAT(r.output, Catch::Contains("--shard"));
+    // a video that does not exist is a failed row naming it; the others finish
+    test::write_text(d.file("missing.csv"), "path\nvideos/phi0.30.avi\nvideos/nothere.avi\n");
+    r = test::run_vibra("batch " + q(d.file("missing.csv")) + " -o " + q(d.file("o4")) + kRadii + "--no-figures --only gr");
+    REQUIRE(r.exit_code == 1);
+    REQUIRE_THAT(r.output, Catch::Contains("nothere.avi: no such video file"));
+}
+
+TEST_CASE("batch --slurm writes a job array of N shards and a collect job that waits for it (afterok)", "[integration][batch]") {
+    if (!have_batch()) {
+        WARN("vibra built without the tracking module: no batch command");
+        return;
+    }
+    test::TempDir d("batch_slurm_scripts");
+    const auto videos = dataset(d, false);
+    const auto out = d.path() / "out";
+    const auto r = test::run_vibra("batch " + q(videos.string()) + " -o " + q(out.string()) + kRadii + "--slurm --shards 2 --threads 1");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const auto a = test::read_text((out / "slurm" / "batch.sbatch").string());
+    REQUIRE_THAT(a, Catch::Contains("#SBATCH --array=0-1") && Catch::Contains("--shard ${SLURM_ARRAY_TASK_ID}/2") &&
+                        Catch::Contains("--radius-small 6") && Catch::Contains("#SBATCH --mem=4G") && Catch::Contains("no video processed yet"));
+    REQUIRE_THAT(test::read_text((out / "slurm" / "collect.sbatch").string()), Catch::Contains("--collect"));
+    REQUIRE_THAT(test::read_text((out / "slurm" / "submit.sh").string()), Catch::Contains("--dependency=afterok:"));
+    // with videos processed, memory and time come from their measured cost
+    REQUIRE(test::run_vibra("batch " + q(videos.string()) + " -o " + q(out.string()) + kRadii + "--no-figures --only gr -q").exit_code == 0);
+    REQUIRE(test::run_vibra("batch " + q(videos.string()) + " -o " + q(out.string()) + kRadii + "--slurm --shards 2 -q").exit_code == 0);
+    REQUIRE_THAT(test::read_text((out / "slurm" / "batch.sbatch").string()), Catch::Contains("measured on 4 processed video(s)"));
+}
