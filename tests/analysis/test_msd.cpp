@@ -168,6 +168,12 @@ TEST_CASE("random walk: MSD = 4 D t, alpha2 = 0, sigma_loc recovered", "[unit]")
         CHECK_THAT(a2[k], WithinAbs(0.0, 0.05));
     }
     CHECK_THAT(test::attr(g, "sigma_loc"), WithinAbs(0.0, 0.05));
+    // D from the long-time slope: s²/2 per frame, within a few of its own standard errors
+    const double D = test::attr(g, "diffusion_coefficient"), D_err = test::attr(g, "diffusion_coefficient_err");
+    CHECK_THAT(D, WithinRel(s * s / 2, 0.03));
+    CHECK(D_err > 0);
+    CHECK(D_err < 0.01 * D);
+    CHECK(std::get<std::string>(g.attrs.at("diffusion_coefficient_units")) == "px^2/frame");
 
     // van Hove: Gaussian with variance s^2·lag per component, normalised
     REQUIRE(groups.size() == 2);

@@ -29,22 +29,29 @@ std::string q(const std::string& s) { return "'" + s + "'"; }
 bool have_batch() { return test::run_vibra("batch --help").exit_code == 0; }
 
 /// Four 256² clips at φ 0.30/0.45/0.60/0.75 (walls at the image border, so the truth's φ is the
-/// image's) with their truth files, made once per test program.
+/// image's) with their truth files. Made once for every test process of this build: rendered
+/// into a folder of their own, then renamed into place (a process that loses the race uses the
+/// winner's).
 const fs::path& clips() {
-    static test::TempDir dir("batch_clips");
+    static const fs::path dir = fs::path(VIBRA_BINARY_DIR) / "test-scratch" / "batch_clips_v1";
     static bool made = false;
-    if (!made) {
-        fs::create_directories(dir.path() / "videos");
-        for (const char* phi : {"0.30", "0.45", "0.60", "0.75"}) {
-            const auto r = test::run_vibra("synth -o " + q((dir.path() / "videos" / ("phi" + std::string(phi) + ".avi")).string()) +
-                                           " --truth " + q((dir.path() / ("truth" + std::string(phi) + ".h5")).string()) +
-                                           " --width 256 --height 256 --frames 80 --margin 0 --look dark-ring --noise 0.03 --seed 3 "
-                                           "--packing-fraction " + phi + " -q");
-            REQUIRE(r.exit_code == 0);
-        }
-        made = true;
+    if (made || fs::exists(dir / "truth0.75.h5")) return made = true, dir;
+    const fs::path tmp = dir.string() + ".tmp" + std::to_string(getpid());
+    fs::remove_all(tmp);
+    fs::create_directories(tmp / "videos");
+    for (const char* phi : {"0.30", "0.45", "0.60", "0.75"}) {
+        const auto r = test::run_vibra("synth -o " + q((tmp / "videos" / ("phi" + std::string(phi) + ".avi")).string()) +
+                                       " --truth " + q((tmp / ("truth" + std::string(phi) + ".h5")).string()) +
+                                       " --width 256 --height 256 --frames 80 --margin 0 --look dark-ring --noise 0.03 --seed 3 "
+                                       "--packing-fraction " + phi + " -q");
+        REQUIRE(r.exit_code == 0);
     }
-    return dir.path();
+    std::error_code ec;
+    fs::rename(tmp, dir, ec);
+    if (ec) fs::remove_all(tmp);  // another process was first
+    REQUIRE(fs::exists(dir / "truth0.75.h5"));
+    made = true;
+    return dir;
 }
 
 /// A folder of the four clips (copies, so a test may change one) plus, optionally, a truncated video.

@@ -138,7 +138,7 @@ Dataset scan_folder(const std::string& dir, const DatasetDefaults& d) {
     std::set<std::string> used;
     for (const auto& p : items) {
         VideoEntry v;
-        v.input = p.string();
+        v.input = fs::absolute(p).lexically_normal().string();
         v.name = unique_name(fs::is_directory(p) ? p.filename().string() : p.stem().string(), used, lower_ext(p));
         v.track = d.track;
         v.analyze = d.analyze;
@@ -248,7 +248,7 @@ Dataset build(const std::string& manifest, const std::vector<RawVideo>& raws, co
             }
         if (path.empty()) throw FormatError(manifest + ": a video without a path (every entry needs `path`)");
         const fs::path p = fs::path(path).is_absolute() ? fs::path(path) : base / path;
-        v.input = p.lexically_normal().string();
+        v.input = fs::absolute(p).lexically_normal().string();
         if (!name.empty() && used.count(name)) throw FormatError(path_where + ": name '" + name + "' is used twice");
         v.name = unique_name(name.empty() ? (p.has_extension() ? p.stem().string() : p.filename().string()) : name, used,
                              lower_ext(p));
