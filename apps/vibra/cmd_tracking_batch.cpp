@@ -5,6 +5,8 @@
 // processes on one OUTDIR (per-video locks), shardable (--shard i/N) and with a Slurm job-array
 // writer (--slurm). The stages run as child processes of this program (batch/runner.hpp), so a
 // video that crashes its stage is a failed row, not a failed batch. docs/batch.md.
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -17,7 +19,6 @@
 #include "commands.hpp"
 #include "vibra/core/checksum.hpp"
 #include "vibra/core/error.hpp"
-#include "vibra/core/progress.hpp"
 #include "vibra/core/version.hpp"
 
 namespace vibra::app {
@@ -129,6 +130,8 @@ public:
     VideoJob(const VideoEntry& v, const BatchOptions& o) : v_(v), o_(o), dir_(fs::path(o.outdir) / v.name) {}
 
     Outcome run(std::string& message);
+    /// Frames tracked by this run (0 when the video was skipped or failed before tracking).
+    std::int64_t frames_tracked() const { return frames_tracked_; }
 
 private:
     std::string path(const std::string& f) const { return (dir_ / f).string(); }
@@ -155,6 +158,34 @@ private:
     const BatchOptions& o_;
     fs::path dir_;
     State st_;
+    std::int64_t frames_tracked_ = 0;
+};
+
+/// Progress across the dataset on a terminal (videos done/total, failed, frames/s of the
+/// tracking, ETA from the mean time per video so far); silent in pipes and CI.
+class DatasetProgress {
+public:
+    DatasetProgress(std::size_t total, bool enabled) : total_(total), enabled_(enabled), t0_(std::chrono::steady_clock::now()) {}
+    void video_done(std::int64_t frames, std::size_t failed) {
+        ++done_, frames_ += frames;
+        if (!enabled_) return;
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+        const double eta = static_cast<double>(total_ - done_) * s / static_cast<double>(done_);
+        std::fprintf(stderr, "\rbatch: %zu/%zu videos, %zu failed, %.0f frames/s, ETA %.0f s   ", done_, total_, failed,
+                     s > 0 ? static_cast<double>(frames_) / s : 0.0, eta);
+        std::fflush(stderr);
+        shown_ = true;
+    }
+    void clear() {
+        if (shown_) std::fprintf(stderr, "\r%80s\r", "");
+        shown_ = false;
+    }
+
+private:
+    std::size_t total_, done_ = 0;
+    std::int64_t frames_ = 0;
+    bool enabled_, shown_ = false;
+    std::chrono::steady_clock::time_point t0_;
 };
 
 bool VideoJob::stage(const std::string& name, std::vector<std::string> argv, std::string& message) {
@@ -222,6 +253,7 @@ Outcome VideoJob::run(std::string& message) {
             return stop_signal() ? Outcome::interrupted : Outcome::failed;
         }
         st_["track.status"] = "ok", st_["track.settings"] = track_fp;
+        if (st_.count("track.frames")) frames_tracked_ = std::stoll(st_["track.frames"]);
     }
     if (analyze_needed) {
         st_["analyze.status"] = "running";
@@ -404,27 +436,27 @@ void register_batch(CLI::App& app, GlobalOptions& g) {
         if (!o->collect) {
             install_stop_handlers();
             const auto mine = shard(ds.videos, sh.first, sh.second);
-            Progress progress("batch (videos)", static_cast<std::int64_t>(mine.size()), g.progress());
-            std::int64_t done = 0;
+            DatasetProgress progress(mine.size(), g.progress());
             for (const auto& v : mine) {
                 std::string msg;
                 VideoJob job(v, *o);
                 const auto out = job.run(msg);
-                progress.update(++done);
                 if (out == Outcome::ok) ++n_ok;
                 if (out == Outcome::skipped) ++n_skipped;
                 if (out == Outcome::busy) ++n_busy;
                 if (out == Outcome::failed) failed.push_back(v.name + " (" + msg + ")");
+                progress.clear();
                 if (!g.quiet && out != Outcome::ok && out != Outcome::skipped)
                     std::cerr << "batch: " << v.name << ": " << (out == Outcome::busy ? "" : "failed: ") << msg << "\n";
                 if (!g.quiet && (out == Outcome::ok || out == Outcome::skipped))
                     std::cerr << "batch: " << v.name << ": " << (out == Outcome::ok ? "done" : "unchanged, skipped") << "\n";
+                progress.video_done(job.frames_tracked(), failed.size());
                 if (out == Outcome::interrupted || stop_signal()) {
                     interrupted = v.name;
                     break;
                 }
             }
-            progress.finish();
+            progress.clear();
         }
         // The table covers the whole dataset; shards running at once take turns (lock) and each
         // writes it atomically.
