@@ -18,6 +18,9 @@ import pandas as pd
 from ._h5 import attrs as _attrs, open_file, plain, units as _units
 
 SCHEMA = "vibra-results"
+# Species and pair suffixes of the naming rule (docs/hdf5-layout.md), longest first.
+_SUFFIXES = ("_small_small", "_small_large", "_large_large", "_small_mass", "_large_mass", "_small", "_large",
+             "_mass")
 
 
 @dataclass(frozen=True)
@@ -106,18 +109,26 @@ class Analysis:
         return self.attrs.get(key, default)
 
     def value(self, key):
-        """The scalar attribute `key` with its uncertainty (see :class:`Value`)."""
+        """The scalar attribute `key` with its uncertainty (see :class:`Value`): `X_err` (or
+        `X_sigma`, `X_stderr`) and `X_ci_low`/`X_ci_high`, the species suffix last
+        (`beta_ci_low_small` for `value("beta_small")`)."""
         if key not in self.attrs:
             raise KeyError(f"{self.name}: no attribute {key!r}")
         a = self.attrs
-        err = float(a.get(key + "_err", a.get(key + "_stderr", float("nan"))))
+        base, suf = key, ""
+        for s in _SUFFIXES:
+            if key.endswith(s) and key != s:
+                base, suf = key[:-len(s)], s
+                break
+        err = float("nan")
+        for e in ("_err", "_sigma", "_stderr"):
+            if base + e + suf in a:
+                err = float(a[base + e + suf])
+                break
         ci = None
-        if key + "_ci_low" in a and key + "_ci_high" in a:
-            ci = (float(a[key + "_ci_low"]), float(a[key + "_ci_high"]))
-        elif key + "_ci" in a and np.size(a[key + "_ci"]) == 2:
-            lo, hi = np.ravel(a[key + "_ci"])
-            ci = (float(lo), float(hi))
-        return Value(float(a[key]), err, ci, str(a.get(key + "_units", "")))
+        if base + "_ci_low" + suf in a and base + "_ci_high" + suf in a:
+            ci = (float(a[base + "_ci_low" + suf]), float(a[base + "_ci_high" + suf]))
+        return Value(float(a[key]), err, ci, "")
 
     def frame(self, *keys):
         """Equal-length 1-D datasets as a DataFrame (all of them when no key is given), with
@@ -150,6 +161,9 @@ class Results:
         self.skipped = _parse_skipped(attrs.get("skipped_analyses", ""))
 
     def __getitem__(self, name):
+        if "/" in name:  # "kgap/pole": a sub-group, "msd/lag": a dataset
+            head, rest = name.split("/", 1)
+            return self[head][rest]
         if name not in self.analyses:
             why = f" (skipped: {self.skipped[name]})" if name in self.skipped else ""
             raise KeyError(f"{self.path}: no analysis {name!r}{why}; present: {', '.join(self.analyses)}")

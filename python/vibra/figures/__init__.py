@@ -17,21 +17,22 @@ import sys
 from ..results import Results, load_results
 from . import collective, dynamics, modes, structure, style
 
-FAMILIES = [structure, dynamics, modes, collective]
-FIGURES = [item for fam in FAMILIES for item in fam.FIGURES]
+FAMILIES = {"structure": structure, "dynamics": dynamics, "modes": modes, "collective": collective}
+FIGURES = [item for fam in FAMILIES.values() for item in fam.FIGURES]
 
 
 def _results(results):
     return results if isinstance(results, Results) else load_results(results)
 
 
-def make_all(results, errors=None):
-    """{name: Figure} for every figure whose analysis is in `results` (a path or a Results).
-    A figure that fails is left out and its error appended to `errors` (a list) when given,
-    else raised."""
+def make_all(results, errors=None, families=None):
+    """{name: Figure} for every figure whose analysis is in `results` (a path or a Results), of
+    the `families` named (structure, dynamics, modes, collective; all when None). A figure that
+    fails is left out and its error appended to `errors` (a list) when given, else raised."""
     res = _results(results)
     out = {}
-    for name, fn in FIGURES:
+    fams = FAMILIES if families is None else {f: FAMILIES[f] for f in families}
+    for name, fn in (item for fam in fams.values() for item in fam.FIGURES):
         try:
             fig = fn(res)
         except Exception as e:  # one broken figure must not cost the others
@@ -44,11 +45,11 @@ def make_all(results, errors=None):
     return out
 
 
-def save_all(results, outdir, errors=None):
+def save_all(results, outdir, errors=None, families=None):
     """Writes outdir/<name>.png for every figure of make_all; returns the paths."""
     import os
     os.makedirs(outdir, exist_ok=True)
-    figs = make_all(results, errors)
+    figs = make_all(results, errors, families)
     return [style.save(fig, os.path.join(outdir, name + ".png")) for name, fig in figs.items()]
 
 

@@ -9,6 +9,10 @@ import numpy as np
 from .style import colorbar, figure, finite, label, styled
 
 
+def _frames(n):
+    return f"{n} frame" + ("" if n == 1 else "s")
+
+
 def _image_orientation(res, ax):
     """y grows downwards on image data (x = column, y = row), as in the video and the overlay."""
     if str(res.meta.get("coordinate_convention", "image")) == "image":
@@ -44,7 +48,7 @@ def field_defects(res, background=None):
     X, Y = np.meshgrid(gx, gy)
     mag = np.hypot(ux, uy)
     q = ax.quiver(X, Y, ux, uy, mag, cmap="viridis", angles="xy", pivot="mid")
-    colorbar(fig, q, ax, f"displacement over {lag} frames", sub.unit("ux") or L)
+    colorbar(fig, q, ax, f"displacement over {_frames(lag)}", sub.unit("ux") or L)
     dfc = res.get("defects")
     if dfc is not None and "frame" in dfc and "lag" in dfc:
         sel = (dfc["frame"] == frame) & (dfc["lag"] == lag)
@@ -59,7 +63,7 @@ def field_defects(res, background=None):
     ax.set_aspect("equal")
     if background is None:
         _image_orientation(res, ax)
-    ax.set_title(f"Displacement field and defects, frame {frame}, over {lag} frames")
+    ax.set_title(f"Displacement field and defects, frame {frame}, over {_frames(lag)}")
     return fig
 
 
@@ -131,7 +135,7 @@ def spectra_time(res):
         ax.legend()
     ax.set_xlabel(label("wave number k", sp.unit("k")))
     ax.set_ylabel(label("energy spectrum E(k)", sp.unit("e")))
-    ax.set_title(f"Energy spectrum over time (displacements over {lags[0]} frames)")
+    ax.set_title(f"Energy spectrum over time (displacements over {_frames(lags[0])})")
     return fig
 
 
@@ -144,7 +148,7 @@ def spectra_lag(res):
     lags = sp["lags"]
     em = sp["e_iso_mean"] if "e_iso_mean" in sp else sp["e_mean"]
     slope, pref = sp["slope_mean"], sp["prefactor_mean"]
-    serr = sp["slope_err"] if "slope_err" in sp else None
+    serr = sp["slope_mean_error"] if "slope_mean_error" in sp else None
     pos = k > 0
     band = (k >= kmin) & (k <= kmax)
     import matplotlib
@@ -152,7 +156,7 @@ def spectra_lag(res):
     fig, ax = figure(6.4, 4.6)
     for i, lag in enumerate(lags):
         c = cmap(i / max(1, len(lags) - 1) * 0.85)
-        txt = f"{lag} frames: slope {slope[i]:.2f}" + (f" ± {serr[i]:.2f}" if serr is not None and np.isfinite(serr[i]) else "")
+        txt = f"{_frames(lag)}: slope {slope[i]:.2f}" + (f" ± {serr[i]:.2f}" if serr is not None and np.isfinite(serr[i]) else "")
         ax.loglog(k[pos], em[i][pos], color=c, label=txt)
         if np.isfinite(slope[i]) and band.any():
             ax.loglog(k[band], pref[i] * k[band] ** slope[i], "--", color=c, lw=1)
@@ -179,11 +183,11 @@ def flux(res):
     fig, ax = figure(6.4, 4.6)
     for i, lag in enumerate(lags):
         c = cmap(i / max(1, len(lags) - 1) * 0.85)
-        ax.semilogx(k[pos], fm[i][pos], color=c, label=f"Π(k), {lag} frames")
+        ax.semilogx(k[pos], fm[i][pos], color=c, label=f"Π(k), {_frames(lag)}")
         if "fst_scales" in sp and len(sp["fst_scales"]):
             ell = sp["fst_scales"]
             ax.semilogx(np.pi / ell, sp["fst_flux_mean"][i], "o--", color=c, ms=4,
-                        label=f"filter-space Π(π/ℓ), {lag} frames")
+                        label=f"filter-space Π(π/ℓ), {_frames(lag)}")
     ax.axhline(0, color="k", lw=0.6)
     ax.set_xlabel(label("wave number k", sp.unit("k")))
     ax.set_ylabel(label("energy flux Π(k)", sp.unit("flux_mean")))

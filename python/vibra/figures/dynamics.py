@@ -5,7 +5,7 @@ with the fitted tail and β (95 % CI), granular temperatures. Each function take
 :class:`vibra.Results` and returns a Figure, or None when the analysis is absent."""
 import numpy as np
 
-from .style import MASS, SPECIES, figure, finite, label, styled, words
+from .style import MASS, SPECIES, figure, finite, label, pretty_unit, styled, words
 
 
 def _present(g, base, extra=()):
@@ -40,9 +40,12 @@ def msd(res):
     ok = (lag > 0) & finite(m) & (m > 0)
     if ok.sum() > 2:
         t, mm = lag[ok], m[ok]
-        # Guides through the first and the last point: ballistic ∝ t², diffusive ∝ t.
-        ax.loglog(t, mm[0] * (t / t[0]) ** 2, ":", color="0.4", lw=1, label="ballistic ∝ t²")
-        ax.loglog(t, mm[-1] * (t / t[-1]), "--", color="0.4", lw=1, label="diffusive ∝ t")
+        # Guides: ballistic ∝ t² from the first point over the short lags, diffusive ∝ t to the
+        # last point over the long lags (each over about half the decades).
+        mid = np.sqrt(t[0] * t[-1])
+        early, late = t[t <= mid * 1.5], t[t >= mid / 1.5]
+        ax.loglog(early, mm[0] * (early / t[0]) ** 2, ":", color="0.3", lw=1.2, label="ballistic ∝ t²")
+        ax.loglog(late, mm[-1] * (late / t[-1]), "--", color="0.3", lw=1.2, label="diffusive ∝ t")
         ax.set_ylim(mm.min() / 3, mm.max() * 3)
     ax.set_xlabel(label("lag time t", g.unit("lag")))
     ax.set_ylabel(label("mean-square displacement", g.unit("msd")))
@@ -80,7 +83,7 @@ def van_hove(res):
     fig, ax = figure(6, 4)
     for j in range(gs.shape[0]):
         ok = gs[j] > 0
-        ax.semilogy(dx[j][ok], gs[j][ok], label=f"t = {lag[j]:.3g} {v.unit('lag')}")
+        ax.semilogy(dx[j][ok], gs[j][ok], label=f"t = {lag[j]:.3g} {pretty_unit(v.unit('lag'))}")
     ax.set_xlabel(label("displacement Δx", v.unit("dx")))
     ax.set_ylabel(label("self van Hove G_s(Δx, t)", v.unit("gs")))
     ax.set_title("Self part of the van Hove function (one component)")
@@ -141,13 +144,14 @@ def fs(res):
     fig, ax = figure(6, 4)
     for i in range(f.shape[0]):
         ok = (lag > 0) & finite(f[i])
-        ax.semilogx(lag[ok], f[i][ok], label=f"k = {k[i]:.3g} {g.unit('k')}")
+        ax.semilogx(lag[ok], f[i][ok], label=f"k = {k[i]:.3g} {pretty_unit(g.unit('k'))}")
     ax.axhline(np.exp(-1), color="0.6", lw=0.6, ls="--", label="1/e")
     ax.set_xlabel(label("lag time t", g.unit("lag")))
     ax.set_ylabel(label("F_s(k, t)", g.unit("fs")))
-    tau = g.attrs.get("tau_alpha", float("nan"))
+    tau = np.atleast_1d(g.get("tau_alpha", g.attrs.get("tau_alpha", np.nan)))
+    ok = finite(tau)
     ax.set_title("Self intermediate scattering function" +
-                 (f", τ_α = {tau:.3g} {g.unit('lag')}" if np.isfinite(tau) else ""))
+                 (f", τ_α = {tau[ok][0]:.3g} {pretty_unit(g.unit('lag'))}" if ok.any() else ""))
     ax.legend()
     return fig
 

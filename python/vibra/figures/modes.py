@@ -6,7 +6,7 @@ Each function takes a :class:`vibra.Results` and returns a Figure, or None when 
 absent."""
 import numpy as np
 
-from .style import colorbar, figure, finite, label, styled
+from .style import colorbar, figure, finite, label, pretty_unit, styled
 
 
 def fit_curve(sub, k):
@@ -16,6 +16,12 @@ def fit_curve(sub, k):
         return None
     w2 = c * c * k * k - (0.0 if not np.isfinite(tau) else 1.0 / (4 * tau * tau))
     return np.where(w2 > 0, np.sqrt(np.clip(w2, 0, None)), np.nan)
+
+
+def _speed_unit(g):
+    """L/T from a group's units description "L=sigma, T=tau"."""
+    d = dict(p.split("=", 1) for p in str(g.attrs.get("units", "")).replace(" ", "").split(",") if "=" in p)
+    return f"{d.get('L', '?')}/{d.get('T', '?')}"
 
 
 def _gap_text(sub):
@@ -34,7 +40,8 @@ def _draw_fits(ax, kg, kmax, colour):
         y = fit_curve(s, kk)
         if y is None:
             continue
-        ax.plot(kk, y, style, color=colour, lw=1.3, label=f"{name} fit: {_gap_text(s)} {kg.unit('k')}")
+        ax.plot(kk, y, style, color=colour, lw=1.3,
+                label=f"{name} fit: {_gap_text(s)} {pretty_unit(kg.unit('k'))}")
         k_gap, err = float(s.attrs.get("k_gap", np.nan)), float(s.attrs.get("k_gap_err", np.nan))
         if np.isfinite(k_gap) and name == "pole":
             ax.axvline(k_gap, color=colour, lw=0.8, ls=":")
@@ -61,12 +68,13 @@ def _ct_map(res, which):
     _draw_fits(ax, kg, k[-1], "w")
     ax.set_xlabel(label("wave number k", cur.unit("k")))
     ax.set_ylabel(label("angular frequency ω", cur.unit("omega")))
-    top = 3 * np.nanmax(pk) if np.any(pk > 0) else w[-1]
+    pos = pk[finite(pk) & (pk > 0)]
+    top = 4 * np.median(pos) if len(pos) else w[-1]  # the median: one spurious maximum must not set the scale
     ax.set_xlim(k[0] - dk / 2, k[-1] + dk / 2)
     ax.set_ylim(w[0], min(w[-1], top))
     kind = "Transverse" if which == "t" else "Longitudinal"
     ax.set_title(f"{kind} current spectrum (each k scaled to its maximum)")
-    ax.legend(loc="upper left", fontsize=7)
+    ax.legend(loc="upper left", fontsize=7, frameon=True, framealpha=0.85)
     return fig
 
 
@@ -86,6 +94,7 @@ def dispersion(res):
     if kg is None and cur is None:
         return None
     fig, ax = figure(6.2, 4.5)
+    ymax = 0.0
     if kg is not None and "omega_pole" in kg:
         k = kg["k"]
         wu = kg.unit("omega_pole")
@@ -100,12 +109,14 @@ def dispersion(res):
             ok = finite(y) & (y > 0)
             ax.errorbar(k[ok], y[ok], yerr=np.where(np.isfinite(e[ok]), e[ok], 0), fmt=fmt, ms=4, mfc=mfc,
                         capsize=2, label=lab)
+            ymax = max(ymax, np.max(y[ok], initial=0))
         _draw_fits(ax, kg, k[-1], "k")
         cl, cle = float(kg.attrs.get("c_l", np.nan)), float(kg.attrs.get("c_l_err", np.nan))
         if np.isfinite(cl):
             kk = np.linspace(0, k[-1], 50)
             ax.plot(kk, cl * kk, ":", color="tab:green", lw=1,
-                    label=f"sound speed c_L = {cl:.3g}" + (f" ± {cle:.2g}" if np.isfinite(cle) else ""))
+                    label=f"sound speed c_L = {cl:.3g}" + (f" ± {cle:.2g}" if np.isfinite(cle) else "") +
+                    f" {pretty_unit(_speed_unit(kg))}")
         ax.set_xlabel(label("wave number k", kg.unit("k")))
     else:
         k = cur["k"]
@@ -115,10 +126,12 @@ def dispersion(res):
             y = cur[name]
             ok = finite(y) & (y > 0)
             ax.plot(k[ok], y[ok], fmt, label=lab)
+            ymax = max(ymax, np.max(y[ok], initial=0))
         ax.set_xlabel(label("wave number k", cur.unit("k")))
     ax.set_ylabel(label("angular frequency ω", wu))
     ax.set_xlim(left=0)
-    ax.set_ylim(bottom=0)
+    # The points set the scale; an error bar of a badly determined point may leave the frame.
+    ax.set_ylim(0, 1.3 * ymax if ymax > 0 else None)
     ax.set_title("Dispersion of the collective modes (shaded: k-gap ± error)")
     ax.legend(fontsize=7)
     return fig

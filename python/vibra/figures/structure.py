@@ -15,6 +15,10 @@ def gr(res):
     r = g["r"]
     fig, ax = figure(6, 4)
     ax.plot(r, g["g"], "k-", lw=1.6, label="all pairs")
+    if "g_err" in g:
+        e = g["g_err"]
+        ok = finite(e, g["g"])
+        ax.fill_between(r[ok], (g["g"] - e)[ok], (g["g"] + e)[ok], color="k", alpha=0.2, lw=0, label="± error")
     for suf, lab, col in PAIRS:
         if "g" + suf in g:
             ax.plot(r, g["g" + suf], lw=1, color=col, label=lab)
