@@ -87,6 +87,7 @@ def evolution(res):
         if cor is not None and "xi" in cor:
             panels.append((cor["time"], cor["xi"][0], [], "correlation length ξ", cor.unit("xi"), True,
                            cor.unit("time")))
+    panels = [p for p in panels if finite(p[0], p[1]).any()]  # e.g. no spectral slope fitted
     if not panels:
         return None
     fig, axes = figure(6.4, 2.3 * len(panels) + 0.4, len(panels), 1, sharex=True)
@@ -99,8 +100,6 @@ def evolution(res):
         ax.set_ylabel(label(quantity, unit))
         if log_y and ok.any() and np.all(v[ok] > 0):
             ax.set_yscale("log")
-        if ok.any() and np.all(t[ok] > 0):
-            ax.set_xscale("log")
         ax.set_xlabel(label("time t", tu))
     for ax in axes[:-1]:
         ax.xaxis.label.set_visible(False)

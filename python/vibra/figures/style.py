@@ -46,9 +46,9 @@ def pretty_unit(u):
     u = (u or "").strip()
     if u in ("", "1"):
         return "1"
-    m = re.fullmatch(r"1/([A-Za-z]+)", u)
+    m = re.fullmatch(r"1/([A-Za-z]+)(?:\^(\d+))?", u)
     if m:
-        u = m.group(1) + "^-1"
+        u = f"{m.group(1)}^-{m.group(2) or 1}"
     for k, v in _GREEK.items():
         u = re.sub(rf"\b{k}\b", v, u)
     u = re.sub(r"\^(-?\d+)", lambda mm: mm.group(1).translate(_SUP), u)
