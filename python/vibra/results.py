@@ -223,8 +223,8 @@ def campaign(path):
 
     path -- the batch output directory (campaign.h5 preferred, else campaign.csv), or either file.
     HDF5: every 1-D dataset of the group /campaign is a column (``units`` attribute → attrs['units'];
-    a ``columns`` attribute, when present, gives the order). CSV: read as is (a ``# units:`` comment
-    line ``col=unit,…`` or a second header row is not assumed)."""
+    a ``columns`` attribute of the group, when present, gives the order; the group's other attributes
+    go to attrs). CSV: read as is with pandas (lines starting with # are comments)."""
     p = os.fspath(path)
     if os.path.isdir(p):
         for name in ("campaign.h5", "campaign.csv"):

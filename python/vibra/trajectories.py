@@ -286,7 +286,8 @@ def to_trackpy(df, unlinked="drop"):
 def from_trackpy(df, meta=None, units=None):
     """A trackpy DataFrame (``frame, particle, x, y`` in pixels or in ``meta['length_unit']``, any
     extra columns) as a vibra DataFrame: rows sorted by frame then particle, ``species`` categorical
-    (from names, codes or a categorical; all species 0 when absent), ``t`` from the frame, lengths in
+    (from names, codes or a categorical; all species 0 when absent), ``t`` kept when present, else
+    ``frame × frame_interval``, lengths in
     mm when ``meta`` has ``px_per_mm`` (``units="px"`` keeps pixels), ``attrs`` = meta + units.
 
     meta -- a dict like ``df.attrs`` of load_trajectories/to_trackpy (length_unit, time_unit,

@@ -155,7 +155,11 @@ def spectra_lag(res):
     fig, ax = figure(6.4, 4.6)
     for i, lag in enumerate(lags):
         c = cmap(i / max(1, len(lags) - 1) * 0.85)
-        txt = f"{_frames(lag)}: slope {slope[i]:.2f}" + (f" ± {serr[i]:.2f}" if serr is not None and np.isfinite(serr[i]) else "")
+        if np.isfinite(slope[i]):
+            txt = f"{_frames(lag)}: slope {slope[i]:.2f}" + \
+                (f" ± {serr[i]:.2f}" if serr is not None and np.isfinite(serr[i]) else "")
+        else:
+            txt = f"{_frames(lag)}: no power-law fit"
         ax.loglog(k[pos], em[i][pos], color=c, label=txt)
         if np.isfinite(slope[i]) and band.any():
             ax.loglog(k[band], pref[i] * k[band] ** slope[i], "--", color=c, lw=1)

@@ -185,7 +185,7 @@ def tvdos_particle_map(res, segment=0):
     ax.set_xlabel(label("x", pt.unit("x_mean")))
     ax.set_ylabel(label("y", pt.unit("y_mean")))
     lo, hi = float(tv.attrs.get("band_min", np.nan)), float(tv.attrs.get("band_max", np.nan))
-    ax.set_title(f"Where the transverse modes between ω = {lo:.3g} and {hi:.3g} {tv.unit('omega')} live")
+    ax.set_title(f"Where the transverse modes between ω = {lo:.3g} and {hi:.3g} {pretty_unit(tv.unit('omega'))} live")
     return fig
 
 

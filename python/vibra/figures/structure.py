@@ -4,7 +4,7 @@ order, |ψ6| histogram, g6(r)), local packing fraction, clusters, number fluctua
 function takes a :class:`vibra.Results` and returns a Figure, or None when the analysis is absent."""
 import numpy as np
 
-from .style import PAIRS, SPECIES, figure, finite, label, styled, words
+from .style import PAIRS, SPECIES, figure, finite, label, styled
 
 
 @styled
@@ -25,8 +25,7 @@ def gr(res):
     ax.axhline(1, color="0.6", lw=0.6)
     ax.set_xlabel(label("distance r", g.unit("r")))
     ax.set_ylabel(label("pair correlation g(r)", g.unit("g")))
-    ec = g.attrs.get("edge_correction")
-    ax.set_title("Pair correlation function" + (f" ({words(ec).lower()} edge correction)" if ec else ""))
+    ax.set_title("Pair correlation function")
     ax.legend()
     return fig
 
