@@ -223,8 +223,8 @@ def campaign(path):
 
     path -- the batch output directory (campaign.h5 preferred, else campaign.csv), or either file.
     HDF5: every 1-D dataset of the group /campaign is a column (``units`` attribute → attrs['units'];
-    a ``columns`` attribute of the group, when present, gives the order; the group's other attributes
-    go to attrs). CSV: read as is with pandas (lines starting with # are comments)."""
+    a ``columns`` attribute of the group, when present, gives the order; the root and group
+    attributes and the columns' ``description`` attributes go to attrs). CSV: read as is with pandas (lines starting with # are comments)."""
     p = os.fspath(path)
     if os.path.isdir(p):
         for name in ("campaign.h5", "campaign.csv"):
@@ -243,6 +243,9 @@ def campaign(path):
     except OSError as e:
         raise ValueError(f"{p}: not an HDF5 file ({e})") from None
     with f:
+        schema = plain(f.attrs.get("schema", "vibra-campaign"))
+        if schema != "vibra-campaign":
+            raise ValueError(f"{p}: not a vibra-campaign file (schema attribute: {schema!r})")
         if "campaign" not in f or not isinstance(f["campaign"], h5py.Group):
             raise ValueError(f"{p}: no /campaign group (not a `vibra batch` campaign file)")
         g = f["campaign"]
@@ -251,7 +254,7 @@ def campaign(path):
         if order is not None:
             order = [plain(x) for x in np.atleast_1d(order)]
             names = [c for c in order if c in names] + [c for c in names if c not in order]
-        cols, units = {}, {}
+        cols, units, descriptions = {}, {}, {}
         lengths = {g[c].shape[0] for c in names}
         if len(lengths) > 1:
             raise ValueError(f"{p}: /campaign columns have different lengths {sorted(lengths)}")
@@ -261,8 +264,12 @@ def campaign(path):
                 v = np.array([plain(x) for x in v], dtype=object)
             cols[c] = v
             units[c] = _units(g[c])
+            if "description" in g[c].attrs:
+                descriptions[c] = plain(g[c].attrs["description"])
         df = pd.DataFrame(cols, columns=names)
-        df.attrs["units"] = units
-        df.attrs["path"] = p
+        df.attrs.update(_attrs(f))
         df.attrs.update({k: v for k, v in _attrs(g).items() if k != "columns"})
+        df.attrs["units"] = units
+        df.attrs["descriptions"] = descriptions
+        df.attrs["path"] = p
         return df

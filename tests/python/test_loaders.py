@@ -295,13 +295,19 @@ class Campaign(unittest.TestCase):
         d = os.path.join(SCRATCH, "batch")
         os.makedirs(d)
         with h5py.File(os.path.join(d, "campaign.h5"), "w") as f:
+            f.attrs["schema"] = "vibra-campaign"
             g = f.create_group("campaign")
+            g.attrs["columns"] = ["video", "k_gap", "beta", "frames"]  # display order, as vibra batch writes it
             for name, data, unit in (("video", np.array([b"a.cine", b"b.cine"]), "1"),
                                      ("frames", np.array([100, 250]), "frame"),
                                      ("beta", np.array([1.5, 1.7]), "1"),
                                      ("k_gap", np.array([0.3, np.nan]), "1/mm")):
                 g.create_dataset(name, data=data).attrs["units"] = unit
+            g["beta"].attrs["description"] = "velocity tail exponent"
         tab = vibra.campaign(d)
+        self.assertEqual(list(tab.columns), ["video", "k_gap", "beta", "frames"])
+        self.assertEqual(tab.attrs["descriptions"], {"beta": "velocity tail exponent"})
+        self.assertEqual(tab.attrs["schema"], "vibra-campaign")
         self.assertEqual(len(tab), 2)
         self.assertEqual(list(tab["video"]), ["a.cine", "b.cine"])
         np.testing.assert_array_equal(tab["frames"], [100, 250])
@@ -312,6 +318,11 @@ class Campaign(unittest.TestCase):
         self.assertEqual(list(csv.columns), ["video", "beta"])
         with self.assertRaisesRegex(FileNotFoundError, "no campaign.h5 or campaign.csv"):
             vibra.campaign(SCRATCH)
+        other = os.path.join(d, "other.h5")
+        with h5py.File(other, "w") as f:
+            f.attrs["schema"] = "vibra-results"
+        with self.assertRaisesRegex(ValueError, "other.h5: not a vibra-campaign file"):
+            vibra.campaign(other)
 
 
 if __name__ == "__main__":
