@@ -247,6 +247,37 @@ def iter_frames(path, frames=None, columns=None, units=None, block_rows=1 << 20)
             a = e
 
 
+def frame_table(path, frames=None):
+    """The per-frame columns of a trajectory file as a DataFrame, one row per frame: ``frame``,
+    ``n_rows`` (detections), ``t`` (as in load_trajectories) and whatever the file has of
+    ``/index/frame_time``, ``timestep``, ``image_number`` and the tracking counters
+    ``/diagnostics/<name>``; ``attrs['units']`` gives their units."""
+    with open_file(path, SCHEMA) as f:
+        meta = _meta(f, path)
+        a, b = _frame_range(frames, meta["n_frames"], path)
+        off = f["index/frame_offsets"][a:b + 1]
+        frame = np.arange(a, b, dtype=np.int64)
+        cols = {"frame": frame, "n_rows": np.diff(off)}
+        units = {"frame": "frame", "n_rows": "rows"}
+        ft = f.get("index/frame_time")
+        if meta.get("time_unit") == "s" and ft is not None:
+            cols["t"] = ft[a:b]
+        else:
+            cols["t"] = frame * float(meta.get("frame_interval", 1.0))
+        units["t"] = meta.get("time_unit", "frame")
+        for group in ("index", "diagnostics"):
+            if group not in f:
+                continue
+            for name, ds in f[group].items():
+                if name == "frame_offsets" or ds.ndim != 1 or ds.shape[0] != meta["n_frames"]:
+                    continue
+                cols[name] = ds[a:b]
+                units[name] = _units(ds)
+        df = pd.DataFrame(cols)
+        df.attrs = {"units": units, "path": os.fspath(path), "frames": (a, b)}
+        return df
+
+
 # ---------------------------------------------------------------- trackpy
 
 def to_trackpy(df, unlinked="drop"):

@@ -82,6 +82,18 @@ class Tracked(unittest.TestCase):
         self.assertEqual(df.attrs["n_frames"], 12)
         self.assertEqual(df.attrs["source_file"], s(self.meta["source_file"]))
 
+    def test_frame_table(self):
+        ft = vibra.frame_table(self.path)
+        self.assertEqual(list(ft["frame"]), list(range(12)))
+        np.testing.assert_array_equal(ft["n_rows"], np.diff(self.off))
+        np.testing.assert_allclose(ft["t"], np.arange(12) / FPS)
+        with h5py.File(self.path, "r") as f:
+            for name, ds in f["diagnostics"].items():
+                np.testing.assert_array_equal(ft[name], ds[:])
+                self.assertEqual(ft.attrs["units"][name], s(ds.attrs["units"]))
+            self.assertGreater(len(f["diagnostics"]), 0)
+        self.assertEqual(len(vibra.frame_table(self.path, frames=(2, 5))), 3)
+
     def test_units_px_keeps_pixels(self):
         df = vibra.load_trajectories(self.path, units="px")
         np.testing.assert_array_equal(df["x"], self.raw["x"])
