@@ -27,7 +27,7 @@ def args():
     """(vibra CLI, source dir, fresh scratch dir) from argv; removes them from argv for unittest."""
     if len(sys.argv) < 4:
         sys.exit(f"usage: {sys.argv[0]} VIBRA_CLI SOURCE_DIR SCRATCH_DIR")
-    vibra, src, scratch = sys.argv[1:4]
+    vibra, src, scratch = (os.path.abspath(p) for p in sys.argv[1:4])
     del sys.argv[1:4]
     shutil.rmtree(scratch, ignore_errors=True)
     os.makedirs(scratch)
