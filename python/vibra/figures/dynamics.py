@@ -102,7 +102,8 @@ def vacf(res):
         ax.plot(lag, g["vacf_norm" + suf], color=col, label=lab)
     ax.axhline(0, color="0.6", lw=0.6)
     if len(lag) > 1:
-        ax.set_xscale("symlog", linthresh=max(lag[1], 1e-12) * 5)
+        ax.set_xscale("symlog", linthresh=max(lag[1], 1e-12) * 5)  # linear near 0, log beyond
+        ax.set_xlim(left=0)
     ax.set_xlabel(label("lag time t", g.unit("lag")))
     ax.set_ylabel(label("VACF Z(t)/Z(0)", g.unit("vacf_norm")))
     ax.set_title("Velocity autocorrelation")

@@ -105,6 +105,7 @@ def voronoi(res):
         axs[1].plot(g["t"], g["phi_voronoi"], lw=1, label="interior Voronoi cells")
     axs[1].set_xlabel(label("time t", g.unit("t")))
     axs[1].set_ylabel(label("packing fraction φ", g.unit("phi")))
+    axs[1].ticklabel_format(axis="y", useOffset=False)  # a constant φ (periodic box) reads as its value
     axs[1].set_title("Packing fraction")
     axs[1].legend()
     return fig
