@@ -154,7 +154,7 @@ class Figures(unittest.TestCase):
         lo, hi = ax.get_ylim()
         self.assertLess(lo, hi)
 
-    def test_cli_and_wrapper_write_the_same_pngs(self):
+    def test_cli_writes_every_png(self):
         out = os.path.join(SCRATCH, "cli")
         r = subprocess.run([sys.executable, "-m", "vibra.figures", self.res_path, "-o", out], env=ENV,
                            capture_output=True, text=True)
@@ -164,13 +164,6 @@ class Figures(unittest.TestCase):
         for p in paths:
             with open(p, "rb") as fh:
                 self.assertEqual(fh.read(8), b"\x89PNG\r\n\x1a\n")
-        wrap = os.path.join(SCRATCH, "wrapper")
-        env = dict(os.environ)
-        env.pop("PYTHONPATH", None)  # the wrapper finds the package itself
-        r = subprocess.run([sys.executable, os.path.join(SRC, "notebooks", "vibra_figures.py"), self.res_path, wrap],
-                           env=env, capture_output=True, text=True)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(sorted(os.listdir(wrap)), sorted(os.path.basename(p) for p in paths))
 
     def test_cli_errors(self):
         r = subprocess.run([sys.executable, "-m", "vibra.figures", self.sim, "-o", os.path.join(SCRATCH, "x")],
@@ -207,6 +200,14 @@ class AbsentAndSkipped(unittest.TestCase):
         only = os.path.join(SCRATCH, "gr_only.h5")
         support.run(VIBRA, "analyze", sim, "-o", only, "--only", "gr", "-q")
         self.assertEqual(set(vf.make_all(only)), {"gr"})
+        # The wrapper kept for existing scripts (.ci/demo) finds the package without PYTHONPATH.
+        wrap = os.path.join(SCRATCH, "wrapper")
+        env = dict(os.environ)
+        env.pop("PYTHONPATH", None)
+        r = subprocess.run([sys.executable, os.path.join(SRC, "notebooks", "vibra_figures.py"), res, wrap],
+                           env=env, capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(sorted(os.listdir(wrap)), sorted(n + ".png" for n in figs))
 
     def test_tracked_field_is_in_image_orientation(self):
         if not (support.has_command(VIBRA, "synth") and support.has_command(VIBRA, "track")):
