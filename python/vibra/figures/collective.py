@@ -57,7 +57,7 @@ def field_defects(res, background=None):
                    label="+1 defect (vortex-like)")
         ax.scatter(x[ch < 0], y[ch < 0], s=90, marker="s", facecolors="none", edgecolors="blue", linewidths=2,
                    label="−1 defect (saddle-like)")
-        ax.legend(loc="upper right", fontsize=8)
+        ax.legend(loc="upper right", fontsize=8, frameon=True, framealpha=0.85)
     ax.set_xlabel(label("x", L))
     ax.set_ylabel(label("y", L))
     ax.set_aspect("equal")
