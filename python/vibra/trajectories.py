@@ -57,6 +57,19 @@ def _length_scale(meta, units, path):
     raise ValueError(f"units must be None, 'px' or 'mm', got {units!r}")
 
 
+def _unit_factor(u, length_unit, factor):
+    """How much a quantity in unit `u` scales when its length unit is scaled by `factor`:
+    factor^n for the power n of `length_unit` in `u` ('px' → f, 'px^2/s' → f², '(px/s)^2' → f²,
+    '1/px' → 1/f). Unit grammar of docs/hdf5-layout.md."""
+    if not re.search(rf"\b{re.escape(length_unit)}\b", u or ""):
+        return 1.0
+    expr = re.sub(r"[A-Za-z_]+", lambda m: f"({factor!r})" if m.group(0) == length_unit else "1", u)
+    expr = expr.replace("^", "**")
+    if not re.fullmatch(r"[0-9eE.+\-*/() ]+", expr):
+        raise ValueError(f"unit {u!r} is not in the unit grammar")
+    return float(eval(expr, {"__builtins__": {}}))  # digits, operators and parentheses only
+
+
 def _convert_unit(u, old, new):
     """A unit string with the length unit `old` replaced by `new` ('px^2/s' → 'mm^2/s')."""
     return u if old == new else re.sub(rf"\b{re.escape(old)}\b", new, u)
@@ -160,8 +173,8 @@ class _Reader:
                 self.units[c] = self.meta.get("time_unit", "frame")
             else:
                 self.units[c] = _convert_unit(self.file_units[c], lu, self.length_unit)
-        self.scaled = {c for c in want if c != "t" and self.factor != 1.0 and
-                       self.units[c] != self.file_units[c]}
+        self.scale = {c: _unit_factor(self.file_units[c], lu, self.factor) for c in want
+                      if c != "t" and self.factor != 1.0 and self.units[c] != self.file_units[c]}
         self.attrs = _converted_meta(self.meta, self.factor, self.length_unit, path)
         self.attrs["units"] = dict(self.units)
         ft = f.get("index/frame_time")
@@ -198,7 +211,7 @@ class _Reader:
                 data[c] = pd.Categorical.from_codes(codes, categories=names)
             else:
                 v = tr[c][r0:r1]
-                data[c] = v * self.factor if c in self.scaled else v
+                data[c] = v * self.scale[c] if c in self.scale else v
         df = pd.DataFrame(data, columns=self.columns)
         df.attrs = dict(self.attrs)
         df.attrs["units"] = dict(self.units)
@@ -301,7 +314,7 @@ def to_trackpy(df, unlinked="drop"):
         for c in out.columns:
             u = units.get(c, "")
             if re.search(r"\bmm\b", u):
-                out[c] = out[c] * ppm if "mm^2" not in u else out[c] * ppm * ppm
+                out[c] = out[c] * _unit_factor(u, "mm", ppm)
                 units[c] = _convert_unit(u, "mm", "px")
         meta = _converted_meta(meta, ppm, "px", meta.get("path", ""))
         meta.pop("file_length_unit", None)
@@ -369,7 +382,7 @@ def from_trackpy(df, meta=None, units=None):
         for c in out.columns:
             u = col_units[c]
             if re.search(rf"\b{re.escape(lu)}\b", u):
-                out[c] = out[c] * (factor * factor if f"{lu}^2" in u else factor)
+                out[c] = out[c] * _unit_factor(u, lu, factor)
                 col_units[c] = _convert_unit(u, lu, new_unit)
     meta = _converted_meta(meta, factor, new_unit, meta.get("path", ""))
     first = [c for c in FIRST_COLUMNS if c in out.columns]

@@ -176,7 +176,8 @@ class Imported(unittest.TestCase):
         cls.path = os.path.join(SCRATCH, "lj.h5")
         support.run(VIBRA, "import", DUMP, "-o", cls.path, "--diameter", "small=1.0,large=1.4", "--dt", 0.1)
         cls.expect = {}
-        lines = open(DUMP).read().split("\n")
+        with open(DUMP) as fh:
+            lines = fh.read().split("\n")
         i, frame = 0, -1
         while i < len(lines):
             if lines[i].startswith("ITEM: TIMESTEP"):
@@ -222,6 +223,14 @@ class Imported(unittest.TestCase):
             vibra.load_trajectories(DUMP)
         with self.assertRaisesRegex(IndexError, "frame 9 is outside 0..4"):
             vibra.load_trajectories(self.path, frames=9)
+
+    def test_unit_scaling_follows_the_power_of_length(self):
+        from vibra.trajectories import _unit_factor
+        for unit, want in (("px", 0.1), ("px^2/s", 0.01), ("(px/s)^2", 0.01), ("1/px", 10.0), ("s", 1.0),
+                           ("sigma", 1.0), ("1", 1.0)):
+            self.assertAlmostEqual(_unit_factor(unit, "px", 0.1), want, places=15, msg=unit)
+        with self.assertRaisesRegex(ValueError, "not in the unit grammar"):
+            _unit_factor("px;import os", "px", 0.1)
 
     def test_from_plain_trackpy_frame(self):
         """A DataFrame as trackpy makes it (y, x first, unsorted, species names) with metadata."""
