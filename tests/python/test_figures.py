@@ -134,8 +134,11 @@ class Figures(unittest.TestCase):
     def test_ct_map_has_fit_and_colour_bar(self):
         fig = self.figs["c_t_kw"]
         ax = fig.axes[0]
-        self.assertEqual(len(ax.images), 1)
-        self.assertIsNotNone(ax.images[0].colorbar)
+        meshes = [c for c in ax.collections if isinstance(c, matplotlib.collections.QuadMesh)]
+        self.assertEqual(len(meshes), 1)
+        self.assertIsNotNone(meshes[0].colorbar)
+        cur = self.res["currents"]
+        self.assertEqual(meshes[0].get_array().size, cur["c_t_kw"].size)  # every shell and frequency
         labels = [ln.get_label() for ln in ax.get_lines()]
         self.assertIn("maximum over ω", labels)
         if np.isfinite(self.res["kgap"]["pole"].attrs["c"]):

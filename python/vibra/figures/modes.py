@@ -49,6 +49,15 @@ def _draw_fits(ax, kg, kmax, colour):
                 ax.axvspan(k_gap - err, k_gap + err, color=colour, alpha=0.15, lw=0)
 
 
+def _edges(c):
+    """Cell edges around centres `c`: midpoints inside, half a step beyond the ends."""
+    c = np.asarray(c, dtype=float)
+    if len(c) < 2:
+        return np.array([c[0] - 0.5, c[0] + 0.5]) if len(c) else np.array([0.0, 1.0])
+    mid = 0.5 * (c[1:] + c[:-1])
+    return np.concatenate([[c[0] - (mid[0] - c[0])], mid, [c[-1] + (c[-1] - mid[-1])]])
+
+
 def _ct_map(res, which):
     cur = res.get("currents")
     if cur is None or f"c_{which}_kw" not in cur:
@@ -58,10 +67,8 @@ def _ct_map(res, which):
     c = cur[f"c_{which}_kw"]
     fig, ax = figure(6.6, 4.6)
     z = c / np.maximum(np.nanmax(c, axis=1, keepdims=True), 1e-300)  # each k scaled to its maximum
-    dk = np.diff(k).mean() if len(k) > 1 else 1.0
-    dw = np.diff(w).mean() if len(w) > 1 else 1.0
-    im = ax.imshow(z.T, origin="lower", aspect="auto", cmap="magma", vmin=0, vmax=1,
-                   extent=[k[0] - dk / 2, k[-1] + dk / 2, w[0] - dw / 2, w[-1] + dw / 2])
+    ke, we = _edges(k), _edges(w)  # cells centred on the shells (which need not be evenly spaced)
+    im = ax.pcolormesh(ke, we, z.T, cmap="magma", vmin=0, vmax=1, shading="flat")
     colorbar(fig, im, ax, f"C_{which.upper()}(k,ω) / max_ω C_{which.upper()}", "1")
     pk = cur[f"omega_{which}_peak"]
     ax.plot(k, pk, "o", color="c", ms=4, mfc="none", label="maximum over ω")
@@ -70,8 +77,8 @@ def _ct_map(res, which):
     ax.set_ylabel(label("angular frequency ω", cur.unit("omega")))
     pos = pk[finite(pk) & (pk > 0)]
     top = 4 * np.median(pos) if len(pos) else w[-1]  # the median: one spurious maximum must not set the scale
-    ax.set_xlim(k[0] - dk / 2, k[-1] + dk / 2)
-    ax.set_ylim(w[0], min(w[-1], top))
+    ax.set_xlim(ke[0], ke[-1])
+    ax.set_ylim(max(we[0], 0), min(we[-1], top))
     kind = "Transverse" if which == "t" else "Longitudinal"
     ax.set_title(f"{kind} current spectrum (each k scaled to its maximum)")
     ax.legend(loc="upper left", fontsize=7, frameon=True, framealpha=0.85)
