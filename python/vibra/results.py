@@ -128,7 +128,8 @@ class Analysis:
         ci = None
         if base + "_ci_low" + suf in a and base + "_ci_high" + suf in a:
             ci = (float(a[base + "_ci_low" + suf]), float(a[base + "_ci_high" + suf]))
-        return Value(float(a[key]), err, ci, "")
+        units = a.get(base + "_units" + suf, a.get(key + "_units", ""))  # e.g. msd: sigma_loc_units
+        return Value(float(a[key]), err, ci, str(units))
 
     def frame(self, *keys):
         """Equal-length 1-D datasets as a DataFrame (all of them when no key is given), with

@@ -301,6 +301,8 @@ class Simulated(unittest.TestCase):
             np.testing.assert_array_equal(res["msd/lag"], f["analysis/msd/lag"][:])
             self.assertEqual(res.meta["length_unit"], s(f["input_meta/meta"].attrs["length_unit"]))
             self.assertEqual(res.attrs["input_checksum"], s(f.attrs["input_checksum"]))
+        loc = res.msd.value("sigma_loc")
+        self.assertEqual((loc.value, loc.units), (res.msd.attrs["sigma_loc"], res.msd.attrs["sigma_loc_units"]))
         m = res.msd.frame("lag", "msd")
         self.assertEqual(m.attrs["units"]["msd"], res.msd.units["msd"])
         with self.assertRaisesRegex(KeyError, "no analysis 'sk'"):
