@@ -8,7 +8,6 @@ Usage: test_notebooks.py VIBRA_CLI SOURCE_DIR SCRATCH_DIR   (run by CTest: pytho
 """
 import glob
 import os
-import shutil
 import subprocess
 import sys
 import unittest
