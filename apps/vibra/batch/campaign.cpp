@@ -41,25 +41,10 @@ double to_double(const std::string& s) {
     }
 }
 
-/// Standard error of the mean of a per-frame series from the scatter of 10 block means (frames
-/// next to each other are correlated; blocks much longer than the correlation time are not).
 double block_error(const ResultGroup& g, const std::string& array) {
     const auto* a = g.find(array);
     if (!a || a->data.index() != 0) return kNaN;
-    std::vector<double> x;
-    for (double v : std::get<std::vector<double>>(a->data))
-        if (std::isfinite(v)) x.push_back(v);
-    constexpr std::size_t kBlocks = 10;
-    if (x.size() < kBlocks) return kNaN;
-    std::vector<double> means(kBlocks, 0.0);
-    for (std::size_t b = 0; b < kBlocks; ++b) {
-        const std::size_t lo = b * x.size() / kBlocks, hi = (b + 1) * x.size() / kBlocks;
-        for (std::size_t i = lo; i < hi; ++i) means[b] += x[i] / static_cast<double>(hi - lo);
-    }
-    double m = 0, v = 0;
-    for (double y : means) m += y / kBlocks;
-    for (double y : means) v += (y - m) * (y - m) / (kBlocks - 1);
-    return std::sqrt(v / kBlocks);
+    return block_standard_error(std::get<std::vector<double>>(a->data));
 }
 
 /// Columns built row by row: numbers, integers or text, each with its units and meaning.
@@ -181,12 +166,43 @@ void add_observables(TableBuilder& b, const std::string& path, const Units& u) {
         b.number("k_gap_err", kge, "1/" + L, "bootstrap error of k_gap");
     }
     {
-        const auto a = attrs("defects");
-        b.number("defect_density", num(a, "density_mean"), "1/" + L + "^2", "mean density of vortex-like defects (|winding| = 1)");
+        double rho = kNaN;
+        if (has("defects")) {  // density: (lag, start frame); the shortest lag's mean over start frames
+            const auto g = store::read_results(path, "defects");
+            if (const auto* a = g.find("density"); a && a->data.index() == 0 && !a->shape.empty()) {
+                const auto& d = std::get<std::vector<double>>(a->data);
+                const std::size_t nt = a->shape.size() > 1 ? a->shape[1] : d.size();
+                double s = 0, n = 0;
+                for (std::size_t i = 0; i < nt && i < d.size(); ++i)
+                    if (std::isfinite(d[i])) s += d[i], n += 1;
+                rho = n > 0 ? s / n : kNaN;
+            }
+        }
+        b.number("defect_density", rho, "1/" + L + "^2",
+                 "mean density of vortex-like defects (|winding| = 1) at the shortest displacement lag");
     }
 }
 
 }  // namespace
+
+double block_standard_error(const std::vector<double>& series) {
+    std::vector<double> x;
+    for (double v : series)
+        if (std::isfinite(v)) x.push_back(v);
+    constexpr std::size_t kBlocks = 10;
+    if (x.size() < kBlocks) return kNaN;
+    std::vector<double> means(kBlocks, 0.0);
+    for (std::size_t b = 0; b < kBlocks; ++b) {
+        const std::size_t lo = b * x.size() / kBlocks, hi = (b + 1) * x.size() / kBlocks;
+        for (std::size_t i = lo; i < hi; ++i) means[b] += x[i];
+        means[b] /= static_cast<double>(hi - lo);
+    }
+    double m = 0, v = 0;
+    for (double y : means) m += y;
+    m /= kBlocks;
+    for (double y : means) v += (y - m) * (y - m) / (kBlocks - 1);
+    return std::sqrt(v / kBlocks);
+}
 
 store::Table collect_campaign(const Dataset& ds, const std::string& outdir) {
     TableBuilder b;

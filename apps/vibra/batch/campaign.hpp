@@ -21,6 +21,11 @@ inline constexpr const char* kCampaignSchema = "vibra-campaign";
 /// gets status "failed" and the reason.
 store::Table collect_campaign(const Dataset& ds, const std::string& outdir);
 
+/// Standard error of the mean of a per-frame series from the scatter of 10 block means (frames
+/// next to each other are correlated; blocks much longer than the correlation time are not);
+/// NaN values are left out, NaN with fewer than 10 values.
+double block_standard_error(const std::vector<double>& series);
+
 /// Writes campaign.h5 and campaign.csv into `outdir` (each atomic).
 void write_campaign(const store::Table& t, const std::string& outdir);
 
