@@ -7,6 +7,7 @@
 // video that crashes its stage is a failed row, not a failed batch. docs/batch.md.
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -197,6 +198,8 @@ bool VideoJob::stage(const std::string& name, std::vector<std::string> argv, std
     if (r.exit_code == 0) return true;
     st_["status"] = stop_signal() ? "interrupted" : "failed";
     st_["error"] = r.error.empty() ? name + " exited with " + std::to_string(r.exit_code) : r.error;
+    if (stop_signal()) st_["error"] = std::string("interrupted (") + strsignal(stop_signal()) + ") during " + name;
+    clean_debris();  // a stage that died or was interrupted leaves no temporaries
     message = name + ": " + st_["error"];
     write_state(path("batch_state.txt"), st_);
     return false;

@@ -408,3 +408,50 @@ TEST_CASE("batch --slurm writes a job array of N shards and a collect job that w
     REQUIRE(test::run_vibra("batch " + q(videos.string()) + " -o " + q(out.string()) + kRadii + "--slurm --shards 2 -q").exit_code == 0);
     REQUIRE_THAT(test::read_text((out / "slurm" / "batch.sbatch").string()), Catch::Contains("measured on 4 processed video(s)"));
 }
+
+TEST_CASE("batch: Ctrl-C (SIGINT) during the third video — a message, exit 130, the table, no temporaries, and a rerun finishes", "[integration][batch]") {
+    if (!have_batch()) {
+        WARN("vibra built without the tracking module: no batch command");
+        return;
+    }
+    test::TempDir d("batch_sigint");
+    const auto videos = dataset(d, false);
+    const auto out = d.path() / "out";
+    const std::string log = d.file("batch.log");
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c",
+              (std::string("exec '") + VIBRA_CLI + "' batch " + q(videos.string()) + " -o " + q(out.string()) + kRadii +
+               "--no-figures --only gr,msd,velocity_distribution > " + q(log) + " 2>&1")
+                  .c_str(),
+              static_cast<char*>(nullptr));
+        _exit(127);
+    }
+    const auto state = out / "phi0.60" / "batch_state.txt";
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!fs::exists(state) && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(120))
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    kill(pid, SIGINT);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    const auto text = test::read_text(log);
+    INFO(text);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 130);
+    REQUIRE_THAT(text, Catch::Contains("interrupted during phi0.60") && Catch::Contains("kept 2 finished video(s)"));
+    REQUIRE(stages_running(out.string()) == 0);
+    const auto t = store::read_table_h5((out / "campaign.h5").string(), "vibra-campaign", "campaign");
+    const auto& st = column<std::string>(t, "status");
+    REQUIRE(st[row_of(t, "phi0.30")] == "ok");
+    REQUIRE(st[row_of(t, "phi0.60")] == "interrupted");
+    REQUIRE(st[row_of(t, "phi0.75")] == "pending");
+    for (const auto& e : fs::recursive_directory_iterator(out)) {
+        INFO(e.path());
+        REQUIRE(e.path().extension() != ".partial");
+        REQUIRE(e.path().extension() != ".spool");
+    }
+    const auto r = test::run_vibra("batch " + q(videos.string()) + " -o " + q(out.string()) + kRadii + "--no-figures --only gr,msd,velocity_distribution");
+    REQUIRE(r.exit_code == 0);
+    REQUIRE_THAT(r.output, Catch::Contains("2 done, 2 unchanged"));
+}
