@@ -36,7 +36,7 @@ public:
     }
     void close(char bracket) {
         --depth_;
-        newline();
+        if (!first_) newline();  // an empty object or array stays "{}" / "[]"
         out += bracket;
         first_ = false;
     }

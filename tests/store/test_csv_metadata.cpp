@@ -180,6 +180,7 @@ TEST_CASE("a broken sidecar is an error naming the file and the key; no output f
     store::export_csv(dir.file("a.h5"), dir.file("a.csv"));
     const std::string good = test::read_text(dir.file("a.csv.meta.json"));
     auto replaced = [&](const std::string& from, const std::string& to) {
+        CAPTURE(from);
         std::string s = good;
         const auto at = s.find(from);
         REQUIRE(at != std::string::npos);
@@ -190,8 +191,8 @@ TEST_CASE("a broken sidecar is an error naming the file and the key; no output f
     };
     const std::vector<Case> cases{
         {good.substr(0, good.size() / 2), "a.csv.meta.json: line "},
-        {replaced("\"frame_interval\": 0.0005", "\"frame_interval\": \"fast\""), "field 'meta.frame_interval': expected a number"},
-        {replaced("\"frame_interval\": 0.0005", "\"frame_interval\": 0"), "field 'meta.frame_interval': must be > 0"},
+        {replaced("\"frame_interval\": 5e-04", "\"frame_interval\": \"fast\""), "field 'meta.frame_interval': expected a number"},
+        {replaced("\"frame_interval\": 5e-04", "\"frame_interval\": 0"), "field 'meta.frame_interval': must be > 0"},
         {replaced("\"window_rect\"", "\"hexagon\""), "field 'meta.geometry'"},
         {replaced("\"geometry_bounds\": [0, 0, 640, 480]", "\"geometry_bounds\": [0, 0, 640]"), "field 'meta.geometry_bounds': needs 4 values"},
         {replaced("\"vibra-csv-metadata\"", "\"something-else\""), "field 'schema': not a vibra CSV metadata file"},
