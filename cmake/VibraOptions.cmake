@@ -27,8 +27,7 @@ function(vibra_add_module name)
   target_compile_features(vibra_${name} PUBLIC cxx_std_20)
   set_target_properties(vibra_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON EXPORT_NAME ${name})
   install(TARGETS vibra_${name} EXPORT vibraTargets
-          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-          INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
   install(DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
   set_property(GLOBAL APPEND PROPERTY VIBRA_EXPORTED_MODULES ${name})
 endfunction()
