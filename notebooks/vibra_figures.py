@@ -4,48 +4,31 @@
 
     /usr/bin/python3 notebooks/vibra_figures.py RESULTS.h5 OUTDIR
 
-Each analysis family has its own module (figures_structure.py, figures_dynamics.py, figures_modes.py,
-figures_collective.py) with a plot(h5file, outdir) -> [png paths] function that skips the groups the file
-does not have. Prints the written files; exits 1 if the file has analyses but no figure could be made.
+Kept for existing scripts: the figures live in the vibra package (python/vibra/figures/, docs/python.md),
+whose own entry point is `PYTHONPATH=python /usr/bin/python3 -m vibra.figures RESULTS.h5 -o OUTDIR`.
+Prints the written files; exits 1 if a figure failed or the file has analyses but no figure could be made.
 """
-import importlib
 import os
 import sys
 
-import matplotlib
 
-matplotlib.use("Agg")
-import h5py  # noqa: E402
+def package():
+    """vibra.figures, from PYTHONPATH or else from this checkout's python/ directory."""
+    try:
+        import vibra.figures
+    except ImportError:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+        import vibra.figures
+    return vibra.figures
 
-FAMILIES = ["figures_structure", "figures_dynamics", "figures_modes", "figures_collective"]
 
-
-def main(argv):
-    if len(argv) != 3:
-        print(__doc__)
-        return 2
-    results, outdir = argv[1], argv[2]
-    os.makedirs(outdir, exist_ok=True)
-    with h5py.File(results, "r") as f:
-        if f.attrs.get("schema") != "vibra-results":
-            print(f"{results}: not a vibra results file", file=sys.stderr)
-            return 1
-        groups = list(f["analysis"].keys()) if "analysis" in f else []
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    written = []
-    for name in FAMILIES:
-        try:
-            mod = importlib.import_module(name)
-        except ModuleNotFoundError:
-            continue
-        written += mod.plot(results, outdir)
-    for p in written:
-        print(p)
-    if groups and not written:
-        print(f"{results}: analyses {groups} but no figure was made", file=sys.stderr)
-        return 1
-    return 0
+def plot(h5file, outdir, families=None):
+    """Writes the figures (of `families`, e.g. ["modes"]; all when None) and returns the PNG paths."""
+    return package().save_all(h5file, outdir, families=families)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    if len(sys.argv) != 3:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    sys.exit(package().main([sys.argv[1], "-o", sys.argv[2]]))
