@@ -17,6 +17,12 @@ if(VIBRA_WITH_TRACKING)
   install(TARGETS vibra_opencv_codecs LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
 
+# The Python package (vibra report runs it; `PYTHONPATH=<prefix>/share/vibra/python` for scripts).
+if(EXISTS ${PROJECT_SOURCE_DIR}/python/vibra)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/vibra DESTINATION ${CMAKE_INSTALL_DATADIR}/vibra/python
+          PATTERN __pycache__ EXCLUDE)
+endif()
+
 install(EXPORT vibraTargets NAMESPACE vibra:: DESTINATION ${VIBRA_INSTALL_CMAKEDIR})
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/vibraConfig.cmake.in
   ${PROJECT_BINARY_DIR}/vibraConfig.cmake INSTALL_DESTINATION ${VIBRA_INSTALL_CMAKEDIR})

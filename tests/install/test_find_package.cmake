@@ -25,7 +25,8 @@ set(prefix ${SCRATCH}/prefix)
 run(${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix ${prefix})
 foreach(f lib/cmake/vibra/vibraConfig.cmake lib/cmake/vibra/vibraConfigVersion.cmake
           lib/cmake/vibra/vibraTargets.cmake include/vibra/core/trajectory.hpp
-          include/vibra/store/trajectory_file.hpp include/vibra/analysis/msd.hpp bin/vibra)
+          include/vibra/store/trajectory_file.hpp include/vibra/analysis/msd.hpp bin/vibra
+          share/vibra/python/vibra/report.py)
   if(NOT EXISTS ${prefix}/${f})
     message(FATAL_ERROR "cmake --install did not install ${f} under ${prefix}")
   endif()
