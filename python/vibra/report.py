@@ -21,6 +21,7 @@ import html
 import io
 import math
 import os
+import struct
 import sys
 import tempfile
 
@@ -159,17 +160,18 @@ def uncertain_attrs(res):
 
 
 def png_data_uri(fig, dpi):
-    """The figure as a PNG data: URI (rendered under vibra's style)."""
+    """(data: URI, width, height) of the figure as PNG (rendered under vibra's style)."""
     import matplotlib
     buf = io.BytesIO()
     with matplotlib.rc_context(_style.RC):
         fig.savefig(buf, format="png", dpi=dpi)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+    png = buf.getvalue()
+    w, h = struct.unpack(">II", png[16:24])  # the IHDR chunk: the size as written
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii"), w, h
 
 
 def img_tag(fig, dpi, caption):
-    uri = png_data_uri(fig, dpi)
-    w, h = (fig.get_size_inches() * dpi).round().astype(int)
+    uri, w, h = png_data_uri(fig, dpi)
     e = html.escape
     return (f'<figure><img src="{uri}" width="{w}" height="{h}" alt="{e(caption)}">'
             f'<figcaption>{e(caption)}</figcaption></figure>')
@@ -444,6 +446,10 @@ def main(argv=None):
         ap.error(f"--dpi {a.dpi}: must be between 20 and 600")
     if not os.path.exists(a.input):
         print(f"vibra report: error: {a.input}: no such file or directory", file=sys.stderr)
+        return 1
+    out_dir = os.path.dirname(os.path.abspath(a.output))
+    if not os.path.isdir(out_dir):
+        print(f"vibra report: error: {a.output}: directory {out_dir} does not exist", file=sys.stderr)
         return 1
     if a.trajectories and not os.path.exists(a.trajectories):
         print(f"vibra report: error: --trajectories {a.trajectories}: no such file", file=sys.stderr)
