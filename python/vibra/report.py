@@ -300,6 +300,8 @@ def diagnostics_section(trajectories, dpi):
     cols = [c for c in ft.columns if c not in skip]
     if len(cols) <= 1:  # only n_rows: not a tracked file
         return ""
+    if "detections" in cols and np.array_equal(ft["detections"], ft["n_rows"]):
+        cols.remove("n_rows")  # the same numbers twice
     fig = diagnostics_figure(ft, cols)
     e = html.escape
     units = ft.attrs.get("units", {})
@@ -319,7 +321,6 @@ def diagnostics_figure(ft, cols):
         ax.plot(ft["frame"], ft[c], label=c.replace("_", " "), drawstyle="steps-mid")
     ax.set_xlabel("frame")
     ax.set_ylabel(_style.label("count per frame", "1"))
-    ax.set_yscale("symlog", linthresh=1)
     ax.set_title("Tracking diagnostics")
     ax.legend(ncol=3)
     return fig
