@@ -141,7 +141,7 @@ TEST_CASE("a simulation's file (no optional columns, no per-frame columns) round
     REQUIRE(b.meta.species_diameters == std::vector<double>{1.0, 1.4});
 }
 
-TEST_CASE("import options override the sidecar; use_metadata = false ignores it", "[unit]") {
+TEST_CASE("import options override the sidecar, and use_metadata = false ignores it", "[unit]") {
     test::TempDir dir("csv_meta_override");
     store::write_trajectory(dir.file("a.h5"), full_trajectory(Geometry::circle(320, 240, 200)));
     store::export_csv(dir.file("a.h5"), dir.file("a.csv"));
@@ -174,7 +174,7 @@ TEST_CASE("import options override the sidecar; use_metadata = false ignores it"
     REQUIRE_FALSE(fs::exists(dir.file("plain.csv.meta.json")));
 }
 
-TEST_CASE("a broken sidecar is an error naming the file and the key; no output file", "[unit]") {
+TEST_CASE("a broken sidecar is an error naming the file and the key, with no output file", "[unit]") {
     test::TempDir dir("csv_meta_bad");
     store::write_trajectory(dir.file("a.h5"), full_trajectory(Geometry::rect(0, 0, 640, 480)));
     store::export_csv(dir.file("a.h5"), dir.file("a.csv"));
@@ -261,4 +261,23 @@ TEST_CASE("JSON reader: values, escapes, numbers and errors with line and column
         CAPTURE(text);
         REQUIRE_THROWS_WITH(parse_json(text, "t.json"), Catch::Contains(expect));
     }
+}
+
+TEST_CASE("sidecar alone: a missing time stamp is null and reads back as NaN", "[unit]") {
+    test::TempDir dir("csv_meta_nan");
+    store::CsvMetadata m;
+    m.n_frames = 3;
+    m.frames.time_s = {0.0, std::numeric_limits<double>::quiet_NaN(), 0.002};
+    m.meta.user["empty"] = "";
+    store::write_csv_metadata(dir.file("x.csv.meta.json"), m, store::ColumnSet{}, "x.h5");
+    REQUIRE_THAT(test::read_text(dir.file("x.csv.meta.json")), Catch::Contains("\"frame_time\": [0, null, 0.002]"));
+    const auto r = store::read_csv_metadata(dir.file("x.csv.meta.json"));
+    REQUIRE(r.n_frames == 3);
+    REQUIRE(r.frames.time_s.size() == 3);
+    REQUIRE(r.frames.time_s[0] == 0.0);
+    REQUIRE(std::isnan(r.frames.time_s[1]));
+    REQUIRE(r.frames.time_s[2] == 0.002);
+    REQUIRE(r.meta.user.at("empty").empty());
+    REQUIRE(r.meta.species_names == m.meta.species_names);
+    REQUIRE_THROWS_WITH(store::read_csv_metadata(dir.file("absent.json")), Catch::Contains("absent.json: cannot open"));
 }
