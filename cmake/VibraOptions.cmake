@@ -1,4 +1,5 @@
 # Interface targets every vibra module links PRIVATE: language level and warnings.
+include(GNUInstallDirs)
 add_library(vibra_options INTERFACE)
 target_compile_features(vibra_options INTERFACE cxx_std_20)
 if(CMAKE_BUILD_TYPE STREQUAL "Release")
@@ -12,12 +13,21 @@ if(VIBRA_WERROR)
 endif()
 
 # vibra_add_module(NAME SOURCES...) — static library vibra_NAME with alias vibra::NAME,
-# public headers under NAME/include (included as "vibra/NAME/...").
+# public headers under NAME/include (included as "vibra/NAME/..."). The library, its headers and
+# its usage requirements are installed and exported as vibra::NAME (cmake/VibraInstall.cmake):
+# vibra_options and vibra_warnings stay build-only (an installed consumer gets C++20, not -O2).
 function(vibra_add_module name)
   add_library(vibra_${name} STATIC ${ARGN})
   add_library(vibra::${name} ALIAS vibra_${name})
   target_include_directories(vibra_${name} PUBLIC
-    $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>)
-  target_link_libraries(vibra_${name} PRIVATE vibra_warnings PUBLIC vibra_options)
-  set_target_properties(vibra_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+    $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  target_link_libraries(vibra_${name} PRIVATE $<BUILD_INTERFACE:vibra_warnings>
+                                      PUBLIC $<BUILD_INTERFACE:vibra_options>)
+  target_compile_features(vibra_${name} PUBLIC cxx_std_20)
+  set_target_properties(vibra_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON EXPORT_NAME ${name})
+  install(TARGETS vibra_${name} EXPORT vibraTargets
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  set_property(GLOBAL APPEND PROPERTY VIBRA_EXPORTED_MODULES ${name})
 endfunction()

@@ -9,6 +9,7 @@ bool print_video_info(const std::string&, std::ostream&) { return false; }
 #endif
 
 void register_extra_commands([[maybe_unused]] CLI::App& app, [[maybe_unused]] GlobalOptions& g) {
+    register_report(app, g);   // vibra report (issue 25)
 #ifdef VIBRA_HAVE_TRACKING
     register_convert(app, g);  // vibra convert (issue 7)
     register_synth(app, g);    // vibra synth (issue 3)

@@ -37,6 +37,7 @@ void register_synth(CLI::App& app, GlobalOptions& g);    // cmd_tracking_synth.c
 void register_render(CLI::App& app, GlobalOptions& g);   // cmd_tracking_render.cpp (tracking only)
 void register_track(CLI::App& app, GlobalOptions& g);    // cmd_tracking_track.cpp (tracking only)
 void register_batch(CLI::App& app, GlobalOptions& g);    // cmd_tracking_batch.cpp (tracking only)
+void register_report(CLI::App& app, GlobalOptions& g);   // cmd_report.cpp (runs python3 -m vibra.report)
 void register_extra_commands(CLI::App& app, GlobalOptions& g);
 
 }  // namespace vibra::app

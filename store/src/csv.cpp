@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // trackpy-style CSV in (frame,particle,x,y[,species,vx,vy,radius,…]) and out.
 #include <cstdio>
+#include <filesystem>
+#include <optional>
 #include <fstream>
 #include <memory>
 
@@ -16,7 +18,42 @@
 namespace vibra::store {
 
 using detail::parse_double;
+using detail::parse_float;
 using detail::parse_int;
+
+namespace {
+
+// The sidecar's metadata for a file imported from the CSV: the provenance of the exported file
+// moves to user attributes origin_source_* (the new file's source is the CSV).
+Metadata with_origin(Metadata m) {
+    const std::pair<const char*, const std::string*> origin[] = {
+        {"origin_source_file", &m.source.file},
+        {"origin_source_checksum", &m.source.checksum},
+        {"origin_source_vibra_version", &m.source.vibra_version},
+        {"origin_source_parameters", &m.source.parameters}};
+    for (const auto& [key, value] : origin)
+        if (!value->empty()) m.user[key] = *value;
+    m.source = Source{};
+    return m;
+}
+
+// Trailing empty frames and the per-frame columns of the sidecar, after the CSV's rows filled
+// frames [0, written).
+void restore_frames(const CsvMetadata& side, TrajectoryWriter& writer, std::int64_t written, const std::string& in) {
+    if (written > side.n_frames) {
+        const bool per_frame = !side.frames.time_s.empty() || !side.frames.timestep.empty() ||
+                               !side.frames.image_number.empty();
+        if (per_frame)
+            throw FormatError(in + ": has rows up to frame " + std::to_string(written - 1) + " but " +
+                              csv_metadata_path(in) + " has per-frame columns for " + std::to_string(side.n_frames) +
+                              " frames (the CSV was changed after export? import it with --no-metadata)");
+        return;
+    }
+    if (written < side.n_frames) writer.append(TrajectoryTable{}, side.n_frames - written);
+    writer.set_frame_columns(side.frames);
+}
+
+}  // namespace
 
 ImportSummary import_csv(const std::string& in, const std::string& out, const ImportOptions& opt) {
     detail::LineReader lr(in);
@@ -40,12 +77,19 @@ ImportSummary import_csv(const std::string& in, const std::string& out, const Im
               c_q = idx("quality"), c_sc = idx("species_confidence");
     if ((c_vx >= 0) != (c_vy >= 0)) throw FormatError(at_line(in, lr.line_no(), "header has only one of vx, vy"));
 
-    Metadata meta;
-    meta.length_unit = opt.length_unit.value_or("px");
-    meta.time_unit = opt.time_unit.value_or("frame");
-    meta.frame_interval = opt.dt.value_or(1.0);
+    // The sidecar written by export_csv, when there is one: the metadata the CSV cannot hold.
+    std::optional<CsvMetadata> side;
+    ImportSummary sum;
+    if (opt.use_metadata && std::filesystem::is_regular_file(csv_metadata_path(in))) {
+        sum.metadata_file = csv_metadata_path(in);
+        side = read_csv_metadata(sum.metadata_file);
+    }
+    Metadata meta = side ? with_origin(side->meta) : Metadata{};
+    meta.length_unit = opt.length_unit.value_or(side ? meta.length_unit : "px");
+    meta.time_unit = opt.time_unit.value_or(side ? meta.time_unit : "frame");
+    meta.frame_interval = opt.dt.value_or(side ? meta.frame_interval : 1.0);
     if (!(meta.frame_interval > 0)) throw ParameterError("--dt must be > 0");
-    meta.species_diameters = opt.diameters;
+    if (!opt.diameters.empty() || !side) meta.species_diameters = opt.diameters;
     meta.source.file = in;
     meta.source.checksum = file_checksum(in);
     meta.source.vibra_version = vibra::version();
@@ -61,7 +105,6 @@ ImportSummary import_csv(const std::string& in, const std::string& out, const Im
     std::int64_t next_frame = 0;  // first frame not yet written
     std::int64_t cur = -1;        // frame of the rows being collected
     std::size_t cur_start = 0;
-    ImportSummary sum;
     Progress progress("import " + in, -1, opt.progress);
 
     // Sort and check the rows of frame `cur`, then write if the block is large.
@@ -117,58 +160,61 @@ ImportSummary import_csv(const std::string& in, const std::string& out, const Im
             block.vx.push_back(parse_double(tk(c_vx), in, ln, "vx"));
             block.vy.push_back(parse_double(tk(c_vy), in, ln, "vy"));
         }
-        if (c_r >= 0) block.radius.push_back(static_cast<float>(parse_double(tk(c_r), in, ln, "radius")));
-        if (c_b >= 0) block.brightness.push_back(static_cast<float>(parse_double(tk(c_b), in, ln, "brightness")));
-        if (c_q >= 0) block.quality.push_back(static_cast<float>(parse_double(tk(c_q), in, ln, "quality")));
+        if (c_r >= 0) block.radius.push_back(parse_float(tk(c_r), in, ln, "radius"));
+        if (c_b >= 0) block.brightness.push_back(parse_float(tk(c_b), in, ln, "brightness"));
+        if (c_q >= 0) block.quality.push_back(parse_float(tk(c_q), in, ln, "quality"));
         if (c_sc >= 0)
-            block.species_confidence.push_back(static_cast<float>(parse_double(tk(c_sc), in, ln, "species_confidence")));
+            block.species_confidence.push_back(parse_float(tk(c_sc), in, ln, "species_confidence"));
         ++sum.rows;
         if ((sum.rows & 0xffff) == 0) progress.update(sum.rows);
     }
     close_frame(true);
     progress.finish();
-    sum.frames = next_frame;
+    if (side) restore_frames(*side, writer, next_frame, in);
+    sum.frames = writer.frames_written();
     sum.lines = lr.line_no();
     writer.commit();
     return sum;
 }
 
-void export_csv(const std::string& in, const std::string& out, bool show_progress) {
+void export_csv(const std::string& in, const std::string& out, bool show_progress, bool metadata) {
     TrajectoryReader r(in);
     detail::check_writable_dir(out);
     detail::PartialFile part(out);
     const std::string& partial = part.path();
     std::ofstream os(partial, std::ios::binary | std::ios::trunc);
     if (!os) throw IoError(out + ": cannot create " + partial);
-    const bool vel = r.columns().velocity;
-    os << (vel ? "frame,particle,x,y,species,vx,vy\n" : "frame,particle,x,y,species\n");
+    const ColumnSet& c = r.columns();
+    os << "frame,particle,x,y,species" << (c.velocity ? ",vx,vy" : "") << (c.radius ? ",radius" : "")
+       << (c.brightness ? ",brightness" : "") << (c.quality ? ",quality" : "")
+       << (c.species_confidence ? ",species_confidence" : "") << "\n";
     const std::int64_t T = r.n_frames();
     // Blocks of frames sized to ~1M rows keep memory bounded.
     std::int64_t f = 0;
     std::string buf;
     Progress progress("export " + in, T, show_progress);
+    auto field = [&buf](auto v) {
+        buf += ',';
+        detail::append_number(buf, v);
+    };
     while (f < T) {
         std::int64_t n = 1;
         while (f + n < T && r.index().offsets[static_cast<std::size_t>(f + n)] - r.index().offsets[static_cast<std::size_t>(f)] < (1 << 20))
             ++n;
         const Trajectory tr = r.read_frames(f, n);
+        const TrajectoryTable& t = tr.rows;
         buf.clear();
-        for (std::size_t i = 0; i < tr.rows.size(); ++i) {
-            detail::append_number(buf, tr.rows.frame[i]);
-            buf += ',';
-            detail::append_number(buf, tr.rows.particle[i]);
-            buf += ',';
-            detail::append_number(buf, tr.rows.x[i]);
-            buf += ',';
-            detail::append_number(buf, tr.rows.y[i]);
-            buf += ',';
-            detail::append_number(buf, static_cast<std::int64_t>(tr.rows.species[i]));
-            if (vel) {
-                buf += ',';
-                detail::append_number(buf, tr.rows.vx[i]);
-                buf += ',';
-                detail::append_number(buf, tr.rows.vy[i]);
-            }
+        for (std::size_t i = 0; i < t.size(); ++i) {
+            detail::append_number(buf, t.frame[i]);
+            field(t.particle[i]);
+            field(t.x[i]);
+            field(t.y[i]);
+            field(static_cast<std::int64_t>(t.species[i]));
+            if (c.velocity) field(t.vx[i]), field(t.vy[i]);
+            if (c.radius) field(t.radius[i]);
+            if (c.brightness) field(t.brightness[i]);
+            if (c.quality) field(t.quality[i]);
+            if (c.species_confidence) field(t.species_confidence[i]);
             buf += '\n';
         }
         os.write(buf.data(), static_cast<std::streamsize>(buf.size()));
@@ -178,6 +224,7 @@ void export_csv(const std::string& in, const std::string& out, bool show_progres
     }
     os.close();
     if (!os) throw IoError(out + ": write failed on close");
+    if (metadata) write_csv_metadata(csv_metadata_path(out), {r.meta(), T, r.frame_columns()}, c, in);
     part.publish();
 }
 

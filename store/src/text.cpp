@@ -57,6 +57,20 @@ double parse_double(std::string_view tok, const std::string& file, std::int64_t 
     return v;
 }
 
+float parse_float(std::string_view tok, const std::string& file, std::int64_t line, std::string_view field) {
+    float v = 0;
+    std::string_view t = tok;
+    if (!t.empty() && t.front() == '+') t.remove_prefix(1);
+    auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (ec == std::errc::result_out_of_range && p == t.data() + t.size())
+        throw FormatError(at_line(file, line, "field '" + std::string(field) + "': '" + std::string(tok) +
+                                                  "' is out of the range of a 32-bit float"));
+    if (ec != std::errc() || p != t.data() + t.size() || t.empty())
+        throw FormatError(at_line(file, line, "field '" + std::string(field) + "': '" + std::string(tok) +
+                                                  "' is not a number"));
+    return v;
+}
+
 std::int64_t parse_int(std::string_view tok, const std::string& file, std::int64_t line, std::string_view field) {
     std::int64_t v = 0;
     std::string_view t = tok;
@@ -77,6 +91,11 @@ std::int64_t parse_int(std::string_view tok, const std::string& file, std::int64
 
 void append_number(std::string& out, double v) {
     char buf[32];
+    auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, p);
+}
+void append_number(std::string& out, float v) {
+    char buf[24];
     auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
     out.append(buf, p);
 }

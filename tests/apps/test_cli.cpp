@@ -208,3 +208,51 @@ TEST_CASE("simulate writes a periodic bi-disperse trajectory with velocities", "
     REQUIRE(test::run_vibra("simulate -o " + q(dir.file("bad.h5")) + " --dt -1").exit_code == 2);
     REQUIRE_FALSE(fs::exists(dir.file("bad.h5")));
 }
+
+TEST_CASE("simulate -> export -> import restores metadata and columns through the sidecar", "[integration]") {
+    test::TempDir dir("cli_csv_metadata");
+    for (const std::string walls : {"", " --walls"}) {
+        CAPTURE(walls);
+        REQUIRE(test::run_vibra("simulate -o " + q(dir.file("s.h5")) + " --n-small 12 --n-large 8 --frames 6" +
+                                " --equilibrate 2 --steps-per-frame 3 --diameter-large 1.3 -q" + walls)
+                    .exit_code == 0);
+        const auto e = test::run_vibra("export " + q(dir.file("s.h5")) + " -o " + q(dir.file("s.csv")));
+        REQUIRE(e.exit_code == 0);
+        REQUIRE_THAT(e.output, Catch::Contains("s.csv.meta.json"));
+        const auto i = test::run_vibra("import " + q(dir.file("s.csv")) + " -o " + q(dir.file("t.h5")));
+        REQUIRE(i.exit_code == 0);
+        REQUIRE_THAT(i.output, Catch::Contains("(metadata from " + dir.file("s.csv.meta.json") + ")"));
+        const store::TrajectoryReader rs(dir.file("s.h5")), rt(dir.file("t.h5"));
+        const auto a = rs.read_all(), b = rt.read_all();
+        REQUIRE(a.rows.x == b.rows.x);
+        REQUIRE(a.rows.y == b.rows.y);
+        REQUIRE(a.rows.vx == b.rows.vx);
+        REQUIRE(a.rows.vy == b.rows.vy);
+        REQUIRE(a.rows.particle == b.rows.particle);
+        REQUIRE(a.rows.species == b.rows.species);
+        REQUIRE(a.index.offsets == b.index.offsets);
+        REQUIRE(a.frames == b.frames);
+        REQUIRE(rt.columns() == rs.columns());
+        Metadata expect = a.meta;  // all of it but the provenance, which now names the CSV
+        expect.source = b.meta.source;
+        expect.user = b.meta.user;
+        REQUIRE(b.meta == expect);
+        REQUIRE(b.meta.species_diameters == std::vector<double>{1.0, 1.3});
+        REQUIRE(b.meta.geometry.kind == (walls.empty() ? GeometryKind::periodic_box : GeometryKind::window_rect));
+        REQUIRE(b.meta.user.at("origin_source_parameters") == a.meta.source.parameters);
+
+        // --no-metadata: the CSV alone, with the CSV defaults (px, frame)
+        REQUIRE(test::run_vibra("import --no-metadata " + q(dir.file("s.csv")) + " -o " + q(dir.file("u.h5")) + " -q")
+                    .exit_code == 0);
+        const store::TrajectoryReader ru(dir.file("u.h5"));
+        REQUIRE(ru.meta().length_unit == "px");
+        REQUIRE(ru.meta().time_unit == "frame");
+        REQUIRE(ru.meta().species_diameters.empty());
+    }
+    // A broken sidecar: exit 1, the message names it, no output.
+    test::write_text(dir.file("s.csv.meta.json"), "{\"schema\": \"vibra-csv-metadata\",");
+    const auto bad = test::run_vibra("import " + q(dir.file("s.csv")) + " -o " + q(dir.file("v.h5")));
+    REQUIRE(bad.exit_code == 1);
+    REQUIRE_THAT(bad.output, Catch::Contains("s.csv.meta.json: line 1"));
+    REQUIRE_FALSE(fs::exists(dir.file("v.h5")));
+}

@@ -17,6 +17,9 @@
 #ifndef VIBRA_OPENCV_CODECS_PATH
 #define VIBRA_OPENCV_CODECS_PATH ""
 #endif
+#ifndef VIBRA_OPENCV_CODECS_INSTALL_PATH
+#define VIBRA_OPENCV_CODECS_INSTALL_PATH ""
+#endif
 
 namespace vibra::tracking::detail {
 
@@ -27,12 +30,14 @@ constexpr const char* kModuleName = "libvibra_opencv_codecs.so";
 std::atomic<bool> g_loaded{false};
 
 // Where the module may be: $VIBRA_OPENCV_CODECS when set (that file only); otherwise where the
-// build wrote it, beside the running program (or in ../lib or ../tracking of it: a build tree
-// moved as a whole), then the loader's search path.
+// build wrote it, where `cmake --install` puts it (<prefix>/lib: a program linked against the
+// installed vibra::tracking), beside the running program (or in ../lib or ../tracking of it: a
+// build tree or an install tree moved as a whole), then the loader's search path.
 std::vector<std::string> candidates() {
     std::vector<std::string> c;
     if (const char* env = std::getenv("VIBRA_OPENCV_CODECS"); env && *env) return {env};
     if (*VIBRA_OPENCV_CODECS_PATH) c.emplace_back(VIBRA_OPENCV_CODECS_PATH);
+    if (*VIBRA_OPENCV_CODECS_INSTALL_PATH) c.emplace_back(VIBRA_OPENCV_CODECS_INSTALL_PATH);
     std::error_code ec;
     const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
     if (!ec) {

@@ -33,10 +33,13 @@ void split_ws(std::string_view s, std::vector<std::string_view>& out);
 void split_csv(std::string_view s, std::vector<std::string_view>& out);
 
 double parse_double(std::string_view tok, const std::string& file, std::int64_t line, std::string_view field);
+/// A float column's value, parsed as a float (correctly rounded: append_number(float) reads back exactly).
+float parse_float(std::string_view tok, const std::string& file, std::int64_t line, std::string_view field);
 std::int64_t parse_int(std::string_view tok, const std::string& file, std::int64_t line, std::string_view field);
 
 /// Shortest representation that reads back to the same double (std::to_chars).
 void append_number(std::string& out, double v);
+void append_number(std::string& out, float v);  ///< shortest that reads back to the same float
 void append_number(std::string& out, std::int64_t v);
 
 }  // namespace vibra::store::detail
