@@ -44,9 +44,10 @@ std::string last_error_line(const std::string& log_path, std::streamoff from) {
             line.find("Traceback") != std::string::npos)
             last = line;
     }
+    if (last.empty()) last = last_any;
     if (last.rfind("vibra: error: ", 0) == 0) last = last.substr(14);
     else if (last.rfind("vibra: ", 0) == 0) last = last.substr(7);
-    return last.empty() ? last_any : last;
+    return last;
 }
 }  // namespace
 
