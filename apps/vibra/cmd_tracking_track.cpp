@@ -70,9 +70,14 @@ void register_track(CLI::App& app, GlobalOptions& g) {
         ->capture_default_str();
     cmd->add_option("--memory", o->tp.link.memory, "Frames a particle may vanish and keep its id")->capture_default_str();
     cmd->add_flag("--predict", o->tp.link.predict, "Constant-velocity prediction when linking");
-    cmd->add_option("--threads", o->tp.threads, "Detection threads (0 = all cores)")->capture_default_str();
+    cmd->add_option("--threads", o->tp.threads, "Detection threads (0 = all cores); the output is the same for any count")
+        ->capture_default_str();
+    cmd->add_option("--strips", o->tp.strips,
+                    "Horizontal strips of each frame, each tracked frame to frame by its own locator (0 = by the image "
+                    "height and radius); the output depends on the strips, never on --threads")
+        ->capture_default_str();
     cmd->add_flag_callback("--cold", [o] { o->tp.warm_start = false; },
-                           "Locate every frame from scratch (default: each worker starts a frame from its previous one)");
+                           "Locate every frame from scratch (default: each strip starts a frame from the one before)");
     cmd->add_flag_callback("--no-joint-fit", [o] { o->tp.detect.joint = false; },
                            "Skip the joint template fit of all disks (touching disks then bias each other by ~0.1 px)");
     cmd->add_option("--fps", o->tp.fps, "Frame rate (frames/s), recorded in the file");
