@@ -363,7 +363,7 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     std::vector<double> time_s;
     std::vector<std::int64_t> image_numbers;
     bool any_time = false;
-    Progress progress("track " + input, info.n_frames, p.progress);
+    Progress progress("track " + input, frames_in_range(info.n_frames, p.reader), p.progress);  // the --frames range
     std::vector<std::uint64_t> order;  // a frame's rows by particle (the file's order within a frame): id << 32 | row
     std::vector<double> xs, ys;
     std::vector<std::int8_t> sp;
