@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // `vibra track INPUT... -o OUT`: video → linked trajectories (vibra HDF5), one file per input.
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <iostream>
 #include <sstream>
 
@@ -42,6 +45,16 @@ std::string input_stem(const std::string& input) {
     return stem.empty() ? std::string("input") : stem;
 }
 
+bool has_extension(const std::string& name, std::initializer_list<const char*> exts) {
+    std::string e = fs::path(name).extension().string();
+    std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return std::any_of(exts.begin(), exts.end(), [&](const char* x) { return e == x; });
+}
+bool looks_like_h5_file(const std::string& name) { return has_extension(name, {".h5", ".hdf5", ".he5"}); }
+bool looks_like_image(const std::string& name) {
+    return has_extension(name, {".png", ".tif", ".tiff", ".jpg", ".jpeg", ".bmp", ".pgm", ".ppm"});
+}
+
 }  // namespace
 
 void register_track(CLI::App& app, GlobalOptions& g) {
@@ -57,9 +70,9 @@ void register_track(CLI::App& app, GlobalOptions& g) {
     cmd->add_option("INPUT", o->inputs, "Video file, camera file, image-sequence folder or glob (several = several videos)")
         ->required();
     cmd->add_option("-o,--output", o->output, "Output .h5 file (one input) or folder (several inputs)")->required();
-    cmd->add_option("--radius", o->radius, "Disk radius (px), one size");
-    cmd->add_option("--radius-small", o->radius_small, "Radius of the small disks (px)");
-    cmd->add_option("--radius-large", o->radius_large, "Radius of the large disks (px)");
+    auto* opt_radius = cmd->add_option("--radius", o->radius, "Disk radius (px), one size");
+    auto* opt_small = cmd->add_option("--radius-small", o->radius_small, "Radius of the small disks (px)");
+    auto* opt_large = cmd->add_option("--radius-large", o->radius_large, "Radius of the large disks (px)");
     cmd->add_option("--radii", o->radii, "'auto': estimate one or two radii from the first frames");
     cmd->add_flag("--invert", o->tp.detect.invert, "Dark particles on a bright background");
     cmd->add_option("--edge-threshold", o->tp.detect.edge_threshold, "Voting edge: |gradient| / local contrast")
@@ -71,21 +84,38 @@ void register_track(CLI::App& app, GlobalOptions& g) {
         ->capture_default_str();
     cmd->add_option("--memory", o->tp.link.memory, "Frames a particle may vanish and keep its id")->capture_default_str();
     cmd->add_flag("--predict", o->tp.link.predict, "Constant-velocity prediction when linking");
-    cmd->add_option("--threads", o->tp.threads, "Detection threads (0 = all cores)")->capture_default_str();
+    cmd->add_option("--threads", o->tp.threads, "Detection threads (0 = all cores); the output is the same for any count")
+        ->capture_default_str();
+    cmd->add_option("--strips", o->tp.strips,
+                    "Horizontal strips of each frame, each tracked frame to frame by its own locator (0 = by the image "
+                    "height and radius); the output depends on the strips, never on --threads")
+        ->capture_default_str();
     cmd->add_flag_callback("--cold", [o] { o->tp.warm_start = false; },
-                           "Locate every frame from scratch (default: each worker starts a frame from its previous one)");
+                           "Locate every frame from scratch (default: each strip starts a frame from the one before)");
     cmd->add_flag_callback("--no-joint-fit", [o] { o->tp.detect.joint = false; },
                            "Skip the joint template fit of all disks (touching disks then bias each other by ~0.1 px)");
-    cmd->add_option("--fps", o->tp.fps, "Frame rate (frames/s), recorded in the file");
-    cmd->add_option("--px-per-mm", o->tp.px_per_mm, "Image calibration (px per mm), recorded in the file");
+    auto* opt_fps = cmd->add_option("--fps", o->tp.fps, "Frame rate (frames/s), recorded in the file");
+    auto* opt_scale = cmd->add_option("--px-per-mm", o->tp.px_per_mm, "Image calibration (px per mm), recorded in the file");
     cmd->add_option("--roi", o->roi, "Region of interest x0,y0,x1,y1 (px); detections outside are dropped");
     cmd->add_option("--roi-circle", o->roi_circle, "Circular region of interest cx,cy,r (px)");
     cmd->add_option("--channel", o->tp.reader.channel, "Colour → grey: -1 luma, 0 R, 1 G, 2 B")->capture_default_str();
     cmd->add_option("--frames", o->frames, "Frame range A:B (B exclusive)");
     // For `vibra batch`: the run's summary as `key = value` lines (one input only).
     cmd->add_option("--report", o->report, "Write the run's summary (frames, tracks, times) to this file")->group("");
-    cmd->callback([o, &g] {
+    cmd->callback([o, &g, opt_radius, opt_small, opt_large, opt_fps, opt_scale] {
         auto& tp = o->tp;
+        // Values that mean nothing, named by their flag (usage errors, exit 2).
+        auto positive = [](const CLI::Option* opt, double v, const char* unit) {
+            if (opt->count() > 0 && !(v > 0))
+                throw ParameterError(opt->get_name() + " must be > 0" + unit + ", got " + opt->as<std::string>());
+        };
+        positive(opt_radius, o->radius, " px");
+        positive(opt_small, o->radius_small, " px");
+        positive(opt_large, o->radius_large, " px");
+        positive(opt_fps, tp.fps, " frames/s");
+        positive(opt_scale, tp.px_per_mm, " px per mm");
+        if (tp.threads < 0) throw ParameterError("--threads must be >= 0 (0 = all cores), got " + std::to_string(tp.threads));
+        if (tp.strips < 0) throw ParameterError("--strips must be >= 0 (0 = by the image), got " + std::to_string(tp.strips));
         if (o->radius > 0) {
             if (o->radius_small > 0 || o->radius_large > 0) throw ParameterError("--radius excludes --radius-small/--radius-large");
             tp.detect.radii = {o->radius};
@@ -100,10 +130,13 @@ void register_track(CLI::App& app, GlobalOptions& g) {
         if (!o->roi.empty() && !o->roi_circle.empty()) throw ParameterError("--roi and --roi-circle exclude each other");
         if (!o->roi.empty()) {
             const auto v = parse_numbers(o->roi, 4, "--roi");
+            if (!(v[0] < v[2] && v[1] < v[3]))
+                throw ParameterError("--roi is x0,y0,x1,y1 with x0 < x1 and y0 < y1, got '" + o->roi + "'");
             tp.roi = Geometry::rect(v[0], v[1], v[2], v[3]);
         }
         if (!o->roi_circle.empty()) {
             const auto v = parse_numbers(o->roi_circle, 3, "--roi-circle");
+            if (!(v[2] > 0)) throw ParameterError("--roi-circle is cx,cy,r with r > 0, got '" + o->roi_circle + "'");
             tp.roi = Geometry::circle(v[0], v[1], v[2]);
         }
         if (!o->frames.empty()) {
@@ -123,6 +156,17 @@ void register_track(CLI::App& app, GlobalOptions& g) {
         tp.validate();
 
         const bool many = o->inputs.size() > 1;
+        if (many && looks_like_h5_file(o->output) && !fs::is_directory(o->output)) {
+            // An unquoted glob expands to many image files: one sequence was meant, and a folder
+            // named like the file, full of one-frame files, would be a silent surprise.
+            const bool images = std::all_of(o->inputs.begin(), o->inputs.end(), looks_like_image);
+            throw ParameterError(
+                "-o " + o->output + " is one file, but " + std::to_string(o->inputs.size()) +
+                (images ? " image files were given (an unquoted glob?): to track them as one sequence, quote the pattern "
+                          "(e.g. 'DIR/frame_*.png') or give their folder"
+                        : " inputs were given") +
+                "; for one file per input, give an output folder (-o DIR)");
+        }
         if (many) {
             std::error_code ec;
             fs::create_directories(o->output, ec);

@@ -149,6 +149,37 @@ TEST_CASE("vibra track: bad inputs exit 1 and leave no output", "[unit]") {
     SECTION("usage errors exit 2") {
         REQUIRE(test::run_vibra("track x.avi -o y.h5 -q").exit_code == 2);  // no radii
         REQUIRE(test::run_vibra("track x.avi -o y.h5 --radius 5 --roi 1,2,3 -q").exit_code == 2);
+        // values that mean nothing: exit 2, the flag named as typed
+        const std::pair<const char*, const char*> bad[] = {
+            {"--radius 5 --fps 0", "--fps must be > 0"},
+            {"--radius -5", "--radius must be > 0"},
+            {"--radius-small -4 --radius-large 6", "--radius-small must be > 0"},
+            {"--radius-small 4 --radius-large 0", "--radius-large must be > 0"},
+            {"--radius 5 --px-per-mm -2", "--px-per-mm must be > 0"},
+            {"--radius 5 --roi 100,0,50,80", "--roi is x0,y0,x1,y1 with x0 < x1"},
+            {"--radius 5 --roi 0,80,50,20", "--roi is x0,y0,x1,y1 with x0 < x1 and y0 < y1"},
+            {"--radius 5 --roi-circle 10,10,-3", "--roi-circle is cx,cy,r with r > 0"},
+            {"--radius 5 --threads -1", "--threads must be >= 0"},
+            {"--radius 5 --strips -2", "--strips must be >= 0"},
+        };
+        for (const auto& [args, msg] : bad) {
+            const auto r = test::run_vibra("track x.avi -o y.h5 " + std::string(args));
+            INFO(args << ": " << r.output);
+            REQUIRE(r.exit_code == 2);
+            REQUIRE(r.output.find(msg) != std::string::npos);
+        }
+    }
+    SECTION("several image files to one .h5 (an unquoted glob): a usage error, no folder of one-frame files") {
+        const cv::Mat img(32, 32, CV_8U, cv::Scalar(0));
+        REQUIRE(cv::imwrite(dir.file("f_000.png"), img));
+        REQUIRE(cv::imwrite(dir.file("f_001.png"), img));
+        const auto out = dir.file("x.h5");
+        const auto r = test::run_vibra("track " + dir.file("f_000.png") + " " + dir.file("f_001.png") + " -o " + out + " --radius 5 -q");
+        INFO(r.output);
+        REQUIRE(r.exit_code == 2);
+        REQUIRE(r.output.find("-o " + out + " is one file, but 2 image files were given") != std::string::npos);
+        REQUIRE(r.output.find("quote the pattern") != std::string::npos);
+        REQUIRE_FALSE(fs::exists(out));
     }
 }
 

@@ -50,6 +50,26 @@ TEST_CASE("plan_strips: strips tile the frame, margins inside it, fewer strips o
     REQUIRE(plan_strips(100, 4, r_large)[0].fit_end == 100);
 }
 
+TEST_CASE("auto_strip_count: strips by the image alone, own rows at least 12 margins high", "[unit]") {
+    // r_large 8: margin 34 px, strips of ≥ 408 own rows
+    REQUIRE(strip_margin(8) == 34);
+    REQUIRE(auto_strip_count(1024, 8) == 2);  // the moderate case: margins add 34 of 512 rows per strip
+    REQUIRE(auto_strip_count(815, 8) == 1);
+    REQUIRE(auto_strip_count(816, 8) == 2);
+    REQUIRE(auto_strip_count(4096, 8) == 10);
+    REQUIRE(auto_strip_count(100, 8) == 1);
+    REQUIRE(auto_strip_count(960, 55) == 1);  // the real discs: one strip
+    REQUIRE(auto_strip_count(384, 64) == 1);  // the falling ball
+    for (const double r : {3.0, 8.0, 20.0})
+        for (int h = 200; h <= 5000; h += 173) {
+            const int n = auto_strip_count(h, r);
+            const auto s = plan_strips(h, n, r);
+            REQUIRE(static_cast<int>(s.size()) == n);  // plan_strips takes the count as it is
+            if (n > 1)
+                for (const auto& t : s) REQUIRE(t.own_end - t.own_begin >= 12 * strip_margin(r));
+        }
+}
+
 TEST_CASE("merge_strips: a disk seen by both strips of a seam is kept once, from its owner", "[unit]") {
     const std::vector<FrameStrip> strips{{0, 100, 0, 140}, {100, 200, 60, 200}};
     auto disk = [](double x, double y, float r) {
@@ -178,6 +198,7 @@ TrackParams two_strips() {
     TrackParams p;
     p.detect.radii = {6, 8};
     p.threads = 2;
+    p.strips = 2;  // the frames are lower than auto_strip_count's two strips need
     return p;
 }
 }  // namespace

@@ -140,6 +140,19 @@ TEST_CASE("image sequences: natural sort order, glob and folder inputs, frame ra
     }
 }
 
+TEST_CASE("frames_in_range: what vibra track's progress counts to", "[unit]") {
+    ReaderParams p;
+    REQUIRE(frames_in_range(60, p) == 60);
+    REQUIRE(frames_in_range(-1, p) == -1);  // unknown length, no end
+    p.first = 10;
+    REQUIRE(frames_in_range(60, p) == 50);
+    p.last = 16;  // --frames 10:16: 6 frames, not 60
+    REQUIRE(frames_in_range(60, p) == 6);
+    REQUIRE(frames_in_range(-1, p) == 6);
+    REQUIRE(frames_in_range(12, p) == 2);  // the input ends first
+    REQUIRE(frames_in_range(5, p) == 0);   // the range lies beyond the end
+}
+
 TEST_CASE("colour to grey: luma round(0.299 R + 0.587 G + 0.114 B), or one channel", "[unit]") {
     test::TempDir tmp("video_colour");
     for (int depth : {CV_8U, CV_16U}) {

@@ -44,6 +44,7 @@ void DetectParams::validate() const {
     if (!(warm_one_coarse_below >= 0)) bad("warm_one_coarse_below", warm_one_coarse_below, ">= 0");
     if (warm_hessian_every < 1) bad("warm_hessian_every", warm_hessian_every, ">= 1");
     if (!(warm_tolerance > 0)) bad("warm_tolerance", warm_tolerance, "> 0");
+    if (!(warm_max_residual > 0)) bad("warm_max_residual", warm_max_residual, "> 0");
     if (!(drop_amplitude >= 0 && drop_amplitude < 1)) bad("drop_amplitude", drop_amplitude, "in [0, 1)");
     if (!(new_disk_separation > 0 && new_disk_separation <= 2)) bad("new_disk_separation", new_disk_separation, "in (0, 2]");
 }
@@ -78,7 +79,7 @@ RefineParams refine_before_fit(const DetectParams& p) {
 double radius_spread(const DetectParams& p) { return std::max(p.radius_sigma, 0.05 * p.r_small()); }
 
 std::vector<Particle> locate_impl(const cv::Mat& image, const DetectParams& p, DiskTemplates* templates,
-                                  JointFitWorkspace* workspace = nullptr) {
+                                  JointFitWorkspace* workspace = nullptr, double* relative_residual = nullptr) {
     p.validate();
     const Gradients g = compute_gradients(image, p.invert, contrast_block(p));
     auto cands = find_candidates(g, p);
@@ -163,6 +164,7 @@ std::vector<Particle> locate_impl(const cv::Mat& image, const DetectParams& p, D
     if (p.joint) {
         // species by the measured template radii (the nominal ones may be off by a few %)
         const auto jf = joint_fit(image, parts, p.radii, p.joint_fit, templates, workspace);
+        if (relative_residual) *relative_residual = jf.relative_residual;
         if (jf.applied) {
             std::vector<float> st2;
             for (const auto& q : parts) st2.push_back(q.strength);
@@ -320,6 +322,7 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     jp.reuse_hessian = jp.reuse_hessian && !refresh && since_cold_ % p_.warm_hessian_every != 0;
     const auto jf = joint_fit(image, parts, p_.radii, jp, &templates_, &workspace_);
     if (!jf.applied) return cold(image);
+    stats_.relative_residual = jf.relative_residual;
     stats_.added_from_residual = jf.added, stats_.rescued = jf.rescued;
     stats_.templates_remeasured = jf.templates_remeasured;
     stats_.extra_sweeps = jf.extra_sweeps, stats_.extra_steps = jf.extra_steps;
@@ -405,6 +408,7 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     }
     vx_.swap(vx);
     vy_.swap(vy);
+    if (jf.relative_residual > p_.warm_max_residual) warm_ = false;  // the next frame from scratch (as in cold())
     sort_by_position(out);
     return out;
 }
@@ -412,7 +416,7 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
 std::vector<Particle> DiskLocator::cold(const cv::Mat& image) {
     reset();
     stats_ = {};
-    auto parts = locate_impl(image, p_, p_.joint ? &templates_ : nullptr, &workspace_);
+    auto parts = locate_impl(image, p_, p_.joint ? &templates_ : nullptr, &workspace_, &stats_.relative_residual);
     workspace_.hessians.clear();  // locate() re-orders and filters its disks: the next frame computes them afresh
     width_ = image.cols, height_ = image.rows;
     since_cold_ = 0;
@@ -421,7 +425,9 @@ std::vector<Particle> DiskLocator::cold(const cv::Mat& image) {
     candidates_every_ = p_.warm_candidates_every, missing_every_ = p_.warm_missing_every;
     next_candidates_ = p_.warm_candidates_every / 2 > 0 ? p_.warm_candidates_every / 2 : p_.warm_candidates_every;
     next_missing_ = p_.warm_missing_every;
-    warm_ = p_.joint && !templates_.profile.empty();
+    // a fit that explains the frame poorly (a disk-like false detection pollutes the templates,
+    // a look the model barely follows) is no start for the next frame
+    warm_ = p_.joint && !templates_.profile.empty() && stats_.relative_residual <= p_.warm_max_residual;
     std::vector<float> st;
     for (const auto& q : parts) st.push_back(q.strength);
     median_strength_ = quantile(st, 0.5);

@@ -28,6 +28,7 @@ void TrackParams::validate() const {
     if (!detect.radii.empty()) detect.validate();
     if (link.max_step != 0) link.validate();
     if (threads < 0) throw ParameterError("track: threads must be >= 0, got " + std::to_string(threads));
+    if (strips < 0) throw ParameterError("track: strips must be >= 0, got " + std::to_string(strips));
     if (fps < 0) throw ParameterError("track: fps must be >= 0, got " + std::to_string(fps));
     if (px_per_mm < 0) throw ParameterError("track: px_per_mm must be >= 0, got " + std::to_string(px_per_mm));
     if (auto_radii_frames < 1) throw ParameterError("track: auto_radii_frames must be >= 1");
@@ -278,22 +279,20 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
 
     const std::int64_t W = info.width, H = info.height;
     const int n_workers = p.threads > 0 ? p.threads : std::max(1u, std::thread::hardware_concurrency());
-    // Strips (default, warm start): each band of rows of every frame has its own locator, which
-    // starts each frame from the one just before; the (strip, frame) tasks go to whichever worker
-    // is free (StripTasks). Otherwise one queue per worker, frames dealt in turn (frame seq →
-    // worker seq % n): a worker sees every n-th frame in order, which its locator starts from its
-    // previous one.
+    // Warm start: every frame is cut into the same strips whatever the number of workers (their
+    // count is a function of the image and the radii, or --strips: never of --threads), each
+    // strip has its own locator that sees every frame in order, and the (strip, frame) tasks go
+    // to whichever worker is free (StripTasks) — so the output is the same for any --threads.
+    // One worker takes the strips in turn; more workers than strips would wait. From scratch
+    // (no warm start): frames dealt in turn (frame seq → worker seq % n), each located alone.
     std::vector<FrameStrip> strips;
-    if (p.warm_start && p.strips && n_workers > 1 && H > 0) {
-        // As many strips as workers: one more (so that a free worker can take over part of a slower
-        // core's band) measured 5% slower on the 160-frame moderate video (the margins: 13% of the
-        // rows instead of 7%), and no faster with a busy loop pinned to one core.
-        strips = plan_strips(static_cast<int>(H), n_workers, p.detect.r_large());
-        if (strips.size() < 2) strips.clear();
+    if (p.warm_start && H > 0) {
+        const int n_strips = p.strips > 0 ? p.strips : auto_strip_count(static_cast<int>(H), p.detect.r_large());
+        strips = plan_strips(static_cast<int>(H), n_strips, p.detect.r_large());
     }
     const bool by_strips = !strips.empty();
     const int n_pieces = by_strips ? static_cast<int>(strips.size()) : 1;
-    const int n_threads = n_workers;
+    const int n_threads = by_strips ? std::min(n_workers, static_cast<int>(strips.size())) : n_workers;
     const double seam_zone = 0.5 * p.detect.r_small();
     // Metadata known before the first frame (time stamps, truncation: at the end). The sink is
     // opened by this thread while the workers locate the first frame (it receives the rows while
@@ -313,6 +312,7 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     meta.source.vibra_version = vibra::version();
     meta.source.parameters = p.parameters;
     meta.user["video_format"] = info.format;
+    if (by_strips) meta.user["strips"] = std::to_string(strips.size());
     if (p.fps > 0) meta.user["fps"] = std::to_string(p.fps);
     else if (info.fps > 0) meta.user["video_fps"] = std::to_string(info.fps);
     meta.user["radii_px"] = [&] {
@@ -363,7 +363,7 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     std::vector<double> time_s;
     std::vector<std::int64_t> image_numbers;
     bool any_time = false;
-    Progress progress("track " + input, info.n_frames, p.progress);
+    Progress progress("track " + input, frames_in_range(info.n_frames, p.reader), p.progress);  // the --frames range
     std::vector<std::uint64_t> order;  // a frame's rows by particle (the file's order within a frame): id << 32 | row
     std::vector<double> xs, ys;
     std::vector<std::int8_t> sp;
@@ -519,14 +519,11 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
                     }
                 }
             } else {
-                DiskLocator locator(p.detect);
                 auto& q = *in_qs[static_cast<std::size_t>(k)];
                 while (q.pop(it)) {
                     try {
                         if (it.status == ReadStatus::ok && !stop)
-                            it.parts = p.warm_start ? locator.next(it.frame.image) : locate(it.frame.image, p.detect);
-                        else
-                            locator.reset();
+                            it.parts = locate(it.frame.image, p.detect);
                     } catch (...) {
                         record_error();
                     }

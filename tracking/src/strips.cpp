@@ -9,6 +9,10 @@ namespace vibra::tracking {
 
 int strip_margin(double r_large) { return static_cast<int>(std::ceil(4 * r_large)) + 2; }
 
+int auto_strip_count(int height, double r_large) {
+    return std::max(1, height / (12 * strip_margin(r_large)));
+}
+
 std::vector<FrameStrip> plan_strips(int height, int n, double r_large) {
     const int margin = strip_margin(r_large);
     const int min_own = std::max(static_cast<int>(std::ceil(8 * r_large)), 2 * margin);

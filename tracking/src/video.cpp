@@ -89,6 +89,12 @@ bool natural_less(const std::string& a, const std::string& b) {
 
 }  // namespace detail
 
+std::int64_t frames_in_range(std::int64_t n_frames, const ReaderParams& p) {
+    std::int64_t end = n_frames;
+    if (p.last >= 0 && (end < 0 || p.last < end)) end = p.last;
+    return end < 0 ? -1 : std::max<std::int64_t>(0, end - p.first);
+}
+
 std::unique_ptr<FrameSource> open_video(const std::string& input, const ReaderParams& params) {
     namespace fs = std::filesystem;
     detail::validate_reader_params(params);

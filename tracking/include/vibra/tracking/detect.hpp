@@ -59,6 +59,7 @@ struct DetectParams {
     int warm_hessian_every = 8;     ///< DiskLocator: every this many warm frames the five-parameter steps accumulate JᵀJ afresh; in the others they take it from the disk's last full step (JointFitParams::reuse_hessian)
     int warm_refresh = 100;         ///< DiskLocator: in every this many warm frames the joint fit re-measures its templates (light or focus that drifts), with the candidates and the residual search on; a frame is located from scratch only when the warm fit fails
     double new_disk_separation = 1.5;  ///< DiskLocator: a candidate this far (× r_small) from every carried disk is a new disk (disks do not overlap: a real new disk is ≥ 2 r_small from every other)
+    double warm_max_residual = 0.5;  ///< DiskLocator: a frame whose joint fit leaves a relative residual above this (JointFitResult::relative_residual; synthetic frames 0.05–0.3, the falling ball with a false disk on the floor 0.78) is no start for the next frame, which is located from scratch: templates polluted by a poorly fitting disk let a warm fit stall short of a fast disk
     double snap_distance = 1.0;     ///< DiskLocator: px; a carried disk predicted farther than this from its candidate starts at the candidate
     void validate() const;          ///< throws ParameterError naming the field
     double r_small() const { return radii.front(); }
@@ -95,6 +96,7 @@ public:
         std::size_t new_kept = 0;           ///< new disks kept in the owned rows (from either search)
         std::size_t carried = 0, new_from_candidates = 0, added_from_residual = 0, rescued = 0, extra_sweeps = 0, extra_steps = 0;
         int coarse_sweeps = 0;              ///< coarse sweeps of the warm fit (warm_one_coarse_below)
+        double relative_residual = 0;       ///< the joint fit's (JointFitResult::relative_residual; 0 without one)
         double seconds_candidates = 0, seconds_new = 0;
         double seconds_fit[4] = {0, 0, 0, 0};  ///< joint fit phases (JointFitResult::seconds)
     };

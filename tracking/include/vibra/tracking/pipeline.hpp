@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // `vibra track` as a library call: video → detections → trajectories → a TrajectorySink. A
-// reader thread decodes frames, `threads` workers detect and refine them (by strips of rows,
-// or frames dealt in turn), and the frames are linked in order and their rows handed to the
+// reader thread decodes frames, `threads` workers detect and refine them (warm: by strips of
+// rows fixed by the image, each strip's locator seeing every frame in order; from scratch:
+// frames dealt in turn), and the frames are linked in order and their rows handed to the
 // sink while the video is tracked — by strips, by the worker that is not behind; frames dealt in
 // turn, by the calling thread — spooling each row's species to a temporary file; at
 // the end each trajectory's species is fixed by a majority vote and sent to the sink in row
@@ -27,15 +28,15 @@ struct TrackParams {
     double auto_radius_min = 3, auto_radius_max = 80;  ///< px range of the estimate
     LinkParams link;                ///< max_step 5 px by default (LinkParams); set 0 for automatic (0.5 × small radius), as `vibra track` does
     ReaderParams reader;
-    int threads = 0;                ///< detection workers; 0 = all cores
+    int threads = 0;                ///< detection workers; 0 = all cores (the output does not depend on it)
     /// Each frame starts from the one before (DiskLocator: several times less work per frame,
-    /// same accuracy); false = every frame from scratch (locate()).
+    /// same accuracy); false = every frame from scratch (locate()), frames dealt to the workers in turn.
     bool warm_start = true;
-    /// With warm_start: the workers share each frame by horizontal strips (strips.hpp), each with
-    /// its own locator seeing every frame; false = frames dealt in turn, each worker's locator
-    /// seeing every threads-th frame (larger steps between its frames, a dearer warm fit). Frames
-    /// too low for strips are dealt in turn.
-    bool strips = true;
+    /// With warm_start: the horizontal strips of each frame (strips.hpp), each with its own
+    /// locator seeing every frame in order, shared by the workers; 0 = by the image
+    /// (auto_strip_count: height and large radius). Never derived from `threads`, so that the
+    /// output is bit-identical for any thread count; more strips than workers are taken in turn.
+    int strips = 0;
     double fps = 0;                 ///< frames/s when known (frame time stamps = frame / fps)
     double px_per_mm = 0;           ///< image calibration when known
     /// Region of interest: window_rect or window_circle (detections outside are dropped);

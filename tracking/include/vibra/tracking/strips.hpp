@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Frame strips: how `vibra track` shares one frame among its workers. Each worker owns a band of
-// rows and fits it with its own DiskLocator on a slightly taller band (its own rows plus a
-// margin of ~4 large radii on each inner side), so that every locator sees every frame and
-// starts it from the frame just before (the smallest displacement, the cheapest warm fit), and
-// no two workers ever touch the same model image. A disk near a seam is fitted by both
-// neighbours; merge_strips keeps one of the two. Pure functions over plain data.
+// Frame strips: how `vibra track` shares one frame among its workers. Each strip is a band of
+// rows fitted by its own DiskLocator on a slightly taller band (its own rows plus a margin of
+// ~4 large radii on each inner side), so that every locator sees every frame and starts it from
+// the frame just before (the smallest displacement, the cheapest warm fit), and no two workers
+// ever touch the same model image. A disk near a seam is fitted by both neighbours;
+// merge_strips keeps one of the two. The strips depend on the image alone (auto_strip_count),
+// never on the number of workers: the output is the same for any thread count. Pure functions
+// over plain data.
 #pragma once
 
 #include <cstddef>
@@ -29,6 +31,12 @@ struct FrameStrip {
 /// all its touching neighbours whole, and the disks cut by the fitted band's edge lie ≥ 2 large
 /// radii away from every own-row disk's footprint.
 int strip_margin(double r_large);
+
+/// How many strips `vibra track` cuts a frame `height` rows high into (disks up to `r_large`):
+/// as many as have own rows at least 12 margins high (the margins then add at most 1/6 to the
+/// rows a strip fits; two strips for the 1024² moderate case), at least 1. A function of the
+/// image alone, so that the output does not depend on the thread count.
+int auto_strip_count(int height, double r_large);
 
 /// Up to `n` strips of equal height covering rows [0, height); fewer (down to 1) when a strip
 /// would be lower than max(8 r_large, 2 margins), where the margins would cost more than the

@@ -46,6 +46,10 @@ struct ReaderParams {
     std::int64_t last = -1;      ///< last frame (exclusive), −1 = to the end
 };
 
+/// How many frames the range of `p` takes from an input of `n_frames` frames (−1: unknown; the
+/// range's own length when it has an end, else −1). What `vibra track`'s progress counts to.
+std::int64_t frames_in_range(std::int64_t n_frames, const ReaderParams& p);
+
 class FrameSource {
 public:
     virtual ~FrameSource() = default;
