@@ -32,6 +32,7 @@ namespace {
 struct BatchOptions {
     std::string dataset, outdir, only, shard;
     int threads = 0;
+    std::int64_t checkpoint_every = 0;  // 0: track's own default (1000 frames)
     bool no_figures = false, collect = false, force = false;
     std::vector<std::string> plot;
     // Slurm
@@ -226,7 +227,7 @@ Outcome VideoJob::run(std::string& message) {
         return Outcome::failed;
     }
     const std::string ver = vibra::version();
-    const std::string track_fp = joined(track_flags()) + " | vibra " + ver;
+    const std::string track_fp = joined(track_flags()) + " | restart every " + std::to_string(o_.checkpoint_every) + " | vibra " + ver;
     const std::string analyze_fp = joined(analyze_flags()) + " | vibra " + ver;
     const std::string figures_fp = o_.no_figures ? "off" : "on";
     const auto same = [&](const std::string& k, const std::string& v) { return st_.count(k) && st_[k] == v; };
@@ -246,7 +247,9 @@ Outcome VideoJob::run(std::string& message) {
         st_["track.status"] = "running", st_["analyze.status"] = "pending", st_["figures.status"] = "pending";
         for (auto it = st_.begin(); it != st_.end();)  // timings of an earlier analysis are stale
             it = it->first.rfind("analysis_time.", 0) == 0 ? st_.erase(it) : std::next(it);
-        std::vector<std::string> argv{exe, "track", v_.input, "-o", path("trajectories.h5"), "--report", path("track_report.txt")};
+        std::vector<std::string> argv{exe, "track", v_.input, "-o", path("trajectories.h5"), "--report", path("track_report.txt"),
+                                      "--checkpoint"};
+        if (o_.checkpoint_every > 0) argv.insert(argv.end(), {"--restart-every", std::to_string(o_.checkpoint_every)});
         if (o_.threads > 0) argv.insert(argv.end(), {"--threads", threads});
         add_flags(argv, track_flags());
         const bool ok = stage("track", argv, message);
@@ -315,6 +318,7 @@ std::string batch_flags(const BatchOptions& o) {
     add("--roi", o.roi), add("--roi-circle", o.roi_circle), add("--channel", o.channel), add("--frames", o.frames);
     if (o.invert) s += " --invert";
     if (o.no_figures) s += " --no-figures";
+    if (o.checkpoint_every > 0) s += " --checkpoint-every " + std::to_string(o.checkpoint_every);
     return s;
 }
 
@@ -392,6 +396,8 @@ void register_batch(CLI::App& app, GlobalOptions& g) {
     cmd->add_option("--threads", o->threads, "Threads per stage (0 = all cores)")->capture_default_str();
     cmd->add_flag("--no-figures", o->no_figures, "Skip the per-video figures");
     cmd->add_flag("--force", o->force, "Redo every video, even those unchanged since the last run");
+    cmd->add_option("--checkpoint-every", o->checkpoint_every,
+                    "Frames per tracking checkpoint (a killed video resumes from its last one; default: track's --restart-every, 1000)");
     cmd->add_option("--shard", o->shard, "Process only share i of N (i/N, 0-based): the videos at positions i, i+N, … of the sorted list");
     cmd->add_flag("--collect", o->collect, "Only rebuild the campaign table (and --plot figures) from what is in OUTDIR");
     cmd->add_option("--plot", o->plot, "Draw every observable against this control parameter into OUTDIR/figures/ (repeatable)");
@@ -416,6 +422,7 @@ void register_batch(CLI::App& app, GlobalOptions& g) {
     cmd->callback([o, &g] {
         if (o->threads < 0) throw ParameterError("--threads must be >= 0, got " + std::to_string(o->threads));
         if (o->submit && !o->slurm) throw ParameterError("--submit goes with --slurm");
+        if (o->checkpoint_every < 0) throw ParameterError("--checkpoint-every must be >= 1 frame, got " + std::to_string(o->checkpoint_every));
         if (o->shards < 0) throw ParameterError("--shards must be >= 1, got " + std::to_string(o->shards));
         std::pair<int, int> sh{0, 1};
         if (!o->shard.empty()) sh = parse_shard(o->shard);

@@ -61,6 +61,7 @@ void register_track(CLI::App& app, GlobalOptions& g) {
     struct Opts {
         std::vector<std::string> inputs;
         std::string output, radii, frames, roi, roi_circle, report;
+        bool checkpoint = false;
         double radius = 0, radius_small = 0, radius_large = 0;
         tracking::TrackParams tp;
     };
@@ -100,6 +101,11 @@ void register_track(CLI::App& app, GlobalOptions& g) {
     cmd->add_option("--roi-circle", o->roi_circle, "Circular region of interest cx,cy,r (px)");
     cmd->add_option("--channel", o->tp.reader.channel, "Colour → grey: -1 luma, 0 R, 1 G, 2 B")->capture_default_str();
     cmd->add_option("--frames", o->frames, "Frame range A:B (B exclusive)");
+    cmd->add_option("--restart-every", o->tp.restart_every,
+                    "Frames after which every locator starts from scratch (so a checkpoint can resume there); 0 = never")
+        ->capture_default_str();
+    cmd->add_flag("--checkpoint", o->checkpoint,
+                  "Save the run every --restart-every frames in OUT.ckpt/; a killed run, started again the same way, resumes there");
     // For `vibra batch`: the run's summary as `key = value` lines (one input only).
     cmd->add_option("--report", o->report, "Write the run's summary (frames, tracks, times) to this file")->group("");
     cmd->callback([o, &g, opt_radius, opt_small, opt_large, opt_fps, opt_scale] {
@@ -177,7 +183,12 @@ void register_track(CLI::App& app, GlobalOptions& g) {
         for (const auto& in : o->inputs) {
             const std::string out = many ? (fs::path(o->output) / (input_stem(in) + ".h5")).string() : o->output;
             try {
-                const auto s = tracking::track_video(in, out, tp);
+                auto tpi = tp;
+                if (o->checkpoint) tpi.checkpoint_dir = out + ".ckpt";
+                const auto s = tracking::track_video(in, out, tpi);
+                if (s.resumed_frames > 0 && !g.quiet)
+                    std::cerr << in << ": resumed from the checkpoint in " << out << ".ckpt (" << s.resumed_frames
+                              << " frames kept)\n";
                 if (!g.quiet)
                     std::cerr << in << " → " << out << ": " << s.frames << " frames, " << s.detections << " detections, "
                               << s.tracks << " tracks, " << s.decode_errors << " undecodable frames, "
@@ -189,7 +200,7 @@ void register_track(CLI::App& app, GlobalOptions& g) {
                     rep << "frames = " << s.frames << "\ndetections = " << s.detections << "\ntracks = " << s.tracks
                         << "\ndecode_errors = " << s.decode_errors << "\ntruncated = " << (s.truncated ? 1 : 0)
                         << "\nseconds = " << s.seconds << "\nseconds_first_frame = " << s.seconds_first_frame
-                        << "\nseconds_final = " << s.seconds_final << "\nradii_px =";
+                        << "\nseconds_final = " << s.seconds_final << "\nresumed_frames = " << s.resumed_frames << "\nradii_px =";
                     for (double r : s.radii) rep << " " << r;
                     rep << "\n";
                 }

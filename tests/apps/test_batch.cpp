@@ -250,7 +250,7 @@ TEST_CASE("batch: a rerun skips unchanged videos, redoes a changed one, and redo
     REQUIRE(mtime("phi0.30") == before30);
 }
 
-TEST_CASE("batch: kill -9 in the middle of the third video, then a rerun, gives the files of a clean run and no debris", "[integration][batch]") {
+TEST_CASE("batch: kill -9 while the third video is tracked, then a rerun resuming from its checkpoint, gives the files of a clean run and no debris", "[integration][batch]") {
     if (!have_batch()) {
         WARN("vibra built without the tracking module: no batch command");
         return;
@@ -258,7 +258,8 @@ TEST_CASE("batch: kill -9 in the middle of the third video, then a rerun, gives 
     test::TempDir d("batch_kill");
     const auto videos = dataset(d, false);
     const auto clean = d.path() / "clean", killed = d.path() / "killed";
-    const std::string flags = kRadii + "--no-figures --only gr,msd --threads 2 -q";
+    // checkpoints every 20 frames of the 80-frame clips: a video killed mid-tracking resumes from its last one
+    const std::string flags = kRadii + "--no-figures --only gr,msd --threads 2 --checkpoint-every 20 -q";
     REQUIRE(test::run_vibra("batch " + q(videos.string()) + " -o " + q(clean.string()) + flags).exit_code == 0);
 
     const pid_t pid = fork();
@@ -268,8 +269,8 @@ TEST_CASE("batch: kill -9 in the middle of the third video, then a rerun, gives 
               static_cast<char*>(nullptr));
         _exit(127);
     }
-    // the third video in sorted order is phi0.60: kill the batch once it has started on it
-    const auto state = killed / "phi0.60" / "batch_state.txt";
+    // the third video in sorted order is phi0.60: kill the batch once its tracking has saved two segments
+    const auto state = killed / "phi0.60" / "trajectories.h5.ckpt" / "segment_1.state";
     const auto t0 = std::chrono::steady_clock::now();
     while (!fs::exists(state) && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(120))
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -283,10 +284,16 @@ TEST_CASE("batch: kill -9 in the middle of the third video, then a rerun, gives 
     REQUIRE_FALSE(fs::exists(killed / "phi0.75" / "trajectories.h5"));
     const auto first = fs::last_write_time(killed / "phi0.30" / "trajectories.h5");
 
-    const auto r = test::run_vibra("batch " + q(videos.string()) + " -o " + q(killed.string()) + kRadii + "--no-figures --only gr,msd --threads 2");
+    // the rerun (with another thread count: the output does not depend on it)
+    const auto r = test::run_vibra("batch " + q(videos.string()) + " -o " + q(killed.string()) + kRadii +
+                                   "--no-figures --only gr,msd --threads 1 --checkpoint-every 20");
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     REQUIRE_THAT(r.output, Catch::Contains("phi0.30: unchanged, skipped") && Catch::Contains("phi0.45: unchanged, skipped"));
+    const auto log = test::read_text((killed / "phi0.60" / "log.txt").string());
+    INFO(log);
+    REQUIRE_THAT(log, Catch::Contains("resumed from the checkpoint") && (Catch::Contains("(40 frames kept)") || Catch::Contains("(60 frames kept)")));
+    REQUIRE_FALSE(fs::exists(killed / "phi0.60" / "trajectories.h5.ckpt"));  // removed once the file is committed
     REQUIRE(fs::last_write_time(killed / "phi0.30" / "trajectories.h5") == first);
     for (const char* v : {"phi0.30", "phi0.45", "phi0.60", "phi0.75"})
         require_same_trajectories(clean / v / "trajectories.h5", killed / v / "trajectories.h5");
@@ -454,4 +461,53 @@ TEST_CASE("batch: Ctrl-C (SIGINT) during the third video — a message, exit 130
     const auto r = test::run_vibra("batch " + q(videos.string()) + " -o " + q(out.string()) + kRadii + "--no-figures --only gr,msd,velocity_distribution");
     REQUIRE(r.exit_code == 0);
     REQUIRE_THAT(r.output, Catch::Contains("2 done, 2 unchanged"));
+}
+
+TEST_CASE("track --checkpoint: kill -9 after two segments, the same command resumes there and writes the uninterrupted file bit for bit", "[integration][batch]") {
+    if (!have_batch()) {
+        WARN("vibra built without the tracking module");
+        return;
+    }
+    test::TempDir d("track_checkpoint");
+    const auto clip = d.file("long.avi");
+    REQUIRE(test::run_vibra("synth -o " + q(clip) + " --truth " + q(d.file("t.h5")) +
+                            " --width 384 --height 384 --frames 240 --packing-fraction 0.6 --look dark-ring --noise 0.03 --seed 7 -q")
+                .exit_code == 0);
+    const std::string flags = kRadii + "--restart-every 40 ";
+    const auto clean = d.file("clean.h5"), out = d.file("out.h5");
+    REQUIRE(test::run_vibra("track " + q(clip) + " -o " + q(clean) + flags + "--threads 2 -q").exit_code == 0);
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        execl(VIBRA_CLI, VIBRA_CLI, "track", clip.c_str(), "-o", out.c_str(), "--radius-small", "6", "--radius-large", "8",
+              "--restart-every", "40", "--threads", "2", "--checkpoint", "-q", static_cast<char*>(nullptr));
+        _exit(127);
+    }
+    const auto seg = fs::path(out + ".ckpt") / "segment_1.state";
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!fs::exists(seg) && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(120))
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    REQUIRE(WIFSIGNALED(status));
+    REQUIRE_FALSE(fs::exists(out));  // never a partial file under the final name
+    // the same settings (another thread count, a summary file: neither changes the output)
+    const auto r = test::run_vibra("track " + q(clip) + " -o " + q(out) + flags + "--threads 1 --checkpoint --report " + q(d.file("rep.txt")));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    REQUIRE_THAT(r.output, Catch::Contains("resumed from the checkpoint"));
+    const auto rep = test::read_text(d.file("rep.txt"));
+    REQUIRE((rep.find("resumed_frames = 80") != std::string::npos || rep.find("resumed_frames = 120") != std::string::npos));
+    require_same_trajectories(clean, out);
+    store::TrajectoryReader a(clean), b(out);
+    for (const auto& name : a.diagnostics()) REQUIRE(a.read_diagnostic(name) == b.read_diagnostic(name));
+    REQUIRE(a.meta().geometry == b.meta().geometry);
+    REQUIRE_FALSE(fs::exists(out + ".ckpt"));
+    REQUIRE_FALSE(fs::exists(out + ".partial"));
+    REQUIRE_FALSE(fs::exists(out + ".spool"));
+    // other settings: the checkpoint is not used
+    const auto seg0 = fs::path(d.file("o2.h5.ckpt"));
+    REQUIRE(test::run_vibra("track " + q(clip) + " -o " + q(d.file("o2.h5")) + " --radius-small 6 --radius-large 8 --restart-every 40 --checkpoint --max-step 2 -q").exit_code == 0);
+    REQUIRE_FALSE(fs::exists(seg0));
 }

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "vibra/core/error.hpp"
@@ -21,10 +22,13 @@
 #include "vibra/core/version.hpp"
 #include "vibra/tracking/species.hpp"
 #include "vibra/tracking/strips.hpp"
+#include "detail/checkpoint.hpp"
 
 namespace vibra::tracking {
 
 void TrackParams::validate() const {
+    if (restart_every < 0) throw ParameterError("track: restart_every must be >= 0 (0 = never), got " + std::to_string(restart_every));
+    if (!checkpoint_dir.empty() && restart_every == 0) throw ParameterError("track: checkpoints need restart_every > 0");
     if (!detect.radii.empty()) detect.validate();
     if (link.max_step != 0) link.validate();
     if (threads < 0) throw ParameterError("track: threads must be >= 0, got " + std::to_string(threads));
@@ -149,7 +153,8 @@ private:
 // only) until every strip is done with it; at most `cap` frames.
 class StripTasks {
 public:
-    StripTasks(std::size_t n_strips, std::size_t cap) : next_(n_strips, 0), busy_(n_strips, 0), cap_(cap) {}
+    StripTasks(std::size_t n_strips, std::size_t cap, std::int64_t first_seq = 0)
+        : next_(n_strips, first_seq), busy_(n_strips, 0), base_(first_seq), cap_(cap) {}
     bool push(Item it) {  // the reader; false once closed
         std::unique_lock lk(m_);
         cv_.wait(lk, [&] { return frames_.size() < cap_ || closed_; });
@@ -201,8 +206,8 @@ public:
 private:
     std::vector<std::int64_t> next_;  // per strip: the next frame (seq) it needs
     std::vector<char> busy_;
+    std::int64_t base_ = 0;           // the seq of frames_.front()
     std::deque<Item> frames_;         // frames base_, base_+1, …
-    std::int64_t base_ = 0;
     std::size_t cap_;
     bool closed_ = false;
     std::mutex m_;
@@ -233,6 +238,39 @@ struct Spool {
             throw IoError(path + ": write failed (disk full?)");
     }
 };
+
+/// What a checkpoint must match to be resumed: the input (path, size, modification time), the
+/// settings (the command line) and the program.
+std::string run_fingerprint(const std::string& input, const TrackParams& p) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    std::string id = "input: " + input + "\n";
+    if (fs::is_regular_file(input, ec)) {
+        id += "bytes: " + std::to_string(fs::file_size(input, ec)) + "\n";
+        id += "mtime: " + std::to_string(fs::last_write_time(input, ec).time_since_epoch().count()) + "\n";
+    } else if (fs::is_directory(input, ec)) {
+        for (const auto& e : fs::directory_iterator(input, ec))
+            id += e.path().filename().string() + " " + std::to_string(e.last_write_time(ec).time_since_epoch().count()) + "\n";
+    }
+    // The command line without what cannot change the output: verbosity, the thread count (the
+    // output is the same for any), the summary file, the checkpoint switch itself.
+    std::string params;
+    std::istringstream words(p.parameters);
+    for (std::string w; words >> w;) {
+        const bool verbosity = w == "-q" || w == "--quiet" || w == "--verbose" ||
+                               (w.rfind("-v", 0) == 0 && w.find_first_not_of('v', 1) == std::string::npos);
+        if (verbosity || w == "--checkpoint" || w.rfind("--threads=", 0) == 0 || w.rfind("--report=", 0) == 0)
+            continue;
+        if (w == "--threads" || w == "--report") {
+            words >> w;  // and its value
+            continue;
+        }
+        params += " " + w;
+    }
+    id += "parameters:" + params + "\nvibra: " + vibra::version() + "\nframes: " + std::to_string(p.reader.first) +
+          ":" + std::to_string(p.reader.last) + "\n";
+    return id;
+}
 
 bool inside_roi(const Geometry& g, double x, double y) {
     return g.kind == GeometryKind::unbounded || g.contains(x, y);
@@ -276,6 +314,21 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     if (p.link.max_step == 0) p.link.max_step = 0.5 * p.detect.r_small();
     p.link.validate();
     sum.radii = p.detect.radii;
+
+    // Checkpoints: the complete segments of an earlier run of the same input and settings are
+    // taken as they are (replayed into the sink below); the video is read from the frame after.
+    std::unique_ptr<detail::CheckpointFolder> ckpt;
+    std::int64_t first_seq = 0;
+    if (!p.checkpoint_dir.empty()) {
+        ckpt = std::make_unique<detail::CheckpointFolder>(p.checkpoint_dir, run_fingerprint(input, p), p.restart_every);
+        first_seq = ckpt->complete_segments() * p.restart_every;
+        if (first_seq > 0) {
+            ReaderParams from = p.reader;
+            from.first = p.reader.first + first_seq;
+            src = open_video(input, from);
+        }
+    }
+    sum.resumed_frames = first_seq;
 
     const std::int64_t W = info.width, H = info.height;
     const int n_workers = p.threads > 0 ? p.threads : std::max(1u, std::thread::hardware_concurrency());
@@ -327,7 +380,7 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     std::vector<std::unique_ptr<BoundedQueue<Item>>> in_qs;  // frames dealt in turn: one queue per worker
     if (!by_strips)
         for (int k = 0; k < n_threads; ++k) in_qs.push_back(std::make_unique<BoundedQueue<Item>>(3));
-    StripTasks tasks(strips.size(), 2 * strips.size() + 2);
+    StripTasks tasks(strips.size(), 2 * strips.size() + 2, first_seq);
     std::vector<DiskLocator> strip_locators(strips.size(), DiskLocator(p.detect));
     auto close_all = [&] {
         for (auto& q : in_qs) q->close();
@@ -370,11 +423,30 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     // One frame, in order: merge its strips, link, and hand its rows to the sink. Called under
     // consume_m, by a worker that is not behind (strips) or by this thread (the rest).
     const double same_disk = p.detect.r_small();  // two disks' centres are ≥ 2 r_small apart
+    // The frame's rows (as the sink got them, species before the vote) into the checkpoint; at a
+    // segment's last frame, its per-frame columns and the linker's state too.
+    std::vector<detail::CheckpointRow> ckpt_rows;
+    auto save_checkpoint = [&](std::int64_t seq) {
+        const std::int64_t seg = seq / p.restart_every, n = static_cast<std::int64_t>(d_det.size());
+        ckpt->write_rows(seg, ckpt_rows);  // this frame's, filled by consume()
+        if ((seq + 1) % p.restart_every != 0) return;
+        detail::SegmentState st;
+        st.first_frame = seg * p.restart_every;
+        st.n_frames = seq + 1 - st.first_frame;
+        const auto from = static_cast<std::ptrdiff_t>(st.first_frame), to = static_cast<std::ptrdiff_t>(n);
+        const auto slice = [&](const auto& v) { return std::vector(v.begin() + from, v.begin() + to); };
+        st.detections = slice(d_det), st.links = slice(d_links), st.new_tracks = slice(d_new);
+        st.lost_tracks = slice(d_lost), st.decode_errors = slice(d_err), st.image_numbers = slice(image_numbers);
+        st.time_s = slice(time_s);
+        for (auto v : st.detections) st.n_rows += v;
+        st.linker = linker.state();
+        ckpt->finish_segment(seg, st);
+    };
     std::mutex consume_m;
-    std::int64_t next_seq = 0;            // the next frame to consume (under consume_m)
+    std::int64_t next_seq = first_seq;    // the next frame to consume (under consume_m)
     std::atomic<bool> sink_ready{false};  // the sink is open: workers may consume
     auto consume = [&](std::int64_t seq, Item& it, std::vector<std::vector<Particle>>& pieces) {
-        if (seq == 0) sum.seconds_first_frame = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+        if (seq == first_seq) sum.seconds_first_frame = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
         if (by_strips) it.parts = merge_strips(pieces, strips, seam_zone, same_disk);
         else it.parts = std::move(pieces.front());
         std::vector<Particle> parts = std::move(it.parts);
@@ -406,9 +478,11 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
             std::sort(order.begin(), order.end(), [&](std::uint64_t a, std::uint64_t b) { return ids[a] < ids[b]; });
         }
         spool_rows.clear();
+        ckpt_rows.clear();
         for (const std::uint64_t key : order) {
             const auto i = static_cast<std::size_t>(packable ? key & 0xffffffffu : key);
             const auto& q = parts[i];
+            if (ckpt) ckpt_rows.push_back({seq, ids[i], q.x, q.y, q.radius, q.quality, q.species_confidence, q.species});
             block.push(seq, ids[i], q.x, q.y, q.species);
             block.radius.push_back(q.radius);
             block.quality.push_back(q.quality);
@@ -428,6 +502,7 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
         time_s.push_back(it.frame.time_s);
         any_time = any_time || it.frame.time_s >= 0;
         image_numbers.push_back(it.frame.image_number);
+        if (ckpt) save_checkpoint(seq);
         progress.update(seq + 1);
     };
     // Strips: a worker that is not behind the other strips consumes the frames that are complete,
@@ -435,6 +510,48 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     // step (with a separate consumer thread they drifted apart by up to ±30 ms, and one core
     // waited for the other at the end: docs/performance.md). Never blocks: another consumer
     // already at it does the work.
+    // The complete segments of an earlier run into the sink, the spool, the vote and the counters,
+    // frame by frame as consume() did; then the linker as it was at their end.
+    auto replay_checkpoint = [&] {
+        for (std::int64_t sg = 0; sg < ckpt->complete_segments(); ++sg) {
+            const auto st = ckpt->read_state(sg);
+            const auto nf = static_cast<std::size_t>(st.n_frames);
+            std::size_t k = 0;
+            std::int64_t left = nf > 0 ? st.detections[0] : 0;
+            auto close_frame = [&] {
+                ++block_frames;
+                if (block.size() >= block_rows) flush_block();
+                spool.write(spool_rows);
+                spool_rows.clear();
+                d_det.push_back(st.detections[k]), d_links.push_back(st.links[k]), d_new.push_back(st.new_tracks[k]);
+                d_lost.push_back(st.lost_tracks[k]), d_err.push_back(st.decode_errors[k]);
+                sum.decode_errors += st.decode_errors[k];
+                sum.detections += st.detections[k];
+                time_s.push_back(st.time_s[k]);
+                any_time = any_time || st.time_s[k] >= 0;
+                image_numbers.push_back(st.image_numbers[k]);
+                ++k;
+                left = k < nf ? st.detections[k] : 0;
+            };
+            auto settle = [&] {
+                while (k < nf && left == 0) close_frame();
+            };
+            settle();
+            spool_rows.clear();
+            ckpt->read_rows(sg, st.n_rows, [&](const detail::CheckpointRow& r) {
+                block.push(r.frame, r.particle, r.x, r.y, r.species);
+                block.radius.push_back(r.radius);
+                block.quality.push_back(r.quality);
+                block.species_confidence.push_back(r.conf);
+                spool_rows.push_back({r.particle, r.conf, r.species});
+                vote.add(r.particle, r.species, r.conf);
+                --left;
+                settle();
+            });
+            if (k != nf) throw FormatError(ckpt->dir() + ": checkpoint segment " + std::to_string(sg) + " is inconsistent");
+            linker.restore(st.linker);
+        }
+    };
     auto help_consume = [&] {
         std::unique_lock lk(consume_m, std::try_to_lock);
         if (!lk.owns_lock()) return;
@@ -447,7 +564,7 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     };
 
     std::thread reader([&] {
-        std::int64_t seq = 0;
+        std::int64_t seq = first_seq;
         try {
             while (!stop) {
                 Item it;
@@ -499,6 +616,8 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
                 std::size_t s = 0;
                 while (tasks.take(s, it)) {
                     auto& locator = strip_locators[s];
+                    // a segment's first frame: from scratch, as a run resumed there starts
+                    if (p.restart_every > 0 && it.seq % p.restart_every == 0) locator = DiskLocator(p.detect);
                     try {
                         if (it.status == ReadStatus::ok && !stop)
                             it.parts = locate_in_strip(locator, it.frame.image, strips, s, seam_zone);
@@ -543,6 +662,7 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
 
     try {
         writer.open(meta);
+        if (ckpt) replay_checkpoint();
         sink_ready = true;
         if (by_strips) {
             // the workers consume as they go; the frames left when they are done, here
@@ -633,6 +753,7 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     writer.set_diagnostic("lost_tracks", d_lost, "1");
     writer.set_diagnostic("decode_errors", d_err, "1");
     writer.commit(meta, fc);
+    if (ckpt) ckpt->remove_all();
 
     sum.frames = n_frames;
     sum.tracks = linker.n_tracks();

@@ -46,7 +46,7 @@ public:
     std::int64_t n_tracks() const { return next_id_; }
     std::int64_t frames_linked() const { return frame_; }
 
-private:
+    /// A track that may still be continued.
     struct Track {
         std::int64_t id;
         double x, y;           // last observed position
@@ -55,6 +55,15 @@ private:
         std::int64_t last_frame;
         std::int8_t species;
     };
+    /// Everything the next link() depends on, so that a run can stop and resume (checkpoints).
+    struct State {
+        std::vector<Track> active;
+        std::int64_t next_id = 0, frame = 0;
+    };
+    State state() const { return {active_, next_id_, frame_}; }
+    void restore(const State& s) { active_ = s.active, next_id_ = s.next_id, frame_ = s.frame; }
+
+private:
     LinkParams p_;
     std::vector<Track> active_;
     std::int64_t next_id_ = 0;

@@ -45,6 +45,15 @@ struct TrackParams {
     /// Detections whose species confidence is below this link as "unknown species" (so one
     /// mis-sized detection cannot break a track); the vote fixes them afterwards.
     double link_species_confidence = 0.9;
+    /// Every this many frames of the range (frame 0, N, 2N, …) each strip's locator starts from
+    /// scratch, in every run: the frames from there on depend only on the video and the linker's
+    /// state, so a run resumed from a checkpoint gives the file an uninterrupted one gives. Costs
+    /// one frame from scratch per strip every N frames. 0 = never.
+    std::int64_t restart_every = 1000;
+    /// When set: a checkpoint folder (detail/checkpoint.hpp). Every restart_every frames the
+    /// frames so far are saved there; a run that finds segments of the same input and settings
+    /// resumes after the last one. Removed when the output is committed.
+    std::string checkpoint_dir;
     std::string parameters;         ///< the command line / settings recorded in the file
     bool progress = false;          ///< progress line (frames/s, ETA) on stderr
     void validate() const;          ///< throws ParameterError naming the field
@@ -60,6 +69,7 @@ struct TrackSummary {
     double seconds = 0;
     double seconds_first_frame = 0;  ///< of which: from the start to the first frame linked (opening, each locator's first frame from scratch)
     double seconds_final = 0;        ///< of which: from the last frame linked to the output committed (the species vote, the file's last chunks)
+    std::int64_t resumed_frames = 0; ///< frames taken from a checkpoint instead of the video
     std::vector<double> radii;       ///< radii used (px)
 };
 
