@@ -200,7 +200,9 @@ void register_track(CLI::App& app, GlobalOptions& g) {
                     rep << "frames = " << s.frames << "\ndetections = " << s.detections << "\ntracks = " << s.tracks
                         << "\ndecode_errors = " << s.decode_errors << "\ntruncated = " << (s.truncated ? 1 : 0)
                         << "\nseconds = " << s.seconds << "\nseconds_first_frame = " << s.seconds_first_frame
-                        << "\nseconds_final = " << s.seconds_final << "\nresumed_frames = " << s.resumed_frames << "\nradii_px =";
+                        << "\nseconds_final = " << s.seconds_final << "\nresumed_frames = " << s.resumed_frames << "\nseconds_decode = " << s.seconds_decode
+                        << "\nseconds_detect = " << s.seconds_detect << "\nseconds_link = " << s.seconds_link
+                        << "\nseconds_write = " << s.seconds_write << "\nradii_px =";
                     for (double r : s.radii) rep << " " << r;
                     rep << "\n";
                 }

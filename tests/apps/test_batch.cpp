@@ -195,6 +195,11 @@ TEST_CASE("batch: four clips and a truncated one — a table of four ok rows and
         REQUIRE(D[i] > 0);
         REQUIRE(column<std::int64_t>(t, "frames")[i] == 80);
         REQUIRE(column<double>(t, "track_cpu_s")[i] > 0);
+        for (const char* part : {"track_decode_s", "track_detect_s", "track_link_s", "track_write_s"}) {
+            INFO(part);
+            REQUIRE(column<double>(t, part)[i] > 0);
+            REQUIRE(column<double>(t, part)[i] < 2 * column<double>(t, "track_wall_s")[i]);  // summed over two threads at most
+        }
         REQUIRE(column<double>(t, "time_gr")[i] >= 0);
         REQUIRE(fs::exists(out / ("phi" + p) / "figures" / "gr.png"));
         REQUIRE(fs::exists(out / ("phi" + p) / "results.h5"));

@@ -139,11 +139,14 @@ TEST_CASE("straggler report: a video over 2x the median time per frame, with the
         {"frames", "frame", std::vector<std::int64_t>{1000, 1000, 1000, 1000, 1000}, ""},
         {"particles_per_frame", "1", std::vector<double>{2000, 2000, 2100, 6000, 2000}, ""},
         {"image_pixels", "px^2", std::vector<std::int64_t>{1 << 20, 1 << 20, 1 << 20, 1 << 20, 1 << 20}, ""},
+        {"track_decode_s", "s", std::vector<double>{1, 1, 1, 2, 20}, ""},
     };
     const auto lines = straggler_report(t);
     REQUIRE(lines.size() == 2);
     REQUIRE_THAT(lines[0], Catch::StartsWith("slow: 30.00 ms/frame, 2.73x the median") && Catch::Contains("3.0x the median particles per frame"));
-    REQUIRE_THAT(lines[1], Catch::StartsWith("codec:") && Catch::Contains("video codec (.mp4)"));
+    REQUIRE_THAT(lines[1], Catch::StartsWith("codec:") && Catch::Contains("video codec (.mp4)") &&
+                               Catch::Contains("decoding the video takes 80% of the tracking time"));
+    REQUIRE_THAT(lines[0], !Catch::Contains("decoding"));
     REQUIRE_THAT(lines[1], !Catch::Contains("particles"));
 }
 

@@ -329,6 +329,13 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
         }
     }
     sum.resumed_frames = first_seq;
+    // Where the time goes, summed over the threads that do each part (wall seconds; decoding and
+    // locating overlap with each other and with linking and writing).
+    std::atomic<std::int64_t> ns_decode{0}, ns_detect{0};
+    std::int64_t ns_link = 0, ns_write = 0;  // under consume_m, or after the threads are joined
+    const auto since = [](std::chrono::steady_clock::time_point t0) {
+        return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+    };
 
     const std::int64_t W = info.width, H = info.height;
     const int n_workers = p.threads > 0 ? p.threads : std::max(1u, std::thread::hardware_concurrency());
@@ -403,7 +410,9 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     std::int64_t block_frames = 0;
     auto flush_block = [&] {
         if (block_frames == 0) return;
+        const auto t0 = std::chrono::steady_clock::now();
         writer.append(block, block_frames);
+        ns_write += since(t0);
         block.clear();
         block.radius.clear();
         block.quality.clear();
@@ -459,7 +468,9 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
             xs[i] = parts[i].x, ys[i] = parts[i].y;
             sp[i] = parts[i].species_confidence >= p.link_species_confidence ? parts[i].species : kSpeciesUnknown;
         }
+        const auto t_link = std::chrono::steady_clock::now();
         const auto ids = linker.link(xs, ys, sp);
+        ns_link += since(t_link);
         const auto& ls = linker.last_stats();
         // The rows by particle id: (id, row) packed in one integer key and sorted as
         // integers (the linker's ids count tracks from 0; rows and ids < 2³² always in practice,
@@ -569,7 +580,9 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
             while (!stop) {
                 Item it;
                 it.seq = seq;
+                const auto t0 = std::chrono::steady_clock::now();
                 const auto st = src->next(it.frame);
+                ns_decode += since(t0);
                 if (st == ReadStatus::end) break;
                 if (st == ReadStatus::truncated) {
                     truncated = true;
@@ -620,7 +633,11 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
                     if (p.restart_every > 0 && it.seq % p.restart_every == 0) locator = DiskLocator(p.detect);
                     try {
                         if (it.status == ReadStatus::ok && !stop)
+                        {
+                            const auto t0 = std::chrono::steady_clock::now();
                             it.parts = locate_in_strip(locator, it.frame.image, strips, s, seam_zone);
+                            ns_detect += since(t0);
+                        }
                         else
                             locator.reset();  // a gap: the next frame from scratch
                     } catch (...) {
@@ -642,7 +659,11 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
                 while (q.pop(it)) {
                     try {
                         if (it.status == ReadStatus::ok && !stop)
+                        {
+                            const auto t0 = std::chrono::steady_clock::now();
                             it.parts = locate(it.frame.image, p.detect);
+                            ns_detect += since(t0);
+                        }
                     } catch (...) {
                         record_error();
                     }
@@ -744,7 +765,9 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
             species[i] = v.species >= 0 ? v.species : r.species;
             confidence[i] = v.species >= 0 ? static_cast<float>(v.confidence) : r.conf;
         }
+        const auto t_sp = std::chrono::steady_clock::now();
         writer.append_species(species, confidence);
+        ns_write += since(t_sp);
         left -= static_cast<std::int64_t>(nb);
     }
     writer.set_diagnostic("detections", d_det, "1");
@@ -752,7 +775,13 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     writer.set_diagnostic("new_tracks", d_new, "1");
     writer.set_diagnostic("lost_tracks", d_lost, "1");
     writer.set_diagnostic("decode_errors", d_err, "1");
+    const auto t_commit = std::chrono::steady_clock::now();
     writer.commit(meta, fc);
+    ns_write += since(t_commit);
+    sum.seconds_decode = 1e-9 * static_cast<double>(ns_decode.load());
+    sum.seconds_detect = 1e-9 * static_cast<double>(ns_detect.load());
+    sum.seconds_link = 1e-9 * static_cast<double>(ns_link);
+    sum.seconds_write = 1e-9 * static_cast<double>(ns_write);
     if (ckpt) ckpt->remove_all();
 
     sum.frames = n_frames;

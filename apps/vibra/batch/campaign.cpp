@@ -226,6 +226,12 @@ store::Table collect_campaign(const Dataset& ds, const std::string& outdir) {
         b.integer("undecodable_frames", st.count("track.decode_errors") ? std::stoll(get("track.decode_errors")) : -1, "frame",
                   "frames counted and skipped");
         for (const auto* stage : {"track", "analyze", "figures"}) add_stage_times(b, st, stage);
+        for (const auto& [part, what] : std::vector<std::pair<std::string, std::string>>{
+                 {"decode", "decoding frames (the reader thread)"},
+                 {"detect", "locating disks, summed over the worker threads"},
+                 {"link", "linking frames into trajectories"},
+                 {"write", "writing the trajectory file"}})
+            b.number("track_" + part + "_s", to_double(get("track.seconds_" + part)), "s", "tracking's time " + what);
         Units u;
         const auto traj = (dir / "trajectories.h5").string();
         const auto res = (dir / "results.h5").string();
@@ -287,6 +293,7 @@ std::vector<std::string> straggler_report(const store::Table& t) {
     const auto* parts = t.find("particles_per_frame");
     const auto* pixels = t.find("image_pixels");
     const auto* input = t.find("input");
+    const auto* decode = t.find("track_decode_s");
     if (!name || !status || !wall || !frames || !cpu || !parts || !pixels || !input) return {};
     const auto& N = std::get<std::vector<std::string>>(name->data);
     const auto& S = std::get<std::vector<std::string>>(status->data);
@@ -326,6 +333,11 @@ std::vector<std::string> straggler_report(const store::Table& t) {
             w << "CPU busy only " << C[i] / W[i] << " of the wall time (median " << m_util
               << "): waiting for the disk or for other processes",
                 why.push_back(w.str()), w.str("");
+        if (decode) {
+            const double share = std::get<std::vector<double>>(decode->data)[i] / W[i];
+            if (share > 0.5) w.precision(0), w << "decoding the video takes " << 100 * share << "% of the tracking time (codec-bound)",
+                                 why.push_back(w.str()), w.str(""), w.precision(1);
+        }
         const auto ext = fs::path(I[i]).extension().string();
         if (ext == ".mp4" || ext == ".mov" || ext == ".mkv" || ext == ".m4v" || ext == ".wmv")
             why.push_back("decoded by a video codec (" + ext + ")");

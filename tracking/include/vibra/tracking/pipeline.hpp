@@ -70,6 +70,9 @@ struct TrackSummary {
     double seconds_first_frame = 0;  ///< of which: from the start to the first frame linked (opening, each locator's first frame from scratch)
     double seconds_final = 0;        ///< of which: from the last frame linked to the output committed (the species vote, the file's last chunks)
     std::int64_t resumed_frames = 0; ///< frames taken from a checkpoint instead of the video
+    /// Time in each part, summed over the threads doing it (s): decoding frames (reader thread),
+    /// locating disks (workers), linking, writing (the sink's appends, species and commit).
+    double seconds_decode = 0, seconds_detect = 0, seconds_link = 0, seconds_write = 0;
     std::vector<double> radii;       ///< radii used (px)
 };
 
