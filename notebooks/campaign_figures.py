@@ -34,6 +34,7 @@ OBSERVABLES = {
     "g_peak": "first peak height of g(r)",
     "r_peak": "first peak position of g(r)",
     "psi6_mean": "mean bond order ⟨|ψ6|⟩",
+    "psi6_global": "global bond order |⟨ψ6⟩|",
     "k_gap": "transverse k-gap",
     "defect_density": "defect density",
 }

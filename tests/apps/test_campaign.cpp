@@ -86,7 +86,19 @@ TEST_CASE("campaign row of a simulated run: every observable is its analysis' ow
     REQUIRE(column<double>(t, "kurtosis_large")[0] == attr(at("velocity_distribution"), "kurtosis_large"));
     REQUIRE(column<double>(t, "D_small")[0] == attr(at("msd"), "diffusion_coefficient_small"));
     REQUIRE(column<double>(t, "g_peak")[0] == attr(at("gr"), "g_peak"));
-    REQUIRE(column<double>(t, "psi6_mean")[0] == attr(at("psi6"), "psi6_global_mean"));
+    REQUIRE(column<double>(t, "psi6_mean")[0] == attr(at("psi6"), "mean_abs_psi6"));
+    REQUIRE(column<double>(t, "psi6_global")[0] == attr(at("psi6"), "psi6_global_mean"));
+    REQUIRE(column<double>(t, "psi6_global_err")[0] > 0);
+    {  // g_err in the bin nearest r_peak
+        const auto gr = store::read_results(res, "gr");
+        const auto& rr = std::get<std::vector<double>>(gr.find("r")->data);
+        const auto& ge = std::get<std::vector<double>>(gr.find("g_err")->data);
+        const auto k = std::min_element(rr.begin(), rr.end(), [&](double a, double b) {
+                           return std::abs(a - attr(gr.attrs, "r_peak")) < std::abs(b - attr(gr.attrs, "r_peak"));
+                       }) - rr.begin();
+        REQUIRE(column<double>(t, "g_peak_err")[0] == ge[static_cast<std::size_t>(k)]);
+        REQUIRE(column<double>(t, "g_peak_err")[0] > 0);
+    }
     const auto kgap = store::read_results(res, "kgap");
     const auto pole = std::find_if(kgap.groups.begin(), kgap.groups.end(), [](const auto& g) { return g.name == "pole"; });
     REQUIRE(pole != kgap.groups.end());

@@ -148,6 +148,21 @@ class Tracked(unittest.TestCase):
         self.assertEqual(len(seen), 12)
         pd.testing.assert_frame_equal(pd.concat(seen, ignore_index=True), whole)
 
+    def test_csv_export_import_round_trip_keeps_the_metadata(self):
+        """vibra export writes CLIP.csv + CLIP.csv.meta.json; vibra import of the CSV restores the frame
+        rate, the scale, the species' names and sizes and the geometry: the loaders see the same table."""
+        csv = os.path.join(SCRATCH, "clip_export.csv")
+        back = os.path.join(SCRATCH, "clip_back.h5")
+        support.run(VIBRA, "export", self.path, "-o", csv, "-q")
+        self.assertTrue(os.path.exists(csv + ".meta.json"))
+        support.run(VIBRA, "import", csv, "-o", back, "-q")
+        a, b = vibra.load_trajectories(self.path), vibra.load_trajectories(back)
+        for col in ("frame", "particle", "x", "y", "t"):
+            np.testing.assert_array_equal(a[col].to_numpy(), b[col].to_numpy(), err_msg=col)
+        self.assertEqual(list(a["species"].astype(str)), list(b["species"].astype(str)))
+        for key in ("length_unit", "time_unit", "frame_interval", "px_per_mm", "species_names", "species_diameters"):
+            self.assertEqual(str(a.attrs[key]), str(b.attrs[key]), key)
+
     def test_trackpy_round_trip(self):
         df = vibra.load_trajectories(self.path)
         tp = vibra.to_trackpy(df)
@@ -313,6 +328,30 @@ class Simulated(unittest.TestCase):
 
 class Campaign(unittest.TestCase):
     """campaign(): the HDF5 table (/campaign, one 1-D dataset per column with units) and the CSV."""
+
+    def test_table_of_a_real_batch(self):
+        if not support.has_command(VIBRA, "batch"):
+            raise unittest.SkipTest("vibra built without tracking (no batch)")
+        videos = os.path.join(SCRATCH, "batch_videos")
+        os.makedirs(videos)
+        for phi in ("0.40", "0.60"):
+            support.run(VIBRA, "synth", "-o", os.path.join(videos, f"phi{phi}.avi"), "--frames", 30, "--width", 192,
+                        "--height", 192, "--margin", 0, "--packing-fraction", phi, "--look", "dark-ring", "--noise", 0.03,
+                        "--seed", 3, "-q")
+        out = os.path.join(SCRATCH, "batch_out")
+        support.run(VIBRA, "batch", videos, "-o", out, "--radius-small", 6, "--radius-large", 8, "--fps", FPS,
+                    "--px-per-mm", PPM, "--no-figures", "--only", "gr,voronoi", "-q")
+        tab = vibra.campaign(out)
+        with h5py.File(os.path.join(out, "campaign.h5"), "r") as f:
+            g = f["campaign"]
+            self.assertEqual(list(tab.columns), [s(c) for c in g.attrs["columns"]])
+            np.testing.assert_array_equal(tab["phi"].to_numpy(), g["phi"][:])
+            self.assertEqual(tab.attrs["units"]["r_peak"], s(g["r_peak"].attrs["units"]))
+        self.assertEqual(list(tab["name"]), ["phi0.40", "phi0.60"])
+        self.assertEqual(list(tab["status"]), ["ok", "ok"])
+        self.assertTrue((tab["phi"] > 0.3).all() and (tab["phi"] < 0.7).all())
+        np.testing.assert_array_equal(tab["fps"], [FPS, FPS])
+        self.assertEqual(len(vibra.campaign(os.path.join(out, "campaign.csv"))), 2)
 
     def test_hdf5_and_csv(self):
         d = os.path.join(SCRATCH, "batch")

@@ -147,11 +147,29 @@ void add_observables(TableBuilder& b, const std::string& path, const Units& u) {
         b.number("D" + s + "_err", num(msd, "diffusion_coefficient_err" + s), L + "^2/" + T, "standard error of D");
     }
     {
-        const auto a = attrs("gr");
-        b.number("g_peak", num(a, "g_peak"), "1", "height of the first peak of g(r) (all particles)");
-        b.number("r_peak", num(a, "r_peak"), L, "position of the first peak of g(r)");
+        const auto g = has("gr") ? store::read_results(path, "gr") : ResultGroup{};
+        const double r_peak = num(g.attrs, "r_peak");
+        double err = kNaN;  // g_err (frame-to-frame scatter) in the bin of the peak
+        const auto* r = g.find("r");
+        const auto* e = g.find("g_err");
+        if (r && e && r->data.index() == 0 && e->data.index() == 0 && std::isfinite(r_peak)) {
+            const auto& rv = std::get<std::vector<double>>(r->data);
+            const auto& ev = std::get<std::vector<double>>(e->data);
+            std::size_t best = 0;
+            for (std::size_t i = 1; i < rv.size() && i < ev.size(); ++i)
+                if (std::abs(rv[i] - r_peak) < std::abs(rv[best] - r_peak)) best = i;
+            if (best < ev.size()) err = ev[best];
+        }
+        b.number("g_peak", num(g.attrs, "g_peak"), "1", "height of the first peak of g(r) (all particles)");
+        b.number("g_peak_err", err, "1", "standard error of g in the peak's bin (frame-to-frame scatter)");
+        b.number("r_peak", r_peak, L, "position of the first peak of g(r)");
     }
-    b.number("psi6_mean", num(attrs("psi6"), "psi6_global_mean"), "1", "mean |psi6| over particles and frames");
+    {
+        const auto g = has("psi6") ? store::read_results(path, "psi6") : ResultGroup{};
+        b.number("psi6_mean", num(g.attrs, "mean_abs_psi6"), "1", "<|psi6|>: the local bond order's modulus, mean over particles and frames");
+        b.number("psi6_global", num(g.attrs, "psi6_global_mean"), "1", "|<psi6>| over each frame (global order), mean over frames");
+        b.number("psi6_global_err", block_error(g, "psi6_global"), "1", "standard error of psi6_global from 10 blocks of frames");
+    }
     {
         double kg = kNaN, kge = kNaN;
         if (has("kgap")) {
