@@ -156,11 +156,11 @@ int main(int argc, char** argv) {
                     t_base / t_small, maxdiff);
         // the same full run split over 2 threads (the machine may be shared: the figure is indicative)
         t0 = std::chrono::steady_clock::now();
-        std::vector<PairCorrelation> accs(2, PairCorrelation(p));
-        for_each_structure_frame_parallel(full, 1, 2, [&](const StructureFrame& f, int w) {
-            accs[static_cast<std::size_t>(w)].accumulate(f);
+        std::vector<PairCorrelation> accs(kStructureLanes, PairCorrelation(p));
+        for_each_structure_frame_parallel(full, 1, 2, [&](const StructureFrame& f, int lane) {
+            accs[static_cast<std::size_t>(lane)].accumulate(f);
         });
-        accs[0].merge(accs[1]);
+        for (std::size_t l = 1; l < accs.size(); ++l) accs[0].merge(accs[l]);
         const double t_par = seconds_since(t0);
         std::printf("              2 threads: %lld frames %.3f s (x%.2f vs 1 thread)\n", static_cast<long long>(T), t_par,
                     t_full / t_par);

@@ -287,11 +287,11 @@ CurrentsResult currents_from_series(const CurrentSeries& s, const CurrentsParams
     auto analyse = [&](const std::vector<cplx>& J, double norm, std::vector<double>& ckt, std::vector<double>& ckw,
                        std::vector<double>* blocks) {
         const std::size_t K = ks.size();
-        const int nt = p.threads;
-        std::vector<std::vector<double>> ckt_t(static_cast<std::size_t>(nt), std::vector<double>(NS * L, 0.0));
-        std::vector<std::vector<double>> ckw_t(static_cast<std::size_t>(nt), std::vector<double>(NS * n_omega, 0.0));
-        std::vector<std::vector<double>> blk_t(static_cast<std::size_t>(nt), std::vector<double>(B * NS * L, 0.0));
-        detail::parallel_for(K, nt, [&](std::size_t b, std::size_t e, int th) {
+        const int nt = p.threads, nc = detail::kReduceChunks;  // partial sums per chunk of k-vectors, not per thread
+        std::vector<std::vector<double>> ckt_t(static_cast<std::size_t>(nc), std::vector<double>(NS * L, 0.0));
+        std::vector<std::vector<double>> ckw_t(static_cast<std::size_t>(nc), std::vector<double>(NS * n_omega, 0.0));
+        std::vector<std::vector<double>> blk_t(static_cast<std::size_t>(nc), std::vector<double>(B * NS * L, 0.0));
+        detail::parallel_for_chunks(K, nt, [&](std::size_t b, std::size_t e, int th) {
             detail::FftwBuffer<fftw_complex> a(static_cast<std::size_t>(P)), c(static_cast<std::size_t>(P));
             detail::FftwBuffer<fftw_complex> ab(static_cast<std::size_t>(PB)), cb(static_cast<std::size_t>(PB));
             detail::FftwBuffer<fftw_complex> sa(S), sc(S);
@@ -341,7 +341,7 @@ CurrentsResult currents_from_series(const CurrentSeries& s, const CurrentsParams
         ckt.assign(NS * L, 0.0);
         ckw.assign(NS * n_omega, 0.0);
         if (blocks) blocks->assign(B * NS * L, 0.0);
-        for (int th = 0; th < nt; ++th) {
+        for (int th = 0; th < nc; ++th) {
             for (std::size_t i = 0; i < NS * L; ++i) ckt[i] += ckt_t[static_cast<std::size_t>(th)][i];
             for (std::size_t i = 0; i < NS * n_omega; ++i) ckw[i] += ckw_t[static_cast<std::size_t>(th)][i];
             if (blocks)

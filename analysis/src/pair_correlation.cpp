@@ -110,26 +110,33 @@ void for_each_structure_frame(const TrajectorySource& source, std::int64_t strid
 void for_each_structure_frame_parallel(const TrajectorySource& source, std::int64_t stride, int threads,
                                        const std::function<void(const StructureFrame&, int)>& fn, bool progress,
                                        const std::string& label, std::int64_t block_rows) {
-    if (threads <= 1) {
-        for_each_structure_frame(source, stride, [&](const StructureFrame& f) { fn(f, 0); }, progress, label, block_rows);
-        return;
-    }
+    const int n_threads = std::clamp(threads, 1, kStructureLanes);
+    std::size_t seen = 0;  // sampled frames before this block: the lanes continue across blocks
     for_each_sampled_block(source, stride, progress, label, block_rows,
                            [&](const Trajectory& t, const std::vector<std::int64_t>& frames) {
-        std::vector<std::thread> pool;
-        std::vector<std::exception_ptr> errors(static_cast<std::size_t>(threads));
-        for (int w = 0; w < threads; ++w)
-            pool.emplace_back([&, w] {
-                try {
-                    for (std::size_t k = static_cast<std::size_t>(w); k < frames.size(); k += static_cast<std::size_t>(threads))
-                        fn(structure_frame(t, frames[k]), w);
-                } catch (...) {
-                    errors[static_cast<std::size_t>(w)] = std::current_exception();
-                }
-            });
-        for (auto& th : pool) th.join();
-        for (auto& e : errors)
-            if (e) std::rethrow_exception(e);
+        const auto lane_of = [&](std::size_t k) { return static_cast<int>((seen + k) % kStructureLanes); };
+        const auto run = [&](int w) {
+            for (std::size_t k = 0; k < frames.size(); ++k)
+                if (lane_of(k) % n_threads == w) fn(structure_frame(t, frames[k]), lane_of(k));
+        };
+        if (n_threads == 1) {
+            run(0);
+        } else {
+            std::vector<std::thread> pool;
+            std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n_threads));
+            for (int w = 0; w < n_threads; ++w)
+                pool.emplace_back([&, w] {
+                    try {
+                        run(w);
+                    } catch (...) {
+                        errors[static_cast<std::size_t>(w)] = std::current_exception();
+                    }
+                });
+            for (auto& th : pool) th.join();
+            for (auto& e : errors)
+                if (e) std::rethrow_exception(e);
+        }
+        seen += frames.size();
     });
 }
 

@@ -96,7 +96,7 @@ std::vector<ResultGroup> run_gr(const AnalysisContext& ctx) {
     else if (edge != "auto") throw ParameterError("--gr-edge must be 'auto' or 'none', got '" + edge + "'");
     const auto stride = positive(ctx, "gr-stride");
     const int threads = std::max(1, ctx.threads);
-    std::vector<PairCorrelation> accs(static_cast<std::size_t>(threads), PairCorrelation(p));
+    std::vector<PairCorrelation> accs(static_cast<std::size_t>(kStructureLanes), PairCorrelation(p));  // one per lane
     for_each_structure_frame_parallel(
         src, stride, threads, [&](const StructureFrame& f, int w) { accs[static_cast<std::size_t>(w)].accumulate(f); },
         ctx.progress, "gr");

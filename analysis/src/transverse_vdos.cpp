@@ -74,11 +74,11 @@ TransverseVdosResult compute_transverse_vdos(const TrajectorySource& src, Transv
     detail::ComplexFft inv(static_cast<int>(S), FFTW_FORWARD);   // g(t) = Σ_ω e^{−iωt} ĵ(ω)
     // raw spectra P_s(f) = Σ_k (|ĵ(f)|² + |ĵ(−f)|²), f = 0 … S/2, for T and L
     std::vector<double> pt(nseg * nf, 0.0), pl(nseg * nf, 0.0), band_raw(nseg, 0.0);
-    const int nt = p.threads;
-    std::vector<std::vector<double>> pt_t(static_cast<std::size_t>(nt), std::vector<double>(nseg * nf, 0.0));
-    std::vector<std::vector<double>> pl_t(static_cast<std::size_t>(nt), std::vector<double>(nseg * nf, 0.0));
-    std::vector<std::vector<double>> band_t(static_cast<std::size_t>(nt), std::vector<double>(nseg, 0.0));
-    detail::parallel_for(K, nt, [&](std::size_t b, std::size_t e, int th) {
+    const int nt = p.threads, nc = detail::kReduceChunks;  // partial sums per chunk of k-vectors, not per thread
+    std::vector<std::vector<double>> pt_t(static_cast<std::size_t>(nc), std::vector<double>(nseg * nf, 0.0));
+    std::vector<std::vector<double>> pl_t(static_cast<std::size_t>(nc), std::vector<double>(nseg * nf, 0.0));
+    std::vector<std::vector<double>> band_t(static_cast<std::size_t>(nc), std::vector<double>(nseg, 0.0));
+    detail::parallel_for_chunks(K, nt, [&](std::size_t b, std::size_t e, int th) {
         detail::FftwBuffer<fftw_complex> a(S), c(S);
         auto& PT = pt_t[static_cast<std::size_t>(th)];
         auto& PL = pl_t[static_cast<std::size_t>(th)];
@@ -110,7 +110,7 @@ TransverseVdosResult compute_transverse_vdos(const TrajectorySource& src, Transv
                 }
             }
     });
-    for (int th = 0; th < nt; ++th) {
+    for (int th = 0; th < nc; ++th) {
         for (std::size_t i = 0; i < nseg * nf; ++i) {
             pt[i] += pt_t[static_cast<std::size_t>(th)][i];
             pl[i] += pl_t[static_cast<std::size_t>(th)][i];

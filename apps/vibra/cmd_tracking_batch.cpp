@@ -462,7 +462,7 @@ void register_batch(CLI::App& app, GlobalOptions& g) {
                     std::cerr << "batch: " << v.name << ": " << (out == Outcome::ok ? "done" : "unchanged, skipped") << "\n";
                 progress.video_done(job.frames_tracked(), failed.size());
                 if (out == Outcome::interrupted || stop_signal()) {
-                    interrupted = v.name;
+                    interrupted = (out == Outcome::interrupted ? "during " : "after ") + v.name;
                     break;
                 }
             }
@@ -495,7 +495,7 @@ void register_batch(CLI::App& app, GlobalOptions& g) {
         }
         if (!interrupted.empty()) {
             const int sig = stop_signal();
-            throw ExitStatus{128 + (sig ? sig : 2), "batch: interrupted during " + interrupted + "; kept " +
+            throw ExitStatus{128 + (sig ? sig : 2), "batch: interrupted " + interrupted + "; kept " +
                                                         std::to_string(n_ok) + " finished video(s) this run and the campaign table; "
                                                         "rerun the same command to resume"};
         }

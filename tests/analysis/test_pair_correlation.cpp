@@ -339,19 +339,29 @@ TEST_CASE("g(r) of a dense soft-disk liquid: a cropped window agrees with the pe
     REQUIRE(c.g.back() < a.g.back() - 0.15);
 }
 
-TEST_CASE("g(r) split over threads and merged equals the single-threaded result", "[unit]") {
+TEST_CASE("g(r) split over threads and merged equals the single-threaded result, bit for bit for any thread count", "[unit]") {
     const auto src = poisson_source(Geometry::circle(0, 0, 20), 400, 23, 44);
     PairCorrelationParams p;
     p.r_max = 8, p.bins = 40;
     PairCorrelation one(p);
     for_each_structure_frame(src, 2, [&](const StructureFrame& f) { one.accumulate(f); });
-    std::vector<PairCorrelation> accs(3, PairCorrelation(p));
-    // small blocks so that several blocks are split over the workers
-    for_each_structure_frame_parallel(
-        src, 2, 3, [&](const StructureFrame& f, int w) { accs[static_cast<std::size_t>(w)].accumulate(f); }, false, "gr",
-        1000);
-    accs[0].merge(accs[1]);
-    accs[0].merge(accs[2]);
+    // one accumulator per lane, merged in lane order: the same sums for any thread count
+    const auto lanes = [&](int threads) {
+        std::vector<PairCorrelation> accs(kStructureLanes, PairCorrelation(p));
+        // small blocks so that several blocks are split over the workers
+        for_each_structure_frame_parallel(
+            src, 2, threads, [&](const StructureFrame& f, int lane) { accs[static_cast<std::size_t>(lane)].accumulate(f); },
+            false, "gr", 1000);
+        for (std::size_t l = 1; l < accs.size(); ++l) accs[0].merge(accs[l]);
+        return accs[0];
+    };
+    auto accs = std::vector<PairCorrelation>{lanes(3)};
+    for (int threads : {1, 2, 5, 8, 16}) {  // bit-identical for any thread count
+        const auto c = lanes(threads).result(), d = accs[0].result();
+        REQUIRE(c.g == d.g);
+        REQUIRE(c.g_err == d.g_err);
+        REQUIRE(c.g_sl == d.g_sl);
+    }
     const auto a = one.result(), b = accs[0].result();
     REQUIRE(a.frames == 12);
     REQUIRE(b.frames == 12);

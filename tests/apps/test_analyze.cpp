@@ -2,6 +2,8 @@
 // `vibra analyze`: results layout, provenance, merging, input untouched, bounded memory.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 
 #include "test_support.hpp"
@@ -86,4 +88,57 @@ TEST_CASE("analyze streams: 10x the frames does not take 10x the memory", "[inte
     WARN("analyze peak RSS: 60 frames " << rss_small << " kB, 600 frames " << rss_large << " kB");
     // The 600-frame input holds 600k rows (≥ 30 MB as doubles); a bounded analysis stays well below.
     REQUIRE(double(rss_large) < 1.5 * double(rss_small) + 16000.0);
+}
+
+namespace {
+/// Arrays (NaN = NaN) and attributes of two result groups, bit for bit, recursively.
+void require_same_group(const ResultGroup& a, const ResultGroup& b, const std::string& path) {
+    INFO(path);
+    REQUIRE(a.arrays.size() == b.arrays.size());
+    for (std::size_t i = 0; i < a.arrays.size(); ++i) {
+        INFO(a.arrays[i].name);
+        REQUIRE(a.arrays[i].name == b.arrays[i].name);
+        REQUIRE(a.arrays[i].shape == b.arrays[i].shape);
+        if (const auto* x = std::get_if<std::vector<double>>(&a.arrays[i].data)) {
+            const auto& y = std::get<std::vector<double>>(b.arrays[i].data);
+            for (std::size_t k = 0; k < x->size(); ++k)
+                REQUIRE((std::isnan((*x)[k]) ? std::isnan(y[k]) : std::memcmp(&(*x)[k], &y[k], sizeof(double)) == 0));
+        } else {
+            REQUIRE(a.arrays[i].data == b.arrays[i].data);
+        }
+    }
+    for (const auto& [k, v] : a.attrs) {
+        INFO("attribute " << k);
+        if (k == "options" || k == "parameters" || k == "created") continue;  // these name the command line
+        REQUIRE(b.attrs.count(k));
+        if (const auto* d = std::get_if<double>(&v); d && std::isnan(*d)) REQUIRE(std::isnan(std::get<double>(b.attrs.at(k))));
+        else REQUIRE(b.attrs.at(k) == v);
+    }
+    REQUIRE(a.groups.size() == b.groups.size());
+    for (std::size_t i = 0; i < a.groups.size(); ++i) require_same_group(a.groups[i], b.groups[i], path + "/" + a.groups[i].name);
+}
+}  // namespace
+
+TEST_CASE("analyze: every default analysis and the collective ones are bit-identical for --threads 1, 2 and 3", "[integration]") {
+    test::TempDir dir("analyze_threads");
+    const auto sim = dir.file("sim.h5");
+    REQUIRE(test::run_vibra("simulate -o " + q(sim) + " --n-small 200 --n-large 200 --packing-fraction 0.7 --frames 600 --seed 2 -q")
+                .exit_code == 0);
+    std::vector<std::string> outs;
+    for (int t : {1, 2, 3}) {
+        outs.push_back(dir.file("r" + std::to_string(t) + ".h5"));
+        const auto r = test::run_vibra("analyze " + q(sim) + " -o " + q(outs.back()) + " --threads " + std::to_string(t) + " -q");
+        INFO(r.output);
+        REQUIRE(r.exit_code == 0);
+        const auto c = test::run_vibra("analyze " + q(sim) + " -o " + q(outs.back()) + " --threads " + std::to_string(t) +
+                                       " --only kgap,defects,spectra,correlations,field -q");
+        INFO(c.output);
+        REQUIRE(c.exit_code == 0);
+    }
+    const auto names = store::list_results(outs[0]);
+    REQUIRE(names.size() >= 15);
+    for (std::size_t k = 1; k < outs.size(); ++k) {
+        REQUIRE(store::list_results(outs[k]) == names);
+        for (const auto& n : names) require_same_group(store::read_results(outs[0], n), store::read_results(outs[k], n), n);
+    }
 }

@@ -38,7 +38,7 @@ same_table() {  # the campaign tables of two OUTDIRs, without the columns of tim
 import csv, sys
 def load(d):
     rows = list(csv.reader(open(d + "/campaign.csv")))
-    keep = [j for j, n in enumerate(rows[0]) if not (n.endswith(("_wall_s", "_cpu_s", "_rss_mb")) or n.startswith("time_"))]
+    keep = [j for j, n in enumerate(rows[0]) if not (n.endswith(("_s", "_mb")) or n.startswith("time_"))]
     return [[r[j] for j in keep] for r in rows]
 a, b = load(sys.argv[1]), load(sys.argv[2])
 if a != b:

@@ -75,6 +75,27 @@ inline void parallel_for(std::size_t n, int threads, const std::function<void(st
     for (auto& th : pool) th.join();
 }
 
+/// Sums split over threads are summed in chunks fixed by the data, not by the thread count: an
+/// accumulator per chunk, added up in chunk order, gives bit-identical results for any --threads.
+inline constexpr int kReduceChunks = 8;
+
+/// Calls fn(begin, end, chunk) for the kReduceChunks chunks of [0, n) (chunk c = [c·n/8, (c+1)·n/8)),
+/// chunk c on thread c % threads; fn may touch the accumulator of its chunk only.
+inline void parallel_for_chunks(std::size_t n, int threads, const std::function<void(std::size_t, std::size_t, int)>& fn) {
+    const int nt = std::clamp(threads, 1, kReduceChunks);
+    const auto run = [&](int t) {
+        for (int c = t; c < kReduceChunks; c += nt) {
+            const std::size_t b = n * static_cast<std::size_t>(c) / kReduceChunks;
+            const std::size_t e = n * static_cast<std::size_t>(c + 1) / kReduceChunks;
+            if (b < e) fn(b, e, c);
+        }
+    };
+    if (nt == 1) return run(0);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < nt; ++t) pool.emplace_back([&run, t] { run(t); });
+    for (auto& th : pool) th.join();
+}
+
 inline double hann(std::size_t t, std::size_t n) {
     return 0.5 * (1 - std::cos(2 * std::numbers::pi * (static_cast<double>(t) + 0.5) / static_cast<double>(n)));
 }

@@ -44,9 +44,15 @@ void for_each_structure_frame(const TrajectorySource& source, std::int64_t strid
                               bool progress = false, const std::string& label = "structure",
                               std::int64_t block_rows = std::int64_t{1} << 21);
 
-/// Like for_each_structure_frame, but calls fn(frame, worker) from `threads` std::threads, each
-/// frame exactly once, worker ∈ [0, threads) (frames of one block are split over the workers; fn must
-/// only touch state of its worker). threads ≤ 1 runs on the calling thread with worker 0.
+/// Frames are spread over this many lanes, whatever the thread count: an accumulator per lane,
+/// merged in lane order, sums in the same order for any --threads (bit-identical results).
+inline constexpr int kStructureLanes = 8;
+
+/// Like for_each_structure_frame, but calls fn(frame, lane) from `threads` std::threads, each frame
+/// exactly once: the n-th sampled frame of the run goes to lane n % kStructureLanes, and each lane's
+/// frames are handled in order by one thread (lane l by thread l % threads), so fn may touch the
+/// state of its lane only, and an accumulator per lane sees the same frames in the same order for
+/// any `threads` (threads ≤ 1: all lanes on the calling thread).
 void for_each_structure_frame_parallel(const TrajectorySource& source, std::int64_t stride, int threads,
                                        const std::function<void(const StructureFrame&, int)>& fn,
                                        bool progress = false, const std::string& label = "structure",
