@@ -208,3 +208,14 @@ TEST_CASE("simulate writes a periodic bi-disperse trajectory with velocities", "
     REQUIRE(test::run_vibra("simulate -o " + q(dir.file("bad.h5")) + " --dt -1").exit_code == 2);
     REQUIRE_FALSE(fs::exists(dir.file("bad.h5")));
 }
+
+TEST_CASE("synth sizes are checked at parse time, naming the flag", "[integration]") {
+    test::TempDir dir("cli_synth_range");
+    for (const char* flag : {"--frames", "--width", "--height"}) {
+        const auto r = test::run_vibra("synth -o " + q(dir.file("x.avi")) + " " + flag + " 0");
+        INFO(r.output);
+        CHECK(r.exit_code == 2);
+        CHECK_THAT(r.output, Catch::Contains(std::string(flag) + ": "));
+        CHECK_FALSE(std::filesystem::exists(dir.file("x.avi")));
+    }
+}
