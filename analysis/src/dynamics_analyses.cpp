@@ -34,6 +34,13 @@ std::vector<std::int64_t> int_list(const AnalysisContext& ctx, const std::string
     return out;
 }
 
+/// Functions of the lag need a lag > 0: at least 2 frames.
+void need_two_frames(const AnalysisContext& ctx, const std::string& name) {
+    if (ctx.source.n_frames() < 2)
+        throw InsufficientData(name + ": " + std::to_string(ctx.source.n_frames()) +
+                               " frame(s): a function of the lag needs at least 2 frames");
+}
+
 bool flag_bool(const AnalysisContext& ctx, const std::string& flag) {
     const auto& s = ctx.text(flag);
     if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
@@ -80,6 +87,7 @@ std::vector<AnalysisSpec> dynamics_analyses() {
                 {"msd-sigma-fit-lags", "lags 1..n of the short-lag fit giving sigma_loc", "5", OptionType::integer, 1, kInf}},
                stream_options("msd", false)),
         [](const AnalysisContext& ctx) {
+            need_two_frames(ctx, "msd");
             MsdParams p;
             read_stream(ctx, "msd", p);
             p.max_lag = lag_option(ctx, "msd-max-lag");
@@ -102,6 +110,7 @@ std::vector<AnalysisSpec> dynamics_analyses() {
                 {"vacf-min-pairs", "lags with fewer pairs are NaN", "1", OptionType::number}},
                stream_options("vacf", true)),
         [](const AnalysisContext& ctx) {
+            need_two_frames(ctx, "vacf");
             VacfParams p;
             read_stream(ctx, "vacf", p);
             p.scheme = velocity_scheme_from_string(ctx.text("vacf-velocity"), "vacf-velocity");
@@ -142,6 +151,7 @@ std::vector<AnalysisSpec> dynamics_analyses() {
                 {"fs-min-pairs", "lags with fewer pairs are NaN", "1", OptionType::number}},
                stream_options("fs", false)),
         [](const AnalysisContext& ctx) {
+            need_two_frames(ctx, "fs");
             FsParams p;
             read_stream(ctx, "fs", p);
             if (ctx.is_set("fs-k")) p.k = ctx.numbers("fs-k");

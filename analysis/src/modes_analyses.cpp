@@ -98,7 +98,7 @@ std::vector<AnalysisSpec> modes_analyses() {
             if (!ctx.earlier || !ctx.earlier->count("currents"))
                 throw ParameterError("kgap needs the currents group of the same run (run with --only currents,kgap)");
             const KgapInput in = kgap_input(ctx.earlier->at("currents"));
-            const std::string from = "currents group of this run";
+            const std::string from = "earlier currents group";
             ResultGroup g = kgap_result_group(fit_kgap(in, p), ctx.source.meta());
             g.attrs["currents_source"] = from;
             return std::vector<ResultGroup>{g};

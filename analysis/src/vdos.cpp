@@ -110,7 +110,7 @@ ResultGroup welch_vdos(const TrajectorySource& src, const VdosParams& p) {
     const std::int64_t M = p.vacf.max_lag < 0 ? std::min<std::int64_t>(half, 128) : std::min(p.vacf.max_lag, half);
     if (M < 1)
         throw InsufficientData("vdos: " + std::to_string(T) + " frame(s): a spectrum needs at least 2 frames of velocities");
-    const std::size_t min_run = static_cast<std::size_t>(std::min<std::int64_t>(p.min_run, 2 * M));
+    const auto min_run = static_cast<std::size_t>(p.min_run);
     detail::SpeciesSet<WelchSums> sums;
     for (auto* s : sums.all()) s->power.assign(static_cast<std::size_t>(M) + 1, 0.0);
     WelchSums one;

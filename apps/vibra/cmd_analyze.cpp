@@ -190,11 +190,11 @@ void register_analyze(CLI::App& app, GlobalOptions& g) {
                 analysis::AnalysisOption shown = opt;
                 shown.flag = flag;
                 CLI::Validator check(
-                    [shown](std::string& v) {
+                    [shown, hidden](std::string& v) {
                         auto msg = analysis::check_option_value(shown, v);
-                        // CLI11 prefixes the flag's name itself
+                        // CLI11 prefixes the flag's name itself (not for hidden options)
                         const std::string pre = "--" + shown.flag + ": ";
-                        if (msg.rfind(pre, 0) == 0) msg = msg.substr(pre.size());
+                        if (!hidden && msg.rfind(pre, 0) == 0) msg = msg.substr(pre.size());
                         return msg;
                     },
                     "", analysis::type_name(opt.type));

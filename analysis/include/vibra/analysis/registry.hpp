@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "vibra/core/result.hpp"
@@ -31,6 +32,12 @@ const char* type_name(OptionType t);  ///< "TEXT", "INT", "FLOAT", "LIST", "BOOL
 
 /// One command-line flag of an analysis: "--<flag>" with a default value as text.
 struct AnalysisOption {
+    AnalysisOption() = default;
+    AnalysisOption(std::string flag_, std::string help_, std::string default_value_, OptionType type_ = OptionType::text,
+                   double min_ = -std::numeric_limits<double>::infinity(),
+                   double max_ = std::numeric_limits<double>::infinity(), std::vector<std::string> choices_ = {})
+        : flag(std::move(flag_)), help(std::move(help_)), default_value(std::move(default_value_)), type(type_), min(min_),
+          max(max_), choices(std::move(choices_)) {}
     std::string flag;           ///< without dashes, prefixed with the analysis name, words joined by '-': "gr-rmax"
     std::string help;           ///< one line, with the unit
     std::string default_value;  ///< text; "" = unset (the analysis picks, and records, a value)
@@ -68,11 +75,17 @@ struct AnalysisContext {
 };
 
 struct AnalysisSpec {
+    using Run = std::function<std::vector<ResultGroup>(const AnalysisContext&)>;
+    AnalysisSpec() = default;
+    AnalysisSpec(std::string name_, std::string help_, std::vector<AnalysisOption> options_, Run run_,
+                 bool default_on_ = true, std::vector<std::string> needs_ = {})
+        : name(std::move(name_)), help(std::move(help_)), options(std::move(options_)), run(std::move(run_)),
+          default_on(default_on_), needs(std::move(needs_)) {}
     std::string name;  ///< --only token = /analysis/<name>
     std::string help;
     std::vector<AnalysisOption> options;
     /// Runs the analysis; returns its group(s). The first group must be named `name`.
-    std::function<std::vector<ResultGroup>(const AnalysisContext&)> run;
+    Run run;
     bool default_on = true;  ///< run when --only is not given
     /// Analyses whose groups `run` reads from AnalysisContext::earlier (e.g. kgap → currents).
     /// `vibra analyze --only X` runs them first, with their own defaults, when not asked for.
