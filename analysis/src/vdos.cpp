@@ -132,7 +132,7 @@ ResultGroup welch_vdos(const TrajectorySource& src, const VdosParams& p) {
     add_common_attrs(g, p);
     g.attrs["estimator"] = std::string(
         "welch: D(omega) ~ sum_i |FT of w x v_i over a segment|^2, segments of 2 max_lag frames, 50% overlap; non-negative");
-    g.attrs["window"] = std::string(p.window == VdosWindow::hann ? "hann on each velocity segment" : "none");
+    g.attrs["window"] = std::string(p.window == VdosWindow::hann ? "hann: sin^2 on each velocity segment" : "none");
     g.attrs["definition"] = std::string(
         "D(omega) = (dt/pi) sum_segments g |v~(omega)|^2 / sum v^2, g = (run samples/segment samples) n_s / sum w^2; "
         "Wiener-Khinchin transform of the VACF");
