@@ -105,8 +105,10 @@ std::string flag_prefix(const std::string& analysis_name) {
 }
 
 std::string legacy_flag(const std::string& analysis_name, const std::string& flag) {
+    // The analyses whose flags carried their name verbatim (with '_') until 2026-12-01.
+    if (analysis_name != "velocity_distribution" && analysis_name != "number_fluctuations") return "";
     const std::string pre = flag_prefix(analysis_name);
-    if (pre == analysis_name || flag.rfind(pre + "-", 0) != 0) return "";
+    if (flag.rfind(pre + "-", 0) != 0) return "";
     return analysis_name + flag.substr(pre.size());
 }
 

@@ -176,7 +176,7 @@ TEST_CASE("an analysis pulls in what it needs: --only kgap runs currents with it
     CHECK(store::list_results(res2) == std::vector<std::string>{"correlations", "currents", "field", "kgap"});
 }
 
-TEST_CASE("each group records its own input; merging results of another input needs --force", "[integration]") {
+TEST_CASE("each group records its own input, and merging results of another input needs --force", "[integration]") {
     test::TempDir dir("cli_analyze_provenance");
     const auto a = dir.file("a.h5"), b = dir.file("b.h5"), res = dir.file("res.h5");
     const std::string sim = " --n-small 30 --n-large 30 --frames 30 --equilibrate 5 -q";
@@ -264,7 +264,7 @@ TEST_CASE("analysis options: typed in --help, checked at parse time with the fla
     CHECK(std::count(opts.begin(), opts.end(), "--velocity-distribution-bins=31") == 1);
 }
 
-TEST_CASE("--config: analysis keys are typed; an unknown key is an error naming the key and the file", "[integration]") {
+TEST_CASE("--config: analysis keys are typed, and an unknown key is an error naming the key and the file", "[integration]") {
     test::TempDir dir("cli_analyze_config");
     const auto sim = dir.file("sim.h5"), res = dir.file("res.h5"), cfg = dir.file("cfg.toml");
     REQUIRE(test::run_vibra("simulate -o " + q(sim) + " --n-small 20 --n-large 20 --frames 20 --equilibrate 5 -q").exit_code == 0);
