@@ -264,7 +264,7 @@ TEST_CASE("analysis options: typed in --help, checked at parse time with the fla
     CHECK(std::count(opts.begin(), opts.end(), "--velocity-distribution-bins=31") == 1);
 }
 
-TEST_CASE("--config: analysis keys are typed, and an unknown key is an error naming the key and the file", "[integration]") {
+TEST_CASE("a config file: analysis keys are typed, and an unknown key is an error naming the key and the file", "[integration]") {
     test::TempDir dir("cli_analyze_config");
     const auto sim = dir.file("sim.h5"), res = dir.file("res.h5"), cfg = dir.file("cfg.toml");
     REQUIRE(test::run_vibra("simulate -o " + q(sim) + " --n-small 20 --n-large 20 --frames 20 --equilibrate 5 -q").exit_code == 0);
