@@ -68,7 +68,7 @@ double rms_vectors(std::span<const double> ux, std::span<const double> uy) {
 
 std::vector<AnalysisOption> field_spec_options() {
     auto o = detail::field_options("field", "");
-    o.push_back({"field-snapshots", "number of start frames whose full grid field and particle displacements are stored", "3"});
+    o.push_back({"field-snapshots", "number of start frames whose full grid field and particle displacements are stored", "3", OptionType::integer, 0, kInf});
     return o;
 }
 
@@ -169,17 +169,17 @@ ResultGroup run_field(const AnalysisContext& ctx) {
 std::vector<AnalysisOption> defects_spec_options() {
     auto o = detail::field_options("defects", "1");
     o.insert(o.end(), {
-        {"defects-route", "loops: grid (plaquettes of the coarse-grained field) | delaunay (triangles of the particles)", "grid"},
-        {"defects-threshold", "skip loops touching |u| below this, field unit (empty = defects-threshold-rms × rms|u| of the frame)", ""},
-        {"defects-threshold-rms", "relative threshold used when defects-threshold is empty", "0.1"},
-        {"defects-merge", "merge adjacent charged cells into one defect: on | off", "on"},
-        {"defects-max-edge", "delaunay: skip triangles with an edge longer than this, length unit (empty = 3 mean spacings)", ""},
-        {"defects-smooth", "delaunay: Gaussian smoothing width at the particles, length unit (0 = raw displacements)", "0"},
-        {"defects-max-step", "tracking: largest defect step between sampled frames, length unit (empty = 3 grid spacings)", ""},
-        {"defects-pair-distance", "creation/annihilation: +1/−1 within this distance, length unit (empty = 3 grid spacings)", ""},
-        {"defects-rmax", "pair correlations up to this separation, length unit (empty = half the smaller region side)", ""},
-        {"defects-dr", "pair-correlation bin width, length unit (empty = grid spacing)", ""},
-        {"defects-msd-lags", "defect MSD up to this many sampled steps", "50"},
+        {"defects-route", "loops: grid (plaquettes of the coarse-grained field) | delaunay (triangles of the particles)", "grid", OptionType::text, -kInf, kInf, {"grid", "delaunay"}},
+        {"defects-threshold", "skip loops touching |u| below this, field unit (empty = defects-threshold-rms × rms|u| of the frame)", "", OptionType::number, 0, kInf},
+        {"defects-threshold-rms", "relative threshold used when defects-threshold is empty", "0.1", OptionType::number, 0, kInf},
+        {"defects-merge", "merge adjacent charged cells into one defect: on | off", "on", OptionType::text, -kInf, kInf, {"on", "off"}},
+        {"defects-max-edge", "delaunay: skip triangles with an edge longer than this, length unit (empty = 3 mean spacings)", "", OptionType::number, 0, kInf},
+        {"defects-smooth", "delaunay: Gaussian smoothing width at the particles, length unit (0 = raw displacements)", "0", OptionType::number, 0, kInf},
+        {"defects-max-step", "tracking: largest defect step between sampled frames, length unit (empty = 3 grid spacings)", "", OptionType::number, 0, kInf},
+        {"defects-pair-distance", "creation/annihilation: +1/−1 within this distance, length unit (empty = 3 grid spacings)", "", OptionType::number, 0, kInf},
+        {"defects-rmax", "pair correlations up to this separation, length unit (empty = half the smaller region side)", "", OptionType::number, 0, kInf},
+        {"defects-dr", "pair-correlation bin width, length unit (empty = grid spacing)", "", OptionType::number, 0, kInf},
+        {"defects-msd-lags", "defect MSD up to this many sampled steps", "50", OptionType::integer, 1, kInf},
     });
     return o;
 }
@@ -386,10 +386,10 @@ ResultGroup run_defects(const AnalysisContext& ctx) {
 std::vector<AnalysisOption> correlations_spec_options() {
     auto o = detail::field_options("correlations", "");
     o.insert(o.end(), {
-        {"correlations-rmax", "largest separation, length unit (empty = min(15 mean spacings, a quarter of the smaller side))", ""},
-        {"correlations-dr", "bin width, length unit (empty = half a mean spacing)", ""},
-        {"correlations-mean", "subtract the frame mean before correlating: subtract | keep", "subtract"},
-        {"correlations-fit-floor", "exponential fit of C(r) over bins while C > floor·C(first bin)", "0.1353352832366127"},
+        {"correlations-rmax", "largest separation, length unit (empty = min(15 mean spacings, a quarter of the smaller side))", "", OptionType::number, 0, kInf},
+        {"correlations-dr", "bin width, length unit (empty = half a mean spacing)", "", OptionType::number, 0, kInf},
+        {"correlations-mean", "subtract the frame mean before correlating: subtract | keep", "subtract", OptionType::text, -kInf, kInf, {"subtract", "keep"}},
+        {"correlations-fit-floor", "exponential fit of C(r) over bins while C > floor·C(first bin)", "0.1353352832366127", OptionType::number},
     });
     return o;
 }
@@ -456,13 +456,13 @@ ResultGroup run_correlations(const AnalysisContext& ctx) {
 std::vector<AnalysisOption> spectra_spec_options() {
     auto o = detail::field_options("spectra", "");
     o.insert(o.end(), {
-        {"spectra-taper", "window before the FFT: hann | tukey | none", "hann"},
-        {"spectra-tukey-alpha", "tapered fraction of the Tukey window", "0.5"},
-        {"spectra-gradient", "derivatives in the nonlinear term: fd2 | spectral", "fd2"},
-        {"spectra-kmin", "lower end of the power-law fit band, rad/length (empty = 4 Δk)", ""},
-        {"spectra-kmax", "upper end of the fit band, rad/length (empty = min(1/σ, π/(2h)))", ""},
-        {"spectra-deconvolve", "divide E_iso(k) (used for the fits) by the Gaussian kernel's exp(−k²σ²): on | off", "on"},
-        {"spectra-fst-scales", "filter-space-technique scales ℓ, length unit, comma-separated (empty = σ·{1,2,4,8} below a quarter of the side)", ""},
+        {"spectra-taper", "window before the FFT: hann | tukey | none", "hann", OptionType::text, -kInf, kInf, {"hann", "tukey", "none"}},
+        {"spectra-tukey-alpha", "tapered fraction of the Tukey window", "0.5", OptionType::number, 0, 1},
+        {"spectra-gradient", "derivatives in the nonlinear term: fd2 | spectral", "fd2", OptionType::text, -kInf, kInf, {"fd2", "spectral"}},
+        {"spectra-kmin", "lower end of the power-law fit band, rad/length (empty = 4 Δk)", "", OptionType::number, 0, kInf},
+        {"spectra-kmax", "upper end of the fit band, rad/length (empty = min(1/σ, π/(2h)))", "", OptionType::number, 0, kInf},
+        {"spectra-deconvolve", "divide E_iso(k) (used for the fits) by the Gaussian kernel's exp(−k²σ²): on | off", "on", OptionType::text, -kInf, kInf, {"on", "off"}},
+        {"spectra-fst-scales", "filter-space-technique scales ℓ, length unit, comma-separated (empty = σ·{1,2,4,8} below a quarter of the side)", "", OptionType::list, 0, kInf},
     });
     return o;
 }
@@ -628,10 +628,10 @@ ResultGroup run_spectra(const AnalysisContext& ctx) {
 
 std::vector<AnalysisOption> evolution_spec_options() {
     return {
-        {"evolution-segments", "number of linear segments (stages) of the piecewise fit in log time", "3"},
-        {"evolution-min-points", "minimum points per segment", "3"},
-        {"evolution-lag", "lag Δt (frames) whose series are summarised (empty = the first lag of the earlier groups, else 1)", ""},
-        {"evolution-stride", "start-frame stride when a series must be computed here (empty = the analysis default)", ""},
+        {"evolution-segments", "number of linear segments (stages) of the piecewise fit in log time", "3", OptionType::integer, 1, kInf},
+        {"evolution-min-points", "minimum points per segment", "3", OptionType::integer, 1, kInf},
+        {"evolution-lag", "lag Δt (frames) whose series are summarised (empty = the first lag of the earlier groups, else 1)", "", OptionType::integer, 1, kInf},
+        {"evolution-stride", "start-frame stride when a series must be computed here (empty = the analysis default)", "", OptionType::integer, 1, kInf},
     };
 }
 

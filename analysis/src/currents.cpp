@@ -150,7 +150,9 @@ CurrentSeries compute_current_series(const TrajectorySource& src, const Currents
     s.region = current_region(src, p.taper);
     s.n_frames = src.n_frames();
     s.dt = src.meta().frame_interval;
-    if (s.n_frames < 2) throw FormatError("currents: need at least 2 frames, got " + std::to_string(s.n_frames));
+    if (s.n_frames < 8)
+        throw InsufficientData("currents: need at least 8 frames (a Welch segment with >= 4 lags), got " +
+                               std::to_string(s.n_frames));
     // Density from the row count (mean particles per frame inside the region).
     const double mean_rows = static_cast<double>(src.n_rows()) / static_cast<double>(s.n_frames);
     const double density = mean_rows / s.region.area;

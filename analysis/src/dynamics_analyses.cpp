@@ -34,6 +34,13 @@ std::vector<std::int64_t> int_list(const AnalysisContext& ctx, const std::string
     return out;
 }
 
+/// Functions of the lag need a lag > 0: at least 2 frames.
+void need_two_frames(const AnalysisContext& ctx, const std::string& name) {
+    if (ctx.source.n_frames() < 2)
+        throw InsufficientData(name + ": " + std::to_string(ctx.source.n_frames()) +
+                               " frame(s): a function of the lag needs at least 2 frames");
+}
+
 bool flag_bool(const AnalysisContext& ctx, const std::string& flag) {
     const auto& s = ctx.text(flag);
     if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
@@ -43,11 +50,11 @@ bool flag_bool(const AnalysisContext& ctx, const std::string& flag) {
 
 std::vector<AnalysisOption> stream_options(const std::string& n, bool velocity) {
     std::vector<AnalysisOption> o{
-        {n + "-drift", "drift removal: none | lowpass | com (full per-frame centre of mass)", "none"},
-        {n + "-drift-window", "frames of the low-pass moving average (lowpass drift)", "51"},
-        {n + "-block-cells", "summed track lifetimes (frames) per particle block: memory bound", "2097152"},
+        {n + "-drift", "drift removal: none | lowpass | com (full per-frame centre of mass)", "none", OptionType::text, -kInf, kInf, {"none", "lowpass", "com"}},
+        {n + "-drift-window", "frames of the low-pass moving average (lowpass drift)", "51", OptionType::integer, 1, kInf},
+        {n + "-block-cells", "summed track lifetimes (frames) per particle block: memory bound", "2097152", OptionType::integer, 1, kInf},
     };
-    if (velocity) o.push_back({n + "-velocity", "velocity scheme: auto | given | central | forward", "auto"});
+    if (velocity) o.push_back({n + "-velocity", "velocity scheme: auto | given | central | forward", "auto", OptionType::text, -kInf, kInf, {"auto", "given", "central", "forward"}});
     return o;
 }
 
@@ -72,14 +79,15 @@ std::vector<AnalysisSpec> dynamics_analyses() {
     out.push_back(AnalysisSpec{
         "msd",
         "mean square displacement (gap-aware FFT), alpha2, sigma_loc; self van Hove (sub-group msd/van_hove)",
-        concat({{"msd-max-lag", "largest lag, frames (default n_frames/2)", ""},
-                {"msd-min-pairs", "lags with fewer (particle, t) pairs are NaN", "1"},
-                {"msd-vanhove-lags", "lags (frames) of G_s, comma-separated; 'none' = skip", "1,10,100"},
-                {"msd-vanhove-bins", "bins of G_s(dx) per lag", "101"},
-                {"msd-vanhove-range", "G_s half-range in units of sqrt(MSD(lag)/2)", "5"},
-                {"msd-sigma-fit-lags", "lags 1..n of the short-lag fit giving sigma_loc", "5"}},
+        concat({{"msd-max-lag", "largest lag, frames (default n_frames/2)", "", OptionType::integer, 0, kInf},
+                {"msd-min-pairs", "lags with fewer (particle, t) pairs are NaN", "1", OptionType::number},
+                {"msd-vanhove-lags", "lags (frames) of G_s, comma-separated; 'none' = skip", "1,10,100", OptionType::list, 1, kInf, {"none"}},
+                {"msd-vanhove-bins", "bins of G_s(dx) per lag", "101", OptionType::integer, 1, kInf},
+                {"msd-vanhove-range", "G_s half-range in units of sqrt(MSD(lag)/2)", "5", OptionType::number, 0, kInf},
+                {"msd-sigma-fit-lags", "lags 1..n of the short-lag fit giving sigma_loc", "5", OptionType::integer, 1, kInf}},
                stream_options("msd", false)),
         [](const AnalysisContext& ctx) {
+            need_two_frames(ctx, "msd");
             MsdParams p;
             read_stream(ctx, "msd", p);
             p.max_lag = lag_option(ctx, "msd-max-lag");
@@ -98,10 +106,11 @@ std::vector<AnalysisSpec> dynamics_analyses() {
     out.push_back(AnalysisSpec{
         "vacf",
         "velocity autocorrelation <v(0).v(t)> (FFT, gap-aware), per species",
-        concat({{"vacf-max-lag", "largest lag, frames (default n_frames/2)", ""},
-                {"vacf-min-pairs", "lags with fewer pairs are NaN", "1"}},
+        concat({{"vacf-max-lag", "largest lag, frames (default n_frames/2)", "", OptionType::integer, 0, kInf},
+                {"vacf-min-pairs", "lags with fewer pairs are NaN", "1", OptionType::number}},
                stream_options("vacf", true)),
         [](const AnalysisContext& ctx) {
+            need_two_frames(ctx, "vacf");
             VacfParams p;
             read_stream(ctx, "vacf", p);
             p.scheme = velocity_scheme_from_string(ctx.text("vacf-velocity"), "vacf-velocity");
@@ -112,12 +121,13 @@ std::vector<AnalysisSpec> dynamics_analyses() {
 
     out.push_back(AnalysisSpec{
         "vdos",
-        "vibrational density of states = windowed cosine transform of the normalised VACF; reduced D/omega",
-        concat({{"vdos-max-lag", "VACF length, frames (default n_frames/2); resolution pi/(max_lag dt)", ""},
-                {"vdos-window", "window on the VACF: hann | none", "hann"},
-                {"vdos-estimator", "VACF estimator: unbiased (per-pair mean) | biased (non-negative periodogram)", "unbiased"},
-                {"vdos-transfer-correction", "1 = divide by the finite-difference |H(omega)|^2", "0"},
-                {"vdos-transfer-cutoff", "correct only up to this fraction of the Nyquist frequency", "0.5"}},
+        "vibrational density of states (default: Welch-averaged |FT of the velocities|^2 per particle, non-negative); reduced D/omega",
+        concat({{"vdos-max-lag", "M: resolution pi/(M dt), segments of 2M frames (welch; default min(n_frames/2, 128)) or VACF length (default n_frames/2)", "", OptionType::integer, 1, kInf},
+                {"vdos-window", "window on each velocity segment (welch) or on the VACF: hann | none", "hann", OptionType::text, -kInf, kInf, {"hann", "none"}},
+                {"vdos-estimator", "welch (|FT v|^2, non-negative) | unbiased (cosine transform of the per-pair VACF mean; may go negative) | biased", "welch", OptionType::text, -kInf, kInf, {"welch", "unbiased", "biased"}},
+                {"vdos-min-run", "welch: velocity runs shorter than this are not used, frames", "16", OptionType::integer, 2, kInf},
+                {"vdos-transfer-correction", "1 = divide by the finite-difference |H(omega)|^2", "0", OptionType::boolean},
+                {"vdos-transfer-cutoff", "correct only up to this fraction of the Nyquist frequency", "0.5", OptionType::number, 0, 1}},
                stream_options("vdos", true)),
         [](const AnalysisContext& ctx) {
             VdosParams p;
@@ -125,10 +135,8 @@ std::vector<AnalysisSpec> dynamics_analyses() {
             p.vacf.scheme = velocity_scheme_from_string(ctx.text("vdos-velocity"), "vdos-velocity");
             p.vacf.max_lag = lag_option(ctx, "vdos-max-lag");
             p.window = vdos_window_from_string(ctx.text("vdos-window"));
-            const auto& est = ctx.text("vdos-estimator");
-            if (est != "unbiased" && est != "biased")
-                throw ParameterError("--vdos-estimator: '" + est + "' is not unbiased or biased");
-            p.biased = est == "biased";
+            p.estimator = vdos_estimator_from_string(ctx.text("vdos-estimator"));
+            p.min_run = ctx.integer("vdos-min-run");
             p.transfer_correction = flag_bool(ctx, "vdos-transfer-correction");
             p.transfer_cutoff = ctx.number("vdos-transfer-cutoff");
             return std::vector<ResultGroup>{vdos_analysis(ctx.source, p)};
@@ -137,12 +145,13 @@ std::vector<AnalysisSpec> dynamics_analyses() {
     out.push_back(AnalysisSpec{
         "fs",
         "self intermediate scattering function F_s(k,t) and tau_alpha",
-        concat({{"fs-k", "wave numbers, rad/length, comma-separated (default: S(k) peak, else 2 pi/d_small)", ""},
-                {"fs-directions", "k directions averaged over [0, pi)", "8"},
-                {"fs-max-lag", "largest lag, frames (default n_frames/2)", ""},
-                {"fs-min-pairs", "lags with fewer pairs are NaN", "1"}},
+        concat({{"fs-k", "wave numbers, rad/length, comma-separated (default: S(k) peak, else 2 pi/d_small)", "", OptionType::list, 0, kInf},
+                {"fs-directions", "k directions averaged over [0, pi)", "8", OptionType::integer, 1, kInf},
+                {"fs-max-lag", "largest lag, frames (default n_frames/2)", "", OptionType::integer, 0, kInf},
+                {"fs-min-pairs", "lags with fewer pairs are NaN", "1", OptionType::number}},
                stream_options("fs", false)),
         [](const AnalysisContext& ctx) {
+            need_two_frames(ctx, "fs");
             FsParams p;
             read_stream(ctx, "fs", p);
             if (ctx.is_set("fs-k")) p.k = ctx.numbers("fs-k");
@@ -169,29 +178,29 @@ std::vector<AnalysisSpec> dynamics_analyses() {
     out.push_back(AnalysisSpec{
         "velocity_distribution",
         "P(v) of rms-scaled components and speeds; tail exponent beta by MLE with block bootstrap",
-        concat({{"velocity_distribution-threshold", "tail threshold, rms units", "1.5"},
-                {"velocity_distribution-scan", "thresholds of the scan, comma-separated", "1.5,1.75,2,2.25,2.5,2.75,3"},
-                {"velocity_distribution-variable", "fitted variable: component | speed", "component"},
-                {"velocity_distribution-bootstrap", "bootstrap replicates", "200"},
-                {"velocity_distribution-blocks", "time blocks of the block bootstrap", "50"},
-                {"velocity_distribution-bins", "histogram bins of P(c)", "201"},
-                {"velocity_distribution-seed", "bootstrap random seed", "20240601"}},
-               stream_options("velocity_distribution", true)),
+        concat({{"velocity-distribution-threshold", "tail threshold, rms units", "1.5", OptionType::number, 0, kInf},
+                {"velocity-distribution-scan", "thresholds of the scan, comma-separated", "1.5,1.75,2,2.25,2.5,2.75,3", OptionType::list, 0, kInf},
+                {"velocity-distribution-variable", "fitted variable: component | speed", "component", OptionType::text, -kInf, kInf, {"component", "speed"}},
+                {"velocity-distribution-bootstrap", "bootstrap replicates", "200", OptionType::integer, 1, kInf},
+                {"velocity-distribution-blocks", "time blocks of the block bootstrap", "50", OptionType::integer, 1, kInf},
+                {"velocity-distribution-bins", "histogram bins of P(c)", "201", OptionType::integer, 1, kInf},
+                {"velocity-distribution-seed", "bootstrap random seed", "20240601", OptionType::integer, 0, kInf}},
+               stream_options("velocity-distribution", true)),
         [](const AnalysisContext& ctx) {
             VelocityDistributionParams p;
-            read_stream(ctx, "velocity_distribution", p);
-            p.scheme = velocity_scheme_from_string(ctx.text("velocity_distribution-velocity"),
-                                                   "velocity_distribution-velocity");
-            p.threshold = ctx.number("velocity_distribution-threshold");
-            p.scan = ctx.numbers("velocity_distribution-scan");
-            const auto& var = ctx.text("velocity_distribution-variable");
+            read_stream(ctx, "velocity-distribution", p);
+            p.scheme = velocity_scheme_from_string(ctx.text("velocity-distribution-velocity"),
+                                                   "velocity-distribution-velocity");
+            p.threshold = ctx.number("velocity-distribution-threshold");
+            p.scan = ctx.numbers("velocity-distribution-scan");
+            const auto& var = ctx.text("velocity-distribution-variable");
             if (var != "component" && var != "speed")
-                throw ParameterError("--velocity_distribution-variable: '" + var + "' is not component or speed");
+                throw ParameterError("--velocity-distribution-variable: '" + var + "' is not component or speed");
             p.fit_speed = var == "speed";
-            p.bootstrap = ctx.integer("velocity_distribution-bootstrap");
-            p.blocks = ctx.integer("velocity_distribution-blocks");
-            p.bins = ctx.integer("velocity_distribution-bins");
-            p.seed = static_cast<std::uint64_t>(ctx.integer("velocity_distribution-seed"));
+            p.bootstrap = ctx.integer("velocity-distribution-bootstrap");
+            p.blocks = ctx.integer("velocity-distribution-blocks");
+            p.bins = ctx.integer("velocity-distribution-bins");
+            p.seed = static_cast<std::uint64_t>(ctx.integer("velocity-distribution-seed"));
             return std::vector<ResultGroup>{velocity_distribution_analysis(ctx.source, p)};
         }});
     return out;

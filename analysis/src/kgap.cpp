@@ -175,10 +175,14 @@ std::vector<double> fit_damped_oscillator(const std::vector<double>& t, const do
 KgapResult fit_kgap(const KgapInput& in, KgapParams p) {
     p.validate();
     const std::size_t NS = in.k.size(), L = in.t.size();
-    if (NS == 0 || L < 4) throw ParameterError("kgap: need currents with >= 1 shell and >= 4 lags");
+    if (NS == 0 || L < 4)
+        throw InsufficientData("kgap: the currents have " + std::to_string(NS) + " k shell(s) and " + std::to_string(L) +
+                               " lag(s); the fits need >= 1 shell and >= 4 lags (a longer run or a larger box)");
     if (in.c_t.size() != NS * L) throw FormatError("kgap: c_t_kt has the wrong shape");
     const std::size_t B = in.n_blocks;
-    if (B < 2) throw ParameterError("kgap: the block bootstrap needs >= 2 time blocks (currents blocks; a longer run or a shorter max lag)");
+    if (B < 2)
+        throw InsufficientData("kgap: the block bootstrap needs the per-block C_T(k,t) of >= 2 time blocks; the currents have " +
+                               std::to_string(B) + " (the run is shorter than 2 Welch segments, or --currents-blocks is < 2)");
     const double dt = in.t[1] - in.t[0];
     std::size_t nfit = L;
     if (p.fit_time > 0) nfit = std::clamp<std::size_t>(static_cast<std::size_t>(std::floor(p.fit_time / dt)) + 1, 4, L);

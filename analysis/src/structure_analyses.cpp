@@ -467,9 +467,9 @@ std::vector<ResultGroup> run_nf(const AnalysisContext& ctx) {
     const std::string L = src.meta().length_unit;
     const auto ff = first_frame(src);
     NumberFluctuationParams p;
-    if (ctx.is_set("number_fluctuations-sizes")) p.sizes = ctx.numbers("number_fluctuations-sizes");
-    p.n_sizes = positive(ctx, "number_fluctuations-n-sizes");
-    const auto stride = positive(ctx, "number_fluctuations-stride");
+    if (ctx.is_set("number-fluctuations-sizes")) p.sizes = ctx.numbers("number-fluctuations-sizes");
+    p.n_sizes = positive(ctx, "number-fluctuations-n-sizes");
+    const auto stride = positive(ctx, "number-fluctuations-stride");
     NumberFluctuationAccumulator acc(p);
     for_each_structure_frame(src, stride, [&](const StructureFrame& f) { acc.accumulate(f); }, ctx.progress,
                              "number_fluctuations");
@@ -508,52 +508,52 @@ std::vector<AnalysisSpec> structure_analyses() {
     std::vector<AnalysisSpec> out;
     out.push_back({"gr",
                    "pair correlation g(r) and partials (edge-corrected in windows)",
-                   {{"gr-rmax", "largest r (length unit); default: min(half box | quarter window side, 10 spacings)", ""},
-                    {"gr-bins", "number of r bins", "100"},
-                    {"gr-stride", "use every n-th frame", "1"},
-                    {"gr-edge", "edge correction: auto (translation/isotropic) or none", "auto"}},
+                   {{"gr-rmax", "largest r (length unit); default: min(half box | quarter window side, 10 spacings)", "", OptionType::number, 0, kInf},
+                    {"gr-bins", "number of r bins", "100", OptionType::integer, 1, kInf},
+                    {"gr-stride", "use every n-th frame", "1", OptionType::integer, 1, kInf},
+                    {"gr-edge", "edge correction: auto (translation/isotropic) or none", "auto", OptionType::text, -kInf, kInf, {"auto", "none"}}},
                    run_gr,
                    true});
     out.push_back({"sk",
                    "partial static structure factors S_ab(k)",
-                   {{"sk-kmax", "largest |k| (rad per length unit); default 3 x 2pi/mean spacing", ""},
-                    {"sk-bins", "number of |k| shells", "60"},
-                    {"sk-max-vectors", "k-vectors kept per shell (0 = all)", "100"},
-                    {"sk-stride", "use every n-th frame; default: at most 200 frames", ""}},
+                   {{"sk-kmax", "largest |k| (rad per length unit); default 3 x 2pi/mean spacing", "", OptionType::number, 0, kInf},
+                    {"sk-bins", "number of |k| shells", "60", OptionType::integer, 1, kInf},
+                    {"sk-max-vectors", "k-vectors kept per shell (0 = all)", "100", OptionType::integer, 0, kInf},
+                    {"sk-stride", "use every n-th frame; default: at most 200 frames", "", OptionType::integer, 1, kInf}},
                    run_sk,
                    true});
     out.push_back({"psi6",
                    "bond-orientational order: local psi6, global |<psi6>|, g6(r)",
-                   {{"psi6-neighbours", "voronoi (radical when sizes are known) or cutoff", "voronoi"},
-                    {"psi6-rcut", "cut-off (length unit) for cutoff neighbours; default: first minimum of g(r)", ""},
-                    {"psi6-order", "n of psi_n", "6"},
-                    {"psi6-weighted", "1: weight Voronoi bonds by edge length", "0"},
-                    {"psi6-rmax", "g6 range (length unit); default as gr-rmax", ""},
-                    {"psi6-bins", "g6 bins", "100"},
-                    {"psi6-stride", "use every n-th frame", "1"},
-                    {"psi6-per-particle", "1: also write local psi6 per particle (/analysis/psi6/local)", "0"}},
+                   {{"psi6-neighbours", "voronoi (radical when sizes are known) or cutoff", "voronoi", OptionType::text, -kInf, kInf, {"voronoi", "cutoff"}},
+                    {"psi6-rcut", "cut-off (length unit) for cutoff neighbours; default: first minimum of g(r)", "", OptionType::number, 0, kInf},
+                    {"psi6-order", "n of psi_n", "6", OptionType::integer, 1, kInf},
+                    {"psi6-weighted", "1: weight Voronoi bonds by edge length", "0", OptionType::boolean},
+                    {"psi6-rmax", "g6 range (length unit); default as gr-rmax", "", OptionType::number, 0, kInf},
+                    {"psi6-bins", "g6 bins", "100", OptionType::integer, 1, kInf},
+                    {"psi6-stride", "use every n-th frame", "1", OptionType::integer, 1, kInf},
+                    {"psi6-per-particle", "1: also write local psi6 per particle (/analysis/psi6/local)", "0", OptionType::boolean}},
                    run_psi6,
                    true});
     out.push_back({"voronoi",
                    "radical Voronoi local packing fraction and global phi(t)",
-                   {{"voronoi-radical", "1: radical (power) cells, 0: plain Voronoi", "1"},
-                    {"voronoi-bins", "histogram bins of the local packing fraction over [0,1]", "100"},
-                    {"voronoi-include-boundary", "1: keep cells touching the window boundary", "0"},
-                    {"voronoi-stride", "use every n-th frame", "1"}},
+                   {{"voronoi-radical", "1: radical (power) cells, 0: plain Voronoi", "1", OptionType::boolean},
+                    {"voronoi-bins", "histogram bins of the local packing fraction over [0,1]", "100", OptionType::integer, 1, kInf},
+                    {"voronoi-include-boundary", "1: keep cells touching the window boundary", "0", OptionType::boolean},
+                    {"voronoi-stride", "use every n-th frame", "1", OptionType::integer, 1, kInf}},
                    run_voronoi,
                    true});
     out.push_back({"clusters",
                    "contact clusters (union-find) and their size distribution",
-                   {{"clusters-lambda", "bond if r < lambda (d_i + d_j)/2", "1.1"},
-                    {"clusters-rcut", "bond if r < rcut instead (length unit)", ""},
-                    {"clusters-stride", "use every n-th frame", "1"}},
+                   {{"clusters-lambda", "bond if r < lambda (d_i + d_j)/2", "1.1", OptionType::number, 0, kInf},
+                    {"clusters-rcut", "bond if r < rcut instead (length unit)", "", OptionType::number, 0, kInf},
+                    {"clusters-stride", "use every n-th frame", "1", OptionType::integer, 1, kInf}},
                    run_clusters,
                    true});
     out.push_back({"number_fluctuations",
                    "number fluctuations var(N) vs <N> in square sub-boxes",
-                   {{"number_fluctuations-sizes", "comma-separated box sides (length unit); default log-spaced", ""},
-                    {"number_fluctuations-n-sizes", "number of automatic box sides", "12"},
-                    {"number_fluctuations-stride", "use every n-th frame", "1"}},
+                   {{"number-fluctuations-sizes", "comma-separated box sides (length unit); default log-spaced", "", OptionType::list, 0, kInf},
+                    {"number-fluctuations-n-sizes", "number of automatic box sides", "12", OptionType::integer, 1, kInf},
+                    {"number-fluctuations-stride", "use every n-th frame", "1", OptionType::integer, 1, kInf}},
                    run_nf,
                    true});
     return out;

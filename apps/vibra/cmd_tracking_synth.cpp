@@ -2,6 +2,7 @@
 // `vibra synth`: synthetic video of bi-disperse disks with exact ground truth (vibra HDF5).
 #include <filesystem>
 #include <iostream>
+#include <limits>
 
 #include "commands.hpp"
 #include "vibra/core/error.hpp"
@@ -58,9 +59,9 @@ void register_synth(CLI::App& app, GlobalOptions& g) {
     cmd->add_option("--format", o->format, "avi, ffv1, png or tiff (default: from the output name)")
         ->check(CLI::IsMember({"avi", "ffv1", "png", "tiff"}));
     auto* grp = "Scene";
-    cmd->add_option("--width", rp.width, "Image width (px)")->capture_default_str()->group(grp);
-    cmd->add_option("--height", rp.height, "Image height (px)")->capture_default_str()->group(grp);
-    cmd->add_option("--frames", sp.frames, "Number of frames")->capture_default_str()->group(grp);
+    cmd->add_option("--width", rp.width, "Image width (px)")->capture_default_str()->check(CLI::Range(1, std::numeric_limits<int>::max()))->group(grp);
+    cmd->add_option("--height", rp.height, "Image height (px)")->capture_default_str()->check(CLI::Range(1, std::numeric_limits<int>::max()))->group(grp);
+    cmd->add_option("--frames", sp.frames, "Number of frames")->capture_default_str()->check(CLI::Range(1, std::numeric_limits<int>::max()))->group(grp);
     cmd->add_option("--seed", sp.seed, "Seed of the dynamics")->capture_default_str()->group(grp);
     cmd->add_option("--radius-small", sp.radius_small, "Radius of the small disks (px)")->capture_default_str()->group(grp);
     cmd->add_option("--radius-large", sp.radius_large, "Radius of the large disks (px); equal to --radius-small = one size")

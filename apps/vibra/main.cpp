@@ -12,6 +12,21 @@
 
 namespace vibra::app {
 bool GlobalOptions::progress() const { return !quiet && Progress::stderr_is_interactive(); }
+
+namespace {
+/// CLI11's "INI was not able to parse analyze.radius-smal" → "--config FILE: unknown key
+/// 'radius-smal' in section [analyze] (keys are the long flag names of that subcommand)".
+std::string config_error_message(const std::string& what, const std::string& file) {
+    const std::string extras = "INI was not able to parse ";
+    if (what.rfind(extras, 0) != 0) return "--config " + file + ": " + what;
+    const std::string item = what.substr(extras.size());
+    const auto dot = item.rfind('.');
+    if (dot == std::string::npos)
+        return "--config " + file + ": unknown key '" + item + "' (top-level keys are the global flags: quiet, verbose)";
+    return "--config " + file + ": unknown key '" + item.substr(dot + 1) + "' in section [" + item.substr(0, dot) +
+           "] (keys are the long flag names of that subcommand, without --)";
+}
+}  // namespace
 }  // namespace vibra::app
 
 int main(int argc, char** argv) {
@@ -19,7 +34,9 @@ int main(int argc, char** argv) {
     vibra::keep_freed_memory();  // frame after frame, the same large arrays: no page faults for each (core/memory.hpp)
     CLI::App app{"vibra — high-speed video of vibrated granular matter → trajectories → physics"};
     app.set_version_flag("--version", std::string("vibra ") + vibra::version());
-    app.set_config("--config", "", "TOML file with settings; keys are the long flag names");
+    auto* config = app.set_config("--config", "", "TOML file with settings; keys are the long flag names");
+    // A misspelt key must not be ignored silently: it is an error naming the key and the file.
+    app.allow_config_extras(CLI::config_extras_mode::error);
     app.require_subcommand(1);
     app.fallthrough();  // global flags (-q, -v, --config) may follow the subcommand
     GlobalOptions g;
@@ -36,6 +53,9 @@ int main(int argc, char** argv) {
 
     try {
         app.parse(argc, argv);
+    } catch (const CLI::ConfigError& e) {
+        std::cerr << "vibra: error: " << config_error_message(e.what(), config->as<std::string>()) << "\n";
+        return 2;
     } catch (const CLI::ParseError& e) {
         const int rc = app.exit(e);  // prints help / version / the usage error
         return rc == 0 ? 0 : 2;

@@ -83,6 +83,23 @@ Handle open_results(const std::string& path, unsigned flags) {
     return f;
 }
 
+bool exists_attr(hid_t obj, const std::string& name) { return H5Aexists(obj, name.c_str()) > 0; }
+
+/// Groups written before groups carried their own provenance: give them the root's, which
+/// described them, before the root is rewritten for the new input.
+void stamp_old_groups(hid_t f, const std::string& path) {
+    if (!exists(f, "analysis") || !exists_attr(f, "input_checksum")) return;
+    const std::string in = exists_attr(f, "input_path") ? detail::read_attr_string(f, "input_path", path) : "";
+    const std::string sum = detail::read_attr_string(f, "input_checksum", path);
+    Handle an(check(H5Gopen2(f, "analysis", H5P_DEFAULT), path, "cannot open /analysis"));
+    for (const auto& name : detail::list_links(an)) {
+        Handle g(check(H5Gopen2(an, name.c_str(), H5P_DEFAULT), path, "cannot open /analysis/" + name));
+        if (exists_attr(g, "input_checksum")) continue;
+        detail::write_attr(g, "input_path", in, path);
+        detail::write_attr(g, "input_checksum", sum, path);
+    }
+}
+
 }  // namespace
 
 void write_results(const std::string& path, const std::vector<ResultGroup>& groups, const ResultsProvenance& prov,
@@ -93,7 +110,16 @@ void write_results(const std::string& path, const std::vector<ResultGroup>& grou
     const std::string& partial = out.path();
     Handle f;
     if (fs::exists(path)) {
-        open_results(path, H5F_ACC_RDONLY);  // validates the schema before touching anything
+        {
+            Handle old = open_results(path, H5F_ACC_RDONLY);  // validates the schema before touching anything
+            const std::string old_sum = exists_attr(old, "input_checksum") ? detail::read_attr_string(old, "input_checksum", path) : "";
+            if (!prov.force && !old_sum.empty() && old_sum != prov.input_checksum) {
+                const std::string old_in = exists_attr(old, "input_path") ? detail::read_attr_string(old, "input_path", path) : "?";
+                throw ParameterError(path + ": holds results of " + old_in + " (" + old_sum + "); refusing to merge results of " +
+                                     prov.input_path + " (" + prov.input_checksum +
+                                     ") into it: write to another file, or --force to merge (each group keeps its own input_path)");
+            }
+        }
         std::error_code ec;
         fs::copy_file(path, partial, fs::copy_options::overwrite_existing, ec);
         if (ec) throw IoError(path + ": cannot copy to " + partial + ": " + ec.message());
@@ -104,6 +130,7 @@ void write_results(const std::string& path, const std::vector<ResultGroup>& grou
         detail::write_attr(f, "schema", std::string(kResultsSchema), path);
         detail::write_attr(f, "schema_version", std::string(kResultsSchemaVersion), path);
     }
+    stamp_old_groups(f, path);
     detail::write_attr(f, "vibra_version", std::string(vibra::version()), path);
     detail::write_attr(f, "created", detail::iso_now(), path);
     detail::write_attr(f, "input_path", prov.input_path, path);

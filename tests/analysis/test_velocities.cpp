@@ -146,7 +146,7 @@ TEST_CASE("registered dynamics analyses run with their default options", "[unit]
         names.push_back(s.name);
         AnalysisContext ctx{src, {}, false, 1, nullptr};
         for (const auto& o : s.options) {
-            CHECK(o.flag.rfind(s.name + "-", 0) == 0);  // flags carry the analysis name as prefix
+            CHECK(o.flag.rfind(flag_prefix(s.name) + "-", 0) == 0);  // flags carry the analysis name as prefix
             ctx.options[o.flag] = o.default_value;
         }
         const auto groups = s.run(ctx);
@@ -160,7 +160,7 @@ TEST_CASE("registered dynamics analyses run with their default options", "[unit]
         // a malformed option value is a ParameterError naming the flag
         if (!s.options.empty()) {
             AnalysisContext bad = ctx;
-            bad.options[s.name + "-drift"] = "sideways";
+            bad.options[flag_prefix(s.name) + "-drift"] = "sideways";
             REQUIRE_THROWS_AS(s.run(bad), ParameterError);
         }
     }

@@ -256,3 +256,14 @@ TEST_CASE("simulate -> export -> import restores metadata and columns through th
     REQUIRE_THAT(bad.output, Catch::Contains("s.csv.meta.json: line 1"));
     REQUIRE_FALSE(fs::exists(dir.file("v.h5")));
 }
+
+TEST_CASE("synth sizes are checked at parse time, naming the flag", "[integration]") {
+    test::TempDir dir("cli_synth_range");
+    for (const char* flag : {"--frames", "--width", "--height"}) {
+        const auto r = test::run_vibra("synth -o " + q(dir.file("x.avi")) + " " + flag + " 0");
+        INFO(r.output);
+        CHECK(r.exit_code == 2);
+        CHECK_THAT(r.output, Catch::Contains(std::string(flag) + ": "));
+        CHECK_FALSE(std::filesystem::exists(dir.file("x.avi")));
+    }
+}

@@ -85,7 +85,30 @@ class Figures(unittest.TestCase):
                 t = ax.get_title()
                 for internal in ("cos^2", "hann:", "_correction", "t_max", ": cos"):
                     self.assertNotIn(internal, t, f"{name}: title {t!r}")
-        self.assertEqual(self.figs["vdos"].axes[0].get_title(), "Vibrational density of states (Hann window)")
+        self.assertEqual(self.figs["vdos"].axes[0].get_title(),
+                         "Vibrational density of states (Welch estimator, Hann window)")
+
+    def test_vdos_figure_draws_the_values_as_computed(self):
+        """D(ω) and D(ω)/ω as written, never |D/ω|: the default (Welch) VDOS is positive (log
+        axis); the unbiased VACF transform has negative bins, drawn on a symmetric-log axis."""
+        g = self.res["vdos"]
+        w, red = g["omega"], g["vdos_reduced"]
+        self.assertTrue((g["vdos"] >= 0).all())
+        ax = self.figs["vdos"].axes[1]
+        self.assertEqual(ax.get_yscale(), "log")
+        line = [ln for ln in ax.get_lines() if ln.get_label() == "all"][0]
+        ok = (w > 0) & np.isfinite(red)
+        np.testing.assert_array_equal(line.get_ydata(), red[ok])
+        path = os.path.join(SCRATCH, "vdos_unbiased.h5")
+        support.run(VIBRA, "analyze", self.sim, "-o", path, "--only", "vdos", "--vdos-estimator", "unbiased", "-q")
+        u = vibra.load_results(path)["vdos"]
+        self.assertTrue((u["vdos_reduced"][1:] < 0).any())  # the trap the default no longer has
+        fig = vf.dynamics.vdos(vibra.load_results(path))
+        ax = fig.axes[1]
+        self.assertEqual(ax.get_yscale(), "symlog")
+        y = [ln for ln in ax.get_lines() if ln.get_label() == "all"][0].get_ydata()
+        self.assertLess(y.min(), 0)
+        self.assertIn("negative values present", ax.get_title())
 
     def test_msd_guides_have_slopes_two_and_one(self):
         ax = self.figs["msd"].axes[0]
@@ -211,6 +234,29 @@ class AbsentAndSkipped(unittest.TestCase):
                            env=env, capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(sorted(os.listdir(wrap)), sorted(n + ".png" for n in figs))
+
+    def test_one_and_two_frame_inputs(self):
+        """What `vibra analyze` cannot compute from 1 or 2 frames is skipped, and the figure
+        script draws what is there without an error."""
+        for frames in (1, 2):
+            sim = os.path.join(SCRATCH, f"frames{frames}.h5")
+            res = os.path.join(SCRATCH, f"frames{frames}_res.h5")
+            support.run(VIBRA, "simulate", "-o", sim, "--n-small", 30, "--n-large", 30, "--frames", frames,
+                        "--equilibrate", 5, "-q")
+            support.run(VIBRA, "analyze", sim, "-o", res, "-q")
+            loaded = vibra.load_results(res)
+            self.assertIn("vdos", loaded.skipped)
+            self.assertNotIn("vdos", loaded.analyses)
+            errors = []
+            figs = vf.make_all(loaded, errors)
+            self.assertEqual(errors, [])
+            self.assertIn("gr", figs)
+            self.assertNotIn("vdos", figs)
+            out = os.path.join(SCRATCH, f"frames{frames}_figs")
+            r = subprocess.run([sys.executable, "-m", "vibra.figures", res, "-o", out], env=ENV,
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("no figure for vdos (skipped by vibra analyze", r.stderr)
 
     def test_tracked_field_is_in_image_orientation(self):
         if not (support.has_command(VIBRA, "synth") and support.has_command(VIBRA, "track")):

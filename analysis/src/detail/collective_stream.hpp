@@ -23,13 +23,13 @@ namespace vibra::analysis::detail {
 /// The flags every collective analysis has, prefixed with its name.
 inline std::vector<AnalysisOption> field_options(const std::string& n, const std::string& stride_default) {
     return {
-        {n + "-lags", "lags Δt of the displacement field u = r(t+Δt) − r(t), frames, comma-separated", "1,10"},
-        {n + "-stride", "use start frames t = 0, s, 2s, … (frames; empty = about 100 start frames)", stride_default},
-        {n + "-sigma", "Gaussian coarse-graining width σ, length unit (empty = 1 mean interparticle spacing)", ""},
-        {n + "-spacing", "grid spacing, length unit (empty = σ)", ""},
-        {n + "-min-weight", "mask grid nodes whose kernel weight sum Σw is below this (particles)", "0.5"},
-        {n + "-drift", "drift removed from the displacements: none | mean", "none"},
-        {n + "-quantity", "field: displacement (u, length unit) | velocity (u/Δt)", "displacement"},
+        {n + "-lags", "lags Δt of the displacement field u = r(t+Δt) − r(t), frames, comma-separated", "1,10", OptionType::list, 1, kInf},
+        {n + "-stride", "use start frames t = 0, s, 2s, … (frames; empty = about 100 start frames)", stride_default, OptionType::integer, 1, kInf},
+        {n + "-sigma", "Gaussian coarse-graining width σ, length unit (empty = 1 mean interparticle spacing)", "", OptionType::number, 0, kInf},
+        {n + "-spacing", "grid spacing, length unit (empty = σ)", "", OptionType::number, 0, kInf},
+        {n + "-min-weight", "mask grid nodes whose kernel weight sum Σw is below this (particles)", "0.5", OptionType::number, 0, kInf},
+        {n + "-drift", "drift removed from the displacements: none | mean", "none", OptionType::text, -kInf, kInf, {"none", "mean"}},
+        {n + "-quantity", "field: displacement (u, length unit) | velocity (u/Δt)", "displacement", OptionType::text, -kInf, kInf, {"displacement", "velocity"}},
     };
 }
 

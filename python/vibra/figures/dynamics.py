@@ -113,25 +113,44 @@ def vacf(res):
 
 @styled
 def vdos(res):
+    """D(ω) and D(ω)/ω as computed: negative values (possible with the VACF-transform estimators)
+    are drawn, on a symmetric-log axis, never hidden by taking |D/ω| or dropping them."""
     g = res.get("vdos")
-    if g is None or "vdos" not in g:
+    if g is None or "vdos" not in g or "omega" not in g:
         return None
     w = g["omega"]
     fig, axes = figure(10, 4, 1, 2)
+    negative = False
+    smallest = np.inf
     for suf, lab, col in _present(g, "vdos", [MASS]):
         ls = "--" if suf == "_mass" else "-"
-        axes[0].plot(w, g["vdos" + suf], color=col, ls=ls, label=lab)
+        d = g["vdos" + suf]
+        ok = finite(w, d)
+        axes[0].plot(w[ok], d[ok], color=col, ls=ls, label=lab)
         if "vdos_reduced" + suf in g:
             r = g["vdos_reduced" + suf]
-            ok = (w > 0) & finite(r) & (r > 0)
-            axes[1].loglog(w[ok], r[ok], color=col, ls=ls, label=lab)
+            ok = (w > 0) & finite(w, r)
+            axes[1].plot(w[ok], r[ok], color=col, ls=ls, label=lab)
+            negative |= bool((r[ok] < 0).any())
+            pos = np.abs(r[ok][r[ok] != 0])
+            if pos.size:
+                smallest = min(smallest, pos.min())
+    axes[0].axhline(0, color="0.6", lw=0.6)
+    axes[1].set_xscale("log")
+    if negative:  # keep the negative bins visible: symmetric log, zero line
+        axes[1].set_yscale("symlog", linthresh=max(smallest, 1e-300))
+        axes[1].axhline(0, color="0.6", lw=0.6)
+    else:
+        axes[1].set_yscale("log")
     axes[0].set_xlabel(label("angular frequency ω", g.unit("omega")))
     axes[0].set_ylabel(label("VDOS D(ω)", g.unit("vdos")))
+    est = str(g.attrs.get("estimator", "")).split(":")[0]
     win = g.attrs.get("window")
-    axes[0].set_title("Vibrational density of states" + (f" ({words(win)} window)" if win else ""))
+    detail = ", ".join(x for x in (est and f"{words(est)} estimator", win and f"{words(str(win).split(':')[0])} window") if x)
+    axes[0].set_title("Vibrational density of states" + (f" ({detail})" if detail else ""))
     axes[1].set_xlabel(label("angular frequency ω", g.unit("omega")))
     axes[1].set_ylabel(label("reduced VDOS D(ω)/ω", g.unit("vdos_reduced")))
-    axes[1].set_title("Reduced VDOS")
+    axes[1].set_title("Reduced VDOS" + (" (negative values present)" if negative else ""))
     axes[0].legend()
     return fig
 

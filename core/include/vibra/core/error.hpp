@@ -27,6 +27,13 @@ public:
     using Error::Error;
 };
 
+/// The data cannot support an analysis (too few frames, no velocities, no tracks long enough):
+/// `vibra analyze` skips that analysis and records this message in `skipped_analyses`.
+class InsufficientData : public Error {
+public:
+    using Error::Error;
+};
+
 /// A parameter is outside its allowed range (the CLI reports it as a usage error, exit 2).
 class ParameterError : public std::invalid_argument {
 public:

@@ -2,7 +2,7 @@
 // The vibra results file (HDF5): root attributes schema="vibra-results", schema_version,
 // vibra_version, created, input_path, input_checksum; one group per analysis under
 // /analysis/<name>, each dataset with a `units` attribute, each group with its parameters as
-// attributes. Writing merges into an existing file (groups given now replace their old
+// attributes and its own provenance (input_path, input_checksum, parameters). Writing merges into an existing file (groups given now replace their old
 // versions, others stay) and is atomic (copy, write, rename). Layout: docs/hdf5-layout.md.
 #pragma once
 
@@ -21,12 +21,15 @@ struct ResultsProvenance {
     std::string input_path;      ///< trajectory file the results were computed from
     std::string input_checksum;  ///< "sha256:<hex>" of it
     std::string parameters;      ///< command line
-    std::vector<std::string> skipped;  ///< "name: reason" of default analyses the data could not support
+    std::vector<std::string> skipped;  ///< "name: reason" of analyses the data could not support
+    bool force = false;  ///< merge into a file whose root records another input (checksum)
 };
 
 /// Merge `groups` into the results file at `path` (created if absent) as /analysis/<group.name>.
-/// Throws FormatError if `path` exists but is not a vibra results file; IoError on write failure
-/// (the old file is then untouched).
+/// Throws FormatError if `path` exists but is not a vibra results file; ParameterError if it holds
+/// results of another input (root input_checksum differs) and !prov.force; IoError on write
+/// failure (the old file is then untouched). Old groups without their own input_path /
+/// input_checksum attributes get those of the old root before the root is rewritten.
 void write_results(const std::string& path, const std::vector<ResultGroup>& groups, const ResultsProvenance& prov,
                    const Metadata& input_meta);
 
