@@ -261,8 +261,12 @@ TEST_CASE("batch: kill -9 while the third video is tracked, then a rerun resumin
     }
     test::TempDir d("batch_kill");
     const auto videos = dataset(d, false);
+    // the third video long enough (320 frames) that the kill lands while it is tracked
+    REQUIRE(test::run_vibra("synth -o " + q((videos / "phi0.60.avi").string()) + " --truth " + q(d.file("t.h5")) +
+                            " --width 256 --height 256 --frames 320 --margin 0 --look dark-ring --noise 0.03 --seed 3 --packing-fraction 0.6 -q")
+                .exit_code == 0);
     const auto clean = d.path() / "clean", killed = d.path() / "killed";
-    // checkpoints every 20 frames of the 80-frame clips: a video killed mid-tracking resumes from its last one
+    // checkpoints every 20 frames: a video killed mid-tracking resumes from its last one
     const std::string flags = kRadii + "--no-figures --only gr,msd --threads 2 --checkpoint-every 20 -q";
     REQUIRE(test::run_vibra("batch " + q(videos.string()) + " -o " + q(clean.string()) + flags).exit_code == 0);
 
@@ -296,7 +300,13 @@ TEST_CASE("batch: kill -9 while the third video is tracked, then a rerun resumin
     REQUIRE_THAT(r.output, Catch::Contains("phi0.30: unchanged, skipped") && Catch::Contains("phi0.45: unchanged, skipped"));
     const auto log = test::read_text((killed / "phi0.60" / "log.txt").string());
     INFO(log);
-    REQUIRE_THAT(log, Catch::Contains("resumed from the checkpoint") && (Catch::Contains("(40 frames kept)") || Catch::Contains("(60 frames kept)")));
+    REQUIRE_THAT(log, Catch::Contains("resumed from the checkpoint"));
+    const auto at = log.find('(', log.find("resumed from the checkpoint in "));
+    REQUIRE(at != std::string::npos);
+    const auto kept = std::stoll(log.substr(at + 1));  // "(N frames kept)"
+    REQUIRE(kept >= 40);  // at least the two segments seen before the kill, whole segments only
+    REQUIRE(kept < 320);
+    REQUIRE(kept % 20 == 0);
     REQUIRE_FALSE(fs::exists(killed / "phi0.60" / "trajectories.h5.ckpt"));  // removed once the file is committed
     REQUIRE(fs::last_write_time(killed / "phi0.30" / "trajectories.h5") == first);
     for (const char* v : {"phi0.30", "phi0.45", "phi0.60", "phi0.75"})
@@ -427,6 +437,10 @@ TEST_CASE("batch: Ctrl-C (SIGINT) during the third video — a message, exit 130
     }
     test::TempDir d("batch_sigint");
     const auto videos = dataset(d, false);
+    // the third video long enough (≈ 1 s of tracking) that the signal lands while it is tracked
+    REQUIRE(test::run_vibra("synth -o " + q((videos / "phi0.60.avi").string()) + " --truth " + q(d.file("t.h5")) +
+                            " --width 384 --height 384 --frames 400 --margin 0 --look dark-ring --noise 0.03 --seed 3 --packing-fraction 0.6 -q")
+                .exit_code == 0);
     const auto out = d.path() / "out";
     const std::string log = d.file("batch.log");
     const pid_t pid = fork();
@@ -439,12 +453,13 @@ TEST_CASE("batch: Ctrl-C (SIGINT) during the third video — a message, exit 130
               static_cast<char*>(nullptr));
         _exit(127);
     }
-    // once the third video's analysis has started (its log names the command)
+    // once the third video's tracking has started (its log names the command)
     const auto log3 = out / "phi0.60" / "log.txt";
     const auto t0 = std::chrono::steady_clock::now();
     while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(120) &&
-           (!fs::exists(log3) || test::read_text(log3.string()).find(" analyze ") == std::string::npos))
+           (!fs::exists(log3) || test::read_text(log3.string()).find(" track ") == std::string::npos))
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
     kill(pid, SIGINT);
     int status = 0;
     waitpid(pid, &status, 0);
@@ -504,7 +519,12 @@ TEST_CASE("track --checkpoint: kill -9 after two segments, the same command resu
     REQUIRE(r.exit_code == 0);
     REQUIRE_THAT(r.output, Catch::Contains("resumed from the checkpoint"));
     const auto rep = test::read_text(d.file("rep.txt"));
-    REQUIRE((rep.find("resumed_frames = 80") != std::string::npos || rep.find("resumed_frames = 120") != std::string::npos));
+    const auto pos = rep.find("resumed_frames = ");
+    REQUIRE(pos != std::string::npos);
+    const auto kept = std::stoll(rep.substr(pos + 17));
+    REQUIRE(kept >= 80);  // the two segments seen before the kill at least, whole segments only
+    REQUIRE(kept < 240);
+    REQUIRE(kept % 40 == 0);
     require_same_trajectories(clean, out);
     store::TrajectoryReader a(clean), b(out);
     for (const auto& name : a.diagnostics()) REQUIRE(a.read_diagnostic(name) == b.read_diagnostic(name));
