@@ -74,7 +74,7 @@ def main(argv):
             return 2
         x = cols[x_name].astype(float)
         for y_name, text in OBSERVABLES.items():
-            if y_name not in cols:
+            if y_name not in cols or y_name == x_name:
                 continue
             y = cols[y_name].astype(float)
             use = ok & np.isfinite(x) & np.isfinite(y)
