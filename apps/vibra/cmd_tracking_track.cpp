@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // `vibra track INPUT... -o OUT`: video → linked trajectories (vibra HDF5), one file per input.
+#include <signal.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +21,22 @@ namespace vibra::app {
 namespace {
 
 namespace fs = std::filesystem;
+
+// SIGINT / SIGTERM while tracking: the pipeline stops reading (TrackParams::cancel), the output
+// is not committed, and the command says what it kept.
+std::atomic<bool> g_cancel{false};
+std::atomic<int> g_signal{0};
+void on_signal(int sig) {
+    g_signal = sig;
+    g_cancel = true;
+}
+void install_cancel_handlers() {
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+}
 
 std::vector<double> parse_numbers(const std::string& s, std::size_t n, const std::string& flag) {
     std::vector<double> v;
@@ -185,7 +204,20 @@ void register_track(CLI::App& app, GlobalOptions& g) {
             try {
                 auto tpi = tp;
                 if (o->checkpoint) tpi.checkpoint_dir = out + ".ckpt";
-                const auto s = tracking::track_video(in, out, tpi);
+                tpi.cancel = &g_cancel;
+                install_cancel_handlers();
+                tracking::TrackSummary s;
+                try {
+                    s = tracking::track_video(in, out, tpi);
+                } catch (const tracking::Interrupted& e) {
+                    const int sig = g_signal.load();
+                    std::string kept = "nothing written to " + out;
+                    if (o->checkpoint && fs::exists(out + ".ckpt"))
+                        kept += "; the checkpoint " + out + ".ckpt is kept: the same command resumes from it";
+                    if (many && !failed.empty()) kept += "; " + std::to_string(failed.size()) + " input(s) had failed";
+                    throw ExitStatus{128 + (sig ? sig : SIGINT), "track: " + std::string(e.what()) + " (" +
+                                                                     (sig == SIGTERM ? "SIGTERM" : "SIGINT") + "); " + kept};
+                }
                 if (s.resumed_frames > 0 && !g.quiet)
                     std::cerr << in << ": resumed from the checkpoint in " << out << ".ckpt (" << s.resumed_frames
                               << " frames kept)\n";

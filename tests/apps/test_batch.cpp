@@ -537,3 +537,51 @@ TEST_CASE("track --checkpoint: kill -9 after two segments, the same command resu
     REQUIRE(test::run_vibra("track " + q(clip) + " -o " + q(d.file("o2.h5")) + " --radius-small 6 --radius-large 8 --restart-every 40 --checkpoint --max-step 2 -q").exit_code == 0);
     REQUIRE_FALSE(fs::exists(seg0));
 }
+
+TEST_CASE("track: SIGINT and SIGTERM stop the run with a message, exit 130 / 143, no temporaries, the checkpoint kept", "[integration][batch]") {
+    if (!have_batch()) {
+        WARN("vibra built without the tracking module");
+        return;
+    }
+    test::TempDir d("track_signals");
+    const auto clip = d.file("long.avi");
+    REQUIRE(test::run_vibra("synth -o " + q(clip) + " --truth " + q(d.file("t.h5")) +
+                            " --width 384 --height 384 --frames 400 --packing-fraction 0.6 --look dark-ring --noise 0.03 --seed 7 -q")
+                .exit_code == 0);
+    for (const int sig : {SIGINT, SIGTERM}) {
+        for (const bool checkpoint : {false, true}) {
+            INFO("signal " << sig << ", checkpoint " << checkpoint);
+            const auto out = d.file("out" + std::to_string(sig) + (checkpoint ? "c" : "") + ".h5");
+            const auto log = d.file("log" + std::to_string(sig) + (checkpoint ? "c" : ""));
+            const pid_t pid = fork();
+            REQUIRE(pid >= 0);
+            if (pid == 0) {
+                execl("/bin/sh", "sh", "-c",
+                      (std::string("exec '") + VIBRA_CLI + "' track " + q(clip) + " -o " + q(out) + kRadii + "--restart-every 40" +
+                       (checkpoint ? " --checkpoint" : "") + " > " + q(log) + " 2>&1")
+                          .c_str(),
+                      static_cast<char*>(nullptr));
+                _exit(127);
+            }
+            // once the run is under way (its spool exists), well before its 400 frames are done
+            const auto t0 = std::chrono::steady_clock::now();
+            while (!fs::exists(out + ".spool") && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            kill(pid, sig);
+            int status = 0;
+            waitpid(pid, &status, 0);
+            const auto text = test::read_text(log);
+            INFO(text);
+            REQUIRE(WIFEXITED(status));
+            REQUIRE(WEXITSTATUS(status) == 128 + sig);
+            REQUIRE_THAT(text, Catch::Contains("interrupted after") && Catch::Contains(sig == SIGINT ? "(SIGINT)" : "(SIGTERM)") &&
+                                   Catch::Contains("nothing written to"));
+            REQUIRE_FALSE(fs::exists(out));
+            REQUIRE_FALSE(fs::exists(out + ".partial"));
+            REQUIRE_FALSE(fs::exists(out + ".spool"));
+            REQUIRE(fs::exists(out + ".ckpt") == checkpoint);
+            if (checkpoint) REQUIRE_THAT(text, Catch::Contains("is kept: the same command resumes from it"));
+        }
+    }
+}

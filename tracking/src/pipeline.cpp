@@ -398,6 +398,7 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     std::exception_ptr reader_error, worker_error;
     std::mutex err_m;
     bool truncated = false;
+    std::atomic<bool> cancelled{false};  // the reader stopped at TrackParams::cancel
 
     // Everything that can fail before the first frame fails here, before the threads start (the
     // sink is opened below, inside the loop's error handling, which stops them).
@@ -578,6 +579,10 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
         std::int64_t seq = first_seq;
         try {
             while (!stop) {
+                if (p.cancel && p.cancel->load()) {
+                    cancelled = true;
+                    break;
+                }
                 Item it;
                 it.seq = seq;
                 const auto t0 = std::chrono::steady_clock::now();
@@ -712,6 +717,8 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     progress.finish();
     if (reader_error) std::rethrow_exception(reader_error);
     if (worker_error) std::rethrow_exception(worker_error);
+    if (cancelled)
+        throw Interrupted(input + ": interrupted after " + std::to_string(d_det.size()) + " frames", static_cast<std::int64_t>(d_det.size()));
     const auto n_frames = static_cast<std::int64_t>(d_det.size());
     if (n_frames == 0) throw FormatError(input + ": no frames could be read");
     if (n_frames == sum.decode_errors) throw FormatError(input + ": no frame could be decoded");

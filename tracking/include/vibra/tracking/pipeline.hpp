@@ -10,11 +10,13 @@
 // the run produced a file).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "vibra/core/error.hpp"
 #include "vibra/core/trajectory.hpp"
 #include "vibra/tracking/detect.hpp"
 #include "vibra/tracking/link.hpp"
@@ -54,9 +56,20 @@ struct TrackParams {
     /// frames so far are saved there; a run that finds segments of the same input and settings
     /// resumes after the last one. Removed when the output is committed.
     std::string checkpoint_dir;
+    /// When set and it becomes true (e.g. from a SIGINT handler), the run stops reading frames
+    /// and track_video throws Interrupted: the sink is not committed (no output), the spool is
+    /// removed, the checkpoints written so far stay.
+    const std::atomic<bool>* cancel = nullptr;
     std::string parameters;         ///< the command line / settings recorded in the file
     bool progress = false;          ///< progress line (frames/s, ETA) on stderr
     void validate() const;          ///< throws ParameterError naming the field
+};
+
+/// track_video stopped because TrackParams::cancel became true.
+class Interrupted : public Error {
+public:
+    Interrupted(const std::string& what, std::int64_t frames_done) : Error(what), frames_done(frames_done) {}
+    std::int64_t frames_done;  ///< frames linked (and checkpointed up to the last segment) before the stop
 };
 
 struct TrackSummary {
