@@ -106,7 +106,7 @@ void register_track(CLI::App& app, GlobalOptions& g) {
     cmd->add_flag("--predict", o->tp.link.predict, "Constant-velocity prediction when linking");
     cmd->add_option("--threads", o->tp.threads, "Detection threads (0 = all cores); the output is the same for any count")
         ->capture_default_str();
-    cmd->add_option("--strips", o->tp.strips,
+    cmd->add_option("--strips", o->tp.n_strips,
                     "Horizontal strips of each frame, each tracked frame to frame by its own locator (0 = by the image "
                     "height and radius); the output depends on the strips, never on --threads")
         ->capture_default_str();
@@ -140,7 +140,7 @@ void register_track(CLI::App& app, GlobalOptions& g) {
         positive(opt_fps, tp.fps, " frames/s");
         positive(opt_scale, tp.px_per_mm, " px per mm");
         if (tp.threads < 0) throw ParameterError("--threads must be >= 0 (0 = all cores), got " + std::to_string(tp.threads));
-        if (tp.strips < 0) throw ParameterError("--strips must be >= 0 (0 = by the image), got " + std::to_string(tp.strips));
+        if (tp.n_strips < 0) throw ParameterError("--strips must be >= 0 (0 = by the image), got " + std::to_string(tp.n_strips));
         if (o->radius > 0) {
             if (o->radius_small > 0 || o->radius_large > 0) throw ParameterError("--radius excludes --radius-small/--radius-large");
             tp.detect.radii = {o->radius};

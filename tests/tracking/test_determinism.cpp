@@ -135,7 +135,7 @@ TEST_CASE("track: synthetic clips give the same output, bit for bit, for 1, 2 an
         const auto clip = write_clip(reference_case(ReferenceCase::moderate, 320, 12, 7), dir.file("moderate.avi"));
         const auto one = require_same_for_any_threads(clip, p, "moderate, strips by the image");
         REQUIRE(one.opened.user.at("strips") == "1");  // 320 rows: too low for two strips of 12 margins
-        p.strips = 3;
+        p.n_strips = 3;
         const auto three = require_same_for_any_threads(clip, p, "moderate, three strips");
         REQUIRE(three.opened.user.at("strips") == "3");
         // the strips change the fits (each strip's own templates), not what is found
@@ -143,7 +143,7 @@ TEST_CASE("track: synthetic clips give the same output, bit for bit, for 1, 2 an
     }
     SECTION("fast disks with motion blur (the noisy case), two strips") {
         const auto clip = write_clip(reference_case(ReferenceCase::noisy, 320, 12, 11), dir.file("noisy.avi"));
-        p.strips = 2;
+        p.n_strips = 2;
         const auto two = require_same_for_any_threads(clip, p, "noisy, two strips");
         REQUIRE(two.opened.user.at("strips") == "2");
     }
@@ -160,7 +160,7 @@ TEST_CASE("track: synthetic clips give the same output, bit for bit, for 1, 2 an
             if (f == 4) test::write_text(seq + name, "not a png");
             else REQUIRE(cv::imwrite(seq + name, img));
         }
-        p.strips = 2;
+        p.n_strips = 2;
         const auto two = require_same_for_any_threads(seq, p, "PNG sequence with a broken frame, two strips");
         REQUIRE(two.diag.at("decode_errors").first[4] == 1);
     }
@@ -193,7 +193,7 @@ TEST_CASE("track: the real samples give the same output, bit for bit, for 1, 2 a
         p.reader.last = 3;
         const auto in = (real / "particletracker_discs/discs_luma_*.png").string();
         (void)require_same_for_any_threads(in, p, "discs, strips by the image");
-        p.strips = 2;  // where 1 and 2 threads once differed by up to 9.9 px
+        p.n_strips = 2;  // where 1 and 2 threads once differed by up to 9.9 px
         (void)require_same_for_any_threads(in, p, "discs, two strips");
     }
     SECTION("trackpy bulk water (green channel, dark colloids), strips by the image and two") {
@@ -204,7 +204,7 @@ TEST_CASE("track: the real samples give the same output, bit for bit, for 1, 2 a
         p.link.max_step = 2.5;
         const auto in = (real / "trackpy_bulk_water/*.png").string();
         (void)require_same_for_any_threads(in, p, "bulk water, strips by the image");
-        p.strips = 2;
+        p.n_strips = 2;
         (void)require_same_for_any_threads(in, p, "bulk water, two strips");
     }
 }

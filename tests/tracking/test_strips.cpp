@@ -198,7 +198,7 @@ TrackParams two_strips() {
     TrackParams p;
     p.detect.radii = {6, 8};
     p.threads = 2;
-    p.strips = 2;  // the frames are lower than auto_strip_count's two strips need
+    p.n_strips = 2;  // the frames are lower than auto_strip_count's two strips need
     return p;
 }
 }  // namespace

@@ -32,7 +32,7 @@ void TrackParams::validate() const {
     if (!detect.radii.empty()) detect.validate();
     if (link.max_step != 0) link.validate();
     if (threads < 0) throw ParameterError("track: threads must be >= 0, got " + std::to_string(threads));
-    if (strips < 0) throw ParameterError("track: strips must be >= 0, got " + std::to_string(strips));
+    if (n_strips < 0) throw ParameterError("track: n_strips must be >= 0, got " + std::to_string(n_strips));
     if (fps < 0) throw ParameterError("track: fps must be >= 0, got " + std::to_string(fps));
     if (px_per_mm < 0) throw ParameterError("track: px_per_mm must be >= 0, got " + std::to_string(px_per_mm));
     if (auto_radii_frames < 1) throw ParameterError("track: auto_radii_frames must be >= 1");
@@ -347,7 +347,7 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     // (no warm start): frames dealt in turn (frame seq → worker seq % n), each located alone.
     std::vector<FrameStrip> strips;
     if (p.warm_start && H > 0) {
-        const int n_strips = p.strips > 0 ? p.strips : auto_strip_count(static_cast<int>(H), p.detect.r_large());
+        const int n_strips = p.n_strips > 0 ? p.n_strips : auto_strip_count(static_cast<int>(H), p.detect.r_large());
         strips = plan_strips(static_cast<int>(H), n_strips, p.detect.r_large());
     }
     const bool by_strips = !strips.empty();

@@ -38,7 +38,7 @@ struct TrackParams {
     /// locator seeing every frame in order, shared by the workers; 0 = by the image
     /// (auto_strip_count: height and large radius). Never derived from `threads`, so that the
     /// output is bit-identical for any thread count; more strips than workers are taken in turn.
-    int strips = 0;
+    int n_strips = 0;
     double fps = 0;                 ///< frames/s when known (frame time stamps = frame / fps)
     double px_per_mm = 0;           ///< image calibration when known
     /// Region of interest: window_rect or window_circle (detections outside are dropped);
