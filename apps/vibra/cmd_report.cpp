@@ -14,42 +14,10 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "python_package.hpp"
 #include "vibra/core/error.hpp"
 
-#ifndef VIBRA_SOURCE_PYTHON_DIR
-#define VIBRA_SOURCE_PYTHON_DIR ""
-#endif
-
 namespace vibra::app {
-
-namespace {
-
-namespace fs = std::filesystem;
-
-// The directory holding the package vibra/ (with report.py); throws naming where it looked.
-std::string python_dir() {
-    std::vector<std::string> tried;
-    auto has_package = [&](const fs::path& d) {
-        tried.push_back(d.string());
-        std::error_code ec;
-        return fs::is_regular_file(d / "vibra" / "report.py", ec);
-    };
-    if (const char* env = std::getenv("VIBRA_PYTHON_DIR"); env && *env) {
-        if (has_package(env)) return env;
-        throw Error(std::string("VIBRA_PYTHON_DIR=") + env + ": no vibra/report.py in it");
-    }
-    std::error_code ec;
-    const auto exe = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec && has_package(exe.parent_path().parent_path() / "share" / "vibra" / "python"))
-        return (exe.parent_path().parent_path() / "share" / "vibra" / "python").string();
-    if (*VIBRA_SOURCE_PYTHON_DIR && has_package(VIBRA_SOURCE_PYTHON_DIR)) return VIBRA_SOURCE_PYTHON_DIR;
-    std::string where;
-    for (const auto& t : tried) where += "\n  " + t;
-    throw Error("cannot find vibra's Python package (vibra/report.py); set VIBRA_PYTHON_DIR to the "
-                "directory that holds it (the repository's python/). Looked in:" + where);
-}
-
-}  // namespace
 
 void register_report(CLI::App& app, GlobalOptions& g) {
     struct Opts {
@@ -68,13 +36,9 @@ void register_report(CLI::App& app, GlobalOptions& g) {
         ->check(CLI::ExistingFile);
     cmd->add_option("--dpi", o->dpi, "Resolution of the embedded figures")->capture_default_str()->check(CLI::Range(20, 600));
     cmd->callback([o, &g] {
-        const std::string dir = python_dir();
+        use_python_package();
         const char* env_python = std::getenv("VIBRA_PYTHON");
         const std::string python = env_python && *env_python ? env_python : "/usr/bin/python3";
-        const char* old = std::getenv("PYTHONPATH");
-        const std::string path = dir + (old && *old ? std::string(":") + old : std::string());
-        setenv("PYTHONPATH", path.c_str(), 1);
-        setenv("MPLBACKEND", "Agg", 0);  // no display needed; a user's own choice stays
         std::vector<std::string> args{python, "-m", "vibra.report", o->input, "-o", o->output,
                                       "--dpi", std::to_string(o->dpi)};
         if (!o->trajectories.empty()) args.insert(args.end(), {"--trajectories", o->trajectories});

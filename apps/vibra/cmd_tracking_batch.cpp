@@ -18,6 +18,7 @@
 #include "batch/dataset.hpp"
 #include "batch/runner.hpp"
 #include "commands.hpp"
+#include "python_package.hpp"
 #include "vibra/core/checksum.hpp"
 #include "vibra/core/error.hpp"
 #include "vibra/core/version.hpp"
@@ -43,15 +44,6 @@ struct BatchOptions {
     std::string fps, px_per_mm, radius, radius_small, radius_large, radii, roi, roi_circle, channel, frames;
     bool invert = false;
 };
-
-std::string figures_script() {
-    if (const char* e = std::getenv("VIBRA_FIGURES_SCRIPT")) return e;
-    return VIBRA_NOTEBOOKS_DIR "/vibra_figures.py";
-}
-std::string campaign_script() {
-    if (const char* e = std::getenv("VIBRA_CAMPAIGN_SCRIPT")) return e;
-    return VIBRA_NOTEBOOKS_DIR "/campaign_figures.py";
-}
 
 DatasetDefaults defaults_from(const BatchOptions& o) {
     DatasetDefaults d;
@@ -275,7 +267,7 @@ Outcome VideoJob::run(std::string& message) {
     }
     if (figures_needed) {
         fs::remove_all(path("figures"), ec);
-        if (!stage("figures", {"/usr/bin/python3", figures_script(), path("results.h5"), path("figures")}, message))
+        if (!stage("figures", {"/usr/bin/python3", "-m", "vibra.figures", path("results.h5"), "-o", path("figures")}, message))
             return stop_signal() ? Outcome::interrupted : Outcome::failed;
         st_["figures.status"] = "ok";
     }
@@ -424,6 +416,7 @@ void register_batch(CLI::App& app, GlobalOptions& g) {
         if (o->submit && !o->slurm) throw ParameterError("--submit goes with --slurm");
         if (o->checkpoint_every < 0) throw ParameterError("--checkpoint-every must be >= 1 frame, got " + std::to_string(o->checkpoint_every));
         if (o->shards < 0) throw ParameterError("--shards must be >= 1, got " + std::to_string(o->shards));
+        if (!o->no_figures || !o->plot.empty()) use_python_package();  // the stages run python3 -m vibra.figures
         std::pair<int, int> sh{0, 1};
         if (!o->shard.empty()) sh = parse_shard(o->shard);
         const Dataset ds = load_dataset(o->dataset, defaults_from(*o));
@@ -475,7 +468,7 @@ void register_batch(CLI::App& app, GlobalOptions& g) {
         const auto table = collect_campaign(ds, o->outdir);
         write_campaign(table, o->outdir);
         if (!o->plot.empty()) {
-            std::vector<std::string> argv{"/usr/bin/python3", campaign_script(), (fs::path(o->outdir) / "campaign.h5").string(),
+            std::vector<std::string> argv{"/usr/bin/python3", "-m", "vibra.figures.campaign", (fs::path(o->outdir) / "campaign.h5").string(),
                                           (fs::path(o->outdir) / "figures").string()};
             argv.insert(argv.end(), o->plot.begin(), o->plot.end());
             const auto r = run_stage(argv, (fs::path(o->outdir) / "figures.log").string());

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Observables of a batch campaign against a control parameter (headless; Debian's /usr/bin/python3).
 
-    /usr/bin/python3 notebooks/campaign_figures.py OUTDIR/campaign.h5 FIGDIR CONTROL [CONTROL ...]
+    /usr/bin/python3 -m vibra.figures.campaign OUTDIR/campaign.h5 FIGDIR CONTROL [CONTROL ...]   (PYTHONPATH=python)
 
 For every control parameter X (a column of the campaign table, e.g. phi_nominal, gamma, or the
 measured phi) and every observable of the table (phi, temperature_ratio, beta_small, beta_large,
@@ -70,7 +70,7 @@ def main(argv):
     written = []
     for x_name in controls:
         if x_name not in cols or cols[x_name].dtype.kind not in "fi":
-            print(f"campaign_figures: --plot {x_name}: not a numeric column of {table}", file=sys.stderr)
+            print(f"vibra.figures.campaign: --plot {x_name}: not a numeric column of {table}", file=sys.stderr)
             return 2
         x = cols[x_name].astype(float)
         for y_name, text in OBSERVABLES.items():
