@@ -427,7 +427,16 @@ TEST_CASE("batch --slurm writes a job array of N shards and a collect job that w
     // with videos processed, memory and time come from their measured cost
     REQUIRE(test::run_vibra("batch " + q(videos.string()) + " -o " + q(out.string()) + kRadii + "--no-figures --only gr -q").exit_code == 0);
     REQUIRE(test::run_vibra("batch " + q(videos.string()) + " -o " + q(out.string()) + kRadii + "--slurm --shards 2 -q").exit_code == 0);
-    REQUIRE_THAT(test::read_text((out / "slurm" / "batch.sbatch").string()), Catch::Contains("measured on 4 processed video(s)"));
+    const auto sb = test::read_text((out / "slurm" / "batch.sbatch").string());
+    REQUIRE_THAT(sb, Catch::Contains("measured on 4 processed video(s)"));
+    // --mem = 1.5 × the largest peak memory of any stage + 256 MB, from the table's own figures
+    const auto t = store::read_table_h5((out / "campaign.h5").string(), "vibra-campaign", "campaign");
+    double peak = 0;
+    for (const char* c : {"track_peak_rss_mb", "analyze_peak_rss_mb"})
+        for (double v : column<double>(t, c)) peak = std::max(peak, v);
+    const auto at = sb.find("#SBATCH --mem=");
+    REQUIRE(at != std::string::npos);
+    REQUIRE(std::stol(sb.substr(at + 14)) == static_cast<long>(peak * 1.5 + 256));
 }
 
 TEST_CASE("batch: Ctrl-C (SIGINT) during the third video — a message, exit 130, the table, no temporaries, and a rerun finishes", "[integration][batch]") {

@@ -240,8 +240,12 @@ store::Table collect_campaign(const Dataset& ds, const std::string& outdir) {
                 if (k == name) val = x;
             b.text("control_" + name, val, "control parameter from the manifest");
         }
-        b.integer("tracks", st.count("track.tracks") ? std::stoll(get("track.tracks")) : -1, "1", "trajectories (particle ids)");
-        b.integer("undecodable_frames", st.count("track.decode_errors") ? std::stoll(get("track.decode_errors")) : -1, "frame",
+        const auto count = [&](const std::string& k) {  // -1 when absent or unreadable
+            const double v = to_double(get(k));
+            return std::isfinite(v) ? static_cast<std::int64_t>(v) : std::int64_t{-1};
+        };
+        b.integer("tracks", count("track.tracks"), "1", "trajectories (particle ids)");
+        b.integer("undecodable_frames", count("track.decode_errors"), "frame",
                   "frames counted and skipped");
         for (const auto* stage : {"track", "analyze", "figures"}) add_stage_times(b, st, stage);
         for (const auto& [part, what] : std::vector<std::pair<std::string, std::string>>{
