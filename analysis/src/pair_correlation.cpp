@@ -124,14 +124,19 @@ void for_each_structure_frame_parallel(const TrajectorySource& source, std::int6
         } else {
             std::vector<std::thread> pool;
             std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n_threads));
-            for (int w = 0; w < n_threads; ++w)
-                pool.emplace_back([&, w] {
-                    try {
-                        run(w);
-                    } catch (...) {
-                        errors[static_cast<std::size_t>(w)] = std::current_exception();
-                    }
-                });
+            try {
+                for (int w = 0; w < n_threads; ++w)
+                    pool.emplace_back([&, w] {
+                        try {
+                            run(w);
+                        } catch (...) {
+                            errors[static_cast<std::size_t>(w)] = std::current_exception();
+                        }
+                    });
+            } catch (...) {  // a thread could not be started (ulimit): the started ones finish first
+                for (auto& th : pool) th.join();
+                throw;
+            }
             for (auto& th : pool) th.join();
             for (auto& e : errors)
                 if (e) std::rethrow_exception(e);

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <new>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -119,6 +120,12 @@ RunOutcome analyze_one(const std::string& input, const std::string& output, cons
         } catch (const InsufficientData& e) {
             skip(s, e.what());  // asked for or not: the data cannot support it
             continue;
+        } catch (const ResourceError& e) {
+            // Not the data's fault but this machine's: never recorded as "skipped"; nothing is written.
+            throw ResourceError(s.name + ": " + e.what() + "; nothing written to " + output);
+        } catch (const std::bad_alloc&) {
+            throw ResourceError(s.name + ": out of memory (free memory or ulimit -v) while analysing " + input +
+                                "; nothing written to " + output);
         } catch (const std::exception& e) {
             // Asked for by name (or needed by what was): the error is the answer. Part of the
             // default set: reported and skipped so the others still get written.

@@ -215,7 +215,7 @@ void register_track(CLI::App& app, GlobalOptions& g) {
                     s = tracking::track_video(in, out, tpi);
                 } catch (const tracking::Interrupted& e) {
                     const int sig = g_signal.load();
-                    std::string kept = "nothing written to " + out;
+                    std::string kept = "kept: nothing written to " + out;
                     if (o->checkpoint && fs::exists(out + ".ckpt"))
                         kept += "; the checkpoint " + out + ".ckpt is kept: the same command resumes from it";
                     if (many && !failed.empty()) kept += "; " + std::to_string(failed.size()) + " input(s) had failed";

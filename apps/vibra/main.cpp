@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <system_error>
 #include <iostream>
 
 #include "commands.hpp"
@@ -75,7 +76,15 @@ int main(int argc, char** argv) {
         return s.exit_code();
     } catch (const std::bad_alloc&) {
         std::cerr << "vibra: error: out of memory (the machine's memory or a ulimit -v limit is too small for this input; "
-                     "a smaller --memory or fewer --threads may help)\n";
+                     "fewer --threads may help)\n";
+        return 1;
+    } catch (const std::system_error& e) {
+        if (e.code() == std::errc::resource_unavailable_try_again) {  // std::thread under ulimit -u / -v
+            std::cerr << "vibra: error: cannot start a thread: " << e.what()
+                      << " (a process or memory limit: ulimit -u / ulimit -v; try --threads 1)\n";
+            return 1;
+        }
+        std::cerr << "vibra: error: " << e.what() << "\n";
         return 1;
     } catch (const ExitStatus& s) {
         if (!s.message.empty()) std::cerr << "vibra: " << s.message << "\n";

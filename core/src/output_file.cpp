@@ -27,6 +27,7 @@ namespace {
 struct HeldLock {
     int fd = -1;
     int count = 0;
+    pid_t pid = 0;  // a forked child inherits the map, not the right to write
 };
 // Locks held by this process, by absolute target path: a command and the writer it calls may both
 // lock one target (OFD locks of one process conflict with each other, so they nest here).
@@ -101,6 +102,10 @@ OutputLock::OutputLock(std::string target, std::initializer_list<const char*> te
     const std::string key = key_of(target_);
     std::lock_guard<std::mutex> guard(g_mutex);
     auto& h = held()[key];
+    if (h.count > 0 && h.pid != ::getpid()) {  // inherited over fork(): the parent's lock, not ours
+        ::close(h.fd);                          // (the lock stays with the parent's descriptor)
+        h = HeldLock{};
+    }
     if (h.count > 0) {
         ++h.count;
         return;
@@ -112,6 +117,7 @@ OutputLock::OutputLock(std::string target, std::initializer_list<const char*> te
         throw;
     }
     h.count = 1;
+    h.pid = ::getpid();
     // Nobody else writes this target now: what its temporaries hold was left by a killed run.
     for (const char* suffix : temporary_suffixes) {
         std::error_code ec;
@@ -226,7 +232,10 @@ bool file_system_full(const std::string& path) {
     while (!p.empty() && !fs::exists(p, ec)) p = p.parent_path();
     if (p.empty()) p = ".";
     if (::statvfs(p.c_str(), &s) != 0) return false;
-    return s.f_bavail == 0 || (s.f_favail == 0 && s.f_files > 0);
+    // Libraries that hide errno (HDF5, libpng, FFmpeg) fail a write that does not fit while some
+    // space is still free: below 4 MiB the file system counts as full.
+    const auto free_bytes = static_cast<unsigned long long>(s.f_bavail) * s.f_frsize;
+    return free_bytes < (4ull << 20) || (s.f_favail == 0 && s.f_files > 0);
 }
 
 std::string write_failure(const std::string& path, int err) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "detail/h5.hpp"
 
+#include "vibra/core/memory.hpp"
 #include "vibra/core/output_file.hpp"
 
 #include <algorithm>
@@ -39,11 +40,15 @@ namespace {
 struct Stack {
     std::string text;      // the innermost few entries say what happened
     bool no_space = false;  // some entry reports ENOSPC (the sec2 driver prints errno)
+    bool no_memory = false;  // some entry reports a failed allocation
 };
 herr_t walk_cb(unsigned n, const H5E_error2_t* err, void* data) {
     auto* s = static_cast<Stack*>(data);
     const std::string desc = err->desc ? err->desc : "?";
     if (desc.find("errno = 28") != std::string::npos || desc.find("No space left") != std::string::npos) s->no_space = true;
+    if (desc.find("allocation failed") != std::string::npos || desc.find("memory allocation") != std::string::npos ||
+        desc.find("can't allocate") != std::string::npos)
+        s->no_memory = true;
     if (n > 2) return 0;
     if (!s->text.empty()) s->text += "; ";
     s->text += desc;
@@ -66,6 +71,7 @@ bool is_write(const std::string& what) {
     // HDF5 hides errno from its callers: a full file system is told by the stack or by statvfs.
     if (s.no_space || (is_write(what) && file_system_full(file)))
         throw IoError(file + ": " + write_failure(file, ENOSPC) + " (" + what + ")");
+    if (s.no_memory) throw ResourceError(file + ": out of memory (free memory or ulimit -v): " + what + s.text);
     throw IoError(file + ": " + what + s.text);
 }
 }  // namespace
@@ -277,6 +283,8 @@ std::vector<T> read_dataset(hid_t loc, const std::string& name, const std::strin
         throw FormatError(at_field(file, name, "requested elements [" + std::to_string(offset) + ", " +
                                                    std::to_string(offset + count) + ") beyond its " +
                                                    std::to_string(n) + " elements"));
+    // A corrupt or hostile file may declare any size: check before allocating.
+    check_memory(static_cast<std::uint64_t>(count) * sizeof(T), at_field(file, name, std::to_string(count) + " elements"));
     std::vector<T> out(static_cast<std::size_t>(count));
     if (count == 0) return out;
     const int rank = H5Sget_simple_extent_ndims(space);

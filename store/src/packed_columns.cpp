@@ -8,6 +8,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <system_error>
 #include <thread>
 
 #include "detail/h5.hpp"
@@ -112,9 +113,26 @@ void PackedColumns::flush(const std::string& file) {
         }
     };
     std::vector<std::thread> helpers;
-    for (int t = 1; t < nt; ++t) helpers.emplace_back(work, t);
-    work(0);
+    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(nt));
+    try {
+        for (int t = 1; t < nt; ++t)
+            helpers.emplace_back([&, t] {
+                try {
+                    work(t);
+                } catch (...) {  // std::bad_alloc: carried to the caller, not std::terminate
+                    errors[static_cast<std::size_t>(t)] = std::current_exception();
+                }
+            });
+    } catch (const std::system_error&) {  // no thread to spare (ulimit): work(0) takes every job left
+    }
+    try {
+        work(0);
+    } catch (...) {
+        errors[0] = std::current_exception();
+    }
     for (auto& h : helpers) h.join();
+    for (auto& e : errors)
+        if (e) std::rethrow_exception(e);
     if (failed) throw IoError(file + ": deflate failed while writing /trajectories");
     // Store them, in order, from this thread (HDF5 is not thread-safe).
     for (auto& j : jobs_) {

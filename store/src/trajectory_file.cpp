@@ -86,6 +86,20 @@ TrajectoryWriter::TrajectoryWriter(const std::string& path, const Metadata& meta
     detail::check_writable_dir(path);
     impl_->lock = std::make_unique<OutputLock>(path);  // also removes a .partial left by a killed run
     impl_->partial = path + ".partial";
+    try {
+        create_columns();
+    } catch (...) {
+        // The destructor of a half-constructed object never runs: remove the partial file here.
+        const auto lock = std::move(impl_->lock);
+        const std::string partial = impl_->partial;
+        impl_.reset();
+        std::remove(partial.c_str());
+        throw;
+    }
+}
+
+void TrajectoryWriter::create_columns() {
+    const std::string& path = path_;
     impl_->file = Handle(check(H5Fcreate(impl_->partial.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), path,
                                "cannot create " + impl_->partial));
     impl_->traj = Handle(check(H5Gcreate2(impl_->file, "trajectories", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), path,

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "vibra/core/error.hpp"
+#include "vibra/core/output_file.hpp"
 
 namespace vibra::tracking::detail {
 
@@ -35,14 +36,14 @@ public:
         if (!v.empty()) raw(v.data(), sizeof(T) * v.size());
     }
     void close_synced() {
-        if (std::fflush(f_) != 0 || ::fsync(fileno(f_)) != 0) throw IoError(path_ + ": write failed (disk full?)");
+        if (std::fflush(f_) != 0 || ::fsync(fileno(f_)) != 0) throw IoError(path_ + ": " + write_failure(path_, errno));
         std::fclose(f_);
         f_ = nullptr;
     }
 
 private:
     void raw(const void* p, std::size_t n) {
-        if (std::fwrite(p, 1, n, f_) != n) throw IoError(path_ + ": write failed (disk full?)");
+        if (std::fwrite(p, 1, n, f_) != n) throw IoError(path_ + ": " + write_failure(path_, errno));
     }
     std::string path_;
     std::FILE* f_;
@@ -173,13 +174,13 @@ void CheckpointFolder::write_rows(std::int64_t segment, const std::vector<Checkp
         rows_written_ = 0;
     }
     if (!rows.empty() && std::fwrite(rows.data(), sizeof(CheckpointRow), rows.size(), rows_) != rows.size())
-        throw IoError(path(segment, "rows.tmp") + ": write failed (disk full?)");
+        throw IoError(path(segment, "rows.tmp") + ": " + write_failure(path(segment, "rows.tmp"), errno));
     rows_written_ += static_cast<std::int64_t>(rows.size());
 }
 
 void CheckpointFolder::finish_segment(std::int64_t segment, const SegmentState& s) {
     if (rows_segment_ != segment) write_rows(segment, {});  // a segment without rows
-    if (std::fflush(rows_) != 0 || ::fsync(fileno(rows_)) != 0) throw IoError(path(segment, "rows.tmp") + ": write failed (disk full?)");
+    if (std::fflush(rows_) != 0 || ::fsync(fileno(rows_)) != 0) throw IoError(path(segment, "rows.tmp") + ": " + write_failure(path(segment, "rows.tmp"), errno));
     std::fclose(rows_);
     rows_ = nullptr;
     rows_segment_ = -1;

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "vibra/core/error.hpp"
+#include "vibra/core/output_file.hpp"
 #include "vibra/core/progress.hpp"
 #include "vibra/core/version.hpp"
 #include "vibra/tracking/species.hpp"
@@ -235,7 +236,7 @@ struct Spool {
     }
     void write(const std::vector<SpoolRow>& rows) {
         if (!rows.empty() && std::fwrite(rows.data(), sizeof(SpoolRow), rows.size(), f) != rows.size())
-            throw IoError(path + ": write failed (disk full?)");
+            throw IoError(path + ": " + write_failure(path, errno));
     }
 };
 

@@ -809,12 +809,13 @@ FrameSink::FrameSink(const std::string& path, VideoFormat format, double fps) : 
         const auto parent = std::filesystem::path(path).parent_path();
         if (!parent.empty() && !std::filesystem::is_directory(parent))
             throw IoError(path + ": the output folder " + parent.string() + " does not exist");
-    } else if (const auto parent = std::filesystem::path(path).parent_path(); !parent.empty()) {
-        std::error_code ec;
-        std::filesystem::create_directories(parent, ec);
     }
     std::string target = path;  // "frames/" names the folder "frames"
     while (target.size() > 1 && target.back() == '/') target.pop_back();
+    if (const auto parent = std::filesystem::path(target).parent_path(); folder && !parent.empty()) {
+        std::error_code ec;
+        std::filesystem::create_directories(parent, ec);
+    }
     AtomicOutput::Options opt;
     opt.kind = folder ? AtomicOutput::Kind::folder : AtomicOutput::Kind::file;
     opt.keep_extension = true;  // OpenCV picks the container by the extension

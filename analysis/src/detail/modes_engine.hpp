@@ -12,6 +12,7 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <numbers>
 #include <thread>
@@ -59,6 +60,24 @@ inline int fast_size(std::int64_t n) {
     }
 }
 
+/// A worker thread's exception (std::bad_alloc, …) is carried to the caller, not std::terminate.
+template <class F>
+void capture_errors(std::exception_ptr& slot, F&& f) noexcept {
+    try {
+        f();
+    } catch (...) {
+        slot = std::current_exception();
+    }
+}
+inline void join_all(std::vector<std::thread>& pool) {
+    for (auto& th : pool)
+        if (th.joinable()) th.join();
+}
+inline void rethrow_first(const std::vector<std::exception_ptr>& errors) {
+    for (const auto& e : errors)
+        if (e) std::rethrow_exception(e);
+}
+
 /// Runs fn(begin, end, thread_index) over [0, n) split into `threads` contiguous chunks.
 inline void parallel_for(std::size_t n, int threads, const std::function<void(std::size_t, std::size_t, int)>& fn) {
     const int nt = std::max(1, std::min<int>(threads, static_cast<int>(std::max<std::size_t>(n, 1))));
@@ -67,12 +86,19 @@ inline void parallel_for(std::size_t n, int threads, const std::function<void(st
         return;
     }
     std::vector<std::thread> pool;
+    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(nt));
     const std::size_t chunk = (n + static_cast<std::size_t>(nt) - 1) / static_cast<std::size_t>(nt);
-    for (int t = 0; t < nt; ++t) {
-        const std::size_t b = std::min(n, static_cast<std::size_t>(t) * chunk), e = std::min(n, b + chunk);
-        pool.emplace_back([&fn, b, e, t] { fn(b, e, t); });
+    try {
+        for (int t = 0; t < nt; ++t) {
+            const std::size_t b = std::min(n, static_cast<std::size_t>(t) * chunk), e = std::min(n, b + chunk);
+            pool.emplace_back([&fn, &errors, b, e, t] { capture_errors(errors[static_cast<std::size_t>(t)], [&] { fn(b, e, t); }); });
+        }
+    } catch (...) {  // a thread could not be started (ulimit): the started ones finish first
+        join_all(pool);
+        throw;
     }
-    for (auto& th : pool) th.join();
+    join_all(pool);
+    rethrow_first(errors);
 }
 
 /// Sums split over threads are summed in chunks fixed by the data, not by the thread count: an
@@ -92,8 +118,16 @@ inline void parallel_for_chunks(std::size_t n, int threads, const std::function<
     };
     if (nt == 1) return run(0);
     std::vector<std::thread> pool;
-    for (int t = 0; t < nt; ++t) pool.emplace_back([&run, t] { run(t); });
-    for (auto& th : pool) th.join();
+    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(nt));
+    try {
+        for (int t = 0; t < nt; ++t)
+            pool.emplace_back([&run, &errors, t] { capture_errors(errors[static_cast<std::size_t>(t)], [&] { run(t); }); });
+    } catch (...) {
+        join_all(pool);
+        throw;
+    }
+    join_all(pool);
+    rethrow_first(errors);
 }
 
 inline double hann(std::size_t t, std::size_t n) {

@@ -34,6 +34,12 @@ public:
     using Error::Error;
 };
 
+/// The input would need more memory than the process may allocate (vibra/core/memory.hpp).
+class ResourceError : public Error {
+public:
+    using Error::Error;
+};
+
 /// A parameter is outside its allowed range (the CLI reports it as a usage error, exit 2).
 class ParameterError : public std::invalid_argument {
 public:

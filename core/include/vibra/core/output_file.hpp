@@ -82,8 +82,8 @@ void check_writable_folder(const std::string& path);
 /// OpenCV): "no space left on <folder of path>" when err is ENOSPC/EDQUOT or the file system is
 /// full, else strerror(err) or "write failed".
 std::string write_failure(const std::string& path, int err = 0);
-/// True when the file system holding `path` (or its folder) has less than one block free for an
-/// unprivileged writer.
+/// True when the file system holding `path` (or its folder) has less than 4 MiB free for an
+/// unprivileged writer (or no free inode).
 bool file_system_full(const std::string& path);
 /// Writes a whole buffer with ::write, retrying short writes; throws IoError(write_failure()).
 void write_all(int fd, const void* data, std::size_t n, const std::string& path);

@@ -71,6 +71,7 @@ public:
     void commit();
 
 private:
+    void create_columns();
     struct Impl;
     std::unique_ptr<Impl> impl_;
     std::string path_;
