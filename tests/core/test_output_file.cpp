@@ -140,7 +140,7 @@ TEST_CASE("OutputLock: a writer killed with SIGKILL leaves a stale lock, the nex
     REQUIRE(fs::exists(d + "/other.h5.partial"));
 }
 
-TEST_CASE("write_failure: ENOSPC is "no space left on <folder>", others keep their errno text", "[core][output]") {
+TEST_CASE("write_failure: ENOSPC is 'no space left on <folder>', others keep their errno text", "[core][output]") {
     const auto d = scratch("fail");
     REQUIRE(write_failure(d + "/x.h5", ENOSPC) == "no space left on " + d);
     REQUIRE_THAT(write_failure(d + "/x.h5", EDQUOT), Catch::Contains("no space left on " + d) && Catch::Contains("quota"));
