@@ -154,6 +154,17 @@ if [ "$MODE" = diskfull ]; then
   check_full "synth to a PNG folder"
   ARGS=(analyze "$in/sim.h5" -o "$full/results.h5" --only msd,vacf,gr)
   check_full "analyze merging into an existing results file"
+  # batch: its stages fail on the full disk, it says so, goes on, and leaves no temporaries.
+  mkdir -p "$in/videos" && cp "$in/clip.avi" "$in/videos/"
+  "$VIBRA" batch "$in/videos" -o "$full/campaign" "${TRACK[@]}" --no-figures --only gr -q > /dev/null 2> "$SCRATCH/err"
+  rc=$?
+  [ $rc -eq 1 ] || fail "batch: exit $rc on a full disk, expected 1"
+  grep -q "no space left on $full" "$SCRATCH/err" "$full"/campaign/*/log.txt 2>/dev/null ||
+    fail "batch: no 'no space left on $full' in its messages: $(head -c 600 "$SCRATCH/err")"
+  # (OUTDIR/.campaign.lock and OUTDIR/<video>/.lock are batch's documented, permanent lock files)
+  left=$(debris "$full" | grep -v -e '/\.campaign\.lock$' -e '/\.lock$')
+  [ -z "$left" ] || fail "batch: temporaries left: $left"
+  echo "batch: $(head -c 300 "$SCRATCH/err")"
   [ "$(sha256sum "$full/results.h5")" = "$before" ] || fail "the results file merged into was changed"
 fi
 
