@@ -2,7 +2,7 @@
 include(GNUInstallDirs)
 add_library(vibra_options INTERFACE)
 target_compile_features(vibra_options INTERFACE cxx_std_20)
-if(CMAKE_BUILD_TYPE STREQUAL "Release")
+if(CMAKE_BUILD_TYPE STREQUAL "Release" AND NOT VIBRA_SANITIZE)   # sanitizers: -O1 (VibraSanitize)
   target_compile_options(vibra_options INTERFACE -O2)
 endif()
 
@@ -26,6 +26,9 @@ function(vibra_add_module name)
                                       PUBLIC $<BUILD_INTERFACE:vibra_options>)
   target_compile_features(vibra_${name} PUBLIC cxx_std_20)
   set_target_properties(vibra_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON EXPORT_NAME ${name})
+  if(VIBRA_SANITIZE)   # an instrumented static library needs the sanitizer runtime wherever it is linked
+    target_link_options(vibra_${name} INTERFACE -fsanitize=${VIBRA_SANITIZE})
+  endif()
   install(TARGETS vibra_${name} EXPORT vibraTargets
           ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
   install(DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

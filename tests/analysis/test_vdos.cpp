@@ -202,7 +202,8 @@ TEST_CASE("biased estimator without window is a non-negative periodogram", "[uni
     CHECK(dmin > -1e-12);
     CHECK_THAT(trapezoid(test::array(r, "omega"), d), WithinAbs(1.0, 1e-9));
     p.estimator = VdosEstimator::unbiased;  // the unbiased per-pair mean of white noise does go negative somewhere
-    const auto& du = test::array(vdos_analysis(src, p), "vdos");
+    const auto ru = vdos_analysis(src, p);  // kept alive: test::array returns a reference into it
+    const auto& du = test::array(ru, "vdos");
     double umin = 1e300;
     for (double v : du) umin = std::min(umin, v);
     CHECK(umin < 0);
