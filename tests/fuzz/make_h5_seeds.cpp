@@ -82,6 +82,58 @@ void string_attr(hid_t obj, const char* name, const std::string& v) {
     H5Tclose(t);
 }
 
+// A copy of trajectory file `src` whose /trajectories columns are contiguous and unfiltered
+// (vibra's writer stores whole deflated chunks of 2^15+ rows, which the reader inflates on every
+// open: a few kB plain file lets the fuzzer run ~10x faster). Root attributes as strings,
+// /meta, /index and /diagnostics copied as they are.
+void plain_copy(const std::string& src, const std::string& dst) {
+    const hid_t in = H5Fopen(src.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    const hid_t out = H5Fcreate(dst.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    for (const char* name : {"schema", "schema_version", "vibra_version"}) {
+        const hid_t a = H5Aopen(in, name, H5P_DEFAULT);
+        const hid_t t = H5Tcopy(H5T_C_S1);
+        H5Tset_size(t, H5T_VARIABLE);
+        char* v = nullptr;
+        H5Aread(a, t, &v);
+        string_attr(out, name, v ? v : "");
+        H5free_memory(v);
+        H5Tclose(t);
+        H5Aclose(a);
+    }
+    for (const char* g : {"meta", "index", "diagnostics"})
+        if (H5Lexists(in, g, H5P_DEFAULT) > 0) H5Ocopy(in, g, out, g, H5P_DEFAULT, H5P_DEFAULT);
+    const hid_t tg = H5Gcreate2(out, "trajectories", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    for (const char* c : {"frame", "particle", "x", "y", "species", "vx", "vy", "radius", "brightness", "quality",
+                          "species_confidence"}) {
+        const std::string path = std::string("trajectories/") + c;
+        if (H5Lexists(in, path.c_str(), H5P_DEFAULT) <= 0) continue;
+        const hid_t d = H5Dopen2(in, path.c_str(), H5P_DEFAULT);
+        const hid_t t = H5Dget_type(d), sp = H5Dget_space(d);
+        std::vector<char> buf(static_cast<std::size_t>(H5Sget_simple_extent_npoints(sp)) * H5Tget_size(t) + 1);
+        H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data());
+        const hid_t o = H5Dcreate2(tg, c, t, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        H5Dwrite(o, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data());
+        const hid_t u = H5Aopen(d, "units", H5P_DEFAULT);
+        if (u >= 0) {
+            const hid_t st = H5Tcopy(H5T_C_S1);
+            H5Tset_size(st, H5T_VARIABLE);
+            char* v = nullptr;
+            H5Aread(u, st, &v);
+            string_attr(o, "units", v ? v : "");
+            H5free_memory(v);
+            H5Tclose(st);
+            H5Aclose(u);
+        }
+        H5Dclose(o);
+        H5Sclose(sp);
+        H5Tclose(t);
+        H5Dclose(d);
+    }
+    H5Gclose(tg);
+    H5Fclose(out);
+    H5Fclose(in);
+}
+
 // Damaged byte copies: cut at several lengths and with bits flipped at spread-out offsets.
 void byte_variants(const std::string& src, const std::string& dir, const std::string& stem) {
     const auto b = slurp(src);
@@ -135,6 +187,10 @@ void trajectory_seeds(const std::string& dir) {
     store::write_trajectory(dir + "/empty_frames.h5", empty);
 
     byte_variants(full, dir, "full");
+    // Small plain copies (contiguous columns): the fuzzer's fast, mutable starting points.
+    plain_copy(full, dir + "/plain_full.h5");
+    plain_copy(dir + "/diag.h5", dir + "/plain_diag.h5");
+    byte_variants(dir + "/plain_full.h5", dir, "plain_full");
     const double xs[3] = {1, 2, 3};
     const std::int64_t offsets_2d[4] = {0, 2, 4, 6};
     edited(full, dir + "/x_is_string.h5", [](hid_t f) {
