@@ -227,10 +227,25 @@ void register_analyze(CLI::App& app, GlobalOptions& g) {
                 throw ParameterError("two inputs named '" + input_stem(in) + "' would share the results file " + out);
         }
         std::string report;
+        // For the line printed on Ctrl-C: the input being analysed and the results files finished.
+        struct Status {
+            std::string input, output;
+            std::vector<std::string> written;
+        };
+        auto status = std::make_shared<Status>();
+        on_interrupt(g, [status] {
+            std::string kept;
+            for (const auto& w : status->written) kept += (kept.empty() ? "" : ", ") + w;
+            return "while analysing " + status->input + "; kept: " + (kept.empty() ? "" : kept + "; ") + status->output +
+                   (fs::exists(status->output) ? " unchanged" : " not written");
+        });
         for (const auto& in : o->inputs) {
             const std::string out = folder ? (fs::path(o->output) / (input_stem(in) + "_results.h5")).string() : o->output;
+            status->input = in;
+            status->output = out;
             try {
                 const auto r = analyze_one(in, out, plan, wanted, *o, g);
+                status->written.push_back(out);
                 if (o->inputs.size() == 1) report = r.timings;
                 else {
                     std::istringstream lines(r.timings);

@@ -42,6 +42,7 @@ void register_import(CLI::App& app, GlobalOptions& g) {
                   "CSV: ignore the metadata sidecar INPUT.meta.json that `vibra export` writes (units, frame interval, "
                   "species, geometry, per-frame times; read by default when present, the flags above override it)");
     cmd->callback([o, &g] {
+        on_interrupt(g, [o] { return "while reading " + o->input + "; kept: nothing (" + o->output + " not written)"; });
         store::ImportOptions opt;
         opt.block_rows = o->block_rows;
         opt.species_map = store::parse_species_map(o->species_map);
@@ -77,6 +78,7 @@ void register_export(CLI::App& app, GlobalOptions& g) {
     cmd->add_option("-o,--output", o->output, "Output CSV file")->required();
     cmd->add_flag("--no-metadata", o->no_metadata, "Write the CSV only, without OUTPUT.meta.json");
     cmd->callback([o, &g] {
+        on_interrupt(g, [o] { return "while writing " + o->output + "; kept: nothing (" + o->output + " not written)"; });
         store::export_csv(o->input, o->output, g.progress(), !o->no_metadata);
         if (!g.quiet)
             std::cout << "exported " << o->input << " → " << o->output

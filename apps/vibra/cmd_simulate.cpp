@@ -37,6 +37,11 @@ void register_simulate(CLI::App& app, GlobalOptions& g) {
     cmd->add_flag("--walls", o->walls, "Walled box (non-periodic window) instead of a periodic box");
     cmd->callback([o, &g] {
         if (o->frames < 1) throw ParameterError("--frames must be >= 1");
+        auto done = std::make_shared<std::int64_t>(0);
+        on_interrupt(g, [o, done] {
+            return "after " + std::to_string(*done) + " of " + std::to_string(o->frames) + " frames; kept: nothing (" +
+                   o->output + " not written)";
+        });
         o->p.periodic = !o->walls;
         SoftDiskSimulator sim(o->p);
         sim.advance_frames(o->equilibrate);
@@ -52,6 +57,7 @@ void register_simulate(CLI::App& app, GlobalOptions& g) {
             TrajectoryTable rows;
             sim.record(rows, f);
             w.append(rows, 1);
+            *done = f + 1;
             progress.update(f + 1);
         }
         progress.finish();

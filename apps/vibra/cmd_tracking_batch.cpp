@@ -142,7 +142,8 @@ private:
     }
     bool stage(const std::string& name, std::vector<std::string> argv, std::string& message);
     void clean_debris() const {
-        for (const auto* f : {"trajectories.h5.partial", "trajectories.h5.spool", "results.h5.partial", "batch_state.txt.partial"}) {
+        for (const auto* f : {"trajectories.h5.partial", "trajectories.h5.spool", "trajectories.h5.lock", "results.h5.partial",
+                              "results.h5.lock", "batch_state.txt.partial"}) {
             std::error_code ec;
             fs::remove(dir_ / f, ec);
         }

@@ -151,16 +151,15 @@ void register_render(CLI::App& app, GlobalOptions& g) {
             return o->radius;
         };
 
-        // AVI goes to a partial file renamed at the end; PNG frames are removed on failure.
-        const std::string target = want_folder ? o->output
-                                               : (fs::path(o->output).parent_path() /
-                                                  ("." + fs::path(o->output).stem().string() + ".partial" +
-                                                   fs::path(o->output).extension().string()))
-                                                     .string();
-        const bool folder_existed = want_folder && fs::exists(o->output, ec);
+        // FrameSink writes a temporary (file or folder) renamed into place by close(); an error or
+        // Ctrl-C removes it.
+        auto done = std::make_shared<std::int64_t>(0);
+        on_interrupt(g, [o, done] {
+            return "after " + std::to_string(*done) + " frames; kept: nothing (" + o->output + " not written)";
+        });
         std::int64_t written = 0, skipped = 0;
-        try {
-            tracking::FrameSink sink(target, fmt, o->fps);
+        {
+            tracking::FrameSink sink(o->output, fmt, o->fps);
             tracking::OverlayRenderer ren(o->op);
             Progress prog("render", last - first, g.progress());
             const std::int64_t block = 64;
@@ -198,25 +197,12 @@ void register_render(CLI::App& app, GlobalOptions& g) {
                 }
                 const auto mk = markers.find(f);
                 sink.write(mk == markers.end() ? ren.render(fr.image, f, disks) : ren.render(fr.image, f, disks, mk->second));
-                ++written;
+                *done = ++written;
                 prog.update(written);
             }
+            if (written == 0) throw FormatError(o->video + ": no frame of the range could be read");
             sink.close();
             prog.finish();
-            if (written == 0) throw FormatError(o->video + ": no frame of the range could be read");
-            if (!want_folder) {
-                fs::rename(target, o->output, ec);
-                if (ec) throw IoError(o->output + ": cannot rename " + target + ": " + ec.message());
-            }
-        } catch (...) {
-            if (want_folder) {
-                for (std::int64_t k = 0; k <= written; ++k)
-                    fs::remove(tracking::FrameSink::sequence_file(o->output, fmt, k), ec);
-                if (!folder_existed) fs::remove(o->output, ec);
-            } else {
-                fs::remove(target, ec);
-            }
-            throw;
         }
         if (!g.quiet)
             std::cout << "render: " << written << " frames → " << o->output

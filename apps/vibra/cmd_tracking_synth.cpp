@@ -118,7 +118,11 @@ void register_synth(CLI::App& app, GlobalOptions& g) {
         std::error_code ec;
         if (!folder && fs::exists(o->output, ec) && fs::is_directory(o->output, ec))
             throw IoError(o->output + ": is a folder; give a file name for AVI output");
-        const bool folder_existed = folder && fs::exists(o->output, ec);
+        auto written_frames = std::make_shared<std::int64_t>(0);
+        on_interrupt(g, [o, truth, written_frames, fmt] {
+            return "after " + std::to_string(*written_frames) + " of " + std::to_string(o->sp.frames) +
+                   " frames; kept: nothing (" + o->output + " and " + truth + " not written)";
+        });
 
         tracking::SynthGenerator gen(sp);
         const auto md0 = gen.metadata();
@@ -129,7 +133,7 @@ void register_synth(CLI::App& app, GlobalOptions& g) {
         cols.velocity = true;
         cols.radius = true;
         std::int64_t written = 0;
-        try {
+        {  // both outputs are temporaries until the end: an error or Ctrl-C removes them
             store::TrajectoryWriter tw(truth, meta, cols);
             tracking::FrameSink sink(o->output, fmt, o->fps);
             Progress prog("synth", sp.frames, g.progress());
@@ -139,7 +143,7 @@ void register_synth(CLI::App& app, GlobalOptions& g) {
                 rows.clear();
                 if (!gen.next(img, rows)) break;
                 sink.write(img);
-                ++written;
+                *written_frames = ++written;
                 tw.append(rows, 1);
                 prog.update(written);
             }
@@ -147,15 +151,6 @@ void register_synth(CLI::App& app, GlobalOptions& g) {
             prog.finish();
             tw.meta().user["synth_max_overlap_px"] = std::to_string(gen.max_overlap());
             tw.commit();
-        } catch (...) {
-            // No partial output: remove what was written of the video.
-            if (folder) {
-                for (std::int64_t k = 0; k <= written; ++k) fs::remove(tracking::FrameSink::sequence_file(o->output, fmt, k), ec);
-                if (!folder_existed) fs::remove(o->output, ec);
-            } else {
-                fs::remove(o->output, ec);
-            }
-            throw;
         }
         if (gen.max_overlap() > 0.2)
             std::cerr << "vibra synth: warning: largest disk overlap " << gen.max_overlap()

@@ -13,6 +13,7 @@
 
 #include "commands.hpp"
 #include "vibra/core/error.hpp"
+#include "vibra/core/output_file.hpp"
 #include "track_store.hpp"
 #include "vibra/tracking/pipeline.hpp"
 
@@ -207,6 +208,9 @@ void register_track(CLI::App& app, GlobalOptions& g) {
                 tpi.cancel = &g_cancel;
                 install_cancel_handlers();
                 tracking::TrackSummary s;
+                // One writer per output: a second `track` of the same -o fails with "in use by PID n";
+                // a .partial/.spool left by a killed run is removed here (the checkpoint is kept).
+                const OutputLock lock(out, {".partial", ".spool"});
                 try {
                     s = tracking::track_video(in, out, tpi);
                 } catch (const tracking::Interrupted& e) {

@@ -5,14 +5,18 @@
 // each frame's index, camera image number and time stamp.
 #include <opencv2/core.hpp>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 
 #include "commands.hpp"
 #include "vibra/core/error.hpp"
+#include "vibra/core/interrupt.hpp"
+#include "vibra/core/output_file.hpp"
 #include "vibra/tracking/video.hpp"
 
 namespace vibra::app {
@@ -51,17 +55,27 @@ void parse_frames(const std::string& s, tracking::ReaderParams& p) {
     if (p.last >= 0 && p.last < p.first) throw ParameterError("--frames: '" + s + "' has B < A");
 }
 
-void run_convert(const ConvertOptions& o, const GlobalOptions& g) {
+void run_convert(const ConvertOptions& o, GlobalOptions& g) {
     if (o.format != "png" && o.format != "tiff") throw ParameterError("--format: '" + o.format + "' (png or tiff)");
     tracking::ReaderParams params;
     params.channel = o.channel;
     parse_frames(o.frames, params);
     auto src = tracking::open_video(o.input, params);
     const auto& info = src->info();
-    std::filesystem::create_directories(o.output);
-    const std::string csv_path = (std::filesystem::path(o.output) / "frames.csv").string();
+    std::string target = o.output;  // "frames/" names the folder "frames"
+    while (target.size() > 1 && target.back() == '/') target.pop_back();
+    if (const auto parent = std::filesystem::path(target).parent_path(); !parent.empty())
+        std::filesystem::create_directories(parent);
+    // Frames and frames.csv go to OUT.partial/, renamed into place at the end (also when some
+    // frames could not be read: what was read is kept); an error or Ctrl-C removes it.
+    AtomicOutput out(target, AtomicOutput::Options{AtomicOutput::Kind::folder});
+    auto done = std::make_shared<std::int64_t>(0);
+    on_interrupt(g, [target, done] {
+        return "after " + std::to_string(*done) + " frames; kept: nothing (" + target + " not written)";
+    });
+    const std::string csv_path = (std::filesystem::path(out.path()) / "frames.csv").string();
     std::ofstream csv(csv_path);
-    if (!csv) throw IoError(csv_path + ": cannot write");
+    if (!csv) throw IoError(target + "/frames.csv: cannot write: " + write_failure(csv_path, errno));
     csv << "# " << info.path << " (" << info.format << "), " << info.bit_depth << "-bit counts"
         << (o.scale ? " scaled to 16 bits" : " as stored") << "\nindex,image_number,time_s,file\n";
     csv.precision(12);
@@ -71,6 +85,7 @@ void run_convert(const ConvertOptions& o, const GlobalOptions& g) {
     std::string problems;
     tracking::Frame f;
     for (;;) {
+        throw_if_interrupted();
         const auto st = src->next(f);
         if (st == tracking::ReadStatus::end) break;
         if (st != tracking::ReadStatus::ok) {
@@ -82,29 +97,33 @@ void run_convert(const ConvertOptions& o, const GlobalOptions& g) {
             if (st == tracking::ReadStatus::truncated) break;
             continue;
         }
-        cv::Mat out;
+        cv::Mat image;
         if (o.scale) {
             const int bits = info.bit_depth > 0 && info.bit_depth <= 16 ? info.bit_depth : (f.image.depth() == CV_8U ? 8 : 16);
-            f.image.convertTo(out, CV_16U, 65535.0 / double((1 << bits) - 1));
+            f.image.convertTo(image, CV_16U, 65535.0 / double((1 << bits) - 1));
         } else {
-            f.image.convertTo(out, CV_16U);  // raw counts, no rescaling
+            f.image.convertTo(image, CV_16U);  // raw counts, no rescaling
         }
         char name[64];
         std::snprintf(name, sizeof name, "frame_%06lld", static_cast<long long>(f.index));
-        const std::string file = (std::filesystem::path(o.output) / (name + ext)).string();
+        const std::string file = (std::filesystem::path(out.path()) / (name + ext)).string();
+        const std::string shown = (std::filesystem::path(target) / (name + ext)).string();
         bool ok = false;
         try {
-            ok = tracking::write_image(file, out);
+            ok = tracking::write_image(file, image);
         } catch (const cv::Exception& e) {
-            throw IoError(file + ": cannot write: " + e.what());
+            throw IoError(shown + ": cannot write: " + e.what());
         }
-        if (!ok) throw IoError(file + ": cannot write");
+        if (!ok) throw IoError(shown + ": cannot write: " + write_failure(file));
         csv << f.index << "," << f.image_number << ",";
         if (f.time_s >= 0) csv << f.time_s;
         csv << "," << name << ext << "\n";
-        ++written;
+        *done = ++written;
     }
-    if (!csv) throw IoError(csv_path + ": write failed");
+    csv.flush();
+    if (!csv) throw IoError(target + "/frames.csv: " + write_failure(csv_path, errno));
+    csv.close();
+    out.commit();
     if (!g.quiet) std::cerr << "vibra convert: wrote " << written << " frames to " << o.output << "\n";
     if (bad > 0) throw ExitStatus{1, std::to_string(bad) + " frame(s) could not be read; last: " + problems};
 }

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <string>
 
 namespace vibra::app {
@@ -17,7 +18,14 @@ struct GlobalOptions {
     std::string command_line;  ///< the whole argv, recorded as provenance
     /// Progress lines only when not quiet and stderr is a terminal.
     bool progress() const;
+    /// Set by a command that writes: what it is doing and what an interruption keeps, for the one
+    /// line main() prints on SIGINT/SIGTERM, e.g. "while computing msd of a.h5; kept: nothing
+    /// (results.h5 unchanged)".
+    std::function<std::string()> interrupt_note;
 };
+
+/// Installs the SIGINT/SIGTERM handlers (vibra/core/interrupt.hpp) and sets g.interrupt_note.
+void on_interrupt(GlobalOptions& g, std::function<std::string()> note);
 
 /// Thrown by a command that finished but must exit non-zero (e.g. a batch with a broken input,
 /// a truncated video kept as incomplete). The message is printed as the summary.

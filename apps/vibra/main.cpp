@@ -2,16 +2,23 @@
 // `vibra` — command-line front end. Exit codes: 0 ok, 1 runtime or data error, 2 usage error.
 #include <cstdio>
 #include <exception>
+#include <new>
 #include <iostream>
 
 #include "commands.hpp"
 #include "vibra/core/error.hpp"
+#include "vibra/core/interrupt.hpp"
 #include "vibra/core/memory.hpp"
 #include "vibra/core/progress.hpp"
 #include "vibra/core/version.hpp"
 
 namespace vibra::app {
 bool GlobalOptions::progress() const { return !quiet && Progress::stderr_is_interactive(); }
+
+void on_interrupt(GlobalOptions& g, std::function<std::string()> note) {
+    vibra::install_interrupt_handlers();
+    g.interrupt_note = std::move(note);
+}
 
 namespace {
 /// CLI11's "INI was not able to parse analyze.radius-smal" → "--config FILE: unknown key
@@ -59,6 +66,17 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         const int rc = app.exit(e);  // prints help / version / the usage error
         return rc == 0 ? 0 : 2;
+    } catch (const vibra::Interrupted& s) {
+        // One line: what was interrupted and what was kept; temporaries are already removed.
+        const auto subs = app.get_subcommands();
+        const std::string cmd = subs.empty() ? std::string("vibra") : "vibra " + subs.front()->get_name();
+        std::cerr << cmd << ": interrupted (" << s.name() << ")" << (g.interrupt_note ? " " + g.interrupt_note() : std::string())
+                  << "\n";
+        return s.exit_code();
+    } catch (const std::bad_alloc&) {
+        std::cerr << "vibra: error: out of memory (the machine's memory or a ulimit -v limit is too small for this input; "
+                     "a smaller --memory or fewer --threads may help)\n";
+        return 1;
     } catch (const ExitStatus& s) {
         if (!s.message.empty()) std::cerr << "vibra: " << s.message << "\n";
         return s.code;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "vibra/core/progress.hpp"
 
+#include "vibra/core/interrupt.hpp"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -21,6 +23,7 @@ bool Progress::stderr_is_interactive() {
 }
 
 void Progress::update(std::int64_t done) {
+    throw_if_interrupted();  // long work ticks here: the natural place to honour Ctrl-C
     done_ = done;
     if (!enabled_) return;
     const auto now = std::chrono::steady_clock::now();

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // trackpy-style CSV in (frame,particle,x,y[,species,vx,vy,radius,…]) and out.
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -218,12 +219,12 @@ void export_csv(const std::string& in, const std::string& out, bool show_progres
             buf += '\n';
         }
         os.write(buf.data(), static_cast<std::streamsize>(buf.size()));
-        if (!os) throw IoError(out + ": write failed (disk full?)");
+        if (!os) throw IoError(out + ": " + write_failure(partial, errno));
         f += n;
         progress.update(f);
     }
     os.close();
-    if (!os) throw IoError(out + ": write failed on close");
+    if (!os) throw IoError(out + ": " + write_failure(partial, errno));
     if (metadata) write_csv_metadata(csv_metadata_path(out), {r.meta(), T, r.frame_columns()}, c, in);
     part.publish();
 }

@@ -2,6 +2,7 @@
 // The CSV metadata sidecar `<csv>.meta.json`: what a CSV cannot say (units, frame interval,
 // species names and diameters, geometry, per-frame times, provenance), in JSON with the names
 // of the HDF5 /meta attributes (docs/hdf5-layout.md), so `vibra import` restores it.
+#include <cerrno>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -260,7 +261,7 @@ void write_csv_metadata(const std::string& path, const CsvMetadata& m, const Col
     if (!os) throw IoError(path + ": cannot create " + part.path());
     os << w.out;
     os.close();
-    if (!os) throw IoError(path + ": write failed");
+    if (!os) throw IoError(path + ": " + write_failure(part.path(), errno));
     part.publish();
 }
 

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "detail/h5.hpp"
 
+#include "vibra/core/output_file.hpp"
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <mutex>
 
@@ -24,31 +27,55 @@ void Handle::reset() {
 
 void silence_hdf5() {
     static std::once_flag once;
-    std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+    std::call_once(once, [] {
+        // No HDF5 clean-up at exit: every file is closed by its Handle, and a file whose close
+        // failed (a full disk) would make HDF5's exit handler crash on it.
+        H5dont_atexit();
+        H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    });
 }
 
 namespace {
+struct Stack {
+    std::string text;      // the innermost few entries say what happened
+    bool no_space = false;  // some entry reports ENOSPC (the sec2 driver prints errno)
+};
 herr_t walk_cb(unsigned n, const H5E_error2_t* err, void* data) {
-    auto* s = static_cast<std::string*>(data);
-    if (n > 2) return 0;  // the innermost few entries say what happened
-    if (!s->empty()) *s += "; ";
-    *s += err->desc ? err->desc : "?";
+    auto* s = static_cast<Stack*>(data);
+    const std::string desc = err->desc ? err->desc : "?";
+    if (desc.find("errno = 28") != std::string::npos || desc.find("No space left") != std::string::npos) s->no_space = true;
+    if (n > 2) return 0;
+    if (!s->text.empty()) s->text += "; ";
+    s->text += desc;
     return 0;
 }
-std::string hdf5_stack() {
-    std::string s;
+Stack hdf5_stack() {
+    Stack s;
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, walk_cb, &s);
     H5Eclear2(H5E_DEFAULT);
-    return s.empty() ? "" : " (HDF5: " + s + ")";
+    if (!s.text.empty()) s.text = " (HDF5: " + s.text + ")";
+    return s;
+}
+bool is_write(const std::string& what) {
+    for (const char* w : {"write", "create", "flush", "extend", "copy", "close"})
+        if (what.find(w) != std::string::npos) return true;
+    return false;
+}
+[[noreturn]] void fail(const std::string& file, const std::string& what) {
+    const auto s = hdf5_stack();
+    // HDF5 hides errno from its callers: a full file system is told by the stack or by statvfs.
+    if (s.no_space || (is_write(what) && file_system_full(file)))
+        throw IoError(file + ": " + write_failure(file, ENOSPC) + " (" + what + ")");
+    throw IoError(file + ": " + what + s.text);
 }
 }  // namespace
 
 hid_t check(hid_t id, const std::string& file, const std::string& what) {
-    if (id < 0) throw IoError(file + ": " + what + hdf5_stack());
+    if (id < 0) fail(file, what);
     return id;
 }
 void check_status(herr_t st, const std::string& file, const std::string& what) {
-    if (st < 0) throw IoError(file + ": " + what + hdf5_stack());
+    if (st < 0) fail(file, what);
 }
 
 bool exists(hid_t loc, const std::string& path) {

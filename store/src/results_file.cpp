@@ -116,7 +116,9 @@ void write_results(const std::string& path, const std::vector<ResultGroup>& grou
                    const Metadata& input_meta) {
     detail::silence_hdf5();
     detail::check_writable_dir(path);
-    detail::PartialFile out(path);
+    // Under the target's lock from before the old file is read until the merged one is in place:
+    // two runs merging into one file serialise (the second waits, then merges into the first's result).
+    detail::PartialFile out(path, /*wait_seconds=*/600);
     const std::string& partial = out.path();
     Handle f;
     if (fs::exists(path)) {

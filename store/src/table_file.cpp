@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "vibra/store/table_file.hpp"
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -187,7 +188,7 @@ void write_table_csv(const std::string& path, const Table& t) {
             os << "\n";
         }
         os.flush();
-        if (!os) throw IoError(path + ": write failed (disk full?)");
+        if (!os) throw IoError(path + ": " + write_failure(out.path(), errno));
     }
     out.publish();
 }

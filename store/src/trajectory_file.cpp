@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "detail/atomic.hpp"
+#include "vibra/core/interrupt.hpp"
 #include "detail/h5.hpp"
 #include "detail/meta_attrs.hpp"
 #include "detail/packed_columns.hpp"
@@ -58,6 +59,7 @@ Handle create_column(hid_t group, const char* name, const std::string& units, co
 }  // namespace
 
 struct TrajectoryWriter::Impl {
+    std::unique_ptr<OutputLock> lock;
     std::string partial;
     Handle file, traj;
     detail::PackedColumns packed{0, kDeflateLevel};
@@ -83,6 +85,7 @@ TrajectoryWriter::TrajectoryWriter(const std::string& path, const Metadata& meta
     : impl_(std::make_unique<Impl>()), path_(path), meta_(meta), cols_(cols) {
     detail::silence_hdf5();
     detail::check_writable_dir(path);
+    impl_->lock = std::make_unique<OutputLock>(path);  // also removes a .partial left by a killed run
     impl_->partial = path + ".partial";
     impl_->file = Handle(check(H5Fcreate(impl_->partial.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), path,
                                "cannot create " + impl_->partial));
@@ -107,6 +110,7 @@ TrajectoryWriter::TrajectoryWriter(const std::string& path, const Metadata& meta
 
 TrajectoryWriter::~TrajectoryWriter() {
     if (committed_ || !impl_) return;
+    const auto lock = std::move(impl_->lock);  // released last, once the partial file is gone
     const std::string partial = impl_->partial;
     impl_.reset();  // close handles before unlinking
     std::remove(partial.c_str());
@@ -228,6 +232,7 @@ void TrajectoryWriter::commit() {
     }
     detail::write_meta(f, meta_, path_);
     check_status(H5Fflush(f, H5F_SCOPE_GLOBAL), path_, "cannot flush");
+    const auto lock = std::move(impl_->lock);  // released once the file is in place
     const std::string partial = impl_->partial;
     impl_.reset();
     detail::publish(partial, path_);
@@ -376,6 +381,7 @@ TrajectoryTable TrajectoryReader::read_columns(const std::vector<std::string>& n
 }
 
 Trajectory TrajectoryReader::read_frames(std::int64_t first, std::int64_t count) const {
+    throw_if_interrupted();  // every analysis reads block by block through here
     first = std::clamp<std::int64_t>(first, 0, n_frames());
     count = std::clamp<std::int64_t>(count, 0, n_frames() - first);
     Trajectory tr;

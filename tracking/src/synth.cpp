@@ -7,6 +7,7 @@
 #include <opencv2/videoio.hpp>  // constants only: the writers go through detail::VideoWriter (opencv_codecs.hpp)
 
 #include <algorithm>
+#include <cerrno>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -19,6 +20,7 @@
 
 #include "detail/opencv_codecs.hpp"
 #include "vibra/core/error.hpp"
+#include "vibra/core/output_file.hpp"
 #include "vibra/core/soft_disk.hpp"
 
 namespace vibra::tracking {
@@ -697,14 +699,15 @@ public:
         std::fseek(f_, movi_pos_ - 4, SEEK_SET);
         put32(static_cast<std::uint32_t>(movi_end - movi_pos_));
         const bool ok = std::fflush(f_) == 0;
+        const int err = errno;
         std::fclose(f_);
         f_ = nullptr;
-        if (!ok) throw IoError(path_ + ": write failed");
+        if (!ok) throw IoError(path_ + ": " + write_failure(path_, err));
     }
 
 private:
     void check(bool ok) {
-        if (!ok) throw IoError(path_ + ": write failed");
+        if (!ok) throw IoError(path_ + ": " + write_failure(path_, errno));
     }
     void put4(const char* s) { check(std::fwrite(s, 1, 4, f_) == 4); }
     void put32(std::uint32_t v) {
@@ -784,7 +787,9 @@ private:
 }  // namespace
 
 struct FrameSink::Impl {
-    std::string path;
+    std::unique_ptr<AtomicOutput> out;  // frames go to out->path(), renamed into place by close()
+    int unwinding_at_start = 0;          // std::uncaught_exceptions() when constructed
+    std::string path, target;  // where frames are written (the temporary); the name the user gave
     VideoFormat format;
     double fps;
     std::unique_ptr<detail::VideoWriter> writer;  // created when a format needs OpenCV (loads its codecs module)
@@ -796,22 +801,42 @@ struct FrameSink::Impl {
 };
 
 FrameSink::FrameSink(const std::string& path, VideoFormat format, double fps) : impl_(std::make_unique<Impl>()) {
-    impl_->path = path;
     impl_->format = format;
     impl_->fps = fps > 0 ? fps : 25.0;
-    if (format == VideoFormat::png || format == VideoFormat::tiff) {
-        std::error_code ec;
-        std::filesystem::create_directories(path, ec);
-        if (ec || !std::filesystem::is_directory(path))
-            throw IoError(path + ": cannot create the output folder" + (ec ? ": " + ec.message() : std::string()));
-    } else {
+    impl_->unwinding_at_start = std::uncaught_exceptions();
+    const bool folder = format == VideoFormat::png || format == VideoFormat::tiff;
+    if (!folder) {
         const auto parent = std::filesystem::path(path).parent_path();
         if (!parent.empty() && !std::filesystem::is_directory(parent))
             throw IoError(path + ": the output folder " + parent.string() + " does not exist");
+    } else if (const auto parent = std::filesystem::path(path).parent_path(); !parent.empty()) {
+        std::error_code ec;
+        std::filesystem::create_directories(parent, ec);
     }
+    std::string target = path;  // "frames/" names the folder "frames"
+    while (target.size() > 1 && target.back() == '/') target.pop_back();
+    AtomicOutput::Options opt;
+    opt.kind = folder ? AtomicOutput::Kind::folder : AtomicOutput::Kind::file;
+    opt.keep_extension = true;  // OpenCV picks the container by the extension
+    impl_->out = std::make_unique<AtomicOutput>(target, opt);
+    impl_->path = impl_->out->path();
+    impl_->target = path;
 }
 
 FrameSink::~FrameSink() {
+    if (std::uncaught_exceptions() > impl_->unwinding_at_start) {
+        // Leaving by an exception (an error, an interruption): close the writers, publish nothing.
+        auto& m = *impl_;
+        m.closed = true;
+        if (m.writer && m.writer->isOpened()) m.writer->release();
+        if (m.native) {
+            try {
+                m.native->close();
+            } catch (...) {
+            }
+        }
+        return;  // ~AtomicOutput removes the temporary
+    }
     try {
         close();
     } catch (...) {
@@ -826,22 +851,22 @@ std::string FrameSink::sequence_file(const std::string& folder, VideoFormat f, s
 
 void FrameSink::write(const cv::Mat& image) {
     auto& m = *impl_;
-    if (m.closed) throw IoError(m.path + ": write after close");
-    if (image.empty()) throw IoError(m.path + ": empty frame");
+    if (m.closed) throw IoError(m.target + ": write after close");
+    if (image.empty()) throw IoError(m.target + ": empty frame");
     if (m.n == 0) {
         m.type = image.type();
         m.size = image.size();
         const bool grey8 = m.type == CV_8UC1, bgr8 = m.type == CV_8UC3, grey16 = m.type == CV_16UC1;
         if (m.format == VideoFormat::avi_raw && !grey8)
-            throw IoError(m.path + ": uncompressed AVI output takes 8-bit grey frames only (use png/tiff for 16 bits)");
+            throw IoError(m.target + ": uncompressed AVI output takes 8-bit grey frames only (use png/tiff for 16 bits)");
         if (m.format == VideoFormat::avi_ffv1 && !(grey8 || bgr8))
-            throw IoError(m.path + ": FFV1 output takes 8-bit frames (use png/tiff for 16 bits)");
+            throw IoError(m.target + ": FFV1 output takes 8-bit frames (use png/tiff for 16 bits)");
         if (m.format == VideoFormat::avi_mjpeg && !(grey8 || bgr8))
-            throw IoError(m.path + ": MJPEG output takes 8-bit frames");
-        if (!(grey8 || bgr8 || grey16)) throw IoError(m.path + ": unsupported frame type");
+            throw IoError(m.target + ": MJPEG output takes 8-bit frames");
+        if (!(grey8 || bgr8 || grey16)) throw IoError(m.target + ": unsupported frame type");
         const bool odd = (m.size.width % 2) != 0 || (m.size.height % 2) != 0;
         if (m.format == VideoFormat::avi_ffv1 && odd)
-            throw IoError(m.path + ": FFV1 output needs even width and height (got " + std::to_string(m.size.width) + "x" +
+            throw IoError(m.target + ": FFV1 output needs even width and height (got " + std::to_string(m.size.width) + "x" +
                           std::to_string(m.size.height) + "); use avi, png or tiff");
         if (m.format == VideoFormat::avi_mjpeg) {
             bool ok = false;
@@ -851,7 +876,7 @@ void FrameSink::write(const cv::Mat& image) {
             } catch (const cv::Exception&) {
                 ok = false;
             }
-            if (!ok) throw IoError(m.path + ": cannot open the MJPEG video writer");
+            if (!ok) throw IoError(m.target + ": cannot open the MJPEG video writer");
         } else if (m.format == VideoFormat::avi_raw && odd) {
             m.native = std::make_unique<Y800AviWriter>(m.path, m.size.width, m.size.height, m.fps);
         } else if (m.format == VideoFormat::avi_raw || m.format == VideoFormat::avi_ffv1) {
@@ -864,11 +889,11 @@ void FrameSink::write(const cv::Mat& image) {
                 ok = false;
             }
             if (!ok || !m.writer->isOpened())
-                throw IoError(m.path + ": cannot open the video writer (" + std::string(to_string(m.format)) +
+                throw IoError(m.target + ": cannot open the video writer (" + std::string(to_string(m.format)) +
                               (m.format == VideoFormat::avi_ffv1 ? "; FFV1 needs OpenCV built with FFmpeg" : "") + ")");
         }
     } else if (image.type() != m.type || image.size() != m.size) {
-        throw IoError(m.path + ": frame " + std::to_string(m.n) + " differs in size or type from the first frame");
+        throw IoError(m.target + ": frame " + std::to_string(m.n) + " differs in size or type from the first frame");
     }
     if (m.format == VideoFormat::png || m.format == VideoFormat::tiff) {
         const auto file = sequence_file(m.path, m.format, m.n);
@@ -878,7 +903,7 @@ void FrameSink::write(const cv::Mat& image) {
         } catch (const cv::Exception& e) {
             throw IoError(file + ": cannot write the image: " + e.what());
         }
-        if (!ok) throw IoError(file + ": cannot write the image");
+        if (!ok) throw IoError(m.target + ": cannot write frame " + std::to_string(m.n) + ": " + write_failure(file));
     } else if (m.native) {
         m.native->write(image);
     } else {
@@ -893,6 +918,9 @@ void FrameSink::close() {
     m.closed = true;
     if (m.writer && m.writer->isOpened()) m.writer->release();
     if (m.native) m.native->close();
+    // OpenCV's writers do not report a failed write: a full file system is checked here.
+    if (file_system_full(m.path)) throw IoError(m.out->target() + ": " + write_failure(m.path, ENOSPC));
+    m.out->commit();
 }
 
 std::int64_t FrameSink::frames_written() const { return impl_->n; }

@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "vibra/core/error.hpp"
+#include "vibra/core/output_file.hpp"
 
 namespace vibra::app::batch {
 
@@ -188,7 +189,7 @@ void write_state(const std::string& path, const State& s) {
             os << k << " = " << e << "\n";
         }
         os.flush();
-        if (!os) throw IoError(path + ": cannot write (disk full?)");
+        if (!os) throw IoError(path + ": " + write_failure(tmp, errno));
     }
     std::error_code ec;
     fs::rename(tmp, path, ec);

@@ -14,7 +14,8 @@ public:
     /// `total` ≤ 0 = unknown. `enabled` false (quiet, or not a terminal) makes every call a no-op.
     Progress(std::string label, std::int64_t total, bool enabled);
     ~Progress();
-    /// Record that `done` items are finished; redraws at most ~5 times a second.
+    /// Record that `done` items are finished; redraws at most ~5 times a second. Throws
+    /// vibra::Interrupted when SIGINT/SIGTERM was received (vibra/core/interrupt.hpp).
     void update(std::int64_t done);
     /// Final line (newline) — called by the destructor if not called before.
     void finish();
