@@ -239,3 +239,40 @@ TEST_CASE("species map and diameter parsing", "[unit]") {
     REQUIRE_THROWS_AS(store::parse_diameters("large=1.4"), ParameterError);
     REQUIRE_THROWS_AS(store::parse_diameters("small=-1"), ParameterError);
 }
+
+TEST_CASE("CSV: a frame number or sidecar n_frames implying over 10 million empty frames is an error, not an index of that size",
+          "[unit]") {
+    // Seed tests/fuzz/seeds/fuzz_csv_import/regress-frame-gap{,-sidecar}: "0,0,1,2" then
+    // "100000000000,0,1,2" (or a sidecar with n_frames = 10^15) made an index of
+    // 10^11 frames (std::bad_alloc, or the kernel's OOM killer).
+    test::TempDir dir("csv_frame_gap");
+    const std::string in = dir.file("gap.csv"), out = dir.file("gap.h5");
+    test::write_text(in, "frame,particle,x,y\n0,0,1,2\n100000000000,0,1,2\n");
+    try {
+        store::import_csv(in, out, {});
+        FAIL("no error");
+    } catch (const FormatError& e) {
+        const std::string what = e.what();
+        CHECK(what.find(in + ": line 3") != std::string::npos);
+        CHECK(what.find("more than 10000000 empty frames") != std::string::npos);
+    }
+    CHECK_FALSE(fs::exists(out));
+    // The largest allowed jump still imports (frames 1 … 10^7 empty).
+    test::write_text(in, "frame,particle,x,y\n0,0,1,2\n10000001,0,1,2\n");
+    CHECK(store::import_csv(in, out, {}).frames == 10000002);
+    // A sidecar promising 10^15 frames after the last row.
+    fs::remove(out);
+    test::write_text(in, "frame,particle,x,y\n0,0,1,2\n");
+    test::write_text(store::csv_metadata_path(in),
+                     R"({"schema": "vibra-csv-metadata", "schema_version": "1.0", "n_frames": 1000000000000000,
+                         "meta": {"length_unit": "px", "time_unit": "frame", "frame_interval": 1}})");
+    try {
+        store::import_csv(in, out, {});
+        FAIL("no error");
+    } catch (const FormatError& e) {
+        const std::string what = e.what();
+        CHECK(what.find(store::csv_metadata_path(in)) != std::string::npos);
+        CHECK(what.find("n_frames") != std::string::npos);
+    }
+    CHECK_FALSE(fs::exists(out));
+}
