@@ -19,11 +19,11 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 scale=${1:-${VIBRA_FUZZ_SCALE:-1}}
 cxx=${FUZZ_CXX:-clang++}
 cc=${FUZZ_CC:-clang}
-# target:runs — chosen from the measured exec/s so each run takes a few seconds here.
-runs_table="fuzz_cine_header:20000 fuzz_cih_text:20000 fuzz_cihx_xml:20000 fuzz_mraw_layout:20000
-fuzz_lammps_dump:3000 fuzz_csv_import:3000 fuzz_csv_metadata:20000 fuzz_trajectory_h5:2000
-fuzz_results_h5:1500 fuzz_raw_avi:10000 fuzz_image_sequence:3000 fuzz_batch_manifest:20000
-fuzz_config_toml:10000"
+# target:runs — from the measured exec/s (docs/reliability.md) so that each run takes about 5 s here.
+runs_table="fuzz_cine_header:10000 fuzz_cih_text:30000 fuzz_cihx_xml:30000 fuzz_mraw_layout:100000
+fuzz_lammps_dump:500 fuzz_csv_import:1000 fuzz_csv_metadata:30000 fuzz_trajectory_h5:500
+fuzz_results_h5:300 fuzz_raw_avi:50000 fuzz_image_sequence:4000 fuzz_batch_manifest:30000
+fuzz_config_toml:4000"
 if [ "$scale" = "--list" ]; then echo "$runs_table" | tr ' ' '\n'; exit 0; fi
 targets=${FUZZ_TARGETS:-$(echo "$runs_table" | tr ' ' '\n' | cut -d: -f1 | tr '\n' ' ')}
 
@@ -102,6 +102,7 @@ fi
 # allocation) is a finding like a crash.
 limits="-timeout=10 -rss_limit_mb=2048"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/fuzz/lsan.supp}
 status=0
 for t in $targets; do
     runs=$(echo "$runs_table" | tr ' ' '\n' | grep "^$t:" | cut -d: -f2)
