@@ -276,3 +276,22 @@ TEST_CASE("CSV: a frame number or sidecar n_frames implying over 10 million empt
     }
     CHECK_FALSE(fs::exists(out));
 }
+
+TEST_CASE("LAMMPS: a dump of only ITEM: TIME / UNITS items is an error naming the file, not a crash", "[unit]") {
+    // Found by fuzz_lammps_dump (tests/fuzz/seeds/fuzz_lammps_dump/regress-no-atoms): the writer,
+    // created at the first ITEM: ATOMS, was used without one (a null dereference).
+    test::TempDir dir("lammps_no_atoms");
+    const std::string in = dir.file("time_only.dump"), out = dir.file("t.h5");
+    for (const std::string text : {"ITEM: TIME\n0.5\n", "ITEM: UNITS\nlj\nITEM: TIME\n1\n\n"}) {
+        test::write_text(in, text);
+        try {
+            store::import_lammps(in, out, {});
+            FAIL("no error");
+        } catch (const FormatError& e) {
+            const std::string what = e.what();
+            CHECK(what.find(in) != std::string::npos);
+            CHECK(what.find("no 'ITEM: ATOMS' block") != std::string::npos);
+        }
+        CHECK_FALSE(fs::exists(out));
+    }
+}
