@@ -103,13 +103,13 @@ fi
 limits="-timeout=10 -rss_limit_mb=2048"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/fuzz/lsan.supp}
-# A crash whose first frame outside the sanitizer runtime is in a shared system library (HDF5 1.10's
-# parser on a damaged file: H5HG_read, H5A__close, …; OpenCV's codecs) is that library's bug, not
-# vibra's: reported, its input kept, not a failure. Anything in vibra's code (linked statically)
-# fails the run.
+# A crash or hang whose first frame outside the sanitizer/libFuzzer runtime is in a third-party
+# shared library (HDF5 1.10's parser on a damaged file: H5HG_read, H5A__close; OpenCV's codecs) is
+# that library's bug, not vibra's: reported, its input kept, not a failure. Anything whose first
+# frame is vibra's code (linked statically) or the C++ runtime fails the run.
 in_system_library() {
-    grep -E '^ +#[0-9]+ 0x' "$1" | grep -vE '__interceptor_|__asan|__sanitizer|__ubsan|libclang_rt' | head -1 |
-        grep -qE '\((/usr)?/lib/[^)]*\.so'
+    grep -E '^ +#[0-9]+ 0x' "$1" | grep -vE 'fuzzer::|__interceptor_|__asan|__sanitizer|__ubsan|libclang_rt|/libc\.so' | head -1 |
+        grep -qE '/lib[^ ]*/lib(hdf5|sz|z|opencv|tiff|png|jpeg|webp|openjp2|gdal|deflate)[^ /]*\.so'
 }
 status=0
 for t in $targets; do
