@@ -24,6 +24,11 @@ using detail::parse_int;
 
 namespace {
 
+// Empty frames a CSV may imply (a jump in the frame column, or the sidecar's n_frames beyond the
+// last row): each costs an index entry in memory and in the file, so a mistyped frame number such
+// as 100000000000 must be an error naming the line, not an index of 800 GB (found by fuzzing).
+constexpr std::int64_t kMaxEmptyFrames = 10'000'000;
+
 // The sidecar's metadata for a file imported from the CSV: the provenance of the exported file
 // moves to user attributes origin_source_* (the new file's source is the CSV).
 Metadata with_origin(Metadata m) {
@@ -50,6 +55,11 @@ void restore_frames(const CsvMetadata& side, TrajectoryWriter& writer, std::int6
                               " frames (the CSV was changed after export? import it with --no-metadata)");
         return;
     }
+    if (side.n_frames - written > kMaxEmptyFrames)
+        throw FormatError(at_field(csv_metadata_path(in), "n_frames",
+                                   std::to_string(side.n_frames) + " frames, but the CSV's rows end at frame " +
+                                       std::to_string(written - 1) + ": more than " + std::to_string(kMaxEmptyFrames) +
+                                       " empty frames"));
     if (written < side.n_frames) writer.append(TrajectoryTable{}, side.n_frames - written);
     writer.set_frame_columns(side.frames);
 }
@@ -137,6 +147,10 @@ ImportSummary import_csv(const std::string& in, const std::string& out, const Im
         if (f < cur)
             throw FormatError(at_line(in, ln, "field 'frame': frame " + std::to_string(f) + " after frame " +
                                                   std::to_string(cur) + " (rows must be in frame order)"));
+        if (f > cur + 1 + kMaxEmptyFrames)
+            throw FormatError(at_line(in, ln, "field 'frame': frame " + std::to_string(f) + " after frame " +
+                                                  std::to_string(cur) + " leaves more than " +
+                                                  std::to_string(kMaxEmptyFrames) + " empty frames (a mistyped frame number?)"));
         if (f != cur) {
             close_frame(false);
             cur = f;

@@ -147,6 +147,26 @@ void write_attr(hid_t obj, const std::string& name, const AttrValue& v, const st
         v);
 }
 
+namespace {
+// Bytes of the file backing an object: the file's size, for storage figures a damaged file may
+// overstate (a contiguous layout's size is what its header says).
+std::uint64_t file_size_of(hid_t obj) {
+    Handle f(H5Iget_file_id(obj));
+    hsize_t size = 0;
+    if (!f.valid() || H5Fget_filesize(f, &size) < 0) return 0;
+    return size;
+}
+// Attribute values are stored whole in the file: n elements of sz bytes (≥ 1 each) fit in it.
+void check_attr_size(hid_t obj, std::size_t n, std::size_t sz, const std::string& file, const std::string& name) {
+    const std::uint64_t fsize = file_size_of(obj);
+    const std::uint64_t per = std::max<std::size_t>(sz, 1);
+    if (n > fsize / per)
+        throw FormatError(at_field(file, name, "attribute declares " + std::to_string(n) + " elements of " +
+                                                   std::to_string(per) + " bytes, more than the file's " +
+                                                   std::to_string(fsize) + " bytes hold (damaged file?)"));
+}
+}  // namespace
+
 bool read_attr(hid_t obj, const std::string& name, AttrValue& out, const std::string& file) {
     if (H5Aexists(obj, name.c_str()) <= 0) return false;
     Handle a(check(H5Aopen(obj, name.c_str(), H5P_DEFAULT), file, "cannot open attribute '" + name + "'"));
@@ -155,6 +175,9 @@ bool read_attr(hid_t obj, const std::string& name, AttrValue& out, const std::st
     const int rank = H5Sget_simple_extent_ndims(space);
     const auto n = static_cast<std::size_t>(H5Sget_simple_extent_npoints(space));
     const H5T_class_t cls = H5Tget_class(type);
+    if (H5Sget_simple_extent_npoints(space) < 0 || rank < 0)
+        throw FormatError(at_field(file, name, "attribute has an unreadable shape"));
+    check_attr_size(obj, n, H5Tis_variable_str(type) > 0 ? 1 : H5Tget_size(type), file, name);
     if (n == 0) {  // empty array attribute: HDF5 refuses to read into a null buffer
         if (cls == H5T_STRING) out = std::vector<std::string>{};
         else if (cls == H5T_INTEGER) out = std::vector<std::int64_t>{};
@@ -271,6 +294,20 @@ void write_dataset(hid_t loc, const std::string& name, const std::vector<T>& dat
     write_attr(d, "units", units, file);
 }
 
+
+void check_declared_size(hid_t d, std::int64_t count, std::size_t elem_size, const std::string& file,
+                         const std::string& name) {
+    constexpr std::uint64_t kAlways = 1u << 20, kMaxRatio = 1100;
+    if (count <= 0) return;
+    const auto n = static_cast<std::uint64_t>(count);
+    const std::uint64_t stored = std::min<std::uint64_t>(H5Dget_storage_size(d), file_size_of(d));
+    const std::uint64_t limit = std::max<std::uint64_t>(kAlways, stored > UINT64_MAX / kMaxRatio ? UINT64_MAX : stored * kMaxRatio);
+    if (n > limit / std::max<std::size_t>(elem_size, 1))
+        throw FormatError(at_field(file, name, "declares " + std::to_string(n) + " elements of " + std::to_string(elem_size) +
+                                                   " bytes but stores " + std::to_string(stored) +
+                                                   " bytes in the file (damaged file?)"));
+}
+
 template <class T>
 std::vector<T> read_dataset(hid_t loc, const std::string& name, const std::string& file, std::int64_t offset,
                             std::int64_t count) {
@@ -278,12 +315,14 @@ std::vector<T> read_dataset(hid_t loc, const std::string& name, const std::strin
     Handle d(check(H5Dopen2(loc, name.c_str(), H5P_DEFAULT), file, "cannot open dataset '" + name + "'"));
     Handle space(H5Dget_space(d));
     const auto n = static_cast<std::int64_t>(H5Sget_simple_extent_npoints(space));
+    if (n < 0) throw FormatError(at_field(file, name, "dataset has an unreadable shape"));
     if (count < 0) count = n - offset;
     if (offset < 0 || offset + count > n)
         throw FormatError(at_field(file, name, "requested elements [" + std::to_string(offset) + ", " +
                                                    std::to_string(offset + count) + ") beyond its " +
                                                    std::to_string(n) + " elements"));
-    // A corrupt or hostile file may declare any size: check before allocating.
+    check_declared_size(d, count, sizeof(T), file, name);
+    // A size the file can hold but this process cannot: refused before allocating, naming it.
     check_memory(static_cast<std::uint64_t>(count) * sizeof(T), at_field(file, name, std::to_string(count) + " elements"));
     std::vector<T> out(static_cast<std::size_t>(count));
     if (count == 0) return out;

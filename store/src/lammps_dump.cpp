@@ -304,6 +304,8 @@ ImportSummary import_lammps(const std::string& in, const std::string& out, const
     if (have_timestep || n_atoms >= 0 || have_box)
         throw FormatError(at_line(in, lr.line_no(), "truncated dump: frame " + std::to_string(sum.frames) +
                                                         " ends before its ITEM: ATOMS block"));
+    if (!writer)  // only ITEM: TIME / UNITS items (found by fuzz_lammps_dump: was a null dereference)
+        throw FormatError(in + ": no 'ITEM: ATOMS' block: not a LAMMPS text dump with atoms");
     flush();
     progress.finish();
     sum.lines = lr.line_no();

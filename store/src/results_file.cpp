@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <set>
 
 #include "detail/atomic.hpp"
 #include "detail/h5.hpp"
@@ -36,18 +37,27 @@ void write_group(hid_t parent, const ResultGroup& g, const std::string& file) {
     for (const auto& sub : g.groups) write_group(h, sub, file);
 }
 
-ResultGroup read_group(hid_t parent, const std::string& name, const std::string& file) {
+// Addresses of the groups read so far: vibra writes a tree, so a group reached a second time
+// (hard links forming a cycle, or two links to one group) is a damaged file, not an endless read.
+using Visited = std::set<haddr_t>;
+
+ResultGroup read_group(hid_t parent, const std::string& name, const std::string& file, Visited& visited) {
     ResultGroup g;
     g.name = name;
     Handle h(check(H5Gopen2(parent, name.c_str(), H5P_DEFAULT), file, "cannot open group " + name));
     for (const auto& a : detail::list_attrs(h)) detail::read_attr(h, a, g.attrs[a], file);
     for (const auto& link : detail::list_links(h)) {
         H5O_info_t info;
-        H5Oget_info_by_name2(h, link.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT);
+        detail::check_status(H5Oget_info_by_name2(h, link.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT), file,
+                             "cannot follow link '" + link + "' in group " + name + " (dangling or cyclic link?)");
         if (info.type == H5O_TYPE_GROUP) {
-            g.groups.push_back(read_group(h, link, file));
+            if (!visited.insert(info.addr).second)
+                throw FormatError(at_field(file, name + "/" + link, "is a group already read (hard links forming a cycle?)"));
+            g.groups.push_back(read_group(h, link, file, visited));
             continue;
         }
+        if (info.type != H5O_TYPE_DATASET)
+            throw FormatError(at_field(file, name + "/" + link, "is neither a group nor a dataset"));
         ResultArray a;
         a.name = link;
         const auto shape = detail::dataset_shape(h, link, file);
@@ -169,7 +179,11 @@ ResultGroup read_results(const std::string& path, const std::string& name) {
     Handle f = open_results(path, H5F_ACC_RDONLY);
     if (!exists(f, "analysis/" + name)) throw FormatError(at_field(path, "/analysis/" + name, "group is missing"));
     Handle an(check(H5Gopen2(f, "analysis", H5P_DEFAULT), path, "cannot open /analysis"));
-    return read_group(an, name, path);
+    H5O_info_t info;
+    detail::check_status(H5Oget_info_by_name2(an, name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT), path,
+                         "cannot follow /analysis/" + name);
+    Visited visited{info.addr};
+    return read_group(an, name, path, visited);
 }
 
 Attributes read_results_attrs(const std::string& path, const std::string& name) {

@@ -55,7 +55,10 @@ void write_strings(hid_t g, const std::string& name, const std::vector<std::stri
 std::vector<std::string> read_strings(hid_t g, const std::string& name, const std::string& file) {
     Handle d(check(H5Dopen2(g, name.c_str(), H5P_DEFAULT), file, "cannot open " + name));
     Handle space(H5Dget_space(d));
-    const auto n = static_cast<std::size_t>(H5Sget_simple_extent_npoints(space));
+    const auto npoints = H5Sget_simple_extent_npoints(space);
+    if (npoints < 0) throw FormatError(at_field(file, name, "dataset has an unreadable shape"));
+    detail::check_declared_size(d, npoints, sizeof(char*), file, name);
+    const auto n = static_cast<std::size_t>(npoints);
     Handle type(H5Tcopy(H5T_C_S1));
     H5Tset_size(type, H5T_VARIABLE);
     H5Tset_cset(type, H5T_CSET_UTF8);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -144,7 +145,7 @@ void TrajectoryWriter::append(const TrajectoryTable& rows, std::int64_t n_frames
                                        rows.particle[i] == rows.particle[i - 1]
                                            ? "duplicate particle " + std::to_string(rows.particle[i])
                                            : "rows not sorted by particle"));
-    auto per_frame = [&](std::vector<auto>& dst, const auto& src, const char* name) {
+    auto per_frame = [&](auto& dst, const auto& src, const char* name) {
         if (src.empty()) {
             if (!dst.empty()) throw ParameterError(path_ + ": per-frame column " + name + " missing in a block");
             return;
@@ -284,7 +285,9 @@ TrajectoryReader::TrajectoryReader(const std::string& path) : impl_(std::make_un
     const auto major = schema_version_.substr(0, schema_version_.find('.'));
     if (major.empty() || major.find_first_not_of("0123456789") != std::string::npos)
         throw FormatError(at_field(path, "/schema_version", "'" + schema_version_ + "' is not a version"));
-    if (std::stoi(major) > 1)
+    unsigned long long major_number = 0;  // digits only; too many for the type is a newer version too
+    const auto parsed = std::from_chars(major.data(), major.data() + major.size(), major_number);
+    if (parsed.ec != std::errc() || major_number > 1)
         throw FormatError(at_field(path, "/schema_version", "is " + schema_version_ +
                                                                  ", newer than this vibra reads (1.x); upgrade vibra"));
     meta_ = detail::read_meta(f, path);

@@ -239,3 +239,59 @@ TEST_CASE("species map and diameter parsing", "[unit]") {
     REQUIRE_THROWS_AS(store::parse_diameters("large=1.4"), ParameterError);
     REQUIRE_THROWS_AS(store::parse_diameters("small=-1"), ParameterError);
 }
+
+TEST_CASE("CSV: a frame number or sidecar n_frames implying over 10 million empty frames is an error, not an index of that size",
+          "[unit]") {
+    // Seed tests/fuzz/seeds/fuzz_csv_import/regress-frame-gap{,-sidecar}: "0,0,1,2" then
+    // "100000000000,0,1,2" (or a sidecar with n_frames = 10^15) made an index of
+    // 10^11 frames (std::bad_alloc, or the kernel's OOM killer).
+    test::TempDir dir("csv_frame_gap");
+    const std::string in = dir.file("gap.csv"), out = dir.file("gap.h5");
+    test::write_text(in, "frame,particle,x,y\n0,0,1,2\n100000000000,0,1,2\n");
+    try {
+        store::import_csv(in, out, {});
+        FAIL("no error");
+    } catch (const FormatError& e) {
+        const std::string what = e.what();
+        CHECK(what.find(in + ": line 3") != std::string::npos);
+        CHECK(what.find("more than 10000000 empty frames") != std::string::npos);
+    }
+    CHECK_FALSE(fs::exists(out));
+    // The largest allowed jump still imports (frames 1 … 10^7 empty).
+    test::write_text(in, "frame,particle,x,y\n0,0,1,2\n10000001,0,1,2\n");
+    CHECK(store::import_csv(in, out, {}).frames == 10000002);
+    // A sidecar promising 10^15 frames after the last row.
+    fs::remove(out);
+    test::write_text(in, "frame,particle,x,y\n0,0,1,2\n");
+    test::write_text(store::csv_metadata_path(in),
+                     R"({"schema": "vibra-csv-metadata", "schema_version": "1.0", "n_frames": 1000000000000000,
+                         "meta": {"length_unit": "px", "time_unit": "frame", "frame_interval": 1}})");
+    try {
+        store::import_csv(in, out, {});
+        FAIL("no error");
+    } catch (const FormatError& e) {
+        const std::string what = e.what();
+        CHECK(what.find(store::csv_metadata_path(in)) != std::string::npos);
+        CHECK(what.find("n_frames") != std::string::npos);
+    }
+    CHECK_FALSE(fs::exists(out));
+}
+
+TEST_CASE("LAMMPS: a dump of only ITEM: TIME / UNITS items is an error naming the file, not a crash", "[unit]") {
+    // Found by fuzz_lammps_dump (tests/fuzz/seeds/fuzz_lammps_dump/regress-no-atoms): the writer,
+    // created at the first ITEM: ATOMS, was used without one (a null dereference).
+    test::TempDir dir("lammps_no_atoms");
+    const std::string in = dir.file("time_only.dump"), out = dir.file("t.h5");
+    for (const std::string text : {"ITEM: TIME\n0.5\n", "ITEM: UNITS\nlj\nITEM: TIME\n1\n\n"}) {
+        test::write_text(in, text);
+        try {
+            store::import_lammps(in, out, {});
+            FAIL("no error");
+        } catch (const FormatError& e) {
+            const std::string what = e.what();
+            CHECK(what.find(in) != std::string::npos);
+            CHECK(what.find("no 'ITEM: ATOMS' block") != std::string::npos);
+        }
+        CHECK_FALSE(fs::exists(out));
+    }
+}

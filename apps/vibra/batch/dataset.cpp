@@ -83,7 +83,9 @@ void apply_key(VideoEntry& v, std::vector<std::pair<std::string, std::string>>& 
         set_flag(track ? v.track : v.analyze, {flag, is_bool_true ? "" : value});
         return;
     }
-    for (const auto& [k, flag] : setting_keys()) {
+    for (const auto& setting : setting_keys()) {
+        const std::string& k = setting.first;
+        const std::string& flag = setting.second;  // a reference, not a structured binding: clang 14 cannot capture those
         if (k != key) continue;
         if (k == "invert") {
             if (value == "true" || value == "1" || value == "yes") set_flag(v.track, {flag, ""});

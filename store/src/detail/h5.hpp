@@ -73,6 +73,13 @@ void write_dataset(hid_t loc, const std::string& name, const std::vector<T>& dat
 template <class T>
 std::vector<T> read_dataset(hid_t loc, const std::string& name, const std::string& file,
                             std::int64_t offset = 0, std::int64_t count = -1);
+/// Throws FormatError naming `file` and `name` when reading `count` elements of `elem_size` bytes
+/// from dataset `d` would need far more memory than the file can hold: a damaged file may declare
+/// 2^40 elements in a few kB (a chunked dataset that stores no chunk reads as fill values).
+/// Allowed: up to 1 MiB, or 1100 × the bytes the dataset stores in the file (deflate cannot
+/// compress beyond ≈ 1032 : 1), whichever is larger.
+void check_declared_size(hid_t d, std::int64_t count, std::size_t elem_size, const std::string& file,
+                         const std::string& name);
 /// Shape of a dataset.
 std::vector<hsize_t> dataset_shape(hid_t loc, const std::string& name, const std::string& file);
 

@@ -18,10 +18,19 @@ struct Json {
     double number = 0;
     std::string string;
     std::vector<Json> array;
-    std::vector<std::pair<std::string, Json>> object;  ///< in file order; a repeated key is an error
+    struct Member;
+    std::vector<Member> object;  ///< in file order; a repeated key is an error
 
     /// The member `key` of an object, nullptr when absent (or not an object).
     const Json* find(std::string_view key) const;
+};
+
+/// One member of an object (`first` its name, `second` its value: as a std::pair, which cannot hold
+/// the incomplete Json inside Json itself with every standard library — clang 14 + libstdc++ 12).
+struct Json::Member {
+    Member(std::string k, Json v) : first(std::move(k)), second(std::move(v)) {}
+    std::string first;
+    Json second;
 };
 
 /// Parses a whole JSON document. Throws FormatError "FILE: line L: column C: …".
