@@ -50,7 +50,7 @@ command_of() {  # $1 = name, $2 = output folder → sets ARGS and OUT
     simulate) OUT=$d/out.h5; ARGS=(simulate -o "$OUT" --frames 1500 --n-small 200 --n-large 200) ;;
     synth)    OUT=$d/out.avi; ARGS=(synth -o "$OUT" --truth "$d/out.truth.h5" --width 320 --height 320 --frames 60 --seed 9) ;;
     track)    OUT=$d/out.h5; ARGS=(track "$in/clip.avi" -o "$OUT" "${TRACK[@]}") ;;
-    analyze)  OUT=$d/out.h5; ARGS=(analyze "$in/sim.h5" -o "$OUT" --threads 2 --only gr,psi6,msd,vacf,velocity_distribution,currents) ;;
+    analyze)  OUT=$d/out.h5; ARGS=(analyze "$in/sim.h5" -o "$OUT" --threads 2 --only gr,msd,vacf,velocity_distribution) ;;
     import)   OUT=$d/out.h5; ARGS=(import "$in/dump.lammps" -o "$OUT" --species-map 1:small,2:large) ;;
     export)   OUT=$d/out.csv; ARGS=(export "$in/sim.h5" -o "$OUT") ;;
     convert)  OUT=$d/frames; ARGS=(convert "$in/clip.avi" -o "$OUT") ;;
