@@ -10,6 +10,7 @@
 
 #include "vibra/core/cell_list.hpp"
 #include "vibra/core/error.hpp"
+#include "vibra/core/interrupt.hpp"
 #include "vibra/core/progress.hpp"
 
 namespace vibra::analysis {
@@ -103,7 +104,10 @@ void for_each_structure_frame(const TrajectorySource& source, std::int64_t strid
                               const std::string& label, std::int64_t block_rows) {
     for_each_sampled_block(source, stride, progress, label, block_rows,
                            [&](const Trajectory& t, const std::vector<std::int64_t>& frames) {
-                               for (const auto f : frames) fn(structure_frame(t, f));
+                               for (const auto f : frames) {
+                                   throw_if_interrupted();  // Ctrl-C between frames, not only between blocks
+                                   fn(structure_frame(t, f));
+                               }
                            });
 }
 
@@ -116,8 +120,10 @@ void for_each_structure_frame_parallel(const TrajectorySource& source, std::int6
                            [&](const Trajectory& t, const std::vector<std::int64_t>& frames) {
         const auto lane_of = [&](std::size_t k) { return static_cast<int>((seen + k) % kStructureLanes); };
         const auto run = [&](int w) {
-            for (std::size_t k = 0; k < frames.size(); ++k)
+            for (std::size_t k = 0; k < frames.size(); ++k) {
+                if (w == 0) throw_if_interrupted();  // carried to the caller like any worker exception
                 if (lane_of(k) % n_threads == w) fn(structure_frame(t, frames[k]), lane_of(k));
+            }
         };
         if (n_threads == 1) {
             run(0);

@@ -21,6 +21,7 @@
 #include "vibra/analysis/registry.hpp"
 #include "vibra/core/checksum.hpp"
 #include "vibra/core/error.hpp"
+#include "vibra/core/interrupt.hpp"
 #include "vibra/store/results_file.hpp"
 #include "vibra/store/trajectory_file.hpp"
 
@@ -110,6 +111,7 @@ RunOutcome analyze_one(const std::string& input, const std::string& output, cons
             skip(s, "needs " + missing + ", which was skipped");
             continue;
         }
+        throw_if_interrupted();  // between analyses
         analysis::AnalysisContext ctx{reader, o.values, g.progress(), threads, &done};
         if (!g.quiet) std::cerr << "analyze: " << s.name << (wanted.empty() || wanted.count(s.name) ? "" : " (needed)") << "\n";
         std::vector<ResultGroup> out;
