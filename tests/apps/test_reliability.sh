@@ -217,7 +217,7 @@ if [ "$MODE" = limits ]; then
       echo "ulimit -v $lim $c: exit $rc $(head -c 200 err)"
       if [ $rc -ne 0 ]; then
         [ $rc -eq 1 ] || fail "ulimit -v $lim $c: exit $rc (a crash), expected 0 or 1: $(cat err)"
-        grep -qE "out of memory|can allocate|cannot allocate|Cannot allocate|Resource temporarily unavailable" err ||
+        grep -qE "out of memory|can allocate|cannot allocate|Cannot allocate|Insufficient memory|Failed to allocate|Resource temporarily unavailable" err ||
           fail "ulimit -v $lim $c: the message does not say memory ran out: $(cat err)"
         [ -z "$(debris "$SCRATCH/lim")" ] || fail "ulimit -v $lim $c: temporaries left"
       fi
