@@ -279,6 +279,8 @@ ResultGroup velocity_distribution_analysis(const TrajectorySource& src, const Ve
     tp.drift_window = p.drift_window;
     tp.max_cells = p.max_cells;
     tp.progress = p.progress;
+    tp.cache = p.cache;
+    tp.threads = p.threads;
     // ---- pass 1: moments
     detail::SpeciesSet<Moments> mom;
     auto add_m = [](Moments& m, double vx, double vy) {

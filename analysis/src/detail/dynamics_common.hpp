@@ -46,6 +46,9 @@ TrackStreamParams stream_params(const P& p, bool velocities) {
     tp.velocities = velocities;
     tp.max_cells = p.max_cells;
     tp.progress = p.progress;
+    tp.cache = p.cache;
+    tp.threads = p.threads;
+    if constexpr (requires { p.rescan; }) tp.rescan = p.rescan;
     return tp;
 }
 

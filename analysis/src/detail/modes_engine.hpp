@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "detail/fftw_plan.hpp"
+#include "detail/parallel.hpp"
 #include "vibra/analysis/currents.hpp"
 #include "vibra/core/error.hpp"
 #include "vibra/core/trajectory_source.hpp"
@@ -59,22 +60,6 @@ inline int fast_size(std::int64_t n) {
     }
 }
 
-/// Runs fn(begin, end, thread_index) over [0, n) split into `threads` contiguous chunks.
-inline void parallel_for(std::size_t n, int threads, const std::function<void(std::size_t, std::size_t, int)>& fn) {
-    const int nt = std::max(1, std::min<int>(threads, static_cast<int>(std::max<std::size_t>(n, 1))));
-    if (nt == 1) {
-        fn(0, n, 0);
-        return;
-    }
-    std::vector<std::thread> pool;
-    const std::size_t chunk = (n + static_cast<std::size_t>(nt) - 1) / static_cast<std::size_t>(nt);
-    for (int t = 0; t < nt; ++t) {
-        const std::size_t b = std::min(n, static_cast<std::size_t>(t) * chunk), e = std::min(n, b + chunk);
-        pool.emplace_back([&fn, b, e, t] { fn(b, e, t); });
-    }
-    for (auto& th : pool) th.join();
-}
-
 /// Sums split over threads are summed in chunks fixed by the data, not by the thread count: an
 /// accumulator per chunk, added up in chunk order, gives bit-identical results for any --threads.
 inline constexpr int kReduceChunks = 8;
@@ -113,9 +98,10 @@ struct FrameParticles {
 /// positions (one-sided at track ends; minimum image in periodic boxes). Rows without a
 /// velocity are left out. Sets `velocity_source`.
 inline void stream_frames(const TrajectorySource& src, const std::function<void(std::vector<FrameParticles>&)>& fn,
-                          std::string* velocity_source = nullptr, VelocityScheme scheme = VelocityScheme::automatic) {
+                          std::string* velocity_source = nullptr, VelocityScheme scheme = VelocityScheme::automatic,
+                          std::int64_t block_rows = 1 << 20) {
     const std::int64_t T = src.n_frames();
-    const std::int64_t fpb = std::max<std::int64_t>(1, frames_per_block(src, 1 << 20));
+    const std::int64_t fpb = std::max<std::int64_t>(1, frames_per_block(src, block_rows));
     const Metadata& meta = src.meta();
     const bool periodic = meta.geometry.periodic();
     const double Lx = meta.geometry.lx(), Ly = meta.geometry.ly();
