@@ -314,6 +314,7 @@ std::vector<ResultGroup> msd_analysis(const TrajectorySource& src, const MsdPara
     const std::int64_t T = src.n_frames();
     const std::size_t ml = resolve_max_lag(p.max_lag, T);
     TrackStreamParams tp = stream_params(p, false);
+    const auto own_cache = detail::ensure_cache(src, tp);  // one copy for both passes
     SpeciesSet<MsdSums> sums;
     for (auto* s : sums.all()) s->resize(ml + 1);
     // Each track's sums are computed in parallel (one correlator per thread), then added in track

@@ -191,7 +191,7 @@ void register_analyze(CLI::App& app, GlobalOptions& g) {
                     "Memory budget, MiB, for the particle-major copy of the input shared by the per-track analyses "
                     "(msd, vacf, vdos, fs, temperature, velocity_distribution); a larger copy goes to a temporary "
                     "file in $TMPDIR, removed at the end; likewise the current series j(k,t) of `currents`")
-        ->check(CLI::Range(std::int64_t{16}, std::int64_t{1} << 30))
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
         ->type_name("MIB");
     cmd->add_flag("--force", o->force,
                   "Merge into a results file computed from another input (each group keeps its own input_path)");
