@@ -53,7 +53,7 @@ std::vector<std::string> split(const std::string& s) {
     return out;
 }
 
-/// N Brownian disks (D = 0.0025 length²/frame, so MSD = 0.01·lag) in a periodic L × L box,
+/// N Brownian disks (rms step 0.05 per coordinate and frame, so MSD = 2·0.05²·lag = 0.005·lag) in a periodic L × L box,
 /// positions wrapped, written frame block by frame block (memory: one block).
 void generate(const std::string& path, std::int64_t N, std::int64_t T, std::uint64_t seed) {
     const double L = std::sqrt(static_cast<double>(N)) * 2.0;  // area fraction ≈ 0.2 for unit disks
@@ -274,7 +274,7 @@ int main(int argc, char** argv) {
             f >> tag >> t >> m10;
             if (tag == "TIME") {
                 t_np = t;
-                std::printf("%-32s %8.2f s   (MSD(10 frames) = %.5f, expected 0.05 = 2·2·0.05²·10)\n", "numpy FFT MSD (compute only)", t, m10);
+                std::printf("%-32s %8.2f s   (MSD(10 frames) = %.5f, expected 2·0.05²·10 = 0.05)\n", "numpy FFT MSD (compute only)", t, m10);
             } else std::printf("numpy reference skipped: %s\n", tag.c_str());
         } else std::printf("numpy reference skipped: /usr/bin/python3 failed (see %s)\n", out.c_str());
         struct Case {

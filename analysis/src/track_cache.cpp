@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "vibra/analysis/track_cache.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <new>
 #include <cmath>
 #include <limits>
 #include <unordered_map>
@@ -58,7 +62,7 @@ private:
 
 // ------------------------------------------------------------------ scan
 namespace detail {
-TrackScan scan_tracks(const TrajectorySource& src, std::int64_t block_rows, bool progress) {
+TrackScan scan_tracks(const TrajectorySource& src, std::int64_t block_rows, bool progress, KeptRows* keep) {
     const Metadata& meta = src.meta();
     const std::int64_t T = src.n_frames();
     const bool periodic = meta.geometry.periodic();
@@ -72,6 +76,10 @@ TrackScan scan_tracks(const TrajectorySource& src, std::int64_t block_rows, bool
     std::vector<std::int64_t> prev_id, cur_id;
     std::vector<double> prev_x, prev_y, cur_x, cur_y;
     std::int64_t prev_frame = -2;
+    if (keep) {
+        const auto n = static_cast<std::size_t>(src.n_rows());
+        keep->particle.reserve(n), keep->frame.reserve(n), keep->x.reserve(n), keep->y.reserve(n);
+    }
     Progress prog("tracks: scan", T, progress);
     for (std::int64_t first = 0; first < T; first += fpb) {
         const Trajectory tr = src.read_frames(first, fpb);
@@ -94,6 +102,16 @@ TrackScan scan_tracks(const TrajectorySource& src, std::int64_t block_rows, bool
                 cur_id.push_back(id);
                 cur_x.push_back(r.x[k]);
                 cur_y.push_back(r.y[k]);
+                if (keep) {
+                    keep->particle.push_back(id);
+                    keep->frame.push_back(f);
+                    keep->x.push_back(r.x[k]);
+                    keep->y.push_back(r.y[k]);
+                    if (r.has_velocity()) {
+                        keep->vx.push_back(r.vx[k]);
+                        keep->vy.push_back(r.vy[k]);
+                    }
+                }
                 if (r.has_velocity() && std::isfinite(r.vx[k]) && std::isfinite(r.vy[k])) {
                     su += r.vx[k];
                     sv += r.vy[k];
@@ -152,14 +170,27 @@ void TrackCacheParams::validate() const {
     if (block_rows < 1) throw ParameterError("track cache block_rows must be >= 1, got " + std::to_string(block_rows));
 }
 
-void TrackCache::Impl::read(std::int64_t c0, std::int64_t c1, std::vector<double>& out) const {
+void detail::BigArray::allocate(std::size_t count) {
+    std::free(p);
+    constexpr std::size_t kHuge = std::size_t{1} << 21;
+    const std::size_t bytes = std::max<std::size_t>(count * sizeof(double), 1);
+    const std::size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
+    p = static_cast<double*>(std::aligned_alloc(kHuge, rounded));
+    if (!p) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    ::madvise(p, rounded, MADV_HUGEPAGE);  // a hint: ignored where huge pages are off
+#endif
+    n = count;
+}
+
+detail::BigArray::~BigArray() { std::free(p); }
+
+const double* TrackCache::Impl::view(std::int64_t c0, std::int64_t c1, std::vector<double>& buf) const {
+    if (!file) return mem.p + c0 * cols;
     const auto n = static_cast<std::size_t>((c1 - c0) * cols);
-    out.resize(n);
-    if (!file) {
-        std::copy(mem.begin() + c0 * cols, mem.begin() + c1 * cols, out.begin());
-        return;
-    }
-    file->read(c0 * cols * static_cast<std::int64_t>(sizeof(double)), out.data(), n * sizeof(double));
+    buf.resize(n);
+    file->read(c0 * cols * static_cast<std::int64_t>(sizeof(double)), buf.data(), n * sizeof(double));
+    return buf.data();
 }
 
 TrackCache::TrackCache(const TrajectorySource& src, TrackCacheParams p) : impl_(std::make_unique<Impl>()) {
@@ -178,7 +209,11 @@ void TrackCache::build() {
     Impl& m = *impl_;
     if (m.built) return;
     const TrajectorySource& src = *m.src;
-    m.scan = detail::scan_tracks(src, m.p.block_rows, m.p.progress);
+    // One pass when the kept rows (≤ 48 bytes each) and the copy (≥ 16–32 bytes per row) fit the
+    // budget: the scan keeps the rows and the copy is made from them; else a second pass.
+    detail::KeptRows kept;
+    bool keep = src.n_rows() * 80 <= m.p.memory_bytes;
+    m.scan = detail::scan_tracks(src, m.p.block_rows, m.p.progress, keep ? &kept : nullptr);
     const detail::TrackScan& s = m.scan;
     m.cols = s.has_vel ? 4 : 2;
     const int C = m.cols;
@@ -186,33 +221,50 @@ void TrackCache::build() {
     const std::int64_t total = cells * C * static_cast<std::int64_t>(sizeof(double));
     const IdLookup lookup(s.ids);
     const std::int64_t T = src.n_frames();
-    const auto scatter = [&](const Trajectory& tr, auto&& put) {
-        const auto& r = tr.rows;
-        const bool vel = C == 4 && r.has_velocity();
-        for (std::size_t k = 0; k < r.size(); ++k) {
-            if (r.particle[k] < 0) continue;
-            const std::int64_t j = lookup(r.particle[k]);
-            double* c = put(j, s.offset[static_cast<std::size_t>(j)] + r.frame[k] - s.first[static_cast<std::size_t>(j)]);
-            c[0] = r.x[k];
-            c[1] = r.y[k];
+    // rows → cells; put(j, cell) gives where cell `cell` of track j goes
+    const auto scatter = [&](std::size_t n, const std::int64_t* pid, const std::int64_t* frame, const double* x,
+                             const double* y, const double* vx, const double* vy, auto&& put) {
+        for (std::size_t k = 0; k < n; ++k) {
+            if (pid[k] < 0) continue;
+            const std::int64_t j = lookup(pid[k]);
+            double* c = put(j, s.offset[static_cast<std::size_t>(j)] + frame[k] - s.first[static_cast<std::size_t>(j)]);
+            c[0] = x[k];
+            c[1] = y[k];
             if (C == 4) {
-                c[2] = vel ? r.vx[k] : kNaN;
-                c[3] = vel ? r.vy[k] : kNaN;
+                c[2] = vx ? vx[k] : kNaN;
+                c[3] = vy ? vy[k] : kNaN;
             }
         }
     };
+    const auto scatter_rows = [&](const Trajectory& tr, auto&& put) {
+        const auto& r = tr.rows;
+        const bool vel = r.has_velocity();
+        scatter(r.size(), r.particle.data(), r.frame.data(), r.x.data(), r.y.data(), vel ? r.vx.data() : nullptr,
+                vel ? r.vy.data() : nullptr, put);
+    };
+    const std::int64_t kept_bytes = static_cast<std::int64_t>(kept.x.size()) * (keep && s.has_vel ? 48 : 32);
+    if (keep && kept_bytes + total > m.p.memory_bytes) keep = false, kept = {};  // gaps made the copy larger
     if (total <= m.p.memory_bytes) {
         // ---- in memory: rows scattered straight into the particle-major array
-        m.mem.assign(static_cast<std::size_t>(cells * C), kNaN);
-        const std::int64_t fpb = std::max<std::int64_t>(1, frames_per_block(src, m.p.block_rows));
-        Progress prog("tracks: transpose", T, m.p.progress);
-        for (std::int64_t f0 = 0; f0 < T; f0 += fpb) {
-            scatter(src.read_frames(f0, fpb), [&](std::int64_t, std::int64_t cell) { return m.mem.data() + cell * C; });
-            prog.update(std::min(T, f0 + fpb));
+        m.mem.allocate(static_cast<std::size_t>(cells * C));
+        std::fill(m.mem.p, m.mem.p + m.mem.n, kNaN);
+        const auto put = [&](std::int64_t, std::int64_t cell) { return m.mem.p + cell * C; };
+        if (keep) {
+            const bool vel = !kept.vx.empty();
+            scatter(kept.x.size(), kept.particle.data(), kept.frame.data(), kept.x.data(), kept.y.data(),
+                    vel ? kept.vx.data() : nullptr, vel ? kept.vy.data() : nullptr, put);
+        } else {
+            const std::int64_t fpb = std::max<std::int64_t>(1, frames_per_block(src, m.p.block_rows));
+            Progress prog("tracks: transpose", T, m.p.progress);
+            for (std::int64_t f0 = 0; f0 < T; f0 += fpb) {
+                scatter_rows(src.read_frames(f0, fpb), put);
+                prog.update(std::min(T, f0 + fpb));
+            }
         }
         m.built = true;
         return;
     }
+    kept = {};
     // ---- temporary file: chunks of frames transposed in a buffer, each track's slice written once
     m.file = std::make_unique<detail::TempFile>(m.p.temp_dir, "vibra-tracks", "the particle-major copy of the trajectory");
     const std::int64_t budget = std::max<std::int64_t>(1 << 20, std::min(m.p.chunk_bytes, m.p.memory_bytes / 2));
@@ -235,7 +287,7 @@ void TrackCache::build() {
             }
         buf.assign(static_cast<std::size_t>(boff.back() * C), kNaN);
         for (std::int64_t b0 = f0; b0 < f1; b0 += fpb)
-            scatter(src.read_frames(b0, std::min(fpb, f1 - b0)), [&](std::int64_t j, std::int64_t cell) {
+            scatter_rows(src.read_frames(b0, std::min(fpb, f1 - b0)), [&](std::int64_t j, std::int64_t cell) {
                 const auto ju = static_cast<std::size_t>(j);
                 const std::int64_t lo = s.offset[ju] + std::max(f0, s.first[ju]) - s.first[ju];
                 return buf.data() + (boff[static_cast<std::size_t>(slot[ju])] + cell - lo) * C;

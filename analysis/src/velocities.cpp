@@ -161,11 +161,11 @@ void fill_by_rescan(const TrajectorySource& src, const detail::TrackScan& sc, st
 void fill_from_cache(const TrackCache::Impl& c, std::size_t i0, bool want_given, std::vector<double>& buf,
                      std::vector<Track>& tracks) {
     const auto& off = c.scan.offset;
-    c.read(off[i0], off[i0 + tracks.size()], buf);
+    const double* data = c.view(off[i0], off[i0 + tracks.size()], buf);
     const auto C = static_cast<std::size_t>(c.cols);
     for (std::size_t j = 0; j < tracks.size(); ++j) {
         Track& tk = tracks[j];
-        const double* p = buf.data() + static_cast<std::size_t>(off[i0 + j] - off[i0]) * C;
+        const double* p = data + static_cast<std::size_t>(off[i0 + j] - off[i0]) * C;
         for (std::size_t s = 0; s < tk.size(); ++s, p += C) {
             tk.x[s] = p[0];
             tk.y[s] = p[1];

@@ -138,12 +138,20 @@ TEST_CASE("track cache: the same tracks as re-reading the frames, in memory and 
             check_same_tracks(old, collect(src, p));  // reused
             fs::remove_all(dir);
 
-            TrackCacheParams cm;
+            TrackCacheParams cm;  // the default budget: the scan keeps the rows, one pass
             TrackCache mem(src, cm);
             mem.build();
             CHECK_FALSE(mem.on_disk());
             p.cache = &mem;
             check_same_tracks(old, collect(src, p));
+
+            TrackCacheParams c2;  // the copy fits, the kept rows too would not: a second pass
+            c2.memory_bytes = mem.bytes();
+            REQUIRE(src.n_rows() * 80 > c2.memory_bytes);
+            TrackCache two(src, c2);
+            p.cache = &two;
+            check_same_tracks(old, collect(src, p));
+            CHECK_FALSE(two.on_disk());
         }
 }
 

@@ -24,8 +24,26 @@ struct TrackScan {
     bool has_vel = false;                              ///< the rows carry vx, vy
 };
 
-/// One pass over the frames of `src` in blocks of ≈ block_rows rows.
-TrackScan scan_tracks(const TrajectorySource& src, std::int64_t block_rows, bool progress);
+/// The linked rows' raw columns, kept by the scan when they fit the budget (saves a second pass).
+struct KeptRows {
+    std::vector<std::int64_t> particle, frame;
+    std::vector<double> x, y, vx, vy;  ///< vx, vy empty without velocity columns
+};
+
+/// One pass over the frames of `src` in blocks of ≈ block_rows rows; with `keep`, also the rows.
+TrackScan scan_tracks(const TrajectorySource& src, std::int64_t block_rows, bool progress, KeptRows* keep = nullptr);
+
+/// An array of doubles on transparent huge pages where the kernel allows it (fewer page faults
+/// and TLB misses when filled in particle-major order).
+struct BigArray {
+    double* p = nullptr;
+    std::size_t n = 0;
+    void allocate(std::size_t count);
+    BigArray() = default;
+    BigArray(const BigArray&) = delete;
+    BigArray& operator=(const BigArray&) = delete;
+    ~BigArray();
+};
 
 }  // namespace vibra::analysis::detail
 
@@ -37,11 +55,12 @@ struct TrackCache::Impl {
     bool built = false;
     detail::TrackScan scan;
     int cols = 2;                 ///< doubles per cell: x, y [, vx, vy]
-    std::vector<double> mem;      ///< the copy, when in memory
+    detail::BigArray mem;         ///< the copy, when in memory
     std::unique_ptr<detail::TempFile> file;  ///< the copy, when in a (deleted) temporary file
     std::int64_t cells() const { return scan.offset.empty() ? 0 : scan.offset.back(); }
-    /// Cells [c0, c1) (cols doubles each, NaN where the particle is absent) into out.
-    void read(std::int64_t c0, std::int64_t c1, std::vector<double>& out) const;
+    /// Cells [c0, c1) (cols doubles each, NaN where the particle is absent): a pointer into the
+    /// copy in memory, or into `buf` read from the file.
+    const double* view(std::int64_t c0, std::int64_t c1, std::vector<double>& buf) const;
 };
 
 }  // namespace vibra::analysis
