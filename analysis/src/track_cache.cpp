@@ -79,6 +79,7 @@ TrackScan scan_tracks(const TrajectorySource& src, std::int64_t block_rows, bool
     if (keep) {
         const auto n = static_cast<std::size_t>(src.n_rows());
         keep->particle.reserve(n), keep->frame.reserve(n), keep->x.reserve(n), keep->y.reserve(n);
+        keep->vx.reserve(n), keep->vy.reserve(n);  // touched (faulted in) only when there are velocities
     }
     Progress prog("tracks: scan", T, progress);
     for (std::int64_t first = 0; first < T; first += fpb) {
@@ -170,16 +171,20 @@ void TrackCacheParams::validate() const {
     if (block_rows < 1) throw ParameterError("track cache block_rows must be >= 1, got " + std::to_string(block_rows));
 }
 
-void detail::BigArray::allocate(std::size_t count) {
-    std::free(p);
+void* detail::huge_alloc(std::size_t bytes) {
     constexpr std::size_t kHuge = std::size_t{1} << 21;
-    const std::size_t bytes = std::max<std::size_t>(count * sizeof(double), 1);
-    const std::size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
-    p = static_cast<double*>(std::aligned_alloc(kHuge, rounded));
+    const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + kHuge - 1) / kHuge * kHuge;
+    void* p = std::aligned_alloc(kHuge, rounded);
     if (!p) throw std::bad_alloc();
 #ifdef MADV_HUGEPAGE
     ::madvise(p, rounded, MADV_HUGEPAGE);  // a hint: ignored where huge pages are off
 #endif
+    return p;
+}
+
+void detail::BigArray::allocate(std::size_t count) {
+    std::free(p);
+    p = static_cast<double*>(huge_alloc(count * sizeof(double)));
     n = count;
 }
 
@@ -243,7 +248,7 @@ void TrackCache::build() {
                 vel ? r.vy.data() : nullptr, put);
     };
     const std::int64_t kept_bytes = static_cast<std::int64_t>(kept.x.size()) * (keep && s.has_vel ? 48 : 32);
-    if (keep && kept_bytes + total > m.p.memory_bytes) keep = false, kept = {};  // gaps made the copy larger
+    if (keep && kept_bytes + total > m.p.memory_bytes) keep = false, kept.clear();  // gaps made the copy larger
     if (total <= m.p.memory_bytes) {
         // ---- in memory: rows scattered straight into the particle-major array
         m.mem.allocate(static_cast<std::size_t>(cells * C));
@@ -264,7 +269,7 @@ void TrackCache::build() {
         m.built = true;
         return;
     }
-    kept = {};
+    kept.clear();
     // ---- temporary file: chunks of frames transposed in a buffer, each track's slice written once
     m.file = std::make_unique<detail::TempFile>(m.p.temp_dir, "vibra-tracks", "the particle-major copy of the trajectory");
     const std::int64_t budget = std::max<std::int64_t>(1 << 20, std::min(m.p.chunk_bytes, m.p.memory_bytes / 2));
