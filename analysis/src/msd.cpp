@@ -321,15 +321,25 @@ std::vector<ResultGroup> msd_analysis(const TrajectorySource& src, const MsdPara
     // order: the same additions as a serial loop, so the result is identical for any --threads.
     const int nt = std::max(1, p.threads);
     std::vector<FftCorrelator> corr(static_cast<std::size_t>(nt));
+    constexpr std::size_t kGroup = 64;
     std::vector<MsdSums> ones;
     const TrackStreamInfo info = stream_track_blocks(src, tp, [&](std::vector<Track>& block) {
-        ones.resize(block.size());
-        detail::parallel_for_each(block.size(), nt, [&](std::size_t j, int t) {
-            const Track& tk = block[j];
-            // lags beyond the track's length get nothing: sized to what it can fill
-            ones[j].resize(std::min(ml + 1, std::max<std::size_t>(tk.size(), 1)));
-            accumulate_msd(tk.x, tk.y, ml, ones[j], corr[static_cast<std::size_t>(t)]);
-        });
+        // groups of tracks: memory of a group's sums, not of the block's
+        for (std::size_t g0 = 0; g0 < block.size(); g0 += kGroup) {
+            const std::size_t gn = std::min(kGroup, block.size() - g0);
+            ones.resize(gn);
+            detail::parallel_for_each(gn, nt, [&](std::size_t j, int t) {
+                const Track& tk = block[g0 + j];
+                // lags beyond the track's length get nothing: sized to what it can fill
+                ones[j].resize(std::min(ml + 1, std::max<std::size_t>(tk.size(), 1)));
+                accumulate_msd(tk.x, tk.y, ml, ones[j], corr[static_cast<std::size_t>(t)]);
+            });
+            for (std::size_t j = 0; j < gn; ++j) {
+                sums.total.add(ones[j]);
+                if (auto* s = sums.of(block[g0 + j].species)) s->add(ones[j]);
+            }
+        }
+    });
         for (std::size_t j = 0; j < block.size(); ++j) {
             sums.total.add(ones[j]);
             if (auto* s = sums.of(block[j].species)) s->add(ones[j]);

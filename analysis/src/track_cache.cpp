@@ -272,7 +272,7 @@ void TrackCache::build() {
     kept.clear();
     // ---- temporary file: chunks of frames transposed in a buffer, each track's slice written once
     m.file = std::make_unique<detail::TempFile>(m.p.temp_dir, "vibra-tracks", "the particle-major copy of the trajectory");
-    const std::int64_t budget = std::max<std::int64_t>(1 << 20, std::min(m.p.chunk_bytes, m.p.memory_bytes / 2));
+    const std::int64_t budget = std::min(m.p.chunk_bytes, std::max<std::int64_t>(m.p.memory_bytes / 2, 1 << 16));
     const std::int64_t chunk_rows = std::max<std::int64_t>(1, budget / (C * static_cast<std::int64_t>(sizeof(double))));
     const std::int64_t fpc = std::max<std::int64_t>(1, frames_per_block(src, chunk_rows));
     const std::int64_t fpb = std::max<std::int64_t>(1, frames_per_block(src, m.p.block_rows));

@@ -99,14 +99,25 @@ SpeciesVacf compute_vacf(const TrajectorySource& src, const VacfParams& p) {
     // order: the same additions as a serial loop, so the result is identical for any --threads.
     const int nt = std::max(1, p.threads);
     std::vector<FftCorrelator> corr(static_cast<std::size_t>(nt));
+    constexpr std::size_t kGroup = 64;
     std::vector<VacfSums> ones;
     r.info = stream_track_blocks(src, tp, [&](std::vector<Track>& block) {
-        ones.resize(block.size());
-        detail::parallel_for_each(block.size(), nt, [&](std::size_t j, int t) {
-            const Track& tk = block[j];
-            ones[j].resize(std::min(ml + 1, std::max<std::size_t>(tk.size(), 1)));  // lags the track can fill
-            accumulate_vacf(tk.vx, tk.vy, ml, ones[j], corr[static_cast<std::size_t>(t)]);
-        });
+        // groups of tracks: memory of a group's sums, not of the block's
+        for (std::size_t g0 = 0; g0 < block.size(); g0 += kGroup) {
+            const std::size_t gn = std::min(kGroup, block.size() - g0);
+            ones.resize(gn);
+            detail::parallel_for_each(gn, nt, [&](std::size_t j, int t) {
+                const Track& tk = block[g0 + j];
+                ones[j].resize(std::min(ml + 1, std::max<std::size_t>(tk.size(), 1)));  // lags the track can fill
+                accumulate_vacf(tk.vx, tk.vy, ml, ones[j], corr[static_cast<std::size_t>(t)]);
+            });
+            for (std::size_t j = 0; j < gn; ++j) {
+                r.total.add(ones[j]);
+                if (block[g0 + j].species == kSpeciesSmall) r.small.add(ones[j]);
+                if (block[g0 + j].species == kSpeciesLarge) r.large.add(ones[j]);
+            }
+        }
+    });
         for (std::size_t j = 0; j < block.size(); ++j) {
             r.total.add(ones[j]);
             if (block[j].species == kSpeciesSmall) r.small.add(ones[j]);

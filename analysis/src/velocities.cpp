@@ -157,15 +157,15 @@ void fill_by_rescan(const TrajectorySource& src, const detail::TrackScan& sc, st
     }
 }
 
-/// Same, from the particle-major copy: one contiguous read.
+/// Same, from the particle-major copy: in place when it is in memory, else one read per track
+/// (a buffer of one track, not of the block).
 void fill_from_cache(const TrackCache::Impl& c, std::size_t i0, bool want_given, std::vector<double>& buf,
                      std::vector<Track>& tracks) {
     const auto& off = c.scan.offset;
-    const double* data = c.view(off[i0], off[i0 + tracks.size()], buf);
     const auto C = static_cast<std::size_t>(c.cols);
     for (std::size_t j = 0; j < tracks.size(); ++j) {
         Track& tk = tracks[j];
-        const double* p = data + static_cast<std::size_t>(off[i0 + j] - off[i0]) * C;
+        const double* p = c.view(off[i0 + j], off[i0 + j + 1], buf);
         for (std::size_t s = 0; s < tk.size(); ++s, p += C) {
             tk.x[s] = p[0];
             tk.y[s] = p[1];
