@@ -340,11 +340,6 @@ std::vector<ResultGroup> msd_analysis(const TrajectorySource& src, const MsdPara
             }
         }
     });
-        for (std::size_t j = 0; j < block.size(); ++j) {
-            sums.total.add(ones[j]);
-            if (auto* s = sums.of(block[j].species)) s->add(ones[j]);
-        }
-    });
     const std::string L = meta.length_unit, Tu = meta.time_unit;
     const double dt = mean_frame_interval(info, meta);
 

@@ -118,12 +118,6 @@ SpeciesVacf compute_vacf(const TrajectorySource& src, const VacfParams& p) {
             }
         }
     });
-        for (std::size_t j = 0; j < block.size(); ++j) {
-            r.total.add(ones[j]);
-            if (block[j].species == kSpeciesSmall) r.small.add(ones[j]);
-            if (block[j].species == kSpeciesLarge) r.large.add(ones[j]);
-        }
-    });
     r.dt = detail::mean_frame_interval(r.info, src.meta());
     return r;
 }
