@@ -9,6 +9,7 @@
 #include <string>
 
 #include "detail/modes_engine.hpp"
+#include "detail/temp_file.hpp"
 #include "vibra/core/error.hpp"
 
 namespace vibra::analysis {
@@ -28,6 +29,45 @@ void CurrentsParams::validate() const {
     if (blocks < 0) bad("blocks", static_cast<double>(blocks));
     if (!(taper >= 0 && taper <= 1)) bad("taper", taper);
     if (threads < 1) bad("threads", threads);
+    if (memory_bytes < 0) bad("memory_bytes", static_cast<double>(memory_bytes));
+    if (block_rows < 1) bad("block_rows", static_cast<double>(block_rows));
+}
+
+// ------------------------------------------------------------------ series storage
+struct CurrentSeries::File {
+    detail::TempFile tmp;
+    std::size_t K = 0, T = 0;
+    File(const std::string& dir, std::size_t k, std::size_t t)
+        : tmp(dir, "vibra-currents", "the current series j(k,t)"), K(k), T(t) {}
+    std::int64_t offset(int which, std::size_t q, std::size_t t) const {
+        return static_cast<std::int64_t>(((static_cast<std::size_t>(which) * K + q) * T + t) * sizeof(cplx));
+    }
+};
+
+const cplx* CurrentSeries::series(Kind which, std::size_t q, std::vector<cplx>& buf) const {
+    const auto T = static_cast<std::size_t>(n_frames);
+    if (!file) {
+        const auto& v = which == L ? jl : which == T_ ? jt : which == L_mass ? jl_mass : jt_mass;
+        return v.data() + q * T;
+    }
+    buf.resize(T);
+    file->tmp.read(file->offset(which, q, 0), buf.data(), T * sizeof(cplx));
+    return buf.data();
+}
+
+void CurrentSeries::frames(Kind which, std::size_t t0, std::size_t n, std::vector<cplx>& buf) const {
+    const std::size_t K = ks.size();
+    const auto T = static_cast<std::size_t>(n_frames);
+    buf.resize(K * n);
+    for (std::size_t q = 0; q < K; ++q) {
+        if (!file) {
+            const auto& v = which == L ? jl : which == T_ ? jt : which == L_mass ? jl_mass : jt_mass;
+            std::copy(v.begin() + static_cast<std::ptrdiff_t>(q * T + t0), v.begin() + static_cast<std::ptrdiff_t>(q * T + t0 + n),
+                      buf.begin() + static_cast<std::ptrdiff_t>(q * n));
+        } else {
+            file->tmp.read(file->offset(which, q, t0), buf.data() + q * n, n * sizeof(cplx));
+        }
+    }
 }
 
 namespace {
@@ -161,12 +201,31 @@ CurrentSeries compute_current_series(const TrajectorySource& src, const Currents
     s.has_mass = p.mass_weighted && !masses.empty();
     const std::size_t K = s.ks.size();
     const auto T = static_cast<std::size_t>(s.n_frames);
-    s.jl.assign(K * T, 0.0);
-    s.jt.assign(K * T, 0.0);
-    if (s.has_mass) {
-        s.jl_mass.assign(K * T, 0.0);
-        s.jt_mass.assign(K * T, 0.0);
+    const std::size_t n_series = s.has_mass ? 4 : 2;
+    // In memory when the series fit the budget; else chunks of Fc frames (a multiple of
+    // stream_frames' block, so no block straddles two chunks) written k-major to a temporary file.
+    const double bytes = static_cast<double>(K) * static_cast<double>(T) * static_cast<double>(n_series * sizeof(cplx));
+    const bool spill = bytes > static_cast<double>(p.memory_bytes);
+    std::size_t Fc = T;  // frames held in memory per series and k-vector
+    if (spill) {
+        const auto fpb = static_cast<std::size_t>(std::max<std::int64_t>(1, frames_per_block(src, p.block_rows)));
+        const double per_frame = static_cast<double>(K * n_series * sizeof(cplx));
+        const auto fit = static_cast<std::size_t>(static_cast<double>(p.memory_bytes / 2) / per_frame / static_cast<double>(fpb));
+        Fc = std::min(T, fpb * std::max<std::size_t>(1, fit));
+        s.file = std::make_shared<CurrentSeries::File>(p.temp_dir, K, T);
     }
+    s.jl.assign(K * Fc, 0.0);
+    s.jt.assign(K * Fc, 0.0);
+    if (s.has_mass) {
+        s.jl_mass.assign(K * Fc, 0.0);
+        s.jt_mass.assign(K * Fc, 0.0);
+    }
+    const auto flush = [&](std::size_t c0, std::size_t n) {
+        const std::vector<cplx>* v[4] = {&s.jl, &s.jt, &s.jl_mass, &s.jt_mass};
+        for (std::size_t w = 0; w < n_series; ++w)
+            for (std::size_t q = 0; q < K; ++q)
+                s.file->tmp.write(s.file->offset(static_cast<int>(w), q, c0), v[w]->data() + q * Fc, n * sizeof(cplx));
+    };
     detail::CurrentEngine eng(s.ks);
     std::vector<double> khx(K), khy(K);
     for (std::size_t q = 0; q < K; ++q) {
@@ -185,7 +244,7 @@ CurrentSeries compute_current_series(const TrajectorySource& src, const Currents
                 std::vector<cplx> jx(K), jy(K);
                 for (std::size_t f = b; f < e; ++f) {
                     const auto& fp = block[f];
-                    const auto t = static_cast<std::size_t>(fp.frame);
+                    const auto t = static_cast<std::size_t>(fp.frame) % Fc;  // = frame when in memory
                     bn[f] = static_cast<double>(fp.x.size());
                     eng.phases(fp.x.data(), fp.y.data(), fp.x.size(), w);
                     for (int pass = 0; pass < (s.has_mass ? 2 : 1); ++pass) {
@@ -196,8 +255,8 @@ CurrentSeries compute_current_series(const TrajectorySource& src, const Currents
                         auto& JL = pass ? s.jl_mass : s.jl;
                         auto& JT = pass ? s.jt_mass : s.jt;
                         for (std::size_t q = 0; q < K; ++q) {
-                            JL[q * T + t] = khx[q] * jx[q] + khy[q] * jy[q];
-                            JT[q * T + t] = -khy[q] * jx[q] + khx[q] * jy[q];
+                            JL[q * Fc + t] = khx[q] * jx[q] + khy[q] * jy[q];
+                            JT[q * Fc + t] = -khy[q] * jx[q] + khx[q] * jy[q];
                         }
                     }
                 }
@@ -207,8 +266,15 @@ CurrentSeries compute_current_series(const TrajectorySource& src, const Currents
                 sum_w2 += bw[f];
                 sum_w2m += bwm[f];
             }
+            if (spill && !block.empty()) {
+                const auto end = static_cast<std::size_t>(block.back().frame) + 1;
+                if (end % Fc == 0 || end == T) flush((end - 1) / Fc * Fc, end - (end - 1) / Fc * Fc);
+            }
         },
-        &s.velocity_source, p.velocity);
+        &s.velocity_source, p.velocity, p.block_rows);
+    if (spill) {  // the series live in the file now
+        s.jl = {}, s.jt = {}, s.jl_mass = {}, s.jt_mass = {};
+    }
     s.mean_n = sum_n / static_cast<double>(T);
     s.density = s.mean_n / s.region.area;
     s.norm = sum_w2 / static_cast<double>(T);
@@ -286,7 +352,7 @@ CurrentsResult currents_from_series(const CurrentSeries& s, const CurrentsParams
     const std::size_t n_seg = (T - S) / hop + 1;
 
     // One (series, norm) → outputs.
-    auto analyse = [&](const std::vector<cplx>& J, double norm, std::vector<double>& ckt, std::vector<double>& ckw,
+    auto analyse = [&](CurrentSeries::Kind J, double norm, std::vector<double>& ckt, std::vector<double>& ckw,
                        std::vector<double>* blocks) {
         const std::size_t K = ks.size();
         const int nt = p.threads, nc = detail::kReduceChunks;  // partial sums per chunk of k-vectors, not per thread
@@ -316,8 +382,9 @@ CurrentsResult currents_from_series(const CurrentSeries& s, const CurrentsParams
                 for (std::size_t m = 0; m < lags; ++m) out[m] = y[m][0] / static_cast<double>(Pn);
             };
             std::vector<double> tmp(L);
+            std::vector<cplx> zbuf;
             for (std::size_t q = b; q < e; ++q) {
-                const cplx* z = &J[q * T];
+                const cplx* z = s.series(J, q, zbuf);
                 const auto sh = static_cast<std::size_t>(ks.shell[q]);
                 autocorr(z, T, L, fftP, ifftP, a.p, c.p, tmp.data());
                 for (std::size_t m = 0; m < L; ++m) CKT[sh * L + m] += tmp[m] / static_cast<double>(T - m);
@@ -364,13 +431,13 @@ CurrentsResult currents_from_series(const CurrentSeries& s, const CurrentsParams
         for (std::size_t sh = 0; sh < NS; ++sh) out[sh] = spectral_peak(&ckw[sh * n_omega], n_omega, domega);
         return out;
     };
-    analyse(s.jt, s.norm, r.c_t_kt, r.c_t_kw, &r.c_t_kt_blocks);
-    analyse(s.jl, s.norm, r.c_l_kt, r.c_l_kw, &r.c_l_kt_blocks);
+    analyse(CurrentSeries::T_, s.norm, r.c_t_kt, r.c_t_kw, &r.c_t_kt_blocks);
+    analyse(CurrentSeries::L, s.norm, r.c_l_kt, r.c_l_kw, &r.c_l_kt_blocks);
     r.omega_t_peak = peaks(r.c_t_kw);
     r.omega_l_peak = peaks(r.c_l_kw);
     if (s.has_mass) {
-        analyse(s.jt_mass, s.norm_mass, r.c_t_kt_mass, r.c_t_kw_mass, nullptr);
-        analyse(s.jl_mass, s.norm_mass, r.c_l_kt_mass, r.c_l_kw_mass, nullptr);
+        analyse(CurrentSeries::T_mass, s.norm_mass, r.c_t_kt_mass, r.c_t_kw_mass, nullptr);
+        analyse(CurrentSeries::L_mass, s.norm_mass, r.c_l_kt_mass, r.c_l_kw_mass, nullptr);
         r.omega_t_peak_mass = peaks(r.c_t_kw_mass);
         r.omega_l_peak_mass = peaks(r.c_l_kw_mass);
     }

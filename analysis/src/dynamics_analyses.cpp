@@ -64,6 +64,8 @@ void read_stream(const AnalysisContext& ctx, const std::string& n, P& p) {
     p.drift_window = ctx.integer(n + "-drift-window");
     p.max_cells = ctx.integer(n + "-block-cells");
     p.progress = ctx.progress;
+    p.cache = ctx.tracks;
+    p.threads = ctx.threads;
 }
 
 std::vector<AnalysisOption> concat(std::vector<AnalysisOption> a, const std::vector<AnalysisOption>& b) {

@@ -38,6 +38,7 @@ CurrentsParams currents_params(const AnalysisContext& ctx) {
     p.subtract_mean = boolean(ctx, "currents-subtract-mean");
     p.mass_weighted = boolean(ctx, "currents-mass");
     p.threads = std::max(1, ctx.threads);
+    p.memory_bytes = ctx.memory_bytes;
     p.velocity = velocity_scheme_from_string(ctx.text("currents-velocity"), "currents-velocity");
     p.validate();
     return p;

@@ -8,6 +8,7 @@
 
 #include "detail/fftw_plan.hpp"
 #include "detail/dynamics_common.hpp"
+#include "detail/parallel.hpp"
 #include "vibra/core/error.hpp"
 
 namespace vibra::analysis {
@@ -313,16 +314,31 @@ std::vector<ResultGroup> msd_analysis(const TrajectorySource& src, const MsdPara
     const std::int64_t T = src.n_frames();
     const std::size_t ml = resolve_max_lag(p.max_lag, T);
     TrackStreamParams tp = stream_params(p, false);
+    const auto own_cache = detail::ensure_cache(src, tp);  // one copy for both passes
     SpeciesSet<MsdSums> sums;
     for (auto* s : sums.all()) s->resize(ml + 1);
-    FftCorrelator corr;
-    const TrackStreamInfo info = stream_tracks(src, tp, [&](const Track& tk) {
-        MsdSums& tot = sums.total;
-        MsdSums one;
-        one.resize(ml + 1);
-        accumulate_msd(tk.x, tk.y, ml, one, corr);
-        tot.add(one);
-        if (auto* s = sums.of(tk.species)) s->add(one);
+    // Each track's sums are computed in parallel (one correlator per thread), then added in track
+    // order: the same additions as a serial loop, so the result is identical for any --threads.
+    const int nt = std::max(1, p.threads);
+    std::vector<FftCorrelator> corr(static_cast<std::size_t>(nt));
+    constexpr std::size_t kGroup = 64;
+    std::vector<MsdSums> ones;
+    const TrackStreamInfo info = stream_track_blocks(src, tp, [&](std::vector<Track>& block) {
+        // groups of tracks: memory of a group's sums, not of the block's
+        for (std::size_t g0 = 0; g0 < block.size(); g0 += kGroup) {
+            const std::size_t gn = std::min(kGroup, block.size() - g0);
+            ones.resize(gn);
+            detail::parallel_for_each(gn, nt, [&](std::size_t j, int t) {
+                const Track& tk = block[g0 + j];
+                // lags beyond the track's length get nothing: sized to what it can fill
+                ones[j].resize(std::min(ml + 1, std::max<std::size_t>(tk.size(), 1)));
+                accumulate_msd(tk.x, tk.y, ml, ones[j], corr[static_cast<std::size_t>(t)]);
+            });
+            for (std::size_t j = 0; j < gn; ++j) {
+                sums.total.add(ones[j]);
+                if (auto* s = sums.of(block[g0 + j].species)) s->add(ones[j]);
+            }
+        }
     });
     const std::string L = meta.length_unit, Tu = meta.time_unit;
     const double dt = mean_frame_interval(info, meta);
@@ -371,33 +387,49 @@ std::vector<ResultGroup> msd_analysis(const TrajectorySource& src, const MsdPara
         std::vector<double> range(nl);
         for (std::size_t j = 0; j < nl; ++j)
             range[j] = p.vanhove_range * std::sqrt(msd_total[static_cast<std::size_t>(lags[j])] / 2.0);
-        SpeciesSet<std::vector<double>> hist;
-        SpeciesSet<std::vector<double>> n_samples;
-        for (auto* h : hist.all()) h->assign(nl * nb, 0.0);
-        for (auto* h : n_samples.all()) h->assign(nl, 0.0);
+        // counts (integers in doubles: exact in any order), one set per thread, added at the end
+        const int nth = std::max(1, p.threads);
+        std::vector<SpeciesSet<std::vector<double>>> hist_t(static_cast<std::size_t>(nth)), ns_t(hist_t.size());
+        for (std::size_t t = 0; t < hist_t.size(); ++t) {
+            for (auto* h : hist_t[t].all()) h->assign(nl * nb, 0.0);
+            for (auto* h : ns_t[t].all()) h->assign(nl, 0.0);
+        }
         TrackStreamParams tp2 = tp;
         tp2.progress = p.progress;
-        stream_tracks(src, tp2, [&](const Track& tk) {
-            auto* hs = hist.of(tk.species);
-            auto* ns = n_samples.of(tk.species);
-            for (std::size_t j = 0; j < nl; ++j) {
-                const auto l = static_cast<std::size_t>(lags[j]);
-                const double w = 2 * range[j] / static_cast<double>(nb);
-                for (std::size_t t = 0; t + l < tk.size(); ++t) {
-                    const double d[2] = {tk.x[t + l] - tk.x[t], tk.y[t + l] - tk.y[t]};
-                    if (std::isnan(d[0]) || std::isnan(d[1])) continue;
-                    for (double v : d) {
-                        n_samples.total[j] += 1;
-                        if (ns) (*ns)[j] += 1;
-                        const double u = (v + range[j]) / w;
-                        if (u < 0 || u >= static_cast<double>(nb)) continue;
-                        const auto b = static_cast<std::size_t>(u);
-                        hist.total[j * nb + b] += 1;
-                        if (hs) (*hs)[j * nb + b] += 1;
+        stream_track_blocks(src, tp2, [&](std::vector<Track>& block) {
+            detail::parallel_for_each(block.size(), nth, [&](std::size_t i, int th) {
+                const Track& tk = block[i];
+                auto& hist = hist_t[static_cast<std::size_t>(th)];
+                auto& n_samples = ns_t[static_cast<std::size_t>(th)];
+                auto* hs = hist.of(tk.species);
+                auto* ns = n_samples.of(tk.species);
+                for (std::size_t j = 0; j < nl; ++j) {
+                    const auto l = static_cast<std::size_t>(lags[j]);
+                    const double w = 2 * range[j] / static_cast<double>(nb);
+                    for (std::size_t t = 0; t + l < tk.size(); ++t) {
+                        const double d[2] = {tk.x[t + l] - tk.x[t], tk.y[t + l] - tk.y[t]};
+                        if (std::isnan(d[0]) || std::isnan(d[1])) continue;
+                        for (double v : d) {
+                            n_samples.total[j] += 1;
+                            if (ns) (*ns)[j] += 1;
+                            const double u = (v + range[j]) / w;
+                            if (u < 0 || u >= static_cast<double>(nb)) continue;
+                            const auto b = static_cast<std::size_t>(u);
+                            hist.total[j * nb + b] += 1;
+                            if (hs) (*hs)[j * nb + b] += 1;
+                        }
                     }
                 }
-            }
+            });
         });
+        SpeciesSet<std::vector<double>> hist = std::move(hist_t[0]), n_samples = std::move(ns_t[0]);
+        for (std::size_t t = 1; t < hist_t.size(); ++t) {
+            const auto a = hist.all(), b = hist_t[t].all(), c = n_samples.all(), d = ns_t[t].all();
+            for (std::size_t q = 0; q < a.size(); ++q) {
+                for (std::size_t k = 0; k < a[q]->size(); ++k) (*a[q])[k] += (*b[q])[k];
+                for (std::size_t k = 0; k < c[q]->size(); ++k) (*c[q])[k] += (*d[q])[k];
+            }
+        }
         ResultGroup v;
         v.name = "van_hove";
         std::vector<double> lag(nl), dxs(nl * nb);

@@ -3,15 +3,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <exception>
 #include <limits>
 #include <string>
-#include <thread>
 
 #include "vibra/core/cell_list.hpp"
 #include "vibra/core/error.hpp"
 #include "vibra/core/interrupt.hpp"
 #include "vibra/core/progress.hpp"
+#include "vibra/core/workers.hpp"
 
 namespace vibra::analysis {
 
@@ -125,28 +124,7 @@ void for_each_structure_frame_parallel(const TrajectorySource& source, std::int6
                 if (lane_of(k) % n_threads == w) fn(structure_frame(t, frames[k]), lane_of(k));
             }
         };
-        if (n_threads == 1) {
-            run(0);
-        } else {
-            std::vector<std::thread> pool;
-            std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n_threads));
-            try {
-                for (int w = 0; w < n_threads; ++w)
-                    pool.emplace_back([&, w] {
-                        try {
-                            run(w);
-                        } catch (...) {
-                            errors[static_cast<std::size_t>(w)] = std::current_exception();
-                        }
-                    });
-            } catch (...) {  // a thread could not be started (ulimit): the started ones finish first
-                for (auto& th : pool) th.join();
-                throw;
-            }
-            for (auto& th : pool) th.join();
-            for (auto& e : errors)
-                if (e) std::rethrow_exception(e);
-        }
+        run_workers(n_threads, run);
         seen += frames.size();
     });
 }

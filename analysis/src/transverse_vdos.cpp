@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numbers>
 
@@ -38,6 +39,9 @@ TransverseVdosResult compute_transverse_vdos(const TrajectorySource& src, Transv
     cp.mass_weighted = false;
     cp.threads = p.threads;
     cp.velocity = p.velocity;
+    // The band filter rewrites j_T in place and the second pass reads it frame by frame: the
+    // series stay in memory (O(n_k × T)), unlike those of `currents`.
+    cp.memory_bytes = std::numeric_limits<std::int64_t>::max();
     CurrentSeries s = compute_current_series(src, cp);
     const auto T = static_cast<std::size_t>(s.n_frames);
     if (p.segment == 0) p.segment = std::min<std::int64_t>(s.n_frames, 256) / 2 * 2;

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "detail/dynamics_common.hpp"
+#include "detail/parallel.hpp"
 #include "vibra/core/error.hpp"
 
 namespace vibra::analysis {
@@ -94,14 +95,28 @@ SpeciesVacf compute_vacf(const TrajectorySource& src, const VacfParams& p) {
     r.total.resize(ml + 1);
     r.small.resize(ml + 1);
     r.large.resize(ml + 1);
-    FftCorrelator corr;
-    VacfSums one;
-    r.info = stream_tracks(src, tp, [&](const Track& tk) {
-        one.resize(ml + 1);
-        accumulate_vacf(tk.vx, tk.vy, ml, one, corr);
-        r.total.add(one);
-        if (tk.species == kSpeciesSmall) r.small.add(one);
-        if (tk.species == kSpeciesLarge) r.large.add(one);
+    // Each track's sums are computed in parallel (one correlator per thread), then added in track
+    // order: the same additions as a serial loop, so the result is identical for any --threads.
+    const int nt = std::max(1, p.threads);
+    std::vector<FftCorrelator> corr(static_cast<std::size_t>(nt));
+    constexpr std::size_t kGroup = 64;
+    std::vector<VacfSums> ones;
+    r.info = stream_track_blocks(src, tp, [&](std::vector<Track>& block) {
+        // groups of tracks: memory of a group's sums, not of the block's
+        for (std::size_t g0 = 0; g0 < block.size(); g0 += kGroup) {
+            const std::size_t gn = std::min(kGroup, block.size() - g0);
+            ones.resize(gn);
+            detail::parallel_for_each(gn, nt, [&](std::size_t j, int t) {
+                const Track& tk = block[g0 + j];
+                ones[j].resize(std::min(ml + 1, std::max<std::size_t>(tk.size(), 1)));  // lags the track can fill
+                accumulate_vacf(tk.vx, tk.vy, ml, ones[j], corr[static_cast<std::size_t>(t)]);
+            });
+            for (std::size_t j = 0; j < gn; ++j) {
+                r.total.add(ones[j]);
+                if (block[g0 + j].species == kSpeciesSmall) r.small.add(ones[j]);
+                if (block[g0 + j].species == kSpeciesLarge) r.large.add(ones[j]);
+            }
+        }
     });
     r.dt = detail::mean_frame_interval(r.info, src.meta());
     return r;

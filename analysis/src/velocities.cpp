@@ -6,6 +6,9 @@
 #include <limits>
 #include <unordered_map>
 
+#include "detail/parallel.hpp"
+#include "detail/track_scan.hpp"
+#include "vibra/analysis/track_cache.hpp"
 #include "vibra/core/error.hpp"
 #include "vibra/core/progress.hpp"
 
@@ -129,13 +132,54 @@ double species_mass(const Metadata& m, int species) {
 }
 
 namespace {
-struct IdInfo {
-    std::int64_t first = 0, last = -1, n_small = 0, n_large = 0;
-};
+/// Fills the raw (as stored) positions and given velocities of one particle block by reading
+/// again the frames it spans: the path before TrackCache, O(blocks × frames) reads.
+void fill_by_rescan(const TrajectorySource& src, const detail::TrackScan& sc, std::size_t i0, std::int64_t fmin,
+                    std::int64_t fmax, std::int64_t fpb, bool want_given, std::vector<Track>& tracks) {
+    const std::span<const std::int64_t> bid(sc.ids.data() + i0, tracks.size());
+    for (std::int64_t first = fmin; first <= fmax; first += fpb) {
+        const Trajectory tr = src.read_frames(first, std::min(fpb, fmax + 1 - first));
+        const auto& r = tr.rows;
+        for (std::size_t k = 0; k < r.size(); ++k) {
+            const std::int64_t id = r.particle[k];
+            if (id < bid.front() || id > bid.back()) continue;
+            const auto it = std::lower_bound(bid.begin(), bid.end(), id);
+            if (it == bid.end() || *it != id) continue;
+            Track& tk = tracks[static_cast<std::size_t>(it - bid.begin())];
+            const auto s = static_cast<std::size_t>(r.frame[k] - tk.first_frame);
+            tk.x[s] = r.x[k];
+            tk.y[s] = r.y[k];
+            if (want_given && r.has_velocity()) {
+                tk.vx[s] = r.vx[k];
+                tk.vy[s] = r.vy[k];
+            }
+        }
+    }
+}
+
+/// Same, from the particle-major copy: in place when it is in memory, else one read per track
+/// (a buffer of one track, not of the block).
+void fill_from_cache(const TrackCache::Impl& c, std::size_t i0, bool want_given, std::vector<double>& buf,
+                     std::vector<Track>& tracks) {
+    const auto& off = c.scan.offset;
+    const auto C = static_cast<std::size_t>(c.cols);
+    for (std::size_t j = 0; j < tracks.size(); ++j) {
+        Track& tk = tracks[j];
+        const double* p = c.view(off[i0 + j], off[i0 + j + 1], buf);
+        for (std::size_t s = 0; s < tk.size(); ++s, p += C) {
+            tk.x[s] = p[0];
+            tk.y[s] = p[1];
+            if (want_given && C == 4) {
+                tk.vx[s] = p[2];
+                tk.vy[s] = p[3];
+            }
+        }
+    }
+}
 }  // namespace
 
-TrackStreamInfo stream_tracks(const TrajectorySource& src, const TrackStreamParams& p,
-                              const std::function<void(const Track&)>& fn) {
+TrackStreamInfo stream_track_blocks(const TrajectorySource& src, const TrackStreamParams& p,
+                                    const std::function<void(std::vector<Track>&)>& fn) {
     p.validate();
     const Metadata& meta = src.meta();
     TrackStreamInfo info;
@@ -154,76 +198,27 @@ TrackStreamInfo stream_tracks(const TrajectorySource& src, const TrackStreamPara
 
     const std::int64_t fpb = std::max<std::int64_t>(1, frames_per_block(src, p.block_rows));
 
-    // ---- pass 0: ids, lifetimes, species votes, drift, mean given velocity
-    std::unordered_map<std::int64_t, IdInfo> ids;
-    std::vector<double> dx(static_cast<std::size_t>(T), 0.0), dy(static_cast<std::size_t>(T), 0.0);
-    std::vector<double> ux(static_cast<std::size_t>(T), 0.0), uy(static_cast<std::size_t>(T), 0.0);
-    std::vector<char> d_ok(static_cast<std::size_t>(T), 0), u_ok(static_cast<std::size_t>(T), 0);
-    bool has_vel = false;
-    {
-        std::vector<std::int64_t> prev_id, cur_id;
-        std::vector<double> prev_x, prev_y, cur_x, cur_y;
-        std::int64_t prev_frame = -2;
-        Progress prog("tracks: scan", T, p.progress);
-        for (std::int64_t first = 0; first < T; first += fpb) {
-            const Trajectory tr = src.read_frames(first, fpb);
-            has_vel = has_vel || tr.rows.has_velocity();
-            const auto& r = tr.rows;
-            for (std::int64_t f = tr.index.first_frame; f < tr.index.first_frame + tr.index.n_frames(); ++f) {
-                cur_id.clear();
-                cur_x.clear();
-                cur_y.clear();
-                double su = 0, sv = 0;
-                std::int64_t nv = 0;
-                for (auto k = static_cast<std::size_t>(tr.index.begin(f)); k < static_cast<std::size_t>(tr.index.end(f)); ++k) {
-                    const std::int64_t id = r.particle[k];
-                    if (id < 0) continue;
-                    auto& inf = ids.try_emplace(id, IdInfo{f, f, 0, 0}).first->second;
-                    inf.first = std::min(inf.first, f);
-                    inf.last = std::max(inf.last, f);
-                    if (r.species[k] == kSpeciesSmall) ++inf.n_small;
-                    if (r.species[k] == kSpeciesLarge) ++inf.n_large;
-                    cur_id.push_back(id);
-                    cur_x.push_back(r.x[k]);
-                    cur_y.push_back(r.y[k]);
-                    if (r.has_velocity() && std::isfinite(r.vx[k]) && std::isfinite(r.vy[k])) {
-                        su += r.vx[k];
-                        sv += r.vy[k];
-                        ++nv;
-                    }
-                }
-                if (nv > 0) {
-                    ux[f] = su / nv;
-                    uy[f] = sv / nv;
-                    u_ok[f] = 1;
-                }
-                if (prev_frame == f - 1) {  // merge-join on sorted ids
-                    double sx = 0, sy = 0;
-                    std::int64_t n = 0;
-                    std::size_t a = 0, b = 0;
-                    while (a < prev_id.size() && b < cur_id.size()) {
-                        if (prev_id[a] < cur_id[b]) ++a;
-                        else if (cur_id[b] < prev_id[a]) ++b;
-                        else {
-                            sx += min_image(cur_x[b] - prev_x[a], Lx);
-                            sy += min_image(cur_y[b] - prev_y[a], Ly);
-                            ++n, ++a, ++b;
-                        }
-                    }
-                    if (n > 0) {
-                        dx[f] = sx / n;
-                        dy[f] = sy / n;
-                        d_ok[f] = 1;
-                    }
-                }
-                std::swap(prev_id, cur_id);
-                std::swap(prev_x, cur_x);
-                std::swap(prev_y, cur_y);
-                prev_frame = f;
-            }
-            prog.update(std::min(T, first + fpb));
+    // ---- the scan (ids, lifetimes, species votes, drift, mean given velocity): from the shared
+    // particle-major copy, a private one, or (rescan) a pass of our own
+    std::unique_ptr<TrackCache> own;
+    TrackCache::Impl* cache = nullptr;
+    detail::TrackScan own_scan;
+    if (!p.rescan) {
+        TrackCache* c = p.cache && &p.cache->source() == &src ? p.cache : nullptr;
+        if (!c) {
+            TrackCacheParams cp;
+            cp.block_rows = p.block_rows;
+            cp.progress = p.progress;
+            own = std::make_unique<TrackCache>(src, cp);
+            c = own.get();
         }
+        c->build();
+        cache = &c->impl();
+    } else {
+        own_scan = detail::scan_tracks(src, p.block_rows, p.progress);
     }
+    const detail::TrackScan& sc = cache ? cache->scan : own_scan;
+    const bool has_vel = sc.has_vel;
     if (p.scheme == VelocityScheme::given && !has_vel)
         throw ParameterError("velocity scheme 'given' requested but the input has no vx/vy columns");
     info.scheme = p.scheme == VelocityScheme::automatic ? (has_vel ? VelocityScheme::given : VelocityScheme::central)
@@ -231,18 +226,19 @@ TrackStreamInfo stream_tracks(const TrajectorySource& src, const TrackStreamPara
     info.velocities = p.velocities;
 
     // cumulative drift
+    std::vector<double> dx = sc.dx, dy = sc.dy;
     info.drift_x.assign(static_cast<std::size_t>(T), 0.0);
     info.drift_y.assign(static_cast<std::size_t>(T), 0.0);
     std::vector<double> uxs(static_cast<std::size_t>(T), 0.0), uys(static_cast<std::size_t>(T), 0.0);
     if (p.drift != DriftMode::none) {
         if (p.drift == DriftMode::lowpass) {
-            dx = moving_average(dx, d_ok, p.drift_window);
-            dy = moving_average(dy, d_ok, p.drift_window);
-            uxs = moving_average(ux, u_ok, p.drift_window);
-            uys = moving_average(uy, u_ok, p.drift_window);
+            dx = moving_average(dx, sc.d_ok, p.drift_window);
+            dy = moving_average(dy, sc.d_ok, p.drift_window);
+            uxs = moving_average(sc.ux, sc.u_ok, p.drift_window);
+            uys = moving_average(sc.uy, sc.u_ok, p.drift_window);
         } else {
-            uxs = ux;
-            uys = uy;
+            uxs = sc.ux;
+            uys = sc.uy;
         }
         double cx = 0, cy = 0;
         for (std::int64_t f = 0; f < T; ++f) {
@@ -256,39 +252,36 @@ TrackStreamInfo stream_tracks(const TrajectorySource& src, const TrackStreamPara
     }
 
     // ---- particle blocks
-    std::vector<std::int64_t> sorted;
-    sorted.reserve(ids.size());
-    for (const auto& [id, inf] : ids) sorted.push_back(id);
-    std::sort(sorted.begin(), sorted.end());
+    const std::vector<std::int64_t>& sorted = sc.ids;
     info.n_tracks = static_cast<std::int64_t>(sorted.size());
     Progress prog("tracks", info.n_tracks, p.progress);
     std::size_t done = 0;
     std::size_t i0 = 0;
+    std::vector<double> buf;
+    const bool want_given = p.velocities && info.scheme == VelocityScheme::given;
     while (i0 < sorted.size()) {
         std::size_t i1 = i0;
         std::int64_t cells = 0, fmin = T, fmax = -1;
         while (i1 < sorted.size()) {
-            const auto& inf = ids[sorted[i1]];
-            const std::int64_t len = inf.last - inf.first + 1;
+            const std::int64_t len = sc.last[i1] - sc.first[i1] + 1;
             if (i1 > i0 && cells + len > p.max_cells) break;
             cells += len;
-            fmin = std::min(fmin, inf.first);
-            fmax = std::max(fmax, inf.last);
+            fmin = std::min(fmin, sc.first[i1]);
+            fmax = std::max(fmax, sc.last[i1]);
             ++i1;
         }
         ++info.particle_blocks;
         info.max_block_cells = std::max(info.max_block_cells, cells);
-        const std::span<const std::int64_t> bid(sorted.data() + i0, i1 - i0);
-        std::vector<Track> tracks(bid.size());
-        for (std::size_t j = 0; j < bid.size(); ++j) {
-            const auto& inf = ids[bid[j]];
+        std::vector<Track> tracks(i1 - i0);
+        for (std::size_t j = 0; j < tracks.size(); ++j) {
+            const std::size_t q = i0 + j;
             Track& tk = tracks[j];
-            tk.id = bid[j];
-            tk.first_frame = inf.first;
-            tk.species = inf.n_small == 0 && inf.n_large == 0 ? kSpeciesUnknown
-                         : inf.n_large > inf.n_small          ? kSpeciesLarge
-                                                              : kSpeciesSmall;
-            const auto len = static_cast<std::size_t>(inf.last - inf.first + 1);
+            tk.id = sorted[q];
+            tk.first_frame = sc.first[q];
+            tk.species = sc.n_small[q] == 0 && sc.n_large[q] == 0 ? kSpeciesUnknown
+                         : sc.n_large[q] > sc.n_small[q]          ? kSpeciesLarge
+                                                                  : kSpeciesSmall;
+            const auto len = static_cast<std::size_t>(sc.last[q] - sc.first[q] + 1);
             tk.x.assign(len, kNaN);
             tk.y.assign(len, kNaN);
             if (p.velocities) {
@@ -296,64 +289,64 @@ TrackStreamInfo stream_tracks(const TrajectorySource& src, const TrackStreamPara
                 tk.vy.assign(len, kNaN);
             }
         }
-        const bool want_given = p.velocities && info.scheme == VelocityScheme::given;
-        for (std::int64_t first = fmin; first <= fmax; first += fpb) {
-            const Trajectory tr = src.read_frames(first, std::min(fpb, fmax + 1 - first));
-            const auto& r = tr.rows;
-            for (std::size_t k = 0; k < r.size(); ++k) {
-                const std::int64_t id = r.particle[k];
-                if (id < bid.front() || id > bid.back()) continue;
-                const auto it = std::lower_bound(bid.begin(), bid.end(), id);
-                if (it == bid.end() || *it != id) continue;
-                Track& tk = tracks[static_cast<std::size_t>(it - bid.begin())];
-                const auto s = static_cast<std::size_t>(r.frame[k] - tk.first_frame);
-                tk.x[s] = r.x[k];
-                tk.y[s] = r.y[k];
-                if (want_given && r.has_velocity()) {
-                    tk.vx[s] = r.vx[k] - uxs[r.frame[k]];
-                    tk.vy[s] = r.vy[k] - uys[r.frame[k]];
-                }
-            }
-        }
-        for (Track& tk : tracks) {
-            // unwrap (periodic) and subtract the drift
-            double px = kNaN, py = kNaN, ux_ = 0, uy_ = 0;
-            for (std::size_t s = 0; s < tk.size(); ++s) {
-                if (std::isnan(tk.x[s]) || std::isnan(tk.y[s])) {
-                    tk.x[s] = tk.y[s] = kNaN;
-                    continue;
-                }
-                if (info.periodic) {
-                    if (!std::isnan(px)) {
-                        ux_ += min_image(tk.x[s] - px, Lx);
-                        uy_ += min_image(tk.y[s] - py, Ly);
-                    } else {
-                        ux_ = tk.x[s];
-                        uy_ = tk.y[s];
+        if (cache) fill_from_cache(*cache, i0, want_given, buf, tracks);
+        else fill_by_rescan(src, sc, i0, fmin, fmax, fpb, want_given, tracks);
+        // unwrap (periodic), subtract the drift, velocities: each track on its own (any thread)
+        detail::parallel_for(tracks.size(), p.threads, [&](std::size_t b, std::size_t e, int) {
+            for (std::size_t j = b; j < e; ++j) {
+                Track& tk = tracks[j];
+                double px = kNaN, py = kNaN, ux_ = 0, uy_ = 0;
+                for (std::size_t s = 0; s < tk.size(); ++s) {
+                    const auto f = static_cast<std::size_t>(tk.first_frame) + s;
+                    if (want_given) {  // given velocities minus the (smoothed) mean flow
+                        tk.vx[s] -= uxs[f];
+                        tk.vy[s] -= uys[f];
                     }
-                    px = tk.x[s];
-                    py = tk.y[s];
-                    tk.x[s] = ux_;
-                    tk.y[s] = uy_;
+                    if (std::isnan(tk.x[s]) || std::isnan(tk.y[s])) {
+                        tk.x[s] = tk.y[s] = kNaN;
+                        continue;
+                    }
+                    if (info.periodic) {
+                        if (!std::isnan(px)) {
+                            ux_ += min_image(tk.x[s] - px, Lx);
+                            uy_ += min_image(tk.y[s] - py, Ly);
+                        } else {
+                            ux_ = tk.x[s];
+                            uy_ = tk.y[s];
+                        }
+                        px = tk.x[s];
+                        py = tk.y[s];
+                        tk.x[s] = ux_;
+                        tk.y[s] = uy_;
+                    }
+                    tk.x[s] -= info.drift_x[f];
+                    tk.y[s] -= info.drift_y[f];
                 }
-                const auto f = static_cast<std::size_t>(tk.first_frame) + s;
-                tk.x[s] -= info.drift_x[f];
-                tk.y[s] -= info.drift_y[f];
+                if (p.velocities && !want_given) {
+                    const std::span<const double> tt(info.frame_times.data() + tk.first_frame, tk.size());
+                    finite_difference(tk.x, tt, info.scheme, tk.vx);
+                    finite_difference(tk.y, tt, info.scheme, tk.vy);
+                }
             }
-            if (p.velocities && !want_given) {
-                const std::span<const double> tt(info.frame_times.data() + tk.first_frame, tk.size());
-                finite_difference(tk.x, tt, info.scheme, tk.vx);
-                finite_difference(tk.y, tt, info.scheme, tk.vy);
-            }
+        });
+        for (const Track& tk : tracks) {
             if (tk.species == kSpeciesSmall) ++info.n_small;
             else if (tk.species == kSpeciesLarge) ++info.n_large;
             else ++info.n_unknown;
-            fn(tk);
-            prog.update(static_cast<std::int64_t>(++done));
         }
+        fn(tracks);
+        done += tracks.size();
+        prog.update(static_cast<std::int64_t>(done));
         i0 = i1;
     }
     return info;
+}
+
+TrackStreamInfo stream_tracks(const TrajectorySource& src, const TrackStreamParams& p,
+                              const std::function<void(const Track&)>& fn) {
+    return stream_track_blocks(src, p, [&](std::vector<Track>& block) {
+        for (const Track& tk : block) fn(tk);
+    });
 }
 
 }  // namespace vibra::analysis

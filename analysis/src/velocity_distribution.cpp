@@ -279,6 +279,9 @@ ResultGroup velocity_distribution_analysis(const TrajectorySource& src, const Ve
     tp.drift_window = p.drift_window;
     tp.max_cells = p.max_cells;
     tp.progress = p.progress;
+    tp.cache = p.cache;
+    tp.threads = p.threads;
+    const auto own_cache = detail::ensure_cache(src, tp);  // one copy for both passes
     // ---- pass 1: moments
     detail::SpeciesSet<Moments> mom;
     auto add_m = [](Moments& m, double vx, double vy) {

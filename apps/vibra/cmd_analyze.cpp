@@ -19,6 +19,7 @@
 
 #include "commands.hpp"
 #include "vibra/analysis/registry.hpp"
+#include "vibra/analysis/track_cache.hpp"
 #include "vibra/core/checksum.hpp"
 #include "vibra/core/error.hpp"
 #include "vibra/core/interrupt.hpp"
@@ -42,6 +43,7 @@ struct Opts {
     std::vector<std::string> inputs;
     std::string output, only, report;
     int threads = 0;
+    std::int64_t memory_mb = 2048;
     bool force = false;
     std::map<std::string, std::string> values;
 };
@@ -94,6 +96,12 @@ RunOutcome analyze_one(const std::string& input, const std::string& output, cons
     const std::string checksum = file_checksum(input);
     std::map<std::string, ResultGroup> done;
     std::vector<ResultGroup> groups;
+    // One particle-major copy of the input for every per-track analysis of this run (built by the
+    // first one that needs it; in memory within --memory, else a temporary file in $TMPDIR).
+    analysis::TrackCacheParams cache_params;
+    cache_params.memory_bytes = o.memory_mb << 20;
+    cache_params.progress = g.progress();
+    analysis::TrackCache tracks(reader, cache_params);
     const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     RunOutcome r;
     std::set<std::string> skipped_names;
@@ -112,7 +120,7 @@ RunOutcome analyze_one(const std::string& input, const std::string& output, cons
             continue;
         }
         throw_if_interrupted();  // between analyses
-        analysis::AnalysisContext ctx{reader, o.values, g.progress(), threads, &done};
+        analysis::AnalysisContext ctx{reader, o.values, g.progress(), threads, &done, &tracks, o.memory_mb << 20};
         if (!g.quiet) std::cerr << "analyze: " << s.name << (wanted.empty() || wanted.count(s.name) ? "" : " (needed)") << "\n";
         std::vector<ResultGroup> out;
         const auto t0 = std::chrono::steady_clock::now();
@@ -188,6 +196,12 @@ void register_analyze(CLI::App& app, GlobalOptions& g) {
                     "(kgap → currents). Available: " + names)
         ->type_name("LIST");
     cmd->add_option("--threads", o->threads, "Worker threads (default: all cores)");
+    cmd->add_option("--memory", o->memory_mb,
+                    "Memory budget, MiB, for the particle-major copy of the input shared by the per-track analyses "
+                    "(msd, vacf, vdos, fs, temperature, velocity_distribution); a larger copy goes to a temporary "
+                    "file in $TMPDIR, removed at the end; likewise the current series j(k,t) of `currents`")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
+        ->type_name("MIB");
     cmd->add_flag("--force", o->force,
                   "Merge into a results file computed from another input (each group keeps its own input_path)");
     // For `vibra batch`: each analysis' wall and CPU time as `key = value` lines.

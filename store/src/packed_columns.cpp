@@ -6,13 +6,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <exception>
 #include <memory>
-#include <system_error>
 #include <thread>
 
 #include "detail/h5.hpp"
 #include "detail/plane_deflate.hpp"
+#include "vibra/core/workers.hpp"
 
 namespace vibra::store::detail {
 
@@ -112,27 +111,7 @@ void PackedColumns::flush(const std::string& file) {
             if (j.packed_size == 0) failed = true;
         }
     };
-    std::vector<std::thread> helpers;
-    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(nt));
-    try {
-        for (int t = 1; t < nt; ++t)
-            helpers.emplace_back([&, t] {
-                try {
-                    work(t);
-                } catch (...) {  // std::bad_alloc: carried to the caller, not std::terminate
-                    errors[static_cast<std::size_t>(t)] = std::current_exception();
-                }
-            });
-    } catch (const std::system_error&) {  // no thread to spare (ulimit): work(0) takes every job left
-    }
-    try {
-        work(0);
-    } catch (...) {
-        errors[0] = std::current_exception();
-    }
-    for (auto& h : helpers) h.join();
-    for (auto& e : errors)
-        if (e) std::rethrow_exception(e);
+    run_workers(nt, work, WorkerStart::at_least_caller);  // no thread to spare: the caller takes every job
     if (failed) throw IoError(file + ": deflate failed while writing /trajectories");
     // Store them, in order, from this thread (HDF5 is not thread-safe).
     for (auto& j : jobs_) {

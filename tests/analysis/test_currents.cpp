@@ -352,3 +352,42 @@ TEST_CASE("Mode analyses run through the registry: kgap uses earlier currents, t
     ok["kgap-bootstrap"] = "many";
     REQUIRE_THROWS_WITH(run("kgap", ok), Catch::Contains("--kgap-bootstrap"));
 }
+
+TEST_CASE("currents: series beyond the memory budget go to a temporary file, results bit-identical", "[unit]") {
+    const Geometry g = Geometry::periodic(0, 0, 12, 10);
+    const auto fr = random_frames(g, 30, 150, 23);
+    test::TrajBuilder b(g);
+    for (std::size_t f = 0; f < fr.size(); ++f)
+        for (std::size_t i = 0; i < fr[f].x.size(); ++i)
+            b.add(static_cast<std::int64_t>(f), static_cast<std::int64_t>(i), fr[f].x[i], fr[f].y[i], fr[f].vx[i],
+                  fr[f].vy[i], static_cast<std::int8_t>(i % 2));
+    b.t.meta.species_diameters = {1.0, 1.4};
+    const auto src = b.source(0.05);
+    CurrentsParams p;
+    p.segment = 32;
+    p.blocks = 3;
+    p.threads = 2;
+    p.block_rows = 200;  // ≈ 7 frames per block read
+    const auto mem = currents_result_group(compute_currents(src, p), src.meta());
+    for (std::int64_t budget : {std::int64_t{1}, std::int64_t{40000}}) {  // chunks of one block; of several blocks
+        INFO("memory_bytes " << budget);
+        CurrentsParams q = p;
+        q.memory_bytes = budget;
+        const CurrentSeries s = compute_current_series(src, q);
+        REQUIRE(s.file);       // spilled
+        CHECK(s.jl.empty());   // nothing of the series left in memory
+        const auto disk = currents_result_group(currents_from_series(s, q), src.meta());
+        REQUIRE(disk.arrays.size() == mem.arrays.size());
+        CHECK(mem.find("c_l_kt_mass"));
+        for (std::size_t k = 0; k < mem.arrays.size(); ++k) {
+            INFO(mem.arrays[k].name);
+            CHECK(disk.arrays[k].data == mem.arrays[k].data);  // NaN-free arrays: == is bit equality here
+        }
+        // the frame-wise reader returns what the in-memory series hold
+        const CurrentSeries sm = compute_current_series(src, p);
+        std::vector<cplx> a, bb;
+        s.frames(CurrentSeries::T_, 40, 9, a);
+        sm.frames(CurrentSeries::T_, 40, 9, bb);
+        CHECK(a == bb);
+    }
+}

@@ -80,7 +80,9 @@ TEST_CASE("analyze streams: 10x the frames does not take 10x the memory", "[inte
     const std::string sim = " --n-small 500 --n-large 500 --equilibrate 0 --steps-per-frame 2 -q";
     REQUIRE(test::run_vibra("simulate -o " + q(small) + " --frames 60" + sim).exit_code == 0);
     REQUIRE(test::run_vibra("simulate -o " + q(large) + " --frames 600" + sim).exit_code == 0);
-    const std::string only = " --only gr,msd,vacf -q --threads 1";
+    // --memory 4: the particle-major copy of msd/vacf goes to a temporary file (in memory, it
+    // would grow with the input: that is what the budget is for)
+    const std::string only = " --only gr,msd,vacf -q --threads 1 --memory 4";
     long rss_small = 0, rss_large = 0;
     REQUIRE(test::run_measured(std::string("'") + VIBRA_CLI + "' analyze " + q(small) + " -o " + q(dir.file("rs.h5")) + only,
                                rss_small) == 0);
@@ -89,6 +91,33 @@ TEST_CASE("analyze streams: 10x the frames does not take 10x the memory", "[inte
     WARN("analyze peak RSS: 60 frames " << rss_small << " kB, 600 frames " << rss_large << " kB");
     // The 600-frame input holds 600k rows (≥ 30 MB as doubles); a bounded analysis stays well below.
     REQUIRE(double(rss_large) < 1.5 * double(rss_small) + 16000.0);
+}
+
+TEST_CASE("analyze --memory: copies and series beyond the budget go to temporary files, results unchanged",
+          "[integration]") {
+    test::TempDir dir("cli_analyze_budget");
+    const auto sim = dir.file("sim.h5");
+    REQUIRE(test::run_vibra("simulate -o " + q(sim) + " --n-small 150 --n-large 150 --frames 400 --equilibrate 10 -q").exit_code == 0);
+    const std::string only = " --only msd,vacf,velocity_distribution,currents -q";
+    REQUIRE(test::run_vibra("analyze " + q(sim) + " -o " + q(dir.file("a.h5")) + only + " --threads 1").exit_code == 0);
+    // 1 MiB: the track copy (300 × 400 × 32 bytes) and the current series exceed it; 2 threads
+    REQUIRE(test::run_vibra("analyze " + q(sim) + " -o " + q(dir.file("b.h5")) + only + " --threads 2 --memory 1").exit_code == 0);
+    for (const char* name : {"msd", "vacf", "velocity_distribution", "currents"}) {
+        INFO(name);
+        const ResultGroup a = store::read_results(dir.file("a.h5"), name), b = store::read_results(dir.file("b.h5"), name);
+        REQUIRE(a.arrays.size() == b.arrays.size());
+        for (std::size_t k = 0; k < a.arrays.size(); ++k) {
+            INFO(a.arrays[k].name);
+            const auto* x = std::get_if<std::vector<double>>(&a.arrays[k].data);
+            const auto* y = std::get_if<std::vector<double>>(&b.arrays[k].data);
+            if (x && y) {
+                REQUIRE(x->size() == y->size());
+                CHECK(std::memcmp(x->data(), y->data(), x->size() * sizeof(double)) == 0);  // bit for bit, NaN included
+            } else {
+                CHECK(a.arrays[k].data == b.arrays[k].data);
+            }
+        }
+    }
 }
 
 namespace {

@@ -22,6 +22,7 @@
 #include "vibra/core/error.hpp"
 #include "vibra/core/output_file.hpp"
 #include "vibra/core/soft_disk.hpp"
+#include "vibra/core/workers.hpp"
 
 namespace vibra::tracking {
 
@@ -338,25 +339,15 @@ cv::Mat render_coverage(std::span<const std::vector<Disk>> subframes, const Rend
         work(acc, 0, all.size());
     } else {
         std::vector<cv::Mat> parts(static_cast<std::size_t>(nt - 1));
-        std::vector<std::thread> pool;
-        std::vector<std::exception_ptr> errors(static_cast<std::size_t>(nt));
         const std::size_t chunk = (all.size() + static_cast<std::size_t>(nt) - 1) / static_cast<std::size_t>(nt);
-        for (int t = 1; t < nt; ++t) {
-            pool.emplace_back([&, t] {
-                try {
-                    auto& m = parts[static_cast<std::size_t>(t - 1)];
-                    m = cv::Mat(p.height, p.width, CV_64FC1, cv::Scalar(0.0));
-                    work(m, std::min(all.size(), chunk * static_cast<std::size_t>(t)),
-                         std::min(all.size(), chunk * static_cast<std::size_t>(t + 1)));
-                } catch (...) {
-                    errors[static_cast<std::size_t>(t)] = std::current_exception();
-                }
-            });
-        }
-        work(acc, 0, std::min(all.size(), chunk));
-        for (auto& th : pool) th.join();
-        for (auto& e : errors)
-            if (e) std::rethrow_exception(e);
+        run_workers(nt, [&](int t) {  // worker t > 0 on its own image, added in order below
+            const std::size_t b = std::min(all.size(), chunk * static_cast<std::size_t>(t));
+            const std::size_t e = std::min(all.size(), chunk * static_cast<std::size_t>(t + 1));
+            if (t == 0) return work(acc, b, e);
+            auto& m = parts[static_cast<std::size_t>(t - 1)];
+            m = cv::Mat(p.height, p.width, CV_64FC1, cv::Scalar(0.0));
+            work(m, b, e);
+        });
         for (auto& m : parts) acc += m;
     }
     if (p.blur_sigma <= 0) return acc;

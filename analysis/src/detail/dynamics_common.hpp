@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "vibra/analysis/track_cache.hpp"
 #include "vibra/analysis/velocities.hpp"
 #include "vibra/core/result.hpp"
 
@@ -46,7 +48,22 @@ TrackStreamParams stream_params(const P& p, bool velocities) {
     tp.velocities = velocities;
     tp.max_cells = p.max_cells;
     tp.progress = p.progress;
+    tp.cache = p.cache;
+    tp.threads = p.threads;
+    if constexpr (requires { p.rescan; }) tp.rescan = p.rescan;
     return tp;
+}
+
+/// For an analysis that streams the tracks more than once: a copy of its own when none is shared
+/// (tp.cache then points at it; keep the returned pointer alive while streaming).
+inline std::unique_ptr<TrackCache> ensure_cache(const TrajectorySource& src, TrackStreamParams& tp) {
+    if (tp.rescan || (tp.cache && &tp.cache->source() == &src)) return nullptr;
+    TrackCacheParams cp;
+    cp.block_rows = tp.block_rows;
+    cp.progress = tp.progress;
+    auto own = std::make_unique<TrackCache>(src, cp);
+    tp.cache = own.get();
+    return own;
 }
 
 /// Tracks seen for a suffix ("" total, "_small", "_large").

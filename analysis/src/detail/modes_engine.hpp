@@ -12,15 +12,16 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
-#include <exception>
 #include <functional>
 #include <numbers>
 #include <thread>
 #include <vector>
 
 #include "detail/fftw_plan.hpp"
+#include "detail/parallel.hpp"
 #include "vibra/analysis/currents.hpp"
 #include "vibra/core/error.hpp"
+#include "vibra/core/workers.hpp"
 #include "vibra/core/trajectory_source.hpp"
 
 namespace vibra::analysis::detail {
@@ -60,47 +61,6 @@ inline int fast_size(std::int64_t n) {
     }
 }
 
-/// A worker thread's exception (std::bad_alloc, …) is carried to the caller, not std::terminate.
-template <class F>
-void capture_errors(std::exception_ptr& slot, F&& f) noexcept {
-    try {
-        f();
-    } catch (...) {
-        slot = std::current_exception();
-    }
-}
-inline void join_all(std::vector<std::thread>& pool) {
-    for (auto& th : pool)
-        if (th.joinable()) th.join();
-}
-inline void rethrow_first(const std::vector<std::exception_ptr>& errors) {
-    for (const auto& e : errors)
-        if (e) std::rethrow_exception(e);
-}
-
-/// Runs fn(begin, end, thread_index) over [0, n) split into `threads` contiguous chunks.
-inline void parallel_for(std::size_t n, int threads, const std::function<void(std::size_t, std::size_t, int)>& fn) {
-    const int nt = std::max(1, std::min<int>(threads, static_cast<int>(std::max<std::size_t>(n, 1))));
-    if (nt == 1) {
-        fn(0, n, 0);
-        return;
-    }
-    std::vector<std::thread> pool;
-    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(nt));
-    const std::size_t chunk = (n + static_cast<std::size_t>(nt) - 1) / static_cast<std::size_t>(nt);
-    try {
-        for (int t = 0; t < nt; ++t) {
-            const std::size_t b = std::min(n, static_cast<std::size_t>(t) * chunk), e = std::min(n, b + chunk);
-            pool.emplace_back([&fn, &errors, b, e, t] { capture_errors(errors[static_cast<std::size_t>(t)], [&] { fn(b, e, t); }); });
-        }
-    } catch (...) {  // a thread could not be started (ulimit): the started ones finish first
-        join_all(pool);
-        throw;
-    }
-    join_all(pool);
-    rethrow_first(errors);
-}
-
 /// Sums split over threads are summed in chunks fixed by the data, not by the thread count: an
 /// accumulator per chunk, added up in chunk order, gives bit-identical results for any --threads.
 inline constexpr int kReduceChunks = 8;
@@ -116,18 +76,7 @@ inline void parallel_for_chunks(std::size_t n, int threads, const std::function<
             if (b < e) fn(b, e, c);
         }
     };
-    if (nt == 1) return run(0);
-    std::vector<std::thread> pool;
-    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(nt));
-    try {
-        for (int t = 0; t < nt; ++t)
-            pool.emplace_back([&run, &errors, t] { capture_errors(errors[static_cast<std::size_t>(t)], [&] { run(t); }); });
-    } catch (...) {
-        join_all(pool);
-        throw;
-    }
-    join_all(pool);
-    rethrow_first(errors);
+    run_workers(nt, run);
 }
 
 inline double hann(std::size_t t, std::size_t n) {
@@ -147,9 +96,10 @@ struct FrameParticles {
 /// positions (one-sided at track ends; minimum image in periodic boxes). Rows without a
 /// velocity are left out. Sets `velocity_source`.
 inline void stream_frames(const TrajectorySource& src, const std::function<void(std::vector<FrameParticles>&)>& fn,
-                          std::string* velocity_source = nullptr, VelocityScheme scheme = VelocityScheme::automatic) {
+                          std::string* velocity_source = nullptr, VelocityScheme scheme = VelocityScheme::automatic,
+                          std::int64_t block_rows = 1 << 20) {
     const std::int64_t T = src.n_frames();
-    const std::int64_t fpb = std::max<std::int64_t>(1, frames_per_block(src, 1 << 20));
+    const std::int64_t fpb = std::max<std::int64_t>(1, frames_per_block(src, block_rows));
     const Metadata& meta = src.meta();
     const bool periodic = meta.geometry.periodic();
     const double Lx = meta.geometry.lx(), Ly = meta.geometry.ly();

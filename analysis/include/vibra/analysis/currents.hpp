@@ -5,11 +5,16 @@
 //   for uncorrelated velocities), C(k,ω) = ∫ C(k,t) e^{iωt} dt (Welch: Hann segments, 50 % overlap),
 // averaged over the k-vectors of |k| shells. k-vectors lie on the grid (2πn/Lx, 2πm/Ly): the
 // reciprocal lattice of a periodic box, or the grid commensurate with a window (whose particles
-// then carry a Tukey taper w_i). Frames are streamed block by block; memory is O(n_k × T).
+// then carry a Tukey taper w_i). Frames are streamed block by block. The series j(k,t) of every
+// k-vector are kept in memory when they fit CurrentsParams::memory_bytes (n_k × T × 16 bytes per
+// series); beyond, they are written in chunks of frames to a temporary file (k-major, unlinked when
+// opened) and read back one k-vector at a time, so memory stays bounded whatever the run's length
+// and the results are bit-identical to the in-memory path.
 #pragma once
 
 #include <complex>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,6 +38,9 @@ struct CurrentsParams {
     bool subtract_mean = true;    ///< subtract the instantaneous (weighted) mean velocity per frame
     bool mass_weighted = true;    ///< also compute the momentum currents (masses ∝ d², needs species_diameters)
     int threads = 1;              ///< worker threads (std::thread)
+    std::int64_t memory_bytes = std::int64_t{2} << 30;  ///< series kept in memory up to this size, else a temporary file
+    std::string temp_dir;         ///< folder of that file; "" = $TMPDIR (or /tmp)
+    std::int64_t block_rows = 1 << 20;  ///< rows per frame block read from the source
     /// Velocities: automatic (columns when present, else central), given (columns required),
     /// central ((r(t+1) − r(t−1))/2Δt, one-sided at track ends), forward ((r(t+1) − r(t))/Δt).
     VelocityScheme velocity = VelocityScheme::automatic;
@@ -83,8 +91,15 @@ struct CurrentSeries {
     double norm = 0, norm_mass = 0;             ///< ⟨Σ w²⟩ and ⟨Σ m w²⟩ per frame
     bool has_mass = false;
     std::string velocity_source;                ///< "columns" or "central differences"
-    std::vector<std::complex<double>> jl, jt;   ///< [k·T + t]
+    std::vector<std::complex<double>> jl, jt;   ///< [k·T + t] (empty when in the file)
     std::vector<std::complex<double>> jl_mass, jt_mass;
+    struct File;                                ///< the series in a temporary file (currents.cpp)
+    std::shared_ptr<const File> file;           ///< null when in memory
+    enum Kind { L = 0, T_ = 1, L_mass = 2, T_mass = 3 };
+    /// The whole series of k-vector q: a pointer into jl/jt/… or, when in the file, into `buf`.
+    const std::complex<double>* series(Kind which, std::size_t q, std::vector<std::complex<double>>& buf) const;
+    /// Frames [t0, t0+n) of every k-vector into buf[q·n + t − t0] (for frame-by-frame consumers).
+    void frames(Kind which, std::size_t t0, std::size_t n, std::vector<std::complex<double>>& buf) const;
 };
 
 /// Streams the source once and forms j_L, j_T for every k-vector and frame.

@@ -23,6 +23,8 @@
 
 namespace vibra::analysis {
 
+class TrackCache;
+
 /// Reusable FFT engine for sums of cross-correlations of real series of one length, up to a
 /// maximum lag: forward() stores spectra in slots, add_cross() accumulates coef·conj(S_a)·S_b,
 /// inverse() returns Σ coef·C(a,b)(τ) for τ = 0 … max_lag. Plans are cached per FFT length.
@@ -79,6 +81,9 @@ struct MsdParams {
     std::int64_t sigma_fit_lags = 5;    ///< lags 1 … n used for the short-lag intercept (σ_loc)
     double min_pairs = 1;               ///< lags with fewer pairs are NaN
     std::int64_t max_cells = 1 << 21;   ///< track-series cells per particle block (memory bound)
+    TrackCache* cache = nullptr;  ///< shared particle-major copy of the source (track_cache.hpp); null = a private one
+    int threads = 1;              ///< worker threads (results identical for any count)
+    bool rescan = false;         ///< reference path: re-read the frames per particle block (TrackStreamParams::rescan)
     bool progress = false;
     void validate() const;              ///< throws ParameterError naming the field
 };

@@ -5,6 +5,7 @@
 // adding one means adding an AnalysisSpec to one of the *_analyses() lists (docs/architecture.md).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <map>
@@ -16,6 +17,8 @@
 #include "vibra/core/trajectory_source.hpp"
 
 namespace vibra::analysis {
+
+class TrackCache;
 
 inline constexpr double kInf = std::numeric_limits<double>::infinity();  ///< "no limit" of AnalysisOption
 
@@ -65,6 +68,11 @@ struct AnalysisContext {
     /// Results of analyses run earlier in the same invocation, by group name (e.g. S(k) for
     /// F_s's default k, currents for the k-gap fit).
     const std::map<std::string, ResultGroup>* earlier = nullptr;
+    /// Particle-major copy of `source` shared by the per-track analyses of the run (built on first
+    /// use; track_cache.hpp); null = each analysis builds its own.
+    TrackCache* tracks = nullptr;
+    /// Memory budget of analyses that can trade memory for a temporary file (currents' series).
+    std::int64_t memory_bytes = std::int64_t{2} << 30;
 
     /// Typed option access; a malformed value throws ParameterError naming the flag.
     double number(const std::string& flag) const;

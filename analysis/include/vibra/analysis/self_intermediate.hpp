@@ -16,6 +16,8 @@
 
 namespace vibra::analysis {
 
+class TrackCache;
+
 /// Sums per (k, lag): s[ik·n_lags + lag] = Σ_pairs (1/n_dir) Σ_j cos(k_j·Δr); pairs per lag.
 struct FsSums {
     std::size_t n_k = 0, n_lags = 0;
@@ -41,6 +43,8 @@ struct FsParams {
     std::int64_t drift_window = 51;
     double min_pairs = 1;
     std::int64_t max_cells = 1 << 21;
+    TrackCache* cache = nullptr;  ///< shared particle-major copy of the source (track_cache.hpp); null = a private one
+    int threads = 1;              ///< worker threads (results identical for any count)
     bool progress = false;
     void validate() const;
 };

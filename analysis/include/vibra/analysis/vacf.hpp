@@ -16,6 +16,8 @@
 
 namespace vibra::analysis {
 
+class TrackCache;
+
 /// Per-lag pair sums (lag 0 … max_lag).
 struct VacfSums {
     std::vector<double> pairs;  ///< number of (t, t+τ) pairs with both velocities known
@@ -40,6 +42,9 @@ struct VacfParams {
     std::int64_t drift_window = 51;                     ///< frames (lowpass drift)
     double min_pairs = 1;                               ///< lags with fewer pairs are NaN
     std::int64_t max_cells = 1 << 21;                   ///< memory bound, see stream_tracks
+    TrackCache* cache = nullptr;  ///< shared particle-major copy of the source (track_cache.hpp); null = a private one
+    int threads = 1;              ///< worker threads (results identical for any count)
+    bool rescan = false;         ///< reference path: re-read the frames per particle block (TrackStreamParams::rescan)
     bool progress = false;
     void validate() const;  ///< throws ParameterError naming the field
 };

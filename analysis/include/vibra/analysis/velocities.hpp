@@ -5,11 +5,12 @@
 //
 // stream_tracks() turns a TrajectorySource into one Track per particle id: positions unwrapped
 // (periodic boxes), drift-corrected (none / low-pass / full centre of mass), NaN in gaps, with
-// velocities (given, or by differences). It streams: one pass over frame blocks collects ids,
-// lifetimes, species votes and the drift; then the ids are cut into particle blocks whose summed
-// lifetimes stay below TrackStreamParams::max_cells, and each particle block is filled by one
-// more pass over the frames it spans. Memory: O(max_cells) doubles × 4 (x, y, vx, vy) + one frame
-// block + O(n_ids + n_frames), independent of the number of frames beyond the block budget.
+// velocities (given, or by differences). The ids, lifetimes, species votes and drift come from one
+// scan of the frames, the series from a particle-major copy of the trajectory (TrackCache: built
+// by one more pass, shared by every analysis of a run through TrackStreamParams::cache), so the
+// time is linear in the number of frames. The ids are cut into particle blocks whose summed
+// lifetimes stay below TrackStreamParams::max_cells. Memory: O(max_cells) doubles × 4 (x, y, vx,
+// vy) + one frame block + O(n_ids + n_frames), plus the copy when it is held in memory.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,8 @@
 #include "vibra/core/trajectory_source.hpp"
 
 namespace vibra::analysis {
+
+class TrackCache;
 
 /// How velocities are obtained.
 enum class VelocityScheme {
@@ -73,6 +76,13 @@ struct TrackStreamParams {
     std::int64_t max_cells = 1 << 21;    ///< summed track lifetimes (frames) per particle block
     std::int64_t block_rows = 1 << 18;   ///< rows per frame block read from the source
     bool progress = false;               ///< progress line on stderr
+    /// Shared particle-major copy of the source (null, or built from another source: a private
+    /// one is built for the call).
+    TrackCache* cache = nullptr;
+    /// Fill each particle block by reading again the frames it spans instead of using a copy:
+    /// the path before TrackCache (O(blocks × frames) reads), kept to check the copy against.
+    bool rescan = false;
+    int threads = 1;                     ///< threads unwrapping / differencing a block's tracks
     void validate() const;               ///< throws ParameterError naming the field
 };
 
@@ -85,7 +95,7 @@ struct TrackStreamInfo {
     std::int64_t drift_window = 0;
     std::vector<double> drift_x, drift_y;  ///< cumulative drift subtracted from positions, per frame
     std::int64_t n_tracks = 0, n_small = 0, n_large = 0, n_unknown = 0;
-    std::int64_t particle_blocks = 0;      ///< passes over the frames after the first one
+    std::int64_t particle_blocks = 0;      ///< particle blocks (each one read of the copy)
     std::int64_t max_block_cells = 0;      ///< largest summed lifetime of one particle block
     bool periodic = false;
     bool velocities = false;  ///< velocities were filled (false: `scheme` is irrelevant)
@@ -94,6 +104,12 @@ struct TrackStreamInfo {
 /// Streams every linked particle (id ≥ 0) as a Track to `fn`, in ascending id order.
 TrackStreamInfo stream_tracks(const TrajectorySource& src, const TrackStreamParams& p,
                               const std::function<void(const Track&)>& fn);
+
+/// Same, one particle block at a time (its tracks in ascending id order; blocks in ascending id
+/// order, cut by max_cells only, so the same for any thread count): for analyses that work on a
+/// block's tracks in parallel and then add their contributions in track order.
+TrackStreamInfo stream_track_blocks(const TrajectorySource& src, const TrackStreamParams& p,
+                                    const std::function<void(std::vector<Track>&)>& fn);
 
 /// Relative mass of species a (m ∝ d², small = 1) from Metadata::species_diameters; 1 when unknown.
 double species_mass(const Metadata& m, int species);

@@ -20,6 +20,8 @@
 
 namespace vibra::analysis {
 
+class TrackCache;
+
 /// ln Γ(s, x), the upper incomplete gamma function, s > 0, x ≥ 0 (series / continued fraction).
 double log_upper_gamma(double s, double x);
 
@@ -72,6 +74,8 @@ struct VelocityDistributionParams {
     std::int64_t tail_bins = 4000;      ///< fine grid of the likelihood
     std::uint64_t seed = 20240601;
     std::int64_t max_cells = 1 << 21;
+    TrackCache* cache = nullptr;  ///< shared particle-major copy of the source (track_cache.hpp); null = a private one
+    int threads = 1;              ///< worker threads (results identical for any count)
     bool progress = false;
     void validate() const;
 };
