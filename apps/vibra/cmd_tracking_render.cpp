@@ -7,6 +7,7 @@
 
 #include "commands.hpp"
 #include "vibra/core/error.hpp"
+#include "vibra/core/frame_range.hpp"
 #include "vibra/core/progress.hpp"
 #include "vibra/store/results_file.hpp"
 #include "vibra/store/trajectory_file.hpp"
@@ -19,21 +20,6 @@ namespace vibra::app {
 namespace {
 
 namespace fs = std::filesystem;
-
-/// "A:B" (B exclusive, either side may be empty) → [first, last), last = −1 for the end.
-std::pair<std::int64_t, std::int64_t> parse_range(const std::string& s) {
-    const auto colon = s.find(':');
-    if (colon == std::string::npos) throw ParameterError("--frames must be A:B (B exclusive), got '" + s + "'");
-    try {
-        const std::string a = s.substr(0, colon), b = s.substr(colon + 1);
-        const std::int64_t first = a.empty() ? 0 : std::stoll(a);
-        const std::int64_t last = b.empty() ? -1 : std::stoll(b);
-        if (first < 0 || (last >= 0 && last <= first)) throw ParameterError("");
-        return {first, last};
-    } catch (const std::exception&) {
-        throw ParameterError("--frames must be A:B with 0 <= A < B, got '" + s + "'");
-    }
-}
 
 /// Defect markers by frame from /analysis/defects of a results file (the rows of one lag).
 std::map<std::int64_t, std::vector<tracking::OverlayMarker>> defect_markers(const std::string& path, std::int64_t lag) {
@@ -91,7 +77,7 @@ void register_render(CLI::App& app, GlobalOptions& g) {
     cmd->add_option("--trails", o->op.trails, "Draw the last N positions of each trajectory")->capture_default_str();
     cmd->add_option("--thickness", o->op.thickness, "Circle line thickness (output px)")->capture_default_str();
     cmd->add_option("--upscale", o->op.upscale, "Output size = video size x N (for small disks)")->capture_default_str();
-    cmd->add_option("--frames", o->frames, "Trajectory frames A:B (B exclusive) to draw (default: all)");
+    cmd->add_option("--frames", o->frames, "Trajectory frames A:B (0-based, B exclusive; A:, :B or a single frame A) to draw (default: all)");
     cmd->add_option("--offset", o->offset, "Video frame = trajectory frame + OFFSET (e.g. tracked with --frames A:B → A)")
         ->capture_default_str();
     cmd->add_option("--channel", o->channel, "Colour → grey: -1 luma, 0 R, 1 G, 2 B")->capture_default_str();
@@ -126,7 +112,7 @@ void register_render(CLI::App& app, GlobalOptions& g) {
                                                 : defect_markers(o->defects, o->defects_lag);
         std::int64_t first = 0, last = tr.n_frames();
         if (!o->frames.empty()) {
-            const auto [a, b] = parse_range(o->frames);
+            const auto [a, b] = parse_frame_range(o->frames);
             first = a;
             if (b >= 0) last = std::min(last, b);
         }

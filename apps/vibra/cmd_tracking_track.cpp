@@ -13,6 +13,7 @@
 
 #include "commands.hpp"
 #include "vibra/core/error.hpp"
+#include "vibra/core/frame_range.hpp"
 #include "vibra/core/output_file.hpp"
 #include "track_store.hpp"
 #include "vibra/tracking/pipeline.hpp"
@@ -120,7 +121,7 @@ void register_track(CLI::App& app, GlobalOptions& g) {
     cmd->add_option("--roi", o->roi, "Region of interest x0,y0,x1,y1 (px); detections outside are dropped");
     cmd->add_option("--roi-circle", o->roi_circle, "Circular region of interest cx,cy,r (px)");
     cmd->add_option("--channel", o->tp.reader.channel, "Colour → grey: -1 luma, 0 R, 1 G, 2 B")->capture_default_str();
-    cmd->add_option("--frames", o->frames, "Frame range A:B (B exclusive)");
+    cmd->add_option("--frames", o->frames, "Frame range A:B (0-based, B exclusive; A:, :B or a single frame A)");
     cmd->add_option("--restart-every", o->tp.restart_every,
                     "Frames after which every locator starts from scratch (so a checkpoint can resume there); 0 = never")
         ->capture_default_str();
@@ -166,16 +167,9 @@ void register_track(CLI::App& app, GlobalOptions& g) {
             tp.roi = Geometry::circle(v[0], v[1], v[2]);
         }
         if (!o->frames.empty()) {
-            const auto c = o->frames.find(':');
-            if (c == std::string::npos) throw ParameterError("--frames must be A:B, got '" + o->frames + "'");
-            try {
-                tp.reader.first = std::stoll(o->frames.substr(0, c));
-                tp.reader.last = c + 1 < o->frames.size() ? std::stoll(o->frames.substr(c + 1)) : -1;
-            } catch (const std::exception&) {
-                throw ParameterError("--frames must be A:B with integers, got '" + o->frames + "'");
-            }
-            if (tp.reader.first < 0 || (tp.reader.last >= 0 && tp.reader.last <= tp.reader.first))
-                throw ParameterError("--frames must be A:B with 0 <= A < B, got '" + o->frames + "'");
+            const auto range = parse_frame_range(o->frames);
+            tp.reader.first = range.first;
+            tp.reader.last = range.last;
         }
         tp.parameters = g.command_line;
         tp.progress = g.progress();

@@ -15,6 +15,7 @@
 
 #include "commands.hpp"
 #include "vibra/core/error.hpp"
+#include "vibra/core/frame_range.hpp"
 #include "vibra/core/interrupt.hpp"
 #include "vibra/core/output_file.hpp"
 #include "vibra/tracking/video.hpp"
@@ -29,37 +30,15 @@ struct ConvertOptions {
     int channel = -1;
 };
 
-/// "A:B", "A:", ":B" or "A" (one frame) → first/last (exclusive, −1 = to the end).
-void parse_frames(const std::string& s, tracking::ReaderParams& p) {
-    if (s.empty()) return;
-    auto to_i = [&](const std::string& t) -> std::int64_t {
-        std::size_t used = 0;
-        long long v = 0;
-        try {
-            v = std::stoll(t, &used);
-        } catch (const std::exception&) {
-            used = 0;
-        }
-        if (used != t.size() || v < 0) throw ParameterError("--frames: '" + s + "' is not A:B with 0 <= A <= B");
-        return v;
-    };
-    const auto colon = s.find(':');
-    if (colon == std::string::npos) {
-        p.first = to_i(s);
-        p.last = p.first + 1;
-        return;
-    }
-    const std::string a = s.substr(0, colon), b = s.substr(colon + 1);
-    p.first = a.empty() ? 0 : to_i(a);
-    p.last = b.empty() ? -1 : to_i(b);
-    if (p.last >= 0 && p.last < p.first) throw ParameterError("--frames: '" + s + "' has B < A");
-}
-
 void run_convert(const ConvertOptions& o, GlobalOptions& g) {
     if (o.format != "png" && o.format != "tiff") throw ParameterError("--format: '" + o.format + "' (png or tiff)");
     tracking::ReaderParams params;
     params.channel = o.channel;
-    parse_frames(o.frames, params);
+    if (!o.frames.empty()) {
+        const auto range = parse_frame_range(o.frames);
+        params.first = range.first;
+        params.last = range.last;
+    }
     auto src = tracking::open_video(o.input, params);
     const auto& info = src->info();
     std::string target = o.output;  // "frames/" names the folder "frames"
@@ -135,7 +114,7 @@ void register_convert(CLI::App& app, GlobalOptions& g) {
     auto* c = app.add_subcommand("convert", "Write a video's frames as a 16-bit PNG/TIFF sequence of raw counts");
     c->add_option("VIDEO", o->input, "Video, camera file (.cine, .mraw/.cih/.cihx) or image sequence")->required();
     c->add_option("-o,--output", o->output, "Output folder (created): frame_NNNNNN.png + frames.csv")->required();
-    c->add_option("--frames", o->frames, "Frame range A:B (0-based, B exclusive; A: or :B allowed)");
+    c->add_option("--frames", o->frames, "Frame range A:B (0-based, B exclusive; A:, :B or a single frame A)");
     c->add_option("--format", o->format, "png or tiff (default png)");
     c->add_flag("--scale", o->scale, "Scale counts from the video's bit depth to the full 16-bit range");
     c->add_option("--channel", o->channel, "Colour → grey: -1 luma (default), 0/1/2 = R/G/B");
