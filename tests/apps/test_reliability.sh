@@ -84,6 +84,9 @@ if [ "$MODE" = kills ]; then
   RANDOM=2026
   sigs=(INT TERM KILL)
   caught=0
+  counted=0   # messages with "after N [of M] frames" and the largest N among them
+  max_n=0
+  case $CMD in simulate) total=1500 ;; synth) total=60 ;; render|convert) total=150 ;; *) total= ;; esac
   for k in $(seq 1 20); do
     rm -rf "$d" && mkdir -p "$d"
     span=$(( dur * 7 / 10 - 50 ))  # kill points in [50 ms, 0.7 T]: most land while the command works
@@ -110,6 +113,16 @@ if [ "$MODE" = kills ]; then
         caught=$((caught + 1))
         [ "$(wc -l < "$d.err")" -eq 1 ] || fail "$what: more than one line on stderr: $(cat "$d.err")"
         grep -q "kept: " "$d.err" || fail "$what: the message does not say what was kept: $(cat "$d.err")"
+        # The frame count of the message: N of M with M the command's frames, 0 <= N <= M.
+        if [ -n "$total" ]; then
+          n=$(grep -oE "after [0-9]+ (of [0-9]+ )?frames" "$d.err" | grep -oE "[0-9]+" | head -1)
+          m=$(grep -oE "after [0-9]+ of [0-9]+ frames" "$d.err" | grep -oE "[0-9]+" | sed -n 2p)
+          [ -n "$n" ] || fail "$what: the message gives no frame count: $(cat "$d.err")"
+          [ -z "$m" ] || [ "$m" -eq "$total" ] || fail "$what: 'of $m frames', the command asked for $total: $(cat "$d.err")"
+          [ "${n:-0}" -le "$total" ] || fail "$what: 'after $n frames' of $total: $(cat "$d.err")"
+          counted=$((counted + 1))
+          [ "${n:-0}" -le "$max_n" ] || max_n=$n
+        fi
       fi
       [ -z "$(debris "$d")" ] || fail "$what: temporaries left: $(debris "$d")"
       [ ! -e "$OUT" ] || fail "$what: $OUT exists after an interruption"
@@ -121,6 +134,10 @@ if [ "$MODE" = kills ]; then
     fi
   done
   echo "$CMD: $caught of the 14 SIGINT/SIGTERM kill points interrupted work in progress"
+  if [ -n "$total" ] && [ $caught -gt 0 ]; then
+    echo "$CMD: the messages counted up to $max_n of $total frames"
+    [ "$max_n" -gt 0 ] || fail "$CMD: every interrupted run said 'after 0 frames', though it was stopped at work"
+  fi
   [ $caught -ge 3 ] || fail "$CMD: only $caught kill points hit the command at work (timing too short?)"
 fi
 
