@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Accuracy of detection + refinement + species on the synthetic cases of issue 3, against the
+// Accuracy of detection + refinement + species on the synthetic acceptance cases (docs/tracking.md section 10), against the
 // exact truth of the renderer, at the issue's frame size (the tests run smaller frames). Prints,
 // per case: recall, precision, RMS centre error per axis (all, isolated disks, disks touching a
 // neighbour: surface gap < 1 px), the 99th percentile of |error|, the largest mean x-error in

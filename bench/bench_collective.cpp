@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Benchmark of the collective-motion analyses (issue 6): `defects` and `spectra` on N particles ×
+// Benchmark of the collective-motion analyses (docs/collective-motion.md): `defects` and `spectra` on N particles ×
 // T frames generated on the fly (a smooth, slowly changing random flow advecting particles in a
 // periodic box at density 1, plus small noise). Prints seconds, seconds per frame, peak memory
 // and the ratio to a baseline measured in the same run: streaming the same frames through

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// The collective-motion analyses of `vibra analyze` (issue 6; methods.md §9, §10, §14):
+// The collective-motion analyses of `vibra analyze` (docs/collective-motion.md §2–§4):
 // field, defects, correlations, spectra, evolution. Each streams over the input block by block
 // (detail/collective_stream.hpp) and keeps only the frames its largest lag needs. Definitions,
 // defaults and what is a choice rather than a confirmed method: docs/collective-motion.md.

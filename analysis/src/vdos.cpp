@@ -80,7 +80,7 @@ void add_parts(ResultGroup& g, std::vector<VdosPart>& parts, const std::vector<d
         g.add("vdos_reduced" + part.suffix, red, Tu + "^2/rad^2");
     }
     // mass-weighted (kinetic-energy-weighted) total from the species parts:
-    // D_mass = Σ_a m_a Σv_a² D_a / Σ_a m_a Σv_a²  (methods.md §4.1), m ∝ d²
+    // D_mass = Σ_a m_a Σv_a² D_a / Σ_a m_a Σv_a²  (docs/analysis-dynamics.md, "vdos"), m ∝ d²
     const VdosPart* s = nullptr;
     const VdosPart* l = nullptr;
     for (const auto& part : parts) {

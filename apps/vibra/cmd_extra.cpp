@@ -9,11 +9,11 @@ bool print_video_info(const std::string&, std::ostream&) { return false; }
 #endif
 
 void register_extra_commands([[maybe_unused]] CLI::App& app, [[maybe_unused]] GlobalOptions& g) {
-    register_report(app, g);   // vibra report (issue 25)
+    register_report(app, g);
 #ifdef VIBRA_HAVE_TRACKING
-    register_convert(app, g);  // vibra convert (issue 7)
-    register_synth(app, g);    // vibra synth (issue 3)
-    register_render(app, g);   // vibra render (issue 3)
+    register_convert(app, g);
+    register_synth(app, g);
+    register_render(app, g);
     register_track(app, g);    // vibra track
     register_batch(app, g);    // vibra batch (cmd_tracking_batch.cpp)
 #endif

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Defects of synthetic fields with known charges (methods.md §9 validation), tracking with known
+// Defects of synthetic fields with known charges (docs/collective-motion.md, "Validation"), tracking with known
 // paths, and the pair correlations of uncorrelated defects.
 #include <catch2/catch.hpp>
 

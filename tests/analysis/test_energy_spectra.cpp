@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Energy spectra, transfer and flux on fields with known answers (methods.md §10 validation).
+// Energy spectra, transfer and flux on fields with known answers (docs/collective-motion.md, "Validation").
 #include <catch2/catch.hpp>
 
 #include <cmath>

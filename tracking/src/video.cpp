@@ -108,7 +108,7 @@ std::unique_ptr<FrameSource> open_video(const std::string& input, const ReaderPa
     std::string ext = fs::path(input).extension().string();
     std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
 
-    // ---- camera formats (issue 7): the camera-format helper adds its dispatch lines here ----
+    // ---- camera formats (docs/formats.md) ----
     if (ext == ".cine") return open_cine(input, params);
     if (ext == ".mraw" || ext == ".cih" || ext == ".cihx") return open_mraw(input, params);
     // ---- end of camera formats ----

@@ -2,7 +2,7 @@
 // Bond-orientational order ψ_n (n = 6 for hexatic order): local ψ6(i) over Voronoi neighbours
 // (radical tessellation, optionally edge-length weighted) or over a distance cut-off, the global
 // |⟨ψ6⟩| per frame and the bond-orientational correlation g6(r) normalised by the pair count per
-// bin (which cancels the window geometry). methods.md §11; Mickel et al. JCP 138, 044501 (2013).
+// bin (which cancels the window geometry). docs/analysis-structure.md, "psi6"; Mickel et al. JCP 138, 044501 (2013).
 #pragma once
 
 #include <complex>

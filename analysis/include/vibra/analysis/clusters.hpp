@@ -2,7 +2,7 @@
 // Clusters of touching disks: a bond joins i and j when r_ij < λ (d_i + d_j)/2 (or a fixed
 // cut-off), clusters are the connected components (union–find over CellList pairs), labelled by
 // decreasing size with deterministic tie-breaking. In windows, clusters that reach the boundary
-// are truncated: they are flagged and counted separately (methods.md §13).
+// are truncated: they are flagged and counted separately (docs/analysis-structure.md, "clusters").
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Vibrational density of states of solid-like states from the displacement covariance matrix
-// (methods.md §4.2): C = ⟨δr δrᵀ⟩ (2N × 2N) of the particles present in every frame, mass-weighted
+// (docs/collective-modes.md §4): C = ⟨δr δrᵀ⟩ (2N × 2N) of the particles present in every frame, mass-weighted
 // M^{1/2} C M^{1/2}; in the harmonic ("shadow") system C = k_BT·K⁻¹, so each eigenvalue λ gives
 // ω = sqrt(k_BT/λ) (masses in units of the species-0 mass). k_BT comes from the velocities by
 // equipartition (Σ m v²/(dof), dof = 2N − 2 when the centre of mass is removed) or is given.

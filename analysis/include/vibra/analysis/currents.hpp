@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Longitudinal and transverse current correlations of a 2-D particle system (methods.md §5):
+// Longitudinal and transverse current correlations of a 2-D particle system (docs/collective-modes.md §1):
 //   j(k,t) = Σ_i w_i v_i(t) e^{ik·r_i(t)},  j_L = k̂·j,  j_T = ê_⊥·j  (ê_⊥ = (−k̂_y, k̂_x)),
 //   C_{L,T}(k,t) = Re⟨j(t₀+t) j*(t₀)⟩_{t₀} / ⟨Σ_i w_i²⟩   (2-D normalisation: C(k,0) = ⟨v_x²⟩
 //   for uncorrelated velocities), C(k,ω) = ∫ C(k,t) e^{iωt} dt (Welch: Hann segments, 50 % overlap),

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Vortex-like topological defects of a 2-D vector field (methods.md §9): the winding number
+// Vortex-like topological defects of a 2-D vector field (docs/collective-motion.md §2): the winding number
 // q = (1/2π)∮dθ of the field direction θ = atan2(u_y, u_x) around every grid plaquette or Delaunay
 // triangle (differences wrapped to (−π, π]), +1 vortex-like, −1 saddle-like; clusters of adjacent
 // charged cells merged; defects tracked across frames with the core assignment solver
@@ -29,7 +29,7 @@ struct DefectParams {
     double min_magnitude = 0;
     /// Merge touching charged cells (plaquettes sharing an edge or a corner; triangles sharing a
     /// vertex) into one defect with the summed charge, located at the mean of their centres;
-    /// clusters summing to 0 are dropped (choice, methods.md §9 pitfalls).
+    /// clusters summing to 0 are dropped (choice, docs/collective-motion.md §2).
     bool merge = true;
     /// Grid route: a defect core has |U| → 0, so with a threshold its own nodes are skipped. Each
     /// 8-connected cluster of valid nodes below the threshold whose bounding box is at most

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Delaunay triangulation of particle positions (Bowyer–Watson with points inserted in x order,
 // so triangles whose circumcircle lies left of the sweep are retired: ~O(N^1.5) in practice).
-// Used by the Delaunay route of defect detection (methods.md §9), which needs no smoothing length.
+// Used by the Delaunay route of defect detection (docs/collective-motion.md §2), which needs no smoothing length.
 #pragma once
 
 #include <array>

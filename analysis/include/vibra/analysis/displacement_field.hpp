@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Displacement / velocity fields of collective motion (methods.md §9, §10): per-particle
+// Displacement / velocity fields of collective motion (docs/collective-motion.md §1, §2, §4): per-particle
 // displacements u_i = r_i(t+Δt) − r_i(t) over a lag Δt, and their coarse-grained Eulerian field
 // on a regular grid (normalised Gaussian kernel average, masked where no particle is near).
 // Defects, spatial correlations and energy spectra are all computed from these two objects.
@@ -24,7 +24,7 @@ struct FrameSnapshot {
 /// The snapshot of frame f of a sorted trajectory block (rows with particle < 0 are skipped).
 FrameSnapshot snapshot_of(const Trajectory& block, std::int64_t f);
 
-/// What is removed from the displacements before use (methods.md §0.2: collective flow may be
+/// What is removed from the displacements before use (docs/analysis-dynamics.md, "Common machinery": collective flow may be
 /// physical, so the default removes nothing).
 enum class DriftMode { none, mean };
 DriftMode drift_mode_from_string(const std::string& s);  ///< "none" | "mean"; ParameterError otherwise

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Energy spectra E(k), spectral energy transfer T(k) and flux Π(k) of a coarse-grained field
-// (methods.md §10): windowed 2-D FFT (FFTW plans made once per grid and reused), shell sums,
+// (docs/collective-motion.md §4): windowed 2-D FFT (FFTW plans made once per grid and reused), shell sums,
 // power-law fits in a k band below the coarse-graining cut-off, and the filter-space technique
 // (FST) flux Π_ℓ for bounded windows. Sign convention: Π > 0 forward (to small scales),
 // Π < 0 inverse (to large scales).
@@ -25,7 +25,7 @@ enum class Gradient { spectral, fd2 };
 Gradient gradient_from_string(const std::string& s);  ///< "spectral" | "fd2"
 
 struct SpectrumParams {
-    Taper taper = Taper::hann;  ///< methods.md §10 pitfalls: no taper = edge leakage
+    Taper taper = Taper::hann;  ///< docs/collective-motion.md §4: no taper = edge leakage
     double tukey_alpha = 0.5;   ///< fraction of each side tapered by the Tukey window, (0, 1]
     bool subtract_mean = true;  ///< remove the mean over usable nodes before the FFT
     Gradient gradient = Gradient::fd2;

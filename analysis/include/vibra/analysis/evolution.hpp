@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Stages of the time evolution (issue 6, "evolution"): change points of a time series located by
+// Stages of the time evolution (docs/collective-motion.md §5): change points of a time series located by
 // an optimal piecewise-linear fit in log time (segments fitted independently, least squares,
 // exact dynamic programming). The rule is a documented choice, not a method confirmed by the
 // source papers: see docs/collective-motion.md.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Dispersion and k-gap of transverse excitations (methods.md §6). Per |k| shell: a damped-
+// Dispersion and k-gap of transverse excitations (docs/collective-modes.md §2). Per |k| shell: a damped-
 // oscillator (Maxwell–Frenkel) fit of C_T(k,t) = C₀e^{−Γt}[cos ωt + (Γ/ω) sin ωt] (cosh/sinh
 // below the gap; fitted in s = ω², which may be negative) gives the pole frequency ω and the
 // damping Γ; the maximum of the lag-windowed transform of C_T(k,t) gives the peak position

@@ -3,7 +3,7 @@
 //
 // Per track, with mask m_t (1 where the particle is seen) and positions set to 0 in gaps, every
 // pair sum over (t, t+τ) is a sum of FFT cross-correlations C(a,b)(τ) = Σ_t a_t b_{t+τ} of masked
-// monomials (methods.md §2, mask-aware FFT):
+// monomials (docs/analysis-dynamics.md, "msd", mask-aware FFT):
 //   Σ m m Δx²  = C(m, m x²) + C(m x², m) − 2 C(m x, m x),   pairs(τ) = C(m, m),
 // and likewise Σ m m Δr⁴ from the binomial expansion of (Δx² + Δy²)² (13 monomials x^a y^b).
 // Positions are relative to the track mean, in double precision. Gaps never count as zeros:

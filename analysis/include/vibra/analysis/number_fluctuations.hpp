@@ -2,7 +2,7 @@
 // Number fluctuations in sub-boxes: the window (periodic box, rectangle, or the square inscribed
 // in a circular window) is tiled with square boxes of side ℓ for a range of ℓ; the variance
 // ΔN² of the counts against the mean ⟨N⟩ gives the exponent ΔN² ∝ ⟨N⟩^a (a = 1 for Poisson,
-// > 1 "giant" fluctuations, < 1 hyperuniform). methods.md §15.
+// > 1 "giant" fluctuations, < 1 hyperuniform). docs/analysis-structure.md, "number_fluctuations".
 #pragma once
 
 #include <cstdint>

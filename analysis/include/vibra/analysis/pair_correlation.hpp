@@ -3,7 +3,7 @@
 // normalisation) and for non-periodic windows (rectangle: Ohser–Stoyan translation weights;
 // circle: Ripley isotropic weights with the exact arc fraction). Edge corrections are exact
 // for stationary point processes, so an ideal gas gives g ≡ 1 in any geometry
-// (docs/analysis-structure.md, methods.md §1). Also the frame plumbing shared by all
+// (docs/analysis-structure.md, "gr"). Also the frame plumbing shared by all
 // structure analyses: one frame's particles, cropped to the observation window.
 #pragma once
 

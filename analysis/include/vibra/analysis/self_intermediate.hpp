@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Self intermediate scattering function F_s(k,t) = ⟨cos(k·Δr_i(t))⟩, averaged over n_dir
 // wave-vector directions θ_j = jπ/n_dir (isotropic average; not just the x and y axes), and the
-// α-relaxation time τ_α where F_s = 1/e (methods.md §16). For a fixed k-vector the sum over
+// α-relaxation time τ_α where F_s = 1/e (docs/analysis-dynamics.md, "fs"). For a fixed k-vector the sum over
 // pairs is C(c,c) + C(s,s) with c = m·cos(k·r), s = m·sin(k·r): the same masked FFT engine as
 // the MSD, gap-aware. Default k: the first S(k) peak of an earlier `sk` result, else 2π/d_small.
 #pragma once

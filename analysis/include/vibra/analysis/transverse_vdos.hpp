@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Transverse (and longitudinal) vibrational density of states from the current spectra summed
-// over every k-vector up to the 2-D Debye wavenumber (methods.md §7), the reduced form D(ω)/ω
+// over every k-vector up to the 2-D Debye wavenumber (docs/collective-modes.md §3), the reduced form D(ω)/ω
 // against the Debye level 2/(c k_D)², and exactly additive per-particle contributions:
 // with a_i(k,ω) = Σ_t w_t (v_i·ê_⊥) e^{ik·r_i} e^{iωt} and ĵ_T = Σ_i a_i,
 //   p_i(band) = A Δω Σ_{ω∈band} Σ_k Re[a_i* ĵ_T]  ⇒  Σ_i p_i = ∫_band D_T^{(segment)} dω,

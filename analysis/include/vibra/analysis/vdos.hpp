@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Vibrational density of states D(ω), ∫₀^{ω_N} D dω = 1 (methods.md §4.1), on
+// Vibrational density of states D(ω), ∫₀^{ω_N} D dω = 1 (docs/analysis-dynamics.md, "vdos"), on
 // ω_j = j·π/(M·Δt), j = 0 … M (ω_M = ω_Nyquist = π/Δt). Two routes:
 //  * welch (default): D(ω) ∝ Σ_i |ṽ_i(ω)|², the Fourier transform of each track's velocity over
 //    segments of 2M frames (50 % overlap, window w on the segment), Welch-averaged over segments

@@ -37,7 +37,7 @@ const char* to_string(VelocityScheme s);
 /// "auto", "given", "central", "forward"; anything else throws ParameterError naming `flag`.
 VelocityScheme velocity_scheme_from_string(const std::string& s, const std::string& flag = "velocity");
 
-/// Drift removal before dynamics (methods.md §0.2.1).
+/// Drift removal before dynamics (docs/analysis-dynamics.md, "Common machinery").
 enum class DriftMode {
     none,     ///< keep all motion (collective flow can be physical in active systems)
     lowpass,  ///< subtract the centred moving average (window drift_window frames) of the mean drift

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Spatial velocity / displacement correlations (methods.md §14):
+// Spatial velocity / displacement correlations (docs/collective-motion.md §3):
 //   C_vv(r) = Σ_{i≠j} δu_i·δu_j δ(r − r_ij) / Σ_{i≠j} δ(r − r_ij) / ⟨|δu|²⟩,
 // normalised by the pair count of each bin, so the window geometry cancels (no ideal-gas
 // normalisation); longitudinal / transverse parts; a correlation length ξ from an exponential
@@ -17,7 +17,7 @@ namespace vibra::analysis {
 struct VelocityCorrelationParams {
     double r_max = 10;          ///< largest separation, length unit
     double dr = 0.5;            ///< bin width, length unit
-    bool subtract_mean = true;  ///< δu = u − ⟨u⟩_frame (methods.md §14: say so)
+    bool subtract_mean = true;  ///< δu = u − ⟨u⟩_frame (docs/collective-motion.md §3: say so)
     void validate() const;
 };
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Velocity distributions and the high-energy tail exponent β (methods.md §8).
+// Velocity distributions and the high-energy tail exponent β (docs/analysis-dynamics.md, "velocity_distribution").
 //
 // Components v_x, v_y pooled and scaled by the rms component velocity, c = v/⟨v_x²+v_y²⟩^{1/2}·√2
 // (per species); P(c_x), P(c_y), P(c) and P(|v|/rms speed) histograms; kurtosis ⟨c⁴⟩/⟨c²⟩².

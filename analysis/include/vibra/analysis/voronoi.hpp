@@ -3,7 +3,7 @@
 // cell is a bounding polygon (window or periodic box around the particle) clipped by the radical
 // lines of neighbours found with the core CellList, with a search radius that grows until no
 // farther particle can cut the cell. Gives local areas, local packing fractions φ_i = πR_i²/A_i
-// and neighbour lists (ψ6). Cells touching the window boundary are flagged (methods.md §12).
+// and neighbour lists (ψ6). Cells touching the window boundary are flagged (docs/analysis-structure.md, "voronoi").
 #pragma once
 
 #include <cstdint>

@@ -131,7 +131,7 @@ struct SynthParams {
     void validate() const;             ///< throws ParameterError naming the field
 };
 
-/// The synthetic acceptance cases of the tracking (issue 3; docs/tracking.md section 10), radii
+/// The synthetic acceptance cases of the tracking (docs/tracking.md section 10), radii
 /// 6 and 8 px, one place for the tests and benchmarks that measure them:
 ///   moderate — dark-ring look, φ 0.6, noise 5% of the contrast, 10% illumination gradient;
 ///   dense    — marker-dot look, φ 0.8, noise 5%;
