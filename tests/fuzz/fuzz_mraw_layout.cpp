@@ -7,9 +7,10 @@
 #include <vector>
 
 #include "vibra/core/error.hpp"
-#include "vibra/tracking/camera_formats.hpp"
+#include "detail/camera_formats.hpp"  // the internal header parsers
 
 using namespace vibra::tracking;
+using namespace vibra::tracking::detail;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size < 40) return 0;

@@ -20,12 +20,14 @@
 
 #include "test_support.hpp"
 #include "vibra/core/error.hpp"
+#include "../../tracking/src/detail/camera_formats.hpp"  // the internal header parsers
 #include "vibra/tracking/camera_formats.hpp"
 #include "vibra/tracking/video.hpp"
 
 namespace fs = std::filesystem;
 using namespace vibra;
 using namespace vibra::tracking;
+using namespace vibra::tracking::detail;
 
 namespace {
 

@@ -21,13 +21,14 @@
 #include "detail/camera_io.hpp"
 #include "detail/camera_linlut.hpp"
 #include "vibra/core/error.hpp"
+#include "detail/camera_formats.hpp"
 #include "vibra/tracking/camera_formats.hpp"
 
 #ifndef VIBRA_CAMERA_PARSERS_ONLY
 #include "vibra/tracking/video.hpp"
 #endif
 
-namespace vibra::tracking {
+namespace vibra::tracking::detail {
 
 namespace {
 
@@ -297,7 +298,7 @@ CineImageExtent cine_image_extent(const CineHeader& h, std::size_t i, std::uint3
     return e;
 }
 
-}  // namespace vibra::tracking
+}  // namespace vibra::tracking::detail
 
 // ------------------------------------------------------------------------------------------------
 // Streaming reader
@@ -310,6 +311,8 @@ CineImageExtent cine_image_extent(const CineHeader& h, std::size_t i, std::uint3
 namespace vibra::tracking {
 
 namespace {
+
+using namespace detail;  // the header parsers above
 
 /// Seconds between two TIME64 stamps (b − a), exact to the 2^-32 s fraction.
 double time64_diff(std::uint64_t a, std::uint64_t b) {

@@ -15,13 +15,14 @@
 
 #include "detail/camera_io.hpp"
 #include "vibra/core/error.hpp"
+#include "detail/camera_formats.hpp"
 #include "vibra/tracking/camera_formats.hpp"
 
 #ifndef VIBRA_CAMERA_PARSERS_ONLY
 #include "vibra/tracking/video.hpp"
 #endif
 
-namespace vibra::tracking {
+namespace vibra::tracking::detail {
 
 namespace {
 
@@ -311,7 +312,7 @@ MrawLayout mraw_layout(const PhotronHeader& h, std::uint64_t mraw_size, const st
     return L;
 }
 
-}  // namespace vibra::tracking
+}  // namespace vibra::tracking::detail
 
 // ------------------------------------------------------------------------------------------------
 // Streaming reader
@@ -324,6 +325,8 @@ MrawLayout mraw_layout(const PhotronHeader& h, std::uint64_t mraw_size, const st
 namespace vibra::tracking {
 
 namespace {
+
+using namespace detail;  // the header parsers above
 
 namespace fs = std::filesystem;
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "vibra/core/error.hpp"
-#include "vibra/tracking/camera_formats.hpp"
+#include "detail/camera_formats.hpp"
 
 #ifndef VIBRA_CAMERA_PARSERS_ONLY
 #include <fcntl.h>
