@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // What fresh memory costs on this machine, and what the tracking's packed frame-sized buffers
-// save (tracking/src/detail/large_buffers.hpp; docs/performance.md, tenth session).
+// save (tracking/src/detail/large_buffers.hpp; docs/performance.md, "Memory and fresh pages").
 //
 //   build/bench/bench_fresh_memory [MiB]       (default 64)
 //
