@@ -7,6 +7,7 @@
 
 #include "vibra/core/cell_list.hpp"
 #include "vibra/core/error.hpp"
+#include "vibra/core/periodic.hpp"
 
 namespace vibra::analysis {
 
@@ -71,8 +72,8 @@ LocalBondOrder local_bond_order(const StructureFrame& fr, const BondOrderParams&
                 const auto j = static_cast<std::size_t>(v.neighbour[static_cast<std::size_t>(k)]);
                 double dx = fr.x[j] - fr.x[i], dy = fr.y[j] - fr.y[i];
                 if (w.periodic()) {
-                    dx -= w.lx() * std::nearbyint(dx / w.lx());
-                    dy -= w.ly() * std::nearbyint(dy / w.ly());
+                    dx = minimum_image(dx, w.lx());
+                    dy = minimum_image(dy, w.ly());
                 }
                 add(i, dx, dy, p.weighted ? v.edge_length[static_cast<std::size_t>(k)] : 1.0);
             }

@@ -8,6 +8,7 @@
 
 #include "vibra/analysis/currents.hpp"
 #include "vibra/core/error.hpp"
+#include "vibra/core/periodic.hpp"
 
 namespace vibra::analysis {
 
@@ -79,8 +80,8 @@ CovarianceVdosResult compute_covariance_vdos(const TrajectorySource& src, const 
                 }
                 double dx = x - ref[2 * s], dy = y - ref[2 * s + 1];
                 if (periodic) {
-                    dx -= Lx * std::round(dx / Lx);
-                    dy -= Ly * std::round(dy / Ly);
+                    dx = minimum_image(dx, Lx);
+                    dy = minimum_image(dy, Ly);
                 }
                 d[static_cast<Eigen::Index>(2 * s)] = dx;
                 d[static_cast<Eigen::Index>(2 * s + 1)] = dy;

@@ -10,6 +10,7 @@
 #include "vibra/core/assignment.hpp"
 #include "vibra/core/cell_list.hpp"
 #include "vibra/core/error.hpp"
+#include "vibra/core/periodic.hpp"
 
 namespace vibra::analysis {
 
@@ -281,8 +282,8 @@ std::vector<Defect> defects_on_grid(const GridField& f, const DefectParams& p) {
         double x = g.x(c % g.nx) + 0.5 * g.hx, y = g.y(c / g.nx) + 0.5 * g.hy;
         if (g.periodic) {
             const double rx = g.x(root % g.nx) + 0.5 * g.hx, ry = g.y(root / g.nx) + 0.5 * g.hy;
-            x -= g.lx() * std::nearbyint((x - rx) / g.lx());
-            y -= g.ly() * std::nearbyint((y - ry) / g.ly());
+            x -= image_shift(x - rx, g.lx());
+            y -= image_shift(y - ry, g.ly());
         }
         return std::pair{x, y};
     };
@@ -380,7 +381,7 @@ DefectTracks track_defects(std::span<const DefectFrame> frames, const DefectTrac
     const Geometry& G = p.geometry;
     auto sep = [&](const Defect& a, const Defect& b) {  // b − a, minimum image when periodic
         double dx = b.x - a.x, dy = b.y - a.y;
-        if (G.periodic()) dx -= G.lx() * std::nearbyint(dx / G.lx()), dy -= G.ly() * std::nearbyint(dy / G.ly());
+        if (G.periodic()) dx = minimum_image(dx, G.lx()), dy = minimum_image(dy, G.ly());
         return std::pair{dx, dy};
     };
     auto midpoint = [&](const Defect& a, const Defect& b) {
@@ -476,7 +477,7 @@ void defect_msd(std::span<const DefectFrame> frames, const DefectTracks& tracks,
             double x = frames[k].defects[d].x, y = frames[k].defects[d].y;
             if (g.periodic() && !pth.empty()) {  // unwrap: previous position + minimum-image step
                 double dx = x - pth.back().first, dy = y - pth.back().second;
-                dx -= g.lx() * std::nearbyint(dx / g.lx()), dy -= g.ly() * std::nearbyint(dy / g.ly());
+                dx = minimum_image(dx, g.lx()), dy = minimum_image(dy, g.ly());
                 x = pth.back().first + dx, y = pth.back().second + dy;
             }
             pth.emplace_back(x, y);

@@ -8,6 +8,7 @@
 
 #include "vibra/core/cell_list.hpp"
 #include "vibra/core/error.hpp"
+#include "vibra/core/periodic.hpp"
 
 namespace vibra::analysis {
 
@@ -58,8 +59,8 @@ Displacements displacements(const FrameSnapshot& a, const FrameSnapshot& b, cons
         } else {
             double dx = b.x[j] - a.x[i], dy = b.y[j] - a.y[i];
             if (g.periodic()) {
-                dx -= lx * std::nearbyint(dx / lx);
-                dy -= ly * std::nearbyint(dy / ly);
+                dx = minimum_image(dx, lx);
+                dy = minimum_image(dy, ly);
             }
             d.id.push_back(a.id[i]);
             d.x.push_back(a.x[i]);

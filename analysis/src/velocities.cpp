@@ -10,6 +10,7 @@
 #include "detail/track_scan.hpp"
 #include "vibra/analysis/track_cache.hpp"
 #include "vibra/core/error.hpp"
+#include "vibra/core/periodic.hpp"
 #include "vibra/core/progress.hpp"
 
 namespace vibra::analysis {
@@ -19,7 +20,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 double min_image(double d, double L) {
     if (L <= 0) return d;
-    return d - L * std::round(d / L);
+    return minimum_image(d, L);
 }
 
 // Centred moving average of width w over the valid entries only (shrinking windows at the ends;

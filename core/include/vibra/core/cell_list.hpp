@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "vibra/core/periodic.hpp"
 #include "vibra/core/trajectory.hpp"
 
 namespace vibra {
@@ -75,8 +76,8 @@ public:
     /// Minimum-image separation (no-op when not periodic).
     void wrap(double& dx, double& dy) const {
         if (!periodic_) return;
-        dx -= lx_ * std::nearbyint(dx / lx_);
-        dy -= ly_ * std::nearbyint(dy / ly_);
+        dx = minimum_image(dx, lx_);
+        dy = minimum_image(dy, ly_);
     }
 
 private:
