@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "detail/fit_kernels.hpp"
+#include "fit_kernels.hpp"
 #include "vibra/tracking/joint_fit.hpp"
 
 namespace vibra::tracking::detail::joint {
