@@ -277,18 +277,37 @@ bool inside_roi(const Geometry& g, double x, double y) {
     return g.kind == GeometryKind::unbounded || g.contains(x, y);
 }
 
-}  // namespace
+std::int64_t since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+}
 
-TrackSummary track_video(const std::string& input, TrajectorySink& writer, const std::string& spool_path,
-                         const TrackParams& p_in) {
-    p_in.validate();
-    TrackParams p = p_in;
-    const auto t_start = std::chrono::steady_clock::now();
-    TrackSummary sum;
-    sum.input = input;
+// What is settled before the first frame: the settings completed (radii, linking step), the
+// source, the checkpoint resumed from, the strips and the metadata known then.
+struct RunPlan {
+    TrackParams p;
+    std::unique_ptr<FrameSource> src;
+    VideoInfo info;
+    std::unique_ptr<detail::CheckpointFolder> ckpt;
+    std::int64_t first_seq = 0;
+    std::vector<FrameStrip> strips;
+    bool by_strips = false;
+    int n_pieces = 1, n_threads = 1;
+    double seam_zone = 0;
+    Metadata meta;
+};
 
-    auto src = open_video(input, p.reader);
-    const VideoInfo info = src->info();
+Metadata initial_metadata(const std::string& input, const RunPlan& plan);
+
+// Opens the input (radii estimated from the first frames when not given), finds the checkpoint
+// to resume from and plans the strips and threads.
+RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary& sum) {
+    RunPlan plan;
+    plan.p = p_in;
+    TrackParams& p = plan.p;
+    auto& src = plan.src;
+    src = open_video(input, p.reader);
+    plan.info = src->info();
+    const VideoInfo& info = plan.info;
     if (info.n_frames == 0) throw FormatError(input + ": the input has no frames");
 
     // Radii: given, or estimated from the first frames (which are then processed normally:
@@ -318,8 +337,8 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
 
     // Checkpoints: the complete segments of an earlier run of the same input and settings are
     // taken as they are (replayed into the sink below); the video is read from the frame after.
-    std::unique_ptr<detail::CheckpointFolder> ckpt;
-    std::int64_t first_seq = 0;
+    auto& ckpt = plan.ckpt;
+    std::int64_t& first_seq = plan.first_seq;
     if (!p.checkpoint_dir.empty()) {
         ckpt = std::make_unique<detail::CheckpointFolder>(p.checkpoint_dir, run_fingerprint(input, p), p.restart_every);
         first_seq = ckpt->complete_segments() * p.restart_every;
@@ -330,15 +349,7 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
         }
     }
     sum.resumed_frames = first_seq;
-    // Where the time goes, summed over the threads that do each part (wall seconds; decoding and
-    // locating overlap with each other and with linking and writing).
-    std::atomic<std::int64_t> ns_decode{0}, ns_detect{0};
-    std::int64_t ns_link = 0, ns_write = 0;  // under consume_m, or after the threads are joined
-    const auto since = [](std::chrono::steady_clock::time_point t0) {
-        return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
-    };
-
-    const std::int64_t W = info.width, H = info.height;
+    const std::int64_t H = info.height;
     const int n_workers = p.threads > 0 ? p.threads : std::max(1u, std::thread::hardware_concurrency());
     // Warm start: every frame is cut into the same strips whatever the number of workers (their
     // count is a function of the image and the radii, or --strips: never of --threads), each
@@ -346,18 +357,26 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     // to whichever worker is free (StripTasks) — so the output is the same for any --threads.
     // One worker takes the strips in turn; more workers than strips would wait. From scratch
     // (no warm start): frames dealt in turn (frame seq → worker seq % n), each located alone.
-    std::vector<FrameStrip> strips;
+    auto& strips = plan.strips;
     if (p.warm_start && H > 0) {
         const int n_strips = p.n_strips > 0 ? p.n_strips : auto_strip_count(static_cast<int>(H), p.detect.r_large());
         strips = plan_strips(static_cast<int>(H), n_strips, p.detect.r_large());
     }
-    const bool by_strips = !strips.empty();
-    const int n_pieces = by_strips ? static_cast<int>(strips.size()) : 1;
-    const int n_threads = by_strips ? std::min(n_workers, static_cast<int>(strips.size())) : n_workers;
-    const double seam_zone = 0.5 * p.detect.r_small();
-    // Metadata known before the first frame (time stamps, truncation: at the end). The sink is
-    // opened by this thread while the workers locate the first frame (it receives the rows while
-    // the video is tracked).
+    plan.by_strips = !strips.empty();
+    plan.n_pieces = plan.by_strips ? static_cast<int>(strips.size()) : 1;
+    plan.n_threads = plan.by_strips ? std::min(n_workers, static_cast<int>(strips.size())) : n_workers;
+    plan.seam_zone = 0.5 * p.detect.r_small();
+    plan.meta = initial_metadata(input, plan);
+    return plan;
+}
+
+// Metadata known before the first frame (time stamps, truncation: at the end). The sink is
+// opened by this thread while the workers locate the first frame (it receives the rows while
+// the video is tracked).
+Metadata initial_metadata(const std::string& input, const RunPlan& plan) {
+    const TrackParams& p = plan.p;
+    const VideoInfo& info = plan.info;
+    const std::int64_t W = info.width, H = info.height;
     Metadata meta;
     meta.length_unit = "px";
     meta.time_unit = "frame";
@@ -373,7 +392,7 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     meta.source.vibra_version = vibra::version();
     meta.source.parameters = p.parameters;
     meta.user["video_format"] = info.format;
-    if (by_strips) meta.user["strips"] = std::to_string(strips.size());
+    if (plan.by_strips) meta.user["strips"] = std::to_string(plan.strips.size());
     if (p.fps > 0) meta.user["fps"] = std::to_string(p.fps);
     else if (info.fps > 0) meta.user["video_fps"] = std::to_string(info.fps);
     meta.user["radii_px"] = [&] {
@@ -384,346 +403,214 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
 
     // Camera metadata (exposure, bit depth, trigger time, warnings) → /meta/user as camera_*.
     for (const auto& [k, v] : info.extra) meta.user["camera_" + k] = v;
+    return meta;
+}
 
-    std::vector<std::unique_ptr<BoundedQueue<Item>>> in_qs;  // frames dealt in turn: one queue per worker
-    if (!by_strips)
-        for (int k = 0; k < n_threads; ++k) in_qs.push_back(std::make_unique<BoundedQueue<Item>>(3));
-    StripTasks tasks(strips.size(), 2 * strips.size() + 2, first_seq);
-    std::vector<DiskLocator> strip_locators(strips.size(), DiskLocator(p.detect));
-    auto close_all = [&] {
-        for (auto& q : in_qs) q->close();
-        tasks.close();
-    };
-    Reorder out(n_pieces);
-    std::atomic<bool> stop{false};
-    std::exception_ptr reader_error, worker_error;
-    std::mutex err_m;
-    bool truncated = false;
-    std::atomic<bool> cancelled{false};  // the reader stopped at TrackParams::cancel
+// The frame consumer: the frames in order — strips merged, ROI applied, linked, rows handed to
+// the sink in blocks, to the species spool and to the checkpoint — and at the end the final
+// metadata, the trajectory species vote and the commit. Called under the scheduler's lock (one
+// frame at a time, by whichever thread consumes).
+class FrameConsumer {
+public:
+    FrameConsumer(const std::string& input, TrajectorySink& writer, const std::string& spool_path, const RunPlan& plan,
+                  TrackSummary& sum, std::chrono::steady_clock::time_point t_start)
+        : input(input), writer(writer), p(plan.p), info(plan.info), sum(sum), t_start(t_start), ckpt(plan.ckpt), first_seq(plan.first_seq),
+          by_strips(plan.by_strips), strips(plan.strips), seam_zone(plan.seam_zone), spool(spool_path), linker(p.link),
+          progress("track " + input, frames_in_range(info.n_frames, p.reader), p.progress),  // the --frames range
+          same_disk(p.detect.r_small()) {}
+    /// Frame `seq` (its strips' pieces, or the one piece) into the output.
+    void consume(std::int64_t seq, Item& it, std::vector<std::vector<Particle>>& pieces);
+    /// The complete segments of an earlier run into the sink, the spool, the vote and the
+    /// counters, frame by frame as consume() did; then the linker as it was at their end.
+    void replay_checkpoint();
+    /// The rows of the frames consumed so far to the sink.
+    void flush_block();
+    void finish_progress() { progress.finish(); }
+    std::int64_t frames() const { return static_cast<std::int64_t>(d_det.size()); }
+    /// After the last frame: the final metadata (time stamps, truncation), the species of every
+    /// row by its trajectory's vote, the per-frame diagnostics, and the commit.
+    void commit(Metadata meta, bool truncated);
+    std::int64_t n_tracks() const { return linker.n_tracks(); }
+    std::int64_t ns_link = 0, ns_write = 0;  // time in linking and in the sink (under the consumer lock)
 
+private:
+    FrameColumns final_metadata(Metadata& meta, bool truncated) const;
+    void write_species();
+    void save_checkpoint(std::int64_t seq);
+
+    const std::string& input;
+    TrajectorySink& writer;
+    const TrackParams& p;
+    const VideoInfo& info;
+    TrackSummary& sum;
+    const std::chrono::steady_clock::time_point t_start;
+    const std::unique_ptr<detail::CheckpointFolder>& ckpt;
+    const std::int64_t first_seq;
+    const bool by_strips;
+    const std::vector<FrameStrip>& strips;
+    const double seam_zone;
     // Everything that can fail before the first frame fails here, before the threads start (the
     // sink is opened below, inside the loop's error handling, which stops them).
-    Spool spool(spool_path);
+    Spool spool;
     std::vector<SpoolRow> spool_rows;
     // Rows go to the sink in blocks of whole frames of about 8,192 rows (buffers re-used): small
     // blocks leave little to compress after the last frame (docs/performance.md).
-    const std::size_t block_rows = 8192;
+    static constexpr std::size_t block_rows = 8192;
     TrajectoryTable block;
     std::int64_t block_frames = 0;
-    auto flush_block = [&] {
-        if (block_frames == 0) return;
-        const auto t0 = std::chrono::steady_clock::now();
-        writer.append(block, block_frames);
-        ns_write += since(t0);
-        block.clear();
-        block.radius.clear();
-        block.quality.clear();
-        block.species_confidence.clear();
-        block_frames = 0;
-    };
-    Linker linker(p.link);
+    Linker linker;
     SpeciesVote vote;
     std::vector<std::int64_t> d_det, d_links, d_new, d_lost, d_err;
     std::vector<double> time_s;
     std::vector<std::int64_t> image_numbers;
     bool any_time = false;
-    Progress progress("track " + input, frames_in_range(info.n_frames, p.reader), p.progress);  // the --frames range
+    Progress progress;
     std::vector<std::uint64_t> order;  // a frame's rows by particle (the file's order within a frame): id << 32 | row
     std::vector<double> xs, ys;
     std::vector<std::int8_t> sp;
-    // One frame, in order: merge its strips, link, and hand its rows to the sink. Called under
-    // consume_m, by a worker that is not behind (strips) or by this thread (the rest).
-    const double same_disk = p.detect.r_small();  // two disks' centres are ≥ 2 r_small apart
+    const double same_disk;  // two disks' centres are ≥ 2 r_small apart
     // The frame's rows (as the sink got them, species before the vote) into the checkpoint; at a
     // segment's last frame, its per-frame columns and the linker's state too.
     std::vector<detail::CheckpointRow> ckpt_rows;
-    auto save_checkpoint = [&](std::int64_t seq) {
-        const std::int64_t seg = seq / p.restart_every, n = static_cast<std::int64_t>(d_det.size());
-        ckpt->write_rows(seg, ckpt_rows);  // this frame's, filled by consume()
-        if ((seq + 1) % p.restart_every != 0) return;
-        detail::SegmentState st;
-        st.first_frame = seg * p.restart_every;
-        st.n_frames = seq + 1 - st.first_frame;
-        const auto from = static_cast<std::ptrdiff_t>(st.first_frame), to = static_cast<std::ptrdiff_t>(n);
-        const auto slice = [&](const auto& v) { return std::vector(v.begin() + from, v.begin() + to); };
-        st.detections = slice(d_det), st.links = slice(d_links), st.new_tracks = slice(d_new);
-        st.lost_tracks = slice(d_lost), st.decode_errors = slice(d_err), st.image_numbers = slice(image_numbers);
-        st.time_s = slice(time_s);
-        for (auto v : st.detections) st.n_rows += v;
-        st.linker = linker.state();
-        ckpt->finish_segment(seg, st);
-    };
-    std::mutex consume_m;
-    std::int64_t next_seq = first_seq;    // the next frame to consume (under consume_m)
-    std::atomic<bool> sink_ready{false};  // the sink is open: workers may consume
-    auto consume = [&](std::int64_t seq, Item& it, std::vector<std::vector<Particle>>& pieces) {
-        if (seq == first_seq) sum.seconds_first_frame = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-        if (by_strips) it.parts = merge_strips(pieces, strips, seam_zone, same_disk);
-        else it.parts = std::move(pieces.front());
-        std::vector<Particle> parts = std::move(it.parts);
-        if (p.roi.kind != GeometryKind::unbounded)
-            std::erase_if(parts, [&](const Particle& q) { return !inside_roi(p.roi, q.x, q.y); });
-        xs.resize(parts.size());
-        ys.resize(parts.size());
-        sp.resize(parts.size());
-        for (std::size_t i = 0; i < parts.size(); ++i) {
-            xs[i] = parts[i].x, ys[i] = parts[i].y;
-            sp[i] = parts[i].species_confidence >= p.link_species_confidence ? parts[i].species : kSpeciesUnknown;
-        }
-        const auto t_link = std::chrono::steady_clock::now();
-        const auto ids = linker.link(xs, ys, sp);
-        ns_link += since(t_link);
-        const auto& ls = linker.last_stats();
-        // The rows by particle id: (id, row) packed in one integer key and sorted as
-        // integers (the linker's ids count tracks from 0; rows and ids < 2³² always in practice,
-        // else a sort by comparison).
-        order.resize(parts.size());
-        bool packable = parts.size() <= 0xffffffffu;
-        for (std::size_t i = 0; i < parts.size(); ++i) {
-            packable = packable && ids[i] >= 0 && ids[i] <= 0xffffffffLL;
-            order[i] = static_cast<std::uint64_t>(ids[i]) << 32 | static_cast<std::uint64_t>(i);
-            vote.add(ids[i], parts[i].species, parts[i].species_confidence);
-        }
-        if (packable) {
-            std::sort(order.begin(), order.end());
-        } else {
-            for (std::size_t i = 0; i < parts.size(); ++i) order[i] = i;
-            std::sort(order.begin(), order.end(), [&](std::uint64_t a, std::uint64_t b) { return ids[a] < ids[b]; });
-        }
-        spool_rows.clear();
-        ckpt_rows.clear();
-        for (const std::uint64_t key : order) {
-            const auto i = static_cast<std::size_t>(packable ? key & 0xffffffffu : key);
-            const auto& q = parts[i];
-            if (ckpt) ckpt_rows.push_back({seq, ids[i], q.x, q.y, q.radius, q.quality, q.species_confidence, q.species});
-            block.push(seq, ids[i], q.x, q.y, q.species);
-            block.radius.push_back(q.radius);
-            block.quality.push_back(q.quality);
-            block.species_confidence.push_back(q.species_confidence);
-            spool_rows.push_back({ids[i], q.species_confidence, q.species});
-        }
-        ++block_frames;
-        if (block.size() >= block_rows) flush_block();
-        spool.write(spool_rows);
-        d_det.push_back(static_cast<std::int64_t>(parts.size()));
-        d_links.push_back(ls.links);
-        d_new.push_back(ls.new_tracks);
-        d_lost.push_back(ls.lost_tracks);
-        d_err.push_back(it.status == ReadStatus::ok ? 0 : 1);
-        sum.decode_errors += it.status == ReadStatus::ok ? 0 : 1;
-        sum.detections += static_cast<std::int64_t>(parts.size());
-        time_s.push_back(it.frame.time_s);
-        any_time = any_time || it.frame.time_s >= 0;
-        image_numbers.push_back(it.frame.image_number);
-        if (ckpt) save_checkpoint(seq);
-        progress.update(seq + 1);
-    };
-    // Strips: a worker that is not behind the other strips consumes the frames that are complete,
-    // so the linking and the sink's work land on the core that is ahead and the strips stay in
-    // step (with a separate consumer thread they drifted apart by up to ±30 ms, and one core
-    // waited for the other at the end: docs/performance.md). Never blocks: another consumer
-    // already at it does the work.
-    // The complete segments of an earlier run into the sink, the spool, the vote and the counters,
-    // frame by frame as consume() did; then the linker as it was at their end.
-    auto replay_checkpoint = [&] {
-        for (std::int64_t sg = 0; sg < ckpt->complete_segments(); ++sg) {
-            const auto st = ckpt->read_state(sg);
-            const auto nf = static_cast<std::size_t>(st.n_frames);
-            std::size_t k = 0;
-            std::int64_t left = nf > 0 ? st.detections[0] : 0;
-            auto close_frame = [&] {
-                ++block_frames;
-                if (block.size() >= block_rows) flush_block();
-                spool.write(spool_rows);
-                spool_rows.clear();
-                d_det.push_back(st.detections[k]), d_links.push_back(st.links[k]), d_new.push_back(st.new_tracks[k]);
-                d_lost.push_back(st.lost_tracks[k]), d_err.push_back(st.decode_errors[k]);
-                sum.decode_errors += st.decode_errors[k];
-                sum.detections += st.detections[k];
-                time_s.push_back(st.time_s[k]);
-                any_time = any_time || st.time_s[k] >= 0;
-                image_numbers.push_back(st.image_numbers[k]);
-                ++k;
-                left = k < nf ? st.detections[k] : 0;
-            };
-            auto settle = [&] {
-                while (k < nf && left == 0) close_frame();
-            };
-            settle();
-            spool_rows.clear();
-            ckpt->read_rows(sg, st.n_rows, [&](const detail::CheckpointRow& r) {
-                block.push(r.frame, r.particle, r.x, r.y, r.species);
-                block.radius.push_back(r.radius);
-                block.quality.push_back(r.quality);
-                block.species_confidence.push_back(r.conf);
-                spool_rows.push_back({r.particle, r.conf, r.species});
-                vote.add(r.particle, r.species, r.conf);
-                --left;
-                settle();
-            });
-            if (k != nf) throw FormatError(ckpt->dir() + ": checkpoint segment " + std::to_string(sg) + " is inconsistent");
-            linker.restore(st.linker);
-        }
-    };
-    auto help_consume = [&] {
-        std::unique_lock lk(consume_m, std::try_to_lock);
-        if (!lk.owns_lock()) return;
-        Item it;
-        std::vector<std::vector<Particle>> pieces;
-        while (!stop && out.try_take(next_seq, it, pieces)) {
-            consume(next_seq, it, pieces);
-            ++next_seq;
-        }
-    };
+};
 
-    std::thread reader([&] {
-        std::int64_t seq = first_seq;
-        try {
-            while (!stop) {
-                if (p.cancel && p.cancel->load()) {
-                    cancelled = true;
-                    break;
-                }
-                Item it;
-                it.seq = seq;
-                const auto t0 = std::chrono::steady_clock::now();
-                const auto st = src->next(it.frame);
-                ns_decode += since(t0);
-                if (st == ReadStatus::end) break;
-                if (st == ReadStatus::truncated) {
-                    truncated = true;
-                    break;
-                }
-                it.status = st;
-                if (st == ReadStatus::ok) {
-                    if (it.frame.image.empty()) {
-                        it.status = ReadStatus::corrupt;
-                    } else if ((W > 0 && it.frame.image.cols != W) || (H > 0 && it.frame.image.rows != H)) {
-                        throw FormatError(at_frame(input, it.frame.index,
-                                                   "frame size changed from " + std::to_string(W) + "x" + std::to_string(H) +
-                                                       " to " + std::to_string(it.frame.image.cols) + "x" +
-                                                       std::to_string(it.frame.image.rows)));
-                    }
-                }
-                bool pushed = true;
-                if (by_strips) {
-                    pushed = tasks.push(std::move(it));
-                } else {
-                    pushed = in_qs[static_cast<std::size_t>(seq % n_threads)]->push(std::move(it));
-                }
-                if (!pushed) break;
-                ++seq;
-            }
-        } catch (...) {
-            std::lock_guard lk(err_m);
-            reader_error = std::current_exception();
-            stop = true;
-        }
-        close_all();
-    });
-    std::atomic<int> workers_left{n_threads};
-    std::vector<std::thread> workers;
-    for (int k = 0; k < n_threads; ++k)
-        workers.emplace_back([&, k] {
-            Item it;
-            auto record_error = [&] {
-                std::lock_guard lk(err_m);
-                if (!worker_error) worker_error = std::current_exception();
-                stop = true;
-            };
-            if (by_strips) {
-                std::size_t s = 0;
-                while (tasks.take(s, it)) {
-                    auto& locator = strip_locators[s];
-                    // a segment's first frame: from scratch, as a run resumed there starts
-                    if (p.restart_every > 0 && it.seq % p.restart_every == 0) locator = DiskLocator(p.detect);
-                    try {
-                        if (it.status == ReadStatus::ok && !stop)
-                        {
-                            const auto t0 = std::chrono::steady_clock::now();
-                            it.parts = locate_in_strip(locator, it.frame.image, strips, s, seam_zone);
-                            ns_detect += since(t0);
-                        }
-                        else
-                            locator.reset();  // a gap: the next frame from scratch
-                    } catch (...) {
-                        record_error();
-                    }
-                    it.frame.image.release();
-                    out.put(std::move(it));
-                    tasks.done(s);
-                    if (sink_ready && !stop && tasks.may_consume(s)) {
-                        try {
-                            help_consume();
-                        } catch (...) {
-                            record_error();
-                        }
-                    }
-                }
-            } else {
-                auto& q = *in_qs[static_cast<std::size_t>(k)];
-                while (q.pop(it)) {
-                    try {
-                        if (it.status == ReadStatus::ok && !stop)
-                        {
-                            const auto t0 = std::chrono::steady_clock::now();
-                            it.parts = locate(it.frame.image, p.detect);
-                            ns_detect += since(t0);
-                        }
-                    } catch (...) {
-                        record_error();
-                    }
-                    it.frame.image.release();
-                    out.put(std::move(it));
-                }
-            }
-            if (--workers_left == 0) out.finish();
-        });
-    auto join_all = [&] {
-        stop = true;
-        close_all();
-        if (reader.joinable()) reader.join();
-        for (auto& w : workers)
-            if (w.joinable()) w.join();
-    };
+void FrameConsumer::flush_block() {
+    if (block_frames == 0) return;
+    const auto t0 = std::chrono::steady_clock::now();
+    writer.append(block, block_frames);
+    ns_write += since(t0);
+    block.clear();
+    block.radius.clear();
+    block.quality.clear();
+    block.species_confidence.clear();
+    block_frames = 0;
+}
 
-    try {
-        writer.open(meta);
-        if (ckpt) replay_checkpoint();
-        sink_ready = true;
-        if (by_strips) {
-            // the workers consume as they go; the frames left when they are done, here
-            if (reader.joinable()) reader.join();
-            for (auto& w : workers)
-                if (w.joinable()) w.join();
-        }
-        std::lock_guard lk(consume_m);
-        Item it;
-        std::vector<std::vector<Particle>> pieces;
-        for (;; ++next_seq) {
-            // (strips: the threads are joined, the errors can be read; a frame a worker took
-            // when its sink failed is gone from `out`, and must not be waited for)
-            if (by_strips && stop && (reader_error || worker_error)) break;
-            if (!out.take(next_seq, it, pieces)) break;
-            if (stop && (reader_error || worker_error)) break;
-            consume(next_seq, it, pieces);
-        }
-    } catch (...) {
-        join_all();
-        throw;
+void FrameConsumer::save_checkpoint(std::int64_t seq) {
+    const std::int64_t seg = seq / p.restart_every, n = static_cast<std::int64_t>(d_det.size());
+    ckpt->write_rows(seg, ckpt_rows);  // this frame's, filled by consume()
+    if ((seq + 1) % p.restart_every != 0) return;
+    detail::SegmentState st;
+    st.first_frame = seg * p.restart_every;
+    st.n_frames = seq + 1 - st.first_frame;
+    const auto from = static_cast<std::ptrdiff_t>(st.first_frame), to = static_cast<std::ptrdiff_t>(n);
+    const auto slice = [&](const auto& v) { return std::vector(v.begin() + from, v.begin() + to); };
+    st.detections = slice(d_det), st.links = slice(d_links), st.new_tracks = slice(d_new);
+    st.lost_tracks = slice(d_lost), st.decode_errors = slice(d_err), st.image_numbers = slice(image_numbers);
+    st.time_s = slice(time_s);
+    for (auto v : st.detections) st.n_rows += v;
+    st.linker = linker.state();
+    ckpt->finish_segment(seg, st);
+}
+
+// One frame, in order: merge its strips, link, and hand its rows to the sink. Called under
+// consume_m, by a worker that is not behind (strips) or by this thread (the rest).
+void FrameConsumer::consume(std::int64_t seq, Item& it, std::vector<std::vector<Particle>>& pieces) {
+    if (seq == first_seq) sum.seconds_first_frame = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+    if (by_strips) it.parts = merge_strips(pieces, strips, seam_zone, same_disk);
+    else it.parts = std::move(pieces.front());
+    std::vector<Particle> parts = std::move(it.parts);
+    if (p.roi.kind != GeometryKind::unbounded)
+        std::erase_if(parts, [&](const Particle& q) { return !inside_roi(p.roi, q.x, q.y); });
+    xs.resize(parts.size());
+    ys.resize(parts.size());
+    sp.resize(parts.size());
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        xs[i] = parts[i].x, ys[i] = parts[i].y;
+        sp[i] = parts[i].species_confidence >= p.link_species_confidence ? parts[i].species : kSpeciesUnknown;
     }
-    join_all();
-    const auto t_tracked = std::chrono::steady_clock::now();
-    flush_block();
-    progress.finish();
-    if (reader_error) std::rethrow_exception(reader_error);
-    if (worker_error) std::rethrow_exception(worker_error);
-    if (cancelled)
-        throw Interrupted(input + ": interrupted after " + std::to_string(d_det.size()) + " frames", static_cast<std::int64_t>(d_det.size()));
-    const auto n_frames = static_cast<std::int64_t>(d_det.size());
-    if (n_frames == 0) throw FormatError(input + ": no frames could be read");
-    if (n_frames == sum.decode_errors) throw FormatError(input + ": no frame could be decoded");
+    const auto t_link = std::chrono::steady_clock::now();
+    const auto ids = linker.link(xs, ys, sp);
+    ns_link += since(t_link);
+    const auto& ls = linker.last_stats();
+    // The rows by particle id: (id, row) packed in one integer key and sorted as
+    // integers (the linker's ids count tracks from 0; rows and ids < 2³² always in practice,
+    // else a sort by comparison).
+    order.resize(parts.size());
+    bool packable = parts.size() <= 0xffffffffu;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        packable = packable && ids[i] >= 0 && ids[i] <= 0xffffffffLL;
+        order[i] = static_cast<std::uint64_t>(ids[i]) << 32 | static_cast<std::uint64_t>(i);
+        vote.add(ids[i], parts[i].species, parts[i].species_confidence);
+    }
+    if (packable) {
+        std::sort(order.begin(), order.end());
+    } else {
+        for (std::size_t i = 0; i < parts.size(); ++i) order[i] = i;
+        std::sort(order.begin(), order.end(), [&](std::uint64_t a, std::uint64_t b) { return ids[a] < ids[b]; });
+    }
+    spool_rows.clear();
+    ckpt_rows.clear();
+    for (const std::uint64_t key : order) {
+        const auto i = static_cast<std::size_t>(packable ? key & 0xffffffffu : key);
+        const auto& q = parts[i];
+        if (ckpt) ckpt_rows.push_back({seq, ids[i], q.x, q.y, q.radius, q.quality, q.species_confidence, q.species});
+        block.push(seq, ids[i], q.x, q.y, q.species);
+        block.radius.push_back(q.radius);
+        block.quality.push_back(q.quality);
+        block.species_confidence.push_back(q.species_confidence);
+        spool_rows.push_back({ids[i], q.species_confidence, q.species});
+    }
+    ++block_frames;
+    if (block.size() >= block_rows) flush_block();
+    spool.write(spool_rows);
+    d_det.push_back(static_cast<std::int64_t>(parts.size()));
+    d_links.push_back(ls.links);
+    d_new.push_back(ls.new_tracks);
+    d_lost.push_back(ls.lost_tracks);
+    d_err.push_back(it.status == ReadStatus::ok ? 0 : 1);
+    sum.decode_errors += it.status == ReadStatus::ok ? 0 : 1;
+    sum.detections += static_cast<std::int64_t>(parts.size());
+    time_s.push_back(it.frame.time_s);
+    any_time = any_time || it.frame.time_s >= 0;
+    image_numbers.push_back(it.frame.image_number);
+    if (ckpt) save_checkpoint(seq);
+    progress.update(seq + 1);
+}
 
+void FrameConsumer::replay_checkpoint() {
+    for (std::int64_t sg = 0; sg < ckpt->complete_segments(); ++sg) {
+        const auto st = ckpt->read_state(sg);
+        const auto nf = static_cast<std::size_t>(st.n_frames);
+        std::size_t k = 0;
+        std::int64_t left = nf > 0 ? st.detections[0] : 0;
+        auto close_frame = [&] {
+            ++block_frames;
+            if (block.size() >= block_rows) flush_block();
+            spool.write(spool_rows);
+            spool_rows.clear();
+            d_det.push_back(st.detections[k]), d_links.push_back(st.links[k]), d_new.push_back(st.new_tracks[k]);
+            d_lost.push_back(st.lost_tracks[k]), d_err.push_back(st.decode_errors[k]);
+            sum.decode_errors += st.decode_errors[k];
+            sum.detections += st.detections[k];
+            time_s.push_back(st.time_s[k]);
+            any_time = any_time || st.time_s[k] >= 0;
+            image_numbers.push_back(st.image_numbers[k]);
+            ++k;
+            left = k < nf ? st.detections[k] : 0;
+        };
+        auto settle = [&] {
+            while (k < nf && left == 0) close_frame();
+        };
+        settle();
+        spool_rows.clear();
+        ckpt->read_rows(sg, st.n_rows, [&](const detail::CheckpointRow& r) {
+            block.push(r.frame, r.particle, r.x, r.y, r.species);
+            block.radius.push_back(r.radius);
+            block.quality.push_back(r.quality);
+            block.species_confidence.push_back(r.conf);
+            spool_rows.push_back({r.particle, r.conf, r.species});
+            vote.add(r.particle, r.species, r.conf);
+            --left;
+            settle();
+        });
+        if (k != nf) throw FormatError(ckpt->dir() + ": checkpoint segment " + std::to_string(sg) + " is inconsistent");
+        linker.restore(st.linker);
+    }
+}
+
+FrameColumns FrameConsumer::final_metadata(Metadata& meta, bool truncated) const {
+    const auto n_frames = static_cast<std::int64_t>(d_det.size());
     // Final metadata. Physical time: camera time stamps win over the nominal rate (decimated
     // saves), else --fps.
     if (any_time) {
@@ -754,9 +641,12 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
         for (std::int64_t f = 0; f < n_frames; ++f) fc.time_s[static_cast<std::size_t>(f)] = static_cast<double>(f) / p.fps;
     }
     fc.image_number = image_numbers;
+    return fc;
+}
 
-    // Species: each row's trajectory vote (its own species where the vote has none), in the
-    // order of the rows, from the spool in blocks.
+// Species: each row's trajectory vote (its own species where the vote has none), in the
+// order of the rows, from the spool in blocks.
+void FrameConsumer::write_species() {
     std::fflush(spool.f);
     std::rewind(spool.f);
     std::vector<std::int8_t> species;
@@ -778,6 +668,11 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
         ns_write += since(t_sp);
         left -= static_cast<std::int64_t>(nb);
     }
+}
+
+void FrameConsumer::commit(Metadata meta, bool truncated) {
+    const FrameColumns fc = final_metadata(meta, truncated);
+    write_species();
     writer.set_diagnostic("detections", d_det, "1");
     writer.set_diagnostic("links", d_links, "1");
     writer.set_diagnostic("new_tracks", d_new, "1");
@@ -786,15 +681,275 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     const auto t_commit = std::chrono::steady_clock::now();
     writer.commit(meta, fc);
     ns_write += since(t_commit);
-    sum.seconds_decode = 1e-9 * static_cast<double>(ns_decode.load());
-    sum.seconds_detect = 1e-9 * static_cast<double>(ns_detect.load());
-    sum.seconds_link = 1e-9 * static_cast<double>(ns_link);
-    sum.seconds_write = 1e-9 * static_cast<double>(ns_write);
-    if (ckpt) ckpt->remove_all();
+}
+
+// The scheduler: a reader thread decodes the frames in order and hands them to the workers —
+// by strips (StripTasks: each strip's locator sees every frame in order, so the output is the
+// same for any --threads) or frames dealt in turn (from scratch) — whose results are put back
+// in frame order (Reorder) and given to the consumer one at a time.
+class FrameScheduler {
+public:
+    FrameScheduler(const std::string& input, RunPlan& plan, FrameConsumer& consumer)
+        : input(input), p(plan.p), src(*plan.src), consumer(consumer), first_seq(plan.first_seq), by_strips(plan.by_strips),
+          n_threads(plan.n_threads), strips(plan.strips), seam_zone(plan.seam_zone), W(plan.info.width), H(plan.info.height),
+          tasks(strips.size(), 2 * strips.size() + 2, first_seq), strip_locators(strips.size(), DiskLocator(p.detect)), out(plan.n_pieces),
+          next_seq(first_seq), workers_left(n_threads) {
+        if (!by_strips)
+            for (int k = 0; k < n_threads; ++k) in_qs.push_back(std::make_unique<BoundedQueue<Item>>(3));  // frames dealt in turn: one queue per worker
+    }
+    /// Runs the video through: starts the threads, calls `open_sink` on this thread while the
+    /// workers locate the first frames, consumes the frames in order (here, and by strips also
+    /// on the workers), and joins the threads, also when something throws.
+    template <class F>
+    void run(F&& open_sink);
+
+    std::exception_ptr reader_error, worker_error;
+    bool truncated = false;
+    std::atomic<bool> cancelled{false};  // the reader stopped at TrackParams::cancel
+    // Where the time goes, summed over the threads that do each part (wall seconds; decoding and
+    // locating overlap with each other and with linking and writing).
+    std::atomic<std::int64_t> ns_decode{0}, ns_detect{0};
+
+private:
+    void read_frames();
+    void locate_strips();
+    void locate_frames(int k);
+    void record_error();
+    void help_consume();
+    void close_all();
+    void join_all();
+
+    const std::string& input;
+    const TrackParams& p;
+    FrameSource& src;
+    FrameConsumer& consumer;
+    const std::int64_t first_seq;
+    const bool by_strips;
+    const int n_threads;
+    const std::vector<FrameStrip>& strips;
+    const double seam_zone;
+    const std::int64_t W, H;
+    std::vector<std::unique_ptr<BoundedQueue<Item>>> in_qs;
+    StripTasks tasks;
+    std::vector<DiskLocator> strip_locators;
+    Reorder out;
+    std::atomic<bool> stop{false};
+    std::mutex err_m;
+    std::mutex consume_m;
+    std::int64_t next_seq;                // the next frame to consume (under consume_m)
+    std::atomic<bool> sink_ready{false};  // the sink is open: workers may consume
+    std::atomic<int> workers_left;
+    std::thread reader;
+    std::vector<std::thread> workers;
+};
+
+void FrameScheduler::close_all() {
+    for (auto& q : in_qs) q->close();
+    tasks.close();
+}
+
+void FrameScheduler::read_frames() {
+    std::int64_t seq = first_seq;
+    try {
+        while (!stop) {
+            if (p.cancel && p.cancel->load()) {
+                cancelled = true;
+                break;
+            }
+            Item it;
+            it.seq = seq;
+            const auto t0 = std::chrono::steady_clock::now();
+            const auto st = src.next(it.frame);
+            ns_decode += since(t0);
+            if (st == ReadStatus::end) break;
+            if (st == ReadStatus::truncated) {
+                truncated = true;
+                break;
+            }
+            it.status = st;
+            if (st == ReadStatus::ok) {
+                if (it.frame.image.empty()) {
+                    it.status = ReadStatus::corrupt;
+                } else if ((W > 0 && it.frame.image.cols != W) || (H > 0 && it.frame.image.rows != H)) {
+                    throw FormatError(at_frame(input, it.frame.index,
+                                               "frame size changed from " + std::to_string(W) + "x" + std::to_string(H) +
+                                                   " to " + std::to_string(it.frame.image.cols) + "x" +
+                                                   std::to_string(it.frame.image.rows)));
+                }
+            }
+            bool pushed = true;
+            if (by_strips) {
+                pushed = tasks.push(std::move(it));
+            } else {
+                pushed = in_qs[static_cast<std::size_t>(seq % n_threads)]->push(std::move(it));
+            }
+            if (!pushed) break;
+            ++seq;
+        }
+    } catch (...) {
+        std::lock_guard lk(err_m);
+        reader_error = std::current_exception();
+        stop = true;
+    }
+    close_all();
+}
+
+void FrameScheduler::record_error() {
+    std::lock_guard lk(err_m);
+    if (!worker_error) worker_error = std::current_exception();
+    stop = true;
+}
+
+// Strips: the (strip, frame) tasks, each strip by its own locator.
+void FrameScheduler::locate_strips() {
+    Item it;
+    std::size_t s = 0;
+    while (tasks.take(s, it)) {
+        auto& locator = strip_locators[s];
+        // a segment's first frame: from scratch, as a run resumed there starts
+        if (p.restart_every > 0 && it.seq % p.restart_every == 0) locator = DiskLocator(p.detect);
+        try {
+            if (it.status == ReadStatus::ok && !stop)
+            {
+                const auto t0 = std::chrono::steady_clock::now();
+                it.parts = locate_in_strip(locator, it.frame.image, strips, s, seam_zone);
+                ns_detect += since(t0);
+            }
+            else
+                locator.reset();  // a gap: the next frame from scratch
+        } catch (...) {
+            record_error();
+        }
+        it.frame.image.release();
+        out.put(std::move(it));
+        tasks.done(s);
+        if (sink_ready && !stop && tasks.may_consume(s)) {
+            try {
+                help_consume();
+            } catch (...) {
+                record_error();
+            }
+        }
+    }
+}
+
+// Frames dealt in turn: worker k's queue, each frame located from scratch.
+void FrameScheduler::locate_frames(int k) {
+    Item it;
+    auto& q = *in_qs[static_cast<std::size_t>(k)];
+    while (q.pop(it)) {
+        try {
+            if (it.status == ReadStatus::ok && !stop)
+            {
+                const auto t0 = std::chrono::steady_clock::now();
+                it.parts = locate(it.frame.image, p.detect);
+                ns_detect += since(t0);
+            }
+        } catch (...) {
+            record_error();
+        }
+        it.frame.image.release();
+        out.put(std::move(it));
+    }
+}
+
+// Strips: a worker that is not behind the other strips consumes the frames that are complete,
+// so the linking and the sink's work land on the core that is ahead and the strips stay in
+// step (with a separate consumer thread they drifted apart by up to ±30 ms, and one core
+// waited for the other at the end: docs/performance.md). Never blocks: another consumer
+// already at it does the work.
+void FrameScheduler::help_consume() {
+    std::unique_lock lk(consume_m, std::try_to_lock);
+    if (!lk.owns_lock()) return;
+    Item it;
+    std::vector<std::vector<Particle>> pieces;
+    while (!stop && out.try_take(next_seq, it, pieces)) {
+        consumer.consume(next_seq, it, pieces);
+        ++next_seq;
+    }
+}
+
+void FrameScheduler::join_all() {
+    stop = true;
+    close_all();
+    if (reader.joinable()) reader.join();
+    for (auto& w : workers)
+        if (w.joinable()) w.join();
+}
+
+template <class F>
+void FrameScheduler::run(F&& open_sink) {
+    reader = std::thread([this] { read_frames(); });
+    for (int k = 0; k < n_threads; ++k)
+        workers.emplace_back([this, k] {
+            if (by_strips) locate_strips();
+            else locate_frames(k);
+            if (--workers_left == 0) out.finish();
+        });
+    try {
+        open_sink();
+        sink_ready = true;
+        if (by_strips) {
+            // the workers consume as they go; the frames left when they are done, here
+            if (reader.joinable()) reader.join();
+            for (auto& w : workers)
+                if (w.joinable()) w.join();
+        }
+        std::lock_guard lk(consume_m);
+        Item it;
+        std::vector<std::vector<Particle>> pieces;
+        for (;; ++next_seq) {
+            // (strips: the threads are joined, the errors can be read; a frame a worker took
+            // when its sink failed is gone from `out`, and must not be waited for)
+            if (by_strips && stop && (reader_error || worker_error)) break;
+            if (!out.take(next_seq, it, pieces)) break;
+            if (stop && (reader_error || worker_error)) break;
+            consumer.consume(next_seq, it, pieces);
+        }
+    } catch (...) {
+        join_all();
+        throw;
+    }
+    join_all();
+}
+
+}  // namespace
+
+TrackSummary track_video(const std::string& input, TrajectorySink& writer, const std::string& spool_path,
+                         const TrackParams& p_in) {
+    p_in.validate();
+    const auto t_start = std::chrono::steady_clock::now();
+    TrackSummary sum;
+    sum.input = input;
+    RunPlan plan = plan_run(input, p_in, sum);
+    // Everything that can fail before the first frame fails before the threads start (the spool
+    // here; the sink is opened inside the scheduler's error handling, which stops them).
+    FrameConsumer consumer(input, writer, spool_path, plan, sum, t_start);
+    FrameScheduler scheduler(input, plan, consumer);
+    scheduler.run([&] {
+        writer.open(plan.meta);
+        if (plan.ckpt) consumer.replay_checkpoint();
+    });
+    const auto t_tracked = std::chrono::steady_clock::now();
+    consumer.flush_block();
+    consumer.finish_progress();
+    if (scheduler.reader_error) std::rethrow_exception(scheduler.reader_error);
+    if (scheduler.worker_error) std::rethrow_exception(scheduler.worker_error);
+    if (scheduler.cancelled)
+        throw Interrupted(input + ": interrupted after " + std::to_string(consumer.frames()) + " frames", consumer.frames());
+    const auto n_frames = consumer.frames();
+    if (n_frames == 0) throw FormatError(input + ": no frames could be read");
+    if (n_frames == sum.decode_errors) throw FormatError(input + ": no frame could be decoded");
+    consumer.commit(plan.meta, scheduler.truncated);
+    sum.seconds_decode = 1e-9 * static_cast<double>(scheduler.ns_decode.load());
+    sum.seconds_detect = 1e-9 * static_cast<double>(scheduler.ns_detect.load());
+    sum.seconds_link = 1e-9 * static_cast<double>(consumer.ns_link);
+    sum.seconds_write = 1e-9 * static_cast<double>(consumer.ns_write);
+    if (plan.ckpt) plan.ckpt->remove_all();
 
     sum.frames = n_frames;
-    sum.tracks = linker.n_tracks();
-    sum.truncated = truncated;
+    sum.tracks = consumer.n_tracks();
+    sum.truncated = scheduler.truncated;
     const auto t_end = std::chrono::steady_clock::now();
     sum.seconds = std::chrono::duration<double>(t_end - t_start).count();
     sum.seconds_final = std::chrono::duration<double>(t_end - t_tracked).count();
