@@ -167,7 +167,11 @@ ResultGroup run_field(const AnalysisContext& ctx) {
 // defects
 
 std::vector<AnalysisOption> defects_spec_options() {
-    auto o = detail::field_options("defects", "1");
+    auto o = detail::field_options("defects", "");
+    for (auto& op : o)
+        if (op.flag == "defects-stride")
+            op.help = "use start frames t = 0, s, 2s, … (frames; empty = every frame while the defect tables fit half of "
+                      "--memory, 16 bytes per grid node, start frame and lag; else the smallest stride that fits)";
     o.insert(o.end(), {
         {"defects-route", "loops: grid (plaquettes of the coarse-grained field) | delaunay (triangles of the particles)", "grid", OptionType::text, -kInf, kInf, {"grid", "delaunay"}},
         {"defects-threshold", "skip loops touching |u| below this, field unit (empty = defects-threshold-rms × rms|u| of the frame)", "", OptionType::number, 0, kInf},
@@ -184,8 +188,21 @@ std::vector<AnalysisOption> defects_spec_options() {
     return o;
 }
 
+/// Bytes the defect tables may take per grid node, start frame and lag (in memory while the run
+/// streams, then as result rows): about a defect on 10% of the plaquettes of a random field.
+constexpr double kDefectBytesPerNode = 16;
+
 ResultGroup run_defects(const AnalysisContext& ctx) {
-    const auto s = detail::resolve_field_settings(ctx, "defects");
+    auto s = detail::resolve_field_settings(ctx, "defects");
+    if (!ctx.is_set("defects-stride")) {
+        // Tracking wants consecutive frames: every frame, unless the tables of a long run would
+        // not fit half the memory budget; then the smallest stride that makes them fit.
+        const double per_start = kDefectBytesPerNode * static_cast<double>(s.grid.size()) * static_cast<double>(s.lags.size());
+        const std::int64_t span = s.n_frames - s.lags.front();
+        const auto fit = std::max<std::int64_t>(1, static_cast<std::int64_t>(static_cast<double>(ctx.memory_bytes / 2) / per_start));
+        s.stride = std::max<std::int64_t>(1, (span + fit - 1) / fit);
+        s.n_times = (span + s.stride - 1) / s.stride;
+    }
     const auto& src = ctx.source;
     const auto& route = ctx.text("defects-route");
     if (route != "grid" && route != "delaunay")
@@ -265,6 +282,7 @@ ResultGroup run_defects(const AnalysisContext& ctx) {
     g.name = "defects";
     detail::record_field_settings(s, g.attrs);
     g.attrs["route"] = route;
+    g.attrs["stride_rule"] = std::string(ctx.is_set("defects-stride") ? "given" : "every frame while the defect tables fit half of --memory (16 bytes per grid node, start frame and lag)");
     g.attrs["threshold"] = thr_abs;
     g.attrs["threshold_rms_factor"] = thr_rel;
     g.attrs["threshold_rule"] = std::string(thr_abs >= 0 ? "absolute" : "threshold_rms_factor x rms|u| per frame");

@@ -71,6 +71,38 @@ void CurrentSeries::frames(Kind which, std::size_t t0, std::size_t n, std::vecto
 }
 
 namespace {
+
+/// Scratch of frame_currents (one per thread).
+struct FrameWork {
+    detail::CurrentEngine::Work w;
+    std::vector<double> ax, ay, wt;
+    std::vector<cplx> jx, jy;
+};
+
+/// j_L, j_T of one frame for every k-vector: out[0][q·stride] = j_L, out[1][q·stride] = j_T and,
+/// with masses, out[2], out[3] the mass-weighted ones; sw2, sw2m the frame's Σw² and Σw²m.
+void frame_currents(const detail::CurrentEngine& eng, const detail::FrameParticles& fp, const CurrentRegion& region,
+                    const std::vector<double>* masses, bool subtract_mean, const std::vector<double>& khx,
+                    const std::vector<double>& khy, std::size_t stride, cplx* const out[4], double& sw2, double& sw2m,
+                    FrameWork& fw) {
+    const std::size_t K = khx.size();
+    fw.jx.resize(K);
+    fw.jy.resize(K);
+    eng.phases(fp.x.data(), fp.y.data(), fp.x.size(), fw.w);
+    for (int pass = 0; pass < (masses ? 2 : 1); ++pass) {
+        double w2 = 0;
+        detail::weighted_velocities(fp, region, pass ? masses : nullptr, subtract_mean, fw.ax, fw.ay, fw.wt, w2);
+        (pass ? sw2m : sw2) = w2;
+        eng.forward(fw.ax.data(), fw.ay.data(), fw.jx.data(), fw.jy.data(), fw.w);
+        cplx* JL = out[2 * pass];
+        cplx* JT = out[2 * pass + 1];
+        for (std::size_t q = 0; q < K; ++q) {
+            JL[q * stride] = khx[q] * fw.jx[q] + khy[q] * fw.jy[q];
+            JT[q * stride] = -khy[q] * fw.jx[q] + khx[q] * fw.jy[q];
+        }
+    }
+}
+
 double tukey(double u, double a) {
     if (u < 0 || u > 1) return 0;
     if (a <= 0) return 1;
@@ -184,8 +216,10 @@ std::vector<double> species_masses(const Metadata& meta) {
     return m;
 }
 
-CurrentSeries compute_current_series(const TrajectorySource& src, const CurrentsParams& p) {
-    p.validate();
+namespace {
+
+/// A series without its values: region, k-vectors (from the mean row density), frames, masses.
+CurrentSeries series_header(const TrajectorySource& src, const CurrentsParams& p, std::vector<double>& masses) {
     CurrentSeries s;
     s.region = current_region(src, p.taper);
     s.n_frames = src.n_frames();
@@ -197,15 +231,29 @@ CurrentSeries compute_current_series(const TrajectorySource& src, const Currents
     const double mean_rows = static_cast<double>(src.n_rows()) / static_cast<double>(s.n_frames);
     const double density = mean_rows / s.region.area;
     s.ks = current_kvectors(s.region, density, p);
-    const std::vector<double> masses = species_masses(src.meta());
+    masses = species_masses(src.meta());
     s.has_mass = p.mass_weighted && !masses.empty();
+    return s;
+}
+
+/// Bytes of the whole series j(k,t) of a run.
+double series_bytes(const CurrentSeries& s) {
+    return static_cast<double>(s.ks.size()) * static_cast<double>(s.n_frames) *
+           static_cast<double>((s.has_mass ? 4 : 2) * sizeof(cplx));
+}
+
+}  // namespace
+
+CurrentSeries compute_current_series(const TrajectorySource& src, const CurrentsParams& p) {
+    p.validate();
+    std::vector<double> masses;
+    CurrentSeries s = series_header(src, p, masses);
     const std::size_t K = s.ks.size();
     const auto T = static_cast<std::size_t>(s.n_frames);
     const std::size_t n_series = s.has_mass ? 4 : 2;
     // In memory when the series fit the budget; else chunks of Fc frames (a multiple of
     // stream_frames' block, so no block straddles two chunks) written k-major to a temporary file.
-    const double bytes = static_cast<double>(K) * static_cast<double>(T) * static_cast<double>(n_series * sizeof(cplx));
-    const bool spill = bytes > static_cast<double>(p.memory_bytes);
+    const bool spill = series_bytes(s) > static_cast<double>(p.memory_bytes);
     std::size_t Fc = T;  // frames held in memory per series and k-vector
     if (spill) {
         const auto fpb = static_cast<std::size_t>(std::max<std::int64_t>(1, frames_per_block(src, p.block_rows)));
@@ -239,26 +287,15 @@ CurrentSeries compute_current_series(const TrajectorySource& src, const Currents
         [&](std::vector<detail::FrameParticles>& block) {
             std::vector<double> bn(block.size()), bw(block.size()), bwm(block.size());
             detail::parallel_for(block.size(), nt, [&](std::size_t b, std::size_t e, int) {
-                detail::CurrentEngine::Work w;
-                std::vector<double> ax, ay, wt;
-                std::vector<cplx> jx(K), jy(K);
+                FrameWork fw;
                 for (std::size_t f = b; f < e; ++f) {
                     const auto& fp = block[f];
                     const auto t = static_cast<std::size_t>(fp.frame) % Fc;  // = frame when in memory
                     bn[f] = static_cast<double>(fp.x.size());
-                    eng.phases(fp.x.data(), fp.y.data(), fp.x.size(), w);
-                    for (int pass = 0; pass < (s.has_mass ? 2 : 1); ++pass) {
-                        double sw2 = 0;
-                        detail::weighted_velocities(fp, s.region, pass ? &masses : nullptr, p.subtract_mean, ax, ay, wt, sw2);
-                        (pass ? bwm[f] : bw[f]) = sw2;
-                        eng.forward(ax.data(), ay.data(), jx.data(), jy.data(), w);
-                        auto& JL = pass ? s.jl_mass : s.jl;
-                        auto& JT = pass ? s.jt_mass : s.jt;
-                        for (std::size_t q = 0; q < K; ++q) {
-                            JL[q * Fc + t] = khx[q] * jx[q] + khy[q] * jy[q];
-                            JT[q * Fc + t] = -khy[q] * jx[q] + khx[q] * jy[q];
-                        }
-                    }
+                    cplx* out[4] = {s.jl.data() + t, s.jt.data() + t, s.has_mass ? s.jl_mass.data() + t : nullptr,
+                                    s.has_mass ? s.jt_mass.data() + t : nullptr};
+                    frame_currents(eng, fp, s.region, s.has_mass ? &masses : nullptr, p.subtract_mean, khx, khy, Fc, out,
+                                   bw[f], bwm[f], fw);
                 }
             });
             for (std::size_t f = 0; f < block.size(); ++f) {
@@ -295,21 +332,32 @@ double spectral_peak(const double* y, std::size_t n, double domega) {
     return (static_cast<double>(j) + std::clamp(off, -0.5, 0.5)) * domega;
 }
 
-CurrentsResult currents_from_series(const CurrentSeries& s, const CurrentsParams& p0) {
-    CurrentsParams p = p0;
-    const auto T = static_cast<std::size_t>(s.n_frames);
-    if (p.segment == 0) p.segment = std::min<std::int64_t>(s.n_frames, 256) / 2 * 2;
+namespace {
+
+/// The picked parameters of a currents run over n_frames frames and what follows from them.
+struct Plan {
+    CurrentsParams p;
+    std::size_t T = 0, S = 0, L = 0, n_omega = 0, B = 0, TB = 0;
+    double domega = 0;
+};
+
+Plan plan_currents(const CurrentsParams& p0, std::int64_t n_frames, double dt) {
+    Plan pl;
+    CurrentsParams& p = pl.p;
+    p = p0;
+    const auto T = static_cast<std::size_t>(n_frames);
+    if (p.segment == 0) p.segment = std::min<std::int64_t>(n_frames, 256) / 2 * 2;
     if (p.segment < 2) throw ParameterError("currents: segment must be >= 2 frames");
-    if (p.segment > s.n_frames)
+    if (p.segment > n_frames)
         throw ParameterError("currents: segment (" + std::to_string(p.segment) + " frames) exceeds the " +
-                             std::to_string(s.n_frames) + " frames");
+                             std::to_string(n_frames) + " frames");
     if (p.max_lag == 0) p.max_lag = p.segment / 2;
-    p.max_lag = std::min<std::int64_t>(p.max_lag, s.n_frames);
-    const double omega_n = std::numbers::pi / s.dt;
+    p.max_lag = std::min<std::int64_t>(p.max_lag, n_frames);
+    const double omega_n = std::numbers::pi / dt;
     if (p.omega_max == 0 || p.omega_max > omega_n) p.omega_max = omega_n;
     const auto S = static_cast<std::size_t>(p.segment);
     const auto L = static_cast<std::size_t>(p.max_lag);
-    const double domega = 2 * std::numbers::pi / (static_cast<double>(S) * s.dt);
+    const double domega = 2 * std::numbers::pi / (static_cast<double>(S) * dt);
     const std::size_t n_omega = std::min<std::size_t>(S / 2 + 1, static_cast<std::size_t>(std::floor(p.omega_max / domega + 1e-9)) + 1);
     std::size_t B = static_cast<std::size_t>(p.blocks);
     std::size_t TB = B ? T / B : 0;
@@ -318,11 +366,15 @@ CurrentsResult currents_from_series(const CurrentSeries& s, const CurrentsParams
         TB = B ? T / B : 0;
     }
     p.blocks = static_cast<std::int64_t>(B);
+    pl.T = T, pl.S = S, pl.L = L, pl.n_omega = n_omega, pl.B = B, pl.TB = TB, pl.domega = domega;
+    return pl;
+}
 
+/// Everything of the result but the correlations and spectra.
+CurrentsResult result_header(const CurrentSeries& s, const Plan& pl) {
     CurrentsResult r;
-    r.params = p;
+    r.params = pl.p;
     const auto& ks = s.ks;
-    const std::size_t NS = ks.shell_k.size();
     r.k = ks.shell_k;
     r.n_vectors = ks.shell_count;
     r.dt = s.dt;
@@ -330,13 +382,26 @@ CurrentsResult currents_from_series(const CurrentSeries& s, const CurrentsParams
     r.mean_n = s.mean_n;
     r.k_debye = std::sqrt(4 * std::numbers::pi * s.density);
     r.n_frames = s.n_frames;
-    r.n_blocks = static_cast<std::int64_t>(B);
+    r.n_blocks = static_cast<std::int64_t>(pl.B);
     r.velocity_source = s.velocity_source;
     r.geometry = to_string(s.region.geometry.kind);
     r.has_mass = s.has_mass;
     r.dk = ks.dk;
-    for (std::size_t l = 0; l < L; ++l) r.t.push_back(static_cast<double>(l) * s.dt);
-    for (std::size_t f = 0; f < n_omega; ++f) r.omega.push_back(static_cast<double>(f) * domega);
+    for (std::size_t l = 0; l < pl.L; ++l) r.t.push_back(static_cast<double>(l) * s.dt);
+    for (std::size_t f = 0; f < pl.n_omega; ++f) r.omega.push_back(static_cast<double>(f) * pl.domega);
+    return r;
+}
+
+}  // namespace
+
+CurrentsResult currents_from_series(const CurrentSeries& s, const CurrentsParams& p0) {
+    const Plan pl = plan_currents(p0, s.n_frames, s.dt);
+    const CurrentsParams& p = pl.p;
+    const std::size_t T = pl.T, S = pl.S, L = pl.L, n_omega = pl.n_omega, B = pl.B, TB = pl.TB;
+    const double domega = pl.domega;
+    CurrentsResult r = result_header(s, pl);
+    const auto& ks = s.ks;
+    const std::size_t NS = ks.shell_k.size();
 
     const int P = detail::fast_size(static_cast<std::int64_t>(T + L));
     const int PB = B ? detail::fast_size(static_cast<std::int64_t>(TB + L)) : 1;
@@ -444,8 +509,193 @@ CurrentsResult currents_from_series(const CurrentSeries& s, const CurrentsParams
     return r;
 }
 
+namespace {
+
+/// Shell-summed raw sums of one series, one accumulator per chunk of k-vectors (added in chunk
+/// order at the end, so bit-identical for any thread count).
+struct RawSums {
+    std::vector<std::vector<double>> ckt, blk, ckw;  ///< [chunk][shell·L + m], [chunk][(b·NS + shell)·L + m], [chunk][shell·n_omega + f]
+    std::vector<double> total(const std::vector<std::vector<double>>& v) const {
+        std::vector<double> out(v.front().size(), 0.0);
+        for (const auto& c : v)
+            for (std::size_t i = 0; i < out.size(); ++i) out[i] += c[i];
+        return out;
+    }
+};
+
+/// The currents analysis when the series j(k,t) do not fit the memory budget: one pass over the
+/// frames in chunks of F frames; every k-vector's series keeps only the chunk plus the last
+/// max(L, S) frames of the previous one. C(k,t) and the block C(k,t) are direct lag sums of the
+/// pairs whose later frame lies in the chunk; C(k,ω) adds the Welch segments that end in the
+/// chunk. The sums are those of currents_from_series (equal up to rounding: direct sums instead
+/// of zero-padded FFTs).
+CurrentsResult currents_streamed(const TrajectorySource& src, const CurrentsParams& p0) {
+    std::vector<double> masses;
+    CurrentSeries s = series_header(src, p0, masses);
+    const Plan pl = plan_currents(p0, s.n_frames, s.dt);
+    const CurrentsParams& p = pl.p;
+    const std::size_t T = pl.T, S = pl.S, L = pl.L, n_omega = pl.n_omega, B = pl.B, TB = pl.TB;
+    const auto& ks = s.ks;
+    const std::size_t K = ks.size(), NS = ks.shell_k.size(), nser = s.has_mass ? 4 : 2;
+    const std::size_t H = std::max(L, S);  // frames carried over from one chunk to the next
+    const double per_frame = static_cast<double>(K * nser * sizeof(cplx));
+    const auto fit = static_cast<std::size_t>(static_cast<double>(p.memory_bytes / 2) / per_frame);
+    const std::size_t F = std::min(T, std::max(H, fit > H ? fit - H : 0));  // frames per chunk
+    const std::size_t W = H + F;                                            // buffer frames per k-vector
+    std::vector<std::vector<cplx>> buf(nser, std::vector<cplx>(K * W));
+    std::vector<double> khx(K), khy(K);
+    for (std::size_t q = 0; q < K; ++q) {
+        khx[q] = ks.kx[q] / ks.kabs[q];
+        khy[q] = ks.ky[q] / ks.kabs[q];
+    }
+    std::vector<double> win(S);
+    double sum_win2 = 0;
+    for (std::size_t t = 0; t < S; ++t) {
+        win[t] = detail::hann(t, S);
+        sum_win2 += win[t] * win[t];
+    }
+    const std::size_t hop = S / 2, n_seg = (T - S) / hop + 1;
+    const int nc = detail::kReduceChunks;
+    std::vector<RawSums> sums(nser);
+    for (std::size_t w = 0; w < nser; ++w) {
+        sums[w].ckt.assign(static_cast<std::size_t>(nc), std::vector<double>(NS * L, 0.0));
+        sums[w].blk.assign(static_cast<std::size_t>(nc), std::vector<double>(w < 2 ? B * NS * L : 0, 0.0));
+        sums[w].ckw.assign(static_cast<std::size_t>(nc), std::vector<double>(NS * n_omega, 0.0));
+    }
+    detail::ComplexFft fftS(static_cast<int>(S), FFTW_BACKWARD);  // e^{+iωt}
+    std::size_t b0 = 0, c0 = 0, next = 0;  // the buffer holds frames [b0, next); the chunk starts at c0
+    const auto process = [&]() {
+        const std::size_t c1 = next;
+        const std::size_t sg_lo = c0 < S ? 0 : (c0 - S) / hop + 1;         // first segment ending after c0
+        const std::size_t sg_end = c1 < S ? 0 : std::min(n_seg, (c1 - S) / hop + 1);  // … and ending at or before c1
+        detail::parallel_for_chunks(K, p.threads, [&](std::size_t b, std::size_t e, int c) {
+            detail::FftwBuffer<fftw_complex> sa(S), sc(S);
+            for (std::size_t w = 0; w < nser; ++w) {
+                auto& CKT = sums[w].ckt[static_cast<std::size_t>(c)];
+                auto& BLK = sums[w].blk[static_cast<std::size_t>(c)];
+                auto& CKW = sums[w].ckw[static_cast<std::size_t>(c)];
+                const bool blocks = w < 2 && B > 0;
+                for (std::size_t q = b; q < e; ++q) {
+                    const cplx* z = buf[w].data() + q * W;  // z[f − b0] = frame f, f ∈ [b0, c1)
+                    const auto sh = static_cast<std::size_t>(ks.shell[q]);
+                    double* ck = &CKT[sh * L];
+                    for (std::size_t u = c0; u < c1; ++u) {
+                        const cplx zu = z[u - b0];
+                        const std::size_t mf = std::min(L - 1, u);
+                        const std::size_t bl = blocks ? u / TB : B;
+                        double* bk = bl < B ? &BLK[(bl * NS + sh) * L] : nullptr;
+                        const std::size_t mb = bk ? std::min(mf, u - bl * TB) : 0;
+                        for (std::size_t m = 0; m <= mf; ++m) {
+                            const cplx zv = z[u - m - b0];
+                            const double v = zu.real() * zv.real() + zu.imag() * zv.imag();  // Re z(u) z*(u−m)
+                            ck[m] += v;
+                            if (bk && m <= mb) bk[m] += v;
+                        }
+                    }
+                    for (std::size_t sg = sg_lo; sg < sg_end; ++sg) {
+                        for (std::size_t t = 0; t < S; ++t) {
+                            sa.p[t][0] = win[t] * z[sg * hop + t - b0].real();
+                            sa.p[t][1] = win[t] * z[sg * hop + t - b0].imag();
+                        }
+                        fftS.run(sa.p, sc.p);
+                        for (std::size_t f = 0; f < n_omega; ++f) {
+                            const std::size_t fm = (S - f) % S;
+                            CKW[sh * n_omega + f] += 0.5 * (sc.p[f][0] * sc.p[f][0] + sc.p[f][1] * sc.p[f][1] +
+                                                            sc.p[fm][0] * sc.p[fm][0] + sc.p[fm][1] * sc.p[fm][1]);
+                        }
+                    }
+                }
+            }
+        });
+        // keep the last H frames for the pairs and segments that reach back into this chunk
+        const std::size_t keep = std::min(H, c1 - b0), nb0 = c1 - keep;
+        for (auto& v : buf)
+            for (std::size_t q = 0; q < K; ++q)
+                std::copy(v.begin() + static_cast<std::ptrdiff_t>(q * W + (nb0 - b0)),
+                          v.begin() + static_cast<std::ptrdiff_t>(q * W + (c1 - b0)), v.begin() + static_cast<std::ptrdiff_t>(q * W));
+        b0 = nb0;
+        c0 = c1;
+    };
+    double sum_n = 0, sum_w2 = 0, sum_w2m = 0;
+    const detail::CurrentEngine eng(ks);
+    detail::stream_frames(
+        src,
+        [&](std::vector<detail::FrameParticles>& block) {
+            std::size_t pos = 0;
+            while (pos < block.size()) {
+                const std::size_t n = std::min(block.size() - pos, c0 + F - next);
+                std::vector<double> bw(n, 0.0), bwm(n, 0.0);
+                detail::parallel_for(n, p.threads, [&](std::size_t b, std::size_t e, int) {
+                    FrameWork fw;
+                    for (std::size_t i = b; i < e; ++i) {
+                        const std::size_t col = next + i - b0;
+                        cplx* out[4] = {buf[0].data() + col, buf[1].data() + col, nser > 2 ? buf[2].data() + col : nullptr,
+                                        nser > 2 ? buf[3].data() + col : nullptr};
+                        frame_currents(eng, block[pos + i], s.region, s.has_mass ? &masses : nullptr, p.subtract_mean, khx, khy,
+                                       W, out, bw[i], bwm[i], fw);
+                    }
+                });
+                for (std::size_t i = 0; i < n; ++i) {
+                    sum_n += static_cast<double>(block[pos + i].x.size());
+                    sum_w2 += bw[i];
+                    sum_w2m += bwm[i];
+                }
+                pos += n;
+                next += n;
+                if (next == c0 + F || next == T) process();
+            }
+        },
+        &s.velocity_source, p.velocity, p.block_rows);
+    s.mean_n = sum_n / static_cast<double>(T);
+    s.density = s.mean_n / s.region.area;
+    s.norm = sum_w2 / static_cast<double>(T);
+    s.norm_mass = sum_w2m / static_cast<double>(T);
+    if (!(s.norm > 0)) throw FormatError("currents: no particle with a velocity inside the region");
+
+    CurrentsResult r = result_header(s, pl);
+    auto finish = [&](std::size_t w, double norm, std::vector<double>& ckt, std::vector<double>& ckw, std::vector<double>* blocks) {
+        ckt = sums[w].total(sums[w].ckt);
+        ckw = sums[w].total(sums[w].ckw);
+        if (blocks) *blocks = sums[w].total(sums[w].blk);
+        for (std::size_t sh = 0; sh < NS; ++sh) {
+            const double c = static_cast<double>(ks.shell_count[sh]);
+            for (std::size_t m = 0; m < L; ++m) ckt[sh * L + m] = ckt[sh * L + m] / static_cast<double>(T - m) / (c * norm);
+            for (std::size_t f = 0; f < n_omega; ++f)
+                ckw[sh * n_omega + f] *= s.dt / (c * norm * sum_win2 * static_cast<double>(n_seg));
+            if (blocks)
+                for (std::size_t bb = 0; bb < B; ++bb)
+                    for (std::size_t m = 0; m < L; ++m) {
+                        double& v = (*blocks)[(bb * NS + sh) * L + m];
+                        v = v / static_cast<double>(TB - m) / (c * norm);
+                    }
+        }
+    };
+    auto peaks = [&](const std::vector<double>& ckw) {
+        std::vector<double> out(NS);
+        for (std::size_t sh = 0; sh < NS; ++sh) out[sh] = spectral_peak(&ckw[sh * n_omega], n_omega, pl.domega);
+        return out;
+    };
+    finish(CurrentSeries::T_, s.norm, r.c_t_kt, r.c_t_kw, B ? &r.c_t_kt_blocks : nullptr);
+    finish(CurrentSeries::L, s.norm, r.c_l_kt, r.c_l_kw, B ? &r.c_l_kt_blocks : nullptr);
+    r.omega_t_peak = peaks(r.c_t_kw);
+    r.omega_l_peak = peaks(r.c_l_kw);
+    if (s.has_mass) {
+        finish(CurrentSeries::T_mass, s.norm_mass, r.c_t_kt_mass, r.c_t_kw_mass, nullptr);
+        finish(CurrentSeries::L_mass, s.norm_mass, r.c_l_kt_mass, r.c_l_kw_mass, nullptr);
+        r.omega_t_peak_mass = peaks(r.c_t_kw_mass);
+        r.omega_l_peak_mass = peaks(r.c_l_kw_mass);
+    }
+    return r;
+}
+
+}  // namespace
+
 CurrentsResult compute_currents(const TrajectorySource& src, CurrentsParams p) {
     p.validate();
+    std::vector<double> masses;
+    // The whole series in memory (FFT correlations over the full length) when it fits the budget;
+    // else one bounded streaming pass.
+    if (series_bytes(series_header(src, p, masses)) > static_cast<double>(p.memory_bytes)) return currents_streamed(src, p);
     const CurrentSeries s = compute_current_series(src, p);
     return currents_from_series(s, p);
 }

@@ -30,41 +30,47 @@ void TransverseVdosParams::validate() const {
     if (threads < 1) bad("threads", threads);
 }
 
+namespace {
+
+/// Per-particle accumulator of one segment: raw band power (before the factor A·Δω), positions.
+struct Acc {
+    double p = 0, sx = 0, sy = 0, rx = 0, ry = 0;
+    std::int64_t n = 0;
+};
+
+}  // namespace
+
 TransverseVdosResult compute_transverse_vdos(const TrajectorySource& src, TransverseVdosParams p) {
     p.validate();
     CurrentsParams cp;
     cp.k_max = p.k_max;
     cp.taper = p.taper;
-    cp.subtract_mean = p.subtract_mean;
-    cp.mass_weighted = false;
-    cp.threads = p.threads;
-    cp.velocity = p.velocity;
-    // The band filter rewrites j_T in place and the second pass reads it frame by frame: the
-    // series stay in memory (O(n_k × T)), unlike those of `currents`.
-    cp.memory_bytes = std::numeric_limits<std::int64_t>::max();
-    CurrentSeries s = compute_current_series(src, cp);
-    const auto T = static_cast<std::size_t>(s.n_frames);
-    if (p.segment == 0) p.segment = std::min<std::int64_t>(s.n_frames, 256) / 2 * 2;
-    if (p.segment < 2 || p.segment > s.n_frames)
-        throw ParameterError("tvdos: segment (" + std::to_string(p.segment) + " frames) must be in [2, " + std::to_string(s.n_frames) + "]");
+    const CurrentRegion region = current_region(src, p.taper);
+    const std::int64_t T64 = src.n_frames();
+    if (T64 < 8)
+        throw InsufficientData("currents: need at least 8 frames (a Welch segment with >= 4 lags), got " + std::to_string(T64));
+    const auto T = static_cast<std::size_t>(T64);
+    // k-vectors up to the Debye wavenumber of the mean row density (as compute_current_series).
+    const KVectorSet ks = current_kvectors(region, static_cast<double>(src.n_rows()) / static_cast<double>(T64) / region.area, cp);
+    if (p.segment == 0) p.segment = std::min<std::int64_t>(T64, 256) / 2 * 2;
+    if (p.segment < 2 || p.segment > T64)
+        throw ParameterError("tvdos: segment (" + std::to_string(p.segment) + " frames) must be in [2, " + std::to_string(T64) + "]");
     const auto S = static_cast<std::size_t>(p.segment);
     const std::size_t nseg = T / S;
-    const double dt = s.dt, omega_n = std::numbers::pi / dt;
+    const double dt = src.meta().frame_interval, omega_n = std::numbers::pi / dt;
     const double domega = 2 * std::numbers::pi / (static_cast<double>(S) * dt);
     if (p.omega_max == 0 || p.omega_max > omega_n) p.omega_max = omega_n;
     if (p.band_max == 0 || p.band_max > omega_n) p.band_max = omega_n;
     const std::size_t nw = std::min<std::size_t>(S / 2 + 1, static_cast<std::size_t>(std::floor(p.omega_max / domega + 1e-9)) + 1);
     const std::size_t nf = S / 2 + 1;
-    const std::size_t K = s.ks.size();
+    const std::size_t K = ks.size();
 
     TransverseVdosResult r;
     r.params = p;
     r.dt = dt;
     r.domega = domega;
-    r.k_debye = std::sqrt(4 * std::numbers::pi * s.density);
     r.n_segments = static_cast<std::int64_t>(nseg);
     r.n_vectors = static_cast<std::int64_t>(K);
-    r.velocity_source = s.velocity_source;
     for (std::size_t f = 0; f < nw; ++f) r.omega.push_back(static_cast<double>(f) * domega);
 
     std::vector<double> win(S);
@@ -75,52 +81,166 @@ TransverseVdosResult compute_transverse_vdos(const TrajectorySource& src, Transv
         in_band[b] = w >= p.band_min && w <= p.band_max;
     }
     detail::ComplexFft fwd(static_cast<int>(S), FFTW_BACKWARD);  // ĵ(ω) = Σ w_t j_t e^{+iωt}
-    detail::ComplexFft inv(static_cast<int>(S), FFTW_FORWARD);   // g(t) = Σ_ω e^{−iωt} ĵ(ω)
+    detail::ComplexFft inv(static_cast<int>(S), FFTW_FORWARD);   // g(k,t) = Σ_ω e^{−iωt} ĵ(ω)
     // raw spectra P_s(f) = Σ_k (|ĵ(f)|² + |ĵ(−f)|²), f = 0 … S/2, for T and L
     std::vector<double> pt(nseg * nf, 0.0), pl(nseg * nf, 0.0), band_raw(nseg, 0.0);
     const int nt = p.threads, nc = detail::kReduceChunks;  // partial sums per chunk of k-vectors, not per thread
-    std::vector<std::vector<double>> pt_t(static_cast<std::size_t>(nc), std::vector<double>(nseg * nf, 0.0));
-    std::vector<std::vector<double>> pl_t(static_cast<std::size_t>(nc), std::vector<double>(nseg * nf, 0.0));
-    std::vector<std::vector<double>> band_t(static_cast<std::size_t>(nc), std::vector<double>(nseg, 0.0));
-    detail::parallel_for_chunks(K, nt, [&](std::size_t b, std::size_t e, int th) {
-        detail::FftwBuffer<fftw_complex> a(S), c(S);
-        auto& PT = pt_t[static_cast<std::size_t>(th)];
-        auto& PL = pl_t[static_cast<std::size_t>(th)];
-        auto& BD = band_t[static_cast<std::size_t>(th)];
-        for (std::size_t q = b; q < e; ++q)
-            for (std::size_t sg = 0; sg < nseg; ++sg) {
+    detail::CurrentEngine eng(ks);
+    std::vector<double> khx(K), khy(K), ex(K), ey(K);
+    for (std::size_t q = 0; q < K; ++q) {
+        khx[q] = ks.kx[q] / ks.kabs[q];
+        khy[q] = ks.ky[q] / ks.kabs[q];
+        ex[q] = -ks.ky[q] / ks.kabs[q];
+        ey[q] = ks.kx[q] / ks.kabs[q];
+    }
+    const bool periodic = region.geometry.periodic();
+    const double Lx = region.lx, Ly = region.ly;
+    // One segment at a time (memory: its frames and its currents, whatever the run's length):
+    // j_L, j_T of its frames; their spectra; the band-passed g(k,t) replaces j_T; the per-particle
+    // contributions by the adjoint Fourier sum. A = 1/(Δω ⟨Σ_bins Σ_k |ĵ|²⟩) needs every segment:
+    // p_band is accumulated without it and scaled at the end.
+    std::vector<cplx> jt(K * S), jl(K * S);
+    std::vector<detail::FrameParticles> frames;
+    frames.reserve(S);
+    const auto process = [&](std::size_t sg) {
+        detail::parallel_for(S, nt, [&](std::size_t b, std::size_t e, int) {
+            detail::CurrentEngine::Work w;
+            std::vector<double> ax, ay, wt;
+            std::vector<cplx> jx(K), jy(K);
+            for (std::size_t tl = b; tl < e; ++tl) {
+                const auto& fp = frames[tl];
+                double sw2 = 0;
+                eng.phases(fp.x.data(), fp.y.data(), fp.x.size(), w);
+                detail::weighted_velocities(fp, region, nullptr, p.subtract_mean, ax, ay, wt, sw2);
+                eng.forward(ax.data(), ay.data(), jx.data(), jy.data(), w);
+                for (std::size_t q = 0; q < K; ++q) {
+                    jl[q * S + tl] = khx[q] * jx[q] + khy[q] * jy[q];
+                    jt[q * S + tl] = -khy[q] * jx[q] + khx[q] * jy[q];
+                }
+            }
+        });
+        std::vector<std::vector<double>> pt_c(static_cast<std::size_t>(nc), std::vector<double>(nf, 0.0));
+        std::vector<std::vector<double>> pl_c(static_cast<std::size_t>(nc), std::vector<double>(nf, 0.0));
+        std::vector<double> band_c(static_cast<std::size_t>(nc), 0.0);
+        detail::parallel_for_chunks(K, nt, [&](std::size_t b, std::size_t e, int c) {
+            detail::FftwBuffer<fftw_complex> a(S), o(S);
+            auto& PT = pt_c[static_cast<std::size_t>(c)];
+            auto& PL = pl_c[static_cast<std::size_t>(c)];
+            auto& BD = band_c[static_cast<std::size_t>(c)];
+            for (std::size_t q = b; q < e; ++q)
                 for (int which = 0; which < 2; ++which) {
-                    cplx* z = (which ? s.jl.data() : s.jt.data()) + q * T + sg * S;
+                    cplx* z = (which ? jl.data() : jt.data()) + q * S;
                     for (std::size_t t = 0; t < S; ++t) {
                         a.p[t][0] = win[t] * z[t].real();
                         a.p[t][1] = win[t] * z[t].imag();
                     }
-                    fwd.run(a.p, c.p);
+                    fwd.run(a.p, o.p);
                     auto& P = which ? PL : PT;
                     for (std::size_t f = 0; f < nf; ++f) {
                         const std::size_t fm = (S - f) % S;
-                        P[sg * nf + f] += c.p[f][0] * c.p[f][0] + c.p[f][1] * c.p[f][1] + c.p[fm][0] * c.p[fm][0] + c.p[fm][1] * c.p[fm][1];
+                        P[f] += o.p[f][0] * o.p[f][0] + o.p[f][1] * o.p[f][1] + o.p[fm][0] * o.p[fm][0] + o.p[fm][1] * o.p[fm][1];
                     }
                     if (which == 1 || !p.per_particle) continue;
                     for (std::size_t f = 0; f < S; ++f) {
                         if (in_band[f]) {
-                            BD[sg] += c.p[f][0] * c.p[f][0] + c.p[f][1] * c.p[f][1];
+                            BD += o.p[f][0] * o.p[f][0] + o.p[f][1] * o.p[f][1];
                         } else {
-                            c.p[f][0] = c.p[f][1] = 0;
+                            o.p[f][0] = o.p[f][1] = 0;
                         }
                     }
-                    inv.run(c.p, a.p);
+                    inv.run(o.p, a.p);
                     for (std::size_t t = 0; t < S; ++t) z[t] = cplx(a.p[t][0], a.p[t][1]);  // g(k,t) replaces j_T
                 }
+        });
+        for (int c = 0; c < nc; ++c) {
+            for (std::size_t f = 0; f < nf; ++f) {
+                pt[sg * nf + f] += pt_c[static_cast<std::size_t>(c)][f];
+                pl[sg * nf + f] += pl_c[static_cast<std::size_t>(c)][f];
             }
-    });
-    for (int th = 0; th < nc; ++th) {
-        for (std::size_t i = 0; i < nseg * nf; ++i) {
-            pt[i] += pt_t[static_cast<std::size_t>(th)][i];
-            pl[i] += pl_t[static_cast<std::size_t>(th)][i];
+            band_raw[sg] += band_c[static_cast<std::size_t>(c)];
         }
-        for (std::size_t i = 0; i < nseg; ++i) band_raw[i] += band_t[static_cast<std::size_t>(th)][i];
-    }
+        r.segment_first_frame.push_back(static_cast<std::int64_t>(sg * S));
+        if (!p.per_particle) return;
+        // p_i of this segment (without A): Δω Re Σ_t w_t Σ_k (a_i·ê_⊥) e^{−ik·r_i} g(k,t)
+        std::vector<std::vector<double>> contrib(S);
+        detail::parallel_for(S, nt, [&](std::size_t b, std::size_t e, int) {
+            detail::CurrentEngine::Work w;
+            std::vector<double> ax, ay, wt;
+            std::vector<cplx> gx(K), gy(K), fx, fy;
+            for (std::size_t tl = b; tl < e; ++tl) {
+                const auto& fp = frames[tl];
+                for (std::size_t q = 0; q < K; ++q) {
+                    const cplx g = jt[q * S + tl];
+                    gx[q] = ex[q] * g;
+                    gy[q] = ey[q] * g;
+                }
+                double sw2 = 0;
+                detail::weighted_velocities(fp, region, nullptr, p.subtract_mean, ax, ay, wt, sw2);
+                eng.phases(fp.x.data(), fp.y.data(), fp.x.size(), w);
+                fx.resize(fp.x.size());
+                fy.resize(fp.x.size());
+                eng.adjoint(gx.data(), gy.data(), fx.data(), fy.data(), w);
+                auto& out = contrib[tl];
+                out.resize(fp.x.size());
+                for (std::size_t i = 0; i < fp.x.size(); ++i) out[i] = domega * win[tl] * (ax[i] * fx[i].real() + ay[i] * fy[i].real());
+            }
+        });
+        std::map<std::int64_t, Acc> acc;
+        for (std::size_t tl = 0; tl < S; ++tl) {
+            const auto& fp = frames[tl];
+            for (std::size_t i = 0; i < fp.x.size(); ++i) {
+                Acc& a = acc[fp.id[i]];
+                a.p += contrib[tl][i];
+                double x = fp.x[i], y = fp.y[i];
+                if (a.n == 0) {
+                    a.rx = x;
+                    a.ry = y;
+                } else if (periodic) {  // unwrap relative to the first position in the segment
+                    x = a.rx + (x - a.rx - Lx * std::round((x - a.rx) / Lx));
+                    y = a.ry + (y - a.ry - Ly * std::round((y - a.ry) / Ly));
+                }
+                a.sx += x;
+                a.sy += y;
+                ++a.n;
+            }
+        }
+        for (const auto& [id, a] : acc) {
+            r.particle.push_back(id);
+            double x = a.sx / static_cast<double>(a.n), y = a.sy / static_cast<double>(a.n);
+            if (periodic) {
+                x = region.x0 + (x - region.x0 - Lx * std::floor((x - region.x0) / Lx));
+                y = region.y0 + (y - region.y0 - Ly * std::floor((y - region.y0) / Ly));
+            }
+            r.x_mean.push_back(x);
+            r.y_mean.push_back(y);
+            r.p_band.push_back(a.p);
+            r.frames_present.push_back(a.n);
+        }
+        r.segment_offsets.push_back(static_cast<std::int64_t>(r.particle.size()));
+    };
+    double sum_n = 0, sum_w2 = 0;
+    r.segment_offsets.push_back(0);
+    detail::stream_frames(
+        src,
+        [&](std::vector<detail::FrameParticles>& block) {
+            for (auto& fp : block) {
+                std::vector<double> ax, ay, wt;
+                double sw2 = 0;
+                detail::weighted_velocities(fp, region, nullptr, p.subtract_mean, ax, ay, wt, sw2);
+                sum_n += static_cast<double>(fp.x.size());
+                sum_w2 += sw2;
+                if (static_cast<std::size_t>(fp.frame) >= nseg * S) continue;  // after the last whole segment
+                frames.push_back(std::move(fp));
+                if (frames.size() == S) {
+                    process(static_cast<std::size_t>(frames.front().frame) / S);
+                    frames.clear();
+                }
+            }
+        },
+        &r.velocity_source, p.velocity);
+    if (!(sum_w2 > 0)) throw FormatError("currents: no particle with a velocity inside the region");
+    const double density = sum_n / static_cast<double>(T) / region.area;
+    r.k_debye = std::sqrt(4 * std::numbers::pi * density);
     // normalisation: Σ_f c_f D(ω_f) Δω = 1 with c_f = ½ at ω = 0 and Nyquist, i.e. A = 1/(Δω ⟨Σ_bins Σ_k |ĵ|²⟩)
     auto norm_of = [&](const std::vector<double>& P) {
         double tot = 0;
@@ -145,92 +265,8 @@ TransverseVdosResult compute_transverse_vdos(const TrajectorySource& src, Transv
     r.debye_t = p.c_t > 0 ? 2 / std::pow(p.c_t * r.k_debye, 2) : NAN;
     r.debye_l = p.c_l > 0 ? 2 / std::pow(p.c_l * r.k_debye, 2) : NAN;
     for (std::size_t sg = 0; sg < nseg; ++sg) r.band_sum_segments.push_back(At * domega * band_raw[sg]);
-    r.segment_offsets.push_back(0);
-    for (std::size_t sg = 0; sg < nseg; ++sg) r.segment_first_frame.push_back(static_cast<std::int64_t>(sg * S));
-    if (!p.per_particle || nseg == 0) {
-        r.segment_offsets.assign(nseg + 1, 0);
-        return r;
-    }
-
-    // Second pass: p_i per segment.
-    struct Acc {
-        double p = 0, sx = 0, sy = 0, rx = 0, ry = 0;
-        std::int64_t n = 0;
-    };
-    std::vector<std::map<std::int64_t, Acc>> acc(nseg);
-    detail::CurrentEngine eng(s.ks);
-    std::vector<double> ex(K), ey(K);
-    for (std::size_t q = 0; q < K; ++q) {
-        ex[q] = -s.ks.ky[q] / s.ks.kabs[q];
-        ey[q] = s.ks.kx[q] / s.ks.kabs[q];
-    }
-    const bool periodic = s.region.geometry.periodic();
-    const double Lx = s.region.lx, Ly = s.region.ly;
-    detail::stream_frames(src, [&](std::vector<detail::FrameParticles>& block) {
-        std::vector<std::vector<double>> contrib(block.size());
-        detail::parallel_for(block.size(), nt, [&](std::size_t b, std::size_t e, int) {
-            detail::CurrentEngine::Work w;
-            std::vector<double> ax, ay, wt;
-            std::vector<cplx> gx(K), gy(K), fx, fy;
-            for (std::size_t f = b; f < e; ++f) {
-                const auto& fp = block[f];
-                const auto t = static_cast<std::size_t>(fp.frame);
-                if (t >= nseg * S) continue;
-                const std::size_t tl = t % S;
-                for (std::size_t q = 0; q < K; ++q) {
-                    const cplx g = s.jt[q * T + t];
-                    gx[q] = ex[q] * g;
-                    gy[q] = ey[q] * g;
-                }
-                double sw2 = 0;
-                detail::weighted_velocities(fp, s.region, nullptr, p.subtract_mean, ax, ay, wt, sw2);
-                eng.phases(fp.x.data(), fp.y.data(), fp.x.size(), w);
-                fx.resize(fp.x.size());
-                fy.resize(fp.x.size());
-                eng.adjoint(gx.data(), gy.data(), fx.data(), fy.data(), w);
-                auto& out = contrib[f];
-                out.resize(fp.x.size());
-                for (std::size_t i = 0; i < fp.x.size(); ++i)
-                    out[i] = At * domega * win[tl] * (ax[i] * fx[i].real() + ay[i] * fy[i].real());
-            }
-        });
-        for (std::size_t f = 0; f < block.size(); ++f) {
-            const auto& fp = block[f];
-            const auto t = static_cast<std::size_t>(fp.frame);
-            if (t >= nseg * S) continue;
-            auto& m = acc[t / S];
-            for (std::size_t i = 0; i < fp.x.size(); ++i) {
-                Acc& a = m[fp.id[i]];
-                a.p += contrib[f][i];
-                double x = fp.x[i], y = fp.y[i];
-                if (a.n == 0) {
-                    a.rx = x;
-                    a.ry = y;
-                } else if (periodic) {  // unwrap relative to the first position in the segment
-                    x = a.rx + (x - a.rx - Lx * std::round((x - a.rx) / Lx));
-                    y = a.ry + (y - a.ry - Ly * std::round((y - a.ry) / Ly));
-                }
-                a.sx += x;
-                a.sy += y;
-                ++a.n;
-            }
-        }
-    }, nullptr, p.velocity);
-    for (std::size_t sg = 0; sg < nseg; ++sg) {
-        for (const auto& [id, a] : acc[sg]) {
-            r.particle.push_back(id);
-            double x = a.sx / static_cast<double>(a.n), y = a.sy / static_cast<double>(a.n);
-            if (periodic) {
-                x = s.region.x0 + (x - s.region.x0 - Lx * std::floor((x - s.region.x0) / Lx));
-                y = s.region.y0 + (y - s.region.y0 - Ly * std::floor((y - s.region.y0) / Ly));
-            }
-            r.x_mean.push_back(x);
-            r.y_mean.push_back(y);
-            r.p_band.push_back(a.p);
-            r.frames_present.push_back(a.n);
-        }
-        r.segment_offsets.push_back(static_cast<std::int64_t>(r.particle.size()));
-    }
+    if (!p.per_particle) r.segment_offsets.assign(nseg + 1, 0);
+    for (double& v : r.p_band) v *= At;
     return r;
 }
 

@@ -199,7 +199,8 @@ void register_analyze(CLI::App& app, GlobalOptions& g) {
     cmd->add_option("--memory", o->memory_mb,
                     "Memory budget, MiB, for the particle-major copy of the input shared by the per-track analyses "
                     "(msd, vacf, vdos, fs, temperature, velocity_distribution); a larger copy goes to a temporary "
-                    "file in $TMPDIR, removed at the end; likewise the current series j(k,t) of `currents`")
+                    "file in $TMPDIR, removed at the end. `currents` keeps its series j(k,t) in memory within the budget, else "
+                    "streams them in chunks of frames; `defects` samples every frame while its tables fit half the budget")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
         ->type_name("MIB");
     cmd->add_flag("--force", o->force,

@@ -391,3 +391,61 @@ TEST_CASE("currents: series beyond the memory budget go to a temporary file, res
         CHECK(a == bb);
     }
 }
+
+TEST_CASE("currents beyond the memory budget: one streaming pass equal to the in-memory results, any --threads", "[unit]") {
+    // Streaming keeps a chunk of frames per k-vector (plus the last max(lag, segment) frames), forms
+    // C(k,t) and the block C(k,t) by direct lag sums and C(k,w) from the Welch segments ending in
+    // the chunk: the same sums as the full-length FFTs up to rounding.
+    const Geometry g = Geometry::periodic(0, 0, 12, 10);
+    const auto fr = random_frames(g, 30, 301, 29);
+    test::TrajBuilder b(g);
+    for (std::size_t f = 0; f < fr.size(); ++f)
+        for (std::size_t i = 0; i < fr[f].x.size(); ++i)
+            b.add(static_cast<std::int64_t>(f), static_cast<std::int64_t>(i), fr[f].x[i], fr[f].y[i], fr[f].vx[i],
+                  fr[f].vy[i], static_cast<std::int8_t>(i % 2));
+    b.t.meta.species_diameters = {1.0, 1.4};
+    const auto src = b.source(0.05);
+    for (std::int64_t segment : {std::int64_t{32}, std::int64_t{0}}) {  // 0: the default, min(T, 256)
+        INFO("segment " << segment);
+        CurrentsParams p;
+        p.segment = segment;
+        p.blocks = 3;
+        p.threads = 2;
+        p.block_rows = 200;  // ≈ 7 frames per block read: chunks straddle blocks
+        const auto mem = currents_result_group(compute_currents(src, p), src.meta());
+        REQUIRE(mem.find("c_t_kt_blocks"));
+        REQUIRE(mem.find("c_l_kw_mass"));
+        std::vector<ResultGroup> streamed;
+        for (std::int64_t budget : {std::int64_t{1}, std::int64_t{300000}}) {  // chunks of max(lag, segment) frames; larger
+            for (int threads : {1, 3}) {
+                INFO("memory_bytes " << budget << ", threads " << threads);
+                CurrentsParams q = p;
+                q.memory_bytes = budget;
+                q.threads = threads;
+                streamed.push_back(currents_result_group(compute_currents(src, q), src.meta()));
+                const auto& st = streamed.back();
+                REQUIRE(st.arrays.size() == mem.arrays.size());
+                for (std::size_t k = 0; k < mem.arrays.size(); ++k) {
+                    INFO(mem.arrays[k].name);
+                    REQUIRE(st.arrays[k].name == mem.arrays[k].name);
+                    REQUIRE(st.arrays[k].shape == mem.arrays[k].shape);
+                    if (const auto* a = std::get_if<std::vector<double>>(&mem.arrays[k].data)) {
+                        const auto& s = std::get<std::vector<double>>(st.arrays[k].data);
+                        REQUIRE(s.size() == a->size());
+                        double scale = 0;
+                        for (double v : *a) scale = std::max(scale, std::abs(v));
+                        for (std::size_t i = 0; i < a->size(); ++i) REQUIRE_THAT(s[i], WithinAbs((*a)[i], 1e-12 * scale));
+                    } else {
+                        CHECK(st.arrays[k].data == mem.arrays[k].data);
+                    }
+                }
+                CHECK(st.attrs == mem.attrs);
+            }
+        }
+        // bit-identical for any thread count
+        for (std::size_t k = 0; k < mem.arrays.size(); ++k) {
+            CHECK(streamed[0].arrays[k].data == streamed[1].arrays[k].data);
+            CHECK(streamed[2].arrays[k].data == streamed[3].arrays[k].data);
+        }
+    }
+}

@@ -239,3 +239,26 @@ TEST_CASE("collective analyses end to end on a rigidly rotating disk", "[unit]")
         for (auto q : charge) REQUIRE(q == 1);
     }
 }
+
+TEST_CASE("defects: every frame by default, a stride when the tables would not fit half of the memory budget", "[unit]") {
+    const int T = 40;
+    InMemorySource src(rotating_disk(T));
+    const auto all = collective_analyses();
+    auto o = defaults(spec(all, "defects"));
+    o["defects-lags"] = "1,3";
+    AnalysisContext full{src, o, false, 1, nullptr};
+    const auto g1 = spec(all, "defects").run(full).front();
+    REQUIRE(std::get<std::int64_t>(g1.attrs.at("stride_frames")) == 1);
+    const auto field = spec(all, "field").run(AnalysisContext{src, defaults(spec(all, "field")), false, 1, nullptr}).front();
+    const auto nodes = data<double>(field, "grid_x").size() * data<double>(field, "grid_y").size();  // the same default grid
+    // 39 start frames × 2 lags × 16 bytes per node: a budget of twice 10 start frames' worth → stride 4
+    AnalysisContext small{src, o, false, 1, nullptr, nullptr, static_cast<std::int64_t>(2 * 10 * 2 * 16 * nodes)};
+    const auto g4 = spec(all, "defects").run(small).front();
+    CHECK(std::get<std::int64_t>(g4.attrs.at("stride_frames")) == 4);
+    CHECK(data<std::int64_t>(g4, "sample_frame") == std::vector<std::int64_t>{0, 4, 8, 12, 16, 20, 24, 28, 32, 36});
+    for (auto c : data<std::int64_t>(g4, "counts")) CHECK(c == 1);  // the one vortex at every sampled frame of lag 1
+    // given explicitly: the budget does not matter
+    o["defects-stride"] = "1";
+    AnalysisContext given{src, o, false, 1, nullptr, nullptr, 1};
+    CHECK(std::get<std::int64_t>(spec(all, "defects").run(given).front().attrs.at("stride_frames")) == 1);
+}

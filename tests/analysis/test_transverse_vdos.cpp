@@ -120,3 +120,33 @@ TEST_CASE("tvdos parameters are validated", "[unit]") {
     p.band_max = 2;
     REQUIRE_THROWS_AS(p.validate(), ParameterError);
 }
+
+TEST_CASE("tvdos streams one segment at a time: bit-identical for any thread count, frames past the last segment ignored", "[unit]") {
+    const double dt = 0.1;
+    const auto src = ou_source(Geometry::periodic(0, 0, 8, 8), 60, 3 * 64 + 17, dt, 5);
+    TransverseVdosParams p;
+    p.segment = 64;
+    p.band_min = 1.0;
+    p.band_max = 6.0;
+    p.threads = 1;
+    const auto a = compute_transverse_vdos(src, p);
+    REQUIRE(a.n_segments == 3);
+    REQUIRE(a.segment_first_frame == std::vector<std::int64_t>{0, 64, 128});
+    for (std::size_t s = 0; s < 3; ++s) {
+        double sum = 0;
+        for (auto i = a.segment_offsets[s]; i < a.segment_offsets[s + 1]; ++i) {
+            sum += a.p_band[static_cast<std::size_t>(i)];
+            REQUIRE(a.frames_present[static_cast<std::size_t>(i)] <= 64);
+        }
+        REQUIRE_THAT(sum, WithinRel(a.band_sum_segments[s], 1e-10));
+    }
+    p.threads = 3;
+    const auto b = compute_transverse_vdos(src, p);
+    CHECK(b.d_t == a.d_t);
+    CHECK(b.d_l == a.d_l);
+    CHECK(b.d_t_segments == a.d_t_segments);
+    CHECK(b.p_band == a.p_band);
+    CHECK(b.x_mean == a.x_mean);
+    CHECK(b.particle == a.particle);
+    CHECK(b.k_debye == a.k_debye);
+}

@@ -93,7 +93,7 @@ TEST_CASE("analyze streams: 10x the frames does not take 10x the memory", "[inte
     REQUIRE(double(rss_large) < 1.5 * double(rss_small) + 16000.0);
 }
 
-TEST_CASE("analyze --memory: copies and series beyond the budget go to temporary files, results unchanged",
+TEST_CASE("analyze --memory: copies beyond the budget go to temporary files, currents streams; results unchanged",
           "[integration]") {
     test::TempDir dir("cli_analyze_budget");
     const auto sim = dir.file("sim.h5");
@@ -110,7 +110,16 @@ TEST_CASE("analyze --memory: copies and series beyond the budget go to temporary
             INFO(a.arrays[k].name);
             const auto* x = std::get_if<std::vector<double>>(&a.arrays[k].data);
             const auto* y = std::get_if<std::vector<double>>(&b.arrays[k].data);
-            if (x && y) {
+            if (x && y && std::string(name) == "currents") {
+                // streamed in chunks of frames: direct lag sums instead of full-length FFTs, equal to rounding
+                REQUIRE(x->size() == y->size());
+                double scale = 0, diff = 0;
+                for (std::size_t i = 0; i < x->size(); ++i) {
+                    scale = std::max(scale, std::abs((*x)[i]));
+                    diff = std::max(diff, std::abs((*x)[i] - (*y)[i]));
+                }
+                CHECK(diff <= 1e-12 * scale);
+            } else if (x && y) {
                 REQUIRE(x->size() == y->size());
                 CHECK(std::memcmp(x->data(), y->data(), x->size() * sizeof(double)) == 0);  // bit for bit, NaN included
             } else {

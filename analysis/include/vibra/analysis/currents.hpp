@@ -5,11 +5,15 @@
 //   for uncorrelated velocities), C(k,ω) = ∫ C(k,t) e^{iωt} dt (Welch: Hann segments, 50 % overlap),
 // averaged over the k-vectors of |k| shells. k-vectors lie on the grid (2πn/Lx, 2πm/Ly): the
 // reciprocal lattice of a periodic box, or the grid commensurate with a window (whose particles
-// then carry a Tukey taper w_i). Frames are streamed block by block. The series j(k,t) of every
-// k-vector are kept in memory when they fit CurrentsParams::memory_bytes (n_k × T × 16 bytes per
-// series); beyond, they are written in chunks of frames to a temporary file (k-major, unlinked when
-// opened) and read back one k-vector at a time, so memory stays bounded whatever the run's length
-// and the results are bit-identical to the in-memory path.
+// then carry a Tukey taper w_i). Frames are streamed block by block. compute_currents keeps the
+// series j(k,t) of every k-vector in memory when they fit CurrentsParams::memory_bytes (n_k × T ×
+// 16 bytes per series) and correlates them by full-length FFTs; beyond, it makes one pass in chunks
+// of frames (≤ half the budget, at least 2·max(lag, segment) frames) holding per k-vector only the
+// chunk and the end of the previous one: direct lag sums for C(k,t), the Welch segments ending in the
+// chunk for C(k,ω) — equal to the in-memory path up to rounding, memory bounded whatever the run's
+// length, no temporary file. compute_current_series (for callers that need the series themselves)
+// writes them beyond the budget in chunks of frames to a temporary file (k-major, unlinked when
+// opened), read back one k-vector at a time, bit-identical to the in-memory series.
 #pragma once
 
 #include <complex>
@@ -124,7 +128,7 @@ struct CurrentsResult {
     std::string velocity_source, geometry;
 };
 
-/// Full currents analysis (streams the source once).
+/// Full currents analysis (streams the source once; bounded memory beyond memory_bytes, see above).
 CurrentsResult compute_currents(const TrajectorySource& src, CurrentsParams p);
 /// Same from an already formed series.
 CurrentsResult currents_from_series(const CurrentSeries& s, const CurrentsParams& p);

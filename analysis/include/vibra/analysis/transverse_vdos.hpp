@@ -5,7 +5,9 @@
 // with a_i(k,ω) = Σ_t w_t (v_i·ê_⊥) e^{ik·r_i} e^{iωt} and ĵ_T = Σ_i a_i,
 //   p_i(band) = A Δω Σ_{ω∈band} Σ_k Re[a_i* ĵ_T]  ⇒  Σ_i p_i = ∫_band D_T^{(segment)} dω,
 // computed without forming a_i: p_i = A Δω Re Σ_t w_t Σ_k (a_i·ê_⊥) e^{−ik·r_i} g(k,t) with g the
-// band-passed current (one inverse FFT per k) — a second pass with the adjoint Fourier sum.
+// band-passed current (one inverse FFT per k) — the adjoint Fourier sum. One streamed pass, one
+// segment at a time (its frames and its n_k × segment currents), so memory does not grow with the
+// run's length.
 #pragma once
 
 #include <cstdint>
