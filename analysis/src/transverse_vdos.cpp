@@ -10,6 +10,7 @@
 #include "detail/modes_engine.hpp"
 #include "vibra/analysis/currents.hpp"
 #include "vibra/core/error.hpp"
+#include "vibra/core/periodic.hpp"
 
 namespace vibra::analysis {
 
@@ -196,8 +197,8 @@ TransverseVdosResult compute_transverse_vdos(const TrajectorySource& src, Transv
                     a.rx = x;
                     a.ry = y;
                 } else if (periodic) {  // unwrap relative to the first position in the segment
-                    x = a.rx + (x - a.rx - Lx * std::round((x - a.rx) / Lx));
-                    y = a.ry + (y - a.ry - Ly * std::round((y - a.ry) / Ly));
+                    x = a.rx + minimum_image(x - a.rx, Lx);
+                    y = a.ry + minimum_image(y - a.ry, Ly);
                 }
                 a.sx += x;
                 a.sy += y;

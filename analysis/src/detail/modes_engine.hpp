@@ -21,6 +21,7 @@
 #include "detail/parallel.hpp"
 #include "vibra/analysis/currents.hpp"
 #include "vibra/core/error.hpp"
+#include "vibra/core/periodic.hpp"
 #include "vibra/core/workers.hpp"
 #include "vibra/core/trajectory_source.hpp"
 
@@ -103,7 +104,7 @@ inline void stream_frames(const TrajectorySource& src, const std::function<void(
     const Metadata& meta = src.meta();
     const bool periodic = meta.geometry.periodic();
     const double Lx = meta.geometry.lx(), Ly = meta.geometry.ly();
-    auto wrap = [&](double d, double L) { return periodic && L > 0 ? d - L * std::round(d / L) : d; };
+    auto wrap = [&](double d, double L) { return periodic && L > 0 ? minimum_image(d, L) : d; };
     bool first_block = true;
     for (std::int64_t b0 = 0; b0 < T; b0 += fpb) {
         const std::int64_t cnt = std::min(fpb, T - b0);
