@@ -48,7 +48,7 @@ using clk = std::chrono::steady_clock;
 static double since(clk::time_point t) { return std::chrono::duration<double>(clk::now() - t).count(); }
 
 // Baseline: compute_gradients() and find_candidates() as they were before the speed-up
-// (tracking/src/gradients.cpp and candidates.cpp at commit 7e55742), kept here only to time them
+// (tracking/src/detect/gradients.cpp and candidates.cpp at commit 7e55742), kept here only to time them
 // in the same run and to check that the library gives identical results.
 namespace baseline {
 

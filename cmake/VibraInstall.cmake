@@ -13,7 +13,7 @@ get_property(VIBRA_EXPORTED_MODULES GLOBAL PROPERTY VIBRA_EXPORTED_MODULES)
 
 install(TARGETS vibra RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 if(VIBRA_WITH_TRACKING)
-  # Beside the CLI's ../lib, where the tracking library looks for it (tracking/src/opencv_codecs.cpp).
+  # Beside the CLI's ../lib, where the tracking library looks for it (tracking/src/io/opencv_codecs.cpp).
   install(TARGETS vibra_opencv_codecs LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
 

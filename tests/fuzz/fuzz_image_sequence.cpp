@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // libFuzzer target: a folder of image files → vibra's image-sequence reader
-// (tracking/src/image_sequence.cpp + video.cpp: listing, natural sort, the first decodable frame
+// (tracking/src/io/image_sequence.cpp + video.cpp: listing, natural sort, the first decodable frame
 // fixing size and depth, frame-size changes mid-sequence, colour → grey, undecodable files as
 // corrupt frames). The images are decoded by OpenCV's codecs (system libraries, not instrumented):
 // what is fuzzed is vibra's layer around them. Input: records [kind][len lo][len hi][bytes…],

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// libFuzzer target: the bytes of a .avi → vibra's own AVI reader (tracking/src/raw_avi.cpp: RIFF
+// libFuzzer target: the bytes of a .avi → vibra's own AVI reader (tracking/src/io/raw_avi.cpp: RIFF
 // and OpenDML AVIX lists, hdrl/avih/strl/strh/strf, BITMAPINFOHEADER and grey palette, idx1 index
 // or movi scan), then every frame through FrameSource::next (chunk headers checked against the
 // index, Y800 and padded bottom-up BI_RGB rows, palette mapping). Files it declines (nullptr)
