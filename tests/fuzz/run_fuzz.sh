@@ -122,7 +122,7 @@ export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/fuzz/lsan.supp}
 # that library's bug, not vibra's: reported, its input kept, not a failure. Anything whose first
 # frame is vibra's code (linked statically) or the C++ runtime fails the run.
 in_system_library() {
-    grep -E '^ +#[0-9]+ 0x' "$1" | grep -vE 'fuzzer::|__interceptor_|__asan|__sanitizer|__ubsan|libclang_rt|/libc\.so|__mem(set|cpy|move)_| in (malloc|calloc|realloc) ' | head -1 |
+    grep -E '^ +#[0-9]+ 0x' "$1" | grep -vE 'fuzzer::|__interceptor_|__asan|__sanitizer|__ubsan|libclang_rt|/libc\.so|__mem(set|cpy|move)_| in (malloc|calloc|realloc) | in operator (new|delete)' | head -1 |
         grep -qE '/lib[^ ]*/lib(hdf5|sz|z|opencv|tiff|png|jpeg|webp|openjp2|gdal|deflate)[^ /]*\.so'
 }
 # The long run of target $1 (--long): its own corpus under build-fuzz/long/, fork mode where a
@@ -159,7 +159,8 @@ for t in $targets; do
     runs=$(echo "$runs_table" | tr ' ' '\n' | grep "^$t:" | cut -d: -f2)
     runs=$((runs * scale))
     seeds=("$corpus/$t"/* $(replay_only "$t"))
-    echo "== $t: replay ${#seeds[@]} seeds, then -seed=1 -runs=$runs"
+    if [ "$long_runs" -gt 0 ]; then echo "== $t: replay ${#seeds[@]} seeds, then the long run"
+    else echo "== $t: replay ${#seeds[@]} seeds, then -seed=1 -runs=$runs"; fi
     if ! "$build/$t" $limits "${seeds[@]}" > "$build/$t.replay.log" 2>&1; then
         echo "FAILED replay of $t (log: $build/$t.replay.log)"; tail -30 "$build/$t.replay.log"; status=1; continue
     fi
