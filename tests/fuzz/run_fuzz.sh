@@ -122,7 +122,7 @@ export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/fuzz/lsan.supp}
 # that library's bug, not vibra's: reported, its input kept, not a failure. Anything whose first
 # frame is vibra's code (linked statically) or the C++ runtime fails the run.
 in_system_library() {
-    grep -E '^ +#[0-9]+ 0x' "$1" | grep -vE 'fuzzer::|__interceptor_|__asan|__sanitizer|__ubsan|libclang_rt|/libc\.so|__mem(set|cpy|move)_| in (malloc|calloc|realloc) | in operator (new|delete)' | head -1 |
+    grep -E '^ +#[0-9]+ 0x' "$1" | grep -vE 'fuzzer::|__interceptor_|__asan|__sanitizer|__ubsan|libclang_rt|/libc\.so|__mem(set|cpy|move)_| in (malloc|calloc|realloc|free|strdup|strndup|strlen|strnlen|strcpy|strncpy|strcmp|strncmp|memcmp) | in operator (new|delete)' | head -1 |
         grep -qE '/lib[^ ]*/lib(hdf5|sz|z|opencv|tiff|png|jpeg|webp|openjp2|gdal|deflate)[^ /]*\.so'
 }
 # The long run of target $1 (--long): its own corpus under build-fuzz/long/, fork mode where a
