@@ -88,7 +88,9 @@ std::string file_checksum(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw IoError(path + ": cannot open for reading (checksum)");
     Sha256 s;
-    std::vector<char> buf(1 << 20);
+    // 64 KiB reads: larger buffers do not hash faster (SHA-256 is the cost), and a small one is
+    // not a fresh zero-filled mapping per call (the importers checksum every input they read).
+    std::vector<char> buf(64 << 10);
     while (in) {
         in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
         s.update(buf.data(), static_cast<std::size_t>(in.gcount()));

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 
 namespace vibra::store::detail {
@@ -93,6 +94,49 @@ bool exists(hid_t loc, const std::string& path) {
         if (!part.empty() && part != "/" && H5Lexists(loc, part.c_str(), H5P_DEFAULT) <= 0) return false;
         if (pos == std::string::npos) return true;
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+namespace {
+struct FileImage {
+    const unsigned char* bytes = nullptr;
+    std::size_t size = 0;
+};
+thread_local FileImage* active_image = nullptr;
+
+/// H5Fis_hdf5 on bytes: the signature at offset 0, 512, 1024, 2048, … (a user block before it).
+bool has_hdf5_signature(const FileImage& im) {
+    static const unsigned char sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+    for (std::size_t at = 0; at + 8 <= im.size; at = at == 0 ? 512 : 2 * at)
+        if (std::memcmp(im.bytes + at, sig, 8) == 0) return true;
+    return false;
+}
+
+hid_t open_image(const FileImage& im, const std::string& path, const std::string& not_hdf5) {
+    if (!has_hdf5_signature(im)) throw FormatError(path + ": " + not_hdf5);
+    Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
+    check_status(H5Pset_fapl_core(fapl, 64 << 10, /*backing_store=*/0), path, "cannot set the core driver");
+    check_status(H5Pset_file_image(fapl, const_cast<unsigned char*>(im.bytes), im.size), path,
+                 "cannot set the file image");
+    return check(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl), path, "cannot open");
+}
+}  // namespace
+
+hid_t open_file(const std::string& path, unsigned flags, const std::string& not_hdf5) {
+    silence_hdf5();
+    if (active_image && flags == H5F_ACC_RDONLY) return open_image(*active_image, path, not_hdf5);
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) throw IoError(path + ": no such file");
+    if (H5Fis_hdf5(path.c_str()) <= 0) throw FormatError(path + ": " + not_hdf5);
+    return check(H5Fopen(path.c_str(), flags, H5P_DEFAULT), path, "cannot open");
+}
+
+ScopedFileImage::ScopedFileImage(const void* bytes, std::size_t size) {
+    active_image = new FileImage{static_cast<const unsigned char*>(bytes), size};
+}
+ScopedFileImage::~ScopedFileImage() {
+    delete active_image;
+    active_image = nullptr;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -82,10 +82,7 @@ ResultGroup read_group(hid_t parent, const std::string& name, const std::string&
 }
 
 Handle open_results(const std::string& path, unsigned flags) {
-    detail::silence_hdf5();
-    if (!fs::exists(path)) throw IoError(path + ": no such file");
-    if (H5Fis_hdf5(path.c_str()) <= 0) throw FormatError(path + ": not an HDF5 file");
-    Handle f(check(H5Fopen(path.c_str(), flags, H5P_DEFAULT), path, "cannot open"));
+    Handle f(detail::open_file(path, flags, "not an HDF5 file"));
     const auto schema = detail::read_attr_string(f, "schema", path);
     if (schema != kResultsSchema)
         throw FormatError(at_field(path, "/schema", "is '" + schema + "', expected '" + kResultsSchema +

@@ -125,10 +125,7 @@ void write_table_h5(const std::string& path, const Table& t) {
 }
 
 Table read_table_h5(const std::string& path, const std::string& schema, const std::string& group) {
-    detail::silence_hdf5();
-    if (!std::filesystem::exists(path)) throw IoError(path + ": no such file");
-    if (H5Fis_hdf5(path.c_str()) <= 0) throw FormatError(path + ": not an HDF5 file");
-    Handle f(check(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), path, "cannot open"));
+    Handle f(detail::open_file(path, H5F_ACC_RDONLY, "not an HDF5 file"));
     Table t;
     t.schema = detail::read_attr_string(f, "schema", path);
     if (t.schema != schema) throw FormatError(at_field(path, "/schema", "is '" + t.schema + "', expected '" + schema + "'"));

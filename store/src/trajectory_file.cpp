@@ -272,11 +272,7 @@ struct TrajectoryReader::Impl {
 };
 
 TrajectoryReader::TrajectoryReader(const std::string& path) : impl_(std::make_unique<Impl>()), path_(path) {
-    detail::silence_hdf5();
-    if (!std::filesystem::exists(path)) throw IoError(path + ": no such file");
-    if (H5Fis_hdf5(path.c_str()) <= 0)
-        throw FormatError(path + ": not an HDF5 file (vibra trajectory files are HDF5)");
-    impl_->file = Handle(check(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), path, "cannot open"));
+    impl_->file = Handle(detail::open_file(path, H5F_ACC_RDONLY, "not an HDF5 file (vibra trajectory files are HDF5)"));
     const auto& f = impl_->file;
     const std::string schema = detail::read_attr_string(f, "schema", path);
     if (schema != kTrajectorySchema)

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "fuzz_common.hpp"
+#include "fuzz_hdf5.hpp"
 #include "vibra/store/text_formats.hpp"
 #include "vibra/store/trajectory_file.hpp"
 

@@ -3,12 +3,16 @@
 // list_results, read_results and read_results_attrs of every group: attributes of every type,
 // arrays of any rank, nested groups), the table reader (read_table_h5, the campaign table of
 // vibra batch), and a merge into it (write_results, which validates and copies the old file).
-// Seeds (make_h5_seeds): small valid results and campaign files and damaged variants.
+// Seeds (make_h5_seeds): small valid results and campaign files and damaged variants. The readers
+// open the bytes in memory (detail::ScopedFileImage: HDF5's core driver); only the merge, when a
+// reader accepted the file (else the merge's own validation would refuse it too), writes it to disk.
 #include <cstdint>
 #include <filesystem>
 #include <string>
 
+#include "detail/h5.hpp"
 #include "fuzz_common.hpp"
+#include "fuzz_hdf5.hpp"
 #include "vibra/store/results_file.hpp"
 #include "vibra/store/table_file.hpp"
 
@@ -16,15 +20,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     using namespace vibra;
     const std::string dir = fuzz::scratch();
     const std::string in = dir + "/in.h5";
+    bool root_ok = false, list_ok = false;
+    {
+        const store::detail::ScopedFileImage image(data, size);
+        root_ok = fuzz::accepts([&] { store::read_results_root(in); });
+        list_ok = fuzz::accepts([&] {
+            for (const auto& name : store::list_results(in)) {
+                fuzz::accepts([&] { store::read_results(in, name); });
+                fuzz::accepts([&] { store::read_results_attrs(in, name); });
+            }
+        });
+        fuzz::accepts([&] { store::read_table_h5(in, "vibra-campaign", "campaign"); });
+    }
+    if (!root_ok && !list_ok) return 0;
     fuzz::write_file(in, data, size);
-    fuzz::accepts([&] { store::read_results_root(in); });
-    fuzz::accepts([&] {
-        for (const auto& name : store::list_results(in)) {
-            fuzz::accepts([&] { store::read_results(in, name); });
-            fuzz::accepts([&] { store::read_results_attrs(in, name); });
-        }
-    });
-    fuzz::accepts([&] { store::read_table_h5(in, "vibra-campaign", "campaign"); });
     // Merging into it: the old file is validated and copied; a failed merge leaves it untouched.
     const auto before = std::filesystem::file_size(in);
     ResultGroup g;

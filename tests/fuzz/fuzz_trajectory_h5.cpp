@@ -4,18 +4,20 @@
 // frames in blocks of 2 (hyperslab reads, rebased index, sorting/duplicate checks), read_columns
 // of every column, rows_in, and every /diagnostics dataset. Seeds (make_h5_seeds): small valid
 // files, and truncated, bit-flipped, wrong-type, wrong-shape, huge-dimension and cyclic-link ones.
+// The bytes are opened in memory (detail::ScopedFileImage: HDF5's core driver), not written to a file.
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "detail/h5.hpp"
 #include "fuzz_common.hpp"
+#include "fuzz_hdf5.hpp"
 #include "vibra/store/trajectory_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace vibra;
-    const std::string dir = fuzz::scratch();
-    const std::string in = dir + "/in.h5";
-    fuzz::write_file(in, data, size);
+    const std::string in = fuzz::scratch() + "/in.h5";  // a name only: the file is never written
+    const store::detail::ScopedFileImage image(data, size);
     fuzz::accepts([&] {
         store::TrajectoryReader r(in);
         const std::int64_t T = r.n_frames();

@@ -7,6 +7,9 @@
 // them: truncated, bit-flipped, a dataset of the wrong type or shape, huge declared dimensions
 // (chunked datasets of 2^40 elements that store nothing), and cyclic links (a soft link to itself,
 // two soft links to each other, a hard link from a group to its ancestor). Deterministic.
+// The trajectory files in the writer's own layout (256 KiB deflated chunks, ~0.25 s per input under
+// ASan) go to OUTDIR/fuzz_trajectory_h5.replay/: replayed by run_fuzz.sh, not mutated; the fuzzed
+// seeds are copies with the same content in small chunks.
 #include <hdf5.h>
 
 #include <cstdint>
@@ -83,10 +86,11 @@ void string_attr(hid_t obj, const char* name, const std::string& v) {
 }
 
 // A copy of trajectory file `src` whose /trajectories columns are contiguous and unfiltered
-// (vibra's writer stores whole deflated chunks of 2^15+ rows, which the reader inflates on every
-// open: a few kB plain file lets the fuzzer run ~10x faster). Root attributes as strings,
+// (chunk_rows 0), or chunked by `chunk_rows` rows with shuffle + deflate, vibra's filters. vibra's
+// writer stores whole deflated chunks of 256 KiB, which the reader inflates on every read: under
+// ASan ~0.25 s per input, against a few ms for these few-kB copies. Root attributes as strings,
 // /meta, /index and /diagnostics copied as they are.
-void plain_copy(const std::string& src, const std::string& dst) {
+void plain_copy(const std::string& src, const std::string& dst, hsize_t chunk_rows = 0) {
     const hid_t in = H5Fopen(src.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
     const hid_t out = H5Fcreate(dst.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     for (const char* name : {"schema", "schema_version", "vibra_version"}) {
@@ -111,7 +115,14 @@ void plain_copy(const std::string& src, const std::string& dst) {
         const hid_t t = H5Dget_type(d), sp = H5Dget_space(d);
         std::vector<char> buf(static_cast<std::size_t>(H5Sget_simple_extent_npoints(sp)) * H5Tget_size(t) + 1);
         H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data());
-        const hid_t o = H5Dcreate2(tg, c, t, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+        if (chunk_rows > 0) {
+            H5Pset_chunk(dcpl, 1, &chunk_rows);
+            H5Pset_shuffle(dcpl);
+            H5Pset_deflate(dcpl, 1);
+        }
+        const hid_t o = H5Dcreate2(tg, c, t, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+        H5Pclose(dcpl);
         H5Dwrite(o, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data());
         const hid_t u = H5Aopen(d, "units", H5P_DEFAULT);
         if (u >= 0) {
@@ -171,10 +182,13 @@ void trajectory_seeds(const std::string& dir) {
     t.frames.time_s = {0.0, 0.5, 1.0};
     t.frames.timestep = {0, 10, 20};
     t.frames.image_number = {7, 8, 9};
-    const std::string full = dir + "/full.h5";
-    store::write_trajectory(full, t);
+    // Files in the writer's own layout (256 KiB deflated chunks) are slow inputs: replayed, not fuzzed.
+    const std::string replay = dir + ".replay";
+    fs::create_directories(replay);
+    const std::string writer_full = replay + "/full.h5";
+    store::write_trajectory(writer_full, t);
     {  // a diagnostic counter, as tracking writes
-        store::TrajectoryWriter w(dir + "/diag.h5", Metadata{}, store::ColumnSet{});
+        store::TrajectoryWriter w(replay + "/diag.h5", Metadata{}, store::ColumnSet{});
         TrajectoryTable rows;
         rows.push(0, -1, 1.0, 2.0, kSpeciesUnknown);
         rows.push(1, 3, 1.5, 2.5, kSpeciesSmall);
@@ -186,10 +200,15 @@ void trajectory_seeds(const std::string& dir) {
     empty.index.offsets = {0, 0, 0};
     store::write_trajectory(dir + "/empty_frames.h5", empty);
 
+    byte_variants(writer_full, replay, "full");
+    // Small copies: contiguous columns, and deflated in chunks of 4 rows (the damaged variants
+    // below start from it): the fuzzer's fast, mutable starting points.
+    const std::string full = dir + "/full.h5";
+    plain_copy(writer_full, full, 4);
+    plain_copy(writer_full, dir + "/plain_full.h5");
+    plain_copy(replay + "/diag.h5", dir + "/plain_diag.h5");
+    plain_copy(replay + "/diag.h5", dir + "/diag.h5", 4);
     byte_variants(full, dir, "full");
-    // Small plain copies (contiguous columns): the fuzzer's fast, mutable starting points.
-    plain_copy(full, dir + "/plain_full.h5");
-    plain_copy(dir + "/diag.h5", dir + "/plain_diag.h5");
     byte_variants(dir + "/plain_full.h5", dir, "plain_full");
     const double xs[3] = {1, 2, 3};
     const std::int64_t offsets_2d[4] = {0, 2, 4, 6};

@@ -11,12 +11,24 @@
 #
 #   tests/fuzz/run_fuzz.sh [SCALE]     SCALE multiplies every target's run count (default 1)
 #   tests/fuzz/run_fuzz.sh --list      the targets and their run counts
+#   tests/fuzz/run_fuzz.sh --long [RUNS [SECONDS]]
+#                                      the long run instead of the CI one: each target in turn under
+#                                      nice -n 19, RUNS executions (default 1000000) or SECONDS
+#                                      (default 1800), whichever comes first, on a corpus kept in
+#                                      build-fuzz/long/<target> (it grows from run to run); the targets
+#                                      whose inputs reach HDF5's or OpenCV's parsers run in fork mode
+#                                      so that those libraries' crashes do not end the run, and every
+#                                      input kept as a crash, hang or memory blow-up is replayed and
+#                                      classified as below. One line per target: executions, exec/s,
+#                                      corpus size, result.
 # Environment: FUZZ_CXX (default clang++), FUZZ_CC (default clang), VIBRA_SHARED (default
 # <repo>/../shared) for the real camera-header seeds, FUZZ_TARGETS (a subset, space-separated).
 # Long runs: docs/reliability.md ("Fuzzing").
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 scale=${1:-${VIBRA_FUZZ_SCALE:-1}}
+long_runs=0
+if [ "$scale" = "--long" ]; then long_runs=${2:-1000000}; long_time=${3:-1800}; scale=1; fi
 cxx=${FUZZ_CXX:-clang++}
 cc=${FUZZ_CC:-clang}
 # target:runs — from the measured exec/s (docs/reliability.md) so that each run takes about 5 s here.
@@ -62,6 +74,8 @@ ASAN_OPTIONS=detect_leaks=0 "$build/make_h5_seeds" "$gen"
 for t in fuzz_trajectory_h5 fuzz_results_h5 fuzz_raw_avi fuzz_image_sequence; do
     [ -d "$corpus/$t" ] && cp "$gen/$t"/* "$corpus/$t/"
 done
+# Replayed, not fuzzed: inputs too slow to mutate (make_h5_seeds: files in the writer's own layout).
+replay_only() { if [ -d "$gen/$1.replay" ]; then ls -d "$gen/$1.replay"/*; fi; }
 if command -v perl >/dev/null 2>&1 && [ -d "$corpus/fuzz_cine_header" ]; then
     # A tiny synthetic .cine: 2 images of 2 x 2 px, 16-bit, time and exposure blocks.
     perl -e '
@@ -108,18 +122,49 @@ export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/fuzz/lsan.supp}
 # that library's bug, not vibra's: reported, its input kept, not a failure. Anything whose first
 # frame is vibra's code (linked statically) or the C++ runtime fails the run.
 in_system_library() {
-    grep -E '^ +#[0-9]+ 0x' "$1" | grep -vE 'fuzzer::|__interceptor_|__asan|__sanitizer|__ubsan|libclang_rt|/libc\.so|__mem(set|cpy|move)_| in (malloc|calloc|realloc) ' | head -1 |
+    grep -E '^ +#[0-9]+ 0x' "$1" | grep -vE 'fuzzer::|__interceptor_|__asan|__sanitizer|__ubsan|libclang_rt|/libc\.so|__mem(set|cpy|move)_| in (malloc|calloc|realloc|free|strdup|strndup|strlen|strnlen|strcpy|strncpy|strcmp|strncmp|memcmp) | in operator (new|delete)' | head -1 |
         grep -qE '/lib[^ ]*/lib(hdf5|sz|z|opencv|tiff|png|jpeg|webp|openjp2|gdal|deflate)[^ /]*\.so'
+}
+# The long run of target $1 (--long): its own corpus under build-fuzz/long/, fork mode where a
+# third-party parser is reached, then every kept crash / hang / blow-up replayed and classified.
+long_run() {
+    local t=$1 dir=$build/long/$1 art=$build/long/artifacts-$1 fork="" start secs execs verdict=clean a
+    mkdir -p "$dir" "$art"
+    cp -n "$corpus/$t"/* "$dir/"
+    case $t in
+        fuzz_trajectory_h5|fuzz_results_h5|fuzz_image_sequence)
+            fork="-fork=1 -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1" ;;
+    esac
+    start=$(date +%s)
+    (cd "$art" && nice -n 19 "$build/$t" -seed=1 -runs="$long_runs" -max_total_time="$long_time" -max_len=65536 \
+         $limits -print_final_stats=1 $fork -artifact_prefix="$art/" "$dir" > "$build/$t.long.log" 2>&1) || true
+    secs=$(( $(date +%s) - start ))
+    execs=$(grep -E '^stat::number_of_executed_units' "$build/$t.long.log" | tail -1 | awk '{print $2}' || true)
+    [ -n "$execs" ] || execs=$(grep -oE '^#[0-9]+' "$build/$t.long.log" | tail -1 | tr -d '#' || true)
+    for a in "$art"/crash-* "$art"/oom-* "$art"/timeout-* "$art"/leak-*; do
+        [ -f "$a" ] || continue
+        if (cd "$art" && "$build/$t" $limits "$a" > "$a.log" 2>&1); then
+            verdict="$verdict; $(basename "$a") no longer fails"
+        elif in_system_library "$a.log"; then
+            verdict="$verdict; $(basename "$a") inside a system library"
+        else
+            echo "FAILED: $t: $a fails in vibra's code (log: $a.log)"; tail -30 "$a.log"; verdict="$verdict; $(basename "$a") in vibra"
+            status=1
+        fi
+    done
+    echo "$t: ${execs:-0} executions in $secs s ($(( ${execs:-0} / (secs > 0 ? secs : 1) ))/s), corpus $(ls "$dir" | wc -l) inputs: ${verdict#clean; }"
 }
 status=0
 for t in $targets; do
     runs=$(echo "$runs_table" | tr ' ' '\n' | grep "^$t:" | cut -d: -f2)
     runs=$((runs * scale))
-    seeds=("$corpus/$t"/*)
-    echo "== $t: replay ${#seeds[@]} seeds, then -seed=1 -runs=$runs"
+    seeds=("$corpus/$t"/* $(replay_only "$t"))
+    if [ "$long_runs" -gt 0 ]; then echo "== $t: replay ${#seeds[@]} seeds, then the long run"
+    else echo "== $t: replay ${#seeds[@]} seeds, then -seed=1 -runs=$runs"; fi
     if ! "$build/$t" $limits "${seeds[@]}" > "$build/$t.replay.log" 2>&1; then
         echo "FAILED replay of $t (log: $build/$t.replay.log)"; tail -30 "$build/$t.replay.log"; status=1; continue
     fi
+    if [ "$long_runs" -gt 0 ]; then long_run "$t" || status=1; continue; fi
     work=$build/work/$t
     rm -rf "$work" && mkdir -p "$work" && cp "$corpus/$t"/* "$work/"
     if ! (cd "$build" && "$build/$t" -seed=1 -runs="$runs" -max_len=65536 $limits \

@@ -7,9 +7,13 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
+#include <vector>
 
+#include "../../store/src/detail/h5.hpp"  // ScopedFileImage
 #include "test_support.hpp"
 #include "vibra/core/error.hpp"
 #include "vibra/store/results_file.hpp"
@@ -192,4 +196,49 @@ TEST_CASE("damaged results and table files: huge declared arrays are refused bef
         edit(table, [](hid_t f) { huge_dataset(f, "campaign/frames", H5T_NATIVE_INT64, hsize_t{1} << 40); });
         require_error<FormatError>([&] { store::read_table_h5(table, "vibra-campaign", "campaign"); }, table, "frames");
     }
+}
+
+// The fuzz targets open their inputs in memory (detail::ScopedFileImage, HDF5's core driver): the
+// readers must see the bytes exactly as they would the file, with the same checks and messages.
+TEST_CASE("file images: readers open HDF5 bytes held in memory as they would the file", "[unit]") {
+    test::TempDir dir("file_image");
+    const std::string path = dir.file("t.h5");
+    Trajectory t = small_trajectory();
+    t.meta.user["note"] = "in memory";
+    store::write_trajectory(path, t);
+    const std::string results = results_file(dir);
+    auto bytes = [](const std::string& p) {
+        std::ifstream is(p, std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(is), {});
+    };
+    const std::string traj_bytes = bytes(path), results_bytes = bytes(results);
+    const std::string name = dir.file("not_on_disk.h5");  // only names the file in messages
+    {
+        const store::detail::ScopedFileImage image(traj_bytes.data(), traj_bytes.size());
+        store::TrajectoryReader r(name);
+        CHECK(r.n_frames() == 3);
+        const Trajectory back = r.read_all();
+        CHECK(back.rows.x == t.rows.x);
+        CHECK(back.rows.y == t.rows.y);
+        CHECK(back.meta.user.at("note") == "in memory");
+        require_error<FormatError>([&] { store::read_results_root(name); }, name, "expected 'vibra-results'");
+    }
+    {
+        const store::detail::ScopedFileImage image(results_bytes.data(), results_bytes.size());
+        CHECK(store::list_results(name) == std::vector<std::string>{"msd"});
+        CHECK(store::read_results(name, "msd").arrays.at(0).name == "lag");
+    }
+    {
+        const std::string text = "not an HDF5 file at all";
+        const store::detail::ScopedFileImage image(text.data(), text.size());
+        require_error<FormatError>([&] { store::TrajectoryReader r(name); }, name, "not an HDF5 file");
+    }
+    {
+        const std::string cut = traj_bytes.substr(0, 600);  // the signature kept, the rest cut off
+        const store::detail::ScopedFileImage image(cut.data(), cut.size());
+        require_error<IoError>([&] { store::TrajectoryReader r(name); }, name, "cannot open");
+    }
+    // Gone with the scope: the name is a path again, and there is no such file.
+    CHECK(!fs::exists(name));
+    require_error<IoError>([&] { store::TrajectoryReader r(name); }, name, "no such file");
 }

@@ -48,6 +48,24 @@ void check_status(herr_t st, const std::string& file, const std::string& what);
 
 bool exists(hid_t loc, const std::string& path);
 
+/// Opens `path` for the store's readers: IoError "<path>: no such file" when it is absent,
+/// FormatError "<path>: <not_hdf5>" when it is not HDF5 (H5Fis_hdf5), else H5Fopen(path, flags) or
+/// IoError "<path>: cannot open (HDF5: …)". The caller owns the returned file id.
+hid_t open_file(const std::string& path, unsigned flags, const std::string& not_hdf5);
+
+/// In-process tests of the readers (the fuzz targets in tests/fuzz): while one is alive, every
+/// open_file(…, H5F_ACC_RDONLY) in this thread opens `bytes` — an HDF5 file image held in memory,
+/// through HDF5's core driver, copied on each open — whatever path it is given (the path only names
+/// the file in messages, and must not exist). The same checks and messages as for a file; nothing is
+/// read from or written to disk. Not nestable; writers and read-write opens are not redirected.
+class ScopedFileImage {
+public:
+    ScopedFileImage(const void* bytes, std::size_t size);
+    ~ScopedFileImage();
+    ScopedFileImage(const ScopedFileImage&) = delete;
+    ScopedFileImage& operator=(const ScopedFileImage&) = delete;
+};
+
 // Attributes ----------------------------------------------------------------------------------
 void write_attr(hid_t obj, const std::string& name, const AttrValue& v, const std::string& file);
 /// Reads any numeric or string attribute; false if absent.
