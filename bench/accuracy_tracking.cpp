@@ -83,8 +83,10 @@ void score(const std::vector<Particle>& parts, const TrajectoryTable& t, std::si
         s.err.push_back(std::sqrt(e2));
         s.species_ok += q.species == t.species[i];
         if (std::getenv("ACC_WORST") && std::sqrt(e2) > std::atof(std::getenv("ACC_WORST")))
-            std::fprintf(stderr, "  err %.3f at truth (%.2f, %.2f) r %.1f sp %d -> det r %.2f sp %d, gap %.2f\n", std::sqrt(e2), t.x[i], t.y[i],
-                         double(t.radius[i]), int(t.species[i]), double(q.radius), int(q.species), gap);
+            std::fprintf(stderr,
+                         "  err %.3f at truth (%.2f, %.2f) r %.1f sp %d -> det r %.2f sp %d, gap %.2f\n",
+                         std::sqrt(e2), t.x[i], t.y[i], double(t.radius[i]), int(t.species[i]),
+                         double(q.radius), int(q.species), gap);
         const int b = std::min(9, int((t.x[i] - std::floor(t.x[i])) * 10));
         s.bin_sum[b] += ex;
         ++s.bin_n[b];
@@ -105,7 +107,8 @@ struct FrameSource {
             gen.emplace(sp);
             return;
         }
-        const std::string path = std::string(dir) + "/" + name + "_" + std::to_string(sp.render.width) + "_" + std::to_string(sp.frames) + ".bin";
+        const std::string path = std::string(dir) + "/" + name + "_" + std::to_string(sp.render.width) + "_" +
+                                 std::to_string(sp.frames) + ".bin";
         if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
             std::int64_t nf = 0, rows = 0;
             bool ok = std::fread(&nf, 8, 1, f) == 1;
@@ -123,7 +126,8 @@ struct FrameSource {
                 double xy[2];
                 std::int8_t sp8;
                 float rad;
-                ok = std::fread(&fr, 8, 1, f) == 1 && std::fread(xy, 16, 1, f) == 1 && std::fread(&sp8, 1, 1, f) == 1 && std::fread(&rad, 4, 1, f) == 1;
+                ok = std::fread(&fr, 8, 1, f) == 1 && std::fread(xy, 16, 1, f) == 1 &&
+                     std::fread(&sp8, 1, 1, f) == 1 && std::fread(&rad, 4, 1, f) == 1;
                 truth.push(fr, 0, xy[0], xy[1], sp8);
                 truth.radius.push_back(rad);
             }
@@ -147,7 +151,8 @@ struct FrameSource {
             std::fwrite(&rows, 8, 1, f);
             for (std::size_t r = 0; r < truth.size(); ++r) {
                 const double xy[2] = {truth.x[r], truth.y[r]};
-                std::fwrite(&truth.frame[r], 8, 1, f), std::fwrite(xy, 16, 1, f), std::fwrite(&truth.species[r], 1, 1, f), std::fwrite(&truth.radius[r], 4, 1, f);
+                std::fwrite(&truth.frame[r], 8, 1, f), std::fwrite(xy, 16, 1, f),
+                    std::fwrite(&truth.species[r], 1, 1, f), std::fwrite(&truth.radius[r], 4, 1, f);
             }
             std::fclose(f);
         }
@@ -158,7 +163,9 @@ struct FrameSource {
         if (next_frame >= frames.size()) return false;
         img = frames[next_frame];
         for (std::size_t r = 0; r < truth.size(); ++r)
-            if (truth.frame[r] == std::int64_t(next_frame)) t.push(truth.frame[r], 0, truth.x[r], truth.y[r], truth.species[r]), t.radius.push_back(truth.radius[r]);
+            if (truth.frame[r] == std::int64_t(next_frame))
+                t.push(truth.frame[r], 0, truth.x[r], truth.y[r], truth.species[r]),
+                    t.radius.push_back(truth.radius[r]);
         ++next_frame;
         return true;
     }
@@ -188,24 +195,32 @@ void run(const char* name, SynthParams sp, const DetectParams& dp) {
                 parts.push_back(q);
             }
             joint_fit(img, parts, dp.radii, dp.joint_fit);
-        } else if (std::getenv("ACC_PHASES")) {  // locate without the joint fit, then the joint fit timed by phase
+        } else if (std::getenv(
+                       "ACC_PHASES")) {  // locate without the joint fit, then the joint fit timed by phase
             DetectParams d0 = dp;
             d0.joint = false;
             const double ta = thread_seconds();
             parts = locate(img, d0);
             const double tb = thread_seconds();
             const auto r = joint_fit(img, parts, dp.radii, dp.joint_fit);
-            std::printf("  locate without joint fit %.1f ms; joint fit: templates %.1f, sweeps %.1f, repair %.1f, extra %.1f ms (%zu disks, %zu added, %zu searched afresh, relative residual %.3f)\n",
-                        1e3 * (tb - ta), 1e3 * r.seconds[0], 1e3 * r.seconds[1], 1e3 * r.seconds[2], 1e3 * r.seconds[3], parts.size(), r.added, r.rescued, r.relative_residual);
+            std::printf(
+                "  locate without joint fit %.1f ms; joint fit: templates %.1f, sweeps %.1f, repair %.1f, "
+                "extra %.1f ms (%zu disks, %zu added, %zu searched afresh, relative residual %.3f)\n",
+                1e3 * (tb - ta), 1e3 * r.seconds[0], 1e3 * r.seconds[1], 1e3 * r.seconds[2],
+                1e3 * r.seconds[3], parts.size(), r.added, r.rescued, r.relative_residual);
         } else if (stride > 0) {
             auto& L = locators[static_cast<std::size_t>(s.frames % stride)];
             parts = L.next(img);
             const auto& ls = L.last();
             if (std::getenv("ACC_FRAMES") && ls.warm)
-                std::printf("  warm: candidates %.1f ms, new disks %.1f ms (%zu), fit: sweeps %.1f, repair %.1f, extra %.1f ms (%zu sweeps, %zu steps); %zu added, %zu searched afresh; fit set-up %.1f ms\n",
-                            1e3 * ls.seconds_candidates, 1e3 * ls.seconds_new, ls.new_from_candidates, 1e3 * ls.seconds_fit[1],
-                            1e3 * ls.seconds_fit[2], 1e3 * ls.seconds_fit[3], ls.extra_sweeps, ls.extra_steps, ls.added_from_residual, ls.rescued,
-                            1e3 * ls.seconds_fit[0]);
+                std::printf(
+                    "  warm: candidates %.1f ms, new disks %.1f ms (%zu), fit: sweeps %.1f, repair %.1f, "
+                    "extra %.1f ms (%zu sweeps, %zu steps); %zu added, %zu searched afresh; fit set-up %.1f "
+                    "ms\n",
+                    1e3 * ls.seconds_candidates, 1e3 * ls.seconds_new, ls.new_from_candidates,
+                    1e3 * ls.seconds_fit[1], 1e3 * ls.seconds_fit[2], 1e3 * ls.seconds_fit[3],
+                    ls.extra_sweeps, ls.extra_steps, ls.added_from_residual, ls.rescued,
+                    1e3 * ls.seconds_fit[0]);
         } else {
             parts = locate(img, dp);
         }
@@ -214,14 +229,15 @@ void run(const char* name, SynthParams sp, const DetectParams& dp) {
             rusage ru{};
             getrusage(RUSAGE_THREAD, &ru);
             static long faults0 = 0;
-            std::printf("  frame %lld: %.1f ms CPU, %zu disks, %ld page faults\n", (long long)s.frames, 1e3 * (thread_seconds() - t0), parts.size(),
-                        ru.ru_minflt - faults0);
+            std::printf("  frame %lld: %.1f ms CPU, %zu disks, %ld page faults\n", (long long)s.frames,
+                        1e3 * (thread_seconds() - t0), parts.size(), ru.ru_minflt - faults0);
             faults0 = ru.ru_minflt;
         }
         ++s.frames;
         score(parts, truth, row0, s);
     }
-    if (const char* e = std::getenv("ACC_REPLAY"); e && stride > 0) {  // profiling: the video again, k times (frames regenerated once)
+    if (const char* e = std::getenv("ACC_REPLAY");
+        e && stride > 0) {  // profiling: the video again, k times (frames regenerated once)
         FrameSource g2(name, sp);
         std::vector<cv::Mat> frames;
         TrajectoryTable t2;
@@ -232,26 +248,36 @@ void run(const char* name, SynthParams sp, const DetectParams& dp) {
         for (int r = 0; r < k; ++r) {
             std::vector<DiskLocator> ls;
             for (int j = 0; j < stride; ++j) ls.emplace_back(dp);
-            for (std::size_t f = 0; f < frames.size(); ++f) (void)ls[f % static_cast<std::size_t>(stride)].next(frames[f]);
+            for (std::size_t f = 0; f < frames.size(); ++f)
+                (void)ls[f % static_cast<std::size_t>(stride)].next(frames[f]);
         }
-        std::printf("%s: video replayed %d times: %.1f ms CPU per frame\n", name, k, 1e3 * (thread_seconds() - t0) / (k * double(frames.size())));
+        std::printf("%s: video replayed %d times: %.1f ms CPU per frame\n", name, k,
+                    1e3 * (thread_seconds() - t0) / (k * double(frames.size())));
     }
     if (const char* e = std::getenv("ACC_REPEAT")) {  // profiling: locate() again on the last frame
         const double t0 = thread_seconds();
         const int k = std::atoi(e);
         for (int r = 0; r < k; ++r) (void)locate(img, dp);
-        std::printf("%s: %d more locate() on the last frame: %.1f ms CPU each\n", name, k, 1e3 * (thread_seconds() - t0) / std::max(1, k));
+        std::printf("%s: %d more locate() on the last frame: %.1f ms CPU each\n", name, k,
+                    1e3 * (thread_seconds() - t0) / std::max(1, k));
     }
     std::sort(s.err.begin(), s.err.end());
     double bias = 0;
-    for (int b = 0; b < 10; ++b) bias = std::max(bias, std::abs(s.bin_sum[b] / double(std::max<std::int64_t>(1, s.bin_n[b]))));
-    auto rms = [](double se, std::int64_t n) { return std::sqrt(se / (2.0 * double(std::max<std::int64_t>(n, 1)))); };
-    std::printf("%-9s truth %7lld  recall %.5f  precision %.5f  RMS %.4f px (isolated %.4f, touching %.4f; %lld touching)  "
-                "p99 |err| %.3f  bin bias %.4f  species %.5f  %.1f ms CPU/frame\n",
-                name, (long long)s.truth, double(s.matched) / double(s.truth), double(s.matched) / double(std::max<std::int64_t>(1, s.detected)),
-                rms(s.se, s.matched), rms(s.se_iso, s.n_iso), rms(s.se_touch, s.n_touch), (long long)s.n_touch,
-                s.err.empty() ? 0.0 : s.err[std::size_t(0.99 * double(s.err.size() - 1))], bias,
-                double(s.species_ok) / double(std::max<std::int64_t>(1, s.matched)), 1e3 * s.seconds / double(std::max<std::int64_t>(1, s.frames)));
+    for (int b = 0; b < 10; ++b)
+        bias = std::max(bias, std::abs(s.bin_sum[b] / double(std::max<std::int64_t>(1, s.bin_n[b]))));
+    auto rms = [](double se, std::int64_t n) {
+        return std::sqrt(se / (2.0 * double(std::max<std::int64_t>(n, 1))));
+    };
+    std::printf(
+        "%-9s truth %7lld  recall %.5f  precision %.5f  RMS %.4f px (isolated %.4f, touching %.4f; %lld "
+        "touching)  "
+        "p99 |err| %.3f  bin bias %.4f  species %.5f  %.1f ms CPU/frame\n",
+        name, (long long)s.truth, double(s.matched) / double(s.truth),
+        double(s.matched) / double(std::max<std::int64_t>(1, s.detected)), rms(s.se, s.matched),
+        rms(s.se_iso, s.n_iso), rms(s.se_touch, s.n_touch), (long long)s.n_touch,
+        s.err.empty() ? 0.0 : s.err[std::size_t(0.99 * double(s.err.size() - 1))], bias,
+        double(s.species_ok) / double(std::max<std::int64_t>(1, s.matched)),
+        1e3 * s.seconds / double(std::max<std::int64_t>(1, s.frames)));
     std::fflush(stdout);
 }
 
@@ -268,7 +294,9 @@ int main(int argc, char** argv) {
     if (const char* e = std::getenv("JF_COARSE")) dp.joint_fit.coarse_sweeps = std::atoi(e);
     if (const char* e = std::getenv("JF_INNER")) dp.joint_fit.inner = std::atof(e);
     if (const char* e = std::getenv("JF_OUTER")) dp.joint_fit.outer = std::atof(e);
-    if (const char* e = std::getenv("RF_IT")) dp.refine.iterations = std::atoi(e), dp.refine.coarse_iterations = std::min(dp.refine.coarse_iterations, dp.refine.iterations);
+    if (const char* e = std::getenv("RF_IT"))
+        dp.refine.iterations = std::atoi(e),
+        dp.refine.coarse_iterations = std::min(dp.refine.coarse_iterations, dp.refine.iterations);
     if (const char* e = std::getenv("RF_COARSE")) dp.refine.coarse_iterations = std::atoi(e);
     if (const char* e = std::getenv("RF_SETTLE")) dp.refine.settle = std::atof(e);
     if (const char* e = std::getenv("JF_EXTRA")) dp.joint_fit.max_extra_sweeps = std::atoi(e);
@@ -297,9 +325,12 @@ int main(int argc, char** argv) {
     if (const char* e = std::getenv("NEWSEP")) dp.new_disk_separation = std::atof(e);
     if (const char* e = std::getenv("DROPAMP")) dp.drop_amplitude = std::atof(e);
     if (const char* e = std::getenv("JF_OFF")) dp.joint = std::atoi(e) == 0;
-    if (which == "all" || which == "moderate") run("moderate", reference_case(ReferenceCase::moderate, size, frames, 21), dp);
-    if (which == "all" || which == "dense") run("dense", reference_case(ReferenceCase::dense, size, frames, 22), dp);
-    if (which == "all" || which == "noisy") run("noisy", reference_case(ReferenceCase::noisy, size, frames, 23), dp);
+    if (which == "all" || which == "moderate")
+        run("moderate", reference_case(ReferenceCase::moderate, size, frames, 21), dp);
+    if (which == "all" || which == "dense")
+        run("dense", reference_case(ReferenceCase::dense, size, frames, 22), dp);
+    if (which == "all" || which == "noisy")
+        run("noisy", reference_case(ReferenceCase::noisy, size, frames, 23), dp);
     if (which == "discs") {  // ../shared real discs (not part of "all")
         DetectParams rp = dp;
         rp.radii = {46, 55};
@@ -307,7 +338,8 @@ int main(int argc, char** argv) {
         rp.min_edge = 0.1;
         for (int f = 0; f < 9; ++f) {
             char name[128];
-            std::snprintf(name, sizeof name, "/work/shared/data/real/particletracker_discs/discs_luma_%03d.png", f);
+            std::snprintf(name, sizeof name,
+                          "/work/shared/data/real/particletracker_discs/discs_luma_%03d.png", f);
             const cv::Mat img = cv::imread(name, cv::IMREAD_GRAYSCALE);
             if (img.empty()) return 1;
             int nn = 0, small = 0;
@@ -316,14 +348,18 @@ int main(int argc, char** argv) {
                 r0.joint = false;
                 auto ps = locate(img, r0);
                 const auto jr = joint_fit(img, ps, rp.radii, rp.joint_fit);
-                std::printf("  frame %d: joint fit relative residual %.3f, template radii %.1f %.1f\n", f, jr.relative_residual,
-                            jr.template_radius.empty() ? 0.0 : jr.template_radius.front(), jr.template_radius.empty() ? 0.0 : jr.template_radius.back());
+                std::printf("  frame %d: joint fit relative residual %.3f, template radii %.1f %.1f\n", f,
+                            jr.relative_residual,
+                            jr.template_radius.empty() ? 0.0 : jr.template_radius.front(),
+                            jr.template_radius.empty() ? 0.0 : jr.template_radius.back());
             }
             for (const auto& q : locate(img, rp)) {
                 if (q.x < 142 || q.x > 1082 || q.y < 30 || q.y > 846) continue;
                 ++nn;
                 small += q.species == 0;
-                if (f == 0 && std::getenv("ACC_LIST")) std::printf("   %.2f %.2f r %.2f sp %d s %.2f\n", q.x, q.y, double(q.radius), int(q.species), double(q.strength));
+                if (f == 0 && std::getenv("ACC_LIST"))
+                    std::printf("   %.2f %.2f r %.2f sp %d s %.2f\n", q.x, q.y, double(q.radius),
+                                int(q.species), double(q.strength));
             }
             std::printf("discs frame %d: %d in ROI, %d small\n", f, nn, small);
         }

@@ -45,8 +45,9 @@ public:
         for (int m = 0; m < 12; ++m) {  // stream-function modes ψ = Σ a cos(k·r + φ(t))
             const double th = 2 * std::numbers::pi * u(rng);
             const int kn = 1 + static_cast<int>(4 * u(rng));
-            modes_.push_back({2 * std::numbers::pi * kn / L_ * std::cos(th), 2 * std::numbers::pi * kn / L_ * std::sin(th),
-                              0.3 / kn, 2 * std::numbers::pi * u(rng), 0.002 * (u(rng) - 0.5)});
+            modes_.push_back({2 * std::numbers::pi * kn / L_ * std::cos(th),
+                              2 * std::numbers::pi * kn / L_ * std::sin(th), 0.3 / kn,
+                              2 * std::numbers::pi * u(rng), 0.002 * (u(rng) - 0.5)});
         }
         restart();
     }
@@ -157,8 +158,10 @@ int main(int argc, char** argv) {
         std::size_t values = 0;
         for (const auto& a : groups.front().arrays)
             std::visit([&](const auto& v) { values += v.size(); }, a.data);
-        std::printf("%-8s: %.2f s (%.2f ms/frame), %.2f x baseline, result %zu values, peak RSS so far %.1f MB\n", name, s,
-                    1e3 * s / static_cast<double>(T), s / base, values, static_cast<double>(peak_rss_kb()) / 1024);
+        std::printf(
+            "%-8s: %.2f s (%.2f ms/frame), %.2f x baseline, result %zu values, peak RSS so far %.1f MB\n",
+            name, s, 1e3 * s / static_cast<double>(T), s / base, values,
+            static_cast<double>(peak_rss_kb()) / 1024);
         if (std::string(name) == "defects") {
             const auto* c = groups.front().find("counts");
             const auto& cv = std::get<std::vector<std::int64_t>>(c->data);

@@ -25,7 +25,9 @@ using namespace vibra;
 using namespace vibra::analysis;
 
 namespace {
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 long peak_rss_mb() {
     rusage u{};
     getrusage(RUSAGE_SELF, &u);
@@ -51,7 +53,8 @@ int main(int argc, char** argv) {
     std::vector<double> x(N), y(N), vx(N), vy(N);
     for (int i = 0; i < N; ++i) x[i] = u(rng), y[i] = u(rng), vx[i] = g(rng), vy[i] = g(rng);
     const double a = std::exp(-dt), s = std::sqrt(1 - a * a);
-    const auto tmp = std::filesystem::temp_directory_path() / ("vibra_bench_currents_" + std::to_string(::getpid()));
+    const auto tmp =
+        std::filesystem::temp_directory_path() / ("vibra_bench_currents_" + std::to_string(::getpid()));
     std::filesystem::create_directories(tmp);
     std::ofstream raw(tmp / "frames.f64", std::ios::binary);
     tr.rows.reserve(static_cast<std::size_t>(N) * T);
@@ -66,7 +69,9 @@ int main(int argc, char** argv) {
             tr.rows.vy.push_back(vy[i]);
         }
         if (f < TB)
-            for (const auto* v : {&x, &y, &vx, &vy}) raw.write(reinterpret_cast<const char*>(v->data()), static_cast<std::streamsize>(N * sizeof(double)));
+            for (const auto* v : {&x, &y, &vx, &vy})
+                raw.write(reinterpret_cast<const char*>(v->data()),
+                          static_cast<std::streamsize>(N * sizeof(double)));
     }
     raw.close();
     tr.index = build_frame_index(tr.rows, 0, T);
@@ -95,12 +100,15 @@ int main(int argc, char** argv) {
     const KVectorSet ks = current_kvectors(current_region(src, 0), cr.density, cp);
     {
         std::ofstream kf(tmp / "k.f64", std::ios::binary);
-        kf.write(reinterpret_cast<const char*>(ks.kx.data()), static_cast<std::streamsize>(ks.size() * sizeof(double)));
-        kf.write(reinterpret_cast<const char*>(ks.ky.data()), static_cast<std::streamsize>(ks.size() * sizeof(double)));
+        kf.write(reinterpret_cast<const char*>(ks.kx.data()),
+                 static_cast<std::streamsize>(ks.size() * sizeof(double)));
+        kf.write(reinterpret_cast<const char*>(ks.ky.data()),
+                 static_cast<std::streamsize>(ks.size() * sizeof(double)));
     }
     const std::string script = std::string(VIBRA_SOURCE_DIR) + "/bench/currents_baseline.py";
-    const std::string cmd = "/usr/bin/python3 " + script + " " + tmp.string() + " " + std::to_string(N) + " " + std::to_string(TB) + " " +
-                            std::to_string(ks.size()) + " > " + (tmp / "baseline.txt").string();
+    const std::string cmd = "/usr/bin/python3 " + script + " " + tmp.string() + " " + std::to_string(N) +
+                            " " + std::to_string(TB) + " " + std::to_string(ks.size()) + " > " +
+                            (tmp / "baseline.txt").string();
     const int rc = std::system(cmd.c_str());
     double t_base_frames = NAN;
     if (rc == 0) {
@@ -119,13 +127,22 @@ int main(int argc, char** argv) {
     const double t_ours_frames = now() - t0;
     std::filesystem::remove_all(tmp);
 
-    std::printf("bench_currents: N = %d, frames = %d, k-vectors (half plane, |k| <= k_D = %.3f) = %zu, shells = %zu, threads = %d\n", N, T,
-                cr.k_debye, ks.size(), cr.k.size(), threads);
-    std::printf("  currents (j_L, j_T for all k and frames, C(k,t), per-block C(k,t), Welch C(k,w) up to w = 20): %.2f s\n", t_currents);
-    std::printf("  tvdos (D_T, D_L and per-particle band [2,6] contributions, two passes): %.2f s (%lld segments x particles rows)\n", t_tvdos,
-                static_cast<long long>(tv.particle.size()));
+    std::printf(
+        "bench_currents: N = %d, frames = %d, k-vectors (half plane, |k| <= k_D = %.3f) = %zu, shells = %zu, "
+        "threads = %d\n",
+        N, T, cr.k_debye, ks.size(), cr.k.size(), threads);
+    std::printf(
+        "  currents (j_L, j_T for all k and frames, C(k,t), per-block C(k,t), Welch C(k,w) up to w = 20): "
+        "%.2f s\n",
+        t_currents);
+    std::printf(
+        "  tvdos (D_T, D_L and per-particle band [2,6] contributions, two passes): %.2f s (%lld segments x "
+        "particles rows)\n",
+        t_tvdos, static_cast<long long>(tv.particle.size()));
     std::printf("  peak RSS: %ld MB (of which input trajectory in memory: %ld MB)\n", rss, rss_data);
-    std::printf("  baseline (numpy direct sum exp(i k.r) on the same k set + FFT correlations), %d frames: %.2f s\n", TB, t_base_frames);
+    std::printf(
+        "  baseline (numpy direct sum exp(i k.r) on the same k set + FFT correlations), %d frames: %.2f s\n",
+        TB, t_base_frames);
     std::printf("  vibra currents on the same %d frames: %.3f s\n", TB, t_ours_frames);
     std::printf("  speed-up vs numpy: %.1fx\n", t_base_frames / t_ours_frames);
     return rc == 0 ? 0 : 1;

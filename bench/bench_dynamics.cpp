@@ -44,7 +44,8 @@ InMemorySource make(std::size_t N, std::size_t T, std::uint64_t seed) {
     std::normal_distribution<double> g(0.0, 1.0);
     std::uniform_real_distribution<double> u(0.0, L);
     std::vector<double> x(N), y(N), vx(N), vy(N);
-    for (std::size_t i = 0; i < N; ++i) x[i] = u(rng), y[i] = u(rng), vx[i] = sig * g(rng), vy[i] = sig * g(rng);
+    for (std::size_t i = 0; i < N; ++i)
+        x[i] = u(rng), y[i] = u(rng), vx[i] = sig * g(rng), vy[i] = sig * g(rng);
     const double a = std::exp(-dt / tau), b = std::sqrt(1 - a * a);
     Trajectory t;
     t.meta.length_unit = "sigma";
@@ -57,8 +58,9 @@ InMemorySource make(std::size_t N, std::size_t T, std::uint64_t seed) {
     t.rows.vy.reserve(N * T);
     for (std::size_t f = 0; f < T; ++f) {
         for (std::size_t i = 0; i < N; ++i) {
-            t.rows.push(static_cast<std::int64_t>(f), static_cast<std::int64_t>(i), std::fmod(x[i] + 1e6 * L, L),
-                        std::fmod(y[i] + 1e6 * L, L), static_cast<std::int8_t>(i % 2));
+            t.rows.push(static_cast<std::int64_t>(f), static_cast<std::int64_t>(i),
+                        std::fmod(x[i] + 1e6 * L, L), std::fmod(y[i] + 1e6 * L, L),
+                        static_cast<std::int8_t>(i % 2));
             t.rows.vx.push_back(vx[i]);
             t.rows.vy.push_back(vy[i]);
             x[i] += vx[i] * dt;
@@ -82,7 +84,8 @@ InMemorySource make_tracked(std::size_t slots, std::size_t T, std::uint64_t seed
     std::vector<std::int64_t> id(slots), left(slots);
     std::vector<double> x(slots), y(slots);
     std::int64_t next = 0;
-    for (std::size_t i = 0; i < slots; ++i) id[i] = next++, left[i] = 1 + life(rng), x[i] = u(rng), y[i] = u(rng);
+    for (std::size_t i = 0; i < slots; ++i)
+        id[i] = next++, left[i] = 1 + life(rng), x[i] = u(rng), y[i] = u(rng);
     Trajectory t;
     t.meta.length_unit = "px";
     t.meta.time_unit = "s";
@@ -100,7 +103,8 @@ InMemorySource make_tracked(std::size_t slots, std::size_t T, std::uint64_t seed
         std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return id[a] < id[b]; });
         for (std::size_t i : order)
             if (!miss(rng))
-                t.rows.push(static_cast<std::int64_t>(f), id[i], x[i], y[i], static_cast<std::int8_t>(id[i] % 2));
+                t.rows.push(static_cast<std::int64_t>(f), id[i], x[i], y[i],
+                            static_cast<std::int8_t>(id[i] % 2));
     }
     t.index = build_frame_index(t.rows, 0, static_cast<std::int64_t>(T));
     return InMemorySource(std::move(t));
@@ -119,10 +123,12 @@ int memory_run(std::size_t TT) {
     const auto r = msd_analysis(s2, q);
     const double tq = seconds_since(t0);
     const long hwm = status_kb("VmHWM:");
-    std::printf("  %6zu frames: MSD %.2f s, input in memory %ld MB, analysis working set (VmHWM - VmRSS before) %ld MB, "
-                "%lld particle blocks\n",
-                TT, tq, base / 1024, (hwm - base) / 1024,
-                static_cast<long long>(std::get<std::int64_t>(r[0].attrs.at("particle_blocks"))));
+    std::printf(
+        "  %6zu frames: MSD %.2f s, input in memory %ld MB, analysis working set (VmHWM - VmRSS before) %ld "
+        "MB, "
+        "%lld particle blocks\n",
+        TT, tq, base / 1024, (hwm - base) / 1024,
+        static_cast<long long>(std::get<std::int64_t>(r[0].attrs.at("particle_blocks"))));
     return 0;
 }
 
@@ -131,7 +137,8 @@ int main(int argc, char** argv) {
     const std::size_t N = 2000, T = 1600;
     auto t0 = std::chrono::steady_clock::now();
     const auto src = make(N, T, 1);
-    std::printf("generated %zu particles x %zu frames (periodic, velocities given) in %.2f s\n", N, T, seconds_since(t0));
+    std::printf("generated %zu particles x %zu frames (periodic, velocities given) in %.2f s\n", N, T,
+                seconds_since(t0));
     const long rss0 = status_kb("VmRSS:");
 
     MsdParams mp;
@@ -162,7 +169,8 @@ int main(int argc, char** argv) {
         double ux = 0, uy = 0;
         for (std::size_t f = 0; f < T; ++f) {  // unwrap like the analysis does
             const std::size_t r = f * N + i;
-            if (f == 0) ux = tr.rows.x[r], uy = tr.rows.y[r];
+            if (f == 0)
+                ux = tr.rows.x[r], uy = tr.rows.y[r];
             else {
                 double dx = tr.rows.x[r] - tr.rows.x[r - N], dy = tr.rows.y[r] - tr.rows.y[r - N];
                 ux += dx - 100.0 * std::round(dx / 100.0);
@@ -174,10 +182,12 @@ int main(int argc, char** argv) {
     }
     const double t_direct = seconds_since(t0) * static_cast<double>(N) / static_cast<double>(sub);
 
-    std::printf("MSD  (FFT, all %zu lags, msd+alpha2, 3 species sets): %.2f s, working set %ld MB (VmHWM %ld MB)\n",
-                T, t_msd, (hwm_msd - rss0) / 1024, hwm_msd / 1024);
-    std::printf("VACF (FFT, all lags):                               %.2f s, working set %ld MB (VmHWM %ld MB)\n",
-                t_vacf, (hwm_vacf - rss0) / 1024, hwm_vacf / 1024);
+    std::printf(
+        "MSD  (FFT, all %zu lags, msd+alpha2, 3 species sets): %.2f s, working set %ld MB (VmHWM %ld MB)\n",
+        T, t_msd, (hwm_msd - rss0) / 1024, hwm_msd / 1024);
+    std::printf(
+        "VACF (FFT, all lags):                               %.2f s, working set %ld MB (VmHWM %ld MB)\n",
+        t_vacf, (hwm_vacf - rss0) / 1024, hwm_vacf / 1024);
     std::printf("O(T^2) MSD baseline: %.2f s (measured on %zu tracks, scaled x%.0f)\n", t_direct, sub,
                 static_cast<double>(N) / sub);
     std::printf("speed-up FFT MSD vs O(T^2): %.1fx\n", t_direct / t_msd);
@@ -188,8 +198,10 @@ int main(int argc, char** argv) {
     // experiment-like tracked trajectory
     {
         const auto ex = make_tracked(2000, 1600, 3);
-        std::printf("tracked window: 2000 visible x 1600 frames, %lld rows, tracks start/end, 5%% gaps, positions only\n",
-                    static_cast<long long>(ex.n_rows()));
+        std::printf(
+            "tracked window: 2000 visible x 1600 frames, %lld rows, tracks start/end, 5%% gaps, positions "
+            "only\n",
+            static_cast<long long>(ex.n_rows()));
         MsdParams q;
         q.max_lag = 400;
         q.vanhove_lags = {};
@@ -201,9 +213,11 @@ int main(int argc, char** argv) {
         t0 = std::chrono::steady_clock::now();
         const auto rv = vacf_analysis(ex, qv);
         const double tv = seconds_since(t0);
-        std::printf("  MSD %.2f s (%lld tracks), VACF (central differences) %.2f s, MSD(lag 1) = %.4g px^2 (expect 0.18)\n",
-                    tm, static_cast<long long>(std::get<std::int64_t>(r[0].attrs.at("n_tracks"))), tv,
-                    std::get<std::vector<double>>(r[0].find("msd")->data)[1]);
+        std::printf(
+            "  MSD %.2f s (%lld tracks), VACF (central differences) %.2f s, MSD(lag 1) = %.4g px^2 (expect "
+            "0.18)\n",
+            tm, static_cast<long long>(std::get<std::int64_t>(r[0].attrs.at("n_tracks"))), tv,
+            std::get<std::vector<double>>(r[0].find("msd")->data)[1]);
         (void)rv;
     }
 

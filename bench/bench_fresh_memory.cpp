@@ -24,7 +24,9 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+double ms_since(Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
 
 constexpr std::size_t kMiB = std::size_t{1} << 20, kHuge = 2 * kMiB;
 
@@ -77,8 +79,10 @@ int main(int argc, char** argv) {
         std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
         std::getline(f, thp);
     }
-    std::printf("fresh anonymous memory, %zu MiB per mapping (transparent huge pages: %s)\n", mib, thp.c_str());
-    for (const auto& [name, advice] : {std::pair{"4 KiB pages (MADV_NOHUGEPAGE)", MADV_NOHUGEPAGE}, std::pair{"huge pages (MADV_HUGEPAGE)", MADV_HUGEPAGE}}) {
+    std::printf("fresh anonymous memory, %zu MiB per mapping (transparent huge pages: %s)\n", mib,
+                thp.c_str());
+    for (const auto& [name, advice] : {std::pair{"4 KiB pages (MADV_NOHUGEPAGE)", MADV_NOHUGEPAGE},
+                                       std::pair{"huge pages (MADV_HUGEPAGE)", MADV_HUGEPAGE}}) {
         std::printf("  first touch, %-30s", name);
         for (int k = 0; k < 3; ++k) std::printf(" %7.3f", first_touch_ms_per_mib(mib, advice));
         std::printf("  ms/MiB (three fresh mappings in turn)\n");
@@ -90,7 +94,8 @@ int main(int argc, char** argv) {
         std::memset(p, 1, mib * kMiB);
         const auto t0 = Clock::now();
         std::memset(p, 2, mib * kMiB);
-        std::printf("  the same memory written again (held already): %.3f ms/MiB\n", ms_since(t0) / static_cast<double>(mib));
+        std::printf("  the same memory written again (held already): %.3f ms/MiB\n",
+                    ms_since(t0) / static_cast<double>(mib));
         ::munmap(base, base_len);
     }
 
@@ -120,9 +125,13 @@ int main(int argc, char** argv) {
     const double ms_own = ms_since(t0);
     const long kb_own = rss_anon_kb() - kb0;
     std::printf("%d frames of %d x %d 8-bit, written once:\n", kFrames, kSide, kSide);
-    std::printf("  vibra's packed buffers:          %6.1f MiB of fresh anonymous memory, %6.2f ms\n", kb_packed / 1024.0, ms_packed);
-    std::printf("  one 2 MiB-rounded mapping each:  %6.1f MiB of fresh anonymous memory, %6.2f ms\n", kb_own / 1024.0, ms_own);
-    if (kb_own > 0) std::printf("  packed / own mappings:           %6.2f (memory)\n", static_cast<double>(kb_packed) / static_cast<double>(kb_own));
+    std::printf("  vibra's packed buffers:          %6.1f MiB of fresh anonymous memory, %6.2f ms\n",
+                kb_packed / 1024.0, ms_packed);
+    std::printf("  one 2 MiB-rounded mapping each:  %6.1f MiB of fresh anonymous memory, %6.2f ms\n",
+                kb_own / 1024.0, ms_own);
+    if (kb_own > 0)
+        std::printf("  packed / own mappings:           %6.2f (memory)\n",
+                    static_cast<double>(kb_packed) / static_cast<double>(kb_own));
     for (auto& [b, l] : own) ::munmap(b, l);
     return 0;
 }

@@ -57,7 +57,7 @@ std::vector<std::string> split(const std::string& s) {
 /// positions wrapped, written frame block by frame block (memory: one block).
 void generate(const std::string& path, std::int64_t N, std::int64_t T, std::uint64_t seed) {
     const double L = std::sqrt(static_cast<double>(N)) * 2.0;  // area fraction ≈ 0.2 for unit disks
-    const double step = 0.05;                                   // rms step per coordinate
+    const double step = 0.05;                                  // rms step per coordinate
     Metadata meta;
     meta.length_unit = "sigma";
     meta.time_unit = "tau";
@@ -178,17 +178,25 @@ int main(int argc, char** argv) {
             }
             return argv[++i];
         };
-        if (a == "--particles") N = std::stoll(next());
+        if (a == "--particles")
+            N = std::stoll(next());
         else if (a == "--frames") {
             frames.clear();
             for (const auto& s : split(next())) frames.push_back(std::stoll(s));
-        } else if (a == "--only") only = split(next());
-        else if (a == "--threads") threads = next();
-        else if (a == "--memory") memory = next();
-        else if (a == "--tmp") tmp = next();
-        else if (a == "--numpy") numpy = true;
-        else if (a == "--vibra") vibra_cli = next();
-        else if (a == "--no-scale") scale = false;
+        } else if (a == "--only")
+            only = split(next());
+        else if (a == "--threads")
+            threads = next();
+        else if (a == "--memory")
+            memory = next();
+        else if (a == "--tmp")
+            tmp = next();
+        else if (a == "--numpy")
+            numpy = true;
+        else if (a == "--vibra")
+            vibra_cli = next();
+        else if (a == "--no-scale")
+            scale = false;
         else {
             std::fprintf(stderr, "bench_scale: unknown argument '%s'\n", a.c_str());
             return 2;
@@ -203,9 +211,11 @@ int main(int argc, char** argv) {
     const fs::path dir = fs::path(tmp.empty() ? fs::temp_directory_path().string() : tmp) /
                          ("vibra-bench-scale-" + std::to_string(getpid()));
     fs::create_directories(dir);
-    auto analyze = [&](const std::string& in, const std::string& name, const std::vector<std::string>& extra) {
-        std::vector<std::string> args{vibra_cli, "--quiet", "analyze", in, "-o", (dir / (name + ".h5")).string(),
-                                      "--only", name, "--threads", threads};
+    auto analyze = [&](const std::string& in, const std::string& name,
+                       const std::vector<std::string>& extra) {
+        std::vector<std::string> args{
+            vibra_cli, "--quiet", "analyze",   in,     "-o", (dir / (name + ".h5")).string(),
+            "--only",  name,      "--threads", threads};
         if (!memory.empty()) args.insert(args.end(), {"--memory", memory});
         args.insert(args.end(), extra.begin(), extra.end());
         fs::remove(dir / (name + ".h5"));
@@ -213,8 +223,9 @@ int main(int argc, char** argv) {
     };
 
     if (scale) {
-        std::printf("# bench_scale: %lld Brownian disks, periodic box, threads %s%s\n", static_cast<long long>(N),
-                    threads.c_str(), memory.empty() ? "" : (", --memory " + memory).c_str());
+        std::printf("# bench_scale: %lld Brownian disks, periodic box, threads %s%s\n",
+                    static_cast<long long>(N), threads.c_str(),
+                    memory.empty() ? "" : (", --memory " + memory).c_str());
         std::map<std::string, std::vector<Run>> runs;
         std::vector<double> read_s;
         for (std::int64_t T : frames) {
@@ -222,50 +233,61 @@ int main(int argc, char** argv) {
             const auto tg = std::chrono::steady_clock::now();
             generate(in, N, T, 42);
             const double rows = static_cast<double>(N * T);
-            std::printf("\n## %lld frames (%.3g rows; generated in %.1f s, %.0f MB)\n", static_cast<long long>(T), rows,
-                        seconds_since(tg), static_cast<double>(fs::file_size(in)) / 1e6);
+            std::printf("\n## %lld frames (%.3g rows; generated in %.1f s, %.0f MB)\n",
+                        static_cast<long long>(T), rows, seconds_since(tg),
+                        static_cast<double>(fs::file_size(in)) / 1e6);
             read_s.push_back(read_columns(in));
-            std::printf("%-24s %9.2f s  %8s      %6.1f Mrows/s\n", "read columns", read_s.back(), "", rows / read_s.back() / 1e6);
+            std::printf("%-24s %9.2f s  %8s      %6.1f Mrows/s\n", "read columns", read_s.back(), "",
+                        rows / read_s.back() / 1e6);
             std::fflush(stdout);
             for (const auto& name : only) {
                 const Run r = analyze(in, name, {});
                 runs[name].push_back(r);
-                std::printf("%-24s %9.2f s  %8.0f MB  %6.2f Mrows/s  %5.1f× read%s\n", name.c_str(), r.seconds, r.peak_mb,
-                            rows / r.seconds / 1e6, r.seconds / read_s.back(),
+                std::printf("%-24s %9.2f s  %8.0f MB  %6.2f Mrows/s  %5.1f× read%s\n", name.c_str(),
+                            r.seconds, r.peak_mb, rows / r.seconds / 1e6, r.seconds / read_s.back(),
                             r.status == 0 ? "" : ("  (exit " + std::to_string(r.status) + ")").c_str());
                 std::fflush(stdout);
             }
             fs::remove(in);
         }
         if (frames.size() >= 2) {
-            std::printf("\n## growth of the time between consecutive sizes (linear = frame ratio)\n%-24s", "analysis");
+            std::printf("\n## growth of the time between consecutive sizes (linear = frame ratio)\n%-24s",
+                        "analysis");
             for (std::size_t k = 1; k < frames.size(); ++k)
-                std::printf("  %lld→%lld", static_cast<long long>(frames[k - 1]), static_cast<long long>(frames[k]));
+                std::printf("  %lld→%lld", static_cast<long long>(frames[k - 1]),
+                            static_cast<long long>(frames[k]));
             std::printf("   extrapolated to 1e5 frames\n%-24s", "read columns");
-            for (std::size_t k = 1; k < frames.size(); ++k) std::printf("  %10.2f×", read_s[k] / read_s[k - 1]);
+            for (std::size_t k = 1; k < frames.size(); ++k)
+                std::printf("  %10.2f×", read_s[k] / read_s[k - 1]);
             std::printf("\n");
             for (const auto& name : only) {
                 const auto& v = runs[name];
                 std::printf("%-24s", name.c_str());
-                for (std::size_t k = 1; k < v.size(); ++k) std::printf("  %10.2f×", v[k].seconds / v[k - 1].seconds);
+                for (std::size_t k = 1; k < v.size(); ++k)
+                    std::printf("  %10.2f×", v[k].seconds / v[k - 1].seconds);
                 // power law through the last two sizes
                 const double e = std::log(v.back().seconds / v[v.size() - 2].seconds) /
-                                 std::log(static_cast<double>(frames.back()) / static_cast<double>(frames[frames.size() - 2]));
-                const double t5 = v.back().seconds * std::pow(1e5 / static_cast<double>(frames.back()), std::max(1.0, e));
+                                 std::log(static_cast<double>(frames.back()) /
+                                          static_cast<double>(frames[frames.size() - 2]));
+                const double t5 =
+                    v.back().seconds * std::pow(1e5 / static_cast<double>(frames.back()), std::max(1.0, e));
                 std::printf("   %.0f s (%.2f h; exponent %.2f)\n", t5, t5 / 3600, e);
             }
         }
     }
 
     if (numpy) {
-        std::printf("\n## msd / vacf against a numpy FFT MSD per particle (tidynamics algorithm), 2000 × 1600 frames\n");
+        std::printf(
+            "\n## msd / vacf against a numpy FFT MSD per particle (tidynamics algorithm), 2000 × 1600 "
+            "frames\n");
         const std::string in = (dir / "traj_numpy.h5").string();
         generate(in, 2000, 1600, 7);
         const double L = std::sqrt(2000.0) * 2.0;
         fs::path script = dir / "numpy_msd.py";
         std::ofstream(script) << kNumpyMsd;
         const std::string out = (dir / "numpy.txt").string();
-        const std::string cmd = "/usr/bin/python3 '" + script.string() + "' '" + in + "' " + std::to_string(L) + " > '" + out + "' 2>&1";
+        const std::string cmd = "/usr/bin/python3 '" + script.string() + "' '" + in + "' " +
+                                std::to_string(L) + " > '" + out + "' 2>&1";
         double t_np = NAN;
         if (std::system(cmd.c_str()) == 0) {
             std::ifstream f(out);
@@ -274,9 +296,12 @@ int main(int argc, char** argv) {
             f >> tag >> t >> m10;
             if (tag == "TIME") {
                 t_np = t;
-                std::printf("%-32s %8.2f s   (MSD(10 frames) = %.5f, expected 2·0.05²·10 = 0.05)\n", "numpy FFT MSD (compute only)", t, m10);
-            } else std::printf("numpy reference skipped: %s\n", tag.c_str());
-        } else std::printf("numpy reference skipped: /usr/bin/python3 failed (see %s)\n", out.c_str());
+                std::printf("%-32s %8.2f s   (MSD(10 frames) = %.5f, expected 2·0.05²·10 = 0.05)\n",
+                            "numpy FFT MSD (compute only)", t, m10);
+            } else
+                std::printf("numpy reference skipped: %s\n", tag.c_str());
+        } else
+            std::printf("numpy reference skipped: /usr/bin/python3 failed (see %s)\n", out.c_str());
         struct Case {
             const char* label;
             std::string name;
@@ -288,7 +313,9 @@ int main(int argc, char** argv) {
         for (const auto& c : cases) {
             const Run r = analyze(in, c.name, c.extra);
             std::printf("%-32s %8.2f s   %6.0f MB   %s\n", c.label, r.seconds, r.peak_mb,
-                        std::isfinite(t_np) ? (std::to_string(t_np / r.seconds).substr(0, 5) + "× faster than numpy").c_str() : "");
+                        std::isfinite(t_np)
+                            ? (std::to_string(t_np / r.seconds).substr(0, 5) + "× faster than numpy").c_str()
+                            : "");
         }
         fs::remove(in);
     }

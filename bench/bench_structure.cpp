@@ -54,7 +54,8 @@ public:
         for (std::int64_t f = first; f < first + count; ++f) {
             std::mt19937_64 rng(1000003ULL * static_cast<std::uint64_t>(f) + 17);
             std::uniform_real_distribution<double> u(0, box_);
-            for (std::int64_t i = 0; i < n_; ++i) t.rows.push(f, i, u(rng), u(rng), static_cast<std::int8_t>(i % 2));
+            for (std::int64_t i = 0; i < n_; ++i)
+                t.rows.push(f, i, u(rng), u(rng), static_cast<std::int8_t>(i % 2));
         }
         t.index = build_frame_index(t.rows, first, count);
         return t;
@@ -68,7 +69,8 @@ private:
 };
 
 /// The baseline: every pair of every frame, minimum image, plain histogram, N(N−1)/A normalisation.
-std::vector<double> brute_force_gr(const TrajectorySource& src, std::int64_t frames, double rmax, std::int64_t bins) {
+std::vector<double> brute_force_gr(const TrajectorySource& src, std::int64_t frames, double rmax,
+                                   std::int64_t bins) {
     const auto& g = src.meta().geometry;
     const double L = g.lx(), dr = rmax / static_cast<double>(bins);
     std::vector<double> h(static_cast<std::size_t>(bins), 0.0);
@@ -118,12 +120,14 @@ int main(int argc, char** argv) {
         for (int k = 0; k < 2; ++k) {
             const GeneratedSource src(N, fr[k], box);
             PairCorrelation acc(p);
-            for_each_structure_frame(src, 1, [&](const StructureFrame& f) { acc.accumulate(f); }, false, "gr", block_rows);
+            for_each_structure_frame(
+                src, 1, [&](const StructureFrame& f) { acc.accumulate(f); }, false, "gr", block_rows);
             rss[k] = peak_rss_kb();
         }
-        std::printf("memory (blocks of %lld rows): peak RSS after %lld frames %ld kB, after %lld frames %ld kB\n",
-                    static_cast<long long>(block_rows), static_cast<long long>(fr[0]), rss[0],
-                    static_cast<long long>(fr[1]), rss[1]);
+        std::printf(
+            "memory (blocks of %lld rows): peak RSS after %lld frames %ld kB, after %lld frames %ld kB\n",
+            static_cast<long long>(block_rows), static_cast<long long>(fr[0]), rss[0],
+            static_cast<long long>(fr[1]), rss[1]);
     }
     for (double rmax : {5.0, 10.0}) {
         PairCorrelationParams p;
@@ -148,12 +152,16 @@ int main(int argc, char** argv) {
         const auto ra = a.result();
         double maxdiff = 0;
         for (std::size_t k = 0; k < ref.size(); ++k) maxdiff = std::max(maxdiff, std::abs(ref[k] - ra.g[k]));
-        std::printf("r_max = %4.1f: vibra %lld frames %.3f s (%.2f ms/frame); %lld frames %.3f s (%.2f ms/frame)\n", rmax,
-                    static_cast<long long>(baseline_frames), t_small, 1e3 * t_small / static_cast<double>(baseline_frames),
-                    static_cast<long long>(T), t_full, 1e3 * t_full / static_cast<double>(T));
-        std::printf("              O(N^2) baseline %lld frames %.3f s (%.2f ms/frame); speed-up x%.1f; max |g - g_ref| = %.2e\n",
-                    static_cast<long long>(baseline_frames), t_base, 1e3 * t_base / static_cast<double>(baseline_frames),
-                    t_base / t_small, maxdiff);
+        std::printf(
+            "r_max = %4.1f: vibra %lld frames %.3f s (%.2f ms/frame); %lld frames %.3f s (%.2f ms/frame)\n",
+            rmax, static_cast<long long>(baseline_frames), t_small,
+            1e3 * t_small / static_cast<double>(baseline_frames), static_cast<long long>(T), t_full,
+            1e3 * t_full / static_cast<double>(T));
+        std::printf(
+            "              O(N^2) baseline %lld frames %.3f s (%.2f ms/frame); speed-up x%.1f; max |g - "
+            "g_ref| = %.2e\n",
+            static_cast<long long>(baseline_frames), t_base,
+            1e3 * t_base / static_cast<double>(baseline_frames), t_base / t_small, maxdiff);
         // the same full run split over 2 threads (the machine may be shared: the figure is indicative)
         t0 = std::chrono::steady_clock::now();
         std::vector<PairCorrelation> accs(kStructureLanes, PairCorrelation(p));
@@ -162,10 +170,12 @@ int main(int argc, char** argv) {
         });
         for (std::size_t l = 1; l < accs.size(); ++l) accs[0].merge(accs[l]);
         const double t_par = seconds_since(t0);
-        std::printf("              2 threads: %lld frames %.3f s (x%.2f vs 1 thread)\n", static_cast<long long>(T), t_par,
-                    t_full / t_par);
-        std::printf("              default blocks (2^21 rows): peak RSS after %lld frames %ld kB, after %lld frames %ld kB\n",
-                    static_cast<long long>(baseline_frames), rss_small, static_cast<long long>(T), rss_full);
+        std::printf("              2 threads: %lld frames %.3f s (x%.2f vs 1 thread)\n",
+                    static_cast<long long>(T), t_par, t_full / t_par);
+        std::printf(
+            "              default blocks (2^21 rows): peak RSS after %lld frames %ld kB, after %lld frames "
+            "%ld kB\n",
+            static_cast<long long>(baseline_frames), rss_small, static_cast<long long>(T), rss_full);
     }
     {
         // the other per-frame structure costs on the same frames (first 50)
@@ -187,10 +197,11 @@ int main(int argc, char** argv) {
         StructureFactor sk(sp);
         for (const auto& f : frames) sk.accumulate(f);
         const double t_sk = seconds_since(t0) / 50;
-        std::printf("per frame (N = %lld): radical Voronoi %.2f ms, psi6 + g6 (Voronoi neighbours, r_max 5) %.2f ms, "
-                    "S(k) (k_max %.1f, %lld shells x <= 100 vectors) %.2f ms  [check %.3f]\n",
-                    static_cast<long long>(N), 1e3 * t_vor, 1e3 * t_psi, sp.k_max, static_cast<long long>(sp.bins),
-                    1e3 * t_sk, area > 0 ? 1.0 : 0.0);
+        std::printf(
+            "per frame (N = %lld): radical Voronoi %.2f ms, psi6 + g6 (Voronoi neighbours, r_max 5) %.2f ms, "
+            "S(k) (k_max %.1f, %lld shells x <= 100 vectors) %.2f ms  [check %.3f]\n",
+            static_cast<long long>(N), 1e3 * t_vor, 1e3 * t_psi, sp.k_max, static_cast<long long>(sp.bins),
+            1e3 * t_sk, area > 0 ? 1.0 : 0.0);
     }
     return 0;
 }

@@ -67,7 +67,8 @@ void block_contrast(const cv::Mat& img, int block, cv::Mat& out) {
                 for (int x = bx * block; x < x1; x += 2) v.push_back(static_cast<float>(row[x]));
             }
             const auto n = v.size();
-            const auto lo = static_cast<std::ptrdiff_t>(n * 3 / 100), hi = static_cast<std::ptrdiff_t>((n * 97) / 100);
+            const auto lo = static_cast<std::ptrdiff_t>(n * 3 / 100),
+                       hi = static_cast<std::ptrdiff_t>((n * 97) / 100);
             std::nth_element(v.begin(), v.begin() + hi, v.end());
             const float vh = v[static_cast<std::size_t>(hi)];
             std::nth_element(v.begin(), v.begin() + lo, v.begin() + hi);
@@ -89,7 +90,8 @@ Gradients compute_gradients(const cv::Mat& image, bool invert, int block) {
     std::vector<float> all(g.contrast.begin<float>(), g.contrast.end<float>());
     std::nth_element(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(all.size() / 2), all.end());
     const float floor_c = std::max(0.25f * all[all.size() / 2], 1.0f);
-    for (auto it = g.contrast.begin<float>(); it != g.contrast.end<float>(); ++it) *it = std::max(*it, floor_c);
+    for (auto it = g.contrast.begin<float>(); it != g.contrast.end<float>(); ++it)
+        *it = std::max(*it, floor_c);
     return g;
 }
 
@@ -102,7 +104,8 @@ float quantile(std::vector<float> v, double q) {
 
 std::vector<Candidate> suppress(std::vector<Candidate> pts, double sep) {
     if (pts.size() < 2) return pts;
-    std::sort(pts.begin(), pts.end(), [&](const Candidate& a, const Candidate& b) { return a.score > b.score; });
+    std::sort(pts.begin(), pts.end(),
+              [&](const Candidate& a, const Candidate& b) { return a.score > b.score; });
     std::vector<double> xs(pts.size()), ys(pts.size());
     for (std::size_t i = 0; i < pts.size(); ++i) xs[i] = pts[i].x, ys[i] = pts[i].y;
     CellList cl(xs, ys, sep, Geometry{});
@@ -121,7 +124,8 @@ std::vector<Candidate> suppress(std::vector<Candidate> pts, double sep) {
 
 std::vector<Candidate> find_candidates(const Gradients& g, const DetectParams& p) {
     p.validate();
-    const int f = p.downsample > 0 ? p.downsample : std::max(1, static_cast<int>(std::floor(p.r_small() / 3.0)));
+    const int f =
+        p.downsample > 0 ? p.downsample : std::max(1, static_cast<int>(std::floor(p.r_small() / 3.0)));
     const int w = g.gx.cols, h = g.gx.rows;
     const int aw = (w + f - 1) / f, ah = (h + f - 1) / f;
     cv::Mat acc(ah, aw, CV_32F, cv::Scalar(0));
@@ -221,11 +225,16 @@ static StageTimes time_stages(const std::vector<cv::Mat>& imgs, const DetectPara
     StageTimes t;
     for (int r = 0; r < reps; ++r) {
         faults = 0;
-        t.g_old = std::min(t.g_old, per_frame_ms([&](std::size_t k) { (void)baseline::compute_gradients(imgs[k], dp.invert, block); }));
-        t.c_old = std::min(t.c_old, per_frame_ms([&](std::size_t k) { (void)baseline::find_candidates(gs[k], dp); }));
+        t.g_old = std::min(t.g_old, per_frame_ms([&](std::size_t k) {
+                               (void)baseline::compute_gradients(imgs[k], dp.invert, block);
+                           }));
+        t.c_old = std::min(t.c_old,
+                           per_frame_ms([&](std::size_t k) { (void)baseline::find_candidates(gs[k], dp); }));
         t.f_old = static_cast<double>(faults) / nf;
         faults = 0;
-        t.g_new = std::min(t.g_new, per_frame_ms([&](std::size_t k) { (void)compute_gradients(imgs[k], dp.invert, block); }));
+        t.g_new = std::min(t.g_new, per_frame_ms([&](std::size_t k) {
+                               (void)compute_gradients(imgs[k], dp.invert, block);
+                           }));
         t.c_new = std::min(t.c_new, per_frame_ms([&](std::size_t k) { (void)find_candidates(gs[k], dp); }));
         t.f_new = static_cast<double>(faults) / nf;
     }
@@ -236,13 +245,16 @@ static StageTimes time_stages(const std::vector<cv::Mat>& imgs, const DetectPara
 // with_candidates = false: gradients and contrast grid only (large disks, vote cell > 3 px: the
 // library's candidates there have a ring search per candidate since 04d86c2, on purpose unlike
 // the baseline copy).
-static bool identical(const cv::Mat& img, const DetectParams& dp, std::size_t* n_cand = nullptr, bool with_candidates = true) {
-    const int block = dp.contrast_block > 0 ? dp.contrast_block : std::max(32, static_cast<int>(std::ceil(6 * dp.r_large())));
+static bool identical(const cv::Mat& img, const DetectParams& dp, std::size_t* n_cand = nullptr,
+                      bool with_candidates = true) {
+    const int block = dp.contrast_block > 0 ? dp.contrast_block
+                                            : std::max(32, static_cast<int>(std::ceil(6 * dp.r_large())));
     const Gradients a = baseline::compute_gradients(img, dp.invert, block);
     const Gradients b = compute_gradients(img, dp.invert, block);
     const auto ca = baseline::find_candidates(a, dp), cb = find_candidates(b, dp);
     if (n_cand) *n_cand += cb.size();
-    return same_mat(a.gx, b.gx) && same_mat(a.gy, b.gy) && same_mat(a.contrast, b.contrast) && (!with_candidates || same_candidates(ca, cb));
+    return same_mat(a.gx, b.gx) && same_mat(a.gy, b.gy) && same_mat(a.contrast, b.contrast) &&
+           (!with_candidates || same_candidates(ca, cb));
 }
 
 static void stage_breakdown(const std::vector<cv::Mat>& imgs, const DetectParams& dp, int reps) {
@@ -269,22 +281,34 @@ static void stage_breakdown(const std::vector<cv::Mat>& imgs, const DetectParams
     big.radii = {15, 18};
     cv::Mat neg = 255 - imgs.front();
     const bool same_other = identical(neg, inv) && identical(imgs.front(), f1) && identical(im16, f1) &&
-                            identical(imgs.front(), odd) && identical(im16, odd) && identical(imgs.front(), big, nullptr, false);
+                            identical(imgs.front(), odd) && identical(im16, odd) &&
+                            identical(imgs.front(), big, nullptr, false);
     cv::setNumThreads(cv_threads);
-    std::printf("per stage on decoded frames, 1 thread, buffers re-used by malloc (best of %d passes over %zu frames;\n"
-                "  before = the earlier implementation, copied into this program, same run):\n", reps, imgs.size());
-    std::printf("  compute_gradients (8-bit):          %8.2f ms/frame before, %8.2f after (%.1fx)\n", t.g_old, t.g_new, t.g_old / t.g_new);
-    std::printf("  compute_gradients (16-bit):         %8.2f ms/frame before, %8.2f after (%.1fx)\n", t16.g_old, t16.g_new,
-                t16.g_old / t16.g_new);
-    std::printf("  find_candidates:                    %8.2f ms/frame before, %8.2f after (%.1fx); %.0f candidates/frame\n", t.c_old,
-                t.c_new, t.c_old / t.c_new, static_cast<double>(n_cand) / static_cast<double>(imgs.size()));
-    std::printf("  both stages:                        %8.2f ms/frame before, %8.2f after (%.1fx); page faults/frame %.0f before, %.0f after\n",
-                t.g_old + t.c_old, t.g_new + t.c_new, (t.g_old + t.c_old) / (t.g_new + t.c_new), t.f_old, t.f_new);
-    std::printf("  locate() (current, whole):          %8.2f ms/frame; refinement and the rest: %.2f ms/frame\n", loc,
-                loc - t.g_new - t.c_new);
-    std::printf("  identical results (gradients, contrast grid, candidates): 8-bit frames %s, 16-bit %s, "
-                "invert/factor 1/block 37 and radii 15,18 (gradients only: large disks' candidates differ on purpose) %s\n",
-                same ? "yes" : "NO", same16 ? "yes" : "NO", same_other ? "yes" : "NO");
+    std::printf(
+        "per stage on decoded frames, 1 thread, buffers re-used by malloc (best of %d passes over %zu "
+        "frames;\n"
+        "  before = the earlier implementation, copied into this program, same run):\n",
+        reps, imgs.size());
+    std::printf("  compute_gradients (8-bit):          %8.2f ms/frame before, %8.2f after (%.1fx)\n", t.g_old,
+                t.g_new, t.g_old / t.g_new);
+    std::printf("  compute_gradients (16-bit):         %8.2f ms/frame before, %8.2f after (%.1fx)\n",
+                t16.g_old, t16.g_new, t16.g_old / t16.g_new);
+    std::printf(
+        "  find_candidates:                    %8.2f ms/frame before, %8.2f after (%.1fx); %.0f "
+        "candidates/frame\n",
+        t.c_old, t.c_new, t.c_old / t.c_new, static_cast<double>(n_cand) / static_cast<double>(imgs.size()));
+    std::printf(
+        "  both stages:                        %8.2f ms/frame before, %8.2f after (%.1fx); page faults/frame "
+        "%.0f before, %.0f after\n",
+        t.g_old + t.c_old, t.g_new + t.c_new, (t.g_old + t.c_old) / (t.g_new + t.c_new), t.f_old, t.f_new);
+    std::printf(
+        "  locate() (current, whole):          %8.2f ms/frame; refinement and the rest: %.2f ms/frame\n", loc,
+        loc - t.g_new - t.c_new);
+    std::printf(
+        "  identical results (gradients, contrast grid, candidates): 8-bit frames %s, 16-bit %s, "
+        "invert/factor 1/block 37 and radii 15,18 (gradients only: large disks' candidates differ on "
+        "purpose) %s\n",
+        same ? "yes" : "NO", same16 ? "yes" : "NO", same_other ? "yes" : "NO");
 }
 
 // The same two stages with locate() run on every frame in between, on one freshly started
@@ -302,7 +326,8 @@ static void stage_breakdown_worker(const std::vector<cv::Mat>& imgs, const Detec
             for (int v = 0; v < 2; ++v) {  // v = 0: before, 1: after
                 const long f0 = minor_faults();
                 auto t0 = clk::now();
-                const Gradients g = v ? compute_gradients(im, dp.invert, block) : baseline::compute_gradients(im, dp.invert, block);
+                const Gradients g = v ? compute_gradients(im, dp.invert, block)
+                                      : baseline::compute_gradients(im, dp.invert, block);
                 ms[2 * v] += 1e3 * since(t0);
                 t0 = clk::now();
                 (void)(v ? find_candidates(g, dp) : baseline::find_candidates(g, dp));
@@ -314,11 +339,17 @@ static void stage_breakdown_worker(const std::vector<cv::Mat>& imgs, const Detec
     cv::setNumThreads(cv_threads);
     const double nf = static_cast<double>(imgs.size());
     for (double& x : ms) x /= nf;
-    std::printf("per stage, 1 thread, with locate() between frames on a fresh worker thread (as in vibra track; one pass):\n");
-    std::printf("  compute_gradients (8-bit):          %8.2f ms/frame before, %8.2f after (%.1fx)\n", ms[0], ms[2], ms[0] / ms[2]);
-    std::printf("  find_candidates:                    %8.2f ms/frame before, %8.2f after (%.1fx)\n", ms[1], ms[3], ms[1] / ms[3]);
-    std::printf("  both stages:                        %8.2f ms/frame before, %8.2f after (%.1fx); page faults/frame %.0f before, %.0f after\n",
-                ms[0] + ms[1], ms[2] + ms[3], (ms[0] + ms[1]) / (ms[2] + ms[3]), faults[0] / nf, faults[1] / nf);
+    std::printf(
+        "per stage, 1 thread, with locate() between frames on a fresh worker thread (as in vibra track; one "
+        "pass):\n");
+    std::printf("  compute_gradients (8-bit):          %8.2f ms/frame before, %8.2f after (%.1fx)\n", ms[0],
+                ms[2], ms[0] / ms[2]);
+    std::printf("  find_candidates:                    %8.2f ms/frame before, %8.2f after (%.1fx)\n", ms[1],
+                ms[3], ms[1] / ms[3]);
+    std::printf(
+        "  both stages:                        %8.2f ms/frame before, %8.2f after (%.1fx); page faults/frame "
+        "%.0f before, %.0f after\n",
+        ms[0] + ms[1], ms[2] + ms[3], (ms[0] + ms[1]) / (ms[2] + ms[3]), faults[0] / nf, faults[1] / nf);
 }
 
 static double decode_fps(const std::string& path, std::int64_t& n) {
@@ -349,7 +380,8 @@ int main(int argc, char** argv) {
     const int frames = argc > 1 ? std::atoi(argv[1]) : 60;
     const std::string dir = argc > 2 ? argv[2] : "/tmp/vibra_bench_tracking";
     std::filesystem::create_directories(dir);
-    const std::string raw = dir + "/moderate_raw.avi", ffv1 = dir + "/moderate_ffv1.avi", out = dir + "/moderate.h5";
+    const std::string raw = dir + "/moderate_raw.avi", ffv1 = dir + "/moderate_ffv1.avi",
+                      out = dir + "/moderate.h5";
     const std::string raw_long = dir + "/moderate_raw_3x.avi";
 
     const SynthParams sp = reference_case(ReferenceCase::moderate, 1024, frames, 42);
@@ -377,21 +409,26 @@ int main(int argc, char** argv) {
         for (std::size_t k = all.empty() ? 0 : all.size() - 1; k-- > 1;) c.write(all[k]);
         for (std::size_t k = 0; k < all.size(); ++k) c.write(all[k]);
         c.close();
-        std::printf("  (generated %lld disks x %d frames in %.1f s)\n", static_cast<long long>(gen.n_disks()), frames, since(t));
+        std::printf("  (generated %lld disks x %d frames in %.1f s)\n", static_cast<long long>(gen.n_disks()),
+                    frames, since(t));
     }
     std::int64_t n_raw = 0, n_ffv1 = 0;
     const double fps_raw = decode_fps(raw, n_raw);
     const double fps_ffv1 = decode_fps(ffv1, n_ffv1);
-    std::printf("decode-only, uncompressed 8-bit AVI: %8.1f frames/s (%lld frames; vibra's AVI reader, one pread per frame; through OpenCV/FFmpeg: %.1f frames/s)\n",
-                fps_raw, static_cast<long long>(n_raw), decode_fps_opencv(raw));
-    std::printf("decode-only, FFV1 AVI:               %8.1f frames/s (%lld frames)\n", fps_ffv1, static_cast<long long>(n_ffv1));
+    std::printf(
+        "decode-only, uncompressed 8-bit AVI: %8.1f frames/s (%lld frames; vibra's AVI reader, one pread per "
+        "frame; through OpenCV/FFmpeg: %.1f frames/s)\n",
+        fps_raw, static_cast<long long>(n_raw), decode_fps_opencv(raw));
+    std::printf("decode-only, FFV1 AVI:               %8.1f frames/s (%lld frames)\n", fps_ffv1,
+                static_cast<long long>(n_ffv1));
 
     // Decoded frames in memory (at most 20) for detect+refine and linking.
     std::vector<cv::Mat> imgs;
     {
         auto src = open_video(raw);
         Frame f;
-        while (static_cast<int>(imgs.size()) < std::min(frames, 20) && src->next(f) == ReadStatus::ok) imgs.push_back(f.image.clone());
+        while (static_cast<int>(imgs.size()) < std::min(frames, 20) && src->next(f) == ReadStatus::ok)
+            imgs.push_back(f.image.clone());
     }
     DetectParams dp;
     dp.radii = {6, 8};
@@ -415,8 +452,10 @@ int main(int argc, char** argv) {
     const double detn = static_cast<double>(imgs.size()) / since(t);
     double mean_n = 0;
     for (const auto& f : found) mean_n += static_cast<double>(f.size()) / static_cast<double>(found.size());
-    std::printf("detect+refine on decoded frames:     %8.1f frames/s (1 thread), %.1f frames/s (%u threads); %.0f disks/frame\n",
-                det1, detn, nt, mean_n);
+    std::printf(
+        "detect+refine on decoded frames:     %8.1f frames/s (1 thread), %.1f frames/s (%u threads); %.0f "
+        "disks/frame\n",
+        det1, detn, nt, mean_n);
     // The same frame to frame: one DiskLocator seeing every frame on one thread, then one per
     // worker with frames dealt in turn (each sees every nt-th frame; its first from scratch) —
     // for comparison only: vibra track no longer deals warm frames in turn, whose results
@@ -445,16 +484,21 @@ int main(int argc, char** argv) {
         for (auto& x : th) x.join();
     }
     const double warmn = static_cast<double>(imgs.size()) / since(t);
-    std::printf("detect+refine frame to frame (DiskLocator): %5.1f frames/s (1 thread), %.1f frames/s (%u threads)\n", warm1, warmn,
-                nt);
-    std::printf("  1 thread: %d frames from the previous one, %.1f ms each (%.1f frames/s: the steady state of a long video); %d from scratch, %.1f ms each\n",
-                n_warm, 1e3 * warm_s / std::max(1, n_warm), n_warm > 0 ? n_warm / warm_s : 0.0, n_cold, 1e3 * cold_s / std::max(1, n_cold));
+    std::printf(
+        "detect+refine frame to frame (DiskLocator): %5.1f frames/s (1 thread), %.1f frames/s (%u threads)\n",
+        warm1, warmn, nt);
+    std::printf(
+        "  1 thread: %d frames from the previous one, %.1f ms each (%.1f frames/s: the steady state of a "
+        "long video); %d from scratch, %.1f ms each\n",
+        n_warm, 1e3 * warm_s / std::max(1, n_warm), n_warm > 0 ? n_warm / warm_s : 0.0, n_cold,
+        1e3 * cold_s / std::max(1, n_cold));
 
     // By strips, as vibra track runs it: each strip's locator (as many as auto_strip_count gives
     // the frame: 2 for 1024 rows) fits its band of rows of every frame. On one thread, the
     // strips' locators in turn (their work against the whole frame's), then one thread per strip.
     {
-        const auto strips = plan_strips(imgs.front().rows, auto_strip_count(imgs.front().rows, dp.r_large()), dp.r_large());
+        const auto strips =
+            plan_strips(imgs.front().rows, auto_strip_count(imgs.front().rows, dp.r_large()), dp.r_large());
         const double zone = 0.5 * dp.r_small();
         std::vector<DiskLocator> locs(strips.size(), DiskLocator(dp));
         double strip_warm_s = 0;
@@ -479,8 +523,12 @@ int main(int argc, char** argv) {
             for (auto& x : th) x.join();
         }
         const double stripn = static_cast<double>(imgs.size()) / since(t);
-        std::printf("detect+refine frame to frame by %zu strips (as vibra track): %.1f frames/s (%zu threads); on 1 thread the strips' warm frames take %.1f ms together (the whole frame's %.1f ms, measured before)\n",
-                    strips.size(), stripn, strips.size(), 1e3 * strip_warm_s / std::max(1, strip_warm), 1e3 * warm_s / std::max(1, n_warm));
+        std::printf(
+            "detect+refine frame to frame by %zu strips (as vibra track): %.1f frames/s (%zu threads); on 1 "
+            "thread the strips' warm frames take %.1f ms together (the whole frame's %.1f ms, measured "
+            "before)\n",
+            strips.size(), stripn, strips.size(), 1e3 * strip_warm_s / std::max(1, strip_warm),
+            1e3 * warm_s / std::max(1, n_warm));
     }
 
     // Linking: the detections of the decoded frames, repeated forwards and backwards.
@@ -501,7 +549,8 @@ int main(int argc, char** argv) {
             ++linked;
         }
     const double link_ms = 1e3 * link_s / linked;
-    std::printf("link:                                %8.2f ms/frame (%.2f ms per 2000 disks)\n", link_ms, link_ms * 2000.0 / mean_n);
+    std::printf("link:                                %8.2f ms/frame (%.2f ms per 2000 disks)\n", link_ms,
+                link_ms * 2000.0 / mean_n);
 
     TrackParams tp;
     tp.detect = dp;
@@ -520,15 +569,20 @@ int main(int argc, char** argv) {
         if (s < e2e_s) e2e_s = s, sum = s1;
     }
     const double e2e = static_cast<double>(sum.frames) / e2e_s;
-    std::printf("end-to-end (vibra track pipeline), uncompressed AVI: %8.1f frames/s (%lld frames, %lld detections; best of 3 runs: %s)\n",
-                e2e, static_cast<long long>(sum.frames), static_cast<long long>(sum.detections), runs.c_str());
-    std::printf("  of its %.0f ms: %.0f ms to the first frame (opening, each strip's first frame from scratch), %.0f ms after the last (species vote, the file's last chunks)\n",
-                1e3 * sum.seconds, 1e3 * sum.seconds_first_frame, 1e3 * sum.seconds_final);
+    std::printf(
+        "end-to-end (vibra track pipeline), uncompressed AVI: %8.1f frames/s (%lld frames, %lld detections; "
+        "best of 3 runs: %s)\n",
+        e2e, static_cast<long long>(sum.frames), static_cast<long long>(sum.detections), runs.c_str());
+    std::printf(
+        "  of its %.0f ms: %.0f ms to the first frame (opening, each strip's first frame from scratch), %.0f "
+        "ms after the last (species vote, the file's last chunks)\n",
+        1e3 * sum.seconds, 1e3 * sum.seconds_first_frame, 1e3 * sum.seconds_final);
     std::printf("end-to-end time / decode-only time:  %8.1f\n", fps_raw / e2e);
     // The same as a user runs it: the `vibra track` program, from its start to its exit (process
     // start-up, reading, tracking, the file), best of three.
     {
-        const std::string cmd = std::string("'") + VIBRA_CLI + "' track '" + raw + "' -o '" + out + ".cli.h5' --radius-small 6 --radius-large 8 --max-step 3 >/dev/null 2>&1";
+        const std::string cmd = std::string("'") + VIBRA_CLI + "' track '" + raw + "' -o '" + out +
+                                ".cli.h5' --radius-small 6 --radius-large 8 --max-step 3 >/dev/null 2>&1";
         double best = 1e30;
         std::string cli_runs;
         bool ok = true;
@@ -543,16 +597,20 @@ int main(int argc, char** argv) {
         }
         std::filesystem::remove(out + ".cli.h5");
         if (ok)
-            std::printf("end-to-end as a program (vibra track, start to exit), uncompressed AVI: %5.1f frames/s (best of 3: %s)\n",
-                        static_cast<double>(sum.frames) / best, cli_runs.c_str());
+            std::printf(
+                "end-to-end as a program (vibra track, start to exit), uncompressed AVI: %5.1f frames/s "
+                "(best of 3: %s)\n",
+                static_cast<double>(sum.frames) / best, cli_runs.c_str());
         else
             std::printf("end-to-end as a program: `%s` failed\n", cmd.c_str());
     }
     t = clk::now();
     const auto sum3 = track_video(raw_long, out, tp);
     const double e2e3 = static_cast<double>(sum3.frames) / since(t);
-    std::printf("end-to-end, the frames forwards, backwards, forwards: %5.1f frames/s (%lld frames, %lld detections)\n", e2e3,
-                static_cast<long long>(sum3.frames), static_cast<long long>(sum3.detections));
+    std::printf(
+        "end-to-end, the frames forwards, backwards, forwards: %5.1f frames/s (%lld frames, %lld "
+        "detections)\n",
+        e2e3, static_cast<long long>(sum3.frames), static_cast<long long>(sum3.detections));
     // Steady state of a long video: the marginal rate between a short prefix and the whole
     // long file (the prefix holds the program's fixed costs: each worker's first frame from
     // scratch, start-up, the file's creation), best of two alternations.
@@ -570,9 +628,11 @@ int main(int argc, char** argv) {
             n_all = track_video(raw_long, out, tp).frames;
             t_all = std::min(t_all, since(t));
         }
-        std::printf("end-to-end, steady state (frames %lld..%lld of the long file, beyond its first %lld): %5.1f frames/s\n",
-                    static_cast<long long>(prefix), static_cast<long long>(n_all), static_cast<long long>(prefix),
-                    static_cast<double>(n_all - prefix) / std::max(1e-9, t_all - t_short));
+        std::printf(
+            "end-to-end, steady state (frames %lld..%lld of the long file, beyond its first %lld): %5.1f "
+            "frames/s\n",
+            static_cast<long long>(prefix), static_cast<long long>(n_all), static_cast<long long>(prefix),
+            static_cast<double>(n_all - prefix) / std::max(1e-9, t_all - t_short));
     }
     // Determinism: the bench's own output tracked with 1 and with 2 threads, every column of
     // every row, the per-frame columns, the diagnostics and the metadata compared bit for bit.
@@ -594,22 +654,32 @@ int main(int argc, char** argv) {
                 if (!ok) diff += std::string(diff.empty() ? "" : ", ") + what;
             };
             auto bits = [](const auto& u, const auto& v) {
-                return u.size() == v.size() && (u.empty() || std::memcmp(u.data(), v.data(), u.size() * sizeof(u[0])) == 0);
+                return u.size() == v.size() &&
+                       (u.empty() || std::memcmp(u.data(), v.data(), u.size() * sizeof(u[0])) == 0);
             };
-            same(bits(ta.rows.frame, tb.rows.frame) && bits(ta.rows.particle, tb.rows.particle), "frame/particle");
+            same(bits(ta.rows.frame, tb.rows.frame) && bits(ta.rows.particle, tb.rows.particle),
+                 "frame/particle");
             same(bits(ta.rows.x, tb.rows.x) && bits(ta.rows.y, tb.rows.y), "x/y");
-            same(bits(ta.rows.species, tb.rows.species) && bits(ta.rows.species_confidence, tb.rows.species_confidence), "species");
-            same(bits(ta.rows.radius, tb.rows.radius) && bits(ta.rows.quality, tb.rows.quality), "radius/quality");
+            same(bits(ta.rows.species, tb.rows.species) &&
+                     bits(ta.rows.species_confidence, tb.rows.species_confidence),
+                 "species");
+            same(bits(ta.rows.radius, tb.rows.radius) && bits(ta.rows.quality, tb.rows.quality),
+                 "radius/quality");
             same(ta.frames == tb.frames && ta.meta == tb.meta, "frame columns/metadata");
             same(a.diagnostics() == b.diagnostics(), "diagnostics");
-            for (const auto& d : a.diagnostics()) same(a.read_diagnostic(d) == b.read_diagnostic(d), d.c_str());
+            for (const auto& d : a.diagnostics())
+                same(a.read_diagnostic(d) == b.read_diagnostic(d), d.c_str());
         }
         std::filesystem::remove(o1);
         std::filesystem::remove(o2);
-        std::printf("determinism: --threads 1 and --threads 2 give %s output (%lld rows: every column, the per-frame columns, diagnostics and metadata; %s); 1 thread: %.1f frames/s\n",
-                    diff.empty() ? "bit-identical" : "DIFFERENT", static_cast<long long>(n_rows), diff.empty() ? "no difference" : diff.c_str(),
-                    static_cast<double>(sum.frames) / s1);
+        std::printf(
+            "determinism: --threads 1 and --threads 2 give %s output (%lld rows: every column, the per-frame "
+            "columns, diagnostics and metadata; %s); 1 thread: %.1f frames/s\n",
+            diff.empty() ? "bit-identical" : "DIFFERENT", static_cast<long long>(n_rows),
+            diff.empty() ? "no difference" : diff.c_str(), static_cast<double>(sum.frames) / s1);
     }
-    std::printf("required: end-to-end >= 100 frames/s, link <= 2 ms per 2000 disks, the same output for any --threads\n");
+    std::printf(
+        "required: end-to-end >= 100 frames/s, link <= 2 ms per 2000 disks, the same output for any "
+        "--threads\n");
     return 0;
 }

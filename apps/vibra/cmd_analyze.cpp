@@ -36,7 +36,8 @@ using analysis::AnalysisSpec;
 double process_cpu_seconds() {
     struct rusage ru {};
     getrusage(RUSAGE_SELF, &ru);
-    return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + 1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+    return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
 struct Opts {
@@ -72,7 +73,8 @@ std::string half_written(const ResultGroup& g) {
 }
 
 /// `--flag=value` of every option of `s` (defaults included): the group's parameters.
-std::vector<std::string> option_values(const AnalysisSpec& s, const std::map<std::string, std::string>& values) {
+std::vector<std::string> option_values(const AnalysisSpec& s,
+                                       const std::map<std::string, std::string>& values) {
     std::vector<std::string> out;
     for (const auto& opt : s.options) out.push_back("--" + opt.flag + "=" + values.at(opt.flag));
     return out;
@@ -90,8 +92,9 @@ struct RunOutcome {
 };
 
 /// Runs the selected analyses on one input and writes (merges) one results file.
-RunOutcome analyze_one(const std::string& input, const std::string& output, const std::vector<const AnalysisSpec*>& plan,
-                       const std::set<std::string>& wanted, const Opts& o, const GlobalOptions& g) {
+RunOutcome analyze_one(const std::string& input, const std::string& output,
+                       const std::vector<const AnalysisSpec*>& plan, const std::set<std::string>& wanted,
+                       const Opts& o, const GlobalOptions& g) {
     store::TrajectoryReader reader(input);
     const std::string checksum = file_checksum(input);
     std::map<std::string, ResultGroup> done;
@@ -102,11 +105,14 @@ RunOutcome analyze_one(const std::string& input, const std::string& output, cons
     cache_params.memory_bytes = o.memory_mb << 20;
     cache_params.progress = g.progress();
     analysis::TrackCache tracks(reader, cache_params);
-    const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int threads =
+        o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     RunOutcome r;
     std::set<std::string> skipped_names;
     auto skip = [&](const AnalysisSpec& s, const std::string& why) {
-        if (!g.quiet) std::cerr << "vibra: warning: analyze: " << input << ": skipped " << s.name << ": " << why << "\n";
+        if (!g.quiet)
+            std::cerr << "vibra: warning: analyze: " << input << ": skipped " << s.name << ": " << why
+                      << "\n";
         r.skipped.push_back(s.name + ": " + why);
         skipped_names.insert(s.name);
     };
@@ -120,8 +126,11 @@ RunOutcome analyze_one(const std::string& input, const std::string& output, cons
             continue;
         }
         throw_if_interrupted();  // between analyses
-        analysis::AnalysisContext ctx{reader, o.values, g.progress(), threads, &done, &tracks, o.memory_mb << 20};
-        if (!g.quiet) std::cerr << "analyze: " << s.name << (wanted.empty() || wanted.count(s.name) ? "" : " (needed)") << "\n";
+        analysis::AnalysisContext ctx{reader, o.values, g.progress(),     threads,
+                                      &done,  &tracks,  o.memory_mb << 20};
+        if (!g.quiet)
+            std::cerr << "analyze: " << s.name << (wanted.empty() || wanted.count(s.name) ? "" : " (needed)")
+                      << "\n";
         std::vector<ResultGroup> out;
         const auto t0 = std::chrono::steady_clock::now();
         const double c0 = process_cpu_seconds();
@@ -134,8 +143,8 @@ RunOutcome analyze_one(const std::string& input, const std::string& output, cons
             // Not the data's fault but this machine's: never recorded as "skipped"; nothing is written.
             throw ResourceError(s.name + ": " + e.what() + "; nothing written to " + output);
         } catch (const std::bad_alloc&) {
-            throw ResourceError(s.name + ": out of memory (free memory or ulimit -v) while analysing " + input +
-                                "; nothing written to " + output);
+            throw ResourceError(s.name + ": out of memory (free memory or ulimit -v) while analysing " +
+                                input + "; nothing written to " + output);
         } catch (const std::exception& e) {
             // Asked for by name (or needed by what was): the error is the answer. Part of the
             // default set: reported and skipped so the others still get written.
@@ -151,9 +160,10 @@ RunOutcome analyze_one(const std::string& input, const std::string& output, cons
             skip(s, why);
             continue;
         }
-        r.timings += "time." + s.name + " = " +
-                     std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()) +
-                     "\ncpu." + s.name + " = " + std::to_string(process_cpu_seconds() - c0) + "\n";
+        r.timings +=
+            "time." + s.name + " = " +
+            std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()) +
+            "\ncpu." + s.name + " = " + std::to_string(process_cpu_seconds() - c0) + "\n";
         for (auto& grp : out) {
             // Per-group provenance: a merged results file may hold groups of several runs.
             grp.attrs["input_path"] = input;
@@ -167,8 +177,8 @@ RunOutcome analyze_one(const std::string& input, const std::string& output, cons
     if (groups.empty()) {
         std::string why;
         for (const auto& s : r.skipped) why += "\n  " + s;
-        throw InsufficientData(input + ": no analysis could be computed (" + std::to_string(reader.n_frames()) +
-                               " frame(s)); nothing written:" + why);
+        throw InsufficientData(input + ": no analysis could be computed (" +
+                               std::to_string(reader.n_frames()) + " frame(s)); nothing written:" + why);
     }
     store::ResultsProvenance prov{input, checksum, g.command_line, r.skipped, o.force};
     store::write_results(output, groups, prov, reader.meta());
@@ -181,30 +191,38 @@ RunOutcome analyze_one(const std::string& input, const std::string& output, cons
 void register_analyze(CLI::App& app, GlobalOptions& g) {
     auto o = std::make_shared<Opts>();
     auto specs = std::make_shared<std::vector<AnalysisSpec>>(analysis::all_analyses());
-    auto* cmd = app.add_subcommand("analyze", "Run analyses on trajectory files; results go to /analysis/<name> of RESULTS.h5");
-    cmd->add_option("input", o->inputs, "vibra HDF5 trajectory file(s); several: one results file each in the -o folder")
+    auto* cmd = app.add_subcommand(
+        "analyze", "Run analyses on trajectory files; results go to /analysis/<name> of RESULTS.h5");
+    cmd->add_option("input", o->inputs,
+                    "vibra HDF5 trajectory file(s); several: one results file each in the -o folder")
         ->required()
         ->check(CLI::ExistingFile);
-    cmd->add_option("-o,--output", o->output,
-                    "Results HDF5 file (merged into if it exists); a folder (several inputs, an existing folder or a "
-                    "path ending in /): <folder>/<input name>_results.h5 per input")
+    cmd->add_option(
+           "-o,--output", o->output,
+           "Results HDF5 file (merged into if it exists); a folder (several inputs, an existing folder or a "
+           "path ending in /): <folder>/<input name>_results.h5 per input")
         ->required();
     std::string names;
     for (const auto& s : *specs) names += (names.empty() ? "" : ",") + s.name;
     cmd->add_option("--only", o->only,
                     "Comma-separated analyses to run (default: all default ones); what they need is run too "
-                    "(kgap → currents). Available: " + names)
+                    "(kgap → currents). Available: " +
+                        names)
         ->type_name("LIST");
     cmd->add_option("--threads", o->threads, "Worker threads (default: all cores)");
-    cmd->add_option("--memory", o->memory_mb,
-                    "Memory budget, MiB, for the particle-major copy of the input shared by the per-track analyses "
-                    "(msd, vacf, vdos, fs, temperature, velocity_distribution); a larger copy goes to a temporary "
-                    "file in $TMPDIR, removed at the end. `currents` keeps its series j(k,t) in memory within the budget, else "
-                    "streams them in chunks of frames; `defects` samples every frame while its tables fit half the budget")
+    cmd->add_option(
+           "--memory", o->memory_mb,
+           "Memory budget, MiB, for the particle-major copy of the input shared by the per-track analyses "
+           "(msd, vacf, vdos, fs, temperature, velocity_distribution); a larger copy goes to a temporary "
+           "file in $TMPDIR, removed at the end. `currents` keeps its series j(k,t) in memory within the "
+           "budget, else "
+           "streams them in chunks of frames; `defects` samples every frame while its tables fit half the "
+           "budget")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
         ->type_name("MIB");
-    cmd->add_flag("--force", o->force,
-                  "Merge into a results file computed from another input (each group keeps its own input_path)");
+    cmd->add_flag(
+        "--force", o->force,
+        "Merge into a results file computed from another input (each group keeps its own input_path)");
     // For `vibra batch`: each analysis' wall and CPU time as `key = value` lines.
     cmd->add_option("--report", o->report, "Write each analysis' wall and CPU time to this file")->group("");
     for (const auto& s : *specs) {
@@ -224,8 +242,10 @@ void register_analyze(CLI::App& app, GlobalOptions& g) {
                     "", analysis::type_name(opt.type));
                 auto* op = cmd->add_option("--" + flag, o->values[opt.flag], "[" + s.name + "] " + opt.help);
                 op->type_name(analysis::type_name(opt.type))->check(check);
-                if (hidden) op->group("");
-                else if (!opt.default_value.empty()) op->capture_default_str();
+                if (hidden)
+                    op->group("");
+                else if (!opt.default_value.empty())
+                    op->capture_default_str();
             };
             add(opt.flag, false);
             // The spelling before every flag used '-' between words, for one release.
@@ -246,9 +266,11 @@ void register_analyze(CLI::App& app, GlobalOptions& g) {
         std::vector<std::string> failed, timings;
         std::set<std::string> outputs;
         for (const auto& in : o->inputs) {
-            const std::string out = folder ? (fs::path(o->output) / (input_stem(in) + "_results.h5")).string() : o->output;
+            const std::string out =
+                folder ? (fs::path(o->output) / (input_stem(in) + "_results.h5")).string() : o->output;
             if (!outputs.insert(out).second)
-                throw ParameterError("two inputs named '" + input_stem(in) + "' would share the results file " + out);
+                throw ParameterError("two inputs named '" + input_stem(in) +
+                                     "' would share the results file " + out);
         }
         std::string report;
         // For the line printed on Ctrl-C: the input being analysed and the results files finished.
@@ -260,20 +282,23 @@ void register_analyze(CLI::App& app, GlobalOptions& g) {
         on_interrupt(g, [status] {
             std::string kept;
             for (const auto& w : status->written) kept += (kept.empty() ? "" : ", ") + w;
-            return "while analysing " + status->input + "; kept: " + (kept.empty() ? "" : kept + "; ") + status->output +
-                   (fs::exists(status->output) ? " unchanged" : " not written");
+            return "while analysing " + status->input + "; kept: " + (kept.empty() ? "" : kept + "; ") +
+                   status->output + (fs::exists(status->output) ? " unchanged" : " not written");
         });
         for (const auto& in : o->inputs) {
-            const std::string out = folder ? (fs::path(o->output) / (input_stem(in) + "_results.h5")).string() : o->output;
+            const std::string out =
+                folder ? (fs::path(o->output) / (input_stem(in) + "_results.h5")).string() : o->output;
             status->input = in;
             status->output = out;
             try {
                 const auto r = analyze_one(in, out, plan, wanted, *o, g);
                 status->written.push_back(out);
-                if (o->inputs.size() == 1) report = r.timings;
+                if (o->inputs.size() == 1)
+                    report = r.timings;
                 else {
                     std::istringstream lines(r.timings);
-                    for (std::string line; std::getline(lines, line);) report += input_stem(in) + "." + line + "\n";
+                    for (std::string line; std::getline(lines, line);)
+                        report += input_stem(in) + "." + line + "\n";
                 }
                 if (!g.quiet) {
                     std::cout << "wrote " << r.groups << " result group(s) to " << out << "\n";
@@ -289,7 +314,8 @@ void register_analyze(CLI::App& app, GlobalOptions& g) {
         }
         if (!o->report.empty()) std::ofstream(o->report, std::ios::trunc) << report;
         if (!failed.empty()) {
-            std::string msg = std::to_string(failed.size()) + " of " + std::to_string(o->inputs.size()) + " inputs failed:";
+            std::string msg =
+                std::to_string(failed.size()) + " of " + std::to_string(o->inputs.size()) + " inputs failed:";
             for (const auto& f : failed) msg += " " + f;
             throw ExitStatus{1, msg};
         }

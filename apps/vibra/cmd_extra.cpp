@@ -14,8 +14,8 @@ void register_extra_commands([[maybe_unused]] CLI::App& app, [[maybe_unused]] Gl
     register_convert(app, g);
     register_synth(app, g);
     register_render(app, g);
-    register_track(app, g);    // vibra track
-    register_batch(app, g);    // vibra batch (cmd_tracking_batch.cpp)
+    register_track(app, g);  // vibra track
+    register_batch(app, g);  // vibra batch (cmd_tracking_batch.cpp)
 #endif
 }
 

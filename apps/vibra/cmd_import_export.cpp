@@ -25,24 +25,30 @@ void register_import(CLI::App& app, GlobalOptions& g) {
         bool no_metadata = false;
     };
     auto o = std::make_shared<Opts>();
-    auto* cmd = app.add_subcommand("import", "Import a LAMMPS text dump or a CSV table into a vibra HDF5 trajectory file");
+    auto* cmd = app.add_subcommand(
+        "import", "Import a LAMMPS text dump or a CSV table into a vibra HDF5 trajectory file");
     cmd->add_option("input", o->input, "LAMMPS dump or CSV file")->required()->check(CLI::ExistingFile);
     cmd->add_option("-o,--output", o->output, "Output HDF5 file")->required();
     cmd->add_option("--format", o->format, "Input format (default: by extension, .csv → csv, else lammps)")
         ->check(CLI::IsMember({"lammps", "csv"}));
     cmd->add_option("--species-map", o->species_map, "LAMMPS atom type → species, e.g. 1:small,2:large")
         ->capture_default_str();
-    cmd->add_option("--diameter", o->diameter, "Species diameters in the length unit, e.g. small=1.0,large=1.4");
+    cmd->add_option("--diameter", o->diameter,
+                    "Species diameters in the length unit, e.g. small=1.0,large=1.4");
     cmd->add_option("--dt", o->dt, "Time between dumped frames, in --time-unit (default 1)");
     cmd->add_option("--time-unit", o->time_unit, "Time unit (default: tau for LAMMPS, frame for CSV)");
     cmd->add_option("--length-unit", o->length_unit, "Length unit (default: sigma for LAMMPS, px for CSV)");
     cmd->add_option("--block-rows", o->block_rows, "Rows buffered before each write (bounds memory)")
-        ->capture_default_str()->check(CLI::PositiveNumber);
-    cmd->add_flag("--no-metadata", o->no_metadata,
-                  "CSV: ignore the metadata sidecar INPUT.meta.json that `vibra export` writes (units, frame interval, "
-                  "species, geometry, per-frame times; read by default when present, the flags above override it)");
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    cmd->add_flag(
+        "--no-metadata", o->no_metadata,
+        "CSV: ignore the metadata sidecar INPUT.meta.json that `vibra export` writes (units, frame interval, "
+        "species, geometry, per-frame times; read by default when present, the flags above override it)");
     cmd->callback([o, &g] {
-        on_interrupt(g, [o] { return "while reading " + o->input + "; kept: nothing (" + o->output + " not written)"; });
+        on_interrupt(g, [o] {
+            return "while reading " + o->input + "; kept: nothing (" + o->output + " not written)";
+        });
         store::ImportOptions opt;
         opt.block_rows = o->block_rows;
         opt.species_map = store::parse_species_map(o->species_map);
@@ -72,13 +78,16 @@ void register_export(CLI::App& app, GlobalOptions& g) {
     };
     auto o = std::make_shared<Opts>();
     auto* cmd = app.add_subcommand(
-        "export", "Export a vibra HDF5 trajectory file as CSV (frame,particle,x,y,species[,vx,vy][,radius,...]) "
-                  "plus its metadata in OUTPUT.meta.json, which `vibra import` reads back");
+        "export",
+        "Export a vibra HDF5 trajectory file as CSV (frame,particle,x,y,species[,vx,vy][,radius,...]) "
+        "plus its metadata in OUTPUT.meta.json, which `vibra import` reads back");
     cmd->add_option("input", o->input, "vibra HDF5 trajectory file")->required()->check(CLI::ExistingFile);
     cmd->add_option("-o,--output", o->output, "Output CSV file")->required();
     cmd->add_flag("--no-metadata", o->no_metadata, "Write the CSV only, without OUTPUT.meta.json");
     cmd->callback([o, &g] {
-        on_interrupt(g, [o] { return "while writing " + o->output + "; kept: nothing (" + o->output + " not written)"; });
+        on_interrupt(g, [o] {
+            return "while writing " + o->output + "; kept: nothing (" + o->output + " not written)";
+        });
         store::export_csv(o->input, o->output, g.progress(), !o->no_metadata);
         if (!g.quiet)
             std::cout << "exported " << o->input << " → " << o->output

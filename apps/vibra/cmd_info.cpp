@@ -29,7 +29,8 @@ std::string geometry_text(const Geometry& g, const std::string& unit) {
         case GeometryKind::window_circle:
             s << " centre (" << g.cx << ", " << g.cy << ") radius " << g.r << " " << unit;
             break;
-        default: break;
+        default:
+            break;
     }
     return s.str();
 }
@@ -47,7 +48,9 @@ void trajectory_info(const std::string& path, std::ostream& os) {
     const std::int64_t T = r.n_frames();
     for (std::int64_t f = 0; f < T;) {
         std::int64_t n = 1;
-        while (f + n < T && r.index().offsets[static_cast<std::size_t>(f + n)] - r.index().offsets[static_cast<std::size_t>(f)] < (1 << 20))
+        while (f + n < T && r.index().offsets[static_cast<std::size_t>(f + n)] -
+                                    r.index().offsets[static_cast<std::size_t>(f)] <
+                                (1 << 20))
             ++n;
         const auto t = r.read_columns({"particle", "species"}, f, n);
         for (std::size_t i = 0; i < t.particle.size(); ++i) {
@@ -69,9 +72,12 @@ void trajectory_info(const std::string& path, std::ostream& os) {
     std::int64_t p_small = 0, p_large = 0, p_unknown = 0;
     for (const auto& [id, tr] : tracks) {
         lengths.push_back(tr.rows);
-        if (tr.small == 0 && tr.large == 0) ++p_unknown;
-        else if (tr.large > tr.small) ++p_large;
-        else ++p_small;
+        if (tr.small == 0 && tr.large == 0)
+            ++p_unknown;
+        else if (tr.large > tr.small)
+            ++p_large;
+        else
+            ++p_small;
     }
     std::sort(lengths.begin(), lengths.end());
 
@@ -97,8 +103,8 @@ void trajectory_info(const std::string& path, std::ostream& os) {
     if (lengths.empty())
         os << "track length: none (no linked rows)\n";
     else
-        os << "track length (detections): min " << lengths.front() << ", median " << lengths[lengths.size() / 2]
-           << ", max " << lengths.back() << "\n";
+        os << "track length (detections): min " << lengths.front() << ", median "
+           << lengths[lengths.size() / 2] << ", max " << lengths.back() << "\n";
     os << "geometry:    " << geometry_text(m.geometry, m.length_unit) << "\n";
     os << "units:       length " << m.length_unit << ", time " << m.time_unit;
     if (m.px_per_mm) os << ", " << *m.px_per_mm << " px/mm";
@@ -141,8 +147,10 @@ bool print_video_info(const std::string& path, std::ostream& os);  // cmd_video.
 
 void register_info(CLI::App& app, GlobalOptions&) {
     auto file = std::make_shared<std::string>();
-    auto* cmd = app.add_subcommand("info", "Summarise a vibra trajectory or results file, or a video's metadata");
-    cmd->add_option("file", *file, "HDF5 trajectory/results file, or a video (file, camera file, image folder or glob)")
+    auto* cmd =
+        app.add_subcommand("info", "Summarise a vibra trajectory or results file, or a video's metadata");
+    cmd->add_option("file", *file,
+                    "HDF5 trajectory/results file, or a video (file, camera file, image folder or glob)")
         ->required();
     cmd->callback([file] {
         if (store::is_hdf5_file(*file)) {

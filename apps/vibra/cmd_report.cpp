@@ -26,21 +26,25 @@ void register_report(CLI::App& app, GlobalOptions& g) {
     };
     auto o = std::make_shared<Opts>();
     auto* cmd = app.add_subcommand(
-        "report", "One self-contained HTML page (figures embedded, no external resources) for a results file or a "
-                  "batch output directory: provenance, key numbers with uncertainties, tracking diagnostics, figures");
+        "report",
+        "One self-contained HTML page (figures embedded, no external resources) for a results file or a "
+        "batch output directory: provenance, key numbers with uncertainties, tracking diagnostics, figures");
     cmd->add_option("input", o->input, "Results file (vibra analyze) or batch output directory")
-        ->required()->check(CLI::ExistingPath);
+        ->required()
+        ->check(CLI::ExistingPath);
     cmd->add_option("-o,--output", o->output, "HTML file to write")->required();
     cmd->add_option("--trajectories", o->trajectories,
                     "The input trajectory file, when it is no longer where the results file records it")
         ->check(CLI::ExistingFile);
-    cmd->add_option("--dpi", o->dpi, "Resolution of the embedded figures")->capture_default_str()->check(CLI::Range(20, 600));
+    cmd->add_option("--dpi", o->dpi, "Resolution of the embedded figures")
+        ->capture_default_str()
+        ->check(CLI::Range(20, 600));
     cmd->callback([o, &g] {
         use_python_package();
         const char* env_python = std::getenv("VIBRA_PYTHON");
         const std::string python = env_python && *env_python ? env_python : "/usr/bin/python3";
-        std::vector<std::string> args{python, "-m", "vibra.report", o->input, "-o", o->output,
-                                      "--dpi", std::to_string(o->dpi)};
+        std::vector<std::string> args{python, "-m",      "vibra.report", o->input,
+                                      "-o",   o->output, "--dpi",        std::to_string(o->dpi)};
         if (!o->trajectories.empty()) args.insert(args.end(), {"--trajectories", o->trajectories});
         if (g.quiet) args.emplace_back("-q");
         std::vector<char*> argv;

@@ -20,17 +20,22 @@ void register_simulate(CLI::App& app, GlobalOptions& g) {
         bool walls = false;
     };
     auto o = std::make_shared<Opts>();
-    auto* cmd = app.add_subcommand("simulate", "Simulate a bi-disperse soft-disk monolayer (units sigma, tau) into a trajectory file");
+    auto* cmd = app.add_subcommand(
+        "simulate", "Simulate a bi-disperse soft-disk monolayer (units sigma, tau) into a trajectory file");
     cmd->add_option("-o,--output", o->output, "Output HDF5 trajectory file")->required();
     cmd->add_option("--n-small", o->p.n_small, "Number of small disks")->capture_default_str();
     cmd->add_option("--n-large", o->p.n_large, "Number of large disks")->capture_default_str();
-    cmd->add_option("--diameter-large", o->p.diameter_large, "Large diameter (small = 1 sigma)")->capture_default_str();
+    cmd->add_option("--diameter-large", o->p.diameter_large, "Large diameter (small = 1 sigma)")
+        ->capture_default_str();
     cmd->add_option("--packing-fraction", o->p.packing_fraction, "Area fraction")->capture_default_str();
-    cmd->add_option("--temperature", o->p.temperature, "Noise temperature (small-disk mass = 1)")->capture_default_str();
+    cmd->add_option("--temperature", o->p.temperature, "Noise temperature (small-disk mass = 1)")
+        ->capture_default_str();
     cmd->add_option("--friction", o->p.friction, "Damping rate, 1/tau")->capture_default_str();
-    cmd->add_option("--active-speed", o->p.active_speed, "Self-propulsion speed v0, sigma/tau")->capture_default_str();
+    cmd->add_option("--active-speed", o->p.active_speed, "Self-propulsion speed v0, sigma/tau")
+        ->capture_default_str();
     cmd->add_option("--dt", o->p.dt, "Integration step, tau")->capture_default_str();
-    cmd->add_option("--steps-per-frame", o->p.steps_per_frame, "Integration steps per recorded frame")->capture_default_str();
+    cmd->add_option("--steps-per-frame", o->p.steps_per_frame, "Integration steps per recorded frame")
+        ->capture_default_str();
     cmd->add_option("--frames", o->frames, "Recorded frames")->capture_default_str();
     cmd->add_option("--equilibrate", o->equilibrate, "Unrecorded frames first")->capture_default_str();
     cmd->add_option("--seed", o->p.seed, "Random seed")->capture_default_str();
@@ -39,8 +44,8 @@ void register_simulate(CLI::App& app, GlobalOptions& g) {
         if (o->frames < 1) throw ParameterError("--frames must be >= 1");
         auto done = std::make_shared<std::int64_t>(0);
         on_interrupt(g, [o, done] {
-            return "after " + std::to_string(*done) + " of " + std::to_string(o->frames) + " frames; kept: nothing (" +
-                   o->output + " not written)";
+            return "after " + std::to_string(*done) + " of " + std::to_string(o->frames) +
+                   " frames; kept: nothing (" + o->output + " not written)";
         });
         o->p.periodic = !o->walls;
         SoftDiskSimulator sim(o->p);
@@ -63,7 +68,8 @@ void register_simulate(CLI::App& app, GlobalOptions& g) {
         progress.finish();
         w.commit();
         if (!g.quiet)
-            std::cout << "simulated " << o->frames << " frames of " << sim.x().size() << " disks → " << o->output << "\n";
+            std::cout << "simulated " << o->frames << " frames of " << sim.x().size() << " disks → "
+                      << o->output << "\n";
     });
 }
 

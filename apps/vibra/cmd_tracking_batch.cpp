@@ -47,10 +47,16 @@ struct BatchOptions {
 
 DatasetDefaults defaults_from(const BatchOptions& o) {
     DatasetDefaults d;
-    const std::pair<const std::string*, const char*> opts[] = {
-        {&o.fps, "--fps"},     {&o.px_per_mm, "--px-per-mm"}, {&o.radius, "--radius"},         {&o.radius_small, "--radius-small"},
-        {&o.radius_large, "--radius-large"}, {&o.radii, "--radii"}, {&o.roi, "--roi"}, {&o.roi_circle, "--roi-circle"},
-        {&o.channel, "--channel"}, {&o.frames, "--frames"}};
+    const std::pair<const std::string*, const char*> opts[] = {{&o.fps, "--fps"},
+                                                               {&o.px_per_mm, "--px-per-mm"},
+                                                               {&o.radius, "--radius"},
+                                                               {&o.radius_small, "--radius-small"},
+                                                               {&o.radius_large, "--radius-large"},
+                                                               {&o.radii, "--radii"},
+                                                               {&o.roi, "--roi"},
+                                                               {&o.roi_circle, "--roi-circle"},
+                                                               {&o.channel, "--channel"},
+                                                               {&o.frames, "--frames"}};
     for (const auto& [v, flag] : opts)
         if (!v->empty()) set_flag(d.track, {flag, *v});
     if (o.invert) set_flag(d.track, {"--invert", ""});
@@ -77,8 +83,10 @@ std::string input_checksum(const std::string& input, State& st) {
         bytes += fs::file_size(f, ec);
         newest = std::max<std::int64_t>(newest, fs::last_write_time(f, ec).time_since_epoch().count());
     }
-    const std::string stamp = std::to_string(files.size()) + ":" + std::to_string(bytes) + ":" + std::to_string(newest);
-    if (st.count("input_stamp") && st["input_stamp"] == stamp && st.count("input_checksum")) return st["input_checksum"];
+    const std::string stamp =
+        std::to_string(files.size()) + ":" + std::to_string(bytes) + ":" + std::to_string(newest);
+    if (st.count("input_stamp") && st["input_stamp"] == stamp && st.count("input_checksum"))
+        return st["input_checksum"];
     std::string sum;
     if (files.size() == 1 && !fs::is_directory(input)) {
         sum = file_checksum(input);
@@ -131,7 +139,8 @@ private:
     std::string path(const std::string& f) const { return (dir_ / f).string(); }
     std::vector<Flag> track_flags() const {
         auto f = v_.track;
-        const bool has_radius = std::any_of(f.begin(), f.end(), [](const Flag& x) { return x.name.rfind("--radi", 0) == 0; });
+        const bool has_radius =
+            std::any_of(f.begin(), f.end(), [](const Flag& x) { return x.name.rfind("--radi", 0) == 0; });
         if (!has_radius) f.push_back({"--radii", "auto"});
         return f;
     }
@@ -142,8 +151,8 @@ private:
     }
     bool stage(const std::string& name, std::vector<std::string> argv, std::string& message);
     void clean_debris() const {
-        for (const auto* f : {"trajectories.h5.partial", "trajectories.h5.spool", "trajectories.h5.lock", "results.h5.partial",
-                              "results.h5.lock", "batch_state.txt.partial"}) {
+        for (const auto* f : {"trajectories.h5.partial", "trajectories.h5.spool", "trajectories.h5.lock",
+                              "results.h5.partial", "results.h5.lock", "batch_state.txt.partial"}) {
             std::error_code ec;
             fs::remove(dir_ / f, ec);
         }
@@ -160,14 +169,15 @@ private:
 /// tracking, ETA from the mean time per video so far); silent in pipes and CI.
 class DatasetProgress {
 public:
-    DatasetProgress(std::size_t total, bool enabled) : total_(total), enabled_(enabled), t0_(std::chrono::steady_clock::now()) {}
+    DatasetProgress(std::size_t total, bool enabled)
+        : total_(total), enabled_(enabled), t0_(std::chrono::steady_clock::now()) {}
     void video_done(std::int64_t frames, std::size_t failed) {
         ++done_, frames_ += frames;
         if (!enabled_) return;
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
         const double eta = static_cast<double>(total_ - done_) * s / static_cast<double>(done_);
-        std::fprintf(stderr, "\rbatch: %zu/%zu videos, %zu failed, %.0f frames/s, ETA %.0f s   ", done_, total_, failed,
-                     s > 0 ? static_cast<double>(frames_) / s : 0.0, eta);
+        std::fprintf(stderr, "\rbatch: %zu/%zu videos, %zu failed, %.0f frames/s, ETA %.0f s   ", done_,
+                     total_, failed, s > 0 ? static_cast<double>(frames_) / s : 0.0, eta);
         std::fflush(stderr);
         shown_ = true;
     }
@@ -192,7 +202,8 @@ bool VideoJob::stage(const std::string& name, std::vector<std::string> argv, std
     if (r.exit_code == 0) return true;
     st_["status"] = stop_signal() ? "interrupted" : "failed";
     st_["error"] = r.error.empty() ? name + " exited with " + std::to_string(r.exit_code) : r.error;
-    if (stop_signal()) st_["error"] = std::string("interrupted (") + strsignal(stop_signal()) + ") during " + name;
+    if (stop_signal())
+        st_["error"] = std::string("interrupted (") + strsignal(stop_signal()) + ") during " + name;
     clean_debris();  // a stage that died or was interrupted leaves no temporaries
     message = name + ": " + st_["error"];
     write_state(path("batch_state.txt"), st_);
@@ -220,14 +231,16 @@ Outcome VideoJob::run(std::string& message) {
         return Outcome::failed;
     }
     const std::string ver = vibra::version();
-    const std::string track_fp = joined(track_flags()) + " | restart every " + std::to_string(o_.checkpoint_every) + " | vibra " + ver;
+    const std::string track_fp =
+        joined(track_flags()) + " | restart every " + std::to_string(o_.checkpoint_every) + " | vibra " + ver;
     const std::string analyze_fp = joined(analyze_flags()) + " | vibra " + ver;
     const std::string figures_fp = o_.no_figures ? "off" : "on";
     const auto same = [&](const std::string& k, const std::string& v) { return st_.count(k) && st_[k] == v; };
-    const bool track_needed = o_.force || !same("input_checksum", checksum) || !same("track.settings", track_fp) ||
-                              !same("track.status", "ok") || !fs::exists(path("trajectories.h5"));
-    const bool analyze_needed = track_needed || !same("analyze.settings", analyze_fp) || !same("analyze.status", "ok") ||
-                                !fs::exists(path("results.h5"));
+    const bool track_needed = o_.force || !same("input_checksum", checksum) ||
+                              !same("track.settings", track_fp) || !same("track.status", "ok") ||
+                              !fs::exists(path("trajectories.h5"));
+    const bool analyze_needed = track_needed || !same("analyze.settings", analyze_fp) ||
+                                !same("analyze.status", "ok") || !fs::exists(path("results.h5"));
     const bool figures_needed = !o_.no_figures && (analyze_needed || !same("figures.status", "ok"));
     if (!track_needed && !analyze_needed && !figures_needed && same("status", "ok")) return Outcome::skipped;
 
@@ -240,13 +253,21 @@ Outcome VideoJob::run(std::string& message) {
         st_["track.status"] = "running", st_["analyze.status"] = "pending", st_["figures.status"] = "pending";
         for (auto it = st_.begin(); it != st_.end();)  // timings of an earlier analysis are stale
             it = it->first.rfind("analysis_time.", 0) == 0 ? st_.erase(it) : std::next(it);
-        std::vector<std::string> argv{exe, "track", v_.input, "-o", path("trajectories.h5"), "--report", path("track_report.txt"),
+        std::vector<std::string> argv{exe,
+                                      "track",
+                                      v_.input,
+                                      "-o",
+                                      path("trajectories.h5"),
+                                      "--report",
+                                      path("track_report.txt"),
                                       "--checkpoint"};
-        if (o_.checkpoint_every > 0) argv.insert(argv.end(), {"--restart-every", std::to_string(o_.checkpoint_every)});
+        if (o_.checkpoint_every > 0)
+            argv.insert(argv.end(), {"--restart-every", std::to_string(o_.checkpoint_every)});
         if (o_.threads > 0) argv.insert(argv.end(), {"--threads", threads});
         add_flags(argv, track_flags());
         const bool ok = stage("track", argv, message);
-        read_report(path("track_report.txt"), "track.", st_);  // also of a truncated input (exit 1, file kept)
+        read_report(path("track_report.txt"), "track.",
+                    st_);  // also of a truncated input (exit 1, file kept)
         if (!ok) {
             write_state(path("batch_state.txt"), st_);
             return stop_signal() ? Outcome::interrupted : Outcome::failed;
@@ -257,7 +278,12 @@ Outcome VideoJob::run(std::string& message) {
     if (analyze_needed) {
         st_["analyze.status"] = "running";
         fs::remove(path("results.h5"), ec);  // from the trajectories of now, not merged into older results
-        std::vector<std::string> argv{exe, "analyze", path("trajectories.h5"), "-o", path("results.h5"), "--report",
+        std::vector<std::string> argv{exe,
+                                      "analyze",
+                                      path("trajectories.h5"),
+                                      "-o",
+                                      path("results.h5"),
+                                      "--report",
                                       path("analyze_report.txt")};
         if (o_.threads > 0) argv.insert(argv.end(), {"--threads", threads});
         add_flags(argv, analyze_flags());
@@ -268,7 +294,9 @@ Outcome VideoJob::run(std::string& message) {
     }
     if (figures_needed) {
         fs::remove_all(path("figures"), ec);
-        if (!stage("figures", {"/usr/bin/python3", "-m", "vibra.figures", path("results.h5"), "-o", path("figures")}, message))
+        if (!stage("figures",
+                   {"/usr/bin/python3", "-m", "vibra.figures", path("results.h5"), "-o", path("figures")},
+                   message))
             return stop_signal() ? Outcome::interrupted : Outcome::failed;
         st_["figures.status"] = "ok";
     }
@@ -284,7 +312,8 @@ std::pair<int, int> parse_shard(const std::string& s) {
         if (slash == std::string::npos) throw std::invalid_argument(s);
         std::size_t p1 = 0, p2 = 0;
         const int i = std::stoi(s.substr(0, slash), &p1), n = std::stoi(s.substr(slash + 1), &p2);
-        if (p1 != slash || p2 != s.size() - slash - 1 || n < 1 || i < 0 || i >= n) throw std::invalid_argument(s);
+        if (p1 != slash || p2 != s.size() - slash - 1 || n < 1 || i < 0 || i >= n)
+            throw std::invalid_argument(s);
         return {i, n};
     } catch (const std::exception&) {
         throw ParameterError("--shard must be i/N with 0 <= i < N, got '" + s + "'");
@@ -292,7 +321,9 @@ std::pair<int, int> parse_shard(const std::string& s) {
 }
 
 std::string shell_quote(const std::string& s) {
-    if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=,+@%") == std::string::npos)
+    if (!s.empty() &&
+        s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=,+@%") ==
+            std::string::npos)
         return s;
     std::string q = "'";
     for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -308,7 +339,8 @@ std::string batch_flags(const BatchOptions& o) {
     add("--only", o.only);
     add("--fps", o.fps), add("--px-per-mm", o.px_per_mm), add("--radius", o.radius);
     add("--radius-small", o.radius_small), add("--radius-large", o.radius_large), add("--radii", o.radii);
-    add("--roi", o.roi), add("--roi-circle", o.roi_circle), add("--channel", o.channel), add("--frames", o.frames);
+    add("--roi", o.roi), add("--roi-circle", o.roi_circle), add("--channel", o.channel),
+        add("--frames", o.frames);
     if (o.invert) s += " --invert";
     if (o.no_figures) s += " --no-figures";
     if (o.checkpoint_every > 0) s += " --checkpoint-every " + std::to_string(o.checkpoint_every);
@@ -334,71 +366,97 @@ void write_slurm(const BatchOptions& o, const Dataset& ds, const std::string& ex
         sec_per_video = std::max(sec_per_video, t);
         ++measured;
     }
-    const std::size_t per_task = (ds.videos.size() + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n);
+    const std::size_t per_task =
+        (ds.videos.size() + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n);
     std::string mem = o.slurm_mem, time = o.slurm_time, basis;
     if (measured > 0) {
         if (mem.empty()) mem = std::to_string(static_cast<long>(rss * 1.5 + 256)) + "M";
         if (time.empty()) {
-            const long minutes = static_cast<long>(sec_per_video * 2 * static_cast<double>(per_task) / 60.0) + 5;
-            time = std::to_string(minutes / 60) + ":" + (minutes % 60 < 10 ? "0" : "") + std::to_string(minutes % 60) + ":00";
+            const long minutes =
+                static_cast<long>(sec_per_video * 2 * static_cast<double>(per_task) / 60.0) + 5;
+            time = std::to_string(minutes / 60) + ":" + (minutes % 60 < 10 ? "0" : "") +
+                   std::to_string(minutes % 60) + ":00";
         }
-        basis = "measured on " + std::to_string(measured) + " processed video(s): peak " + std::to_string(static_cast<long>(rss)) +
-                " MB, slowest " + std::to_string(static_cast<long>(sec_per_video)) + " s per video; memory 1.5x + 256 MB, time 2x + 5 min";
+        basis = "measured on " + std::to_string(measured) + " processed video(s): peak " +
+                std::to_string(static_cast<long>(rss)) + " MB, slowest " +
+                std::to_string(static_cast<long>(sec_per_video)) +
+                " s per video; memory 1.5x + 256 MB, time 2x + 5 min";
     } else {
         if (mem.empty()) mem = "4G";
         if (time.empty()) time = "2:00:00";
-        basis = "no video processed yet: defaults (run a few videos first, or set --slurm-mem / --slurm-time)";
+        basis =
+            "no video processed yet: defaults (run a few videos first, or set --slurm-mem / --slurm-time)";
     }
-    const std::string common = shell_quote(exe) + " batch " + shell_quote(fs::absolute(ds.source).string()) + " -o " +
-                               shell_quote(fs::absolute(o.outdir).string()) + batch_flags(o);
-    const std::string part = o.slurm_partition.empty() ? "" : "#SBATCH --partition=" + o.slurm_partition + "\n";
+    const std::string common = shell_quote(exe) + " batch " + shell_quote(fs::absolute(ds.source).string()) +
+                               " -o " + shell_quote(fs::absolute(o.outdir).string()) + batch_flags(o);
+    const std::string part =
+        o.slurm_partition.empty() ? "" : "#SBATCH --partition=" + o.slurm_partition + "\n";
     const std::string cpus = std::to_string(o.threads > 0 ? o.threads : 2);
     std::ofstream a(dir / "batch.sbatch");
-    a << "#!/bin/bash\n# vibra batch: one array task per shard of " << ds.videos.size() << " videos (" << per_task
-      << " per task). Memory and time " << basis << ".\n"
+    a << "#!/bin/bash\n# vibra batch: one array task per shard of " << ds.videos.size() << " videos ("
+      << per_task << " per task). Memory and time " << basis << ".\n"
       << "#SBATCH --job-name=vibra-batch\n#SBATCH --array=0-" << n - 1 << "\n#SBATCH --cpus-per-task=" << cpus
-      << "\n#SBATCH --mem=" << mem << "\n#SBATCH --time=" << time << "\n" << part
-      << "#SBATCH --output=" << fs::absolute(dir).string() << "/batch_%A_%a.log\n"
+      << "\n#SBATCH --mem=" << mem << "\n#SBATCH --time=" << time << "\n"
+      << part << "#SBATCH --output=" << fs::absolute(dir).string() << "/batch_%A_%a.log\n"
       << "# exit 1 = some videos failed (recorded in the table): the task itself succeeded\n"
       << common << " --threads " << cpus << " --shard ${SLURM_ARRAY_TASK_ID}/" << n << " || [ $? -eq 1 ]\n";
     std::ofstream c(dir / "collect.sbatch");
     c << "#!/bin/bash\n# vibra batch: the campaign table (and figures) once every shard is done.\n"
-      << "#SBATCH --job-name=vibra-collect\n#SBATCH --cpus-per-task=1\n#SBATCH --mem=1G\n#SBATCH --time=0:30:00\n" << part
-      << "#SBATCH --output=" << fs::absolute(dir).string() << "/collect_%j.log\n" << common << " --collect";
+      << "#SBATCH --job-name=vibra-collect\n#SBATCH --cpus-per-task=1\n#SBATCH --mem=1G\n#SBATCH "
+         "--time=0:30:00\n"
+      << part << "#SBATCH --output=" << fs::absolute(dir).string() << "/collect_%j.log\n"
+      << common << " --collect";
     for (const auto& p : o.plot) c << " --plot " << shell_quote(p);
     c << "\n";
     std::ofstream s(dir / "submit.sh");
-    s << "#!/bin/bash\n# Submits the array, then the collect job that runs when every task succeeded (afterok).\nset -euo pipefail\n"
+    s << "#!/bin/bash\n# Submits the array, then the collect job that runs when every task succeeded "
+         "(afterok).\nset -euo pipefail\n"
       << "cd " << shell_quote(fs::absolute(dir).string()) << "\nA=$(sbatch --parsable batch.sbatch)\n"
-      << "C=$(sbatch --parsable --dependency=afterok:${A%%;*} collect.sbatch)\necho \"array job $A, collect job $C\"\n";
+      << "C=$(sbatch --parsable --dependency=afterok:${A%%;*} collect.sbatch)\necho \"array job $A, collect "
+         "job $C\"\n";
     a.close(), c.close(), s.close();
-    fs::permissions(dir / "submit.sh", fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec, fs::perm_options::add);
+    fs::permissions(dir / "submit.sh", fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
+                    fs::perm_options::add);
     if (!quiet)
-        std::cerr << "batch: wrote " << (dir / "batch.sbatch").string() << " (array 0-" << n - 1 << ", --mem=" << mem
-                  << ", --time=" << time << "), collect.sbatch and submit.sh\n";
+        std::cerr << "batch: wrote " << (dir / "batch.sbatch").string() << " (array 0-" << n - 1
+                  << ", --mem=" << mem << ", --time=" << time << "), collect.sbatch and submit.sh\n";
 }
 
 }  // namespace
 
 void register_batch(CLI::App& app, GlobalOptions& g) {
     auto o = std::make_shared<BatchOptions>();
-    auto* cmd = app.add_subcommand("batch", "A dataset of videos → per-video trajectories, results, figures + the campaign table");
-    cmd->add_option("DATASET", o->dataset, "Folder of videos (image sequences as sub-folders) or manifest (.toml, .csv)")->required();
-    cmd->add_option("-o,--output", o->outdir, "Output folder: OUTDIR/<video>/..., OUTDIR/campaign.h5 and .csv")->required();
-    cmd->add_option("--only", o->only, "Analyses to run per video (default: the default set of `vibra analyze`)");
+    auto* cmd = app.add_subcommand(
+        "batch", "A dataset of videos → per-video trajectories, results, figures + the campaign table");
+    cmd->add_option("DATASET", o->dataset,
+                    "Folder of videos (image sequences as sub-folders) or manifest (.toml, .csv)")
+        ->required();
+    cmd->add_option("-o,--output", o->outdir,
+                    "Output folder: OUTDIR/<video>/..., OUTDIR/campaign.h5 and .csv")
+        ->required();
+    cmd->add_option("--only", o->only,
+                    "Analyses to run per video (default: the default set of `vibra analyze`)");
     cmd->add_option("--threads", o->threads, "Threads per stage (0 = all cores)")->capture_default_str();
     cmd->add_flag("--no-figures", o->no_figures, "Skip the per-video figures");
     cmd->add_flag("--force", o->force, "Redo every video, even those unchanged since the last run");
     cmd->add_option("--checkpoint-every", o->checkpoint_every,
-                    "Frames per tracking checkpoint (a killed video resumes from its last one; default: track's --restart-every, 1000)");
-    cmd->add_option("--shard", o->shard, "Process only share i of N (i/N, 0-based): the videos at positions i, i+N, … of the sorted list");
-    cmd->add_flag("--collect", o->collect, "Only rebuild the campaign table (and --plot figures) from what is in OUTDIR");
-    cmd->add_option("--plot", o->plot, "Draw every observable against this control parameter into OUTDIR/figures/ (repeatable)");
-    cmd->add_flag("--slurm", o->slurm, "Write OUTDIR/slurm/{batch.sbatch,collect.sbatch,submit.sh}: a job array + a collect job");
+                    "Frames per tracking checkpoint (a killed video resumes from its last one; default: "
+                    "track's --restart-every, 1000)");
+    cmd->add_option(
+        "--shard", o->shard,
+        "Process only share i of N (i/N, 0-based): the videos at positions i, i+N, … of the sorted list");
+    cmd->add_flag("--collect", o->collect,
+                  "Only rebuild the campaign table (and --plot figures) from what is in OUTDIR");
+    cmd->add_option("--plot", o->plot,
+                    "Draw every observable against this control parameter into OUTDIR/figures/ (repeatable)");
+    cmd->add_flag("--slurm", o->slurm,
+                  "Write OUTDIR/slurm/{batch.sbatch,collect.sbatch,submit.sh}: a job array + a collect job");
     cmd->add_flag("--submit", o->submit, "With --slurm: submit them (sbatch) too");
     cmd->add_option("--shards", o->shards, "With --slurm: array tasks (default: one per video, at most 64)");
-    cmd->add_option("--slurm-time", o->slurm_time, "With --slurm: time per task (default: from the measured cost)");
-    cmd->add_option("--slurm-mem", o->slurm_mem, "With --slurm: memory per task (default: from the measured cost)");
+    cmd->add_option("--slurm-time", o->slurm_time,
+                    "With --slurm: time per task (default: from the measured cost)");
+    cmd->add_option("--slurm-mem", o->slurm_mem,
+                    "With --slurm: memory per task (default: from the measured cost)");
     cmd->add_option("--slurm-partition", o->slurm_partition, "With --slurm: partition");
     auto* d = cmd->add_option_group("Defaults for every video (a manifest's own settings win)");
     d->add_option("--fps", o->fps, "Frame rate (frames/s)");
@@ -415,9 +473,12 @@ void register_batch(CLI::App& app, GlobalOptions& g) {
     cmd->callback([o, &g] {
         if (o->threads < 0) throw ParameterError("--threads must be >= 0, got " + std::to_string(o->threads));
         if (o->submit && !o->slurm) throw ParameterError("--submit goes with --slurm");
-        if (o->checkpoint_every < 0) throw ParameterError("--checkpoint-every must be >= 1 frame, got " + std::to_string(o->checkpoint_every));
+        if (o->checkpoint_every < 0)
+            throw ParameterError("--checkpoint-every must be >= 1 frame, got " +
+                                 std::to_string(o->checkpoint_every));
         if (o->shards < 0) throw ParameterError("--shards must be >= 1, got " + std::to_string(o->shards));
-        if (!o->no_figures || !o->plot.empty()) use_python_package();  // the stages run python3 -m vibra.figures
+        if (!o->no_figures || !o->plot.empty())
+            use_python_package();  // the stages run python3 -m vibra.figures
         std::pair<int, int> sh{0, 1};
         if (!o->shard.empty()) sh = parse_shard(o->shard);
         const Dataset ds = load_dataset(o->dataset, defaults_from(*o));
@@ -427,10 +488,13 @@ void register_batch(CLI::App& app, GlobalOptions& g) {
         if (o->slurm) {
             write_slurm(*o, ds, self_executable(), g.quiet);
             if (o->submit) {
-                const auto r = run_stage({"/bin/bash", (fs::path(o->outdir) / "slurm" / "submit.sh").string()},
-                                         (fs::path(o->outdir) / "slurm" / "submit.log").string());
+                const auto r =
+                    run_stage({"/bin/bash", (fs::path(o->outdir) / "slurm" / "submit.sh").string()},
+                              (fs::path(o->outdir) / "slurm" / "submit.log").string());
                 if (r.exit_code != 0) throw IoError("sbatch failed: " + r.error);
-                if (!g.quiet) std::cerr << "batch: submitted (" << (fs::path(o->outdir) / "slurm" / "submit.log").string() << ")\n";
+                if (!g.quiet)
+                    std::cerr << "batch: submitted ("
+                              << (fs::path(o->outdir) / "slurm" / "submit.log").string() << ")\n";
             }
             return;
         }
@@ -451,9 +515,11 @@ void register_batch(CLI::App& app, GlobalOptions& g) {
                 if (out == Outcome::failed) failed.push_back(v.name + " (" + msg + ")");
                 progress.clear();
                 if (!g.quiet && out != Outcome::ok && out != Outcome::skipped)
-                    std::cerr << "batch: " << v.name << ": " << (out == Outcome::busy ? "" : "failed: ") << msg << "\n";
+                    std::cerr << "batch: " << v.name << ": " << (out == Outcome::busy ? "" : "failed: ")
+                              << msg << "\n";
                 if (!g.quiet && (out == Outcome::ok || out == Outcome::skipped))
-                    std::cerr << "batch: " << v.name << ": " << (out == Outcome::ok ? "done" : "unchanged, skipped") << "\n";
+                    std::cerr << "batch: " << v.name << ": "
+                              << (out == Outcome::ok ? "done" : "unchanged, skipped") << "\n";
                 progress.video_done(job.frames_tracked(), failed.size());
                 if (out == Outcome::interrupted || stop_signal()) {
                     interrupted = (out == Outcome::interrupted ? "during " : "after ") + v.name;
@@ -469,28 +535,37 @@ void register_batch(CLI::App& app, GlobalOptions& g) {
         const auto table = collect_campaign(ds, o->outdir);
         write_campaign(table, o->outdir);
         if (!o->plot.empty()) {
-            std::vector<std::string> argv{"/usr/bin/python3", "-m", "vibra.figures.campaign", (fs::path(o->outdir) / "campaign.h5").string(),
+            std::vector<std::string> argv{"/usr/bin/python3", "-m", "vibra.figures.campaign",
+                                          (fs::path(o->outdir) / "campaign.h5").string(),
                                           (fs::path(o->outdir) / "figures").string()};
             argv.insert(argv.end(), o->plot.begin(), o->plot.end());
             const auto r = run_stage(argv, (fs::path(o->outdir) / "figures.log").string());
-            if (r.exit_code != 0) throw IoError("campaign figures failed (" + (fs::path(o->outdir) / "figures.log").string() + "): " + r.error);
+            if (r.exit_code != 0)
+                throw IoError("campaign figures failed (" + (fs::path(o->outdir) / "figures.log").string() +
+                              "): " + r.error);
         }
         int table_failed = 0, table_pending = 0;
         const auto& status = std::get<std::vector<std::string>>(table.find("status")->data);
-        for (const auto& s : status) table_failed += s == "failed", table_pending += s != "ok" && s != "failed";
+        for (const auto& s : status)
+            table_failed += s == "failed", table_pending += s != "ok" && s != "failed";
         if (!g.quiet) {
-            for (const auto& line : straggler_report(table)) std::cerr << "batch: straggler: " << line << "\n";
+            for (const auto& line : straggler_report(table))
+                std::cerr << "batch: straggler: " << line << "\n";
             if (!o->collect)
-                std::cerr << "batch: " << n_ok << " done, " << n_skipped << " unchanged, " << failed.size() << " failed"
-                          << (n_busy ? ", " + std::to_string(n_busy) + " busy in another process" : "") << "\n";
-            std::cerr << "batch: campaign table " << (fs::path(o->outdir) / "campaign.h5").string() << ": " << status.size()
-                      << " videos, " << status.size() - static_cast<std::size_t>(table_failed + table_pending) << " ok, "
+                std::cerr << "batch: " << n_ok << " done, " << n_skipped << " unchanged, " << failed.size()
+                          << " failed"
+                          << (n_busy ? ", " + std::to_string(n_busy) + " busy in another process" : "")
+                          << "\n";
+            std::cerr << "batch: campaign table " << (fs::path(o->outdir) / "campaign.h5").string() << ": "
+                      << status.size() << " videos, "
+                      << status.size() - static_cast<std::size_t>(table_failed + table_pending) << " ok, "
                       << table_failed << " failed, " << table_pending << " not done\n";
         }
         if (!interrupted.empty()) {
             const int sig = stop_signal();
             throw ExitStatus{128 + (sig ? sig : 2), "batch: interrupted " + interrupted + "; kept " +
-                                                        std::to_string(n_ok) + " finished video(s) this run and the campaign table; "
+                                                        std::to_string(n_ok) +
+                                                        " finished video(s) this run and the campaign table; "
                                                         "rerun the same command to resume"};
         }
         if (!failed.empty()) {

@@ -22,16 +22,19 @@ namespace {
 namespace fs = std::filesystem;
 
 /// Defect markers by frame from /analysis/defects of a results file (the rows of one lag).
-std::map<std::int64_t, std::vector<tracking::OverlayMarker>> defect_markers(const std::string& path, std::int64_t lag) {
+std::map<std::int64_t, std::vector<tracking::OverlayMarker>> defect_markers(const std::string& path,
+                                                                            std::int64_t lag) {
     const ResultGroup g = store::read_results(path, "defects");
     auto ints = [&](const char* name) {
         const auto* a = g.find(name);
-        if (!a) throw FormatError(at_field(path, std::string("/analysis/defects/") + name, "dataset is missing"));
+        if (!a)
+            throw FormatError(at_field(path, std::string("/analysis/defects/") + name, "dataset is missing"));
         return std::get<std::vector<std::int64_t>>(a->data);
     };
     auto dbls = [&](const char* name) {
         const auto* a = g.find(name);
-        if (!a) throw FormatError(at_field(path, std::string("/analysis/defects/") + name, "dataset is missing"));
+        if (!a)
+            throw FormatError(at_field(path, std::string("/analysis/defects/") + name, "dataset is missing"));
         return std::get<std::vector<double>>(a->data);
     };
     const auto lags = ints("lag"), frames = ints("frame"), charge = ints("charge");
@@ -64,29 +67,41 @@ void register_render(CLI::App& app, GlobalOptions& g) {
         std::int64_t defects_lag = -1;
     };
     auto o = std::make_shared<Opts>();
-    auto* cmd = app.add_subcommand("render", "Overlay a trajectory file on its video: circles coloured by species, "
-                                             "optional ids and trails (AVI video or PNG frames)");
+    auto* cmd = app.add_subcommand("render",
+                                   "Overlay a trajectory file on its video: circles coloured by species, "
+                                   "optional ids and trails (AVI video or PNG frames)");
     cmd->add_option("input", o->input, "vibra HDF5 trajectory file")->required()->check(CLI::ExistingFile);
-    cmd->add_option("--video", o->video, "The video (file, camera file, image folder or glob) the trajectories came from")
+    cmd->add_option("--video", o->video,
+                    "The video (file, camera file, image folder or glob) the trajectories came from")
         ->required();
-    cmd->add_option("-o,--output", o->output, "NAME.avi (Motion-JPEG), NAME.mkv (FFV1), or a folder (ending in /) for PNG frames")
+    cmd->add_option("-o,--output", o->output,
+                    "NAME.avi (Motion-JPEG), NAME.mkv (FFV1), or a folder (ending in /) for PNG frames")
         ->required();
     cmd->add_option("--format", o->format, "mjpeg, ffv1 or png (default: from the output name)")
         ->check(CLI::IsMember({"mjpeg", "ffv1", "png"}));
     cmd->add_flag("--ids", o->op.ids, "Draw trajectory ids");
-    cmd->add_option("--trails", o->op.trails, "Draw the last N positions of each trajectory")->capture_default_str();
-    cmd->add_option("--thickness", o->op.thickness, "Circle line thickness (output px)")->capture_default_str();
-    cmd->add_option("--upscale", o->op.upscale, "Output size = video size x N (for small disks)")->capture_default_str();
-    cmd->add_option("--frames", o->frames, "Trajectory frames A:B (0-based, B exclusive; A:, :B or a single frame A) to draw (default: all)");
-    cmd->add_option("--offset", o->offset, "Video frame = trajectory frame + OFFSET (e.g. tracked with --frames A:B → A)")
+    cmd->add_option("--trails", o->op.trails, "Draw the last N positions of each trajectory")
+        ->capture_default_str();
+    cmd->add_option("--thickness", o->op.thickness, "Circle line thickness (output px)")
+        ->capture_default_str();
+    cmd->add_option("--upscale", o->op.upscale, "Output size = video size x N (for small disks)")
+        ->capture_default_str();
+    cmd->add_option(
+        "--frames", o->frames,
+        "Trajectory frames A:B (0-based, B exclusive; A:, :B or a single frame A) to draw (default: all)");
+    cmd->add_option("--offset", o->offset,
+                    "Video frame = trajectory frame + OFFSET (e.g. tracked with --frames A:B → A)")
         ->capture_default_str();
     cmd->add_option("--channel", o->channel, "Colour → grey: -1 luma, 0 R, 1 G, 2 B")->capture_default_str();
-    cmd->add_option("--radius", o->radius, "Circle radius (px) when the file has neither radii nor species diameters")
+    cmd->add_option("--radius", o->radius,
+                    "Circle radius (px) when the file has neither radii nor species diameters")
         ->capture_default_str();
     cmd->add_option("--fps", o->fps, "Frame rate of the output video")->capture_default_str();
-    cmd->add_option("--defects", o->defects, "Results file with /analysis/defects: draw +1 (red circle) / -1 (blue cross) markers")
+    cmd->add_option("--defects", o->defects,
+                    "Results file with /analysis/defects: draw +1 (red circle) / -1 (blue cross) markers")
         ->check(CLI::ExistingFile);
-    cmd->add_option("--defects-lag", o->defects_lag, "Lag (frames) of the displacement field whose defects are drawn (default: smallest)");
+    cmd->add_option("--defects-lag", o->defects_lag,
+                    "Lag (frames) of the displacement field whose defects are drawn (default: smallest)");
     cmd->callback([o, &g] {
         o->op.validate();
         if (!(o->fps > 0)) throw ParameterError("--fps must be > 0, got " + std::to_string(o->fps));
@@ -94,8 +109,8 @@ void register_render(CLI::App& app, GlobalOptions& g) {
         if (o->offset < 0) throw ParameterError("--offset must be >= 0, got " + std::to_string(o->offset));
         if (o->output.empty()) throw ParameterError("-o must not be empty");
         std::error_code ec;
-        const bool want_folder = o->format == "png" || o->output.back() == '/' || fs::is_directory(o->output, ec) ||
-                                 fs::path(o->output).extension().empty();
+        const bool want_folder = o->format == "png" || o->output.back() == '/' ||
+                                 fs::is_directory(o->output, ec) || fs::path(o->output).extension().empty();
         tracking::VideoFormat fmt = tracking::VideoFormat::png;
         if (!want_folder) {
             const auto ext = fs::path(o->output).extension().string();
@@ -108,8 +123,9 @@ void register_render(CLI::App& app, GlobalOptions& g) {
 
         store::TrajectoryReader tr(o->input);
         const auto& meta = tr.meta();
-        const auto markers = o->defects.empty() ? std::map<std::int64_t, std::vector<tracking::OverlayMarker>>{}
-                                                : defect_markers(o->defects, o->defects_lag);
+        const auto markers = o->defects.empty()
+                                 ? std::map<std::int64_t, std::vector<tracking::OverlayMarker>>{}
+                                 : defect_markers(o->defects, o->defects_lag);
         std::int64_t first = 0, last = tr.n_frames();
         if (!o->frames.empty()) {
             const auto [a, b] = parse_frame_range(o->frames);
@@ -117,22 +133,26 @@ void register_render(CLI::App& app, GlobalOptions& g) {
             if (b >= 0) last = std::min(last, b);
         }
         if (first >= last)
-            throw ParameterError(o->input + ": no frames to draw (file has " + std::to_string(tr.n_frames()) + " frames)");
+            throw ParameterError(o->input + ": no frames to draw (file has " + std::to_string(tr.n_frames()) +
+                                 " frames)");
         tracking::ReaderParams rp;
         rp.channel = o->channel;
         rp.first = first + o->offset;
         rp.last = last + o->offset;
         auto src = tracking::open_video(o->video, rp);  // errors here leave no output
         const auto& vi = src->info();
-        if (meta.image_width > 0 && meta.image_height > 0 && (meta.image_width != vi.width || meta.image_height != vi.height))
-            throw FormatError(o->video + ": video is " + std::to_string(vi.width) + "x" + std::to_string(vi.height) + " px but " +
-                              o->input + " was tracked on " + std::to_string(meta.image_width) + "x" +
-                              std::to_string(meta.image_height) + " px");
+        if (meta.image_width > 0 && meta.image_height > 0 &&
+            (meta.image_width != vi.width || meta.image_height != vi.height))
+            throw FormatError(o->video + ": video is " + std::to_string(vi.width) + "x" +
+                              std::to_string(vi.height) + " px but " + o->input + " was tracked on " +
+                              std::to_string(meta.image_width) + "x" + std::to_string(meta.image_height) +
+                              " px");
         const bool has_radius = tr.columns().radius;
         auto radius_of = [&](const TrajectoryTable& t, std::size_t r) {
             if (has_radius && std::isfinite(t.radius[r]) && t.radius[r] > 0) return double(t.radius[r]);
             const auto sp = t.species[r];
-            if (sp >= 0 && static_cast<std::size_t>(sp) < meta.species_diameters.size() && meta.species_diameters[sp] > 0)
+            if (sp >= 0 && static_cast<std::size_t>(sp) < meta.species_diameters.size() &&
+                meta.species_diameters[sp] > 0)
                 return 0.5 * meta.species_diameters[static_cast<std::size_t>(sp)];
             return o->radius;
         };
@@ -141,7 +161,8 @@ void register_render(CLI::App& app, GlobalOptions& g) {
         // Ctrl-C removes it.
         auto done = std::make_shared<std::int64_t>(0);
         on_interrupt(g, [o, done] {
-            return "after " + std::to_string(*done) + " frames; kept: nothing (" + o->output + " not written)";
+            return "after " + std::to_string(*done) + " frames; kept: nothing (" + o->output +
+                   " not written)";
         });
         std::int64_t written = 0, skipped = 0;
         {
@@ -182,7 +203,8 @@ void register_render(CLI::App& app, GlobalOptions& g) {
                     disks.push_back(d);
                 }
                 const auto mk = markers.find(f);
-                sink.write(mk == markers.end() ? ren.render(fr.image, f, disks) : ren.render(fr.image, f, disks, mk->second));
+                sink.write(mk == markers.end() ? ren.render(fr.image, f, disks)
+                                               : ren.render(fr.image, f, disks, mk->second));
                 *done = ++written;
                 prog.update(written);
             }
@@ -192,7 +214,9 @@ void register_render(CLI::App& app, GlobalOptions& g) {
         }
         if (!g.quiet)
             std::cout << "render: " << written << " frames → " << o->output
-                      << (skipped ? " (" + std::to_string(skipped) + " undecodable frames skipped)" : std::string()) << "\n";
+                      << (skipped ? " (" + std::to_string(skipped) + " undecodable frames skipped)"
+                                  : std::string())
+                      << "\n";
     });
 }
 

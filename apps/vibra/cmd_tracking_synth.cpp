@@ -24,7 +24,8 @@ tracking::VideoFormat guess_video_format(const std::string& out, const std::stri
     if (ext == ".avi") return tracking::VideoFormat::avi_raw;
     if (ext == ".mkv") return tracking::VideoFormat::avi_ffv1;
     if (ext.empty() || out.back() == '/') return tracking::VideoFormat::png;
-    throw ParameterError("-o " + out + ": cannot tell the format from the name; use .avi, a folder, or --format");
+    throw ParameterError("-o " + out +
+                         ": cannot tell the format from the name; use .avi, a folder, or --format");
 }
 
 std::string default_truth_path(const std::string& out) {
@@ -48,62 +49,129 @@ void register_synth(CLI::App& app, GlobalOptions& g) {
     auto& sp = o->sp;
     auto& rp = sp.render;
     rp.width = rp.height = 512;
-    auto* cmd = app.add_subcommand("synth",
-                                   "Synthetic video of bi-disperse disks (soft-disk dynamics, exact sub-pixel rendering) "
-                                   "with its ground truth as a vibra HDF5 trajectory file");
-    cmd->add_option("-o,--output", o->output,
-                    "Video: NAME.avi (uncompressed 8-bit grey), NAME.mkv/--format ffv1 (lossless), or a folder "
-                    "(PNG/TIFF sequence, 8 or 16 bit)")
+    auto* cmd = app.add_subcommand(
+        "synth",
+        "Synthetic video of bi-disperse disks (soft-disk dynamics, exact sub-pixel rendering) "
+        "with its ground truth as a vibra HDF5 trajectory file");
+    cmd->add_option(
+           "-o,--output", o->output,
+           "Video: NAME.avi (uncompressed 8-bit grey), NAME.mkv/--format ffv1 (lossless), or a folder "
+           "(PNG/TIFF sequence, 8 or 16 bit)")
         ->required();
-    cmd->add_option("--truth", o->truth, "Ground-truth trajectory file (default: NAME.truth.h5 beside the video)");
+    cmd->add_option("--truth", o->truth,
+                    "Ground-truth trajectory file (default: NAME.truth.h5 beside the video)");
     cmd->add_option("--format", o->format, "avi, ffv1, png or tiff (default: from the output name)")
         ->check(CLI::IsMember({"avi", "ffv1", "png", "tiff"}));
     auto* grp = "Scene";
-    cmd->add_option("--width", rp.width, "Image width (px)")->capture_default_str()->check(CLI::Range(1, std::numeric_limits<int>::max()))->group(grp);
-    cmd->add_option("--height", rp.height, "Image height (px)")->capture_default_str()->check(CLI::Range(1, std::numeric_limits<int>::max()))->group(grp);
-    cmd->add_option("--frames", sp.frames, "Number of frames")->capture_default_str()->check(CLI::Range(1, std::numeric_limits<int>::max()))->group(grp);
+    cmd->add_option("--width", rp.width, "Image width (px)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, std::numeric_limits<int>::max()))
+        ->group(grp);
+    cmd->add_option("--height", rp.height, "Image height (px)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, std::numeric_limits<int>::max()))
+        ->group(grp);
+    cmd->add_option("--frames", sp.frames, "Number of frames")
+        ->capture_default_str()
+        ->check(CLI::Range(1, std::numeric_limits<int>::max()))
+        ->group(grp);
     cmd->add_option("--seed", sp.seed, "Seed of the dynamics")->capture_default_str()->group(grp);
-    cmd->add_option("--radius-small", sp.radius_small, "Radius of the small disks (px)")->capture_default_str()->group(grp);
-    cmd->add_option("--radius-large", sp.radius_large, "Radius of the large disks (px); equal to --radius-small = one size")
-        ->capture_default_str()->group(grp);
-    cmd->add_option("--n-small", sp.n_small, "Number of small disks (default: from --packing-fraction)")->group(grp);
-    cmd->add_option("--n-large", sp.n_large, "Number of large disks (default: from --packing-fraction)")->group(grp);
-    cmd->add_option("--packing-fraction", sp.packing_fraction, "Area fraction in the box when counts are not given")
-        ->capture_default_str()->group(grp);
-    cmd->add_option("--margin", sp.margin, "Distance of the box walls from the image border (px)")->capture_default_str()->group(grp);
+    cmd->add_option("--radius-small", sp.radius_small, "Radius of the small disks (px)")
+        ->capture_default_str()
+        ->group(grp);
+    cmd->add_option("--radius-large", sp.radius_large,
+                    "Radius of the large disks (px); equal to --radius-small = one size")
+        ->capture_default_str()
+        ->group(grp);
+    cmd->add_option("--n-small", sp.n_small, "Number of small disks (default: from --packing-fraction)")
+        ->group(grp);
+    cmd->add_option("--n-large", sp.n_large, "Number of large disks (default: from --packing-fraction)")
+        ->group(grp);
+    cmd->add_option("--packing-fraction", sp.packing_fraction,
+                    "Area fraction in the box when counts are not given")
+        ->capture_default_str()
+        ->group(grp);
+    cmd->add_option("--margin", sp.margin, "Distance of the box walls from the image border (px)")
+        ->capture_default_str()
+        ->group(grp);
     grp = "Dynamics (px, frames)";
-    cmd->add_option("--step-rms", sp.step_rms, "Per-axis RMS displacement per frame of a free small disk (px)")
-        ->capture_default_str()->group(grp);
-    cmd->add_option("--active-speed", sp.active_speed, "Self-propulsion speed (px/frame)")->capture_default_str()->group(grp);
-    cmd->add_option("--rotational-diffusion", sp.rotational_diffusion, "Diffusion of the propulsion direction (rad^2/frame)")
-        ->capture_default_str()->group(grp);
+    cmd->add_option("--step-rms", sp.step_rms,
+                    "Per-axis RMS displacement per frame of a free small disk (px)")
+        ->capture_default_str()
+        ->group(grp);
+    cmd->add_option("--active-speed", sp.active_speed, "Self-propulsion speed (px/frame)")
+        ->capture_default_str()
+        ->group(grp);
+    cmd->add_option("--rotational-diffusion", sp.rotational_diffusion,
+                    "Diffusion of the propulsion direction (rad^2/frame)")
+        ->capture_default_str()
+        ->group(grp);
     cmd->add_option("--damping", sp.damping, "Friction rate (1/frame)")->capture_default_str()->group(grp);
-    cmd->add_option("--stiffness", sp.stiffness, "Contact spring (0 = automatic, overlaps < 0.1 px)")->capture_default_str()->group(grp);
-    cmd->add_option("--substeps", sp.substeps, "Integration steps per frame (0 = automatic)")->capture_default_str()->group(grp);
-    cmd->add_option("--equilibrate", sp.equilibrate, "Frames simulated before the first recorded one")->capture_default_str()->group(grp);
+    cmd->add_option("--stiffness", sp.stiffness, "Contact spring (0 = automatic, overlaps < 0.1 px)")
+        ->capture_default_str()
+        ->group(grp);
+    cmd->add_option("--substeps", sp.substeps, "Integration steps per frame (0 = automatic)")
+        ->capture_default_str()
+        ->group(grp);
+    cmd->add_option("--equilibrate", sp.equilibrate, "Frames simulated before the first recorded one")
+        ->capture_default_str()
+        ->group(grp);
     grp = "Rendering";
     cmd->add_option("--look", o->look, "Disk look: plain, dark-ring, marker-dot, bright-rim")
-        ->capture_default_str()->check(CLI::IsMember({"plain", "dark-ring", "ring", "marker-dot", "dot", "bright-rim", "rim"}))
+        ->capture_default_str()
+        ->check(CLI::IsMember({"plain", "dark-ring", "ring", "marker-dot", "dot", "bright-rim", "rim"}))
         ->group(grp);
-    cmd->add_option("--bit-depth", rp.bit_depth, "8 or 16 (16 only for png/tiff)")->capture_default_str()->check(CLI::IsMember({8, 16}))->group(grp);
-    cmd->add_option("--background", rp.background, "Background level (fraction of full scale)")->capture_default_str()->group(grp);
-    cmd->add_option("--foreground", rp.foreground, "Disk level (fraction of full scale)")->capture_default_str()->group(grp);
-    cmd->add_flag("--invert", rp.dark_on_bright, "Dark disks on a bright background (swap the two levels)")->group(grp);
-    cmd->add_option("--blur", rp.blur_sigma, "Gaussian PSF sigma (px), applied before pixel integration; 0 = sharp")
-        ->capture_default_str()->group(grp);
-    cmd->add_option("--motion-blur", sp.exposure_subframes, "Sub-frame positions averaged over the exposure (1 = none)")
-        ->capture_default_str()->group(grp);
-    cmd->add_option("--exposure", sp.exposure, "Exposure time / frame interval, in (0, 1]")->capture_default_str()->group(grp);
-    cmd->add_option("--noise", rp.noise_sigma, "Gaussian noise sigma, in units of the disk/background contrast")
-        ->capture_default_str()->group(grp);
-    cmd->add_option("--photons", rp.photons_full_scale, "Poisson noise: photons at full scale (0 = none)")->capture_default_str()->group(grp);
-    cmd->add_option("--gradient", rp.gradient, "Illumination gain 1-g/2 .. 1+g/2 across the frame")->capture_default_str()->group(grp);
-    cmd->add_option("--gradient-angle", rp.gradient_angle, "Direction of the gradient (rad from +x)")->capture_default_str()->group(grp);
-    cmd->add_option("--flicker", rp.flicker, "Relative RMS of the per-frame brightness")->capture_default_str()->group(grp);
-    cmd->add_option("--hot-pixels", rp.hot_pixel_fraction, "Fraction of pixels stuck at full scale")->capture_default_str()->group(grp);
-    cmd->add_option("--dead-pixels", rp.dead_pixel_fraction, "Fraction of pixels stuck at 0")->capture_default_str()->group(grp);
-    cmd->add_option("--render-seed", rp.seed, "Seed of noise, flicker and the hot/dead pixel pattern")->capture_default_str()->group(grp);
-    cmd->add_option("--fps", o->fps, "Frame rate written into the AVI header")->capture_default_str()->group(grp);
+    cmd->add_option("--bit-depth", rp.bit_depth, "8 or 16 (16 only for png/tiff)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({8, 16}))
+        ->group(grp);
+    cmd->add_option("--background", rp.background, "Background level (fraction of full scale)")
+        ->capture_default_str()
+        ->group(grp);
+    cmd->add_option("--foreground", rp.foreground, "Disk level (fraction of full scale)")
+        ->capture_default_str()
+        ->group(grp);
+    cmd->add_flag("--invert", rp.dark_on_bright, "Dark disks on a bright background (swap the two levels)")
+        ->group(grp);
+    cmd->add_option("--blur", rp.blur_sigma,
+                    "Gaussian PSF sigma (px), applied before pixel integration; 0 = sharp")
+        ->capture_default_str()
+        ->group(grp);
+    cmd->add_option("--motion-blur", sp.exposure_subframes,
+                    "Sub-frame positions averaged over the exposure (1 = none)")
+        ->capture_default_str()
+        ->group(grp);
+    cmd->add_option("--exposure", sp.exposure, "Exposure time / frame interval, in (0, 1]")
+        ->capture_default_str()
+        ->group(grp);
+    cmd->add_option("--noise", rp.noise_sigma,
+                    "Gaussian noise sigma, in units of the disk/background contrast")
+        ->capture_default_str()
+        ->group(grp);
+    cmd->add_option("--photons", rp.photons_full_scale, "Poisson noise: photons at full scale (0 = none)")
+        ->capture_default_str()
+        ->group(grp);
+    cmd->add_option("--gradient", rp.gradient, "Illumination gain 1-g/2 .. 1+g/2 across the frame")
+        ->capture_default_str()
+        ->group(grp);
+    cmd->add_option("--gradient-angle", rp.gradient_angle, "Direction of the gradient (rad from +x)")
+        ->capture_default_str()
+        ->group(grp);
+    cmd->add_option("--flicker", rp.flicker, "Relative RMS of the per-frame brightness")
+        ->capture_default_str()
+        ->group(grp);
+    cmd->add_option("--hot-pixels", rp.hot_pixel_fraction, "Fraction of pixels stuck at full scale")
+        ->capture_default_str()
+        ->group(grp);
+    cmd->add_option("--dead-pixels", rp.dead_pixel_fraction, "Fraction of pixels stuck at 0")
+        ->capture_default_str()
+        ->group(grp);
+    cmd->add_option("--render-seed", rp.seed, "Seed of noise, flicker and the hot/dead pixel pattern")
+        ->capture_default_str()
+        ->group(grp);
+    cmd->add_option("--fps", o->fps, "Frame rate written into the AVI header")
+        ->capture_default_str()
+        ->group(grp);
 
     cmd->callback([o, &g] {
         auto& sp = o->sp;
@@ -111,7 +179,8 @@ void register_synth(CLI::App& app, GlobalOptions& g) {
         if (!(o->fps > 0)) throw ParameterError("--fps must be > 0, got " + std::to_string(o->fps));
         sp.validate();
         const auto fmt = guess_video_format(o->output, o->format);
-        if (sp.render.bit_depth == 16 && (fmt == tracking::VideoFormat::avi_raw || fmt == tracking::VideoFormat::avi_ffv1))
+        if (sp.render.bit_depth == 16 &&
+            (fmt == tracking::VideoFormat::avi_raw || fmt == tracking::VideoFormat::avi_ffv1))
             throw ParameterError("--bit-depth 16 needs a png or tiff sequence (AVI output is 8-bit)");
         const std::string truth = o->truth.empty() ? default_truth_path(o->output) : o->truth;
         const bool folder = fmt == tracking::VideoFormat::png || fmt == tracking::VideoFormat::tiff;
@@ -157,11 +226,12 @@ void register_synth(CLI::App& app, GlobalOptions& g) {
                       << " px exceeds 0.2 px; raise --stiffness or lower --packing-fraction\n";
         if (!g.quiet) {
             const auto& u = gen.metadata().user;
-            std::cout << "synth: " << gen.n_disks() << " disks (" << u.at("synth_n_small") << " small r=" << sp.radius_small
-                      << " px, " << u.at("synth_n_large") << " large r=" << sp.radius_large << " px), " << written << " frames "
-                      << sp.render.width << "x" << sp.render.height << " " << to_string(sp.render.look) << " → " << o->output
-                      << " (" << tracking::to_string(fmt) << "); truth → " << truth << "; max overlap " << gen.max_overlap()
-                      << " px\n";
+            std::cout << "synth: " << gen.n_disks() << " disks (" << u.at("synth_n_small")
+                      << " small r=" << sp.radius_small << " px, " << u.at("synth_n_large")
+                      << " large r=" << sp.radius_large << " px), " << written << " frames "
+                      << sp.render.width << "x" << sp.render.height << " " << to_string(sp.render.look)
+                      << " → " << o->output << " (" << tracking::to_string(fmt) << "); truth → " << truth
+                      << "; max overlap " << gen.max_overlap() << " px\n";
         }
     });
 }

@@ -53,7 +53,9 @@ std::vector<double> parse_numbers(const std::string& s, std::size_t n, const std
             throw ParameterError(flag + ": '" + tok + "' is not a number");
         }
     }
-    if (v.size() != n) throw ParameterError(flag + " needs " + std::to_string(n) + " comma-separated numbers, got '" + s + "'");
+    if (v.size() != n)
+        throw ParameterError(flag + " needs " + std::to_string(n) + " comma-separated numbers, got '" + s +
+                             "'");
     return v;
 }
 
@@ -68,7 +70,8 @@ std::string input_stem(const std::string& input) {
 
 bool has_extension(const std::string& name, std::initializer_list<const char*> exts) {
     std::string e = fs::path(name).extension().string();
-    std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::transform(e.begin(), e.end(), e.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return std::any_of(exts.begin(), exts.end(), [&](const char* x) { return e == x; });
 }
 bool looks_like_h5_file(const std::string& name) { return has_extension(name, {".h5", ".hdf5", ".he5"}); }
@@ -88,63 +91,87 @@ void register_track(CLI::App& app, GlobalOptions& g) {
     };
     auto o = std::make_shared<Opts>();
     o->tp.link.max_step = 0;  // automatic: half the small radius (TrackParams)
-    auto* cmd = app.add_subcommand("track", "Video → detections → linked trajectories (one HDF5 file per input)");
-    cmd->add_option("INPUT", o->inputs, "Video file, camera file, image-sequence folder or glob (several = several videos)")
+    auto* cmd =
+        app.add_subcommand("track", "Video → detections → linked trajectories (one HDF5 file per input)");
+    cmd->add_option("INPUT", o->inputs,
+                    "Video file, camera file, image-sequence folder or glob (several = several videos)")
         ->required();
-    cmd->add_option("-o,--output", o->output, "Output .h5 file (one input) or folder (several inputs)")->required();
+    cmd->add_option("-o,--output", o->output, "Output .h5 file (one input) or folder (several inputs)")
+        ->required();
     auto* opt_radius = cmd->add_option("--radius", o->radius, "Disk radius (px), one size");
     auto* opt_small = cmd->add_option("--radius-small", o->radius_small, "Radius of the small disks (px)");
     auto* opt_large = cmd->add_option("--radius-large", o->radius_large, "Radius of the large disks (px)");
     cmd->add_option("--radii", o->radii, "'auto': estimate one or two radii from the first frames");
     cmd->add_flag("--invert", o->tp.detect.invert, "Dark particles on a bright background");
-    cmd->add_option("--edge-threshold", o->tp.detect.edge_threshold, "Voting edge: |gradient| / local contrast")
+    cmd->add_option("--edge-threshold", o->tp.detect.edge_threshold,
+                    "Voting edge: |gradient| / local contrast")
         ->capture_default_str();
-    cmd->add_option("--min-score", o->tp.detect.min_score, "Keep vote maxima ≥ this × typical score")->capture_default_str();
-    cmd->add_option("--min-edge", o->tp.detect.min_edge, "Keep disks with edge strength ≥ this × median")->capture_default_str();
-    cmd->add_option("--radius-tolerance", o->tp.detect.radius_tolerance, "Relative radius range searched")->capture_default_str();
-    cmd->add_option("--max-step", o->tp.link.max_step, "Linking search radius (px per frame); 0 = half the small radius")
+    cmd->add_option("--min-score", o->tp.detect.min_score, "Keep vote maxima ≥ this × typical score")
         ->capture_default_str();
-    cmd->add_option("--memory", o->tp.link.memory, "Frames a particle may vanish and keep its id")->capture_default_str();
+    cmd->add_option("--min-edge", o->tp.detect.min_edge, "Keep disks with edge strength ≥ this × median")
+        ->capture_default_str();
+    cmd->add_option("--radius-tolerance", o->tp.detect.radius_tolerance, "Relative radius range searched")
+        ->capture_default_str();
+    cmd->add_option("--max-step", o->tp.link.max_step,
+                    "Linking search radius (px per frame); 0 = half the small radius")
+        ->capture_default_str();
+    cmd->add_option("--memory", o->tp.link.memory, "Frames a particle may vanish and keep its id")
+        ->capture_default_str();
     cmd->add_flag("--predict", o->tp.link.predict, "Constant-velocity prediction when linking");
-    cmd->add_option("--threads", o->tp.threads, "Detection threads (0 = all cores); the output is the same for any count")
+    cmd->add_option("--threads", o->tp.threads,
+                    "Detection threads (0 = all cores); the output is the same for any count")
         ->capture_default_str();
     cmd->add_option("--strips", o->tp.n_strips,
-                    "Horizontal strips of each frame, each tracked frame to frame by its own locator (0 = by the image "
+                    "Horizontal strips of each frame, each tracked frame to frame by its own locator (0 = by "
+                    "the image "
                     "height and radius); the output depends on the strips, never on --threads")
         ->capture_default_str();
-    cmd->add_flag_callback("--cold", [o] { o->tp.warm_start = false; },
-                           "Locate every frame from scratch (default: each strip starts a frame from the one before)");
-    cmd->add_flag_callback("--no-joint-fit", [o] { o->tp.detect.joint = false; },
-                           "Skip the joint template fit of all disks (touching disks then bias each other by ~0.1 px)");
+    cmd->add_flag_callback(
+        "--cold", [o] { o->tp.warm_start = false; },
+        "Locate every frame from scratch (default: each strip starts a frame from the one before)");
+    cmd->add_flag_callback(
+        "--no-joint-fit", [o] { o->tp.detect.joint = false; },
+        "Skip the joint template fit of all disks (touching disks then bias each other by ~0.1 px)");
     auto* opt_fps = cmd->add_option("--fps", o->tp.fps, "Frame rate (frames/s), recorded in the file");
-    auto* opt_scale = cmd->add_option("--px-per-mm", o->tp.px_per_mm, "Image calibration (px per mm), recorded in the file");
+    auto* opt_scale = cmd->add_option("--px-per-mm", o->tp.px_per_mm,
+                                      "Image calibration (px per mm), recorded in the file");
     cmd->add_option("--roi", o->roi, "Region of interest x0,y0,x1,y1 (px); detections outside are dropped");
     cmd->add_option("--roi-circle", o->roi_circle, "Circular region of interest cx,cy,r (px)");
-    cmd->add_option("--channel", o->tp.reader.channel, "Colour → grey: -1 luma, 0 R, 1 G, 2 B")->capture_default_str();
-    cmd->add_option("--frames", o->frames, "Frame range A:B (0-based, B exclusive; A:, :B or a single frame A)");
+    cmd->add_option("--channel", o->tp.reader.channel, "Colour → grey: -1 luma, 0 R, 1 G, 2 B")
+        ->capture_default_str();
+    cmd->add_option("--frames", o->frames,
+                    "Frame range A:B (0-based, B exclusive; A:, :B or a single frame A)");
     cmd->add_option("--restart-every", o->tp.restart_every,
-                    "Frames after which every locator starts from scratch (so a checkpoint can resume there); 0 = never")
+                    "Frames after which every locator starts from scratch (so a checkpoint can resume "
+                    "there); 0 = never")
         ->capture_default_str();
     cmd->add_flag("--checkpoint", o->checkpoint,
-                  "Save the run every --restart-every frames in OUT.ckpt/; a killed run, started again the same way, resumes there");
+                  "Save the run every --restart-every frames in OUT.ckpt/; a killed run, started again the "
+                  "same way, resumes there");
     // For `vibra batch`: the run's summary as `key = value` lines (one input only).
-    cmd->add_option("--report", o->report, "Write the run's summary (frames, tracks, times) to this file")->group("");
+    cmd->add_option("--report", o->report, "Write the run's summary (frames, tracks, times) to this file")
+        ->group("");
     cmd->callback([o, &g, opt_radius, opt_small, opt_large, opt_fps, opt_scale] {
         auto& tp = o->tp;
         // Values that mean nothing, named by their flag (usage errors, exit 2).
         auto positive = [](const CLI::Option* opt, double v, const char* unit) {
             if (opt->count() > 0 && !(v > 0))
-                throw ParameterError(opt->get_name() + " must be > 0" + unit + ", got " + opt->as<std::string>());
+                throw ParameterError(opt->get_name() + " must be > 0" + unit + ", got " +
+                                     opt->as<std::string>());
         };
         positive(opt_radius, o->radius, " px");
         positive(opt_small, o->radius_small, " px");
         positive(opt_large, o->radius_large, " px");
         positive(opt_fps, tp.fps, " frames/s");
         positive(opt_scale, tp.px_per_mm, " px per mm");
-        if (tp.threads < 0) throw ParameterError("--threads must be >= 0 (0 = all cores), got " + std::to_string(tp.threads));
-        if (tp.n_strips < 0) throw ParameterError("--strips must be >= 0 (0 = by the image), got " + std::to_string(tp.n_strips));
+        if (tp.threads < 0)
+            throw ParameterError("--threads must be >= 0 (0 = all cores), got " + std::to_string(tp.threads));
+        if (tp.n_strips < 0)
+            throw ParameterError("--strips must be >= 0 (0 = by the image), got " +
+                                 std::to_string(tp.n_strips));
         if (o->radius > 0) {
-            if (o->radius_small > 0 || o->radius_large > 0) throw ParameterError("--radius excludes --radius-small/--radius-large");
+            if (o->radius_small > 0 || o->radius_large > 0)
+                throw ParameterError("--radius excludes --radius-small/--radius-large");
             tp.detect.radii = {o->radius};
         } else if (o->radius_small > 0 || o->radius_large > 0) {
             if (!(o->radius_small > 0 && o->radius_large > 0))
@@ -153,8 +180,10 @@ void register_track(CLI::App& app, GlobalOptions& g) {
         } else if (o->radii != "auto") {
             throw ParameterError("give --radius R, --radius-small R1 --radius-large R2, or --radii auto");
         }
-        if (!o->radii.empty() && o->radii != "auto") throw ParameterError("--radii accepts only 'auto', got '" + o->radii + "'");
-        if (!o->roi.empty() && !o->roi_circle.empty()) throw ParameterError("--roi and --roi-circle exclude each other");
+        if (!o->radii.empty() && o->radii != "auto")
+            throw ParameterError("--radii accepts only 'auto', got '" + o->radii + "'");
+        if (!o->roi.empty() && !o->roi_circle.empty())
+            throw ParameterError("--roi and --roi-circle exclude each other");
         if (!o->roi.empty()) {
             const auto v = parse_numbers(o->roi, 4, "--roi");
             if (!(v[0] < v[2] && v[1] < v[3]))
@@ -163,7 +192,8 @@ void register_track(CLI::App& app, GlobalOptions& g) {
         }
         if (!o->roi_circle.empty()) {
             const auto v = parse_numbers(o->roi_circle, 3, "--roi-circle");
-            if (!(v[2] > 0)) throw ParameterError("--roi-circle is cx,cy,r with r > 0, got '" + o->roi_circle + "'");
+            if (!(v[2] > 0))
+                throw ParameterError("--roi-circle is cx,cy,r with r > 0, got '" + o->roi_circle + "'");
             tp.roi = Geometry::circle(v[0], v[1], v[2]);
         }
         if (!o->frames.empty()) {
@@ -180,12 +210,12 @@ void register_track(CLI::App& app, GlobalOptions& g) {
             // An unquoted glob expands to many image files: one sequence was meant, and a folder
             // named like the file, full of one-frame files, would be a silent surprise.
             const bool images = std::all_of(o->inputs.begin(), o->inputs.end(), looks_like_image);
-            throw ParameterError(
-                "-o " + o->output + " is one file, but " + std::to_string(o->inputs.size()) +
-                (images ? " image files were given (an unquoted glob?): to track them as one sequence, quote the pattern "
-                          "(e.g. 'DIR/frame_*.png') or give their folder"
-                        : " inputs were given") +
-                "; for one file per input, give an output folder (-o DIR)");
+            throw ParameterError("-o " + o->output + " is one file, but " + std::to_string(o->inputs.size()) +
+                                 (images ? " image files were given (an unquoted glob?): to track them as "
+                                           "one sequence, quote the pattern "
+                                           "(e.g. 'DIR/frame_*.png') or give their folder"
+                                         : " inputs were given") +
+                                 "; for one file per input, give an output folder (-o DIR)");
         }
         if (many) {
             std::error_code ec;
@@ -195,7 +225,8 @@ void register_track(CLI::App& app, GlobalOptions& g) {
         std::vector<std::string> failed;
         std::vector<std::string> incomplete;
         for (const auto& in : o->inputs) {
-            const std::string out = many ? (fs::path(o->output) / (input_stem(in) + ".h5")).string() : o->output;
+            const std::string out =
+                many ? (fs::path(o->output) / (input_stem(in) + ".h5")).string() : o->output;
             try {
                 auto tpi = tp;
                 if (o->checkpoint) tpi.checkpoint_dir = out + ".ckpt";
@@ -212,25 +243,32 @@ void register_track(CLI::App& app, GlobalOptions& g) {
                     std::string kept = "kept: nothing written to " + out;
                     if (o->checkpoint && fs::exists(out + ".ckpt"))
                         kept += "; the checkpoint " + out + ".ckpt is kept: the same command resumes from it";
-                    if (many && !failed.empty()) kept += "; " + std::to_string(failed.size()) + " input(s) had failed";
+                    if (many && !failed.empty())
+                        kept += "; " + std::to_string(failed.size()) + " input(s) had failed";
                     throw ExitStatus{128 + (sig ? sig : SIGINT), "track: " + std::string(e.what()) + " (" +
-                                                                     (sig == SIGTERM ? "SIGTERM" : "SIGINT") + "); " + kept};
+                                                                     (sig == SIGTERM ? "SIGTERM" : "SIGINT") +
+                                                                     "); " + kept};
                 }
                 if (s.resumed_frames > 0 && !g.quiet)
-                    std::cerr << in << ": resumed from the checkpoint in " << out << ".ckpt (" << s.resumed_frames
-                              << " frames kept)\n";
+                    std::cerr << in << ": resumed from the checkpoint in " << out << ".ckpt ("
+                              << s.resumed_frames << " frames kept)\n";
                 if (!g.quiet)
-                    std::cerr << in << " → " << out << ": " << s.frames << " frames, " << s.detections << " detections, "
-                              << s.tracks << " tracks, " << s.decode_errors << " undecodable frames, "
-                              << (s.seconds > 0 ? static_cast<double>(s.frames) / s.seconds : 0.0) << " frames/s"
+                    std::cerr << in << " → " << out << ": " << s.frames << " frames, " << s.detections
+                              << " detections, " << s.tracks << " tracks, " << s.decode_errors
+                              << " undecodable frames, "
+                              << (s.seconds > 0 ? static_cast<double>(s.frames) / s.seconds : 0.0)
+                              << " frames/s"
                               << (s.truncated ? " (input truncated: file marked incomplete)" : "") << "\n";
                 if (s.truncated) incomplete.push_back(in);
                 if (!o->report.empty()) {
                     std::ofstream rep(o->report, std::ios::trunc);
-                    rep << "frames = " << s.frames << "\ndetections = " << s.detections << "\ntracks = " << s.tracks
-                        << "\ndecode_errors = " << s.decode_errors << "\ntruncated = " << (s.truncated ? 1 : 0)
-                        << "\nseconds = " << s.seconds << "\nseconds_first_frame = " << s.seconds_first_frame
-                        << "\nseconds_final = " << s.seconds_final << "\nresumed_frames = " << s.resumed_frames << "\nseconds_decode = " << s.seconds_decode
+                    rep << "frames = " << s.frames << "\ndetections = " << s.detections
+                        << "\ntracks = " << s.tracks << "\ndecode_errors = " << s.decode_errors
+                        << "\ntruncated = " << (s.truncated ? 1 : 0) << "\nseconds = " << s.seconds
+                        << "\nseconds_first_frame = " << s.seconds_first_frame
+                        << "\nseconds_final = " << s.seconds_final
+                        << "\nresumed_frames = " << s.resumed_frames
+                        << "\nseconds_decode = " << s.seconds_decode
                         << "\nseconds_detect = " << s.seconds_detect << "\nseconds_link = " << s.seconds_link
                         << "\nseconds_write = " << s.seconds_write << "\nradii_px =";
                     for (double r : s.radii) rep << " " << r;
@@ -245,11 +283,13 @@ void register_track(CLI::App& app, GlobalOptions& g) {
         if (!failed.empty() || !incomplete.empty()) {
             std::string msg;
             if (!failed.empty()) {
-                msg += std::to_string(failed.size()) + " of " + std::to_string(o->inputs.size()) + " inputs failed:";
+                msg += std::to_string(failed.size()) + " of " + std::to_string(o->inputs.size()) +
+                       " inputs failed:";
                 for (const auto& f : failed) msg += " " + f;
             }
             if (!incomplete.empty()) {
-                msg += std::string(msg.empty() ? "" : "; ") + std::to_string(incomplete.size()) + " input(s) truncated, output marked incomplete:";
+                msg += std::string(msg.empty() ? "" : "; ") + std::to_string(incomplete.size()) +
+                       " input(s) truncated, output marked incomplete:";
                 for (const auto& f : incomplete) msg += " " + f;
             }
             throw ExitStatus{1, msg};

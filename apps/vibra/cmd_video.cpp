@@ -15,7 +15,8 @@ bool print_video_info(const std::string& path, std::ostream& os) {
     os << "format:      " << i.format << "\n";
     os << "size:        " << i.width << " x " << i.height << " px\n";
     os << "frames:      " << (i.n_frames >= 0 ? std::to_string(i.n_frames) : std::string("unknown")) << "\n";
-    os << "frame rate:  " << (i.fps > 0 ? std::to_string(i.fps) + " frames/s" : std::string("unknown")) << "\n";
+    os << "frame rate:  " << (i.fps > 0 ? std::to_string(i.fps) + " frames/s" : std::string("unknown"))
+       << "\n";
     os << "bit depth:   " << i.bit_depth << "\n";
     for (const auto& [k, v] : i.extra) os << k << ": " << v << "\n";
     return true;

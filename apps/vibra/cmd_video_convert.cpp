@@ -31,7 +31,8 @@ struct ConvertOptions {
 };
 
 void run_convert(const ConvertOptions& o, GlobalOptions& g) {
-    if (o.format != "png" && o.format != "tiff") throw ParameterError("--format: '" + o.format + "' (png or tiff)");
+    if (o.format != "png" && o.format != "tiff")
+        throw ParameterError("--format: '" + o.format + "' (png or tiff)");
     tracking::ReaderParams params;
     params.channel = o.channel;
     if (!o.frames.empty()) {
@@ -69,7 +70,8 @@ void run_convert(const ConvertOptions& o, GlobalOptions& g) {
         if (st == tracking::ReadStatus::end) break;
         if (st != tracking::ReadStatus::ok) {
             auto it = info.extra.find("last_error");
-            const std::string msg = it != info.extra.end() ? it->second : at_frame(info.path, f.index, "could not be decoded");
+            const std::string msg =
+                it != info.extra.end() ? it->second : at_frame(info.path, f.index, "could not be decoded");
             std::cerr << "vibra convert: " << msg << "\n";
             problems = msg;
             ++bad;
@@ -78,7 +80,8 @@ void run_convert(const ConvertOptions& o, GlobalOptions& g) {
         }
         cv::Mat image;
         if (o.scale) {
-            const int bits = info.bit_depth > 0 && info.bit_depth <= 16 ? info.bit_depth : (f.image.depth() == CV_8U ? 8 : 16);
+            const int bits = info.bit_depth > 0 && info.bit_depth <= 16 ? info.bit_depth
+                                                                        : (f.image.depth() == CV_8U ? 8 : 16);
             f.image.convertTo(image, CV_16U, 65535.0 / double((1 << bits) - 1));
         } else {
             f.image.convertTo(image, CV_16U);  // raw counts, no rescaling
@@ -111,10 +114,14 @@ void run_convert(const ConvertOptions& o, GlobalOptions& g) {
 
 void register_convert(CLI::App& app, GlobalOptions& g) {
     auto o = std::make_shared<ConvertOptions>();
-    auto* c = app.add_subcommand("convert", "Write a video's frames as a 16-bit PNG/TIFF sequence of raw counts");
-    c->add_option("VIDEO", o->input, "Video, camera file (.cine, .mraw/.cih/.cihx) or image sequence")->required();
-    c->add_option("-o,--output", o->output, "Output folder (created): frame_NNNNNN.png + frames.csv")->required();
-    c->add_option("--frames", o->frames, "Frame range A:B (0-based, B exclusive; A:, :B or a single frame A)");
+    auto* c =
+        app.add_subcommand("convert", "Write a video's frames as a 16-bit PNG/TIFF sequence of raw counts");
+    c->add_option("VIDEO", o->input, "Video, camera file (.cine, .mraw/.cih/.cihx) or image sequence")
+        ->required();
+    c->add_option("-o,--output", o->output, "Output folder (created): frame_NNNNNN.png + frames.csv")
+        ->required();
+    c->add_option("--frames", o->frames,
+                  "Frame range A:B (0-based, B exclusive; A:, :B or a single frame A)");
     c->add_option("--format", o->format, "png or tiff (default png)");
     c->add_flag("--scale", o->scale, "Scale counts from the video's bit depth to the full 16-bit range");
     c->add_option("--channel", o->channel, "Colour → grey: -1 luma (default), 0/1/2 = R/G/B");

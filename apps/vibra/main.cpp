@@ -30,16 +30,18 @@ std::string config_error_message(const std::string& what, const std::string& fil
     const std::string item = what.substr(extras.size());
     const auto dot = item.rfind('.');
     if (dot == std::string::npos)
-        return "--config " + file + ": unknown key '" + item + "' (top-level keys are the global flags: quiet, verbose)";
-    return "--config " + file + ": unknown key '" + item.substr(dot + 1) + "' in section [" + item.substr(0, dot) +
-           "] (keys are the long flag names of that subcommand, without --)";
+        return "--config " + file + ": unknown key '" + item +
+               "' (top-level keys are the global flags: quiet, verbose)";
+    return "--config " + file + ": unknown key '" + item.substr(dot + 1) + "' in section [" +
+           item.substr(0, dot) + "] (keys are the long flag names of that subcommand, without --)";
 }
 }  // namespace
 }  // namespace vibra::app
 
 int main(int argc, char** argv) {
     using namespace vibra::app;
-    vibra::keep_freed_memory();  // frame after frame, the same large arrays: no page faults for each (core/memory.hpp)
+    vibra::
+        keep_freed_memory();  // frame after frame, the same large arrays: no page faults for each (core/memory.hpp)
     CLI::App app{"vibra — high-speed video of vibrated granular matter → trajectories → physics"};
     app.set_version_flag("--version", std::string("vibra ") + vibra::version());
     auto* config = app.set_config("--config", "", "TOML file with settings; keys are the long flag names");
@@ -71,11 +73,12 @@ int main(int argc, char** argv) {
         // One line: what was interrupted and what was kept; temporaries are already removed.
         const auto subs = app.get_subcommands();
         const std::string cmd = subs.empty() ? std::string("vibra") : "vibra " + subs.front()->get_name();
-        std::cerr << cmd << ": interrupted (" << s.name() << ")" << (g.interrupt_note ? " " + g.interrupt_note() : std::string())
-                  << "\n";
+        std::cerr << cmd << ": interrupted (" << s.name() << ")"
+                  << (g.interrupt_note ? " " + g.interrupt_note() : std::string()) << "\n";
         return s.exit_code();
     } catch (const std::bad_alloc&) {
-        std::cerr << "vibra: error: out of memory (the machine's memory or a ulimit -v limit is too small for this input; "
+        std::cerr << "vibra: error: out of memory (the machine's memory or a ulimit -v limit is too small "
+                     "for this input; "
                      "fewer --threads may help)\n";
         return 1;
     } catch (const std::system_error& e) {

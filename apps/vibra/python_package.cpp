@@ -33,8 +33,10 @@ std::string python_package_dir() {
     if (*VIBRA_SOURCE_PYTHON_DIR && has_package(VIBRA_SOURCE_PYTHON_DIR)) return VIBRA_SOURCE_PYTHON_DIR;
     std::string where;
     for (const auto& t : tried) where += "\n  " + t;
-    throw Error("cannot find vibra's Python package (vibra/report.py); set VIBRA_PYTHON_DIR to the "
-                "directory that holds it (the repository's python/). Looked in:" + where);
+    throw Error(
+        "cannot find vibra's Python package (vibra/report.py); set VIBRA_PYTHON_DIR to the "
+        "directory that holds it (the repository's python/). Looked in:" +
+        where);
 }
 
 std::string use_python_package() {

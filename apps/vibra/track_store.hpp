@@ -20,10 +20,12 @@ public:
         w_->defer_species();
     }
     void append(const TrajectoryTable& rows, std::int64_t n_frames) override { w_->append(rows, n_frames); }
-    void append_species(const std::vector<std::int8_t>& species, const std::vector<float>& confidence) override {
+    void append_species(const std::vector<std::int8_t>& species,
+                        const std::vector<float>& confidence) override {
         w_->append_species(species, confidence);
     }
-    void set_diagnostic(const std::string& name, std::vector<std::int64_t> values, const std::string& units) override {
+    void set_diagnostic(const std::string& name, std::vector<std::int64_t> values,
+                        const std::string& units) override {
         w_->set_diagnostic(name, std::move(values), units);
     }
     void commit(const Metadata& meta, const FrameColumns& fc) override {

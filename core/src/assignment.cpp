@@ -44,7 +44,8 @@ std::vector<std::int64_t> lap_rows_le_cols(const std::vector<double>& c, std::si
                 }
             }
             min_val = lowest;
-            if (min_val == inf || index < 0) throw Error("assignment: no feasible assignment avoids forbidden pairs");
+            if (min_val == inf || index < 0)
+                throw Error("assignment: no feasible assignment avoids forbidden pairs");
             const std::size_t j = remaining[static_cast<std::size_t>(index)];
             if (row4col[j] == -1)
                 sink = static_cast<std::int64_t>(j);
@@ -96,7 +97,8 @@ Assignment solve_assignment(std::span<const double> cost, std::size_t nr, std::s
         for (std::size_t i = 0; i < nr; ++i)
             for (std::size_t j = 0; j < nc; ++j) t[j * nr + i] = cost[i * nc + j];
         auto row4col = lap_rows_le_cols(t, nc, nr);
-        for (std::size_t j = 0; j < nc; ++j) a.row_to_col[static_cast<std::size_t>(row4col[j])] = static_cast<std::int64_t>(j);
+        for (std::size_t j = 0; j < nc; ++j)
+            a.row_to_col[static_cast<std::size_t>(row4col[j])] = static_cast<std::int64_t>(j);
     }
     for (std::size_t i = 0; i < nr; ++i)
         if (a.row_to_col[i] >= 0) a.cost += cost[i * nc + static_cast<std::size_t>(a.row_to_col[i])];

@@ -36,8 +36,10 @@ CellList::CellList(std::span<const double> x, std::span<const double> y, double 
     }
     // Cells at least `cutoff` wide; cap the count so sparse data cannot blow up memory.
     const double max_cells_per_dim = 4096;
-    nx_ = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::min(max_cells_per_dim, std::floor(lx_ / cutoff))));
-    ny_ = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::min(max_cells_per_dim, std::floor(ly_ / cutoff))));
+    nx_ = std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(std::min(max_cells_per_dim, std::floor(lx_ / cutoff))));
+    ny_ = std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(std::min(max_cells_per_dim, std::floor(ly_ / cutoff))));
     // Sparse points with a short cut-off (the linker's max_step on a whole frame: ≈ 10⁵ cells of
     // 3 px for 4000 disks) would spend the construction on clearing and summing empty cells:
     // at most ≈ 8 cells per point, fewer and wider (still ≥ cutoff, so the ±1 stencil covers it).
@@ -64,7 +66,6 @@ CellList::CellList(std::span<const double> x, std::span<const double> y, double 
     for (std::size_t i = 0; i < x_.size(); ++i)
         if (cell[i] != std::numeric_limits<std::size_t>::max())
             items_[static_cast<std::size_t>(fill[cell[i]]++)] = i;
-
 }
 
 std::size_t CellList::cell_of(double px, double py) const {

@@ -24,8 +24,8 @@ DenseBlock dense_block(const TrajectoryTable& t, const FrameIndex& idx, std::spa
     }
     // species votes per slot: counts of small / large
     std::vector<std::int64_t> n_small(N, 0), n_large(N, 0);
-    for (std::int64_t f = std::max(first, idx.first_frame); f < std::min(first + n, idx.first_frame + idx.n_frames());
-         ++f) {
+    for (std::int64_t f = std::max(first, idx.first_frame);
+         f < std::min(first + n, idx.first_frame + idx.n_frames()); ++f) {
         const auto tb = static_cast<std::size_t>(f - first);
         for (auto r = static_cast<std::size_t>(idx.begin(f)); r < static_cast<std::size_t>(idx.end(f)); ++r) {
             const auto it = std::lower_bound(ids.begin(), ids.end(), t.particle[r]);

@@ -25,7 +25,8 @@ bool parse_count(const std::string& s, std::int64_t& out) {
 
 FrameRange parse_frame_range(const std::string& text, const std::string& flag) {
     const auto bad = [&] {
-        return ParameterError(flag + ": '" + text + "' is not A:B, A:, :B or A with 0 <= A < B (frames, 0-based, B exclusive)");
+        return ParameterError(flag + ": '" + text +
+                              "' is not A:B, A:, :B or A with 0 <= A < B (frames, 0-based, B exclusive)");
     };
     FrameRange r;
     const auto colon = text.find(':');

@@ -19,7 +19,9 @@ void on_signal(int sig) {
 }
 }  // namespace
 
-const char* Interrupted::name() const { return signal == SIGTERM ? "SIGTERM" : signal == SIGINT ? "SIGINT" : "signal"; }
+const char* Interrupted::name() const {
+    return signal == SIGTERM ? "SIGTERM" : signal == SIGINT ? "SIGINT" : "signal";
+}
 
 void install_interrupt_handlers() {
     struct sigaction sa {};

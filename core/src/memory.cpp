@@ -73,9 +73,12 @@ void set_memory_budget(std::uint64_t bytes) { g_budget = bytes; }
 std::string format_bytes(std::uint64_t bytes) {
     char buf[32];
     const double b = static_cast<double>(bytes);
-    if (b >= 1e9) std::snprintf(buf, sizeof buf, "%.1f GB", b / 1e9);
-    else if (b >= 1e6) std::snprintf(buf, sizeof buf, "%.0f MB", b / 1e6);
-    else std::snprintf(buf, sizeof buf, "%.0f kB", b / 1e3);
+    if (b >= 1e9)
+        std::snprintf(buf, sizeof buf, "%.1f GB", b / 1e9);
+    else if (b >= 1e6)
+        std::snprintf(buf, sizeof buf, "%.0f MB", b / 1e6);
+    else
+        std::snprintf(buf, sizeof buf, "%.0f kB", b / 1e3);
     return buf;
 }
 

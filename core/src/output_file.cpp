@@ -37,7 +37,9 @@ std::map<std::string, HeldLock>& held() {
     return m;
 }
 
-std::string key_of(const std::string& target) { return fs::absolute(fs::path(target)).lexically_normal().string(); }
+std::string key_of(const std::string& target) {
+    return fs::absolute(fs::path(target)).lexically_normal().string();
+}
 
 std::string read_holder(int fd) {
     char buf[128] = {};
@@ -73,16 +75,20 @@ int acquire(const std::string& target, const std::string& path, double wait_seco
                               "); wait for that run to finish, or stop it");
             throw IoError(target + ": cannot lock " + path + ": " + std::strerror(e));
         }
-        struct stat a {}, b {};
-        if (::fstat(fd, &a) == 0 && ::stat(path.c_str(), &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev) {
+        struct stat a {
+        }, b{};
+        if (::fstat(fd, &a) == 0 && ::stat(path.c_str(), &b) == 0 && a.st_ino == b.st_ino &&
+            a.st_dev == b.st_dev) {
             char host[256] = {};
             ::gethostname(host, sizeof host - 1);
             const std::string who = "PID " + std::to_string(::getpid()) + " on " + host + "\n";
-            if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, who.data(), who.size(), 0) != static_cast<ssize_t>(who.size())) {
+            if (::ftruncate(fd, 0) != 0 ||
+                ::pwrite(fd, who.data(), who.size(), 0) != static_cast<ssize_t>(who.size())) {
                 const int e = errno;
                 ::unlink(path.c_str());
                 ::close(fd);
-                throw IoError(target + ": cannot write the lock file " + path + ": " + write_failure(path, e));
+                throw IoError(target + ": cannot write the lock file " + path + ": " +
+                              write_failure(path, e));
             }
             return fd;
         }
@@ -96,14 +102,15 @@ int acquire(const std::string& target, const std::string& path, double wait_seco
 
 std::string OutputLock::lock_path(const std::string& target) { return target + ".lock"; }
 
-OutputLock::OutputLock(std::string target, std::initializer_list<const char*> temporary_suffixes, double wait_seconds)
+OutputLock::OutputLock(std::string target, std::initializer_list<const char*> temporary_suffixes,
+                       double wait_seconds)
     : target_(std::move(target)) {
     check_writable_folder(target_);
     const std::string key = key_of(target_);
     std::lock_guard<std::mutex> guard(g_mutex);
     auto& h = held()[key];
     if (h.count > 0 && h.pid != ::getpid()) {  // inherited over fork(): the parent's lock, not ours
-        ::close(h.fd);                          // (the lock stays with the parent's descriptor)
+        ::close(h.fd);                         // (the lock stays with the parent's descriptor)
         h = HeldLock{};
     }
     if (h.count > 0) {
@@ -152,7 +159,9 @@ AtomicOutput::AtomicOutput(std::string target, Options options)
     fs::remove_all(partial_, ec);  // left by a killed run (we hold the lock, so it is not in use)
     if (kind_ == Kind::folder) {
         fs::create_directory(partial_, ec);
-        if (ec) throw IoError(target_ + ": cannot create the temporary folder " + partial_ + ": " + write_failure(partial_, ec.value()));
+        if (ec)
+            throw IoError(target_ + ": cannot create the temporary folder " + partial_ + ": " +
+                          write_failure(partial_, ec.value()));
     }
 }
 
@@ -185,7 +194,9 @@ void AtomicOutput::commit() {
         if (!fs::is_directory(target_, ec)) throw IoError(target_ + ": exists and is not a folder");
         for (const auto& e : fs::directory_iterator(partial_)) {
             fs::rename(e.path(), fs::path(target_) / e.path().filename(), ec);
-            if (ec) throw IoError((fs::path(target_) / e.path().filename()).string() + ": cannot move into place: " + ec.message());
+            if (ec)
+                throw IoError((fs::path(target_) / e.path().filename()).string() +
+                              ": cannot move into place: " + ec.message());
         }
         fs::remove(partial_, ec);
     }
@@ -221,8 +232,10 @@ void check_writable_folder(const std::string& path) {
     auto dir = fs::path(path).parent_path();
     if (dir.empty()) dir = ".";
     std::error_code ec;
-    if (!fs::is_directory(dir, ec)) throw IoError(path + ": cannot write: folder " + dir.string() + " does not exist");
-    if (::access(dir.c_str(), W_OK) != 0) throw IoError(path + ": cannot write: folder " + dir.string() + " is not writable");
+    if (!fs::is_directory(dir, ec))
+        throw IoError(path + ": cannot write: folder " + dir.string() + " does not exist");
+    if (::access(dir.c_str(), W_OK) != 0)
+        throw IoError(path + ": cannot write: folder " + dir.string() + " is not writable");
 }
 
 bool file_system_full(const std::string& path) {

@@ -11,8 +11,11 @@
 namespace vibra {
 
 Progress::Progress(std::string label, std::int64_t total, bool enabled)
-    : label_(std::move(label)), total_(total), enabled_(enabled),
-      start_(std::chrono::steady_clock::now()), last_(start_) {}
+    : label_(std::move(label)),
+      total_(total),
+      enabled_(enabled),
+      start_(std::chrono::steady_clock::now()),
+      last_(start_) {}
 
 Progress::~Progress() { finish(); }
 
@@ -33,8 +36,8 @@ void Progress::update(std::int64_t done) {
     const double rate = secs > 0 ? static_cast<double>(done) / secs : 0.0;
     if (total_ > 0 && rate > 0) {
         const double eta = static_cast<double>(total_ - done) / rate;
-        std::fprintf(stderr, "\r%s: %lld/%lld (%.0f/s, ETA %.0f s)   ", label_.c_str(), static_cast<long long>(done),
-                     static_cast<long long>(total_), rate, eta);
+        std::fprintf(stderr, "\r%s: %lld/%lld (%.0f/s, ETA %.0f s)   ", label_.c_str(),
+                     static_cast<long long>(done), static_cast<long long>(total_), rate, eta);
     } else {
         std::fprintf(stderr, "\r%s: %lld (%.0f/s)   ", label_.c_str(), static_cast<long long>(done), rate);
     }
@@ -46,7 +49,8 @@ void Progress::finish() {
     finished_ = true;
     if (!enabled_) return;
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    std::fprintf(stderr, "\r%s: %lld done in %.1f s   \n", label_.c_str(), static_cast<long long>(done_), secs);
+    std::fprintf(stderr, "\r%s: %lld done in %.1f s   \n", label_.c_str(), static_cast<long long>(done_),
+                 secs);
 }
 
 }  // namespace vibra

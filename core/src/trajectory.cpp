@@ -31,8 +31,8 @@ void permute_col(V& v, const std::vector<std::size_t>& order, std::size_t b) {
 template <class V>
 void check_optional(const V& v, std::size_t n, const char* name, const std::string& source) {
     if (!v.empty() && v.size() != n)
-        throw FormatError(at_field(source, name, "has " + std::to_string(v.size()) + " rows, expected " +
-                                                    std::to_string(n)));
+        throw FormatError(at_field(
+            source, name, "has " + std::to_string(v.size()) + " rows, expected " + std::to_string(n)));
 }
 
 }  // namespace
@@ -89,8 +89,8 @@ void TrajectoryTable::check_lengths(const std::string& source) const {
     const std::size_t n = frame.size();
     auto req = [&](std::size_t m, const char* name) {
         if (m != n)
-            throw FormatError(at_field(source, name, "has " + std::to_string(m) + " rows, expected " +
-                                                        std::to_string(n)));
+            throw FormatError(
+                at_field(source, name, "has " + std::to_string(m) + " rows, expected " + std::to_string(n)));
     };
     req(particle.size(), "particle");
     req(x.size(), "x");
@@ -110,29 +110,31 @@ void TrajectoryTable::validate(const std::string& source) const {
     check_lengths(source);
     for (std::size_t i = 0; i < size(); ++i) {
         if (frame[i] < 0)
-            throw FormatError(at_field(source, "frame", "negative frame " + std::to_string(frame[i]) +
-                                                            " at row " + std::to_string(i)));
+            throw FormatError(
+                at_field(source, "frame",
+                         "negative frame " + std::to_string(frame[i]) + " at row " + std::to_string(i)));
         if (species[i] < -1 || species[i] > 1)
             throw FormatError(at_frame(source, frame[i],
                                        "species code " + std::to_string(int(species[i])) + " of particle " +
                                            std::to_string(particle[i]) + " is not -1, 0 or 1"));
         if (particle[i] < -1)
-            throw FormatError(at_frame(source, frame[i], "particle id " + std::to_string(particle[i]) +
-                                                             " is negative (only -1 = unlinked is allowed)"));
+            throw FormatError(at_frame(source, frame[i],
+                                       "particle id " + std::to_string(particle[i]) +
+                                           " is negative (only -1 = unlinked is allowed)"));
         if (i == 0) continue;
         if (frame[i] < frame[i - 1])
-            throw FormatError(at_field(source, "frame", "rows not sorted by frame: frame " +
-                                                            std::to_string(frame[i]) + " after frame " +
-                                                            std::to_string(frame[i - 1]) + " at row " +
-                                                            std::to_string(i)));
+            throw FormatError(at_field(source, "frame",
+                                       "rows not sorted by frame: frame " + std::to_string(frame[i]) +
+                                           " after frame " + std::to_string(frame[i - 1]) + " at row " +
+                                           std::to_string(i)));
         if (frame[i] == frame[i - 1]) {
             if (particle[i] < particle[i - 1])
-                throw FormatError(at_frame(source, frame[i], "rows not sorted by particle (" +
-                                                                 std::to_string(particle[i]) + " after " +
-                                                                 std::to_string(particle[i - 1]) + ")"));
-            if (particle[i] == particle[i - 1] && particle[i] >= 0)
                 throw FormatError(at_frame(source, frame[i],
-                                           "duplicate particle " + std::to_string(particle[i])));
+                                           "rows not sorted by particle (" + std::to_string(particle[i]) +
+                                               " after " + std::to_string(particle[i - 1]) + ")"));
+            if (particle[i] == particle[i - 1] && particle[i] >= 0)
+                throw FormatError(
+                    at_frame(source, frame[i], "duplicate particle " + std::to_string(particle[i])));
         }
     }
 }
@@ -169,8 +171,9 @@ FrameIndex build_frame_index(const TrajectoryTable& t, std::int64_t first_frame,
     for (std::size_t i = 0; i < t.size(); ++i) {
         const std::int64_t f = t.frame[i];
         if (f < first_frame || f >= first_frame + n_frames)
-            throw FormatError(at_frame(source, f, "outside the frame range [" + std::to_string(first_frame) +
-                                                      ", " + std::to_string(first_frame + n_frames) + ")"));
+            throw FormatError(at_frame(source, f,
+                                       "outside the frame range [" + std::to_string(first_frame) + ", " +
+                                           std::to_string(first_frame + n_frames) + ")"));
         if (f < prev) throw FormatError(at_frame(source, f, "rows not sorted by frame"));
         prev = f;
         ++idx.offsets[static_cast<std::size_t>(f - first_frame) + 1];
@@ -181,10 +184,14 @@ FrameIndex build_frame_index(const TrajectoryTable& t, std::int64_t first_frame,
 
 const char* to_string(GeometryKind k) {
     switch (k) {
-        case GeometryKind::unbounded: return "unbounded";
-        case GeometryKind::periodic_box: return "periodic_box";
-        case GeometryKind::window_rect: return "window_rect";
-        case GeometryKind::window_circle: return "window_circle";
+        case GeometryKind::unbounded:
+            return "unbounded";
+        case GeometryKind::periodic_box:
+            return "periodic_box";
+        case GeometryKind::window_rect:
+            return "window_rect";
+        case GeometryKind::window_circle:
+            return "window_circle";
     }
     return "unbounded";
 }
@@ -222,18 +229,25 @@ Geometry Geometry::circle(double cx, double cy, double r) {
 double Geometry::area() const {
     switch (kind) {
         case GeometryKind::periodic_box:
-        case GeometryKind::window_rect: return lx() * ly();
-        case GeometryKind::window_circle: return M_PI * r * r;
-        default: return 0.0;
+        case GeometryKind::window_rect:
+            return lx() * ly();
+        case GeometryKind::window_circle:
+            return M_PI * r * r;
+        default:
+            return 0.0;
     }
 }
 
 bool Geometry::contains(double x, double y) const {
     switch (kind) {
-        case GeometryKind::periodic_box: return x >= x0 && x < x1 && y >= y0 && y < y1;
-        case GeometryKind::window_rect: return x >= x0 && x <= x1 && y >= y0 && y <= y1;
-        case GeometryKind::window_circle: return (x - cx) * (x - cx) + (y - cy) * (y - cy) <= r * r;
-        default: return true;
+        case GeometryKind::periodic_box:
+            return x >= x0 && x < x1 && y >= y0 && y < y1;
+        case GeometryKind::window_rect:
+            return x >= x0 && x <= x1 && y >= y0 && y <= y1;
+        case GeometryKind::window_circle:
+            return (x - cx) * (x - cx) + (y - cy) * (y - cy) <= r * r;
+        default:
+            return true;
     }
 }
 

@@ -35,14 +35,16 @@ Trajectory InMemorySource::read_frames(std::int64_t first, std::int64_t count) c
 std::int64_t InMemorySource::rows_in(std::int64_t first, std::int64_t count) const {
     first = std::clamp<std::int64_t>(first, 0, n_frames());
     count = std::clamp<std::int64_t>(count, 0, n_frames() - first);
-    return t_.index.offsets[static_cast<std::size_t>(first + count)] - t_.index.offsets[static_cast<std::size_t>(first)];
+    return t_.index.offsets[static_cast<std::size_t>(first + count)] -
+           t_.index.offsets[static_cast<std::size_t>(first)];
 }
 
 std::int64_t frames_per_block(const TrajectorySource& s, std::int64_t target_rows) {
     const auto T = s.n_frames();
     if (T == 0) return 1;
     const double per_frame = std::max(1.0, static_cast<double>(s.n_rows()) / static_cast<double>(T));
-    return std::clamp<std::int64_t>(static_cast<std::int64_t>(static_cast<double>(target_rows) / per_frame), 1, T);
+    return std::clamp<std::int64_t>(static_cast<std::int64_t>(static_cast<double>(target_rows) / per_frame),
+                                    1, T);
 }
 
 }  // namespace vibra

@@ -45,21 +45,24 @@ Metadata with_origin(Metadata m) {
 
 // Trailing empty frames and the per-frame columns of the sidecar, after the CSV's rows filled
 // frames [0, written).
-void restore_frames(const CsvMetadata& side, TrajectoryWriter& writer, std::int64_t written, const std::string& in) {
+void restore_frames(const CsvMetadata& side, TrajectoryWriter& writer, std::int64_t written,
+                    const std::string& in) {
     if (written > side.n_frames) {
-        const bool per_frame = !side.frames.time_s.empty() || !side.frames.timestep.empty() ||
-                               !side.frames.image_number.empty();
+        const bool per_frame =
+            !side.frames.time_s.empty() || !side.frames.timestep.empty() || !side.frames.image_number.empty();
         if (per_frame)
             throw FormatError(in + ": has rows up to frame " + std::to_string(written - 1) + " but " +
-                              csv_metadata_path(in) + " has per-frame columns for " + std::to_string(side.n_frames) +
+                              csv_metadata_path(in) + " has per-frame columns for " +
+                              std::to_string(side.n_frames) +
                               " frames (the CSV was changed after export? import it with --no-metadata)");
         return;
     }
     if (side.n_frames - written > kMaxEmptyFrames)
         throw FormatError(at_field(csv_metadata_path(in), "n_frames",
-                                   std::to_string(side.n_frames) + " frames, but the CSV's rows end at frame " +
-                                       std::to_string(written - 1) + ": more than " + std::to_string(kMaxEmptyFrames) +
-                                       " empty frames"));
+                                   std::to_string(side.n_frames) +
+                                       " frames, but the CSV's rows end at frame " +
+                                       std::to_string(written - 1) + ": more than " +
+                                       std::to_string(kMaxEmptyFrames) + " empty frames"));
     if (written < side.n_frames) writer.append(TrajectoryTable{}, side.n_frames - written);
     writer.set_frame_columns(side.frames);
 }
@@ -78,15 +81,20 @@ ImportSummary import_csv(const std::string& in, const std::string& out, const Im
     std::map<std::string, int> col;
     for (std::size_t i = 0; i < tok.size(); ++i) col[std::string(tok[i])] = static_cast<int>(i);
     const std::size_t n_cols = tok.size();
-    auto idx = [&](const char* name) { auto it = col.find(name); return it == col.end() ? -1 : it->second; };
+    auto idx = [&](const char* name) {
+        auto it = col.find(name);
+        return it == col.end() ? -1 : it->second;
+    };
     for (const char* req : {"frame", "particle", "x", "y"})
         if (idx(req) < 0)
-            throw FormatError(at_line(in, lr.line_no(), std::string("header has no '") + req +
-                                                            "' column (need at least frame,particle,x,y)"));
+            throw FormatError(at_line(
+                in, lr.line_no(),
+                std::string("header has no '") + req + "' column (need at least frame,particle,x,y)"));
     const int c_frame = idx("frame"), c_part = idx("particle"), c_x = idx("x"), c_y = idx("y");
-    const int c_sp = idx("species"), c_vx = idx("vx"), c_vy = idx("vy"), c_r = idx("radius"), c_b = idx("brightness"),
-              c_q = idx("quality"), c_sc = idx("species_confidence");
-    if ((c_vx >= 0) != (c_vy >= 0)) throw FormatError(at_line(in, lr.line_no(), "header has only one of vx, vy"));
+    const int c_sp = idx("species"), c_vx = idx("vx"), c_vy = idx("vy"), c_r = idx("radius"),
+              c_b = idx("brightness"), c_q = idx("quality"), c_sc = idx("species_confidence");
+    if ((c_vx >= 0) != (c_vy >= 0))
+        throw FormatError(at_line(in, lr.line_no(), "header has only one of vx, vy"));
 
     // The sidecar written by export_csv, when there is one: the metadata the CSV cannot hold.
     std::optional<CsvMetadata> side;
@@ -138,35 +146,45 @@ ImportSummary import_csv(const std::string& in, const std::string& out, const Im
         if (line.find_first_not_of(" \t") == std::string::npos) continue;
         detail::split_csv(line, tok);
         if (tok.size() != n_cols)
-            throw FormatError(at_line(in, lr.line_no(), "expected " + std::to_string(n_cols) + " fields, got " +
-                                                            std::to_string(tok.size())));
+            throw FormatError(
+                at_line(in, lr.line_no(),
+                        "expected " + std::to_string(n_cols) + " fields, got " + std::to_string(tok.size())));
         const auto ln = lr.line_no();
         auto tk = [&](int c) { return tok[static_cast<std::size_t>(c)]; };
         const std::int64_t f = parse_int(tk(c_frame), in, ln, "frame");
         if (f < 0) throw FormatError(at_line(in, ln, "field 'frame': negative frame " + std::to_string(f)));
         if (f < cur)
-            throw FormatError(at_line(in, ln, "field 'frame': frame " + std::to_string(f) + " after frame " +
-                                                  std::to_string(cur) + " (rows must be in frame order)"));
+            throw FormatError(at_line(in, ln,
+                                      "field 'frame': frame " + std::to_string(f) + " after frame " +
+                                          std::to_string(cur) + " (rows must be in frame order)"));
         if (f > cur + 1 + kMaxEmptyFrames)
-            throw FormatError(at_line(in, ln, "field 'frame': frame " + std::to_string(f) + " after frame " +
-                                                  std::to_string(cur) + " leaves more than " +
-                                                  std::to_string(kMaxEmptyFrames) + " empty frames (a mistyped frame number?)"));
+            throw FormatError(at_line(in, ln,
+                                      "field 'frame': frame " + std::to_string(f) + " after frame " +
+                                          std::to_string(cur) + " leaves more than " +
+                                          std::to_string(kMaxEmptyFrames) +
+                                          " empty frames (a mistyped frame number?)"));
         if (f != cur) {
             close_frame(false);
             cur = f;
         }
         std::int64_t p = parse_int(tk(c_part), in, ln, "particle");
-        if (p < -1) throw FormatError(at_line(in, ln, "field 'particle': " + std::to_string(p) + " is negative (only -1 = unlinked)"));
+        if (p < -1)
+            throw FormatError(at_line(
+                in, ln, "field 'particle': " + std::to_string(p) + " is negative (only -1 = unlinked)"));
         std::int8_t s = 0;
         if (c_sp >= 0) {
             const auto v = tk(c_sp);
-            if (v == "small") s = kSpeciesSmall;
-            else if (v == "large") s = kSpeciesLarge;
-            else if (v == "unknown" || v.empty()) s = kSpeciesUnknown;
+            if (v == "small")
+                s = kSpeciesSmall;
+            else if (v == "large")
+                s = kSpeciesLarge;
+            else if (v == "unknown" || v.empty())
+                s = kSpeciesUnknown;
             else {
                 const auto code = parse_int(v, in, ln, "species");
                 if (code < -1 || code > 1)
-                    throw FormatError(at_line(in, ln, "field 'species': " + std::to_string(code) + " is not -1, 0 or 1"));
+                    throw FormatError(
+                        at_line(in, ln, "field 'species': " + std::to_string(code) + " is not -1, 0 or 1"));
                 s = static_cast<std::int8_t>(code);
             }
         }
@@ -214,7 +232,9 @@ void export_csv(const std::string& in, const std::string& out, bool show_progres
     };
     while (f < T) {
         std::int64_t n = 1;
-        while (f + n < T && r.index().offsets[static_cast<std::size_t>(f + n)] - r.index().offsets[static_cast<std::size_t>(f)] < (1 << 20))
+        while (f + n < T && r.index().offsets[static_cast<std::size_t>(f + n)] -
+                                    r.index().offsets[static_cast<std::size_t>(f)] <
+                                (1 << 20))
             ++n;
         const Trajectory tr = r.read_frames(f, n);
         const TrajectoryTable& t = tr.rows;

@@ -50,9 +50,12 @@ public:
         out += '[';
         for (std::size_t i = 0; i < v.size(); ++i) {
             if (i) out += ", ";
-            if constexpr (std::is_same_v<T, std::string>) detail::append_json_string(out, v[i]);
-            else if constexpr (std::is_same_v<T, double>) number(v[i]);
-            else detail::append_number(out, v[i]);
+            if constexpr (std::is_same_v<T, std::string>)
+                detail::append_json_string(out, v[i]);
+            else if constexpr (std::is_same_v<T, double>)
+                number(v[i]);
+            else
+                detail::append_number(out, v[i]);
         }
         out += ']';
     }
@@ -71,8 +74,10 @@ private:
         if (k) detail::append_json_string(out, k), out += ": ";
     }
     void number(double v) {  // JSON has no NaN or infinities: null
-        if (std::isfinite(v)) detail::append_number(out, v);
-        else out += "null";
+        if (std::isfinite(v))
+            detail::append_number(out, v);
+        else
+            out += "null";
     }
 };
 
@@ -89,7 +94,8 @@ void write_meta(Writer& w, const Metadata& m) {
     const Geometry& g = m.geometry;
     if (g.kind == GeometryKind::periodic_box || g.kind == GeometryKind::window_rect)
         w.list("geometry_bounds", std::vector<double>{g.x0, g.y0, g.x1, g.y1});
-    if (g.kind == GeometryKind::window_circle) w.list("geometry_circle", std::vector<double>{g.cx, g.cy, g.r});
+    if (g.kind == GeometryKind::window_circle)
+        w.list("geometry_circle", std::vector<double>{g.cx, g.cy, g.r});
     w.list("species_names", m.species_names);
     if (!m.species_diameters.empty()) w.list("species_diameters", m.species_diameters);
     if (m.drive_frequency_hz) w.num("drive_frequency_hz", *m.drive_frequency_hz);
@@ -152,9 +158,12 @@ public:
         std::vector<double> v;
         v.reserve(arr.array.size());
         for (const auto& e : arr.array) {
-            if (e.kind == Json::Kind::number) v.push_back(e.number);
-            else if (allow_null && e.kind == Json::Kind::null) v.push_back(std::nan(""));
-            else throw FormatError(at_field(file_, field, "expected an array of numbers"));
+            if (e.kind == Json::Kind::number)
+                v.push_back(e.number);
+            else if (allow_null && e.kind == Json::Kind::null)
+                v.push_back(std::nan(""));
+            else
+                throw FormatError(at_field(file_, field, "expected an array of numbers"));
         }
         return v;
     }
@@ -272,7 +281,8 @@ CsvMetadata read_csv_metadata(const std::string& path) {
     text << is.rdbuf();
     if (is.bad()) throw IoError(path + ": read failed");
     const Json root = detail::parse_json(text.str(), path);
-    if (root.kind != Json::Kind::object) throw FormatError(path + ": not a vibra CSV metadata file (expected a JSON object)");
+    if (root.kind != Json::Kind::object)
+        throw FormatError(path + ": not a vibra CSV metadata file (expected a JSON object)");
     const Reader r(path);
     const Json* schema = root.find("schema");
     if (!schema || schema->kind != Json::Kind::string || schema->string != kSchema)
@@ -289,13 +299,16 @@ CsvMetadata read_csv_metadata(const std::string& path) {
         auto column = [&](const char* key) -> const Json* {
             const Json* a = r.optional(*f, "frames.", key, Json::Kind::array, "an array");
             if (a && static_cast<std::int64_t>(a->array.size()) != out.n_frames)
-                r.fail(std::string("frames.") + key, std::to_string(a->array.size()) + " values for n_frames = " +
-                                                         std::to_string(out.n_frames));
+                r.fail(std::string("frames.") + key,
+                       std::to_string(a->array.size()) +
+                           " values for n_frames = " + std::to_string(out.n_frames));
             return a;
         };
-        if (const Json* a = column("frame_time")) out.frames.time_s = r.numbers(*a, "frames.frame_time", true);
+        if (const Json* a = column("frame_time"))
+            out.frames.time_s = r.numbers(*a, "frames.frame_time", true);
         if (const Json* a = column("timestep")) out.frames.timestep = r.integers(*a, "frames.timestep");
-        if (const Json* a = column("image_number")) out.frames.image_number = r.integers(*a, "frames.image_number");
+        if (const Json* a = column("image_number"))
+            out.frames.image_number = r.integers(*a, "frames.image_number");
     }
     return out;
 }

@@ -15,14 +15,29 @@ namespace vibra::store::detail {
 void Handle::reset() {
     if (id_ < 0) return;
     switch (H5Iget_type(id_)) {
-        case H5I_FILE: H5Fclose(id_); break;
-        case H5I_GROUP: H5Gclose(id_); break;
-        case H5I_DATASET: H5Dclose(id_); break;
-        case H5I_DATASPACE: H5Sclose(id_); break;
-        case H5I_DATATYPE: H5Tclose(id_); break;
-        case H5I_ATTR: H5Aclose(id_); break;
-        case H5I_GENPROP_LST: H5Pclose(id_); break;
-        default: break;
+        case H5I_FILE:
+            H5Fclose(id_);
+            break;
+        case H5I_GROUP:
+            H5Gclose(id_);
+            break;
+        case H5I_DATASET:
+            H5Dclose(id_);
+            break;
+        case H5I_DATASPACE:
+            H5Sclose(id_);
+            break;
+        case H5I_DATATYPE:
+            H5Tclose(id_);
+            break;
+        case H5I_ATTR:
+            H5Aclose(id_);
+            break;
+        case H5I_GENPROP_LST:
+            H5Pclose(id_);
+            break;
+        default:
+            break;
     }
     id_ = H5I_INVALID_HID;
 }
@@ -39,15 +54,17 @@ void silence_hdf5() {
 
 namespace {
 struct Stack {
-    std::string text;      // the innermost few entries say what happened
-    bool no_space = false;  // some entry reports ENOSPC (the sec2 driver prints errno)
+    std::string text;        // the innermost few entries say what happened
+    bool no_space = false;   // some entry reports ENOSPC (the sec2 driver prints errno)
     bool no_memory = false;  // some entry reports a failed allocation
 };
 herr_t walk_cb(unsigned n, const H5E_error2_t* err, void* data) {
     auto* s = static_cast<Stack*>(data);
     const std::string desc = err->desc ? err->desc : "?";
-    if (desc.find("errno = 28") != std::string::npos || desc.find("No space left") != std::string::npos) s->no_space = true;
-    if (desc.find("allocation failed") != std::string::npos || desc.find("memory allocation") != std::string::npos ||
+    if (desc.find("errno = 28") != std::string::npos || desc.find("No space left") != std::string::npos)
+        s->no_space = true;
+    if (desc.find("allocation failed") != std::string::npos ||
+        desc.find("memory allocation") != std::string::npos ||
         desc.find("can't allocate") != std::string::npos)
         s->no_memory = true;
     if (n > 2) return 0;
@@ -72,7 +89,8 @@ bool is_write(const std::string& what) {
     // HDF5 hides errno from its callers: a full file system is told by the stack or by statvfs.
     if (s.no_space || (is_write(what) && file_system_full(file)))
         throw IoError(file + ": " + write_failure(file, ENOSPC) + " (" + what + ")");
-    if (s.no_memory) throw ResourceError(file + ": out of memory (free memory or ulimit -v): " + what + s.text);
+    if (s.no_memory)
+        throw ResourceError(file + ": out of memory (free memory or ulimit -v): " + what + s.text);
     throw IoError(file + ": " + what + s.text);
 }
 }  // namespace
@@ -153,12 +171,12 @@ void write_numeric_attr(hid_t obj, const std::string& name, const std::vector<T>
     const hsize_t n = v.size();
     Handle space(scalar ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &n, nullptr));
     if (H5Aexists(obj, name.c_str()) > 0) H5Adelete(obj, name.c_str());
-    Handle a(check(H5Acreate2(obj, name.c_str(), native_type(static_cast<const T*>(nullptr)), space, H5P_DEFAULT,
-                              H5P_DEFAULT),
+    Handle a(check(H5Acreate2(obj, name.c_str(), native_type(static_cast<const T*>(nullptr)), space,
+                              H5P_DEFAULT, H5P_DEFAULT),
                    file, "cannot create attribute '" + name + "'"));
     const T dummy{};  // HDF5 wants a non-null buffer even for zero elements
-    check_status(H5Awrite(a, native_type(static_cast<const T*>(nullptr)), v.empty() ? &dummy : v.data()), file,
-                 "cannot write attribute '" + name + "'");
+    check_status(H5Awrite(a, native_type(static_cast<const T*>(nullptr)), v.empty() ? &dummy : v.data()),
+                 file, "cannot write attribute '" + name + "'");
 }
 void write_string_attr(hid_t obj, const std::string& name, const std::vector<std::string>& v, bool scalar,
                        const std::string& file) {
@@ -171,7 +189,8 @@ void write_string_attr(hid_t obj, const std::string& name, const std::vector<std
     std::vector<const char*> ptrs;
     for (const auto& s : v) ptrs.push_back(s.c_str());
     const char* dummy = "";  // HDF5 wants a non-null buffer even for zero elements
-    check_status(H5Awrite(a, type, ptrs.empty() ? &dummy : ptrs.data()), file, "cannot write attribute '" + name + "'");
+    check_status(H5Awrite(a, type, ptrs.empty() ? &dummy : ptrs.data()), file,
+                 "cannot write attribute '" + name + "'");
 }
 }  // namespace
 
@@ -201,13 +220,15 @@ std::uint64_t file_size_of(hid_t obj) {
     return size;
 }
 // Attribute values are stored whole in the file: n elements of sz bytes (≥ 1 each) fit in it.
-void check_attr_size(hid_t obj, std::size_t n, std::size_t sz, const std::string& file, const std::string& name) {
+void check_attr_size(hid_t obj, std::size_t n, std::size_t sz, const std::string& file,
+                     const std::string& name) {
     const std::uint64_t fsize = file_size_of(obj);
     const std::uint64_t per = std::max<std::size_t>(sz, 1);
     if (n > fsize / per)
-        throw FormatError(at_field(file, name, "attribute declares " + std::to_string(n) + " elements of " +
-                                                   std::to_string(per) + " bytes, more than the file's " +
-                                                   std::to_string(fsize) + " bytes hold (damaged file?)"));
+        throw FormatError(at_field(file, name,
+                                   "attribute declares " + std::to_string(n) + " elements of " +
+                                       std::to_string(per) + " bytes, more than the file's " +
+                                       std::to_string(fsize) + " bytes hold (damaged file?)"));
 }
 }  // namespace
 
@@ -223,9 +244,12 @@ bool read_attr(hid_t obj, const std::string& name, AttrValue& out, const std::st
         throw FormatError(at_field(file, name, "attribute has an unreadable shape"));
     check_attr_size(obj, n, H5Tis_variable_str(type) > 0 ? 1 : H5Tget_size(type), file, name);
     if (n == 0) {  // empty array attribute: HDF5 refuses to read into a null buffer
-        if (cls == H5T_STRING) out = std::vector<std::string>{};
-        else if (cls == H5T_INTEGER) out = std::vector<std::int64_t>{};
-        else out = std::vector<double>{};
+        if (cls == H5T_STRING)
+            out = std::vector<std::string>{};
+        else if (cls == H5T_INTEGER)
+            out = std::vector<std::int64_t>{};
+        else
+            out = std::vector<double>{};
         return true;
     }
     if (cls == H5T_STRING) {
@@ -328,8 +352,8 @@ void write_dataset(hid_t loc, const std::string& name, const std::vector<T>& dat
         H5Pset_shuffle(dcpl);
         H5Pset_deflate(dcpl, 4);
     }
-    Handle d(check(H5Dcreate2(loc, name.c_str(), native_type(static_cast<const T*>(nullptr)), space, H5P_DEFAULT,
-                              dcpl, H5P_DEFAULT),
+    Handle d(check(H5Dcreate2(loc, name.c_str(), native_type(static_cast<const T*>(nullptr)), space,
+                              H5P_DEFAULT, dcpl, H5P_DEFAULT),
                    file, "cannot create dataset '" + name + "'"));
     if (total > 0)
         check_status(H5Dwrite(d, native_type(static_cast<const T*>(nullptr)), H5S_ALL, H5S_ALL, H5P_DEFAULT,
@@ -338,18 +362,19 @@ void write_dataset(hid_t loc, const std::string& name, const std::vector<T>& dat
     write_attr(d, "units", units, file);
 }
 
-
 void check_declared_size(hid_t d, std::int64_t count, std::size_t elem_size, const std::string& file,
                          const std::string& name) {
     constexpr std::uint64_t kAlways = 1u << 20, kMaxRatio = 1100;
     if (count <= 0) return;
     const auto n = static_cast<std::uint64_t>(count);
     const std::uint64_t stored = std::min<std::uint64_t>(H5Dget_storage_size(d), file_size_of(d));
-    const std::uint64_t limit = std::max<std::uint64_t>(kAlways, stored > UINT64_MAX / kMaxRatio ? UINT64_MAX : stored * kMaxRatio);
+    const std::uint64_t limit =
+        std::max<std::uint64_t>(kAlways, stored > UINT64_MAX / kMaxRatio ? UINT64_MAX : stored * kMaxRatio);
     if (n > limit / std::max<std::size_t>(elem_size, 1))
-        throw FormatError(at_field(file, name, "declares " + std::to_string(n) + " elements of " + std::to_string(elem_size) +
-                                                   " bytes but stores " + std::to_string(stored) +
-                                                   " bytes in the file (damaged file?)"));
+        throw FormatError(at_field(file, name,
+                                   "declares " + std::to_string(n) + " elements of " +
+                                       std::to_string(elem_size) + " bytes but stores " +
+                                       std::to_string(stored) + " bytes in the file (damaged file?)"));
 }
 
 template <class T>
@@ -362,12 +387,14 @@ std::vector<T> read_dataset(hid_t loc, const std::string& name, const std::strin
     if (n < 0) throw FormatError(at_field(file, name, "dataset has an unreadable shape"));
     if (count < 0) count = n - offset;
     if (offset < 0 || offset + count > n)
-        throw FormatError(at_field(file, name, "requested elements [" + std::to_string(offset) + ", " +
-                                                   std::to_string(offset + count) + ") beyond its " +
-                                                   std::to_string(n) + " elements"));
+        throw FormatError(at_field(file, name,
+                                   "requested elements [" + std::to_string(offset) + ", " +
+                                       std::to_string(offset + count) + ") beyond its " + std::to_string(n) +
+                                       " elements"));
     check_declared_size(d, count, sizeof(T), file, name);
     // A size the file can hold but this process cannot: refused before allocating, naming it.
-    check_memory(static_cast<std::uint64_t>(count) * sizeof(T), at_field(file, name, std::to_string(count) + " elements"));
+    check_memory(static_cast<std::uint64_t>(count) * sizeof(T),
+                 at_field(file, name, std::to_string(count) + " elements"));
     std::vector<T> out(static_cast<std::size_t>(count));
     if (count == 0) return out;
     const int rank = H5Sget_simple_extent_ndims(space);
@@ -375,8 +402,9 @@ std::vector<T> read_dataset(hid_t loc, const std::string& name, const std::strin
         hsize_t off = static_cast<hsize_t>(offset), cnt = static_cast<hsize_t>(count);
         H5Sselect_hyperslab(space, H5S_SELECT_SET, &off, nullptr, &cnt, nullptr);
         Handle mem(H5Screate_simple(1, &cnt, nullptr));
-        check_status(H5Dread(d, native_type(static_cast<const T*>(nullptr)), mem, space, H5P_DEFAULT, out.data()),
-                     file, "cannot read dataset '" + name + "'");
+        check_status(
+            H5Dread(d, native_type(static_cast<const T*>(nullptr)), mem, space, H5P_DEFAULT, out.data()),
+            file, "cannot read dataset '" + name + "'");
     } else {
         if (offset != 0 || count != n)
             throw ParameterError(file + ": partial read of multi-dimensional dataset '" + name + "'");
@@ -396,10 +424,11 @@ std::vector<hsize_t> dataset_shape(hid_t loc, const std::string& name, const std
     return dims;
 }
 
-#define VIBRA_INSTANTIATE(T)                                                                               \
-    template void write_dataset<T>(hid_t, const std::string&, const std::vector<T>&,                       \
-                                   const std::vector<hsize_t>&, const std::string&, const std::string&, bool); \
-    template std::vector<T> read_dataset<T>(hid_t, const std::string&, const std::string&, std::int64_t,   \
+#define VIBRA_INSTANTIATE(T)                                                                             \
+    template void write_dataset<T>(hid_t, const std::string&, const std::vector<T>&,                     \
+                                   const std::vector<hsize_t>&, const std::string&, const std::string&,  \
+                                   bool);                                                                \
+    template std::vector<T> read_dataset<T>(hid_t, const std::string&, const std::string&, std::int64_t, \
                                             std::int64_t);
 VIBRA_INSTANTIATE(double)
 VIBRA_INSTANTIATE(float)

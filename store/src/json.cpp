@@ -38,10 +38,13 @@ private:
     [[noreturn]] void fail(const std::string& what) const {
         std::size_t line = 1, col = 1;
         for (std::size_t k = 0; k < i_ && k < s_.size(); ++k) {
-            if (s_[k] == '\n') ++line, col = 1;
-            else ++col;
+            if (s_[k] == '\n')
+                ++line, col = 1;
+            else
+                ++col;
         }
-        throw FormatError(at_line(file_, static_cast<std::int64_t>(line), "column " + std::to_string(col) + ": " + what));
+        throw FormatError(
+            at_line(file_, static_cast<std::int64_t>(line), "column " + std::to_string(col) + ": " + what));
     }
     void skip_ws() {
         while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
@@ -55,7 +58,8 @@ private:
         if (!eat(c)) fail(std::string("expected '") + c + "' " + context);
     }
     void literal(std::string_view word) {
-        if (s_.substr(i_, word.size()) != word) fail("invalid value (expected a string, number, object, array, true, false or null)");
+        if (s_.substr(i_, word.size()) != word)
+            fail("invalid value (expected a string, number, object, array, true, false or null)");
         i_ += word.size();
     }
 
@@ -114,7 +118,8 @@ private:
             return i_ - d;
         };
         const std::size_t int_start = i_;
-        if (digits() == 0) fail("invalid value (expected a string, number, object, array, true, false or null)");
+        if (digits() == 0)
+            fail("invalid value (expected a string, number, object, array, true, false or null)");
         if (s_[int_start] == '0' && i_ - int_start > 1) fail("number with a leading zero");
         if (i_ < s_.size() && s_[i_] == '.') {
             ++i_;
@@ -140,10 +145,14 @@ private:
         for (int k = 0; k < 4; ++k) {
             const char h = s_[i_++];
             u <<= 4;
-            if (h >= '0' && h <= '9') u |= static_cast<unsigned>(h - '0');
-            else if (h >= 'a' && h <= 'f') u |= static_cast<unsigned>(h - 'a' + 10);
-            else if (h >= 'A' && h <= 'F') u |= static_cast<unsigned>(h - 'A' + 10);
-            else fail("invalid \\u escape");
+            if (h >= '0' && h <= '9')
+                u |= static_cast<unsigned>(h - '0');
+            else if (h >= 'a' && h <= 'f')
+                u |= static_cast<unsigned>(h - 'a' + 10);
+            else if (h >= 'A' && h <= 'F')
+                u |= static_cast<unsigned>(h - 'A' + 10);
+            else
+                fail("invalid \\u escape");
         }
         return u;
     }
@@ -183,14 +192,30 @@ private:
             }
             if (i_ >= s_.size()) fail("unterminated string");
             switch (const char e = s_[i_++]) {
-                case '"': out += '"'; break;
-                case '\\': out += '\\'; break;
-                case '/': out += '/'; break;
-                case 'b': out += '\b'; break;
-                case 'f': out += '\f'; break;
-                case 'n': out += '\n'; break;
-                case 'r': out += '\r'; break;
-                case 't': out += '\t'; break;
+                case '"':
+                    out += '"';
+                    break;
+                case '\\':
+                    out += '\\';
+                    break;
+                case '/':
+                    out += '/';
+                    break;
+                case 'b':
+                    out += '\b';
+                    break;
+                case 'f':
+                    out += '\f';
+                    break;
+                case 'n':
+                    out += '\n';
+                    break;
+                case 'r':
+                    out += '\r';
+                    break;
+                case 't':
+                    out += '\t';
+                    break;
                 case 'u': {
                     unsigned cp = hex4();
                     if (cp >= 0xD800 && cp < 0xDC00) {
@@ -222,11 +247,16 @@ void append_json_string(std::string& out, std::string_view s) {
     out += '"';
     for (const char c : s) {
         const auto u = static_cast<unsigned char>(c);
-        if (c == '"') out += "\\\"";
-        else if (c == '\\') out += "\\\\";
-        else if (c == '\n') out += "\\n";
-        else if (c == '\t') out += "\\t";
-        else if (c == '\r') out += "\\r";
+        if (c == '"')
+            out += "\\\"";
+        else if (c == '\\')
+            out += "\\\\";
+        else if (c == '\n')
+            out += "\\n";
+        else if (c == '\t')
+            out += "\\t";
+        else if (c == '\r')
+            out += "\\r";
         else if (u < 0x20) {
             out += "\\u00";
             out += kHex[u >> 4];

@@ -24,7 +24,8 @@ std::map<std::int64_t, std::int8_t> parse_species_map(const std::string& s) {
     for (auto it : items) {
         const auto colon = it.find(':');
         if (colon == std::string_view::npos)
-            throw ParameterError("--species-map: '" + std::string(it) + "' is not TYPE:SPECIES (e.g. 1:small)");
+            throw ParameterError("--species-map: '" + std::string(it) +
+                                 "' is not TYPE:SPECIES (e.g. 1:small)");
         const auto type_s = it.substr(0, colon);
         const auto name = it.substr(colon + 1);
         std::int64_t type = 0;
@@ -32,10 +33,15 @@ std::map<std::int64_t, std::int8_t> parse_species_map(const std::string& s) {
         if (ec != std::errc() || p != type_s.data() + type_s.size())
             throw ParameterError("--species-map: atom type '" + std::string(type_s) + "' is not an integer");
         std::int8_t code;
-        if (name == "small" || name == "0") code = kSpeciesSmall;
-        else if (name == "large" || name == "1") code = kSpeciesLarge;
-        else if (name == "unknown" || name == "-1") code = kSpeciesUnknown;
-        else throw ParameterError("--species-map: species '" + std::string(name) + "' is not small, large or unknown");
+        if (name == "small" || name == "0")
+            code = kSpeciesSmall;
+        else if (name == "large" || name == "1")
+            code = kSpeciesLarge;
+        else if (name == "unknown" || name == "-1")
+            code = kSpeciesUnknown;
+        else
+            throw ParameterError("--species-map: species '" + std::string(name) +
+                                 "' is not small, large or unknown");
         m[type] = code;
     }
     return m;
@@ -48,12 +54,16 @@ std::vector<double> parse_diameters(const std::string& s) {
     for (auto it : items) {
         const auto eq = it.find('=');
         if (eq == std::string_view::npos)
-            throw ParameterError("--diameter: '" + std::string(it) + "' is not SPECIES=VALUE (e.g. small=1.0)");
+            throw ParameterError("--diameter: '" + std::string(it) +
+                                 "' is not SPECIES=VALUE (e.g. small=1.0)");
         const auto name = it.substr(0, eq);
         std::size_t code;
-        if (name == "small") code = 0;
-        else if (name == "large") code = 1;
-        else throw ParameterError("--diameter: species '" + std::string(name) + "' is not small or large");
+        if (name == "small")
+            code = 0;
+        else if (name == "large")
+            code = 1;
+        else
+            throw ParameterError("--diameter: species '" + std::string(name) + "' is not small or large");
         double v = 0;
         const auto val = it.substr(eq + 1);
         auto [p, ec] = std::from_chars(val.data(), val.data() + val.size(), v);
@@ -76,35 +86,53 @@ struct AtomColumns {
     std::vector<std::string> names;
 };
 
-AtomColumns parse_atom_header(const std::vector<std::string_view>& tok, const std::string& file, std::int64_t line) {
+AtomColumns parse_atom_header(const std::vector<std::string_view>& tok, const std::string& file,
+                              std::int64_t line) {
     AtomColumns c;
     // tok[0] = "ITEM:", tok[1] = "ATOMS"
     for (std::size_t k = 2; k < tok.size(); ++k) {
         const auto name = tok[k];
         const int i = static_cast<int>(k - 2);
         c.names.emplace_back(name);
-        if (name == "id") c.id = i;
-        else if (name == "type") c.type = i;
-        else if (name == "x") c.x = i;
-        else if (name == "y") c.y = i;
-        else if (name == "xu") c.xu = i;
-        else if (name == "yu") c.yu = i;
-        else if (name == "xs") c.xs = i;
-        else if (name == "ys") c.ys = i;
-        else if (name == "xsu") c.xsu = i;
-        else if (name == "ysu") c.ysu = i;
-        else if (name == "ix") c.ix = i;
-        else if (name == "iy") c.iy = i;
-        else if (name == "vx") c.vx = i;
-        else if (name == "vy") c.vy = i;
+        if (name == "id")
+            c.id = i;
+        else if (name == "type")
+            c.type = i;
+        else if (name == "x")
+            c.x = i;
+        else if (name == "y")
+            c.y = i;
+        else if (name == "xu")
+            c.xu = i;
+        else if (name == "yu")
+            c.yu = i;
+        else if (name == "xs")
+            c.xs = i;
+        else if (name == "ys")
+            c.ys = i;
+        else if (name == "xsu")
+            c.xsu = i;
+        else if (name == "ysu")
+            c.ysu = i;
+        else if (name == "ix")
+            c.ix = i;
+        else if (name == "iy")
+            c.iy = i;
+        else if (name == "vx")
+            c.vx = i;
+        else if (name == "vy")
+            c.vy = i;
     }
     c.n = tok.size() - 2;
     if (c.id < 0) throw FormatError(at_line(file, line, "ITEM: ATOMS has no 'id' column"));
     if (c.type < 0) throw FormatError(at_line(file, line, "ITEM: ATOMS has no 'type' column"));
     const bool have = (c.xu >= 0 && c.yu >= 0) || (c.x >= 0 && c.y >= 0) || (c.xs >= 0 && c.ys >= 0) ||
                       (c.xsu >= 0 && c.ysu >= 0);
-    if (!have) throw FormatError(at_line(file, line, "ITEM: ATOMS has no position columns (xu yu, x y, xs ys or xsu ysu)"));
-    if ((c.vx >= 0) != (c.vy >= 0)) throw FormatError(at_line(file, line, "ITEM: ATOMS has only one of vx, vy"));
+    if (!have)
+        throw FormatError(
+            at_line(file, line, "ITEM: ATOMS has no position columns (xu yu, x y, xs ys or xsu ysu)"));
+    if ((c.vx >= 0) != (c.vy >= 0))
+        throw FormatError(at_line(file, line, "ITEM: ATOMS has only one of vx, vy"));
     return c;
 }
 
@@ -160,8 +188,9 @@ ImportSummary import_lammps(const std::string& in, const std::string& out, const
 
     auto need_line = [&](const char* what) {
         if (!lr.next(line))
-            throw FormatError(at_line(in, lr.line_no(), std::string("truncated dump: end of file while reading ") + what +
-                                                            " of frame " + std::to_string(sum.frames)));
+            throw FormatError(at_line(in, lr.line_no(),
+                                      std::string("truncated dump: end of file while reading ") + what +
+                                          " of frame " + std::to_string(sum.frames)));
     };
 
     bool any = false;
@@ -169,7 +198,8 @@ ImportSummary import_lammps(const std::string& in, const std::string& out, const
         if (line.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines
         detail::split_ws(line, tok);
         if (tok.size() < 2 || tok[0] != "ITEM:")
-            throw FormatError(at_line(in, lr.line_no(), "expected an 'ITEM:' line, got '" + line.substr(0, 60) + "'"));
+            throw FormatError(
+                at_line(in, lr.line_no(), "expected an 'ITEM:' line, got '" + line.substr(0, 60) + "'"));
         any = true;
         const auto item = tok[1];
         if (item == "TIMESTEP") {
@@ -188,19 +218,24 @@ ImportSummary import_lammps(const std::string& in, const std::string& out, const
             std::vector<std::string> flags;
             bool triclinic = false;
             for (std::size_t k = 3; k < tok.size(); ++k) {
-                if (tok[k] == "xy" || tok[k] == "xz" || tok[k] == "yz") triclinic = true;
-                else flags.emplace_back(tok[k]);
+                if (tok[k] == "xy" || tok[k] == "xz" || tok[k] == "yz")
+                    triclinic = true;
+                else
+                    flags.emplace_back(tok[k]);
             }
             if (triclinic)
-                throw FormatError(at_line(in, box_line, "triclinic box is not supported (vibra needs an orthogonal 2-D box)"));
+                throw FormatError(at_line(
+                    in, box_line, "triclinic box is not supported (vibra needs an orthogonal 2-D box)"));
             need_line("BOX BOUNDS x");
             detail::split_ws(line, tok);
-            if (tok.size() != 2) throw FormatError(at_line(in, lr.line_no(), "BOX BOUNDS line must have 2 numbers (lo hi)"));
+            if (tok.size() != 2)
+                throw FormatError(at_line(in, lr.line_no(), "BOX BOUNDS line must have 2 numbers (lo hi)"));
             box.xlo = parse_double(tok[0], in, lr.line_no(), "xlo");
             box.xhi = parse_double(tok[1], in, lr.line_no(), "xhi");
             need_line("BOX BOUNDS y");
             detail::split_ws(line, tok);
-            if (tok.size() != 2) throw FormatError(at_line(in, lr.line_no(), "BOX BOUNDS line must have 2 numbers (lo hi)"));
+            if (tok.size() != 2)
+                throw FormatError(at_line(in, lr.line_no(), "BOX BOUNDS line must have 2 numbers (lo hi)"));
             box.ylo = parse_double(tok[0], in, lr.line_no(), "ylo");
             box.yhi = parse_double(tok[1], in, lr.line_no(), "yhi");
             need_line("BOX BOUNDS z");  // LAMMPS writes three bound lines even for 2-D runs
@@ -212,14 +247,15 @@ ImportSummary import_lammps(const std::string& in, const std::string& out, const
             if (!(box.xhi > box.xlo) || !(box.yhi > box.ylo))
                 throw FormatError(at_line(in, box_line, "box bounds must have lo < hi"));
             if (first_box && !(box == *first_box))
-                throw FormatError(at_line(in, box_line, "box changes between frames (frame " + std::to_string(sum.frames) +
-                                                            "); vibra needs a fixed box"));
+                throw FormatError(at_line(in, box_line,
+                                          "box changes between frames (frame " + std::to_string(sum.frames) +
+                                              "); vibra needs a fixed box"));
             have_box = true;
         } else if (item == "ATOMS") {
             const std::int64_t header_line = lr.line_no();
             if (!have_timestep || n_atoms < 0 || !have_box)
-                throw FormatError(at_line(in, header_line,
-                                          "ITEM: ATOMS before ITEM: TIMESTEP, NUMBER OF ATOMS and BOX BOUNDS"));
+                throw FormatError(at_line(
+                    in, header_line, "ITEM: ATOMS before ITEM: TIMESTEP, NUMBER OF ATOMS and BOX BOUNDS"));
             const AtomColumns cols = parse_atom_header(tok, in, header_line);
             if (!first_cols) {
                 first_cols = cols;
@@ -230,28 +266,34 @@ ImportSummary import_lammps(const std::string& in, const std::string& out, const
                 cs.velocity = cols.vx >= 0;
                 writer = std::make_unique<TrajectoryWriter>(out, meta, cs);
             } else if ((cols.vx >= 0) != (first_cols->vx >= 0)) {
-                throw FormatError(at_line(in, header_line, "velocity columns appear or disappear between frames"));
+                throw FormatError(
+                    at_line(in, header_line, "velocity columns appear or disappear between frames"));
             }
             const double lx = box.xhi - box.xlo, ly = box.yhi - box.ylo;
             const std::int64_t frame = sum.frames;
             const std::size_t row0 = block.size();
             for (std::int64_t a = 0; a < n_atoms; ++a) {
                 if (!lr.next(line))
-                    throw FormatError(at_line(in, lr.line_no(), "truncated dump: frame " + std::to_string(frame) +
-                                                                    " (TIMESTEP " + std::to_string(timestep) + ") has " +
-                                                                    std::to_string(a) + " of " + std::to_string(n_atoms) +
-                                                                    " atom lines"));
+                    throw FormatError(at_line(in, lr.line_no(),
+                                              "truncated dump: frame " + std::to_string(frame) +
+                                                  " (TIMESTEP " + std::to_string(timestep) + ") has " +
+                                                  std::to_string(a) + " of " + std::to_string(n_atoms) +
+                                                  " atom lines"));
                 detail::split_ws(line, tok);
                 if (tok.size() != cols.n)
-                    throw FormatError(at_line(in, lr.line_no(), "expected " + std::to_string(cols.n) + " columns, got " +
-                                                                    std::to_string(tok.size())));
-                const std::int64_t id = parse_int(tok[static_cast<std::size_t>(cols.id)], in, lr.line_no(), "id");
-                const std::int64_t type = parse_int(tok[static_cast<std::size_t>(cols.type)], in, lr.line_no(), "type");
+                    throw FormatError(at_line(in, lr.line_no(),
+                                              "expected " + std::to_string(cols.n) + " columns, got " +
+                                                  std::to_string(tok.size())));
+                const std::int64_t id =
+                    parse_int(tok[static_cast<std::size_t>(cols.id)], in, lr.line_no(), "id");
+                const std::int64_t type =
+                    parse_int(tok[static_cast<std::size_t>(cols.type)], in, lr.line_no(), "type");
                 const auto sp = opt.species_map.find(type);
                 if (sp == opt.species_map.end())
-                    throw FormatError(at_line(in, lr.line_no(), "atom type " + std::to_string(type) +
-                                                                    " is not in the species map (use --species-map, e.g. " +
-                                                                    std::to_string(type) + ":small)"));
+                    throw FormatError(at_line(in, lr.line_no(),
+                                              "atom type " + std::to_string(type) +
+                                                  " is not in the species map (use --species-map, e.g. " +
+                                                  std::to_string(type) + ":small)"));
                 auto col = [&](int c, const char* name) {
                     return parse_double(tok[static_cast<std::size_t>(c)], in, lr.line_no(), name);
                 };
@@ -261,16 +303,20 @@ ImportSummary import_lammps(const std::string& in, const std::string& out, const
                 } else if (cols.x >= 0 && cols.y >= 0) {
                     x = col(cols.x, "x"), y = col(cols.y, "y");
                     if (cols.ix >= 0 && cols.iy >= 0) {
-                        x += lx * static_cast<double>(parse_int(tok[static_cast<std::size_t>(cols.ix)], in, lr.line_no(), "ix"));
-                        y += ly * static_cast<double>(parse_int(tok[static_cast<std::size_t>(cols.iy)], in, lr.line_no(), "iy"));
+                        x += lx * static_cast<double>(parse_int(tok[static_cast<std::size_t>(cols.ix)], in,
+                                                                lr.line_no(), "ix"));
+                        y += ly * static_cast<double>(parse_int(tok[static_cast<std::size_t>(cols.iy)], in,
+                                                                lr.line_no(), "iy"));
                     }
                 } else if (cols.xsu >= 0 && cols.ysu >= 0) {
                     x = box.xlo + lx * col(cols.xsu, "xsu"), y = box.ylo + ly * col(cols.ysu, "ysu");
                 } else {
                     double sx = col(cols.xs, "xs"), sy = col(cols.ys, "ys");
                     if (cols.ix >= 0 && cols.iy >= 0) {
-                        sx += static_cast<double>(parse_int(tok[static_cast<std::size_t>(cols.ix)], in, lr.line_no(), "ix"));
-                        sy += static_cast<double>(parse_int(tok[static_cast<std::size_t>(cols.iy)], in, lr.line_no(), "iy"));
+                        sx += static_cast<double>(
+                            parse_int(tok[static_cast<std::size_t>(cols.ix)], in, lr.line_no(), "ix"));
+                        sy += static_cast<double>(
+                            parse_int(tok[static_cast<std::size_t>(cols.iy)], in, lr.line_no(), "iy"));
                     }
                     x = box.xlo + lx * sx, y = box.ylo + ly * sy;
                 }
@@ -284,9 +330,10 @@ ImportSummary import_lammps(const std::string& in, const std::string& out, const
             block.sort_rows(row0, block.size());
             for (std::size_t i = row0 + 1; i < block.size(); ++i)
                 if (block.particle[i] == block.particle[i - 1])
-                    throw FormatError(at_line(in, header_line, "frame " + std::to_string(frame) + " (TIMESTEP " +
-                                                                   std::to_string(timestep) + ") has atom id " +
-                                                                   std::to_string(block.particle[i]) + " twice"));
+                    throw FormatError(at_line(in, header_line,
+                                              "frame " + std::to_string(frame) + " (TIMESTEP " +
+                                                  std::to_string(timestep) + ") has atom id " +
+                                                  std::to_string(block.particle[i]) + " twice"));
             block_fc.timestep.push_back(timestep);
             ++block_frames;
             ++sum.frames;
@@ -302,8 +349,9 @@ ImportSummary import_lammps(const std::string& in, const std::string& out, const
     }
     if (!any) throw FormatError(in + ": empty file: no 'ITEM: TIMESTEP' found (not a LAMMPS text dump?)");
     if (have_timestep || n_atoms >= 0 || have_box)
-        throw FormatError(at_line(in, lr.line_no(), "truncated dump: frame " + std::to_string(sum.frames) +
-                                                        " ends before its ITEM: ATOMS block"));
+        throw FormatError(at_line(
+            in, lr.line_no(),
+            "truncated dump: frame " + std::to_string(sum.frames) + " ends before its ITEM: ATOMS block"));
     if (!writer)  // only ITEM: TIME / UNITS items (found by fuzz_lammps_dump: was a null dereference)
         throw FormatError(in + ": no 'ITEM: ATOMS' block: not a LAMMPS text dump with atoms");
     flush();

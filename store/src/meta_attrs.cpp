@@ -18,10 +18,11 @@ void write_meta(hid_t fid, const Metadata& m, const std::string& file) {
     write_attr(g, "coordinate_convention", m.coordinate_convention, file);
     write_attr(g, "geometry", std::string(to_string(m.geometry.kind)), file);
     if (m.geometry.kind == GeometryKind::periodic_box || m.geometry.kind == GeometryKind::window_rect)
-        write_attr(g, "geometry_bounds", std::vector<double>{m.geometry.x0, m.geometry.y0, m.geometry.x1, m.geometry.y1},
-                   file);
+        write_attr(g, "geometry_bounds",
+                   std::vector<double>{m.geometry.x0, m.geometry.y0, m.geometry.x1, m.geometry.y1}, file);
     if (m.geometry.kind == GeometryKind::window_circle)
-        write_attr(g, "geometry_circle", std::vector<double>{m.geometry.cx, m.geometry.cy, m.geometry.r}, file);
+        write_attr(g, "geometry_circle", std::vector<double>{m.geometry.cx, m.geometry.cy, m.geometry.r},
+                   file);
     write_attr(g, "species_names", m.species_names, file);
     if (!m.species_diameters.empty()) write_attr(g, "species_diameters", m.species_diameters, file);
     if (m.drive_frequency_hz) write_attr(g, "drive_frequency_hz", *m.drive_frequency_hz, file);
@@ -78,17 +79,20 @@ Metadata read_meta(hid_t fid, const std::string& file) {
     }
     if (m.geometry.kind == GeometryKind::periodic_box || m.geometry.kind == GeometryKind::window_rect) {
         const auto b = get_as<std::vector<double>>(g, "geometry_bounds", file, {});
-        if (b.size() != 4) throw FormatError(at_field(file, "/meta/geometry_bounds", "needs 4 values x0,y0,x1,y1"));
+        if (b.size() != 4)
+            throw FormatError(at_field(file, "/meta/geometry_bounds", "needs 4 values x0,y0,x1,y1"));
         m.geometry.x0 = b[0], m.geometry.y0 = b[1], m.geometry.x1 = b[2], m.geometry.y1 = b[3];
     }
     if (m.geometry.kind == GeometryKind::window_circle) {
         const auto c = get_as<std::vector<double>>(g, "geometry_circle", file, {});
-        if (c.size() != 3) throw FormatError(at_field(file, "/meta/geometry_circle", "needs 3 values cx,cy,r"));
+        if (c.size() != 3)
+            throw FormatError(at_field(file, "/meta/geometry_circle", "needs 3 values cx,cy,r"));
         m.geometry.cx = c[0], m.geometry.cy = c[1], m.geometry.r = c[2];
     }
     m.species_names = get_as<std::vector<std::string>>(g, "species_names", file, m.species_names);
     m.species_diameters = get_as<std::vector<double>>(g, "species_diameters", file, {});
-    if (H5Aexists(g, "drive_frequency_hz") > 0) m.drive_frequency_hz = get_as<double>(g, "drive_frequency_hz", file, 0.0);
+    if (H5Aexists(g, "drive_frequency_hz") > 0)
+        m.drive_frequency_hz = get_as<double>(g, "drive_frequency_hz", file, 0.0);
     if (H5Aexists(g, "drive_gamma") > 0) m.drive_gamma = get_as<double>(g, "drive_gamma", file, 0.0);
     m.source.file = get_as<std::string>(g, "source_file", file, "");
     m.source.checksum = get_as<std::string>(g, "source_checksum", file, "");
@@ -100,8 +104,7 @@ Metadata read_meta(hid_t fid, const std::string& file) {
         for (const auto& name : list_attrs(u)) {
             AttrValue v;
             read_attr(u, name, v, file);
-            if (auto* s = std::get_if<std::string>(&v))
-                m.user[name] = *s;
+            if (auto* s = std::get_if<std::string>(&v)) m.user[name] = *s;
         }
     }
     return m;

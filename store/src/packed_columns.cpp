@@ -28,7 +28,8 @@ void shuffle_bytes(const std::uint8_t* in, std::uint8_t* out, std::size_t n, std
 }
 
 PackedColumns::PackedColumns(int threads, int level, std::size_t flush_bytes)
-    : threads_(threads > 0 ? threads : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u))),
+    : threads_(threads > 0 ? threads
+                           : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u))),
       level_(level),
       flush_bytes_(flush_bytes) {}
 
@@ -106,8 +107,10 @@ void PackedColumns::flush(const std::string& file) {
             if (j.packed_cap < bound) j.packed.reset(new std::uint8_t[j.packed_cap = bound]);
             // noise planes stored as they are (plane_deflate.hpp); an edge chunk's planes end in
             // zero padding, which deflate takes care of: deflated whole
-            j.packed_size = j.valid == n ? zlib_compress_planes(sl.z, sl.shuffled.get(), n, c.esize, j.packed.get(), bound)
-                                         : libdeflate_zlib_compress(sl.z, sl.shuffled.get(), n, j.packed.get(), bound);
+            j.packed_size =
+                j.valid == n
+                    ? zlib_compress_planes(sl.z, sl.shuffled.get(), n, c.esize, j.packed.get(), bound)
+                    : libdeflate_zlib_compress(sl.z, sl.shuffled.get(), n, j.packed.get(), bound);
             if (j.packed_size == 0) failed = true;
         }
     };

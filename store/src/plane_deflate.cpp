@@ -29,9 +29,10 @@ std::size_t zlib_planes_bound(libdeflate_compressor* z, std::size_t n) {
     return std::max(libdeflate_zlib_compress_bound(z, n), n + 5 * (n / 65535 + 2)) + 2 + 5 + 4;
 }
 
-std::size_t zlib_compress_planes(libdeflate_compressor* z, const std::uint8_t* in, std::size_t n, std::size_t planes, std::uint8_t* out,
-                                 std::size_t cap) {
-    if (planes <= 1 || n % planes != 0 || n < planes * 4096) return libdeflate_zlib_compress(z, in, n, out, cap);
+std::size_t zlib_compress_planes(libdeflate_compressor* z, const std::uint8_t* in, std::size_t n,
+                                 std::size_t planes, std::uint8_t* out, std::size_t cap) {
+    if (planes <= 1 || n % planes != 0 || n < planes * 4096)
+        return libdeflate_zlib_compress(z, in, n, out, cap);
     const std::size_t m = n / planes;
     // The leading planes that are noise: a 4 KiB sample from the plane's middle does not deflate
     // to 98% of its size.
@@ -39,7 +40,9 @@ std::size_t zlib_compress_planes(libdeflate_compressor* z, const std::uint8_t* i
     std::uint8_t trial[4096];
     for (; k < planes; ++k) {
         const std::size_t room = sizeof trial * 49 / 50;
-        if (libdeflate_deflate_compress(z, in + k * m + (m - sizeof trial) / 2, sizeof trial, trial, room) != 0) break;
+        if (libdeflate_deflate_compress(z, in + k * m + (m - sizeof trial) / 2, sizeof trial, trial, room) !=
+            0)
+            break;
     }
     if (k == 0) return libdeflate_zlib_compress(z, in, n, out, cap);  // nothing to store: deflated whole
     const std::size_t stored = k * m;
@@ -48,7 +51,8 @@ std::size_t zlib_compress_planes(libdeflate_compressor* z, const std::uint8_t* i
     *o++ = 0x78, *o++ = 0x01;  // zlib header: deflate, 32 KiB window, fastest
     o = put_stored(o, in, stored, k == planes);
     if (k < planes) {  // the rest by libdeflate: its output starts on a byte and ends with the final block
-        const std::size_t rest = libdeflate_deflate_compress(z, in + stored, n - stored, o, cap - static_cast<std::size_t>(o - out) - 4);
+        const std::size_t rest = libdeflate_deflate_compress(z, in + stored, n - stored, o,
+                                                             cap - static_cast<std::size_t>(o - out) - 4);
         if (rest == 0) return 0;
         o += rest;
     }

@@ -30,7 +30,9 @@ void write_group(hid_t parent, const ResultGroup& g, const std::string& file) {
     for (const auto& [k, v] : g.attrs) detail::write_attr(h, k, v, file);
     for (const auto& a : g.arrays) {
         std::vector<hsize_t> shape(a.shape.begin(), a.shape.end());
-        std::visit([&](const auto& data) { detail::write_dataset(h.get(), a.name, data, shape, a.units, file); }, a.data);
+        std::visit(
+            [&](const auto& data) { detail::write_dataset(h.get(), a.name, data, shape, a.units, file); },
+            a.data);
         Handle d(check(H5Dopen2(h, a.name.c_str(), H5P_DEFAULT), file, "cannot reopen " + a.name));
         for (const auto& [k, v] : a.attrs) detail::write_attr(d, k, v, file);
     }
@@ -48,11 +50,13 @@ ResultGroup read_group(hid_t parent, const std::string& name, const std::string&
     for (const auto& a : detail::list_attrs(h)) detail::read_attr(h, a, g.attrs[a], file);
     for (const auto& link : detail::list_links(h)) {
         H5O_info_t info;
-        detail::check_status(H5Oget_info_by_name2(h, link.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT), file,
-                             "cannot follow link '" + link + "' in group " + name + " (dangling or cyclic link?)");
+        detail::check_status(
+            H5Oget_info_by_name2(h, link.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT), file,
+            "cannot follow link '" + link + "' in group " + name + " (dangling or cyclic link?)");
         if (info.type == H5O_TYPE_GROUP) {
             if (!visited.insert(info.addr).second)
-                throw FormatError(at_field(file, name + "/" + link, "is a group already read (hard links forming a cycle?)"));
+                throw FormatError(at_field(file, name + "/" + link,
+                                           "is a group already read (hard links forming a cycle?)"));
             g.groups.push_back(read_group(h, link, file, visited));
             continue;
         }
@@ -85,8 +89,9 @@ Handle open_results(const std::string& path, unsigned flags) {
     Handle f(detail::open_file(path, flags, "not an HDF5 file"));
     const auto schema = detail::read_attr_string(f, "schema", path);
     if (schema != kResultsSchema)
-        throw FormatError(at_field(path, "/schema", "is '" + schema + "', expected '" + kResultsSchema +
-                                                        "' (refusing to overwrite a file that is not a vibra results file)"));
+        throw FormatError(at_field(path, "/schema",
+                                   "is '" + schema + "', expected '" + kResultsSchema +
+                                       "' (refusing to overwrite a file that is not a vibra results file)"));
     return f;
 }
 
@@ -96,7 +101,8 @@ bool exists_attr(hid_t obj, const std::string& name) { return H5Aexists(obj, nam
 /// described them, before the root is rewritten for the new input.
 void stamp_old_groups(hid_t f, const std::string& path) {
     if (!exists(f, "analysis") || !exists_attr(f, "input_checksum")) return;
-    const std::string in = exists_attr(f, "input_path") ? detail::read_attr_string(f, "input_path", path) : "";
+    const std::string in =
+        exists_attr(f, "input_path") ? detail::read_attr_string(f, "input_path", path) : "";
     const std::string sum = detail::read_attr_string(f, "input_checksum", path);
     Handle an(check(H5Gopen2(f, "analysis", H5P_DEFAULT), path, "cannot open /analysis"));
     for (const auto& name : detail::list_links(an)) {
@@ -109,8 +115,8 @@ void stamp_old_groups(hid_t f, const std::string& path) {
 
 }  // namespace
 
-void write_results(const std::string& path, const std::vector<ResultGroup>& groups, const ResultsProvenance& prov,
-                   const Metadata& input_meta) {
+void write_results(const std::string& path, const std::vector<ResultGroup>& groups,
+                   const ResultsProvenance& prov, const Metadata& input_meta) {
     detail::silence_hdf5();
     detail::check_writable_dir(path);
     // Under the target's lock from before the old file is read until the merged one is in place:
@@ -121,18 +127,24 @@ void write_results(const std::string& path, const std::vector<ResultGroup>& grou
     if (fs::exists(path)) {
         {
             Handle old = open_results(path, H5F_ACC_RDONLY);  // validates the schema before touching anything
-            const std::string old_sum = exists_attr(old, "input_checksum") ? detail::read_attr_string(old, "input_checksum", path) : "";
+            const std::string old_sum = exists_attr(old, "input_checksum")
+                                            ? detail::read_attr_string(old, "input_checksum", path)
+                                            : "";
             if (!prov.force && !old_sum.empty() && old_sum != prov.input_checksum) {
-                const std::string old_in = exists_attr(old, "input_path") ? detail::read_attr_string(old, "input_path", path) : "?";
-                throw ParameterError(path + ": holds results of " + old_in + " (" + old_sum + "); refusing to merge results of " +
-                                     prov.input_path + " (" + prov.input_checksum +
-                                     ") into it: write to another file, or --force to merge (each group keeps its own input_path)");
+                const std::string old_in =
+                    exists_attr(old, "input_path") ? detail::read_attr_string(old, "input_path", path) : "?";
+                throw ParameterError(path + ": holds results of " + old_in + " (" + old_sum +
+                                     "); refusing to merge results of " + prov.input_path + " (" +
+                                     prov.input_checksum +
+                                     ") into it: write to another file, or --force to merge (each group "
+                                     "keeps its own input_path)");
             }
         }
         std::error_code ec;
         fs::copy_file(path, partial, fs::copy_options::overwrite_existing, ec);
         if (ec) throw IoError(path + ": cannot copy to " + partial + ": " + ec.message());
-        f = Handle(check(H5Fopen(partial.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), path, "cannot open copy " + partial));
+        f = Handle(
+            check(H5Fopen(partial.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), path, "cannot open copy " + partial));
     } else {
         f = Handle(check(H5Fcreate(partial.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), path,
                          "cannot create " + partial));
@@ -149,7 +161,8 @@ void write_results(const std::string& path, const std::vector<ResultGroup>& grou
     if (exists(f, "input_meta")) H5Ldelete(f, "input_meta", H5P_DEFAULT);
     {
         // The input's metadata, so units and geometry travel with the results.
-        Handle im(check(H5Gcreate2(f, "input_meta", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), path, "cannot create /input_meta"));
+        Handle im(check(H5Gcreate2(f, "input_meta", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), path,
+                        "cannot create /input_meta"));
         detail::write_meta(im, input_meta, path);
     }
     Handle an(exists(f, "analysis") ? H5Gopen2(f, "analysis", H5P_DEFAULT)
@@ -174,7 +187,8 @@ std::vector<std::string> list_results(const std::string& path) {
 
 ResultGroup read_results(const std::string& path, const std::string& name) {
     Handle f = open_results(path, H5F_ACC_RDONLY);
-    if (!exists(f, "analysis/" + name)) throw FormatError(at_field(path, "/analysis/" + name, "group is missing"));
+    if (!exists(f, "analysis/" + name))
+        throw FormatError(at_field(path, "/analysis/" + name, "group is missing"));
     Handle an(check(H5Gopen2(f, "analysis", H5P_DEFAULT), path, "cannot open /analysis"));
     H5O_info_t info;
     detail::check_status(H5Oget_info_by_name2(an, name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT), path,
@@ -185,8 +199,10 @@ ResultGroup read_results(const std::string& path, const std::string& name) {
 
 Attributes read_results_attrs(const std::string& path, const std::string& name) {
     Handle f = open_results(path, H5F_ACC_RDONLY);
-    if (!exists(f, "analysis/" + name)) throw FormatError(at_field(path, "/analysis/" + name, "group is missing"));
-    Handle g(check(H5Gopen2(f, ("analysis/" + name).c_str(), H5P_DEFAULT), path, "cannot open /analysis/" + name));
+    if (!exists(f, "analysis/" + name))
+        throw FormatError(at_field(path, "/analysis/" + name, "group is missing"));
+    Handle g(
+        check(H5Gopen2(f, ("analysis/" + name).c_str(), H5P_DEFAULT), path, "cannot open /analysis/" + name));
     Attributes out;
     for (const auto& a : detail::list_attrs(g)) detail::read_attr(g, a, out[a], path);
     return out;

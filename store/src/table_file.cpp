@@ -34,11 +34,12 @@ namespace {
 void check_shape(const Table& t, const std::string& path) {
     for (const auto& c : t.columns)
         if (c.size() != t.rows())
-            throw ParameterError(path + ": column '" + c.name + "' has " + std::to_string(c.size()) + " rows, '" +
-                                 t.columns.front().name + "' has " + std::to_string(t.rows()));
+            throw ParameterError(path + ": column '" + c.name + "' has " + std::to_string(c.size()) +
+                                 " rows, '" + t.columns.front().name + "' has " + std::to_string(t.rows()));
 }
 
-void write_strings(hid_t g, const std::string& name, const std::vector<std::string>& v, const std::string& file) {
+void write_strings(hid_t g, const std::string& name, const std::vector<std::string>& v,
+                   const std::string& file) {
     Handle type(H5Tcopy(H5T_C_S1));
     H5Tset_size(type, H5T_VARIABLE);
     H5Tset_cset(type, H5T_CSET_UTF8);
@@ -48,7 +49,9 @@ void write_strings(hid_t g, const std::string& name, const std::vector<std::stri
                    "cannot create dataset " + name));
     std::vector<const char*> ptrs;
     for (const auto& s : v) ptrs.push_back(s.c_str());
-    if (!ptrs.empty()) check_status(H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()), file, "cannot write " + name);
+    if (!ptrs.empty())
+        check_status(H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()), file,
+                     "cannot write " + name);
     detail::write_attr(d, "units", std::string(""), file);
 }
 
@@ -63,7 +66,9 @@ std::vector<std::string> read_strings(hid_t g, const std::string& name, const st
     H5Tset_size(type, H5T_VARIABLE);
     H5Tset_cset(type, H5T_CSET_UTF8);
     std::vector<char*> ptrs(n, nullptr);
-    if (n) check_status(H5Dread(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()), file, "cannot read " + name);
+    if (n)
+        check_status(H5Dread(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()), file,
+                     "cannot read " + name);
     std::vector<std::string> out;
     for (auto* p : ptrs) out.emplace_back(p ? p : "");
     if (n) H5Dvlen_reclaim(type, space, H5P_DEFAULT, ptrs.data());
@@ -110,7 +115,8 @@ void write_table_h5(const std::string& path, const Table& t) {
                     [&](const auto& v) {
                         using V = std::decay_t<decltype(v)>;
                         if constexpr (!std::is_same_v<V, std::vector<std::string>>)
-                            detail::write_dataset(g.get(), c.name, v, {static_cast<hsize_t>(v.size())}, c.units, path, false);
+                            detail::write_dataset(g.get(), c.name, v, {static_cast<hsize_t>(v.size())},
+                                                  c.units, path, false);
                     },
                     c.data);
             }
@@ -128,18 +134,21 @@ Table read_table_h5(const std::string& path, const std::string& schema, const st
     Handle f(detail::open_file(path, H5F_ACC_RDONLY, "not an HDF5 file"));
     Table t;
     t.schema = detail::read_attr_string(f, "schema", path);
-    if (t.schema != schema) throw FormatError(at_field(path, "/schema", "is '" + t.schema + "', expected '" + schema + "'"));
+    if (t.schema != schema)
+        throw FormatError(at_field(path, "/schema", "is '" + t.schema + "', expected '" + schema + "'"));
     t.group = group;
     for (const auto& a : detail::list_attrs(f))
         if (a != "schema") detail::read_attr(f, a, t.attrs[a], path);
     if (!detail::exists(f, group)) throw FormatError(at_field(path, "/" + group, "is missing"));
     Handle g(check(H5Gopen2(f, group.c_str(), H5P_DEFAULT), path, "cannot open /" + group));
     AttrValue names_v;
-    if (!detail::read_attr(g, "columns", names_v, path)) throw FormatError(at_field(path, "/" + group + "@columns", "is missing"));
+    if (!detail::read_attr(g, "columns", names_v, path))
+        throw FormatError(at_field(path, "/" + group + "@columns", "is missing"));
     const auto* names = std::get_if<std::vector<std::string>>(&names_v);
     if (!names) throw FormatError(at_field(path, "/" + group + "@columns", "is not a list of strings"));
     for (const auto& n : *names) {
-        if (!detail::exists(g, n)) throw FormatError(at_field(path, "/" + group + "/" + n, "is listed but missing"));
+        if (!detail::exists(g, n))
+            throw FormatError(at_field(path, "/" + group + "/" + n, "is listed but missing"));
         TableColumn c;
         c.name = n;
         Handle d(check(H5Dopen2(g, n.c_str(), H5P_DEFAULT), path, "cannot open " + n));
@@ -165,7 +174,8 @@ void write_table_csv(const std::string& path, const Table& t) {
     {
         std::ofstream os(out.path(), std::ios::binary | std::ios::trunc);
         if (!os) throw IoError(path + ": cannot create " + out.path());
-        for (std::size_t j = 0; j < t.columns.size(); ++j) os << (j ? "," : "") << csv_field(t.columns[j].name);
+        for (std::size_t j = 0; j < t.columns.size(); ++j)
+            os << (j ? "," : "") << csv_field(t.columns[j].name);
         os << "\n";
         for (std::size_t i = 0; i < t.rows(); ++i) {
             for (std::size_t j = 0; j < t.columns.size(); ++j) {

@@ -46,14 +46,15 @@ void split_csv(std::string_view s, std::vector<std::string_view>& out) {
     }
 }
 
-double parse_double(std::string_view tok, const std::string& file, std::int64_t line, std::string_view field) {
+double parse_double(std::string_view tok, const std::string& file, std::int64_t line,
+                    std::string_view field) {
     double v = 0;
     std::string_view t = tok;
     if (!t.empty() && t.front() == '+') t.remove_prefix(1);
     auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
     if (ec != std::errc() || p != t.data() + t.size() || t.empty())
-        throw FormatError(at_line(file, line, "field '" + std::string(field) + "': '" + std::string(tok) +
-                                                  "' is not a number"));
+        throw FormatError(at_line(
+            file, line, "field '" + std::string(field) + "': '" + std::string(tok) + "' is not a number"));
     return v;
 }
 
@@ -63,15 +64,17 @@ float parse_float(std::string_view tok, const std::string& file, std::int64_t li
     if (!t.empty() && t.front() == '+') t.remove_prefix(1);
     auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
     if (ec == std::errc::result_out_of_range && p == t.data() + t.size())
-        throw FormatError(at_line(file, line, "field '" + std::string(field) + "': '" + std::string(tok) +
-                                                  "' is out of the range of a 32-bit float"));
+        throw FormatError(at_line(file, line,
+                                  "field '" + std::string(field) + "': '" + std::string(tok) +
+                                      "' is out of the range of a 32-bit float"));
     if (ec != std::errc() || p != t.data() + t.size() || t.empty())
-        throw FormatError(at_line(file, line, "field '" + std::string(field) + "': '" + std::string(tok) +
-                                                  "' is not a number"));
+        throw FormatError(at_line(
+            file, line, "field '" + std::string(field) + "': '" + std::string(tok) + "' is not a number"));
     return v;
 }
 
-std::int64_t parse_int(std::string_view tok, const std::string& file, std::int64_t line, std::string_view field) {
+std::int64_t parse_int(std::string_view tok, const std::string& file, std::int64_t line,
+                       std::string_view field) {
     std::int64_t v = 0;
     std::string_view t = tok;
     if (!t.empty() && t.front() == '+') t.remove_prefix(1);
@@ -83,8 +86,8 @@ std::int64_t parse_int(std::string_view tok, const std::string& file, std::int64
         if (ec2 == std::errc() && p2 == t.data() + t.size() && !t.empty() && std::floor(d) == d &&
             std::abs(d) < 9.0e15)
             return static_cast<std::int64_t>(d);
-        throw FormatError(at_line(file, line, "field '" + std::string(field) + "': '" + std::string(tok) +
-                                                  "' is not an integer"));
+        throw FormatError(at_line(
+            file, line, "field '" + std::string(field) + "': '" + std::string(tok) + "' is not an integer"));
     }
     return v;
 }

@@ -49,8 +49,8 @@ Handle create_column(hid_t group, const char* name, const std::string& units, co
     H5Pset_chunk(dcpl, 1, &chunk);
     H5Pset_shuffle(dcpl);
     H5Pset_deflate(dcpl, kDeflateLevel);
-    Handle d(check(H5Dcreate2(group, name, detail::native_type(static_cast<const T*>(nullptr)), space, H5P_DEFAULT,
-                              dcpl, H5P_DEFAULT),
+    Handle d(check(H5Dcreate2(group, name, detail::native_type(static_cast<const T*>(nullptr)), space,
+                              H5P_DEFAULT, dcpl, H5P_DEFAULT),
                    file, std::string("cannot create dataset /trajectories/") + name));
     detail::write_attr(d, "units", units, file);
     return d;
@@ -80,7 +80,6 @@ struct TrajectoryWriter::Impl {
     }
 };
 
-
 TrajectoryWriter::TrajectoryWriter(const std::string& path, const Metadata& meta, ColumnSet cols)
     : impl_(std::make_unique<Impl>()), path_(path), meta_(meta), cols_(cols) {
     detail::silence_hdf5();
@@ -101,10 +100,10 @@ TrajectoryWriter::TrajectoryWriter(const std::string& path, const Metadata& meta
 
 void TrajectoryWriter::create_columns() {
     const std::string& path = path_;
-    impl_->file = Handle(check(H5Fcreate(impl_->partial.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), path,
-                               "cannot create " + impl_->partial));
-    impl_->traj = Handle(check(H5Gcreate2(impl_->file, "trajectories", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), path,
-                               "cannot create /trajectories"));
+    impl_->file = Handle(check(H5Fcreate(impl_->partial.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+                               path, "cannot create " + impl_->partial));
+    impl_->traj = Handle(check(H5Gcreate2(impl_->file, "trajectories", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                               path, "cannot create /trajectories"));
     const auto& L = meta_.length_unit;
     const auto V = detail::velocity_units(meta_);
     impl_->frame = impl_->create<std::int64_t>("frame", "frame", path);
@@ -119,7 +118,8 @@ void TrajectoryWriter::create_columns() {
     if (cols_.radius) impl_->radius = impl_->create<float>("radius", L, path);
     if (cols_.brightness) impl_->brightness = impl_->create<float>("brightness", "counts", path);
     if (cols_.quality) impl_->quality = impl_->create<float>("quality", "1", path);
-    if (cols_.species_confidence) impl_->species_confidence = impl_->create<float>("species_confidence", "1", path);
+    if (cols_.species_confidence)
+        impl_->species_confidence = impl_->create<float>("species_confidence", "1", path);
 }
 
 TrajectoryWriter::~TrajectoryWriter() {
@@ -147,7 +147,8 @@ void TrajectoryWriter::append(const TrajectoryTable& rows, std::int64_t n_frames
                                            : "rows not sorted by particle"));
     auto per_frame = [&](auto& dst, const auto& src, const char* name) {
         if (src.empty()) {
-            if (!dst.empty()) throw ParameterError(path_ + ": per-frame column " + name + " missing in a block");
+            if (!dst.empty())
+                throw ParameterError(path_ + ": per-frame column " + name + " missing in a block");
             return;
         }
         if (static_cast<std::int64_t>(src.size()) != n_frames)
@@ -174,7 +175,8 @@ void TrajectoryWriter::append(const TrajectoryTable& rows, std::int64_t n_frames
     if (cols_.quality) impl_->append(impl_->quality, rows.quality, path_);
     if (cols_.species_confidence && !species_deferred_)
         impl_->append(impl_->species_confidence, rows.species_confidence, path_);
-    for (std::int64_t f = 0; f < n_frames; ++f) offsets_.push_back(n_rows_ + idx.offsets[static_cast<std::size_t>(f) + 1]);
+    for (std::int64_t f = 0; f < n_frames; ++f)
+        offsets_.push_back(n_rows_ + idx.offsets[static_cast<std::size_t>(f) + 1]);
     n_rows_ += static_cast<std::int64_t>(rows.size());
     n_frames_ += n_frames;
 }
@@ -185,17 +187,20 @@ void TrajectoryWriter::defer_species() {
     species_deferred_ = true;
 }
 
-void TrajectoryWriter::append_species(const std::vector<std::int8_t>& species, const std::vector<float>& confidence) {
+void TrajectoryWriter::append_species(const std::vector<std::int8_t>& species,
+                                      const std::vector<float>& confidence) {
     if (committed_) throw ParameterError(path_ + ": append_species after commit");
     if (!species_deferred_) throw ParameterError(path_ + ": append_species without defer_species");
     if (cols_.species_confidence != !confidence.empty() && !species.empty())
-        throw ParameterError(path_ + ": append_species: species_confidence " +
-                             (cols_.species_confidence ? "missing" : "given but the file has no such column"));
+        throw ParameterError(
+            path_ + ": append_species: species_confidence " +
+            (cols_.species_confidence ? "missing" : "given but the file has no such column"));
     if (!confidence.empty() && confidence.size() != species.size())
         throw ParameterError(path_ + ": append_species: " + std::to_string(species.size()) + " species but " +
                              std::to_string(confidence.size()) + " confidences");
     if (n_species_ + static_cast<std::int64_t>(species.size()) > n_rows_)
-        throw ParameterError(path_ + ": append_species: more species than rows appended (" + std::to_string(n_rows_) + ")");
+        throw ParameterError(path_ + ": append_species: more species than rows appended (" +
+                             std::to_string(n_rows_) + ")");
     impl_->append(impl_->species, species, path_);
     if (cols_.species_confidence) impl_->append(impl_->species_confidence, confidence, path_);
     n_species_ += static_cast<std::int64_t>(species.size());
@@ -214,12 +219,12 @@ void TrajectoryWriter::set_diagnostic(const std::string& name, std::vector<std::
 void TrajectoryWriter::commit() {
     if (committed_) return;
     if (species_deferred_ && n_species_ != n_rows_)
-        throw ParameterError(path_ + ": commit: species of " + std::to_string(n_species_) + " rows given, " + std::to_string(n_rows_) +
-                             " rows appended");
+        throw ParameterError(path_ + ": commit: species of " + std::to_string(n_species_) + " rows given, " +
+                             std::to_string(n_rows_) + " rows appended");
     auto check_frames = [&](std::size_t n, const char* name) {
         if (n != 0 && static_cast<std::int64_t>(n) != n_frames_)
-            throw ParameterError(path_ + ": commit: per-frame column " + name + " has " + std::to_string(n) + " values for " +
-                                 std::to_string(n_frames_) + " frames");
+            throw ParameterError(path_ + ": commit: per-frame column " + name + " has " + std::to_string(n) +
+                                 " values for " + std::to_string(n_frames_) + " frames");
     };
     check_frames(frames_.time_s.size(), "frame_time");
     check_frames(frames_.timestep.size(), "timestep");
@@ -231,9 +236,11 @@ void TrajectoryWriter::commit() {
     detail::write_attr(f, "vibra_version", std::string(vibra::version()), path_);
     detail::write_attr(f, "created", detail::iso_now(), path_);
     {
-        Handle idx(check(H5Gcreate2(f, "index", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), path_, "cannot create /index"));
+        Handle idx(check(H5Gcreate2(f, "index", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), path_,
+                         "cannot create /index"));
         detail::write_dataset(idx.get(), "frame_offsets", offsets_, {}, "rows", path_);
-        if (!frames_.time_s.empty()) detail::write_dataset(idx.get(), "frame_time", frames_.time_s, {}, "s", path_);
+        if (!frames_.time_s.empty())
+            detail::write_dataset(idx.get(), "frame_time", frames_.time_s, {}, "s", path_);
         if (!frames_.timestep.empty())
             detail::write_dataset(idx.get(), "timestep", frames_.timestep, {}, "step", path_);
         if (!frames_.image_number.empty())
@@ -242,7 +249,8 @@ void TrajectoryWriter::commit() {
     if (!diagnostics_.empty()) {
         Handle dg(check(H5Gcreate2(f, "diagnostics", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), path_,
                         "cannot create /diagnostics"));
-        for (const auto& [name, vu] : diagnostics_) detail::write_dataset(dg.get(), name, vu.first, {}, vu.second, path_);
+        for (const auto& [name, vu] : diagnostics_)
+            detail::write_dataset(dg.get(), name, vu.first, {}, vu.second, path_);
     }
     detail::write_meta(f, meta_, path_);
     check_status(H5Fflush(f, H5F_SCOPE_GLOBAL), path_, "cannot flush");
@@ -272,11 +280,13 @@ struct TrajectoryReader::Impl {
 };
 
 TrajectoryReader::TrajectoryReader(const std::string& path) : impl_(std::make_unique<Impl>()), path_(path) {
-    impl_->file = Handle(detail::open_file(path, H5F_ACC_RDONLY, "not an HDF5 file (vibra trajectory files are HDF5)"));
+    impl_->file =
+        Handle(detail::open_file(path, H5F_ACC_RDONLY, "not an HDF5 file (vibra trajectory files are HDF5)"));
     const auto& f = impl_->file;
     const std::string schema = detail::read_attr_string(f, "schema", path);
     if (schema != kTrajectorySchema)
-        throw FormatError(at_field(path, "/schema", "is '" + schema + "', expected '" + kTrajectorySchema + "'"));
+        throw FormatError(
+            at_field(path, "/schema", "is '" + schema + "', expected '" + kTrajectorySchema + "'"));
     schema_version_ = detail::read_attr_string(f, "schema_version", path);
     const auto major = schema_version_.substr(0, schema_version_.find('.'));
     if (major.empty() || major.find_first_not_of("0123456789") != std::string::npos)
@@ -284,8 +294,9 @@ TrajectoryReader::TrajectoryReader(const std::string& path) : impl_(std::make_un
     unsigned long long major_number = 0;  // digits only; too many for the type is a newer version too
     const auto parsed = std::from_chars(major.data(), major.data() + major.size(), major_number);
     if (parsed.ec != std::errc() || major_number > 1)
-        throw FormatError(at_field(path, "/schema_version", "is " + schema_version_ +
-                                                                 ", newer than this vibra reads (1.x); upgrade vibra"));
+        throw FormatError(
+            at_field(path, "/schema_version",
+                     "is " + schema_version_ + ", newer than this vibra reads (1.x); upgrade vibra"));
     meta_ = detail::read_meta(f, path);
     if (!exists(f, "trajectories")) throw FormatError(at_field(path, "/trajectories", "group is missing"));
     impl_->traj = Handle(check(H5Gopen2(f, "trajectories", H5P_DEFAULT), path, "cannot open /trajectories"));
@@ -293,40 +304,48 @@ TrajectoryReader::TrajectoryReader(const std::string& path) : impl_(std::make_un
     auto len = [&](const char* name) -> std::int64_t {
         if (!exists(t, name)) return -1;
         const auto s = detail::dataset_shape(t, name, path);
-        if (s.size() != 1) throw FormatError(at_field(path, std::string("/trajectories/") + name, "is not 1-D"));
+        if (s.size() != 1)
+            throw FormatError(at_field(path, std::string("/trajectories/") + name, "is not 1-D"));
         return static_cast<std::int64_t>(s[0]);
     };
     std::int64_t n = -1;
     for (const char* name : {"frame", "particle", "x", "y", "species"}) {
         const auto m = len(name);
-        if (m < 0) throw FormatError(at_field(path, std::string("/trajectories/") + name, "dataset is missing"));
+        if (m < 0)
+            throw FormatError(at_field(path, std::string("/trajectories/") + name, "dataset is missing"));
         if (n < 0) n = m;
         if (m != n)
-            throw FormatError(at_field(path, std::string("/trajectories/") + name,
-                                       "has " + std::to_string(m) + " rows, /trajectories/frame has " + std::to_string(n)));
+            throw FormatError(
+                at_field(path, std::string("/trajectories/") + name,
+                         "has " + std::to_string(m) + " rows, /trajectories/frame has " + std::to_string(n)));
     }
     auto opt = [&](const char* name) {
         const auto m = len(name);
         if (m >= 0 && m != n)
-            throw FormatError(at_field(path, std::string("/trajectories/") + name,
-                                       "has " + std::to_string(m) + " rows, /trajectories/frame has " + std::to_string(n)));
+            throw FormatError(
+                at_field(path, std::string("/trajectories/") + name,
+                         "has " + std::to_string(m) + " rows, /trajectories/frame has " + std::to_string(n)));
         return m >= 0;
     };
     cols_.velocity = opt("vx");
-    if (opt("vy") != cols_.velocity) throw FormatError(at_field(path, "/trajectories/vy", "vx and vy must come together"));
+    if (opt("vy") != cols_.velocity)
+        throw FormatError(at_field(path, "/trajectories/vy", "vx and vy must come together"));
     cols_.radius = opt("radius");
     cols_.brightness = opt("brightness");
     cols_.quality = opt("quality");
     cols_.species_confidence = opt("species_confidence");
 
-    if (!exists(f, "index/frame_offsets")) throw FormatError(at_field(path, "/index/frame_offsets", "dataset is missing"));
+    if (!exists(f, "index/frame_offsets"))
+        throw FormatError(at_field(path, "/index/frame_offsets", "dataset is missing"));
     index_.first_frame = 0;
     index_.offsets = detail::read_dataset<std::int64_t>(f, "index/frame_offsets", path);
     if (index_.offsets.empty() || index_.offsets.front() != 0 || index_.offsets.back() != n)
-        throw FormatError(at_field(path, "/index/frame_offsets", "must start at 0 and end at the row count " + std::to_string(n)));
+        throw FormatError(at_field(path, "/index/frame_offsets",
+                                   "must start at 0 and end at the row count " + std::to_string(n)));
     for (std::size_t i = 1; i < index_.offsets.size(); ++i)
         if (index_.offsets[i] < index_.offsets[i - 1])
-            throw FormatError(at_field(path, "/index/frame_offsets", "decreases at frame " + std::to_string(i - 1)));
+            throw FormatError(
+                at_field(path, "/index/frame_offsets", "decreases at frame " + std::to_string(i - 1)));
     const auto T = static_cast<std::size_t>(index_.n_frames());
     auto per_frame = [&](const char* name, auto& dst) {
         const std::string p = std::string("index/") + name;
@@ -334,8 +353,9 @@ TrajectoryReader::TrajectoryReader(const std::string& path) : impl_(std::make_un
         using V = typename std::decay_t<decltype(dst)>::value_type;
         dst = detail::read_dataset<V>(f, p, path);
         if (dst.size() != T)
-            throw FormatError(at_field(path, "/" + p, "has " + std::to_string(dst.size()) + " entries, expected " +
-                                                          std::to_string(T) + " frames"));
+            throw FormatError(at_field(
+                path, "/" + p,
+                "has " + std::to_string(dst.size()) + " entries, expected " + std::to_string(T) + " frames"));
     };
     per_frame("frame_time", frames_.time_s);
     per_frame("timestep", frames_.timestep);
@@ -347,7 +367,8 @@ TrajectoryReader::~TrajectoryReader() = default;
 std::int64_t TrajectoryReader::rows_in(std::int64_t first, std::int64_t count) const {
     first = std::clamp<std::int64_t>(first, 0, n_frames());
     count = std::clamp<std::int64_t>(count, 0, n_frames() - first);
-    return index_.offsets[static_cast<std::size_t>(first + count)] - index_.offsets[static_cast<std::size_t>(first)];
+    return index_.offsets[static_cast<std::size_t>(first + count)] -
+           index_.offsets[static_cast<std::size_t>(first)];
 }
 TrajectoryReader::TrajectoryReader(TrajectoryReader&&) noexcept = default;
 
@@ -370,21 +391,30 @@ TrajectoryTable TrajectoryReader::read_columns(const std::vector<std::string>& n
     TrajectoryTable t;
     const auto& g = impl_->traj;
     for (const auto& name : names) {
-        if (name == "frame") t.frame = detail::read_dataset<std::int64_t>(g, name, path_, r0, r1 - r0);
-        else if (name == "particle") t.particle = detail::read_dataset<std::int64_t>(g, name, path_, r0, r1 - r0);
-        else if (name == "x") t.x = detail::read_dataset<double>(g, name, path_, r0, r1 - r0);
-        else if (name == "y") t.y = detail::read_dataset<double>(g, name, path_, r0, r1 - r0);
-        else if (name == "species") t.species = detail::read_dataset<std::int8_t>(g, name, path_, r0, r1 - r0);
-        else if (name == "vx" && cols_.velocity) t.vx = detail::read_dataset<double>(g, name, path_, r0, r1 - r0);
-        else if (name == "vy" && cols_.velocity) t.vy = detail::read_dataset<double>(g, name, path_, r0, r1 - r0);
-        else if (name == "radius" && cols_.radius) t.radius = detail::read_dataset<float>(g, name, path_, r0, r1 - r0);
+        if (name == "frame")
+            t.frame = detail::read_dataset<std::int64_t>(g, name, path_, r0, r1 - r0);
+        else if (name == "particle")
+            t.particle = detail::read_dataset<std::int64_t>(g, name, path_, r0, r1 - r0);
+        else if (name == "x")
+            t.x = detail::read_dataset<double>(g, name, path_, r0, r1 - r0);
+        else if (name == "y")
+            t.y = detail::read_dataset<double>(g, name, path_, r0, r1 - r0);
+        else if (name == "species")
+            t.species = detail::read_dataset<std::int8_t>(g, name, path_, r0, r1 - r0);
+        else if (name == "vx" && cols_.velocity)
+            t.vx = detail::read_dataset<double>(g, name, path_, r0, r1 - r0);
+        else if (name == "vy" && cols_.velocity)
+            t.vy = detail::read_dataset<double>(g, name, path_, r0, r1 - r0);
+        else if (name == "radius" && cols_.radius)
+            t.radius = detail::read_dataset<float>(g, name, path_, r0, r1 - r0);
         else if (name == "brightness" && cols_.brightness)
             t.brightness = detail::read_dataset<float>(g, name, path_, r0, r1 - r0);
-        else if (name == "quality" && cols_.quality) t.quality = detail::read_dataset<float>(g, name, path_, r0, r1 - r0);
+        else if (name == "quality" && cols_.quality)
+            t.quality = detail::read_dataset<float>(g, name, path_, r0, r1 - r0);
         else if (name == "species_confidence" && cols_.species_confidence)
             t.species_confidence = detail::read_dataset<float>(g, name, path_, r0, r1 - r0);
-        else if (name != "vx" && name != "vy" && name != "radius" && name != "brightness" && name != "quality" &&
-                 name != "species_confidence")
+        else if (name != "vx" && name != "vy" && name != "radius" && name != "brightness" &&
+                 name != "quality" && name != "species_confidence")
             throw ParameterError(path_ + ": unknown column '" + name + "'");
     }
     return t;
@@ -396,8 +426,8 @@ Trajectory TrajectoryReader::read_frames(std::int64_t first, std::int64_t count)
     count = std::clamp<std::int64_t>(count, 0, n_frames() - first);
     Trajectory tr;
     tr.meta = meta_;
-    tr.rows = read_columns({"frame", "particle", "x", "y", "species", "vx", "vy", "radius", "brightness", "quality",
-                            "species_confidence"},
+    tr.rows = read_columns({"frame", "particle", "x", "y", "species", "vx", "vy", "radius", "brightness",
+                            "quality", "species_confidence"},
                            first, count);
     tr.rows.validate(path_);
     // The frame column must agree with the index it was read through.

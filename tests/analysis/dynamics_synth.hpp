@@ -45,7 +45,8 @@ inline InMemorySource make_source(const Series& s, Metadata meta, std::vector<do
 }
 
 /// Gaussian random walks: N particles, T frames, per-step std `s` per axis, optional drift per frame.
-inline Series random_walks(std::size_t N, std::size_t T, double s, std::uint64_t seed, double ux = 0, double uy = 0) {
+inline Series random_walks(std::size_t N, std::size_t T, double s, std::uint64_t seed, double ux = 0,
+                           double uy = 0) {
     std::mt19937_64 rng(seed);
     std::normal_distribution<double> g(0.0, s);
     std::uniform_real_distribution<double> u(0.0, 100.0);

@@ -27,7 +27,8 @@ struct TrajBuilder {
         t.meta.time_unit = "tau";
         t.meta.coordinate_convention = "simulation";
     }
-    void add(std::int64_t f, std::int64_t id, double x, double y, double vx = 0, double vy = 0, std::int8_t s = 0) {
+    void add(std::int64_t f, std::int64_t id, double x, double y, double vx = 0, double vy = 0,
+             std::int8_t s = 0) {
         t.rows.push(f, id, x, y, s);
         if (velocities) {
             t.rows.vx.push_back(vx);
@@ -68,7 +69,8 @@ struct DampedOscillator {
     double gamma, omega0, var, dt;
     Eigen::Matrix2d M, Lc;
     Eigen::Vector2d s;
-    DampedOscillator(double gamma_, double omega0_, double var_, double dt_) : gamma(gamma_), omega0(omega0_), var(var_), dt(dt_) {
+    DampedOscillator(double gamma_, double omega0_, double var_, double dt_)
+        : gamma(gamma_), omega0(omega0_), var(var_), dt(dt_) {
         const double w2 = omega0 * omega0 - gamma * gamma;
         auto ch = [&](double t) {
             if (w2 > 1e-12) return std::cos(std::sqrt(w2) * t);

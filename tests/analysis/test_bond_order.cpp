@@ -26,7 +26,8 @@ StructureFrame lattice(const Geometry& g, int nx, int ny, double a, double angle
                 y = g.y0 + 0.5 * g.ly() + s * (lx - 0.5 * nx * a) + c * (ly - 0.5 * ny * h);
                 if (!g.contains(x, y)) continue;
             }
-            f.x.push_back(x), f.y.push_back(y), f.species.push_back((i + j) % 2 ? 1 : 0), f.radius.push_back(0.5);
+            f.x.push_back(x), f.y.push_back(y), f.species.push_back((i + j) % 2 ? 1 : 0),
+                f.radius.push_back(0.5);
         }
     return f;
 }
@@ -61,7 +62,8 @@ TEST_CASE("psi6 of a perfect triangular lattice is 1", "[unit]") {
     REQUIRE_THAT(r.hist.back() / static_cast<double>(ap.hist_bins), WithinAbs(1.0, 1e-12));
 }
 
-TEST_CASE("psi6 in a window: rotation changes the phase by 6 alpha, not the modulus — edges excluded", "[unit]") {
+TEST_CASE("psi6 in a window: rotation changes the phase by 6 alpha, not the modulus — edges excluded",
+          "[unit]") {
     const auto g = Geometry::rect(0, 0, 20, 18);
     const double alpha = 0.3;
     const auto f = lattice(g, 30, 30, 1.0, alpha);
@@ -104,7 +106,8 @@ TEST_CASE("global psi6 of Poisson points is small (N^-1/2)", "[unit]") {
     std::uniform_real_distribution<double> u(0, 40);
     StructureFrame f;
     f.window = Geometry::periodic(0, 0, 40, 40);
-    for (int i = 0; i < 1600; ++i) f.x.push_back(u(rng)), f.y.push_back(u(rng)), f.species.push_back(0), f.radius.push_back(0.3);
+    for (int i = 0; i < 1600; ++i)
+        f.x.push_back(u(rng)), f.y.push_back(u(rng)), f.species.push_back(0), f.radius.push_back(0.3);
     BondOrderAccumulatorParams ap;
     BondOrderAccumulator acc(ap);
     acc.accumulate(f);

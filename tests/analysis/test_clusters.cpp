@@ -18,18 +18,18 @@ StructureFrame hand_built(const Geometry& g) {
     auto add = [&](double x, double y, double r) {
         f.x.push_back(x), f.y.push_back(y), f.species.push_back(r < 0.45 ? 0 : 1), f.radius.push_back(r);
     };
-    add(15, 15, 0.5);                      // 0: isolated
-    add(2, 2, 0.5);                        // 1: chain of three, gaps 1.05 < 1.1
-    add(3.05, 2, 0.5);                     // 2
-    add(4.1, 2, 0.5);                      // 3
-    add(15, 5, 0.5);                       // 4: 1.15 > 1.1 from 5 → two singletons
-    add(16.15, 5, 0.5);                    // 5
-    add(0.2, 18, 0.5);                     // 6: bonded to 7 across the periodic edge (distance 0.7)
-    add(19.5, 18, 0.5);                    // 7
-    add(10, 10, 0.35);                     // 8: small–large pair at 0.93 < 1.1 × 0.85 = 0.935
-    add(10.93, 10, 0.5);                   // 9
-    add(10, 13, 0.35);                     // 10: small–large at 0.94 > 0.935 → not bonded
-    add(10.94, 13, 0.5);                   // 11
+    add(15, 15, 0.5);     // 0: isolated
+    add(2, 2, 0.5);       // 1: chain of three, gaps 1.05 < 1.1
+    add(3.05, 2, 0.5);    // 2
+    add(4.1, 2, 0.5);     // 3
+    add(15, 5, 0.5);      // 4: 1.15 > 1.1 from 5 → two singletons
+    add(16.15, 5, 0.5);   // 5
+    add(0.2, 18, 0.5);    // 6: bonded to 7 across the periodic edge (distance 0.7)
+    add(19.5, 18, 0.5);   // 7
+    add(10, 10, 0.35);    // 8: small–large pair at 0.93 < 1.1 × 0.85 = 0.935
+    add(10.93, 10, 0.5);  // 9
+    add(10, 13, 0.35);    // 10: small–large at 0.94 > 0.935 → not bonded
+    add(10.94, 13, 0.5);  // 11
     return f;
 }
 }  // namespace
@@ -57,7 +57,9 @@ TEST_CASE("clusters of a hand-built configuration", "[unit]") {
         std::shuffle(perm.begin(), perm.end(), rng);
         StructureFrame g;
         g.window = f.window;
-        for (auto i : perm) g.x.push_back(f.x[i]), g.y.push_back(f.y[i]), g.species.push_back(f.species[i]), g.radius.push_back(f.radius[i]);
+        for (auto i : perm)
+            g.x.push_back(f.x[i]), g.y.push_back(f.y[i]), g.species.push_back(f.species[i]),
+                g.radius.push_back(f.radius[i]);
         const auto d = find_clusters(g, ClusterParams{});
         REQUIRE(d.size == c.size);
         for (std::size_t a = 0; a < f.size(); ++a)
@@ -96,7 +98,8 @@ TEST_CASE("clusters: a touching lattice is one cluster, sparse points are single
     f.window = Geometry::periodic(0, 0, 10, 10 * std::sqrt(3.0) / 2);
     for (int j = 0; j < 10; ++j)
         for (int i = 0; i < 10; ++i)
-            f.x.push_back(i + 0.5 * (j % 2)), f.y.push_back(j * std::sqrt(3.0) / 2), f.species.push_back(0), f.radius.push_back(0.5);
+            f.x.push_back(i + 0.5 * (j % 2)), f.y.push_back(j * std::sqrt(3.0) / 2), f.species.push_back(0),
+                f.radius.push_back(0.5);
     auto c = find_clusters(f, ClusterParams{});
     REQUIRE(c.size == std::vector<std::int64_t>{100});
     for (auto& r : f.radius) r = 0.3;  // contact distance 0.66 < 1
@@ -122,7 +125,8 @@ TEST_CASE("clusters: spanning and radius of gyration", "[unit]") {
         const auto ring = find_clusters(chain(g, 5, 10, 1.0, 0.5), ClusterParams{});
         REQUIRE(ring.size == std::vector<std::int64_t>{10});
         REQUIRE(ring.spanning[0] == 1);
-        const auto open = find_clusters(chain(g, 5, 9, 1.0, 7.3), ClusterParams{});  // crosses the edge, no loop
+        const auto open =
+            find_clusters(chain(g, 5, 9, 1.0, 7.3), ClusterParams{});  // crosses the edge, no loop
         REQUIRE(open.size == std::vector<std::int64_t>{9});
         REQUIRE(open.spanning[0] == 0);
         // unwrapped across the edge: 9 points spaced 1 → Rg² = (9² − 1)/12

@@ -41,7 +41,8 @@ Eigen::MatrixXd stiffness(const test::TriangularCrystal& cr) {
 }
 
 // Frames of thermal (k_BT = Tk) displacements and velocities drawn from the normal modes.
-InMemorySource thermal_crystal(const test::TriangularCrystal& cr, int frames, double Tk, std::vector<double>& omega) {
+InMemorySource thermal_crystal(const test::TriangularCrystal& cr, int frames, double Tk,
+                               std::vector<double>& omega) {
     const Eigen::MatrixXd K = stiffness(cr);
     Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(K);
     omega.clear();
@@ -75,7 +76,8 @@ InMemorySource thermal_crystal(const test::TriangularCrystal& cr, int frames, do
 
 }  // namespace
 
-TEST_CASE("Covariance VDOS of a harmonic triangular crystal reproduces its normal-mode frequencies", "[unit]") {
+TEST_CASE("Covariance VDOS of a harmonic triangular crystal reproduces its normal-mode frequencies",
+          "[unit]") {
     test::TriangularCrystal cr{4, 4};
     std::vector<double> omega;
     const auto src = thermal_crystal(cr, 60000, 0.002, omega);

@@ -42,7 +42,8 @@ InMemorySource to_source(const Geometry& g, const std::vector<Frame>& fr, double
     test::TrajBuilder b(g);
     for (std::size_t f = 0; f < fr.size(); ++f)
         for (std::size_t i = 0; i < fr[f].x.size(); ++i)
-            b.add(static_cast<std::int64_t>(f), static_cast<std::int64_t>(i), fr[f].x[i], fr[f].y[i], fr[f].vx[i], fr[f].vy[i]);
+            b.add(static_cast<std::int64_t>(f), static_cast<std::int64_t>(i), fr[f].x[i], fr[f].y[i],
+                  fr[f].vx[i], fr[f].vy[i]);
     return b.source(dt);
 }
 
@@ -79,7 +80,9 @@ void check_direct(const Geometry& g, double taper) {
         std::vector<double> w(n);
         double sw = 0, mx = 0, my = 0;
         for (std::size_t i = 0; i < n; ++i) {
-            w[i] = g.periodic() ? 1.0 : tukey((f.x[i] - g.x0) / g.lx(), taper) * tukey((f.y[i] - g.y0) / g.ly(), taper);
+            w[i] = g.periodic()
+                       ? 1.0
+                       : tukey((f.x[i] - g.x0) / g.lx(), taper) * tukey((f.y[i] - g.y0) / g.ly(), taper);
             sw += w[i] * w[i];
             mx += w[i] * w[i] * f.vx[i];
             my += w[i] * w[i] * f.vy[i];
@@ -102,7 +105,8 @@ void check_direct(const Geometry& g, double taper) {
     }
     auto corr = [&](const std::vector<cplx>& J, std::size_t q, std::size_t t0, std::size_t n, std::size_t m) {
         double s = 0;
-        for (std::size_t t = t0; t + m < t0 + n; ++t) s += (J[q * T + t + m] * std::conj(J[q * T + t])).real();
+        for (std::size_t t = t0; t + m < t0 + n; ++t)
+            s += (J[q * T + t + m] * std::conj(J[q * T + t])).real();
         return s / static_cast<double>(n - m);
     };
     const std::size_t TB = T / 2;
@@ -118,10 +122,12 @@ void check_direct(const Geometry& g, double taper) {
             const double c = static_cast<double>(ks.shell_count[sh]) * norm;
             for (std::size_t m = 0; m < L; ++m) {
                 e_kt[sh * L + m] += corr(J, q, 0, T, m) / c;
-                for (std::size_t b = 0; b < 2; ++b) e_b[(b * NS + sh) * L + m] += corr(J, q, b * TB, TB, m) / c;
+                for (std::size_t b = 0; b < 2; ++b)
+                    e_b[(b * NS + sh) * L + m] += corr(J, q, b * TB, TB, m) / c;
             }
             double sw2 = 0;
-            for (std::size_t t = 0; t < S; ++t) sw2 += std::pow(0.5 * (1 - std::cos(2 * std::numbers::pi * (t + 0.5) / S)), 2);
+            for (std::size_t t = 0; t < S; ++t)
+                sw2 += std::pow(0.5 * (1 - std::cos(2 * std::numbers::pi * (t + 0.5) / S)), 2);
             const std::size_t nseg = (T - S) / (S / 2) + 1;
             for (std::size_t f = 0; f < nw; ++f) {
                 const double om = r.omega[f];
@@ -138,9 +144,12 @@ void check_direct(const Geometry& g, double taper) {
                 e_kw[sh * nw + f] += acc * dt / (c * sw2 * nseg);
             }
         }
-        for (std::size_t i = 0; i < NS * L; ++i) REQUIRE_THAT(ckt[i], WithinAbs(e_kt[i], 1e-10 * (1 + std::abs(e_kt[i]))));
-        for (std::size_t i = 0; i < 2 * NS * L; ++i) REQUIRE_THAT(blk[i], WithinAbs(e_b[i], 1e-10 * (1 + std::abs(e_b[i]))));
-        for (std::size_t i = 0; i < NS * nw; ++i) REQUIRE_THAT(ckw[i], WithinAbs(e_kw[i], 1e-10 * (1 + std::abs(e_kw[i]))));
+        for (std::size_t i = 0; i < NS * L; ++i)
+            REQUIRE_THAT(ckt[i], WithinAbs(e_kt[i], 1e-10 * (1 + std::abs(e_kt[i]))));
+        for (std::size_t i = 0; i < 2 * NS * L; ++i)
+            REQUIRE_THAT(blk[i], WithinAbs(e_b[i], 1e-10 * (1 + std::abs(e_b[i]))));
+        for (std::size_t i = 0; i < NS * nw; ++i)
+            REQUIRE_THAT(ckw[i], WithinAbs(e_kw[i], 1e-10 * (1 + std::abs(e_kw[i]))));
     }
 }
 
@@ -197,7 +206,8 @@ TEST_CASE("Harmonic triangular crystal: C_T and C_L peaks lie on the analytic ph
             const double kx = n * dkx, ky = m * dky;
             if (std::hypot(kx, ky) > kmax + 0.3) continue;
             Eigen::SelfAdjointEigenSolver<Eigen::Matrix2d> es(cr.dyn(kx, ky));
-            for (int b = 0; b < 2; ++b) modes.push_back({kx, ky, std::sqrt(es.eigenvalues()[b]), ph(rng), es.eigenvectors().col(b)});
+            for (int b = 0; b < 2; ++b)
+                modes.push_back({kx, ky, std::sqrt(es.eigenvalues()[b]), ph(rng), es.eigenvectors().col(b)});
         }
     test::TrajBuilder tb(g);
     for (int f = 0; f < T; ++f) {
@@ -233,7 +243,8 @@ TEST_CASE("Harmonic triangular crystal: C_T and C_L peaks lie on the analytic ph
         const double kx = ks.kx[q], ky = ks.ky[q], k = ks.kabs[q];
         Eigen::SelfAdjointEigenSolver<Eigen::Matrix2d> es(cr.dyn(kx, ky));
         const Eigen::Vector2d et(-ky / k, kx / k);
-        const int bt = std::abs(es.eigenvectors().col(0).dot(et)) > std::abs(es.eigenvectors().col(1).dot(et)) ? 0 : 1;
+        const int bt =
+            std::abs(es.eigenvectors().col(0).dot(et)) > std::abs(es.eigenvectors().col(1).dot(et)) ? 0 : 1;
         const double wt = std::sqrt(es.eigenvalues()[bt]), wl = std::sqrt(es.eigenvalues()[1 - bt]);
         INFO("shell k = " << r.k[s] << " expected wT = " << wt << " wL = " << wl);
         REQUIRE_THAT(r.omega_t_peak[s], WithinAbs(wt, 0.25 * domega));
@@ -294,7 +305,10 @@ TEST_CASE("Currents parameters are validated", "[unit]") {
     REQUIRE_THROWS_AS(p.validate(), ParameterError);
 }
 
-TEST_CASE("Mode analyses run through the registry: kgap uses earlier currents, tvdos the kgap sound speeds, covariance refuses", "[unit]") {
+TEST_CASE(
+    "Mode analyses run through the registry: kgap uses earlier currents, tvdos the kgap sound speeds, "
+    "covariance refuses",
+    "[unit]") {
     // Small frozen square lattice with independent OU velocities: enough frames for blocks.
     const int n = 8, T = 700;
     test::TrajBuilder tb(Geometry::periodic(0, 0, n, n));
@@ -344,7 +358,8 @@ TEST_CASE("Mode analyses run through the registry: kgap uses earlier currents, t
     REQUIRE(std::get<double>(tv.attrs.at("c_l")) == std::get<double>(kg.attrs.at("c_l")));  // taken from kgap
     REQUIRE(tv.groups.at(0).name == "particles");
     // 64 particles need 10 × 128 = 1280 frames: refused, then forced
-    REQUIRE_THROWS_WITH(run("covariance_vdos", options("covariance_vdos")), Catch::Contains("1280 frames") && Catch::Contains("--covariance-vdos-force"));
+    REQUIRE_THROWS_WITH(run("covariance_vdos", options("covariance_vdos")),
+                        Catch::Contains("1280 frames") && Catch::Contains("--covariance-vdos-force"));
     auto ov = options("covariance_vdos");
     ov["covariance-vdos-force"] = "1";
     REQUIRE(run("covariance_vdos", ov).find("omega") != nullptr);
@@ -353,14 +368,15 @@ TEST_CASE("Mode analyses run through the registry: kgap uses earlier currents, t
     REQUIRE_THROWS_WITH(run("kgap", ok), Catch::Contains("--kgap-bootstrap"));
 }
 
-TEST_CASE("currents: series beyond the memory budget go to a temporary file, results bit-identical", "[unit]") {
+TEST_CASE("currents: series beyond the memory budget go to a temporary file, results bit-identical",
+          "[unit]") {
     const Geometry g = Geometry::periodic(0, 0, 12, 10);
     const auto fr = random_frames(g, 30, 150, 23);
     test::TrajBuilder b(g);
     for (std::size_t f = 0; f < fr.size(); ++f)
         for (std::size_t i = 0; i < fr[f].x.size(); ++i)
-            b.add(static_cast<std::int64_t>(f), static_cast<std::int64_t>(i), fr[f].x[i], fr[f].y[i], fr[f].vx[i],
-                  fr[f].vy[i], static_cast<std::int8_t>(i % 2));
+            b.add(static_cast<std::int64_t>(f), static_cast<std::int64_t>(i), fr[f].x[i], fr[f].y[i],
+                  fr[f].vx[i], fr[f].vy[i], static_cast<std::int8_t>(i % 2));
     b.t.meta.species_diameters = {1.0, 1.4};
     const auto src = b.source(0.05);
     CurrentsParams p;
@@ -369,13 +385,14 @@ TEST_CASE("currents: series beyond the memory budget go to a temporary file, res
     p.threads = 2;
     p.block_rows = 200;  // ≈ 7 frames per block read
     const auto mem = currents_result_group(compute_currents(src, p), src.meta());
-    for (std::int64_t budget : {std::int64_t{1}, std::int64_t{40000}}) {  // chunks of one block; of several blocks
+    for (std::int64_t budget :
+         {std::int64_t{1}, std::int64_t{40000}}) {  // chunks of one block; of several blocks
         INFO("memory_bytes " << budget);
         CurrentsParams q = p;
         q.memory_bytes = budget;
         const CurrentSeries s = compute_current_series(src, q);
-        REQUIRE(s.file);       // spilled
-        CHECK(s.jl.empty());   // nothing of the series left in memory
+        REQUIRE(s.file);      // spilled
+        CHECK(s.jl.empty());  // nothing of the series left in memory
         const auto disk = currents_result_group(currents_from_series(s, q), src.meta());
         REQUIRE(disk.arrays.size() == mem.arrays.size());
         CHECK(mem.find("c_l_kt_mass"));
@@ -392,7 +409,9 @@ TEST_CASE("currents: series beyond the memory budget go to a temporary file, res
     }
 }
 
-TEST_CASE("currents beyond the memory budget: one streaming pass equal to the in-memory results, any --threads", "[unit]") {
+TEST_CASE(
+    "currents beyond the memory budget: one streaming pass equal to the in-memory results, any --threads",
+    "[unit]") {
     // Streaming keeps a chunk of frames per k-vector (plus the last max(lag, segment) frames), forms
     // C(k,t) and the block C(k,t) by direct lag sums and C(k,w) from the Welch segments ending in
     // the chunk: the same sums as the full-length FFTs up to rounding.
@@ -401,8 +420,8 @@ TEST_CASE("currents beyond the memory budget: one streaming pass equal to the in
     test::TrajBuilder b(g);
     for (std::size_t f = 0; f < fr.size(); ++f)
         for (std::size_t i = 0; i < fr[f].x.size(); ++i)
-            b.add(static_cast<std::int64_t>(f), static_cast<std::int64_t>(i), fr[f].x[i], fr[f].y[i], fr[f].vx[i],
-                  fr[f].vy[i], static_cast<std::int8_t>(i % 2));
+            b.add(static_cast<std::int64_t>(f), static_cast<std::int64_t>(i), fr[f].x[i], fr[f].y[i],
+                  fr[f].vx[i], fr[f].vy[i], static_cast<std::int8_t>(i % 2));
     b.t.meta.species_diameters = {1.0, 1.4};
     const auto src = b.source(0.05);
     for (std::int64_t segment : {std::int64_t{32}, std::int64_t{0}}) {  // 0: the default, min(T, 256)
@@ -416,7 +435,8 @@ TEST_CASE("currents beyond the memory budget: one streaming pass equal to the in
         REQUIRE(mem.find("c_t_kt_blocks"));
         REQUIRE(mem.find("c_l_kw_mass"));
         std::vector<ResultGroup> streamed;
-        for (std::int64_t budget : {std::int64_t{1}, std::int64_t{300000}}) {  // chunks of max(lag, segment) frames; larger
+        for (std::int64_t budget :
+             {std::int64_t{1}, std::int64_t{300000}}) {  // chunks of max(lag, segment) frames; larger
             for (int threads : {1, 3}) {
                 INFO("memory_bytes " << budget << ", threads " << threads);
                 CurrentsParams q = p;
@@ -434,7 +454,8 @@ TEST_CASE("currents beyond the memory budget: one streaming pass equal to the in
                         REQUIRE(s.size() == a->size());
                         double scale = 0;
                         for (double v : *a) scale = std::max(scale, std::abs(v));
-                        for (std::size_t i = 0; i < a->size(); ++i) REQUIRE_THAT(s[i], WithinAbs((*a)[i], 1e-12 * scale));
+                        for (std::size_t i = 0; i < a->size(); ++i)
+                            REQUIRE_THAT(s[i], WithinAbs((*a)[i], 1e-12 * scale));
                     } else {
                         CHECK(st.arrays[k].data == mem.arrays[k].data);
                     }

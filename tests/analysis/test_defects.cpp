@@ -40,7 +40,8 @@ cplx defect_field(cplx z, const std::vector<Charge>& cs, double a = 1.0, cplx ph
     return w;
 }
 
-GridField grid_field(std::size_t nx, std::size_t ny, double h, const std::function<cplx(double, double)>& fn) {
+GridField grid_field(std::size_t nx, std::size_t ny, double h,
+                     const std::function<cplx(double, double)>& fn) {
     GridField f;
     f.grid.x0 = 0, f.grid.y0 = 0, f.grid.hx = h, f.grid.hy = h, f.grid.nx = nx, f.grid.ny = ny;
     f.ux.resize(nx * ny), f.uy.resize(nx * ny), f.weight.assign(nx * ny, 1.0), f.valid.assign(nx * ny, 1);
@@ -72,7 +73,8 @@ void require_same(const std::vector<Defect>& found, const std::vector<Charge>& e
 
 }  // namespace
 
-TEST_CASE("wrap_angle maps into the half-open interval from -pi to pi, and winding numbers are integers", "[unit]") {
+TEST_CASE("wrap_angle maps into the half-open interval from -pi to pi, and winding numbers are integers",
+          "[unit]") {
     REQUIRE_THAT(wrap_angle(kPi), WithinAbs(kPi, 1e-15));
     REQUIRE_THAT(wrap_angle(-kPi), WithinAbs(kPi, 1e-15));
     REQUIRE_THAT(wrap_angle(3 * kPi / 2), WithinAbs(-kPi / 2, 1e-12));
@@ -101,7 +103,9 @@ TEST_CASE("single point defects of charge m at the centre, any phase", "[unit]")
     }
     SECTION("charge ±2 sums to ±2 (merged)") {
         for (int m : {2, -2}) {
-            auto f = grid_field(32, 32, 1.0, [&](double x, double y) { return std::polar(1.0, m * std::arg(cplx(x, y) - c)); });
+            auto f = grid_field(32, 32, 1.0, [&](double x, double y) {
+                return std::polar(1.0, m * std::arg(cplx(x, y) - c));
+            });
             const auto d = defects_on_grid(f, DefectParams{});
             REQUIRE(total_charge(d) == m);
             REQUIRE(d.size() == 1);  // merged into one cluster
@@ -121,7 +125,8 @@ TEST_CASE("vortex–antivortex pair gives +1 and −1, total 0", "[unit]") {
     REQUIRE(boundary_winding(f, DefectParams{}) == 0);
 }
 
-TEST_CASE("defects whose sub-threshold core hides their nodes are recovered from the enclosing ring", "[unit]") {
+TEST_CASE("defects whose sub-threshold core hides their nodes are recovered from the enclosing ring",
+          "[unit]") {
     // Rigid rotation (+1) and a linear saddle (−1): |U| grows linearly from the centre.
     for (int m : {1, -1}) {
         const cplx c(14.6, 17.2);
@@ -153,11 +158,13 @@ TEST_CASE("random smooth field: total charge equals the boundary winding", "[uni
             double kx, ky, ax, ay, px, py;
         };
         std::vector<Mode> modes;
-        for (int m = 0; m < 12; ++m) modes.push_back({0.35 * g(rng), 0.35 * g(rng), g(rng), g(rng), ph(rng), ph(rng)});
+        for (int m = 0; m < 12; ++m)
+            modes.push_back({0.35 * g(rng), 0.35 * g(rng), g(rng), g(rng), ph(rng), ph(rng)});
         auto f = grid_field(48, 40, 1.0, [&](double x, double y) {
             cplx w = 0;
             for (const auto& m : modes)
-                w += cplx(m.ax * std::cos(m.kx * x + m.ky * y + m.px), m.ay * std::cos(m.kx * x + m.ky * y + m.py));
+                w += cplx(m.ax * std::cos(m.kx * x + m.ky * y + m.px),
+                          m.ay * std::cos(m.kx * x + m.ky * y + m.py));
             return w;
         });
         const auto bw = boundary_winding(f, DefectParams{});
@@ -184,7 +191,8 @@ TEST_CASE("random smooth field: total charge equals the boundary winding", "[uni
 
 TEST_CASE("rotated and translated copies give the same charges at moved positions", "[unit]") {
     const cplx centre(20, 20);
-    const std::vector<Charge> cs{{{14.2, 17.6}, +1}, {{24.9, 13.3}, -1}, {{21.1, 25.4}, +1}, {{12.3, 26.2}, -1}};
+    const std::vector<Charge> cs{
+        {{14.2, 17.6}, +1}, {{24.9, 13.3}, -1}, {{21.1, 25.4}, +1}, {{12.3, 26.2}, -1}};
     auto base = grid_field(40, 40, 1.0, [&](double x, double y) { return defect_field({x, y}, cs); });
     require_same(defects_on_grid(base, DefectParams{}), cs, 1.0);
     for (double alpha : {0.4, 1.3, kPi, -2.2}) {
@@ -243,7 +251,8 @@ TEST_CASE("the same fields sampled at scattered particles give the same defects"
         if (kind == 0) {
             for (double py = 0.25; py < L; py += a)
                 for (double px = 0.25; px < L; px += a)
-                    x.push_back(px + 0.3 * a * (u01(rng) - 0.5)), y.push_back(py + 0.3 * a * (u01(rng) - 0.5));
+                    x.push_back(px + 0.3 * a * (u01(rng) - 0.5)),
+                        y.push_back(py + 0.3 * a * (u01(rng) - 0.5));
         } else {
             for (int n = 0; n < 4096; ++n) x.push_back(L * u01(rng)), y.push_back(L * u01(rng));
         }

@@ -45,16 +45,20 @@ void check_triangulation(const std::vector<double>& x, const std::vector<double>
         const auto [a, b, c] = tri.triangles[t];
         REQUIRE(orient2d(x[a], y[a], x[b], y[b], x[c], y[c]) > 0);
         for (std::size_t p = 0; p < n; ++p) {
-            if (static_cast<std::int32_t>(p) == a || static_cast<std::int32_t>(p) == b || static_cast<std::int32_t>(p) == c) continue;
+            if (static_cast<std::int32_t>(p) == a || static_cast<std::int32_t>(p) == b ||
+                static_cast<std::int32_t>(p) == c)
+                continue;
             // Empty circumcircle (up to rounding).
-            REQUIRE(incircle(x[a], y[a], x[b], y[b], x[c], y[c], x[p], y[p]) <= 1e-9 * scale * scale * scale * scale);
+            REQUIRE(incircle(x[a], y[a], x[b], y[b], x[c], y[c], x[p], y[p]) <=
+                    1e-9 * scale * scale * scale * scale);
         }
         for (int e = 0; e < 3; ++e) {
             const auto nb = tri.neighbours[t][e];
             if (nb < 0) continue;
             const auto& o = tri.triangles[static_cast<std::size_t>(nb)];
             const auto u = tri.triangles[t][e], v = tri.triangles[t][(e + 1) % 3];
-            const bool shares = std::count(o.begin(), o.end(), u) == 1 && std::count(o.begin(), o.end(), v) == 1;
+            const bool shares =
+                std::count(o.begin(), o.end(), u) == 1 && std::count(o.begin(), o.end(), v) == 1;
             REQUIRE(shares);
         }
     }

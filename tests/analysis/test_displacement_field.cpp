@@ -70,11 +70,13 @@ TEST_CASE("Gaussian coarse-graining: exact for uniform fields, masked where empt
                 REQUIRE_THAT(f.ux[k], WithinAbs(1.0, 1e-12));
                 REQUIRE_THAT(f.uy[k], WithinAbs(-2.0, 1e-12));
             }
-            if (grid.x(i) > 3 && grid.x(i) < 17 && grid.y(j) > 3 && grid.y(j) < 17) w_in += f.weight[k], ++n_in;
+            if (grid.x(i) > 3 && grid.x(i) < 17 && grid.y(j) > 3 && grid.y(j) < 17)
+                w_in += f.weight[k], ++n_in;
         }
     REQUIRE(masked_right == right);
     // Interior: ⟨Σw⟩ = ρ·2πσ²·(1 − e^{−9/2}) (kernel cut at 3σ), up to Poisson noise.
-    REQUIRE_THAT(w_in / static_cast<double>(n_in), WithinRel(4 * 2 * 3.141592653589793 * (1 - std::exp(-4.5)), 0.06));
+    REQUIRE_THAT(w_in / static_cast<double>(n_in),
+                 WithinRel(4 * 2 * 3.141592653589793 * (1 - std::exp(-4.5)), 0.06));
     // A linear field is reproduced at interior nodes up to the sampling noise of the kernel average.
     const auto lf = coarse_grain(grid, x, y, lx, ly, win, p);
     for (std::size_t j = 0; j < grid.ny; ++j)

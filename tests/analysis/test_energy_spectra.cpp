@@ -72,7 +72,9 @@ TEST_CASE("windowed estimator satisfies its Parseval identity", "[unit]") {
     std::mt19937_64 rng(2);
     std::normal_distribution<double> g;
     for (Taper tp : {Taper::none, Taper::hann, Taper::tukey}) {
-        auto f = grid_field(40, 28, 0.7, false, [&](double, double) { return std::pair{g(rng) + 0.3, g(rng) - 1.0}; });
+        auto f = grid_field(40, 28, 0.7, false, [&](double, double) {
+            return std::pair{g(rng) + 0.3, g(rng) - 1.0};
+        });
         for (std::size_t k = 0; k < f.valid.size(); k += 7) f.valid[k] = 0, f.ux[k] = f.uy[k] = 0;  // holes
         SpectrumParams p;
         p.taper = tp;
@@ -91,7 +93,8 @@ TEST_CASE("windowed estimator satisfies its Parseval identity", "[unit]") {
         }
         const double rhs = 0.5 * num / w2;
         double lhs = 0, split = 0;
-        for (std::size_t b = 0; b < s.e.size(); ++b) lhs += s.e[b] * s.dk, split += (s.e_long[b] + s.e_trans[b]) * s.dk;
+        for (std::size_t b = 0; b < s.e.size(); ++b)
+            lhs += s.e[b] * s.dk, split += (s.e_long[b] + s.e_trans[b]) * s.dk;
         REQUIRE_THAT(lhs, WithinRel(rhs, 1e-10));
         REQUIRE_THAT(s.energy, WithinRel(rhs, 1e-10));
         REQUIRE_THAT(s.mean_flow_energy, WithinRel(0.5 * (mx * mx + my * my), 1e-12));
@@ -205,7 +208,9 @@ TEST_CASE("fields without nonlinear transfer give zero T(k) and flux", "[unit]")
         REQUIRE_THAT(s.energy, WithinRel(0.25 * 0.49, 1e-10));
     }
     SECTION("axis-aligned shear wave, fd2 gradients, Hann window; FST flux") {
-        auto f = grid_field(48, 40, 1.0, false, [&](double x, double) { return std::pair{0.0, std::sin(0.4 * x)}; });
+        auto f = grid_field(48, 40, 1.0, false, [&](double x, double) {
+            return std::pair{0.0, std::sin(0.4 * x)};
+        });
         SpectrumParams p;
         p.gradient = Gradient::fd2;
         SpectrumEstimator est(f.grid, p);
@@ -214,7 +219,9 @@ TEST_CASE("fields without nonlinear transfer give zero T(k) and flux", "[unit]")
         const std::vector<double> scales{1.0, 2.0, 4.0};
         for (double v : fst_flux(f, scales)) REQUIRE_THAT(v, WithinAbs(0.0, 1e-12));
         // Periodic grid: the wrapped filter keeps the shear wave a pure shear wave.
-        auto fp = grid_field(64, 64, 1.0, true, [&](double x, double) { return std::pair{0.0, std::sin(2 * kPi * 3 * x / 64)}; });
+        auto fp = grid_field(64, 64, 1.0, true, [&](double x, double) {
+            return std::pair{0.0, std::sin(2 * kPi * 3 * x / 64)};
+        });
         for (double v : fst_flux(fp, scales)) REQUIRE_THAT(v, WithinAbs(0.0, 1e-12));
     }
     SECTION("FST of a triad: energy moves to large scales (Pi_l < 0)") {
@@ -255,7 +262,8 @@ TEST_CASE("a triad interaction gives the analytic T(k) and an inverse flux", "[u
         REQUIRE_THAT(t.t[2] * t.dk, WithinAbs(expect, tol));
         REQUIRE_THAT(t.t[4] * t.dk, WithinAbs(-expect, tol));
         for (std::size_t b = 0; b < t.t.size(); ++b)
-            if (b != 2 && b != 4) REQUIRE_THAT(t.t[b] * t.dk, WithinAbs(0.0, gr == Gradient::spectral ? 1e-10 : 0.05 * expect));
+            if (b != 2 && b != 4)
+                REQUIRE_THAT(t.t[b] * t.dk, WithinAbs(0.0, gr == Gradient::spectral ? 1e-10 : 0.05 * expect));
         REQUIRE_THAT(t.flux[3], WithinAbs(-expect, tol));  // Π < 0 between κ and 2κ: inverse transfer
         // fd2 does not conserve energy exactly: Σ T ≠ 0 at the level of its truncation error.
         REQUIRE_THAT(t.flux[1], WithinAbs(0.0, gr == Gradient::spectral ? 1e-10 : 0.05 * expect));

@@ -113,7 +113,8 @@ TEST_CASE("collective analyses end to end on a rigidly rotating disk", "[unit]")
         const auto& tr = src.trajectory();
         double r2 = 0;
         const auto n = tr.index.count(0);
-        for (std::int64_t r = 0; r < n; ++r) r2 += std::pow(tr.rows.x[r] - kCx, 2) + std::pow(tr.rows.y[r] - kCy, 2);
+        for (std::int64_t r = 0; r < n; ++r)
+            r2 += std::pow(tr.rows.x[r] - kCx, 2) + std::pow(tr.rows.y[r] - kCy, 2);
         r2 /= static_cast<double>(n);
         const auto& ke = data<double>(field, "kinetic_energy");
         const std::size_t nt = data<std::int64_t>(field, "frame").size();
@@ -147,8 +148,9 @@ TEST_CASE("collective analyses end to end on a rigidly rotating disk", "[unit]")
         const auto& y = data<double>(def, "y");
         const auto nt = data<std::int64_t>(def, "sample_frame").size();
         REQUIRE(nt == static_cast<std::size_t>(T - 1));
-        for (std::size_t k = 0; k < nt; ++k) REQUIRE(counts[k] == 1);                  // lag 1: every start frame
-        for (std::size_t k = 0; k + 3 < static_cast<std::size_t>(T); ++k) REQUIRE(counts[nt + k] == 1);  // lag 3
+        for (std::size_t k = 0; k < nt; ++k) REQUIRE(counts[k] == 1);  // lag 1: every start frame
+        for (std::size_t k = 0; k + 3 < static_cast<std::size_t>(T); ++k)
+            REQUIRE(counts[nt + k] == 1);  // lag 3
         for (std::size_t r = 0; r < charge.size(); ++r) {
             REQUIRE(charge[r] == 1);
             REQUIRE_THAT(x[r], WithinAbs(kCx, 1.0));
@@ -240,7 +242,8 @@ TEST_CASE("collective analyses end to end on a rigidly rotating disk", "[unit]")
     }
 }
 
-TEST_CASE("defects: every frame by default, a stride when the tables would not fit half of the memory budget", "[unit]") {
+TEST_CASE("defects: every frame by default, a stride when the tables would not fit half of the memory budget",
+          "[unit]") {
     const int T = 40;
     InMemorySource src(rotating_disk(T));
     const auto all = collective_analyses();
@@ -249,14 +252,19 @@ TEST_CASE("defects: every frame by default, a stride when the tables would not f
     AnalysisContext full{src, o, false, 1, nullptr};
     const auto g1 = spec(all, "defects").run(full).front();
     REQUIRE(std::get<std::int64_t>(g1.attrs.at("stride_frames")) == 1);
-    const auto field = spec(all, "field").run(AnalysisContext{src, defaults(spec(all, "field")), false, 1, nullptr}).front();
-    const auto nodes = data<double>(field, "grid_x").size() * data<double>(field, "grid_y").size();  // the same default grid
+    const auto field =
+        spec(all, "field").run(AnalysisContext{src, defaults(spec(all, "field")), false, 1, nullptr}).front();
+    const auto nodes =
+        data<double>(field, "grid_x").size() * data<double>(field, "grid_y").size();  // the same default grid
     // 39 start frames × 2 lags × 16 bytes per node: a budget of twice 10 start frames' worth → stride 4
-    AnalysisContext small{src, o, false, 1, nullptr, nullptr, static_cast<std::int64_t>(2 * 10 * 2 * 16 * nodes)};
+    AnalysisContext small{
+        src, o, false, 1, nullptr, nullptr, static_cast<std::int64_t>(2 * 10 * 2 * 16 * nodes)};
     const auto g4 = spec(all, "defects").run(small).front();
     CHECK(std::get<std::int64_t>(g4.attrs.at("stride_frames")) == 4);
-    CHECK(data<std::int64_t>(g4, "sample_frame") == std::vector<std::int64_t>{0, 4, 8, 12, 16, 20, 24, 28, 32, 36});
-    for (auto c : data<std::int64_t>(g4, "counts")) CHECK(c == 1);  // the one vortex at every sampled frame of lag 1
+    CHECK(data<std::int64_t>(g4, "sample_frame") ==
+          std::vector<std::int64_t>{0, 4, 8, 12, 16, 20, 24, 28, 32, 36});
+    for (auto c : data<std::int64_t>(g4, "counts"))
+        CHECK(c == 1);  // the one vortex at every sampled frame of lag 1
     // given explicitly: the budget does not matter
     o["defects-stride"] = "1";
     AnalysisContext given{src, o, false, 1, nullptr, nullptr, 1};

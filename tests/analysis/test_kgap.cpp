@@ -36,9 +36,12 @@ TEST_CASE("Levenberg-Marquardt recovers the damped-oscillator parameters exactly
         c.clear();
         for (double x : t) {
             double ch, sh;
-            if (s > 0) ch = std::cos(std::sqrt(s) * x), sh = std::sin(std::sqrt(s) * x) / std::sqrt(s);
-            else if (s < 0) ch = std::cosh(std::sqrt(-s) * x), sh = std::sinh(std::sqrt(-s) * x) / std::sqrt(-s);
-            else ch = 1, sh = x;
+            if (s > 0)
+                ch = std::cos(std::sqrt(s) * x), sh = std::sin(std::sqrt(s) * x) / std::sqrt(s);
+            else if (s < 0)
+                ch = std::cosh(std::sqrt(-s) * x), sh = std::sinh(std::sqrt(-s) * x) / std::sqrt(-s);
+            else
+                ch = 1, sh = x;
             c.push_back(2.5 * std::exp(-G * x) * (ch + G * sh));
         }
         const auto p = fit_damped_oscillator(t, c.data(), c.size());
@@ -55,7 +58,9 @@ TEST_CASE("Weighted line fit is exact on a line and weights matter", "[unit]") {
     REQUIRE_THAT(f.b, WithinAbs(1.0, 3e-3));
 }
 
-TEST_CASE("k-gap chain recovers c, tau, k_gap from damped transverse modes — peak fit gives tau/sqrt2, sqrt2 k_gap", "[unit]") {
+TEST_CASE(
+    "k-gap chain recovers c, tau, k_gap from damped transverse modes — peak fit gives tau/sqrt2, sqrt2 k_gap",
+    "[unit]") {
     // Frozen square lattice; every transverse current j_T(k,t) = sqrt(N) q_k(t) with q_k a complex
     // stochastic damped oscillator: ω0 = c|k|, Γ = 1/(2τ)  ⇒  pole ω = sqrt(c²k² − 1/(4τ²)).
     const int n = 16, T = 6000;
@@ -84,7 +89,8 @@ TEST_CASE("k-gap chain recovers c, tau, k_gap from damped transverse modes — p
     const double sn = std::sqrt(double(n * n));
     std::vector<std::complex<double>> ph(ks.size() * n * n);
     for (std::size_t q = 0; q < ks.size(); ++q)
-        for (int i = 0; i < n * n; ++i) ph[q * n * n + i] = std::polar(1.0, -(ks.kx[q] * (i % n) + ks.ky[q] * (i / n)));
+        for (int i = 0; i < n * n; ++i)
+            ph[q * n * n + i] = std::polar(1.0, -(ks.kx[q] * (i % n) + ks.ky[q] * (i / n)));
     std::vector<double> vx(n * n), vy(n * n);
     for (int f = 0; f < T; ++f) {
         std::fill(vx.begin(), vx.end(), 0.0);
@@ -105,10 +111,12 @@ TEST_CASE("k-gap chain recovers c, tau, k_gap from damped transverse modes — p
     REQUIRE(cr.n_blocks == 20);
     KgapParams kp;
     const KgapResult r = fit_kgap(kgap_input(cr), kp);
-    INFO("pole: c=" << r.pole.c << "±" << r.pole.c_err << " tau=" << r.pole.tau << "±" << r.pole.tau_err << " kgap=" << r.pole.k_gap
-                    << "±" << r.pole.k_gap_err << " n=" << r.pole.n_points << " k in [" << r.pole.k_min << "," << r.pole.k_max << "]");
-    INFO("peak: c=" << r.peak.c << "±" << r.peak.c_err << " tau=" << r.peak.tau << "±" << r.peak.tau_err << " kgap=" << r.peak.k_gap
-                    << "±" << r.peak.k_gap_err << " n=" << r.peak.n_points << " k in [" << r.peak.k_min << "," << r.peak.k_max << "]");
+    INFO("pole: c=" << r.pole.c << "±" << r.pole.c_err << " tau=" << r.pole.tau << "±" << r.pole.tau_err
+                    << " kgap=" << r.pole.k_gap << "±" << r.pole.k_gap_err << " n=" << r.pole.n_points
+                    << " k in [" << r.pole.k_min << "," << r.pole.k_max << "]");
+    INFO("peak: c=" << r.peak.c << "±" << r.peak.c_err << " tau=" << r.peak.tau << "±" << r.peak.tau_err
+                    << " kgap=" << r.peak.k_gap << "±" << r.peak.k_gap_err << " n=" << r.peak.n_points
+                    << " k in [" << r.peak.k_min << "," << r.peak.k_max << "]");
     require_recovered("pole c", r.pole.c, r.pole.c_err, c);
     require_recovered("pole tau", r.pole.tau, r.pole.tau_err, tau);
     require_recovered("pole k_gap", r.pole.k_gap, r.pole.k_gap_err, kgap);
@@ -126,7 +134,8 @@ TEST_CASE("k-gap chain recovers c, tau, k_gap from damped transverse modes — p
     const ResultGroup grp = kgap_result_group(r, src.meta());
     REQUIRE(grp.groups.size() == 2);
     for (const auto& sg : grp.groups)
-        for (const char* a : {"k_gap", "k_gap_err", "c", "c_err", "tau", "tau_err", "k_min", "k_max", "method"})
+        for (const char* a :
+             {"k_gap", "k_gap_err", "c", "c_err", "tau", "tau_err", "k_min", "k_max", "method"})
             REQUIRE(sg.attrs.count(a) == 1);
 }
 

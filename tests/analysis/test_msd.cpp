@@ -14,7 +14,8 @@ using Catch::Matchers::WithinAbs;
 using Catch::Matchers::WithinRel;
 
 namespace {
-std::vector<double> gappy_walk(std::size_t L, std::mt19937_64& rng, double offset, std::vector<double>* y_out) {
+std::vector<double> gappy_walk(std::size_t L, std::mt19937_64& rng, double offset,
+                               std::vector<double>* y_out) {
     std::normal_distribution<double> g(0.0, 1.0);
     std::bernoulli_distribution gap(0.15);
     std::vector<double> x(L), y(L);
@@ -169,7 +170,8 @@ TEST_CASE("random walk: MSD = 4 D t, alpha2 = 0, sigma_loc recovered", "[unit]")
     }
     CHECK_THAT(test::attr(g, "sigma_loc"), WithinAbs(0.0, 0.05));
     // D from the long-time slope: s²/2 per frame, within a few of its own standard errors
-    const double D = test::attr(g, "diffusion_coefficient"), D_err = test::attr(g, "diffusion_coefficient_err");
+    const double D = test::attr(g, "diffusion_coefficient"),
+                 D_err = test::attr(g, "diffusion_coefficient_err");
     CHECK_THAT(D, WithinRel(s * s / 2, 0.03));
     CHECK(D_err > 0);
     CHECK(D_err < 0.01 * D);
@@ -227,7 +229,8 @@ TEST_CASE("drift subtraction removes an imposed drift", "[unit]") {
     const double u2 = u * u * 1.25;
     for (std::size_t k : {10ul, 50ul, 100ul}) {
         const double diffusive = 2 * s * s * k;
-        CHECK_THAT(none[k], WithinRel(diffusive + u2 * k * k, 0.1));  // the drift is there without subtraction
+        CHECK_THAT(none[k],
+                   WithinRel(diffusive + u2 * k * k, 0.1));  // the drift is there without subtraction
         // the uniform drift is removed exactly: same result as the drift-free walks
         CHECK_THAT(com[k], WithinRel(com_plain[k], 1e-9));
         CHECK_THAT(low[k], WithinRel(low_plain[k], 1e-9));
@@ -271,7 +274,8 @@ TEST_CASE("experiment-like window: tracks that start, end and have gaps — stre
         double num = 0, den = 0, ns = 0, ds = 0;
         for (std::size_t i = 0; i < N; ++i)
             for (std::size_t t = 0; t + k < T; ++t) {
-                const double d2 = std::pow(s.x[i][t + k] - s.x[i][t], 2) + std::pow(s.y[i][t + k] - s.y[i][t], 2);
+                const double d2 =
+                    std::pow(s.x[i][t + k] - s.x[i][t], 2) + std::pow(s.y[i][t + k] - s.y[i][t], 2);
                 if (std::isnan(d2)) continue;
                 num += d2;
                 den += 1;

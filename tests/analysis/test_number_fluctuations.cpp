@@ -42,8 +42,10 @@ TEST_CASE("number fluctuations of Poisson points: dN^2 = <N>, exponent 1", "[uni
         const auto r = acc.result();
         REQUIRE(r.ell.size() == 12);
         for (std::size_t k = 0; k < r.ell.size(); ++k) {
-            INFO("ell=" << r.ell[k] << " mean=" << r.mean[k] << " var=" << r.var[k] << " boxes=" << r.boxes[k]);
-            REQUIRE_THAT(r.mean[k], WithinAbs(r.ell[k] * r.ell[k], 4 * std::sqrt(r.ell[k] * r.ell[k] / r.boxes[k])));
+            INFO("ell=" << r.ell[k] << " mean=" << r.mean[k] << " var=" << r.var[k]
+                        << " boxes=" << r.boxes[k]);
+            REQUIRE_THAT(r.mean[k],
+                         WithinAbs(r.ell[k] * r.ell[k], 4 * std::sqrt(r.ell[k] * r.ell[k] / r.boxes[k])));
             REQUIRE(std::abs(r.var[k] / r.mean[k] - 1) < 4 * std::sqrt(2.0 / r.boxes[k]) + 0.01);
             REQUIRE(std::abs(r.var_small[k] / r.mean_small[k] - 1) < 4 * std::sqrt(2.0 / r.boxes[k]) + 0.05);
         }

@@ -159,7 +159,8 @@ TEST_CASE("g(r) of a perfect triangular lattice: peaks at 1, sqrt3, 2 and Z = 6"
     t.meta.geometry = Geometry::periodic(0, 0, nx * a, ny * h);
     std::int64_t id = 0;
     for (int j = 0; j < ny; ++j)
-        for (int i = 0; i < nx; ++i) t.rows.push(0, id++, (i + 0.5 * (j % 2)) * a + 0.1, j * h + 0.2, (i + j) % 2 ? 1 : 0);
+        for (int i = 0; i < nx; ++i)
+            t.rows.push(0, id++, (i + 0.5 * (j % 2)) * a + 0.1, j * h + 0.2, (i + j) % 2 ? 1 : 0);
     t.index = build_frame_index(t.rows, 0, 1);
     const InMemorySource src(std::move(t));
     const double dr = 0.07;
@@ -171,7 +172,9 @@ TEST_CASE("g(r) of a perfect triangular lattice: peaks at 1, sqrt3, 2 and Z = 6"
         double expect = 0;
         for (int s = 0; s < 3; ++s)
             if (shells[s] >= res.r_edges[k] && shells[s] < res.r_edges[k + 1])
-                expect = mult[s] / (rho * M_PI * (res.r_edges[k + 1] * res.r_edges[k + 1] - res.r_edges[k] * res.r_edges[k]));
+                expect =
+                    mult[s] / (rho * M_PI *
+                               (res.r_edges[k + 1] * res.r_edges[k + 1] - res.r_edges[k] * res.r_edges[k]));
         INFO("bin " << k << " r=" << res.r[k]);
         // N(N-1) normalisation: per-particle count × N/(N−1)
         REQUIRE_THAT(res.g[k], WithinAbs(expect * 400.0 / 399.0, 1e-9));
@@ -184,7 +187,8 @@ TEST_CASE("g(r) of a perfect triangular lattice: peaks at 1, sqrt3, 2 and Z = 6"
     // sum rule Σ_ab N_a N_b' g_ab = N(N−1) g (ordered pairs)
     const double ns = 200, nl = 200, n = 400;
     for (std::size_t k = 0; k < res.g.size(); ++k) {
-        const double lhs = ns * (ns - 1) * res.g_ss[k] + nl * (nl - 1) * res.g_ll[k] + 2 * ns * nl * res.g_sl[k];
+        const double lhs =
+            ns * (ns - 1) * res.g_ss[k] + nl * (nl - 1) * res.g_ll[k] + 2 * ns * nl * res.g_sl[k];
         REQUIRE_THAT(lhs, WithinAbs(n * (n - 1) * res.g[k], 1e-6));
     }
 }
@@ -223,12 +227,14 @@ std::map<std::string, ResultGroup> run_structure(const TrajectorySource& src) {
 
 TEST_CASE("structure analyses run through the registry with the naming rule", "[unit]") {
     const std::vector<std::string> names{"gr", "sk", "psi6", "voronoi", "clusters", "number_fluctuations"};
-    for (const auto& g : {Geometry::periodic(0, 0, 30, 30), Geometry::rect(0, 0, 30, 30), Geometry::circle(0, 0, 16)}) {
+    for (const auto& g :
+         {Geometry::periodic(0, 0, 30, 30), Geometry::rect(0, 0, 30, 30), Geometry::circle(0, 0, 16)}) {
         const auto src = poisson_source(g, 300, 6, 41);
         const auto done = run_structure(src);
         for (const auto& n : names) REQUIRE(done.count(n));
         const auto& gr = done.at("gr");
-        for (const char* a : {"r", "g", "g_err", "g_small_small", "g_small_large", "g_large_large"}) REQUIRE(gr.find(a));
+        for (const char* a : {"r", "g", "g_err", "g_small_small", "g_small_large", "g_large_large"})
+            REQUIRE(gr.find(a));
         REQUIRE(gr.find("r")->units == "px");
         REQUIRE(std::get<std::int64_t>(gr.attrs.at("frames")) == 6);
         REQUIRE(done.at("sk").find("sk_small_large"));
@@ -316,8 +322,8 @@ TEST_CASE("g(r) of a dense soft-disk liquid: a cropped window agrees with the pe
     REQUIRE(box.periodic());
     // the same frames seen through a rectangular window covering the central 70 % × 60 % of the box
     Trajectory win = full;
-    win.meta.geometry = Geometry::rect(box.x0 + 0.15 * box.lx(), box.y0 + 0.2 * box.ly(), box.x0 + 0.85 * box.lx(),
-                                       box.y0 + 0.8 * box.ly());
+    win.meta.geometry = Geometry::rect(box.x0 + 0.15 * box.lx(), box.y0 + 0.2 * box.ly(),
+                                       box.x0 + 0.85 * box.lx(), box.y0 + 0.8 * box.ly());
     const InMemorySource per(std::move(full)), cut(std::move(win));
     const double rmax = 0.25 * 0.6 * box.ly();
     const auto a = run_gr(per, rmax, 40);
@@ -325,7 +331,8 @@ TEST_CASE("g(r) of a dense soft-disk liquid: a cropped window agrees with the pe
     const auto c = run_gr(cut, rmax, 40, EdgeCorrection::none);
     for (std::size_t k = 0; k < a.g.size(); ++k) {
         const double err = std::sqrt(a.g_err[k] * a.g_err[k] + b.g_err[k] * b.g_err[k]);
-        INFO("bin " << k << " r=" << a.r[k] << " periodic " << a.g[k] << " window " << b.g[k] << " err " << err);
+        INFO("bin " << k << " r=" << a.r[k] << " periodic " << a.g[k] << " window " << b.g[k] << " err "
+                    << err);
         if (a.g[k] < 0.05) {  // inside the core both are ~0
             REQUIRE(b.g[k] < 0.1);
             continue;
@@ -339,7 +346,9 @@ TEST_CASE("g(r) of a dense soft-disk liquid: a cropped window agrees with the pe
     REQUIRE(c.g.back() < a.g.back() - 0.15);
 }
 
-TEST_CASE("g(r) split over threads and merged equals the single-threaded result, bit for bit for any thread count", "[unit]") {
+TEST_CASE(
+    "g(r) split over threads and merged equals the single-threaded result, bit for bit for any thread count",
+    "[unit]") {
     const auto src = poisson_source(Geometry::circle(0, 0, 20), 400, 23, 44);
     PairCorrelationParams p;
     p.r_max = 8, p.bins = 40;
@@ -350,7 +359,8 @@ TEST_CASE("g(r) split over threads and merged equals the single-threaded result,
         std::vector<PairCorrelation> accs(kStructureLanes, PairCorrelation(p));
         // small blocks so that several blocks are split over the workers
         for_each_structure_frame_parallel(
-            src, 2, threads, [&](const StructureFrame& f, int lane) { accs[static_cast<std::size_t>(lane)].accumulate(f); },
+            src, 2, threads,
+            [&](const StructureFrame& f, int lane) { accs[static_cast<std::size_t>(lane)].accumulate(f); },
             false, "gr", 1000);
         for (std::size_t l = 1; l < accs.size(); ++l) accs[0].merge(accs[l]);
         return accs[0];
@@ -394,7 +404,8 @@ TEST_CASE("unknown species count in the totals only", "[unit]") {
     }
 }
 
-TEST_CASE("structure analyses survive awkward frames: empty, single particle, NaN, outside the window", "[unit]") {
+TEST_CASE("structure analyses survive awkward frames: empty, single particle, NaN, outside the window",
+          "[unit]") {
     for (auto kind : {GeometryKind::unbounded, GeometryKind::window_rect}) {
         Trajectory t = poisson_source(Geometry::rect(0, 0, 30, 30), 200, 6, 47).trajectory();
         t.meta.geometry = kind == GeometryKind::unbounded ? Geometry{} : Geometry::rect(0, 0, 30, 30);
@@ -412,6 +423,8 @@ TEST_CASE("structure analyses survive awkward frames: empty, single particle, Na
         // gr counts the frames with at least two particles: 6 Poisson frames + frame 8
         REQUIRE(std::get<std::int64_t>(done.at("gr").attrs.at("frames")) == 7);
         const auto fr8 = structure_frame(src.read_frames(8, 1), 8);
-        REQUIRE(fr8.size() == (kind == GeometryKind::unbounded ? 4u : 3u));  // NaN always dropped, x=40 cropped in the window
+        REQUIRE(
+            fr8.size() ==
+            (kind == GeometryKind::unbounded ? 4u : 3u));  // NaN always dropped, x=40 cropped in the window
     }
 }

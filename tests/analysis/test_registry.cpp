@@ -15,7 +15,8 @@ TEST_CASE("every analysis flag: one style, a type, a default that passes its own
     std::size_t n = 0;
     for (const auto& s : all_analyses()) {
         for (const auto& o : s.options) {
-            INFO(s.name << ": --" << o.flag << " = '" << o.default_value << "' (" << type_name(o.type) << ")");
+            INFO(s.name << ": --" << o.flag << " = '" << o.default_value << "' (" << type_name(o.type)
+                        << ")");
             CHECK(o.flag.rfind(flag_prefix(s.name) + "-", 0) == 0);
             CHECK(o.flag.find('_') == std::string::npos);  // words joined by '-' only
             CHECK(check_option_value(o, o.default_value).empty());
@@ -41,7 +42,8 @@ TEST_CASE("option values are checked by type and range, naming the flag", "[unit
     const AnalysisOption l{"msd-vanhove-lags", "", "1,10", OptionType::list, 1, kInf, {"none"}};
     CHECK(check_option_value(l, "1,10,100").empty());
     CHECK(check_option_value(l, "none").empty());
-    CHECK(check_option_value(l, "1,,2") == "--msd-vanhove-lags: '1,,2' is not a comma-separated list of numbers");
+    CHECK(check_option_value(l, "1,,2") ==
+          "--msd-vanhove-lags: '1,,2' is not a comma-separated list of numbers");
     CHECK(check_option_value(l, "1,0") == "--msd-vanhove-lags: 0 is below the minimum 1");
     const AnalysisOption b{"psi6-weighted", "", "0", OptionType::boolean};
     CHECK(check_option_value(b, "on").empty());
@@ -55,7 +57,7 @@ TEST_CASE("old flag spellings map to the new ones", "[unit]") {
     CHECK(flag_prefix("velocity_distribution") == "velocity-distribution");
     CHECK(legacy_flag("velocity_distribution", "velocity-distribution-bins") == "velocity_distribution-bins");
     CHECK(legacy_flag("number_fluctuations", "number-fluctuations-n-sizes") == "number_fluctuations-n-sizes");
-    CHECK(legacy_flag("gr", "gr-bins").empty());  // unchanged spelling: no alias
+    CHECK(legacy_flag("gr", "gr-bins").empty());                             // unchanged spelling: no alias
     CHECK(legacy_flag("covariance_vdos", "covariance-vdos-force").empty());  // always spelled with dashes
 }
 
@@ -67,17 +69,20 @@ TEST_CASE("a selection pulls in what its analyses need, in registry order", "[un
         return out;
     };
     CHECK(names(resolve_selection(specs, {"kgap"})) == std::vector<std::string>{"currents", "kgap"});
-    CHECK(names(resolve_selection(specs, {"kgap", "field", "gr"})) == std::vector<std::string>{"gr", "currents", "kgap", "field"});
+    CHECK(names(resolve_selection(specs, {"kgap", "field", "gr"})) ==
+          std::vector<std::string>{"gr", "currents", "kgap", "field"});
     const auto dflt = names(resolve_selection(specs, {}));
     std::vector<std::string> expect;
     for (const auto& s : specs)
         if (s.default_on) expect.push_back(s.name);
     CHECK(dflt == expect);
-    CHECK_THROWS_WITH(resolve_selection(specs, {"gr", "kgapp"}), Catch::Contains("--only: unknown analysis 'kgapp'"));
+    CHECK_THROWS_WITH(resolve_selection(specs, {"gr", "kgapp"}),
+                      Catch::Contains("--only: unknown analysis 'kgapp'"));
     // every dependency precedes its dependant in the registry (the order analyses run in)
     for (std::size_t i = 0; i < specs.size(); ++i)
         for (const auto& d : specs[i].needs) {
-            const auto it = std::find_if(specs.begin(), specs.end(), [&](const AnalysisSpec& s) { return s.name == d; });
+            const auto it =
+                std::find_if(specs.begin(), specs.end(), [&](const AnalysisSpec& s) { return s.name == d; });
             REQUIRE(it != specs.end());
             CHECK(it - specs.begin() < static_cast<std::ptrdiff_t>(i));
         }

@@ -65,7 +65,8 @@ TEST_CASE("S(k) without the taper's exact zeros would leak: the k set skips |n|,
     StructureFrame f;
     f.window = Geometry::rect(0, 0, 30, 30);
     for (int j = 0; j < 60; ++j)
-        for (int i = 0; i < 60; ++i) f.x.push_back(0.25 + 0.5 * i), f.y.push_back(0.25 + 0.5 * j), f.species.push_back(0);
+        for (int i = 0; i < 60; ++i)
+            f.x.push_back(0.25 + 0.5 * i), f.y.push_back(0.25 + 0.5 * j), f.species.push_back(0);
     StructureFactorParams p;
     p.k_max = 6, p.bins = 30, p.max_vectors_per_bin = 0;
     StructureFactor sk(p);
@@ -81,7 +82,8 @@ TEST_CASE("S(k) of a triangular lattice: Bragg peak at 4pi/(sqrt3 a) with S = N"
     StructureFrame f;
     f.window = Geometry::periodic(0, 0, nx * a, ny * h);
     for (int j = 0; j < ny; ++j)
-        for (int i = 0; i < nx; ++i) f.x.push_back((i + 0.5 * (j % 2)) * a), f.y.push_back(j * h), f.species.push_back(0);
+        for (int i = 0; i < nx; ++i)
+            f.x.push_back((i + 0.5 * (j % 2)) * a), f.y.push_back(j * h), f.species.push_back(0);
     StructureFactorParams p;
     p.k_max = 9, p.bins = 90, p.max_vectors_per_bin = 0;
     StructureFactor sk(p);

@@ -55,7 +55,8 @@ InMemorySource gappy_source(bool velocities, std::uint64_t seed = 5) {
 }
 
 bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
-    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
+    return a.size() == b.size() &&
+           (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
 }
 
 std::vector<Track> collect(const TrajectorySource& src, TrackStreamParams p) {
@@ -87,7 +88,8 @@ void check_same_group(const ResultGroup& a, const ResultGroup& b) {
         CHECK(a.arrays[k].name == b.arrays[k].name);
         if (const auto* v = std::get_if<std::vector<double>>(&a.arrays[k].data))
             CHECK(same_bits(*v, std::get<std::vector<double>>(b.arrays[k].data)));
-        else CHECK(a.arrays[k].data == b.arrays[k].data);
+        else
+            CHECK(a.arrays[k].data == b.arrays[k].data);
     }
     for (const auto& [key, v] : a.attrs) {
         INFO("attribute " << key);
@@ -95,7 +97,8 @@ void check_same_group(const ResultGroup& a, const ResultGroup& b) {
         if (const auto* d = std::get_if<double>(&v)) {
             const double e = std::get<double>(b.attrs.at(key));
             CHECK(std::memcmp(d, &e, sizeof e) == 0);
-        } else CHECK(v == b.attrs.at(key));
+        } else
+            CHECK(v == b.attrs.at(key));
     }
     REQUIRE(a.groups.size() == b.groups.size());
     for (std::size_t k = 0; k < a.groups.size(); ++k) check_same_group(a.groups[k], b.groups[k]);
@@ -103,7 +106,8 @@ void check_same_group(const ResultGroup& a, const ResultGroup& b) {
 
 }  // namespace
 
-TEST_CASE("track cache: the same tracks as re-reading the frames, in memory and in a temporary file", "[unit]") {
+TEST_CASE("track cache: the same tracks as re-reading the frames, in memory and in a temporary file",
+          "[unit]") {
     for (bool vel : {false, true})
         for (auto drift : {DriftMode::none, DriftMode::lowpass, DriftMode::com}) {
             INFO("velocities " << vel << ", drift " << to_string(drift));
@@ -119,7 +123,8 @@ TEST_CASE("track cache: the same tracks as re-reading the frames, in memory and 
             p.rescan = false;  // a private copy, in memory
             check_same_tracks(old, collect(src, p));
 
-            const fs::path dir = fs::temp_directory_path() / ("vibra-test-track-cache-" + std::to_string(::getpid()));
+            const fs::path dir =
+                fs::temp_directory_path() / ("vibra-test-track-cache-" + std::to_string(::getpid()));
             fs::create_directories(dir);
             TrackCacheParams cp;
             cp.memory_bytes = 0;  // always a file

@@ -55,12 +55,14 @@ void check_additive(const Geometry& g) {
         REQUIRE(r.segment_offsets.size() == 5);
         for (std::size_t s = 0; s < 4; ++s) {
             double sum = 0;
-            for (auto i = r.segment_offsets[s]; i < r.segment_offsets[s + 1]; ++i) sum += r.p_band[static_cast<std::size_t>(i)];
+            for (auto i = r.segment_offsets[s]; i < r.segment_offsets[s + 1]; ++i)
+                sum += r.p_band[static_cast<std::size_t>(i)];
             // per-particle contributions add up to the band integral of the segment's D_T
             REQUIRE_THAT(sum, WithinRel(r.band_sum_segments[s], 1e-10));
             double direct = 0;
             for (std::size_t f = 0; f < r.omega.size(); ++f)
-                if (r.omega[f] >= p.band_min - 1e-12 && r.omega[f] <= p.band_max + 1e-12) direct += r.d_t_segments[s * r.omega.size() + f] * r.domega;
+                if (r.omega[f] >= p.band_min - 1e-12 && r.omega[f] <= p.band_max + 1e-12)
+                    direct += r.d_t_segments[s * r.omega.size() + f] * r.domega;
             REQUIRE(direct > 0);
             REQUIRE_THAT(sum, WithinRel(direct, 1e-10));
         }
@@ -83,7 +85,9 @@ TEST_CASE("Per-particle contributions add up exactly to D_T(omega)", "[unit]") {
     SECTION("window with taper") { check_additive(Geometry::rect(0, 0, 8, 8)); }
 }
 
-TEST_CASE("Transverse plane wave: D_T peaks at its frequency, contributions are uniform, Debye level from c_T", "[unit]") {
+TEST_CASE(
+    "Transverse plane wave: D_T peaks at its frequency, contributions are uniform, Debye level from c_T",
+    "[unit]") {
     const int n = 12, T = 512;
     const double dt = 0.1, w0 = 3.0, A = 0.01;
     const double k0 = 2 * std::numbers::pi * 2 / n;
@@ -110,7 +114,8 @@ TEST_CASE("Transverse plane wave: D_T peaks at its frequency, contributions are 
     for (std::size_t s = 0; s < 4; ++s) {
         REQUIRE(r.segment_offsets[s + 1] - r.segment_offsets[s] == n * n);
         for (auto i = r.segment_offsets[s]; i < r.segment_offsets[s + 1]; ++i)
-            REQUIRE_THAT(r.p_band[static_cast<std::size_t>(i)], WithinRel(r.band_sum_segments[s] / (n * n), 0.05));
+            REQUIRE_THAT(r.p_band[static_cast<std::size_t>(i)],
+                         WithinRel(r.band_sum_segments[s] / (n * n), 0.05));
     }
 }
 
@@ -121,7 +126,10 @@ TEST_CASE("tvdos parameters are validated", "[unit]") {
     REQUIRE_THROWS_AS(p.validate(), ParameterError);
 }
 
-TEST_CASE("tvdos streams one segment at a time: bit-identical for any thread count, frames past the last segment ignored", "[unit]") {
+TEST_CASE(
+    "tvdos streams one segment at a time: bit-identical for any thread count, frames past the last segment "
+    "ignored",
+    "[unit]") {
     const double dt = 0.1;
     const auto src = ou_source(Geometry::periodic(0, 0, 8, 8), 60, 3 * 64 + 17, dt, 5);
     TransverseVdosParams p;

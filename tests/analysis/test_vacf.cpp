@@ -17,8 +17,8 @@ using Catch::Matchers::WithinRel;
 namespace {
 // Exact Ornstein–Uhlenbeck velocities (per component std sigma, correlation time tau, frame dt)
 // and the positions they integrate to; species alternate small/large with the given sigmas.
-test::Series ou_series(std::size_t N, std::size_t T, double tau, double dt, double sig_small, double sig_large,
-                       std::uint64_t seed) {
+test::Series ou_series(std::size_t N, std::size_t T, double tau, double dt, double sig_small,
+                       double sig_large, std::uint64_t seed) {
     std::mt19937_64 rng(seed);
     std::normal_distribution<double> g(0.0, 1.0);
     const double a = std::exp(-dt / tau), b = std::sqrt(1 - a * a);

@@ -66,41 +66,45 @@ TEST_CASE("harmonic oscillator trajectories give a VDOS peak at omega0", "[unit]
         if (!given) q.vx.clear(), q.vy.clear();
         auto src = test::make_source(q, m);
         for (auto est : {VdosEstimator::welch, VdosEstimator::unbiased}) {
-        INFO("estimator " << int(est) << ", given velocities " << given);
-        VdosParams p;
-        p.estimator = est;
-        p.vacf.max_lag = 1000;
-        p.transfer_correction = !given;
-        const auto g = vdos_analysis(src, p);
-        const auto& w = test::array(g, "omega");
-        const auto& d = test::array(g, "vdos");
-        const auto& dr = test::array(g, "vdos_reduced");
-        CHECK(g.find("omega")->units == "rad/s");
-        CHECK_THAT(w.back(), WithinRel(M_PI / dt, 1e-12));
-        CHECK_THAT(trapezoid(w, d), WithinAbs(1.0, 1e-9));
-        std::size_t jmax = 0;
-        for (std::size_t j = 0; j < d.size(); ++j)
-            if (d[j] > d[jmax]) jmax = j;
-        CHECK_THAT(w[jmax], WithinAbs(w0, w[1]));  // within one frequency bin
-        CHECK_THAT(dr[jmax], WithinRel(d[jmax] / w[jmax], 1e-12));
-        CHECK(std::isnan(dr[0]));
-        CHECK(std::get<std::string>(g.attrs.at("transfer_correction")) == (given ? "none" : "central"));
-        const auto& ds = test::array(g, "vdos_small");
-        CHECK_THAT(trapezoid(w, ds), WithinAbs(1.0, 1e-9));
+            INFO("estimator " << int(est) << ", given velocities " << given);
+            VdosParams p;
+            p.estimator = est;
+            p.vacf.max_lag = 1000;
+            p.transfer_correction = !given;
+            const auto g = vdos_analysis(src, p);
+            const auto& w = test::array(g, "omega");
+            const auto& d = test::array(g, "vdos");
+            const auto& dr = test::array(g, "vdos_reduced");
+            CHECK(g.find("omega")->units == "rad/s");
+            CHECK_THAT(w.back(), WithinRel(M_PI / dt, 1e-12));
+            CHECK_THAT(trapezoid(w, d), WithinAbs(1.0, 1e-9));
+            std::size_t jmax = 0;
+            for (std::size_t j = 0; j < d.size(); ++j)
+                if (d[j] > d[jmax]) jmax = j;
+            CHECK_THAT(w[jmax], WithinAbs(w0, w[1]));  // within one frequency bin
+            CHECK_THAT(dr[jmax], WithinRel(d[jmax] / w[jmax], 1e-12));
+            CHECK(std::isnan(dr[0]));
+            CHECK(std::get<std::string>(g.attrs.at("transfer_correction")) == (given ? "none" : "central"));
+            const auto& ds = test::array(g, "vdos_small");
+            CHECK_THAT(trapezoid(w, ds), WithinAbs(1.0, 1e-9));
         }
     }
 }
 
 TEST_CASE("finite-difference transfer functions", "[unit]") {
     const double dt = 0.1, w = 5.0;
-    CHECK_THAT(transfer_function_sq(VelocityScheme::central, w, dt), WithinRel(std::pow(std::sin(0.5) / 0.5, 2), 1e-12));
-    CHECK_THAT(transfer_function_sq(VelocityScheme::forward, w, dt), WithinRel(std::pow(std::sin(0.25) / 0.25, 2), 1e-12));
+    CHECK_THAT(transfer_function_sq(VelocityScheme::central, w, dt),
+               WithinRel(std::pow(std::sin(0.5) / 0.5, 2), 1e-12));
+    CHECK_THAT(transfer_function_sq(VelocityScheme::forward, w, dt),
+               WithinRel(std::pow(std::sin(0.25) / 0.25, 2), 1e-12));
     CHECK(transfer_function_sq(VelocityScheme::given, w, dt) == 1.0);
     // a central-difference VACF of a pure cosine has amplitude H(ω0)^2: check the formula
     // against a direct computation for x = cos(ω0 t)
     const double w0 = 7.0;
-    const double v_fd_amp = std::sin(w0 * dt) / dt;  // (cos(w(t+dt)) − cos(w(t−dt)))/(2dt) = −sin(wt) sin(w dt)/dt
-    CHECK_THAT(std::pow(v_fd_amp / w0, 2), WithinRel(transfer_function_sq(VelocityScheme::central, w0, dt), 1e-12));
+    const double v_fd_amp =
+        std::sin(w0 * dt) / dt;  // (cos(w(t+dt)) − cos(w(t−dt)))/(2dt) = −sin(wt) sin(w dt)/dt
+    CHECK_THAT(std::pow(v_fd_amp / w0, 2),
+               WithinRel(transfer_function_sq(VelocityScheme::central, w0, dt), 1e-12));
 }
 
 TEST_CASE("species with shorter tracks share one omega grid", "[unit]") {
@@ -174,9 +178,10 @@ TEST_CASE("mass-weighted VDOS: species peaks weighted by m <v^2>", "[unit]") {
             if (w[j] > lo && w[j] <= hi) a += 0.5 * (y[j] + y[j - 1]) * (w[j] - w[j - 1]);
         return a;
     };
-    const double lo_m = area(dm, 0, 1.5), hi_m = area(dm, 1.5, 4), lo_n = area(d, 0, 1.5), hi_n = area(d, 1.5, 4);
-    CHECK_THAT(hi_n / lo_n, WithinRel(1.0, 0.05));    // number-weighted: equal ⟨v²⟩ → equal lines
-    CHECK_THAT(hi_m / lo_m, WithinRel(1.96, 0.05));   // mass-weighted: large line × m_large
+    const double lo_m = area(dm, 0, 1.5), hi_m = area(dm, 1.5, 4), lo_n = area(d, 0, 1.5),
+                 hi_n = area(d, 1.5, 4);
+    CHECK_THAT(hi_n / lo_n, WithinRel(1.0, 0.05));   // number-weighted: equal ⟨v²⟩ → equal lines
+    CHECK_THAT(hi_m / lo_m, WithinRel(1.96, 0.05));  // mass-weighted: large line × m_large
     CHECK_THAT(test::attr(r, "mass_weight_small"), WithinRel(1 / 2.96, 0.02));
 }
 
@@ -201,7 +206,8 @@ TEST_CASE("biased estimator without window is a non-negative periodogram", "[uni
     for (double v : d) dmin = std::min(dmin, v);
     CHECK(dmin > -1e-12);
     CHECK_THAT(trapezoid(test::array(r, "omega"), d), WithinAbs(1.0, 1e-9));
-    p.estimator = VdosEstimator::unbiased;  // the unbiased per-pair mean of white noise does go negative somewhere
+    p.estimator =
+        VdosEstimator::unbiased;  // the unbiased per-pair mean of white noise does go negative somewhere
     const auto ru = vdos_analysis(src, p);  // kept alive: test::array returns a reference into it
     const auto& du = test::array(ru, "vdos");
     double umin = 1e300;
@@ -307,16 +313,19 @@ TEST_CASE("welch VDOS of a harmonic solid: non-negative, normalised, one line pe
     CHECK_THAT(trapezoid(w, d), WithinAbs(1.0, 1e-9));
     // Parseval: before normalisation the spectrum already carries the mean square velocity
     CHECK_THAT(test::attr(g, "integral_before_normalisation"), WithinAbs(1.0, 0.01));
-    CHECK(std::get<std::int64_t>(g.attrs.at("segments")) == std::int64_t(N) * 7);  // 50 % overlap: 7 per track
+    CHECK(std::get<std::int64_t>(g.attrs.at("segments")) ==
+          std::int64_t(N) * 7);  // 50 % overlap: 7 per track
     // mode counting: the integral up to halfway between distinct lines = fraction of modes below
     std::vector<double> distinct = freqs;
     std::sort(distinct.begin(), distinct.end());
-    distinct.erase(std::unique(distinct.begin(), distinct.end(), [](double a, double b) { return std::abs(a - b) < 1e-12; }),
+    distinct.erase(std::unique(distinct.begin(), distinct.end(),
+                               [](double a, double b) { return std::abs(a - b) < 1e-12; }),
                    distinct.end());
     for (std::size_t i = 0; i + 1 < distinct.size(); ++i) {
         const double cut = 0.5 * (distinct[i] + distinct[i + 1]);
         double below = 0;
-        for (std::size_t j = 1; j < w.size() && w[j] <= cut; ++j) below += 0.5 * (d[j] + d[j - 1]) * (w[j] - w[j - 1]);
+        for (std::size_t j = 1; j < w.size() && w[j] <= cut; ++j)
+            below += 0.5 * (d[j] + d[j - 1]) * (w[j] - w[j - 1]);
         double expect = 0;
         for (double f : freqs) expect += f < cut ? 1.0 : 0.0;
         INFO("cut " << cut);

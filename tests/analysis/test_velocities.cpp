@@ -146,7 +146,8 @@ TEST_CASE("registered dynamics analyses run with their default options", "[unit]
         names.push_back(s.name);
         AnalysisContext ctx{src, {}, false, 1, nullptr};
         for (const auto& o : s.options) {
-            CHECK(o.flag.rfind(flag_prefix(s.name) + "-", 0) == 0);  // flags carry the analysis name as prefix
+            CHECK(o.flag.rfind(flag_prefix(s.name) + "-", 0) ==
+                  0);  // flags carry the analysis name as prefix
             ctx.options[o.flag] = o.default_value;
         }
         const auto groups = s.run(ctx);
@@ -164,5 +165,6 @@ TEST_CASE("registered dynamics analyses run with their default options", "[unit]
             REQUIRE_THROWS_AS(s.run(bad), ParameterError);
         }
     }
-    CHECK(names == std::vector<std::string>{"msd", "vacf", "vdos", "fs", "temperature", "velocity_distribution"});
+    CHECK(names ==
+          std::vector<std::string>{"msd", "vacf", "vdos", "fs", "temperature", "velocity_distribution"});
 }

@@ -64,7 +64,8 @@ TEST_CASE("C_vv limits: independent vectors, uniform translation", "[unit]") {
     std::uniform_real_distribution<double> u(0, 60);
     std::normal_distribution<double> g;
     std::vector<double> x, y, ux, uy;
-    for (int n = 0; n < 4000; ++n) x.push_back(u(rng)), y.push_back(u(rng)), ux.push_back(g(rng)), uy.push_back(g(rng));
+    for (int n = 0; n < 4000; ++n)
+        x.push_back(u(rng)), y.push_back(u(rng)), ux.push_back(g(rng)), uy.push_back(g(rng));
     VelocityCorrelationParams p;
     p.r_max = 6, p.dr = 1;
     VelocityCorrelation a(p);
@@ -82,7 +83,8 @@ TEST_CASE("C_vv limits: independent vectors, uniform translation", "[unit]") {
     }
     SECTION("correlation_length is exact on an exponential") {
         std::vector<double> r, c;
-        for (int b = 0; b < 30; ++b) r.push_back(0.25 + 0.5 * b), c.push_back(0.8 * std::exp(-r.back() / 3.2));
+        for (int b = 0; b < 30; ++b)
+            r.push_back(0.25 + 0.5 * b), c.push_back(0.8 * std::exp(-r.back() / 3.2));
         REQUIRE_THAT(correlation_length(r, c), WithinRel(3.2, 1e-10));
         REQUIRE(std::isnan(correlation_length(r, std::vector<double>(30, -1.0))));
     }

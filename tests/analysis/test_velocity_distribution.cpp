@@ -27,8 +27,8 @@ std::vector<double> gen_normal_exp(std::size_t n, double beta, std::uint64_t see
     return v;
 }
 
-TailFit fit_samples(const std::vector<double>& v, std::int64_t n_blocks, double threshold, std::int64_t boot = 200,
-                    std::uint64_t seed = 1) {
+TailFit fit_samples(const std::vector<double>& v, std::int64_t n_blocks, double threshold,
+                    std::int64_t boot = 200, std::uint64_t seed = 1) {
     double s2 = 0;
     for (double x : v) s2 += x * x;
     const double rms = std::sqrt(s2 / static_cast<double>(v.size()));
@@ -53,7 +53,8 @@ TEST_CASE("upper incomplete gamma against closed forms", "[unit]") {
     for (double x : {0.0, 0.1, 0.7, 1.5, 3.0, 10.0, 40.0}) {
         CHECK_THAT(log_upper_gamma(1.0, x), WithinAbs(-x, 1e-12));
         CHECK_THAT(log_upper_gamma(2.0, x), WithinAbs(std::log1p(x) - x, 1e-12));
-        CHECK_THAT(log_upper_gamma(0.5, x), WithinAbs(std::log(std::sqrt(M_PI) * std::erfc(std::sqrt(x))), 1e-10));
+        CHECK_THAT(log_upper_gamma(0.5, x),
+                   WithinAbs(std::log(std::sqrt(M_PI) * std::erfc(std::sqrt(x))), 1e-10));
     }
     // Γ(s, 0) = Γ(s)
     CHECK_THAT(log_upper_gamma(2.0 / 3.0, 0.0), WithinAbs(std::lgamma(2.0 / 3.0), 1e-14));
@@ -128,7 +129,8 @@ TEST_CASE("velocity_distribution analysis on Gaussian velocities", "[unit]") {
     const auto r = velocity_distribution_analysis(src, p);
     CHECK(std::get<std::string>(r.attrs.at("fitted_variable")).rfind("component", 0) == 0);
     for (const std::string suf : {"_small", "_large"}) {
-        INFO(suf << " beta " << test::attr(r, "beta" + suf) << " sigma " << test::attr(r, "beta_sigma" + suf));
+        INFO(suf << " beta " << test::attr(r, "beta" + suf) << " sigma "
+                 << test::attr(r, "beta_sigma" + suf));
         CHECK(std::abs(test::attr(r, "beta" + suf) - 2.0) < 3 * test::attr(r, "beta_sigma" + suf));
         CHECK_THAT(test::attr(r, "kurtosis" + suf), WithinAbs(3.0, 0.06));
         CHECK_THAT(test::attr(r, "sonine_a2" + suf), WithinAbs(0.0, 0.03));

@@ -97,8 +97,10 @@ TEST_CASE("radical Voronoi of a two-species checkerboard has the analytic areas"
     const double ps = (a * a + rs * rs - rl * rl) / (2 * a);
     const double area_small = 4 * ps * ps;
     for (std::size_t i = 0; i < v.area.size(); ++i) {
-        if (f.species[i] == 0) REQUIRE_THAT(v.area[i], WithinRel(area_small, 1e-10));
-        else REQUIRE_THAT(v.area[i], WithinRel(2 * a * a - area_small, 1e-10));
+        if (f.species[i] == 0)
+            REQUIRE_THAT(v.area[i], WithinRel(area_small, 1e-10));
+        else
+            REQUIRE_THAT(v.area[i], WithinRel(2 * a * a - area_small, 1e-10));
     }
     VoronoiParams plain;
     plain.radical = false;
@@ -194,7 +196,8 @@ TEST_CASE("Poisson-Voronoi cells: mean area |W|/N, reduced variance 0.280", "[un
     for (int frame = 0; frame < 25; ++frame) {
         StructureFrame f;
         f.window = Geometry::periodic(0, 0, 45, 45);
-        for (int i = 0; i < 2025; ++i) f.x.push_back(45 * u(rng)), f.y.push_back(45 * u(rng)), f.species.push_back(0);
+        for (int i = 0; i < 2025; ++i)
+            f.x.push_back(45 * u(rng)), f.y.push_back(45 * u(rng)), f.species.push_back(0);
         VoronoiParams p;
         p.radical = false;
         const auto v = radical_voronoi(f, p);

@@ -29,7 +29,9 @@ void require_units_everywhere(const ResultGroup& g, const std::string& path) {
 TEST_CASE("analyze writes provenance, merges groups, and never touches its input", "[integration]") {
     test::TempDir dir("cli_analyze");
     const auto sim = dir.file("sim.h5"), res = dir.file("res.h5");
-    REQUIRE(test::run_vibra("simulate -o " + q(sim) + " --n-small 60 --n-large 60 --frames 40 --equilibrate 20 -q").exit_code == 0);
+    REQUIRE(test::run_vibra("simulate -o " + q(sim) +
+                            " --n-small 60 --n-large 60 --frames 40 --equilibrate 20 -q")
+                .exit_code == 0);
     const auto before = file_checksum(sim);
 
     auto r = test::run_vibra("analyze " + q(sim) + " -o " + q(res) + " --only gr -q");
@@ -52,7 +54,8 @@ TEST_CASE("analyze writes provenance, merges groups, and never touches its input
     REQUIRE(r.exit_code == 0);
     REQUIRE(store::list_results(res) == std::vector<std::string>{"gr", "msd"});
     const auto gr2 = store::read_results(res, "gr");  // kept as it was
-    REQUIRE(std::get<std::vector<double>>(gr2.find("g")->data) == std::get<std::vector<double>>(gr1.find("g")->data));
+    REQUIRE(std::get<std::vector<double>>(gr2.find("g")->data) ==
+            std::get<std::vector<double>>(gr1.find("g")->data));
     const auto msd = store::read_results(res, "msd");
     REQUIRE(msd.find("lag") != nullptr);
     REQUIRE(msd.find("lag_frames") != nullptr);
@@ -84,27 +87,36 @@ TEST_CASE("analyze streams: 10x the frames does not take 10x the memory", "[inte
     // would grow with the input: that is what the budget is for)
     const std::string only = " --only gr,msd,vacf -q --threads 1 --memory 4";
     long rss_small = 0, rss_large = 0;
-    REQUIRE(test::run_measured(std::string("'") + VIBRA_CLI + "' analyze " + q(small) + " -o " + q(dir.file("rs.h5")) + only,
-                               rss_small) == 0);
-    REQUIRE(test::run_measured(std::string("'") + VIBRA_CLI + "' analyze " + q(large) + " -o " + q(dir.file("rl.h5")) + only,
-                               rss_large) == 0);
+    REQUIRE(test::run_measured(
+                std::string("'") + VIBRA_CLI + "' analyze " + q(small) + " -o " + q(dir.file("rs.h5")) + only,
+                rss_small) == 0);
+    REQUIRE(test::run_measured(
+                std::string("'") + VIBRA_CLI + "' analyze " + q(large) + " -o " + q(dir.file("rl.h5")) + only,
+                rss_large) == 0);
     WARN("analyze peak RSS: 60 frames " << rss_small << " kB, 600 frames " << rss_large << " kB");
     // The 600-frame input holds 600k rows (≥ 30 MB as doubles); a bounded analysis stays well below.
     REQUIRE(double(rss_large) < 1.5 * double(rss_small) + 16000.0);
 }
 
-TEST_CASE("analyze --memory: copies beyond the budget go to temporary files, currents streams; results unchanged",
-          "[integration]") {
+TEST_CASE(
+    "analyze --memory: copies beyond the budget go to temporary files, currents streams; results unchanged",
+    "[integration]") {
     test::TempDir dir("cli_analyze_budget");
     const auto sim = dir.file("sim.h5");
-    REQUIRE(test::run_vibra("simulate -o " + q(sim) + " --n-small 150 --n-large 150 --frames 400 --equilibrate 10 -q").exit_code == 0);
+    REQUIRE(test::run_vibra("simulate -o " + q(sim) +
+                            " --n-small 150 --n-large 150 --frames 400 --equilibrate 10 -q")
+                .exit_code == 0);
     const std::string only = " --only msd,vacf,velocity_distribution,currents -q";
-    REQUIRE(test::run_vibra("analyze " + q(sim) + " -o " + q(dir.file("a.h5")) + only + " --threads 1").exit_code == 0);
+    REQUIRE(test::run_vibra("analyze " + q(sim) + " -o " + q(dir.file("a.h5")) + only + " --threads 1")
+                .exit_code == 0);
     // 1 MiB: the track copy (300 × 400 × 32 bytes) and the current series exceed it; 2 threads
-    REQUIRE(test::run_vibra("analyze " + q(sim) + " -o " + q(dir.file("b.h5")) + only + " --threads 2 --memory 1").exit_code == 0);
+    REQUIRE(
+        test::run_vibra("analyze " + q(sim) + " -o " + q(dir.file("b.h5")) + only + " --threads 2 --memory 1")
+            .exit_code == 0);
     for (const char* name : {"msd", "vacf", "velocity_distribution", "currents"}) {
         INFO(name);
-        const ResultGroup a = store::read_results(dir.file("a.h5"), name), b = store::read_results(dir.file("b.h5"), name);
+        const ResultGroup a = store::read_results(dir.file("a.h5"), name),
+                          b = store::read_results(dir.file("b.h5"), name);
         REQUIRE(a.arrays.size() == b.arrays.size());
         for (std::size_t k = 0; k < a.arrays.size(); ++k) {
             INFO(a.arrays[k].name);
@@ -121,7 +133,8 @@ TEST_CASE("analyze --memory: copies beyond the budget go to temporary files, cur
                 CHECK(diff <= 1e-12 * scale);
             } else if (x && y) {
                 REQUIRE(x->size() == y->size());
-                CHECK(std::memcmp(x->data(), y->data(), x->size() * sizeof(double)) == 0);  // bit for bit, NaN included
+                CHECK(std::memcmp(x->data(), y->data(), x->size() * sizeof(double)) ==
+                      0);  // bit for bit, NaN included
             } else {
                 CHECK(a.arrays[k].data == b.arrays[k].data);
             }
@@ -141,19 +154,22 @@ bool has_finite_double(const ResultGroup& g) {
 std::vector<std::string> skipped_names(const std::string& res) {
     auto root = store::read_results_root(res);
     std::vector<std::string> out;
-    for (const auto& s : std::get<std::vector<std::string>>(root.at("skipped_analyses"))) out.push_back(s.substr(0, s.find(':')));
+    for (const auto& s : std::get<std::vector<std::string>>(root.at("skipped_analyses")))
+        out.push_back(s.substr(0, s.find(':')));
     return out;
 }
 }  // namespace
 
-TEST_CASE("analyze on 1- and 2-frame inputs: what cannot be computed is skipped with a reason, never written half",
-          "[integration]") {
+TEST_CASE(
+    "analyze on 1- and 2-frame inputs: what cannot be computed is skipped with a reason, never written half",
+    "[integration]") {
     test::TempDir dir("cli_analyze_short");
     for (int frames : {1, 2}) {
         INFO(frames << " frame(s)");
-        const auto sim = dir.file("short" + std::to_string(frames) + ".h5"), res = dir.file("res" + std::to_string(frames) + ".h5");
-        REQUIRE(test::run_vibra("simulate -o " + q(sim) + " --n-small 30 --n-large 30 --frames " + std::to_string(frames) +
-                                " --equilibrate 5 -q")
+        const auto sim = dir.file("short" + std::to_string(frames) + ".h5"),
+                   res = dir.file("res" + std::to_string(frames) + ".h5");
+        REQUIRE(test::run_vibra("simulate -o " + q(sim) + " --n-small 30 --n-large 30 --frames " +
+                                std::to_string(frames) + " --equilibrate 5 -q")
                     .exit_code == 0);
         const auto r = test::run_vibra("analyze " + q(sim) + " -o " + q(res));
         INFO(r.output);
@@ -164,7 +180,8 @@ TEST_CASE("analyze on 1- and 2-frame inputs: what cannot be computed is skipped 
         // the dynamics of a single frame cannot be computed: recorded as skipped, not written
         // (velocities are given: temperature and P(v) of one frame are fine)
         std::vector<std::string> expect{"vdos", "currents", "kgap", "tvdos"};  // spectra need runs of frames
-        if (frames == 1) expect.insert(expect.end(), {"msd", "vacf", "fs"});  // functions of lag need a lag > 0
+        if (frames == 1)
+            expect.insert(expect.end(), {"msd", "vacf", "fs"});  // functions of lag need a lag > 0
         for (const auto& n : expect) {
             INFO(n);
             CHECK(std::count(skipped.begin(), skipped.end(), n) == 1);
@@ -176,7 +193,8 @@ TEST_CASE("analyze on 1- and 2-frame inputs: what cannot be computed is skipped 
             CHECK(has_finite_double(store::read_results(res, n)));
         }
         // asked for by name: still skipped with the reason, exit 0 while another group is written
-        const auto r2 = test::run_vibra("analyze " + q(sim) + " -o " + q(dir.file("only.h5")) + " --only gr,vdos -q");
+        const auto r2 =
+            test::run_vibra("analyze " + q(sim) + " -o " + q(dir.file("only.h5")) + " --only gr,vdos -q");
         INFO(r2.output);
         CHECK(r2.exit_code == 0);
         CHECK(skipped_names(dir.file("only.h5")) == std::vector<std::string>{"vdos"});
@@ -191,10 +209,12 @@ TEST_CASE("analyze on 1- and 2-frame inputs: what cannot be computed is skipped 
     }
 }
 
-TEST_CASE("an analysis pulls in what it needs: --only kgap runs currents with its own defaults", "[integration]") {
+TEST_CASE("an analysis pulls in what it needs: --only kgap runs currents with its own defaults",
+          "[integration]") {
     test::TempDir dir("cli_analyze_needs");
     const auto sim = dir.file("sim.h5");
-    REQUIRE(test::run_vibra("simulate -o " + q(sim) + " --n-small 100 --n-large 100 --packing-fraction 0.75 --frames 600 "
+    REQUIRE(test::run_vibra("simulate -o " + q(sim) +
+                            " --n-small 100 --n-large 100 --packing-fraction 0.75 --frames 600 "
                             "--equilibrate 20 --seed 3 -q")
                 .exit_code == 0);
     const auto res = dir.file("k.h5");
@@ -206,26 +226,31 @@ TEST_CASE("an analysis pulls in what it needs: --only kgap runs currents with it
     const auto cur = store::read_results_attrs(res, "currents");
     const auto opts = std::get<std::vector<std::string>>(cur.at("options"));
     CHECK(std::count(opts.begin(), opts.end(), "--currents-blocks=10") == 1);  // the dependency's own default
-    CHECK(std::get<std::string>(store::read_results_attrs(res, "kgap").at("currents_source")) == "earlier currents group");
+    CHECK(std::get<std::string>(store::read_results_attrs(res, "kgap").at("currents_source")) ==
+          "earlier currents group");
     // with collective-motion analyses in the same --only
     const auto res2 = dir.file("kc.h5");
-    r = test::run_vibra("analyze " + q(sim) + " -o " + q(res2) + " --only field,correlations,kgap --kgap-bootstrap 20 -q");
+    r = test::run_vibra("analyze " + q(sim) + " -o " + q(res2) +
+                        " --only field,correlations,kgap --kgap-bootstrap 20 -q");
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     CHECK(store::list_results(res2) == std::vector<std::string>{"correlations", "currents", "field", "kgap"});
 }
 
-TEST_CASE("each group records its own input, and merging results of another input needs --force", "[integration]") {
+TEST_CASE("each group records its own input, and merging results of another input needs --force",
+          "[integration]") {
     test::TempDir dir("cli_analyze_provenance");
     const auto a = dir.file("a.h5"), b = dir.file("b.h5"), res = dir.file("res.h5");
     const std::string sim = " --n-small 30 --n-large 30 --frames 30 --equilibrate 5 -q";
     REQUIRE(test::run_vibra("simulate -o " + q(a) + sim + " --seed 1").exit_code == 0);
     REQUIRE(test::run_vibra("simulate -o " + q(b) + sim + " --seed 2").exit_code == 0);
-    REQUIRE(test::run_vibra("analyze " + q(a) + " -o " + q(res) + " --only gr --gr-bins 20 -q").exit_code == 0);
+    REQUIRE(test::run_vibra("analyze " + q(a) + " -o " + q(res) + " --only gr --gr-bins 20 -q").exit_code ==
+            0);
     const auto before = file_checksum(res);
     auto r = test::run_vibra("analyze " + q(b) + " -o " + q(res) + " --only msd -q");
     CHECK(r.exit_code == 2);
-    CHECK_THAT(r.output, Catch::Contains("refusing to merge") && Catch::Contains("--force") && Catch::Contains(a));
+    CHECK_THAT(r.output,
+               Catch::Contains("refusing to merge") && Catch::Contains("--force") && Catch::Contains(a));
     CHECK(file_checksum(res) == before);  // untouched
     r = test::run_vibra("analyze " + q(b) + " -o " + q(res) + " --only msd --force -q");
     INFO(r.output);
@@ -245,7 +270,8 @@ TEST_CASE("each group records its own input, and merging results of another inpu
     CHECK(test::run_vibra("analyze " + q(b) + " -o " + q(res) + " --only vacf -q").exit_code == 0);
 }
 
-TEST_CASE("analyze several inputs: one results file each in the -o folder, past a broken one", "[integration]") {
+TEST_CASE("analyze several inputs: one results file each in the -o folder, past a broken one",
+          "[integration]") {
     test::TempDir dir("cli_analyze_many");
     const auto a = dir.file("a.h5"), b = dir.file("b.h5"), bad = dir.file("bad.h5"), out = dir.file("out");
     const std::string sim = " --n-small 20 --n-large 20 --frames 20 --equilibrate 5 -q";
@@ -267,27 +293,33 @@ TEST_CASE("analyze several inputs: one results file each in the -o folder, past 
     CHECK(fs::exists(fs::path(dir.file("out2")) / "a_results.h5"));
 }
 
-TEST_CASE("analysis options: typed in --help, checked at parse time with the flag's name, old spellings hidden",
-          "[integration]") {
+TEST_CASE(
+    "analysis options: typed in --help, checked at parse time with the flag's name, old spellings hidden",
+    "[integration]") {
     test::TempDir dir("cli_analyze_options");
     const auto sim = dir.file("sim.h5"), res = dir.file("res.h5");
-    REQUIRE(test::run_vibra("simulate -o " + q(sim) + " --n-small 20 --n-large 20 --frames 20 --equilibrate 5 -q").exit_code == 0);
+    REQUIRE(
+        test::run_vibra("simulate -o " + q(sim) + " --n-small 20 --n-large 20 --frames 20 --equilibrate 5 -q")
+            .exit_code == 0);
     const auto help = test::run_vibra("analyze --help");
     REQUIRE(help.exit_code == 0);
-    for (const char* s : {"--kgap-bootstrap INT", "--gr-rmax FLOAT", "--fs-k LIST", "--vdos-transfer-correction BOOL",
-                          "--vdos-window TEXT", "--velocity-distribution-threshold FLOAT", "--number-fluctuations-sizes LIST"})
+    for (const char* s : {"--kgap-bootstrap INT", "--gr-rmax FLOAT", "--fs-k LIST",
+                          "--vdos-transfer-correction BOOL", "--vdos-window TEXT",
+                          "--velocity-distribution-threshold FLOAT", "--number-fluctuations-sizes LIST"})
         CHECK_THAT(help.output, Catch::Contains(s));
-    CHECK_THAT(help.output, !Catch::Contains("velocity_distribution-threshold"));  // the old spelling is hidden
+    CHECK_THAT(help.output,
+               !Catch::Contains("velocity_distribution-threshold"));  // the old spelling is hidden
     struct Bad {
         std::string args, flag, why;
     };
-    for (const auto& c : {Bad{"--kgap-bootstrap 5", "--kgap-bootstrap", "below the minimum 10"},
-                          Bad{"--gr-bins abc", "--gr-bins", "not an integer"},
-                          Bad{"--gr-rmax -1", "--gr-rmax", "below the minimum 0"},
-                          Bad{"--fs-k 1,x", "--fs-k", "not a comma-separated list of numbers"},
-                          Bad{"--vdos-window hamming", "--vdos-window", "not one of hann, none"},
-                          Bad{"--vdos-transfer-correction maybe", "--vdos-transfer-correction", "not a boolean"},
-                          Bad{"--velocity_distribution-bins 0", "--velocity_distribution-bins", "below the minimum 1"}}) {
+    for (const auto& c :
+         {Bad{"--kgap-bootstrap 5", "--kgap-bootstrap", "below the minimum 10"},
+          Bad{"--gr-bins abc", "--gr-bins", "not an integer"},
+          Bad{"--gr-rmax -1", "--gr-rmax", "below the minimum 0"},
+          Bad{"--fs-k 1,x", "--fs-k", "not a comma-separated list of numbers"},
+          Bad{"--vdos-window hamming", "--vdos-window", "not one of hann, none"},
+          Bad{"--vdos-transfer-correction maybe", "--vdos-transfer-correction", "not a boolean"},
+          Bad{"--velocity_distribution-bins 0", "--velocity_distribution-bins", "below the minimum 1"}}) {
         const auto r = test::run_vibra("analyze " + q(sim) + " -o " + q(res) + " --only gr " + c.args);
         INFO(c.args << "\n" << r.output);
         CHECK(r.exit_code == 2);
@@ -295,18 +327,24 @@ TEST_CASE("analysis options: typed in --help, checked at parse time with the fla
         CHECK_FALSE(fs::exists(res));  // refused before anything was read or written
     }
     // the old spelling still works, for one release, and sets the same option
-    auto r = test::run_vibra("analyze " + q(sim) + " -o " + q(res) + " --only velocity_distribution "
+    auto r = test::run_vibra("analyze " + q(sim) + " -o " + q(res) +
+                             " --only velocity_distribution "
                              "--velocity_distribution-bins 31 --velocity-distribution-bootstrap 10 -q");
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
-    const auto opts = std::get<std::vector<std::string>>(store::read_results_attrs(res, "velocity_distribution").at("options"));
+    const auto opts = std::get<std::vector<std::string>>(
+        store::read_results_attrs(res, "velocity_distribution").at("options"));
     CHECK(std::count(opts.begin(), opts.end(), "--velocity-distribution-bins=31") == 1);
 }
 
-TEST_CASE("a config file: analysis keys are typed, and an unknown key is an error naming the key and the file", "[integration]") {
+TEST_CASE(
+    "a config file: analysis keys are typed, and an unknown key is an error naming the key and the file",
+    "[integration]") {
     test::TempDir dir("cli_analyze_config");
     const auto sim = dir.file("sim.h5"), res = dir.file("res.h5"), cfg = dir.file("cfg.toml");
-    REQUIRE(test::run_vibra("simulate -o " + q(sim) + " --n-small 20 --n-large 20 --frames 20 --equilibrate 5 -q").exit_code == 0);
+    REQUIRE(
+        test::run_vibra("simulate -o " + q(sim) + " --n-small 20 --n-large 20 --frames 20 --equilibrate 5 -q")
+            .exit_code == 0);
     test::write_text(cfg, "[analyze]\nonly = \"gr\"\ngr-bins = 17\n");
     auto r = test::run_vibra("--config " + q(cfg) + " analyze " + q(sim) + " -o " + q(res) + " -q");
     INFO(r.output);
@@ -319,7 +357,8 @@ TEST_CASE("a config file: analysis keys are typed, and an unknown key is an erro
     test::write_text(cfg, "[track]\nradius-smal = 6\n");
     r = test::run_vibra("--config " + q(cfg) + " analyze " + q(sim) + " -o " + q(res) + " --only gr -q");
     CHECK(r.exit_code == 2);
-    CHECK_THAT(r.output, Catch::Contains("unknown key 'radius-smal'") && Catch::Contains("[track]") && Catch::Contains(cfg));
+    CHECK_THAT(r.output, Catch::Contains("unknown key 'radius-smal'") && Catch::Contains("[track]") &&
+                             Catch::Contains(cfg));
     test::write_text(cfg, "quiet = true\nverbosity = 2\n");
     r = test::run_vibra("--config " + q(cfg) + " analyze " + q(sim) + " -o " + q(res) + " --only gr");
     CHECK(r.exit_code == 2);
@@ -338,7 +377,8 @@ void require_same_group(const ResultGroup& a, const ResultGroup& b, const std::s
         if (const auto* x = std::get_if<std::vector<double>>(&a.arrays[i].data)) {
             const auto& y = std::get<std::vector<double>>(b.arrays[i].data);
             for (std::size_t k = 0; k < x->size(); ++k)
-                REQUIRE((std::isnan((*x)[k]) ? std::isnan(y[k]) : std::memcmp(&(*x)[k], &y[k], sizeof(double)) == 0));
+                REQUIRE((std::isnan((*x)[k]) ? std::isnan(y[k])
+                                             : std::memcmp(&(*x)[k], &y[k], sizeof(double)) == 0));
         } else {
             REQUIRE(a.arrays[i].data == b.arrays[i].data);
         }
@@ -347,27 +387,35 @@ void require_same_group(const ResultGroup& a, const ResultGroup& b, const std::s
         INFO("attribute " << k);
         if (k == "options" || k == "parameters" || k == "created") continue;  // these name the command line
         REQUIRE(b.attrs.count(k));
-        if (const auto* d = std::get_if<double>(&v); d && std::isnan(*d)) REQUIRE(std::isnan(std::get<double>(b.attrs.at(k))));
-        else REQUIRE(b.attrs.at(k) == v);
+        if (const auto* d = std::get_if<double>(&v); d && std::isnan(*d))
+            REQUIRE(std::isnan(std::get<double>(b.attrs.at(k))));
+        else
+            REQUIRE(b.attrs.at(k) == v);
     }
     REQUIRE(a.groups.size() == b.groups.size());
-    for (std::size_t i = 0; i < a.groups.size(); ++i) require_same_group(a.groups[i], b.groups[i], path + "/" + a.groups[i].name);
+    for (std::size_t i = 0; i < a.groups.size(); ++i)
+        require_same_group(a.groups[i], b.groups[i], path + "/" + a.groups[i].name);
 }
 }  // namespace
 
-TEST_CASE("analyze: every default analysis and the collective ones are bit-identical for --threads 1, 2 and 3", "[integration]") {
+TEST_CASE(
+    "analyze: every default analysis and the collective ones are bit-identical for --threads 1, 2 and 3",
+    "[integration]") {
     test::TempDir dir("analyze_threads");
     const auto sim = dir.file("sim.h5");
-    REQUIRE(test::run_vibra("simulate -o " + q(sim) + " --n-small 200 --n-large 200 --packing-fraction 0.7 --frames 600 --seed 2 -q")
+    REQUIRE(test::run_vibra("simulate -o " + q(sim) +
+                            " --n-small 200 --n-large 200 --packing-fraction 0.7 --frames 600 --seed 2 -q")
                 .exit_code == 0);
     std::vector<std::string> outs;
     for (int t : {1, 2, 3}) {
         outs.push_back(dir.file("r" + std::to_string(t) + ".h5"));
-        const auto r = test::run_vibra("analyze " + q(sim) + " -o " + q(outs.back()) + " --threads " + std::to_string(t) + " -q");
+        const auto r = test::run_vibra("analyze " + q(sim) + " -o " + q(outs.back()) + " --threads " +
+                                       std::to_string(t) + " -q");
         INFO(r.output);
         REQUIRE(r.exit_code == 0);
-        const auto c = test::run_vibra("analyze " + q(sim) + " -o " + q(outs.back()) + " --threads " + std::to_string(t) +
-                                       " --only kgap,defects,spectra,correlations,field -q");
+        const auto c =
+            test::run_vibra("analyze " + q(sim) + " -o " + q(outs.back()) + " --threads " +
+                            std::to_string(t) + " --only kgap,defects,spectra,correlations,field -q");
         INFO(c.output);
         REQUIRE(c.exit_code == 0);
     }
@@ -375,6 +423,7 @@ TEST_CASE("analyze: every default analysis and the collective ones are bit-ident
     REQUIRE(names.size() >= 15);
     for (std::size_t k = 1; k < outs.size(); ++k) {
         REQUIRE(store::list_results(outs[k]) == names);
-        for (const auto& n : names) require_same_group(store::read_results(outs[0], n), store::read_results(outs[k], n), n);
+        for (const auto& n : names)
+            require_same_group(store::read_results(outs[0], n), store::read_results(outs[k], n), n);
     }
 }

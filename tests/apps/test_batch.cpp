@@ -40,10 +40,12 @@ const fs::path& clips() {
     fs::remove_all(tmp);
     fs::create_directories(tmp / "videos");
     for (const char* phi : {"0.30", "0.45", "0.60", "0.75"}) {
-        const auto r = test::run_vibra("synth -o " + q((tmp / "videos" / ("phi" + std::string(phi) + ".avi")).string()) +
-                                       " --truth " + q((tmp / ("truth" + std::string(phi) + ".h5")).string()) +
-                                       " --width 256 --height 256 --frames 80 --margin 0 --look dark-ring --noise 0.03 --seed 3 "
-                                       "--packing-fraction " + phi + " -q");
+        const auto r = test::run_vibra(
+            "synth -o " + q((tmp / "videos" / ("phi" + std::string(phi) + ".avi")).string()) + " --truth " +
+            q((tmp / ("truth" + std::string(phi) + ".h5")).string()) +
+            " --width 256 --height 256 --frames 80 --margin 0 --look dark-ring --noise 0.03 --seed 3 "
+            "--packing-fraction " +
+            phi + " -q");
         REQUIRE(r.exit_code == 0);
     }
     std::error_code ec;
@@ -58,12 +60,14 @@ const fs::path& clips() {
 fs::path dataset(const test::TempDir& d, bool with_broken) {
     const auto v = d.path() / "videos";
     fs::create_directories(v);
-    for (const auto& e : fs::directory_iterator(clips() / "videos")) fs::copy_file(e.path(), v / e.path().filename());
+    for (const auto& e : fs::directory_iterator(clips() / "videos"))
+        fs::copy_file(e.path(), v / e.path().filename());
     if (with_broken) {
         std::ifstream in(clips() / "videos" / "phi0.60.avi", std::ios::binary);
         std::string bytes(2'000'000, '\0');
         in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-        std::ofstream(v / "broken.avi", std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        std::ofstream(v / "broken.avi", std::ios::binary)
+            .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     }
     return v;
 }
@@ -125,7 +129,8 @@ std::string table_without_timings(const fs::path& csv) {
     std::stringstream hs(header);
     std::string cell;
     while (std::getline(hs, cell, ','))
-        keep.push_back(!cell.ends_with("_s") && !cell.ends_with("_mb") && cell.rfind("time_", 0) != 0);  // times, memory
+        keep.push_back(!cell.ends_with("_s") && !cell.ends_with("_mb") &&
+                       cell.rfind("time_", 0) != 0);  // times, memory
     std::string out, line;
     in.clear();
     in.seekg(0);
@@ -153,7 +158,8 @@ const std::string kRadii = " --radius-small 6 --radius-large 8 ";
 
 }  // namespace
 
-TEST_CASE("batch: four clips and a truncated one — a table of four ok rows and one failed, figures, exit 1", "[integration][batch]") {
+TEST_CASE("batch: four clips and a truncated one — a table of four ok rows and one failed, figures, exit 1",
+          "[integration][batch]") {
     if (!have_batch()) {
         WARN("vibra built without the tracking module: no batch command");
         return;
@@ -161,7 +167,8 @@ TEST_CASE("batch: four clips and a truncated one — a table of four ok rows and
     test::TempDir d("batch_main");
     const auto videos = dataset(d, true);
     const auto out = d.path() / "out";
-    const auto r = test::run_vibra("batch " + q(videos.string()) + " -o " + q(out.string()) + kRadii + "--plot phi");
+    const auto r =
+        test::run_vibra("batch " + q(videos.string()) + " -o " + q(out.string()) + kRadii + "--plot phi");
     INFO(r.output);
     REQUIRE(r.exit_code == 1);
     REQUIRE_THAT(r.output, Catch::Contains("1 video(s) failed: broken") && Catch::Contains("truncated"));
@@ -197,7 +204,8 @@ TEST_CASE("batch: four clips and a truncated one — a table of four ok rows and
         for (const char* part : {"track_decode_s", "track_detect_s", "track_link_s", "track_write_s"}) {
             INFO(part);
             REQUIRE(column<double>(t, part)[i] > 0);
-            REQUIRE(column<double>(t, part)[i] < 2 * column<double>(t, "track_wall_s")[i]);  // summed over two threads at most
+            REQUIRE(column<double>(t, part)[i] <
+                    2 * column<double>(t, "track_wall_s")[i]);  // summed over two threads at most
         }
         REQUIRE(column<double>(t, "time_gr")[i] >= 0);
         REQUIRE(fs::exists(out / ("phi" + p) / "figures" / "gr.png"));
@@ -215,7 +223,10 @@ TEST_CASE("batch: four clips and a truncated one — a table of four ok rows and
     }
 }
 
-TEST_CASE("batch: a rerun skips unchanged videos, redoes a changed one, and redoes only the analysis when its settings change", "[integration][batch]") {
+TEST_CASE(
+    "batch: a rerun skips unchanged videos, redoes a changed one, and redoes only the analysis when its "
+    "settings change",
+    "[integration][batch]") {
     if (!have_batch()) {
         WARN("vibra built without the tracking module: no batch command");
         return;
@@ -223,7 +234,8 @@ TEST_CASE("batch: a rerun skips unchanged videos, redoes a changed one, and redo
     test::TempDir d("batch_resume");
     const auto videos = dataset(d, false);
     const auto out = d.path() / "out";
-    const std::string cmd = "batch " + q(videos.string()) + " -o " + q(out.string()) + kRadii + "--no-figures --only gr,msd,velocity_distribution";
+    const std::string cmd = "batch " + q(videos.string()) + " -o " + q(out.string()) + kRadii +
+                            "--no-figures --only gr,msd,velocity_distribution";
     REQUIRE(test::run_vibra(cmd).exit_code == 0);
     const auto mtime = [&](const std::string& v) { return fs::last_write_time(out / v / "trajectories.h5"); };
     const auto before30 = mtime("phi0.30"), before60 = mtime("phi0.60");
@@ -235,8 +247,10 @@ TEST_CASE("batch: a rerun skips unchanged videos, redoes a changed one, and redo
     REQUIRE(mtime("phi0.30") == before30);
 
     // a changed video (other content) is redone, the rest skipped
-    REQUIRE(test::run_vibra("synth -o " + q((videos / "phi0.60.avi").string()) + " --truth " + q(d.file("t.h5")) +
-                            " --width 256 --height 256 --frames 80 --margin 0 --look dark-ring --noise 0.03 --seed 9 --packing-fraction 0.6 -q")
+    REQUIRE(test::run_vibra("synth -o " + q((videos / "phi0.60.avi").string()) + " --truth " +
+                            q(d.file("t.h5")) +
+                            " --width 256 --height 256 --frames 80 --margin 0 --look dark-ring --noise 0.03 "
+                            "--seed 9 --packing-fraction 0.6 -q")
                 .exit_code == 0);
     r = test::run_vibra(cmd);
     REQUIRE(r.exit_code == 0);
@@ -246,7 +260,8 @@ TEST_CASE("batch: a rerun skips unchanged videos, redoes a changed one, and redo
     REQUIRE(count_lines(out / "phi0.60" / "log.txt", " track ") == 2);
 
     // other analyses: every video analysed again, none tracked again
-    r = test::run_vibra("batch " + q(videos.string()) + " -o " + q(out.string()) + kRadii + "--no-figures --only gr");
+    r = test::run_vibra("batch " + q(videos.string()) + " -o " + q(out.string()) + kRadii +
+                        "--no-figures --only gr");
     REQUIRE(r.exit_code == 0);
     REQUIRE_THAT(r.output, Catch::Contains("4 done, 0 unchanged"));
     REQUIRE(count_lines(out / "phi0.30" / "log.txt", " track ") == 1);
@@ -254,7 +269,10 @@ TEST_CASE("batch: a rerun skips unchanged videos, redoes a changed one, and redo
     REQUIRE(mtime("phi0.30") == before30);
 }
 
-TEST_CASE("batch: kill -9 while the third video is tracked, then a rerun resuming from its checkpoint, gives the files of a clean run and no debris", "[integration][batch]") {
+TEST_CASE(
+    "batch: kill -9 while the third video is tracked, then a rerun resuming from its checkpoint, gives the "
+    "files of a clean run and no debris",
+    "[integration][batch]") {
     if (!have_batch()) {
         WARN("vibra built without the tracking module: no batch command");
         return;
@@ -262,18 +280,24 @@ TEST_CASE("batch: kill -9 while the third video is tracked, then a rerun resumin
     test::TempDir d("batch_kill");
     const auto videos = dataset(d, false);
     // the third video long enough (320 frames) that the kill lands while it is tracked
-    REQUIRE(test::run_vibra("synth -o " + q((videos / "phi0.60.avi").string()) + " --truth " + q(d.file("t.h5")) +
-                            " --width 256 --height 256 --frames 320 --margin 0 --look dark-ring --noise 0.03 --seed 3 --packing-fraction 0.6 -q")
+    REQUIRE(test::run_vibra("synth -o " + q((videos / "phi0.60.avi").string()) + " --truth " +
+                            q(d.file("t.h5")) +
+                            " --width 256 --height 256 --frames 320 --margin 0 --look dark-ring --noise 0.03 "
+                            "--seed 3 --packing-fraction 0.6 -q")
                 .exit_code == 0);
     const auto clean = d.path() / "clean", killed = d.path() / "killed";
     // checkpoints every 20 frames: a video killed mid-tracking resumes from its last one
     const std::string flags = kRadii + "--no-figures --only gr,msd --threads 2 --checkpoint-every 20 -q";
-    REQUIRE(test::run_vibra("batch " + q(videos.string()) + " -o " + q(clean.string()) + flags).exit_code == 0);
+    REQUIRE(test::run_vibra("batch " + q(videos.string()) + " -o " + q(clean.string()) + flags).exit_code ==
+            0);
 
     const pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
-        execl("/bin/sh", "sh", "-c", (std::string("exec '") + VIBRA_CLI + "' batch " + q(videos.string()) + " -o " + q(killed.string()) + flags).c_str(),
+        execl("/bin/sh", "sh", "-c",
+              (std::string("exec '") + VIBRA_CLI + "' batch " + q(videos.string()) + " -o " +
+               q(killed.string()) + flags)
+                  .c_str(),
               static_cast<char*>(nullptr));
         _exit(127);
     }
@@ -287,7 +311,8 @@ TEST_CASE("batch: kill -9 while the third video is tracked, then a rerun resumin
     int status = 0;
     waitpid(pid, &status, 0);
     REQUIRE(WIFSIGNALED(status));
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the stage dies with its batch (PR_SET_PDEATHSIG)
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(200));  // the stage dies with its batch (PR_SET_PDEATHSIG)
     REQUIRE(stages_running(killed.string()) == 0);
     REQUIRE_FALSE(fs::exists(killed / "phi0.75" / "trajectories.h5"));
     const auto first = fs::last_write_time(killed / "phi0.30" / "trajectories.h5");
@@ -297,7 +322,8 @@ TEST_CASE("batch: kill -9 while the third video is tracked, then a rerun resumin
                                    "--no-figures --only gr,msd --threads 1 --checkpoint-every 20");
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
-    REQUIRE_THAT(r.output, Catch::Contains("phi0.30: unchanged, skipped") && Catch::Contains("phi0.45: unchanged, skipped"));
+    REQUIRE_THAT(r.output, Catch::Contains("phi0.30: unchanged, skipped") &&
+                               Catch::Contains("phi0.45: unchanged, skipped"));
     const auto log = test::read_text((killed / "phi0.60" / "log.txt").string());
     INFO(log);
     REQUIRE_THAT(log, Catch::Contains("resumed from the checkpoint"));
@@ -307,7 +333,8 @@ TEST_CASE("batch: kill -9 while the third video is tracked, then a rerun resumin
     REQUIRE(kept >= 40);  // at least the two segments seen before the kill, whole segments only
     REQUIRE(kept < 320);
     REQUIRE(kept % 20 == 0);
-    REQUIRE_FALSE(fs::exists(killed / "phi0.60" / "trajectories.h5.ckpt"));  // removed once the file is committed
+    REQUIRE_FALSE(
+        fs::exists(killed / "phi0.60" / "trajectories.h5.ckpt"));  // removed once the file is committed
     REQUIRE(fs::last_write_time(killed / "phi0.30" / "trajectories.h5") == first);
     for (const char* v : {"phi0.30", "phi0.45", "phi0.60", "phi0.75"})
         require_same_trajectories(clean / v / "trajectories.h5", killed / v / "trajectories.h5");
@@ -319,7 +346,10 @@ TEST_CASE("batch: kill -9 while the third video is tracked, then a rerun resumin
     }
 }
 
-TEST_CASE("batch: --shard 0/2 + --shard 1/2 + --collect equals one run, and two processes on one OUTDIR do each video once", "[integration][batch]") {
+TEST_CASE(
+    "batch: --shard 0/2 + --shard 1/2 + --collect equals one run, and two processes on one OUTDIR do each "
+    "video once",
+    "[integration][batch]") {
     if (!have_batch()) {
         WARN("vibra built without the tracking module: no batch command");
         return;
@@ -329,7 +359,9 @@ TEST_CASE("batch: --shard 0/2 + --shard 1/2 + --collect equals one run, and two 
     const std::string flags = kRadii + "--no-figures --only gr,msd,velocity_distribution --threads 1 -q";
     const auto one = d.path() / "one", sharded = d.path() / "sharded", twice = d.path() / "twice";
     REQUIRE(test::run_vibra("batch " + q(videos.string()) + " -o " + q(one.string()) + flags).exit_code == 0);
-    REQUIRE(test::run_vibra("batch " + q(videos.string()) + " -o " + q(sharded.string()) + flags + " --shard 0/2").exit_code == 0);
+    REQUIRE(
+        test::run_vibra("batch " + q(videos.string()) + " -o " + q(sharded.string()) + flags + " --shard 0/2")
+            .exit_code == 0);
     {
         const auto t = store::read_table_h5((sharded / "campaign.h5").string(), "vibra-campaign", "campaign");
         const auto& s = column<std::string>(t, "status");
@@ -338,34 +370,47 @@ TEST_CASE("batch: --shard 0/2 + --shard 1/2 + --collect equals one run, and two 
         REQUIRE(s[row_of(t, "phi0.30")] == "ok");
         REQUIRE(s[row_of(t, "phi0.60")] == "ok");
     }
-    REQUIRE(test::run_vibra("batch " + q(videos.string()) + " -o " + q(sharded.string()) + flags + " --shard 1/2").exit_code == 0);
-    REQUIRE(test::run_vibra("batch " + q(videos.string()) + " -o " + q(sharded.string()) + flags + " --collect").exit_code == 0);
+    REQUIRE(
+        test::run_vibra("batch " + q(videos.string()) + " -o " + q(sharded.string()) + flags + " --shard 1/2")
+            .exit_code == 0);
+    REQUIRE(
+        test::run_vibra("batch " + q(videos.string()) + " -o " + q(sharded.string()) + flags + " --collect")
+            .exit_code == 0);
     REQUIRE(table_without_timings(one / "campaign.csv") == table_without_timings(sharded / "campaign.csv"));
     for (const char* v : {"phi0.30", "phi0.45", "phi0.60", "phi0.75"})
         require_same_trajectories(one / v / "trajectories.h5", sharded / v / "trajectories.h5");
 
     // two processes at once on one OUTDIR: every video tracked exactly once, the table whole
-    const std::string b = std::string("'") + VIBRA_CLI + "' batch " + q(videos.string()) + " -o " + q(twice.string()) + flags;
+    const std::string b =
+        std::string("'") + VIBRA_CLI + "' batch " + q(videos.string()) + " -o " + q(twice.string()) + flags;
     const auto r = test::run("(" + b + " & " + b + " & wait)");
     INFO(r.output);
-    for (const char* v : {"phi0.30", "phi0.45", "phi0.60", "phi0.75"}) REQUIRE(count_lines(twice / v / "log.txt", " track ") == 1);
-    REQUIRE(test::run_vibra("batch " + q(videos.string()) + " -o " + q(twice.string()) + flags + " --collect").exit_code == 0);
+    for (const char* v : {"phi0.30", "phi0.45", "phi0.60", "phi0.75"})
+        REQUIRE(count_lines(twice / v / "log.txt", " track ") == 1);
+    REQUIRE(test::run_vibra("batch " + q(videos.string()) + " -o " + q(twice.string()) + flags + " --collect")
+                .exit_code == 0);
     REQUIRE(table_without_timings(one / "campaign.csv") == table_without_timings(twice / "campaign.csv"));
 }
 
-TEST_CASE("batch: manifests (TOML, CSV) carry settings and control parameters, and their errors name file, line and key", "[integration][batch]") {
+TEST_CASE(
+    "batch: manifests (TOML, CSV) carry settings and control parameters, and their errors name file, line "
+    "and key",
+    "[integration][batch]") {
     if (!have_batch()) {
         WARN("vibra built without the tracking module: no batch command");
         return;
     }
     test::TempDir d("batch_manifest");
     const auto videos = dataset(d, false);
-    test::write_text(d.file("m.toml"),
-                     "# a campaign\n[defaults]\nradius_small = 6\nradius_large = 8\nfps = 1000\npx_per_mm = 4\ngamma = 2.5\n\n"
-                     "[[video]]\npath = \"videos/phi0.30.avi\"\nphi_nominal = 0.30\nlabel = 'first run'\n\n"
-                     "[[video]]\npath = \"videos/phi0.75.avi\"\nname = \"dense\"\nphi_nominal = 0.75\ngamma = 3.0\n");
+    test::write_text(
+        d.file("m.toml"),
+        "# a campaign\n[defaults]\nradius_small = 6\nradius_large = 8\nfps = 1000\npx_per_mm = 4\ngamma = "
+        "2.5\n\n"
+        "[[video]]\npath = \"videos/phi0.30.avi\"\nphi_nominal = 0.30\nlabel = 'first run'\n\n"
+        "[[video]]\npath = \"videos/phi0.75.avi\"\nname = \"dense\"\nphi_nominal = 0.75\ngamma = 3.0\n");
     const auto out = d.path() / "out";
-    auto r = test::run_vibra("batch " + q(d.file("m.toml")) + " -o " + q(out.string()) + " --no-figures --only gr -q");
+    auto r = test::run_vibra("batch " + q(d.file("m.toml")) + " -o " + q(out.string()) +
+                             " --no-figures --only gr -q");
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     auto t = store::read_table_h5((out / "campaign.h5").string(), "vibra-campaign", "campaign");
@@ -380,8 +425,11 @@ TEST_CASE("batch: manifests (TOML, CSV) carry settings and control parameters, a
     REQUIRE(column<double>(t, "fps")[i] == 1000);  // the settings reached `vibra track`
     REQUIRE(column<double>(t, "px_per_mm")[i] == 4);
 
-    test::write_text(d.file("m.csv"), "path,name,phi_nominal,radius_small,radius_large\nvideos/phi0.45.avi,,0.45,6,8\n\"videos/phi0.60.avi\",mid,0.6,6,8\n");
-    r = test::run_vibra("batch " + q(d.file("m.csv")) + " -o " + q(d.file("out_csv")) + " --no-figures --only gr -q");
+    test::write_text(d.file("m.csv"),
+                     "path,name,phi_nominal,radius_small,radius_large\nvideos/"
+                     "phi0.45.avi,,0.45,6,8\n\"videos/phi0.60.avi\",mid,0.6,6,8\n");
+    r = test::run_vibra("batch " + q(d.file("m.csv")) + " -o " + q(d.file("out_csv")) +
+                        " --no-figures --only gr -q");
     REQUIRE(r.exit_code == 0);
     t = store::read_table_h5(d.file("out_csv/campaign.h5"), "vibra-campaign", "campaign");
     REQUIRE(column<double>(t, "phi_nominal")[row_of(t, "mid")] == 0.6);
@@ -403,12 +451,14 @@ TEST_CASE("batch: manifests (TOML, CSV) carry settings and control parameters, a
     REQUIRE_THAT(r.output, Catch::Contains("--shard"));
     // a video that does not exist is a failed row naming it; the others finish
     test::write_text(d.file("missing.csv"), "path\nvideos/phi0.30.avi\nvideos/nothere.avi\n");
-    r = test::run_vibra("batch " + q(d.file("missing.csv")) + " -o " + q(d.file("o4")) + kRadii + "--no-figures --only gr");
+    r = test::run_vibra("batch " + q(d.file("missing.csv")) + " -o " + q(d.file("o4")) + kRadii +
+                        "--no-figures --only gr");
     REQUIRE(r.exit_code == 1);
     REQUIRE_THAT(r.output, Catch::Contains("nothere.avi: no such video file"));
 }
 
-TEST_CASE("batch --slurm writes a job array of N shards and a collect job that waits for it (afterok)", "[integration][batch]") {
+TEST_CASE("batch --slurm writes a job array of N shards and a collect job that waits for it (afterok)",
+          "[integration][batch]") {
     if (!have_batch()) {
         WARN("vibra built without the tracking module: no batch command");
         return;
@@ -416,17 +466,25 @@ TEST_CASE("batch --slurm writes a job array of N shards and a collect job that w
     test::TempDir d("batch_slurm_scripts");
     const auto videos = dataset(d, false);
     const auto out = d.path() / "out";
-    const auto r = test::run_vibra("batch " + q(videos.string()) + " -o " + q(out.string()) + kRadii + "--slurm --shards 2 --threads 1");
+    const auto r = test::run_vibra("batch " + q(videos.string()) + " -o " + q(out.string()) + kRadii +
+                                   "--slurm --shards 2 --threads 1");
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     const auto a = test::read_text((out / "slurm" / "batch.sbatch").string());
-    REQUIRE_THAT(a, Catch::Contains("#SBATCH --array=0-1") && Catch::Contains("--shard ${SLURM_ARRAY_TASK_ID}/2") &&
-                        Catch::Contains("--radius-small 6") && Catch::Contains("#SBATCH --mem=4G") && Catch::Contains("no video processed yet"));
+    REQUIRE_THAT(a, Catch::Contains("#SBATCH --array=0-1") &&
+                        Catch::Contains("--shard ${SLURM_ARRAY_TASK_ID}/2") &&
+                        Catch::Contains("--radius-small 6") && Catch::Contains("#SBATCH --mem=4G") &&
+                        Catch::Contains("no video processed yet"));
     REQUIRE_THAT(test::read_text((out / "slurm" / "collect.sbatch").string()), Catch::Contains("--collect"));
-    REQUIRE_THAT(test::read_text((out / "slurm" / "submit.sh").string()), Catch::Contains("--dependency=afterok:"));
+    REQUIRE_THAT(test::read_text((out / "slurm" / "submit.sh").string()),
+                 Catch::Contains("--dependency=afterok:"));
     // with videos processed, memory and time come from their measured cost
-    REQUIRE(test::run_vibra("batch " + q(videos.string()) + " -o " + q(out.string()) + kRadii + "--no-figures --only gr -q").exit_code == 0);
-    REQUIRE(test::run_vibra("batch " + q(videos.string()) + " -o " + q(out.string()) + kRadii + "--slurm --shards 2 -q").exit_code == 0);
+    REQUIRE(test::run_vibra("batch " + q(videos.string()) + " -o " + q(out.string()) + kRadii +
+                            "--no-figures --only gr -q")
+                .exit_code == 0);
+    REQUIRE(test::run_vibra("batch " + q(videos.string()) + " -o " + q(out.string()) + kRadii +
+                            "--slurm --shards 2 -q")
+                .exit_code == 0);
     const auto sb = test::read_text((out / "slurm" / "batch.sbatch").string());
     REQUIRE_THAT(sb, Catch::Contains("measured on 4 processed video(s)"));
     // --mem = 1.5 × the largest peak memory of any stage + 256 MB, from the table's own figures
@@ -439,7 +497,10 @@ TEST_CASE("batch --slurm writes a job array of N shards and a collect job that w
     REQUIRE(std::stol(sb.substr(at + 14)) == static_cast<long>(peak * 1.5 + 256));
 }
 
-TEST_CASE("batch: Ctrl-C (SIGINT) during the third video — a message, exit 130, the table, no temporaries, and a rerun finishes", "[integration][batch]") {
+TEST_CASE(
+    "batch: Ctrl-C (SIGINT) during the third video — a message, exit 130, the table, no temporaries, and a "
+    "rerun finishes",
+    "[integration][batch]") {
     if (!have_batch()) {
         WARN("vibra built without the tracking module: no batch command");
         return;
@@ -447,19 +508,22 @@ TEST_CASE("batch: Ctrl-C (SIGINT) during the third video — a message, exit 130
     test::TempDir d("batch_sigint");
     const auto videos = dataset(d, false);
     // the third video long enough (≈ 1 s of tracking) that the signal lands while it is tracked
-    REQUIRE(test::run_vibra("synth -o " + q((videos / "phi0.60.avi").string()) + " --truth " + q(d.file("t.h5")) +
-                            " --width 384 --height 384 --frames 400 --margin 0 --look dark-ring --noise 0.03 --seed 3 --packing-fraction 0.6 -q")
+    REQUIRE(test::run_vibra("synth -o " + q((videos / "phi0.60.avi").string()) + " --truth " +
+                            q(d.file("t.h5")) +
+                            " --width 384 --height 384 --frames 400 --margin 0 --look dark-ring --noise 0.03 "
+                            "--seed 3 --packing-fraction 0.6 -q")
                 .exit_code == 0);
     const auto out = d.path() / "out";
     const std::string log = d.file("batch.log");
     const pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
-        execl("/bin/sh", "sh", "-c",
-              (std::string("exec '") + VIBRA_CLI + "' batch " + q(videos.string()) + " -o " + q(out.string()) + kRadii +
-               "--no-figures --only gr,msd,velocity_distribution > " + q(log) + " 2>&1")
-                  .c_str(),
-              static_cast<char*>(nullptr));
+        execl(
+            "/bin/sh", "sh", "-c",
+            (std::string("exec '") + VIBRA_CLI + "' batch " + q(videos.string()) + " -o " + q(out.string()) +
+             kRadii + "--no-figures --only gr,msd,velocity_distribution > " + q(log) + " 2>&1")
+                .c_str(),
+            static_cast<char*>(nullptr));
         _exit(127);
     }
     // once the third video's tracking has started (its log names the command)
@@ -476,7 +540,8 @@ TEST_CASE("batch: Ctrl-C (SIGINT) during the third video — a message, exit 130
     INFO(text);
     REQUIRE(WIFEXITED(status));
     REQUIRE(WEXITSTATUS(status) == 130);
-    REQUIRE_THAT(text, Catch::Contains("interrupted during phi0.60") && Catch::Contains("kept 2 finished video(s)"));
+    REQUIRE_THAT(
+        text, Catch::Contains("interrupted during phi0.60") && Catch::Contains("kept 2 finished video(s)"));
     REQUIRE(stages_running(out.string()) == 0);
     const auto t = store::read_table_h5((out / "campaign.h5").string(), "vibra-campaign", "campaign");
     const auto& st = column<std::string>(t, "status");
@@ -488,12 +553,16 @@ TEST_CASE("batch: Ctrl-C (SIGINT) during the third video — a message, exit 130
         REQUIRE(e.path().extension() != ".partial");
         REQUIRE(e.path().extension() != ".spool");
     }
-    const auto r = test::run_vibra("batch " + q(videos.string()) + " -o " + q(out.string()) + kRadii + "--no-figures --only gr,msd,velocity_distribution");
+    const auto r = test::run_vibra("batch " + q(videos.string()) + " -o " + q(out.string()) + kRadii +
+                                   "--no-figures --only gr,msd,velocity_distribution");
     REQUIRE(r.exit_code == 0);
     REQUIRE_THAT(r.output, Catch::Contains("2 done, 2 unchanged"));
 }
 
-TEST_CASE("track --checkpoint: kill -9 after two segments, the same command resumes there and writes the uninterrupted file bit for bit", "[integration][batch]") {
+TEST_CASE(
+    "track --checkpoint: kill -9 after two segments, the same command resumes there and writes the "
+    "uninterrupted file bit for bit",
+    "[integration][batch]") {
     if (!have_batch()) {
         WARN("vibra built without the tracking module");
         return;
@@ -501,16 +570,19 @@ TEST_CASE("track --checkpoint: kill -9 after two segments, the same command resu
     test::TempDir d("track_checkpoint");
     const auto clip = d.file("long.avi");
     REQUIRE(test::run_vibra("synth -o " + q(clip) + " --truth " + q(d.file("t.h5")) +
-                            " --width 384 --height 384 --frames 240 --packing-fraction 0.6 --look dark-ring --noise 0.03 --seed 7 -q")
+                            " --width 384 --height 384 --frames 240 --packing-fraction 0.6 --look dark-ring "
+                            "--noise 0.03 --seed 7 -q")
                 .exit_code == 0);
     const std::string flags = kRadii + "--restart-every 40 ";
     const auto clean = d.file("clean.h5"), out = d.file("out.h5");
-    REQUIRE(test::run_vibra("track " + q(clip) + " -o " + q(clean) + flags + "--threads 2 -q").exit_code == 0);
+    REQUIRE(test::run_vibra("track " + q(clip) + " -o " + q(clean) + flags + "--threads 2 -q").exit_code ==
+            0);
     const pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
-        execl(VIBRA_CLI, VIBRA_CLI, "track", clip.c_str(), "-o", out.c_str(), "--radius-small", "6", "--radius-large", "8",
-              "--restart-every", "40", "--threads", "2", "--checkpoint", "-q", static_cast<char*>(nullptr));
+        execl(VIBRA_CLI, VIBRA_CLI, "track", clip.c_str(), "-o", out.c_str(), "--radius-small", "6",
+              "--radius-large", "8", "--restart-every", "40", "--threads", "2", "--checkpoint", "-q",
+              static_cast<char*>(nullptr));
         _exit(127);
     }
     const auto seg = fs::path(out + ".ckpt") / "segment_1.state";
@@ -523,7 +595,8 @@ TEST_CASE("track --checkpoint: kill -9 after two segments, the same command resu
     REQUIRE(WIFSIGNALED(status));
     REQUIRE_FALSE(fs::exists(out));  // never a partial file under the final name
     // the same settings (another thread count, a summary file: neither changes the output)
-    const auto r = test::run_vibra("track " + q(clip) + " -o " + q(out) + flags + "--threads 1 --checkpoint --report " + q(d.file("rep.txt")));
+    const auto r = test::run_vibra("track " + q(clip) + " -o " + q(out) + flags +
+                                   "--threads 1 --checkpoint --report " + q(d.file("rep.txt")));
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     REQUIRE_THAT(r.output, Catch::Contains("resumed from the checkpoint"));
@@ -543,11 +616,17 @@ TEST_CASE("track --checkpoint: kill -9 after two segments, the same command resu
     REQUIRE_FALSE(fs::exists(out + ".spool"));
     // other settings: the checkpoint is not used
     const auto seg0 = fs::path(d.file("o2.h5.ckpt"));
-    REQUIRE(test::run_vibra("track " + q(clip) + " -o " + q(d.file("o2.h5")) + " --radius-small 6 --radius-large 8 --restart-every 40 --checkpoint --max-step 2 -q").exit_code == 0);
+    REQUIRE(
+        test::run_vibra("track " + q(clip) + " -o " + q(d.file("o2.h5")) +
+                        " --radius-small 6 --radius-large 8 --restart-every 40 --checkpoint --max-step 2 -q")
+            .exit_code == 0);
     REQUIRE_FALSE(fs::exists(seg0));
 }
 
-TEST_CASE("track: SIGINT and SIGTERM stop the run with a message, exit 130 / 143, no temporaries, the checkpoint kept", "[integration][batch]") {
+TEST_CASE(
+    "track: SIGINT and SIGTERM stop the run with a message, exit 130 / 143, no temporaries, the checkpoint "
+    "kept",
+    "[integration][batch]") {
     if (!have_batch()) {
         WARN("vibra built without the tracking module");
         return;
@@ -555,7 +634,8 @@ TEST_CASE("track: SIGINT and SIGTERM stop the run with a message, exit 130 / 143
     test::TempDir d("track_signals");
     const auto clip = d.file("long.avi");
     REQUIRE(test::run_vibra("synth -o " + q(clip) + " --truth " + q(d.file("t.h5")) +
-                            " --width 384 --height 384 --frames 400 --packing-fraction 0.6 --look dark-ring --noise 0.03 --seed 7 -q")
+                            " --width 384 --height 384 --frames 400 --packing-fraction 0.6 --look dark-ring "
+                            "--noise 0.03 --seed 7 -q")
                 .exit_code == 0);
     for (const int sig : {SIGINT, SIGTERM}) {
         for (const bool checkpoint : {false, true}) {
@@ -566,15 +646,16 @@ TEST_CASE("track: SIGINT and SIGTERM stop the run with a message, exit 130 / 143
             REQUIRE(pid >= 0);
             if (pid == 0) {
                 execl("/bin/sh", "sh", "-c",
-                      (std::string("exec '") + VIBRA_CLI + "' track " + q(clip) + " -o " + q(out) + kRadii + "--restart-every 40" +
-                       (checkpoint ? " --checkpoint" : "") + " > " + q(log) + " 2>&1")
+                      (std::string("exec '") + VIBRA_CLI + "' track " + q(clip) + " -o " + q(out) + kRadii +
+                       "--restart-every 40" + (checkpoint ? " --checkpoint" : "") + " > " + q(log) + " 2>&1")
                           .c_str(),
                       static_cast<char*>(nullptr));
                 _exit(127);
             }
             // once the run is under way (its spool exists), well before its 400 frames are done
             const auto t0 = std::chrono::steady_clock::now();
-            while (!fs::exists(out + ".spool") && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+            while (!fs::exists(out + ".spool") &&
+                   std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
                 std::this_thread::sleep_for(std::chrono::milliseconds(1));
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
             kill(pid, sig);
@@ -584,7 +665,8 @@ TEST_CASE("track: SIGINT and SIGTERM stop the run with a message, exit 130 / 143
             INFO(text);
             REQUIRE(WIFEXITED(status));
             REQUIRE(WEXITSTATUS(status) == 128 + sig);
-            REQUIRE_THAT(text, Catch::Contains("interrupted after") && Catch::Contains(sig == SIGINT ? "(SIGINT)" : "(SIGTERM)") &&
+            REQUIRE_THAT(text, Catch::Contains("interrupted after") &&
+                                   Catch::Contains(sig == SIGINT ? "(SIGINT)" : "(SIGTERM)") &&
                                    Catch::Contains("nothing written to"));
             REQUIRE_FALSE(fs::exists(out));
             REQUIRE_FALSE(fs::exists(out + ".partial"));

@@ -26,7 +26,8 @@ namespace {
 std::string q(const std::string& s) { return "'" + s + "'"; }
 double attr(const Attributes& a, const std::string& k) {
     const auto& v = a.at(k);
-    return std::holds_alternative<double>(v) ? std::get<double>(v) : static_cast<double>(std::get<std::int64_t>(v));
+    return std::holds_alternative<double>(v) ? std::get<double>(v)
+                                             : static_cast<double>(std::get<std::int64_t>(v));
 }
 template <class T>
 const std::vector<T>& column(const store::Table& t, const std::string& name) {
@@ -52,17 +53,20 @@ TEST_CASE("block standard error: analytic block means, constants, too-short seri
 TEST_CASE("campaign row of a simulated run: every observable is its analysis' own value", "[integration]") {
     test::TempDir d("campaign_sim");
     const auto sim = d.file("sim.h5"), res = d.file("res.h5");
-    REQUIRE(test::run_vibra("simulate -o " + q(sim) + " --n-small 200 --n-large 200 --packing-fraction 0.7 --frames 600 --seed 2 -q")
+    REQUIRE(test::run_vibra("simulate -o " + q(sim) +
+                            " --n-small 200 --n-large 200 --packing-fraction 0.7 --frames 600 --seed 2 -q")
                 .exit_code == 0);
-    const auto r = test::run_vibra("analyze " + q(sim) + " -o " + q(res) +
-                                   " --only gr,psi6,voronoi,msd,temperature,velocity_distribution,currents,kgap,defects -q");
+    const auto r = test::run_vibra(
+        "analyze " + q(sim) + " -o " + q(res) +
+        " --only gr,psi6,voronoi,msd,temperature,velocity_distribution,currents,kgap,defects -q");
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     const fs::path out = d.path() / "out";
     fs::create_directories(out / "sim");
     fs::copy_file(sim, out / "sim" / "trajectories.h5");
     fs::copy_file(res, out / "sim" / "results.h5");
-    write_state((out / "sim" / "batch_state.txt").string(), {{"status", "ok"}, {"track.tracks", "400"}, {"track.wall_s", "2.5"}});
+    write_state((out / "sim" / "batch_state.txt").string(),
+                {{"status", "ok"}, {"track.tracks", "400"}, {"track.wall_s", "2.5"}});
     Dataset ds;
     ds.source = "manifest.toml";
     ds.controls = {"phi_nominal", "label"};
@@ -82,7 +86,8 @@ TEST_CASE("campaign row of a simulated run: every observable is its analysis' ow
     REQUIRE_THAT(column<double>(t, "phi")[0], WithinAbs(0.7, 0.01));
     REQUIRE(column<double>(t, "temperature_ratio")[0] == attr(at("temperature"), "ratio_mean"));
     REQUIRE(column<double>(t, "beta_small")[0] == attr(at("velocity_distribution"), "beta_small"));
-    REQUIRE(column<double>(t, "beta_large_ci_high")[0] == attr(at("velocity_distribution"), "beta_ci_high_large"));
+    REQUIRE(column<double>(t, "beta_large_ci_high")[0] ==
+            attr(at("velocity_distribution"), "beta_ci_high_large"));
     REQUIRE(column<double>(t, "kurtosis_large")[0] == attr(at("velocity_distribution"), "kurtosis_large"));
     REQUIRE(column<double>(t, "D_small")[0] == attr(at("msd"), "diffusion_coefficient_small"));
     REQUIRE(column<double>(t, "g_peak")[0] == attr(at("gr"), "g_peak"));
@@ -93,14 +98,18 @@ TEST_CASE("campaign row of a simulated run: every observable is its analysis' ow
         const auto gr = store::read_results(res, "gr");
         const auto& rr = std::get<std::vector<double>>(gr.find("r")->data);
         const auto& ge = std::get<std::vector<double>>(gr.find("g_err")->data);
-        const auto k = std::min_element(rr.begin(), rr.end(), [&](double a, double b) {
-                           return std::abs(a - attr(gr.attrs, "r_peak")) < std::abs(b - attr(gr.attrs, "r_peak"));
-                       }) - rr.begin();
+        const auto k = std::min_element(rr.begin(), rr.end(),
+                                        [&](double a, double b) {
+                                            return std::abs(a - attr(gr.attrs, "r_peak")) <
+                                                   std::abs(b - attr(gr.attrs, "r_peak"));
+                                        }) -
+                       rr.begin();
         REQUIRE(column<double>(t, "g_peak_err")[0] == ge[static_cast<std::size_t>(k)]);
         REQUIRE(column<double>(t, "g_peak_err")[0] > 0);
     }
     const auto kgap = store::read_results(res, "kgap");
-    const auto pole = std::find_if(kgap.groups.begin(), kgap.groups.end(), [](const auto& g) { return g.name == "pole"; });
+    const auto pole =
+        std::find_if(kgap.groups.begin(), kgap.groups.end(), [](const auto& g) { return g.name == "pole"; });
     REQUIRE(pole != kgap.groups.end());
     REQUIRE(column<double>(t, "k_gap")[0] == attr(pole->attrs, "k_gap"));
     REQUIRE(column<double>(t, "k_gap_err")[0] == attr(pole->attrs, "k_gap_err"));
@@ -116,7 +125,8 @@ TEST_CASE("campaign row of a simulated run: every observable is its analysis' ow
     }
     REQUIRE_THAT(column<double>(t, "defect_density")[0], WithinRel(s / n, 1e-12));
     // units follow the file: a simulation's lengths in sigma, times in tau
-    REQUIRE(t.find("D_small")->units == column<std::string>(t, "length_unit")[0] + "^2/" + column<std::string>(t, "time_unit")[0]);
+    REQUIRE(t.find("D_small")->units ==
+            column<std::string>(t, "length_unit")[0] + "^2/" + column<std::string>(t, "time_unit")[0]);
     // the pending row has no observables
     REQUIRE(std::isnan(column<double>(t, "phi")[1]));
 
@@ -130,7 +140,8 @@ TEST_CASE("campaign row of a simulated run: every observable is its analysis' ow
         REQUIRE(back.columns[j].units == t.columns[j].units);
         if (const auto* v = std::get_if<std::vector<double>>(&t.columns[j].data)) {
             const auto& w = std::get<std::vector<double>>(back.columns[j].data);
-            for (std::size_t i = 0; i < v->size(); ++i) REQUIRE((std::isnan((*v)[i]) ? std::isnan(w[i]) : w[i] == (*v)[i]));
+            for (std::size_t i = 0; i < v->size(); ++i)
+                REQUIRE((std::isnan((*v)[i]) ? std::isnan(w[i]) : w[i] == (*v)[i]));
         } else {
             REQUIRE(back.columns[j].data == t.columns[j].data);
         }
@@ -155,14 +166,17 @@ TEST_CASE("straggler report: a video over 2x the median time per frame, with the
     };
     const auto lines = straggler_report(t);
     REQUIRE(lines.size() == 2);
-    REQUIRE_THAT(lines[0], Catch::StartsWith("slow: 30.00 ms/frame, 2.73x the median") && Catch::Contains("3.0x the median particles per frame"));
+    REQUIRE_THAT(lines[0], Catch::StartsWith("slow: 30.00 ms/frame, 2.73x the median") &&
+                               Catch::Contains("3.0x the median particles per frame"));
     REQUIRE_THAT(lines[1], Catch::StartsWith("codec:") && Catch::Contains("video codec (.mp4)") &&
                                Catch::Contains("decoding the video takes 80% of the tracking time"));
     REQUIRE_THAT(lines[0], !Catch::Contains("decoding"));
     REQUIRE_THAT(lines[1], !Catch::Contains("particles"));
 }
 
-TEST_CASE("settings: later flags replace earlier ones, radius flags exclude each other, shards cover the set once", "[unit]") {
+TEST_CASE(
+    "settings: later flags replace earlier ones, radius flags exclude each other, shards cover the set once",
+    "[unit]") {
     std::vector<Flag> f;
     set_flag(f, {"--radii", "auto"});
     set_flag(f, {"--radius-small", "6"});

@@ -38,7 +38,8 @@ TEST_CASE("the vibra program does not load OpenCV's codecs at start-up", "[integ
     REQUIRE_THAT(deps.output, Catch::Contains("libopencv_core"));  // the listing is real
     // HDF5 linked statically (VIBRA_STATIC_HDF5, the default where the archive exists) must not
     // bring libcurl back: it is what the static link is for (store/CMakeLists.txt).
-    if (deps.output.find("libhdf5") == std::string::npos) REQUIRE_THAT(deps.output, !Catch::Contains("libcurl"));
+    if (deps.output.find("libhdf5") == std::string::npos)
+        REQUIRE_THAT(deps.output, !Catch::Contains("libcurl"));
     REQUIRE_THAT(deps.output, !Catch::Contains("libopencv_imgcodecs"));
     REQUIRE_THAT(deps.output, !Catch::Contains("libopencv_videoio"));
     REQUIRE_THAT(deps.output, !Catch::Contains("libavcodec"));
@@ -46,22 +47,27 @@ TEST_CASE("the vibra program does not load OpenCV's codecs at start-up", "[integ
     // a command that needs them and cannot load them: exit 1, the module named, no output
     test::TempDir dir("cli_codecs");
     const auto png = dir.file("png");
-    REQUIRE(test::run_vibra("synth -o " + q(png) + " --format png --frames 2 --width 64 --height 64 -q").exit_code == 0);
+    REQUIRE(test::run_vibra("synth -o " + q(png) + " --format png --frames 2 --width 64 --height 64 -q")
+                .exit_code == 0);
     REQUIRE(fs::exists(png + "/frame_000001.png"));
     const auto out = dir.file("t.h5");
-    const auto r = test::run("VIBRA_OPENCV_CODECS=" + q(dir.file("missing.so")) + " '" + VIBRA_CLI + "' track " + q(png) + " -o " + q(out) + " --radius 6");
+    const auto r = test::run("VIBRA_OPENCV_CODECS=" + q(dir.file("missing.so")) + " '" + VIBRA_CLI +
+                             "' track " + q(png) + " -o " + q(out) + " --radius 6");
     INFO(r.output);
     REQUIRE(r.exit_code == 1);
-    REQUIRE_THAT(r.output, Catch::Contains("libvibra_opencv_codecs.so") && Catch::Contains("missing.so: no such file"));
+    REQUIRE_THAT(r.output,
+                 Catch::Contains("libvibra_opencv_codecs.so") && Catch::Contains("missing.so: no such file"));
     REQUIRE_FALSE(fs::exists(out));
-    REQUIRE(test::run_vibra("track " + q(png) + " -o " + q(out) + " --radius 6 -q").exit_code == 0);  // with it: fine
+    REQUIRE(test::run_vibra("track " + q(png) + " -o " + q(out) + " --radius 6 -q").exit_code ==
+            0);  // with it: fine
     REQUIRE(fs::exists(out));
 }
 
 TEST_CASE("a dump written by LAMMPS imports — info summarises it", "[integration]") {
     test::TempDir dir("cli_lammps");
     const auto out = dir.file("lj.h5");
-    const auto r = test::run_vibra("import " + q(kDump) + " -o " + q(out) + " --diameter small=1.0,large=1.4 --dt 0.1");
+    const auto r =
+        test::run_vibra("import " + q(kDump) + " -o " + q(out) + " --diameter small=1.0,large=1.4 --dt 0.1");
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     store::TrajectoryReader rd(out);
@@ -106,7 +112,8 @@ TEST_CASE("export writes CSV that imports back to the same file content", "[inte
 TEST_CASE("bad input: exit 1, a message naming the file and line, and no output file", "[integration]") {
     test::TempDir dir("cli_bad");
     const std::string good_frame =
-        "ITEM: TIMESTEP\n0\nITEM: NUMBER OF ATOMS\n2\nITEM: BOX BOUNDS pp pp pp\n0 4\n0 3\n-1 1\nITEM: ATOMS id type x y\n";
+        "ITEM: TIMESTEP\n0\nITEM: NUMBER OF ATOMS\n2\nITEM: BOX BOUNDS pp pp pp\n0 4\n0 3\n-1 1\nITEM: ATOMS "
+        "id type x y\n";
     struct Case {
         std::string name, content, expect;
         std::string extra = "";
@@ -115,14 +122,17 @@ TEST_CASE("bad input: exit 1, a message naming the file and line, and no output 
         {"truncated.dump", good_frame + "1 1 1 1\n", "line 10: truncated dump"},
         {"nonnumeric.dump", good_frame + "1 1 1 1\n2 1 abc 1\n", "line 11: field 'x': 'abc' is not a number"},
         {"missingcol.dump",
-         "ITEM: TIMESTEP\n0\nITEM: NUMBER OF ATOMS\n1\nITEM: BOX BOUNDS pp pp pp\n0 4\n0 3\n-1 1\nITEM: ATOMS id x y\n1 1 1\n",
+         "ITEM: TIMESTEP\n0\nITEM: NUMBER OF ATOMS\n1\nITEM: BOX BOUNDS pp pp pp\n0 4\n0 3\n-1 1\nITEM: "
+         "ATOMS id x y\n1 1 1\n",
          "line 9: ITEM: ATOMS has no 'type' column"},
-        {"duplicate.dump", good_frame + "1 1 1 1\n1 1 2 2\n", "line 9: frame 0 (TIMESTEP 0) has atom id 1 twice"},
+        {"duplicate.dump", good_frame + "1 1 1 1\n1 1 2 2\n",
+         "line 9: frame 0 (TIMESTEP 0) has atom id 1 twice"},
         {"empty.dump", "", "empty file"},
         {"unmapped.dump", good_frame + "1 1 1 1\n2 7 2 2\n", "line 11: atom type 7"},
         {"missing.csv", "frame,particle,x\n0,1,2\n", "line 1: header has no 'y' column"},
         {"dup.csv", "frame,particle,x,y\n0,1,2,3\n0,1,4,5\n", "frame 0: duplicate particle 1"},
-        {"nonnumeric.csv", "frame,particle,x,y\n0,1,2,3\n0,2,x,5\n", "line 3: field 'x': 'x' is not a number"},
+        {"nonnumeric.csv", "frame,particle,x,y\n0,1,2,3\n0,2,x,5\n",
+         "line 3: field 'x': 'x' is not a number"},
         {"empty.csv", "", "empty file"},
     };
     for (const auto& c : cases) {
@@ -155,10 +165,13 @@ TEST_CASE("import streams: a 10x larger dump does not take 10x the memory", "[in
     auto write_dump = [&](const std::string& path, int frames, int atoms) {
         std::ostringstream s;
         for (int f = 0; f < frames; ++f) {
-            s << "ITEM: TIMESTEP\n" << f << "\nITEM: NUMBER OF ATOMS\n" << atoms
+            s << "ITEM: TIMESTEP\n"
+              << f << "\nITEM: NUMBER OF ATOMS\n"
+              << atoms
               << "\nITEM: BOX BOUNDS pp pp pp\n0 100\n0 100\n-1 1\nITEM: ATOMS id type xu yu vx vy\n";
             for (int a = 1; a <= atoms; ++a)
-                s << a << " " << 1 + a % 2 << " " << (a % 100) + 0.001 * f << " " << (a / 100) + 0.5 << " 0.25 -0.5\n";
+                s << a << " " << 1 + a % 2 << " " << (a % 100) + 0.001 * f << " " << (a / 100) + 0.5
+                  << " 0.25 -0.5\n";
         }
         test::write_text(path, s.str());
     };
@@ -166,11 +179,11 @@ TEST_CASE("import streams: a 10x larger dump does not take 10x the memory", "[in
     write_dump(dir.file("large.dump"), 600, 1000);  // 600k rows
     long rss_small = 0, rss_large = 0;
     const std::string opts = " --block-rows 20000 -q";
-    REQUIRE(test::run_measured(std::string("'") + VIBRA_CLI + "' import " + q(dir.file("small.dump")) + " -o " +
-                                   q(dir.file("small.h5")) + opts,
+    REQUIRE(test::run_measured(std::string("'") + VIBRA_CLI + "' import " + q(dir.file("small.dump")) +
+                                   " -o " + q(dir.file("small.h5")) + opts,
                                rss_small) == 0);
-    REQUIRE(test::run_measured(std::string("'") + VIBRA_CLI + "' import " + q(dir.file("large.dump")) + " -o " +
-                                   q(dir.file("large.h5")) + opts,
+    REQUIRE(test::run_measured(std::string("'") + VIBRA_CLI + "' import " + q(dir.file("large.dump")) +
+                                   " -o " + q(dir.file("large.h5")) + opts,
                                rss_large) == 0);
     REQUIRE(store::TrajectoryReader(dir.file("large.h5")).n_rows() == 600000);
     WARN("peak RSS: 60k rows " << rss_small << " kB, 600k rows " << rss_large << " kB, ratio "
@@ -181,8 +194,10 @@ TEST_CASE("import streams: a 10x larger dump does not take 10x the memory", "[in
 
 TEST_CASE("a TOML config file sets subcommand options by their long names", "[integration]") {
     test::TempDir dir("cli_config");
-    test::write_text(dir.file("cfg.toml"), "quiet = true\n[import]\ndt = 0.25\ndiameter = \"small=2.0,large=2.8\"\n");
-    const auto r = test::run_vibra("--config " + q(dir.file("cfg.toml")) + " import " + q(kDump) + " -o " + q(dir.file("c.h5")));
+    test::write_text(dir.file("cfg.toml"),
+                     "quiet = true\n[import]\ndt = 0.25\ndiameter = \"small=2.0,large=2.8\"\n");
+    const auto r = test::run_vibra("--config " + q(dir.file("cfg.toml")) + " import " + q(kDump) + " -o " +
+                                   q(dir.file("c.h5")));
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     REQUIRE(r.output.empty());  // quiet from the config
@@ -193,8 +208,9 @@ TEST_CASE("a TOML config file sets subcommand options by their long names", "[in
 
 TEST_CASE("simulate writes a periodic bi-disperse trajectory with velocities", "[integration]") {
     test::TempDir dir("cli_simulate");
-    const auto r = test::run_vibra("simulate -o " + q(dir.file("s.h5")) +
-                                   " --n-small 30 --n-large 20 --frames 12 --equilibrate 5 --steps-per-frame 5 -q");
+    const auto r =
+        test::run_vibra("simulate -o " + q(dir.file("s.h5")) +
+                        " --n-small 30 --n-large 20 --frames 12 --equilibrate 5 --steps-per-frame 5 -q");
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     store::TrajectoryReader rd(dir.file("s.h5"));
@@ -213,7 +229,8 @@ TEST_CASE("simulate -> export -> import restores metadata and columns through th
     test::TempDir dir("cli_csv_metadata");
     for (const std::string walls : {"", " --walls"}) {
         CAPTURE(walls);
-        REQUIRE(test::run_vibra("simulate -o " + q(dir.file("s.h5")) + " --n-small 12 --n-large 8 --frames 6" +
+        REQUIRE(test::run_vibra("simulate -o " + q(dir.file("s.h5")) +
+                                " --n-small 12 --n-large 8 --frames 6" +
                                 " --equilibrate 2 --steps-per-frame 3 --diameter-large 1.3 -q" + walls)
                     .exit_code == 0);
         const auto e = test::run_vibra("export " + q(dir.file("s.h5")) + " -o " + q(dir.file("s.csv")));
@@ -238,11 +255,13 @@ TEST_CASE("simulate -> export -> import restores metadata and columns through th
         expect.user = b.meta.user;
         REQUIRE(b.meta == expect);
         REQUIRE(b.meta.species_diameters == std::vector<double>{1.0, 1.3});
-        REQUIRE(b.meta.geometry.kind == (walls.empty() ? GeometryKind::periodic_box : GeometryKind::window_rect));
+        REQUIRE(b.meta.geometry.kind ==
+                (walls.empty() ? GeometryKind::periodic_box : GeometryKind::window_rect));
         REQUIRE(b.meta.user.at("origin_source_parameters") == a.meta.source.parameters);
 
         // --no-metadata: the CSV alone, with the CSV defaults (px, frame)
-        REQUIRE(test::run_vibra("import --no-metadata " + q(dir.file("s.csv")) + " -o " + q(dir.file("u.h5")) + " -q")
+        REQUIRE(test::run_vibra("import --no-metadata " + q(dir.file("s.csv")) + " -o " +
+                                q(dir.file("u.h5")) + " -q")
                     .exit_code == 0);
         const store::TrajectoryReader ru(dir.file("u.h5"));
         REQUIRE(ru.meta().length_unit == "px");

@@ -10,8 +10,9 @@ using namespace vibra;
 
 namespace {
 // Brute-force pair set for comparison.
-std::set<std::pair<std::size_t, std::size_t>> brute(const std::vector<double>& x, const std::vector<double>& y,
-                                                    double rc, const Geometry& g) {
+std::set<std::pair<std::size_t, std::size_t>> brute(const std::vector<double>& x,
+                                                    const std::vector<double>& y, double rc,
+                                                    const Geometry& g) {
     std::set<std::pair<std::size_t, std::size_t>> s;
     for (std::size_t i = 0; i < x.size(); ++i)
         for (std::size_t j = i + 1; j < x.size(); ++j) {
@@ -45,24 +46,29 @@ TEST_CASE("cell list finds exactly the brute-force pairs", "[unit]") {
     }
 }
 
-TEST_CASE("sparse points with a short cut-off get at most about eight cells per point, same neighbours", "[unit]") {
+TEST_CASE("sparse points with a short cut-off get at most about eight cells per point, same neighbours",
+          "[unit]") {
     // The linker's case: a few thousand disks on a 1024² frame and a 3 px cut-off would make
     // ≈ 10⁵ cells; here 300 points on 1000 × 700 with cut-offs of 2–30 (up to 175,000 cells).
     std::mt19937_64 rng(11);
     std::uniform_real_distribution<double> u(0, 1000);
     std::vector<double> x(300), y(300);
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = u(rng), y[i] = 0.7 * u(rng);
-    for (int k = 0; k < 40; ++k) x[static_cast<std::size_t>(k)] = x[0] + 0.3 * k, y[static_cast<std::size_t>(k)] = y[0];  // a close cluster
+    for (int k = 0; k < 40; ++k)
+        x[static_cast<std::size_t>(k)] = x[0] + 0.3 * k,
+        y[static_cast<std::size_t>(k)] = y[0];  // a close cluster
     for (const auto& g : {Geometry::periodic(0, 0, 1000, 700), Geometry{}}) {
         for (double rc : {2.0, 7.5, 30.0}) {
             CellList cl(x, y, rc, g);
             REQUIRE(cl.cell_count() <= 8 * x.size() + 16);
             REQUIRE(cl.cell_count() >= 2 * x.size());  // still fine-grained
             std::set<std::pair<std::size_t, std::size_t>> got;
-            cl.for_each_pair([&](std::size_t i, std::size_t j, double, double, double) { REQUIRE(got.insert({i, j}).second); });
+            cl.for_each_pair([&](std::size_t i, std::size_t j, double, double, double) {
+                REQUIRE(got.insert({i, j}).second);
+            });
             const auto want = brute(x, y, rc, g);
             REQUIRE(got == want);
-            REQUIRE(want.size() >= 39);  // the cluster's pairs at least
+            REQUIRE(want.size() >= 39);                      // the cluster's pairs at least
             for (std::size_t q = 0; q < x.size(); q += 7) {  // queries: point q's neighbours
                 std::set<std::size_t> near, bf;
                 cl.for_each_near(x[q], y[q], [&](std::size_t j, double, double, double) { near.insert(j); });

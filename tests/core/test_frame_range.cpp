@@ -25,9 +25,10 @@ TEST_CASE("frame range: A:B, A:, :B and A", "[unit]") {
     CHECK(r.last == 1);
 }
 
-TEST_CASE("frame range: empty, reversed, negative or non-numeric ranges name the flag and the text", "[unit]") {
-    for (const char* bad : {"", ":", "5:5", "5:2", "-1:4", "1:-4", "a:b", "1.5:3", "1:3:5", " 1:3", "1 :3", "+1:3",
-                            "99999999999999999999:"}) {
+TEST_CASE("frame range: empty, reversed, negative or non-numeric ranges name the flag and the text",
+          "[unit]") {
+    for (const char* bad : {"", ":", "5:5", "5:2", "-1:4", "1:-4", "a:b", "1.5:3", "1:3:5", " 1:3", "1 :3",
+                            "+1:3", "99999999999999999999:"}) {
         INFO(bad);
         try {
             parse_frame_range(bad, "--frames");

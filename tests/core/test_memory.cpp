@@ -36,7 +36,8 @@ TEST_CASE("keep_freed_memory: a freed 8 MiB block is re-used without page faults
     const long second = faults_of_touching(bytes);
     INFO("page faults: first " << first << ", second " << second);
     if (first < 1000) {  // transparent huge pages for all memory: too few faults to tell
-        WARN("a fresh 8 MiB block took only " << first << " page faults (huge pages?): re-use not measurable here");
+        WARN("a fresh 8 MiB block took only " << first
+                                              << " page faults (huge pages?): re-use not measurable here");
         return;
     }
     REQUIRE(second <= 50);  // the same block again: served from the process's own memory

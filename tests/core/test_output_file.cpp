@@ -24,7 +24,8 @@ using namespace vibra;
 
 namespace {
 std::string scratch(const std::string& name) {
-    const auto d = fs::temp_directory_path() / ("vibra_test_output_file_" + std::to_string(::getpid())) / name;
+    const auto d =
+        fs::temp_directory_path() / ("vibra_test_output_file_" + std::to_string(::getpid())) / name;
     fs::remove_all(d);
     fs::create_directories(d);
     return d.string();
@@ -52,7 +53,8 @@ int in_child(F f) {
 }
 }  // namespace
 
-TEST_CASE("AtomicOutput: nothing under the final name until commit, nothing left when abandoned", "[core][output]") {
+TEST_CASE("AtomicOutput: nothing under the final name until commit, nothing left when abandoned",
+          "[core][output]") {
     const auto d = scratch("atomic");
     const auto target = d + "/out.dat";
     {
@@ -72,7 +74,8 @@ TEST_CASE("AtomicOutput: nothing under the final name until commit, nothing left
     }
     REQUIRE(slurp(target) == "whole");
     REQUIRE(fs::directory_iterator(d) != fs::directory_iterator());
-    REQUIRE(std::distance(fs::directory_iterator(d), fs::directory_iterator()) == 1);  // no .lock, no .partial
+    REQUIRE(std::distance(fs::directory_iterator(d), fs::directory_iterator()) ==
+            1);  // no .lock, no .partial
 
     // keep_extension: OpenCV's writers pick the container by the extension
     AtomicOutput::Options o;
@@ -81,7 +84,8 @@ TEST_CASE("AtomicOutput: nothing under the final name until commit, nothing left
     REQUIRE(v.path() == d + "/clip.partial.avi");
 }
 
-TEST_CASE("AtomicOutput: a folder appears whole, or its files move into an existing folder", "[core][output]") {
+TEST_CASE("AtomicOutput: a folder appears whole, or its files move into an existing folder",
+          "[core][output]") {
     const auto d = scratch("folder");
     for (int round = 0; round < 2; ++round) {
         AtomicOutput out(d + "/frames", AtomicOutput::Options{AtomicOutput::Kind::folder});
@@ -94,7 +98,8 @@ TEST_CASE("AtomicOutput: a folder appears whole, or its files move into an exist
     REQUIRE_FALSE(fs::exists(d + "/frames.partial"));
 }
 
-TEST_CASE("OutputLock: a second writer of the same target is refused with the holder's PID", "[core][output]") {
+TEST_CASE("OutputLock: a second writer of the same target is refused with the holder's PID",
+          "[core][output]") {
     const auto d = scratch("lock");
     const auto target = d + "/out.h5";
     OutputLock held(target);
@@ -114,7 +119,8 @@ TEST_CASE("OutputLock: a second writer of the same target is refused with the ho
     REQUIRE(rc == 0);
 }
 
-TEST_CASE("OutputLock: a writer killed with SIGKILL leaves a stale lock, the next one takes over and cleans", "[core][output]") {
+TEST_CASE("OutputLock: a writer killed with SIGKILL leaves a stale lock, the next one takes over and cleans",
+          "[core][output]") {
     const auto d = scratch("stale");
     const auto target = d + "/out.h5";
     const int rc = in_child([&] {
@@ -140,15 +146,19 @@ TEST_CASE("OutputLock: a writer killed with SIGKILL leaves a stale lock, the nex
     REQUIRE(fs::exists(d + "/other.h5.partial"));
 }
 
-TEST_CASE("write_failure: ENOSPC is 'no space left on <folder>', others keep their errno text", "[core][output]") {
+TEST_CASE("write_failure: ENOSPC is 'no space left on <folder>', others keep their errno text",
+          "[core][output]") {
     const auto d = scratch("fail");
     REQUIRE(write_failure(d + "/x.h5", ENOSPC) == "no space left on " + d);
-    REQUIRE_THAT(write_failure(d + "/x.h5", EDQUOT), Catch::Contains("no space left on " + d) && Catch::Contains("quota"));
-    if (!file_system_full(d)) REQUIRE(write_failure(d + "/x.h5", EACCES) == std::string(std::strerror(EACCES)));
+    REQUIRE_THAT(write_failure(d + "/x.h5", EDQUOT),
+                 Catch::Contains("no space left on " + d) && Catch::Contains("quota"));
+    if (!file_system_full(d))
+        REQUIRE(write_failure(d + "/x.h5", EACCES) == std::string(std::strerror(EACCES)));
     REQUIRE_THROWS_WITH(check_writable_folder(d + "/missing/x.h5"), Catch::Contains("does not exist"));
 }
 
-TEST_CASE("interrupts: SIGINT / SIGTERM set the flag, throw_if_interrupted unwinds with the signal", "[core][output]") {
+TEST_CASE("interrupts: SIGINT / SIGTERM set the flag, throw_if_interrupted unwinds with the signal",
+          "[core][output]") {
     for (const int sig : {SIGINT, SIGTERM}) {
         const int rc = in_child([sig] {
             install_interrupt_handlers();
@@ -173,7 +183,8 @@ TEST_CASE("interrupts: SIGINT / SIGTERM set the flag, throw_if_interrupted unwin
     REQUIRE(rc == 128 + SIGINT);
 }
 
-TEST_CASE("check_memory: a size beyond what the process may allocate is refused, naming it", "[core][memory]") {
+TEST_CASE("check_memory: a size beyond what the process may allocate is refused, naming it",
+          "[core][memory]") {
     REQUIRE(allocatable_bytes() > (1u << 20));
     REQUIRE_NOTHROW(check_memory(1 << 20, "one megabyte"));
     REQUIRE_THROWS_WITH(check_memory(std::uint64_t(1) << 62, "x.h5: field 'x'"),

@@ -4,13 +4,14 @@
 
 #include "vibra/core/periodic.hpp"
 
-TEST_CASE("minimum image: separations come back into [-L/2, L/2], half a box is a tie kept as it is", "[unit]") {
+TEST_CASE("minimum image: separations come back into [-L/2, L/2], half a box is a tie kept as it is",
+          "[unit]") {
     const double L = 10;
     CHECK(vibra::minimum_image(3, L) == 3);
     CHECK(vibra::minimum_image(6, L) == -4);
     CHECK(vibra::minimum_image(-6, L) == 4);
     CHECK(vibra::minimum_image(26, L) == -4);
-    CHECK(vibra::minimum_image(5, L) == 5);    // tie: nearbyint(0.5) = 0
+    CHECK(vibra::minimum_image(5, L) == 5);  // tie: nearbyint(0.5) = 0
     CHECK(vibra::minimum_image(-5, L) == -5);
     CHECK(vibra::minimum_image(15, L) == -5);  // nearbyint(1.5) = 2
     CHECK(vibra::image_shift(26, L) == 30);

@@ -6,7 +6,8 @@
 
 using namespace vibra;
 
-TEST_CASE("soft-disk gas reaches the Langevin temperature per species (equipartition without contacts)", "[unit]") {
+TEST_CASE("soft-disk gas reaches the Langevin temperature per species (equipartition without contacts)",
+          "[unit]") {
     SoftDiskParams p;
     p.n_small = 150;
     p.n_large = 150;
@@ -24,8 +25,10 @@ TEST_CASE("soft-disk gas reaches the Langevin temperature per species (equiparti
             const double d = sim.diameter()[i];
             const double m = d * d;  // small diameter 1 → mass 1
             const double ke = 0.5 * m * (sim.vx()[i] * sim.vx()[i] + sim.vy()[i] * sim.vy()[i]);
-            if (sim.species()[i] == kSpeciesSmall) e_small += ke, ++n_small;
-            else e_large += ke, ++n_large;
+            if (sim.species()[i] == kSpeciesSmall)
+                e_small += ke, ++n_small;
+            else
+                e_large += ke, ++n_large;
         }
     }
     // ⟨½ m v²⟩ = T in 2-D; first-order integrator error O(γ dt) ≈ 0.5%.

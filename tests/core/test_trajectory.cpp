@@ -38,7 +38,8 @@ TEST_CASE("validate names the problem", "[unit]") {
     TrajectoryTable t;
     t.push(0, 1, 0, 0, 0);
     t.push(0, 1, 1, 1, 0);
-    REQUIRE_THROWS_WITH(t.validate("f.h5"), Catch::Contains("f.h5") && Catch::Contains("duplicate particle 1"));
+    REQUIRE_THROWS_WITH(t.validate("f.h5"),
+                        Catch::Contains("f.h5") && Catch::Contains("duplicate particle 1"));
     TrajectoryTable u;
     u.push(1, 1, 0, 0, 0);
     u.push(0, 2, 1, 1, 0);

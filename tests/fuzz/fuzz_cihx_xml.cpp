@@ -16,9 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         try {
             const auto L = mraw_layout(h, std::uint64_t(1) << 30, "fuzz.cihx");
             if (L.frame_bytes == 0 || L.n_complete > L.n_frames) std::abort();
-        } catch (const vibra::FormatError&) {
-        }
-    } catch (const vibra::FormatError&) {
-    }
+        } catch (const vibra::FormatError&) {}
+    } catch (const vibra::FormatError&) {}
     return 0;
 }

@@ -30,7 +30,8 @@ inline const std::string& scratch() {
         return d;
     }();
     std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) std::filesystem::remove_all(e.path(), ec);
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+        std::filesystem::remove_all(e.path(), ec);
     return dir;
 }
 

@@ -32,6 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     store::TrajectoryReader r(out);
     const Trajectory t = r.read_all();
     fuzz::require(r.n_frames() == sum.frames, "frames read back differ from the import summary");
-    fuzz::require(static_cast<std::int64_t>(t.rows.size()) == sum.rows, "rows read back differ from the import summary");
+    fuzz::require(static_cast<std::int64_t>(t.rows.size()) == sum.rows,
+                  "rows read back differ from the import summary");
     return 0;
 }

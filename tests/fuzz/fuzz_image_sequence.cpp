@@ -37,8 +37,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             const auto st = src->next(f);
             if (st == tracking::ReadStatus::end) break;
             if (st != tracking::ReadStatus::ok) continue;
-            fuzz::require(f.image.cols == info.width && f.image.rows == info.height && f.image.channels() == 1,
-                          "a frame differs from the announced size or is not grey");
+            fuzz::require(
+                f.image.cols == info.width && f.image.rows == info.height && f.image.channels() == 1,
+                "a frame differs from the announced size or is not grey");
         }
     });
     return 0;

@@ -20,13 +20,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     opt.block_rows = 3;
     store::ImportSummary sum;
     if (!fuzz::accepts([&] { sum = store::import_lammps(in, out, opt); })) {
-        fuzz::require(!std::filesystem::exists(out), "import_lammps failed but left a file at the output name");
-        fuzz::require(!std::filesystem::exists(out + ".partial"), "import_lammps failed but left OUT.partial");
+        fuzz::require(!std::filesystem::exists(out),
+                      "import_lammps failed but left a file at the output name");
+        fuzz::require(!std::filesystem::exists(out + ".partial"),
+                      "import_lammps failed but left OUT.partial");
         return 0;
     }
     store::TrajectoryReader r(out);  // vibra's own output must read back: no error allowed here
     const Trajectory t = r.read_all();
     fuzz::require(r.n_frames() == sum.frames, "frames read back differ from the import summary");
-    fuzz::require(static_cast<std::int64_t>(t.rows.size()) == sum.rows, "rows read back differ from the import summary");
+    fuzz::require(static_cast<std::int64_t>(t.rows.size()) == sum.rows,
+                  "rows read back differ from the import summary");
     return 0;
 }

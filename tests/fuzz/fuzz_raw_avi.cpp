@@ -20,14 +20,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         auto src = tracking::detail::open_raw_avi(in, p);
         if (!src) return;
         const auto& info = src->info();
-        fuzz::require(info.width > 0 && info.height > 0 && info.n_frames > 0, "accepted a video without frames or size");
+        fuzz::require(info.width > 0 && info.height > 0 && info.n_frames > 0,
+                      "accepted a video without frames or size");
         tracking::Frame f;
         for (int k = 0; k < 256; ++k) {
             const auto st = src->next(f);
             if (st == tracking::ReadStatus::end || st == tracking::ReadStatus::truncated) break;
             if (st != tracking::ReadStatus::ok) continue;
-            fuzz::require(f.image.cols == info.width && f.image.rows == info.height && f.image.type() == CV_8UC1,
-                          "a frame differs from the announced size or type");
+            fuzz::require(
+                f.image.cols == info.width && f.image.rows == info.height && f.image.type() == CV_8UC1,
+                "a frame differs from the announced size or type");
         }
     });
     return 0;

@@ -44,7 +44,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     prov.input_checksum = "sha256:0";
     prov.force = true;
     if (!fuzz::accepts([&] { store::write_results(in, {g}, prov, Metadata{}); })) {
-        fuzz::require(std::filesystem::file_size(in) == before, "a failed merge changed the old results file");
+        fuzz::require(std::filesystem::file_size(in) == before,
+                      "a failed merge changed the old results file");
         fuzz::require(!std::filesystem::exists(in + ".partial"), "a failed merge left IN.partial");
     }
     return 0;

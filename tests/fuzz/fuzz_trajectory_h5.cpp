@@ -26,10 +26,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         fuzz::require(static_cast<std::int64_t>(all.rows.size()) == r.n_rows(), "read_all rows != n_rows");
         for (std::int64_t f = 0; f < T && f < 64; f += 2) {
             const Trajectory part = r.read_frames(f, 2);
-            fuzz::require(static_cast<std::int64_t>(part.rows.size()) == r.rows_in(f, 2), "read_frames rows != rows_in");
+            fuzz::require(static_cast<std::int64_t>(part.rows.size()) == r.rows_in(f, 2),
+                          "read_frames rows != rows_in");
         }
-        const std::vector<std::string> names = {"frame", "particle", "x", "y", "species", "vx", "vy",
-                                                "radius", "brightness", "quality", "species_confidence"};
+        const std::vector<std::string> names = {
+            "frame", "particle", "x",          "y",       "species",           "vx",
+            "vy",    "radius",   "brightness", "quality", "species_confidence"};
         r.read_columns(names, 0, T);
         for (const auto& d : r.diagnostics()) r.read_diagnostic(d);
     });

@@ -107,13 +107,14 @@ void plain_copy(const std::string& src, const std::string& dst, hsize_t chunk_ro
     for (const char* g : {"meta", "index", "diagnostics"})
         if (H5Lexists(in, g, H5P_DEFAULT) > 0) H5Ocopy(in, g, out, g, H5P_DEFAULT, H5P_DEFAULT);
     const hid_t tg = H5Gcreate2(out, "trajectories", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    for (const char* c : {"frame", "particle", "x", "y", "species", "vx", "vy", "radius", "brightness", "quality",
-                          "species_confidence"}) {
+    for (const char* c : {"frame", "particle", "x", "y", "species", "vx", "vy", "radius", "brightness",
+                          "quality", "species_confidence"}) {
         const std::string path = std::string("trajectories/") + c;
         if (H5Lexists(in, path.c_str(), H5P_DEFAULT) <= 0) continue;
         const hid_t d = H5Dopen2(in, path.c_str(), H5P_DEFAULT);
         const hid_t t = H5Dget_type(d), sp = H5Dget_space(d);
-        std::vector<char> buf(static_cast<std::size_t>(H5Sget_simple_extent_npoints(sp)) * H5Tget_size(t) + 1);
+        std::vector<char> buf(static_cast<std::size_t>(H5Sget_simple_extent_npoints(sp)) * H5Tget_size(t) +
+                              1);
         H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data());
         const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
         if (chunk_rows > 0) {
@@ -150,14 +151,16 @@ void byte_variants(const std::string& src, const std::string& dir, const std::st
     const auto b = slurp(src);
     for (const double frac : {0.1, 0.5, 0.9}) {
         const auto n = static_cast<std::size_t>(frac * static_cast<double>(b.size()));
-        dump(dir + "/" + stem + "_truncated" + std::to_string(int(frac * 100)) + ".h5", {b.begin(), b.begin() + static_cast<long>(n)});
+        dump(dir + "/" + stem + "_truncated" + std::to_string(int(frac * 100)) + ".h5",
+             {b.begin(), b.begin() + static_cast<long>(n)});
     }
     std::uint32_t rng = 12345;
     for (int k = 0; k < 4; ++k) {
         auto c = b;
         for (int j = 0; j < 8; ++j) {
             rng = rng * 1664525u + 1013904223u;
-            const std::size_t at = 512 + rng % (c.size() - 512);  // past the superblock: HDF5 still opens most
+            const std::size_t at =
+                512 + rng % (c.size() - 512);  // past the superblock: HDF5 still opens most
             c[at] = static_cast<char>(c[at] ^ (1 << (rng >> 29)));
         }
         dump(dir + "/" + stem + "_bitflip" + std::to_string(k) + ".h5", c);
@@ -223,7 +226,8 @@ void trajectory_seeds(const std::string& dir) {
         const double fr[6] = {0, 0, 1, 1, 2.5, 2};
         replace_dataset(f, "trajectories/frame", H5T_NATIVE_DOUBLE, {6}, fr);
     });
-    edited(full, dir + "/x_short.h5", [&](hid_t f) { replace_dataset(f, "trajectories/x", H5T_NATIVE_DOUBLE, {3}, xs); });
+    edited(full, dir + "/x_short.h5",
+           [&](hid_t f) { replace_dataset(f, "trajectories/x", H5T_NATIVE_DOUBLE, {3}, xs); });
     edited(full, dir + "/x_2d.h5", [&](hid_t f) {
         const double x2[6] = {0, 10, 1, 11, 2, 12};
         replace_dataset(f, "trajectories/x", H5T_NATIVE_DOUBLE, {3, 2}, x2);
@@ -239,17 +243,16 @@ void trajectory_seeds(const std::string& dir) {
         const std::int64_t fr[6] = {0, 0, 2, 1, 1, 2};
         replace_dataset(f, "trajectories/frame", H5T_NATIVE_INT64, {6}, fr);
     });
-    edited(full, dir + "/huge_offsets.h5", [](hid_t f) {
-        huge_dataset(f, "index/frame_offsets", H5T_NATIVE_INT64, hsize_t{1} << 40);
-    });
+    edited(full, dir + "/huge_offsets.h5",
+           [](hid_t f) { huge_dataset(f, "index/frame_offsets", H5T_NATIVE_INT64, hsize_t{1} << 40); });
     edited(full, dir + "/huge_columns.h5", [](hid_t f) {
-        for (const char* c : {"trajectories/frame", "trajectories/particle", "trajectories/x", "trajectories/y"})
+        for (const char* c :
+             {"trajectories/frame", "trajectories/particle", "trajectories/x", "trajectories/y"})
             huge_dataset(f, c, H5T_NATIVE_INT64, hsize_t{1} << 40);
         huge_dataset(f, "trajectories/species", H5T_NATIVE_INT8, hsize_t{1} << 40);
     });
-    edited(full, dir + "/huge_frame_time.h5", [](hid_t f) {
-        huge_dataset(f, "index/frame_time", H5T_NATIVE_DOUBLE, hsize_t{1} << 36);
-    });
+    edited(full, dir + "/huge_frame_time.h5",
+           [](hid_t f) { huge_dataset(f, "index/frame_time", H5T_NATIVE_DOUBLE, hsize_t{1} << 36); });
     edited(full, dir + "/huge_attr.h5", [](hid_t f) {
         // species_names as a huge array attribute is impossible (attributes are stored whole):
         // a long one instead.
@@ -314,7 +317,8 @@ void results_seeds(const std::string& dir) {
     ResultGroup g2;
     g2.name = "density";
     g2.add("rho", {0.5}, "1/px^2");
-    store::ResultsProvenance prov{"traj.h5", "sha256:00", "vibra analyze traj.h5", {"kgap: too few frames"}, false};
+    store::ResultsProvenance prov{
+        "traj.h5", "sha256:00", "vibra analyze traj.h5", {"kgap: too few frames"}, false};
     const std::string full = dir + "/results.h5";
     store::write_results(full, {g, g2}, prov, Metadata{});
 

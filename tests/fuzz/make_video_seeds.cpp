@@ -27,8 +27,12 @@ struct AviLayout {
 std::string avi(int w, int h, int n, const AviLayout& L) {
     const int stride = L.bi_rgb ? (w + 3) / 4 * 4 : w;
     std::string out;
-    auto u32 = [](std::string& b, std::uint32_t v) { for (int k = 0; k < 4; ++k) b.push_back(static_cast<char>(v >> (8 * k))); };
-    auto u16 = [](std::string& b, std::uint16_t v) { b.push_back(static_cast<char>(v)), b.push_back(static_cast<char>(v >> 8)); };
+    auto u32 = [](std::string& b, std::uint32_t v) {
+        for (int k = 0; k < 4; ++k) b.push_back(static_cast<char>(v >> (8 * k)));
+    };
+    auto u16 = [](std::string& b, std::uint16_t v) {
+        b.push_back(static_cast<char>(v)), b.push_back(static_cast<char>(v >> 8));
+    };
     auto chunk = [&](std::string& b, const char* id, const std::string& data) {
         b += std::string(id, 4);
         u32(b, static_cast<std::uint32_t>(data.size()));
@@ -37,7 +41,8 @@ std::string avi(int w, int h, int n, const AviLayout& L) {
     };
     const std::uint32_t promised = L.promised ? L.promised : static_cast<std::uint32_t>(n);
     std::string avih;
-    for (std::uint32_t v : {20000u, 0u, 0u, 0x10u, promised, 0u, 1u, 0u, std::uint32_t(w), std::uint32_t(h), 0u, 0u, 0u, 0u})
+    for (std::uint32_t v :
+         {20000u, 0u, 0u, 0x10u, promised, 0u, 1u, 0u, std::uint32_t(w), std::uint32_t(h), 0u, 0u, 0u, 0u})
         u32(avih, v);
     std::string strh = "vids";
     strh += L.bi_rgb ? std::string(4, '\0') : std::string("Y800");
@@ -47,7 +52,8 @@ std::string avi(int w, int h, int n, const AviLayout& L) {
     u32(strf, 40), u32(strf, std::uint32_t(w)), u32(strf, static_cast<std::uint32_t>(L.bi_rgb ? h : -h));
     u16(strf, 1), u16(strf, 8);
     strf += L.bi_rgb ? std::string(4, '\0') : std::string("Y800");
-    u32(strf, std::uint32_t(stride * h)), u32(strf, 0), u32(strf, 0), u32(strf, L.bi_rgb ? 256 : 0), u32(strf, 0);
+    u32(strf, std::uint32_t(stride * h)), u32(strf, 0), u32(strf, 0), u32(strf, L.bi_rgb ? 256 : 0),
+        u32(strf, 0);
     if (L.bi_rgb)
         for (int k = 0; k < 256; ++k) {
             const char g = static_cast<char>(255 - k);  // an inverted grey palette
@@ -60,14 +66,16 @@ std::string avi(int w, int h, int n, const AviLayout& L) {
     chunk(hdrl, "LIST", "strl" + strl);
     auto frame = [&](int k) {
         std::string b(static_cast<std::size_t>(stride * h), '\0');
-        for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<char>(i * 7 + static_cast<std::size_t>(k) * 13);
+        for (std::size_t i = 0; i < b.size(); ++i)
+            b[i] = static_cast<char>(i * 7 + static_cast<std::size_t>(k) * 13);
         return b;
     };
     const int n1 = L.avix ? n / 2 : n;
     std::string movi, idx;
     for (int k = 0; k < n1; ++k) {
         idx += "00db";
-        u32(idx, 0x10), u32(idx, static_cast<std::uint32_t>(4 + movi.size())), u32(idx, std::uint32_t(stride * h));
+        u32(idx, 0x10), u32(idx, static_cast<std::uint32_t>(4 + movi.size())),
+            u32(idx, std::uint32_t(stride * h));
         chunk(movi, "00db", frame(k));
     }
     std::string riff = "AVI ";
@@ -113,7 +121,8 @@ int main(int argc, char** argv) {
         return 2;
     }
     namespace fs = std::filesystem;
-    const std::string a = std::string(argv[1]) + "/fuzz_raw_avi", s = std::string(argv[1]) + "/fuzz_image_sequence";
+    const std::string a = std::string(argv[1]) + "/fuzz_raw_avi",
+                      s = std::string(argv[1]) + "/fuzz_image_sequence";
     fs::create_directories(a);
     fs::create_directories(s);
     put(a + "/y800_idx1.avi", avi(5, 3, 3, {}));
@@ -129,13 +138,16 @@ int main(int argc, char** argv) {
         for (int x = 0; x < 4; ++x) {
             g8.at<std::uint8_t>(y, x) = static_cast<std::uint8_t>(20 * x + 50 * y);
             g16.at<std::uint16_t>(y, x) = static_cast<std::uint16_t>(4000 * x + 300 * y);
-            c8.at<cv::Vec3b>(y, x) = cv::Vec3b(static_cast<std::uint8_t>(10 * x), static_cast<std::uint8_t>(60 * y), 200);
+            c8.at<cv::Vec3b>(y, x) =
+                cv::Vec3b(static_cast<std::uint8_t>(10 * x), static_cast<std::uint8_t>(60 * y), 200);
         }
     big.setTo(7);
     put(s + "/png_pair", record(0, encode(".png", g8)) + record(0, encode(".png", g8)));
     put(s + "/png16", record(0, encode(".png", g16)) + record(1, encode(".tif", g16)));
-    put(s + "/tif_bmp_pgm", record(1, encode(".tif", g8)) + record(3, encode(".bmp", g8)) + record(4, encode(".pgm", g8)));
-    put(s + "/colour", std::string(1, '\x83') + record(5, encode(".ppm", c8)).substr(1) + record(0, encode(".png", c8)));
+    put(s + "/tif_bmp_pgm",
+        record(1, encode(".tif", g8)) + record(3, encode(".bmp", g8)) + record(4, encode(".pgm", g8)));
+    put(s + "/colour",
+        std::string(1, '\x83') + record(5, encode(".ppm", c8)).substr(1) + record(0, encode(".png", c8)));
     put(s + "/jpg", record(2, encode(".jpg", g8)));
     put(s + "/size_change", record(0, encode(".png", g8)) + record(0, encode(".png", big)));
     put(s + "/depth_change", record(0, encode(".png", g8)) + record(0, encode(".png", g16)));

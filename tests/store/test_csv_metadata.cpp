@@ -110,7 +110,8 @@ TEST_CASE("export -> import restores metadata, every column and the per-frame co
         REQUIRE(b.meta.user.at("operator") == "M. Curie");
         REQUIRE(b.meta.user.at("note") == "line 1\nline 2\ttab");
         REQUIRE(b.meta.user.size() == 6);
-        REQUIRE(b.meta == expect);  // units, interval, scale, image size, geometry, species, drive, incomplete
+        REQUIRE(b.meta ==
+                expect);  // units, interval, scale, image size, geometry, species, drive, incomplete
     }
 }
 
@@ -124,7 +125,8 @@ TEST_CASE("a simulation's file (no optional columns, no per-frame columns) round
     a.meta.geometry = Geometry::periodic(0, 0, 20, 20);
     a.meta.species_diameters = {1.0, 1.4};
     for (std::int64_t f = 0; f < 3; ++f)
-        for (std::int64_t p = 0; p < 4; ++p) a.rows.push(f, p, 1.5 * p + 0.01 * f, 2.5 * p, static_cast<std::int8_t>(p % 2));
+        for (std::int64_t p = 0; p < 4; ++p)
+            a.rows.push(f, p, 1.5 * p + 0.01 * f, 2.5 * p, static_cast<std::int8_t>(p % 2));
     a.index = build_frame_index(a.rows, 0, 3);
     store::write_trajectory(dir.file("sim.h5"), a);
     store::export_csv(dir.file("sim.h5"), dir.file("sim.csv"));
@@ -191,15 +193,23 @@ TEST_CASE("a broken sidecar is an error naming the file and the key, with no out
     };
     const std::vector<Case> cases{
         {good.substr(0, good.size() / 2), "a.csv.meta.json: line "},
-        {replaced("\"frame_interval\": 5e-04", "\"frame_interval\": \"fast\""), "field 'meta.frame_interval': expected a number"},
-        {replaced("\"frame_interval\": 5e-04", "\"frame_interval\": 0"), "field 'meta.frame_interval': must be > 0"},
+        {replaced("\"frame_interval\": 5e-04", "\"frame_interval\": \"fast\""),
+         "field 'meta.frame_interval': expected a number"},
+        {replaced("\"frame_interval\": 5e-04", "\"frame_interval\": 0"),
+         "field 'meta.frame_interval': must be > 0"},
         {replaced("\"window_rect\"", "\"hexagon\""), "field 'meta.geometry'"},
-        {replaced("\"geometry_bounds\": [0, 0, 640, 480]", "\"geometry_bounds\": [0, 0, 640]"), "field 'meta.geometry_bounds': needs 4 values"},
-        {replaced("\"vibra-csv-metadata\"", "\"something-else\""), "field 'schema': not a vibra CSV metadata file"},
-        {replaced("\"schema_version\": \"1.0\"", "\"schema_version\": \"2.0\""), "field 'schema_version': \"2.0\" is not supported"},
-        {replaced("\"timestep\": [100,", "\"timestep\": ["), "field 'frames.timestep': 5 values for n_frames = 6"},
-        {replaced("\"timestep\": [100,", "\"timestep\": [100.5,"), "field 'frames.timestep': expected an array of integers"},
-        {replaced("\"n_frames\": 6", "\"n_frames\": 6, \"n_frames\": 7"), "member \"n_frames\" appears twice"},
+        {replaced("\"geometry_bounds\": [0, 0, 640, 480]", "\"geometry_bounds\": [0, 0, 640]"),
+         "field 'meta.geometry_bounds': needs 4 values"},
+        {replaced("\"vibra-csv-metadata\"", "\"something-else\""),
+         "field 'schema': not a vibra CSV metadata file"},
+        {replaced("\"schema_version\": \"1.0\"", "\"schema_version\": \"2.0\""),
+         "field 'schema_version': \"2.0\" is not supported"},
+        {replaced("\"timestep\": [100,", "\"timestep\": ["),
+         "field 'frames.timestep': 5 values for n_frames = 6"},
+        {replaced("\"timestep\": [100,", "\"timestep\": [100.5,"),
+         "field 'frames.timestep': expected an array of integers"},
+        {replaced("\"n_frames\": 6", "\"n_frames\": 6, \"n_frames\": 7"),
+         "member \"n_frames\" appears twice"},
     };
     for (const auto& c : cases) {
         CAPTURE(c.expect);
@@ -224,7 +234,10 @@ TEST_CASE("a broken sidecar is an error naming the file and the key, with no out
 TEST_CASE("JSON reader: values, escapes, numbers and errors with line and column", "[unit]") {
     using store::detail::Json;
     using store::detail::parse_json;
-    const Json v = parse_json(" {\"a\": [1, -2.5e3, 0, true, false, null],\n \"s\": \"q\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\ud83d\\ude00\", \"o\": {}} ", "t.json");
+    const Json v = parse_json(
+        " {\"a\": [1, -2.5e3, 0, true, false, null],\n \"s\": "
+        "\"q\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\ud83d\\ude00\", \"o\": {}} ",
+        "t.json");
     REQUIRE(v.kind == Json::Kind::object);
     const Json& a = *v.find("a");
     REQUIRE(a.array.size() == 6);
@@ -270,7 +283,8 @@ TEST_CASE("sidecar alone: a missing time stamp is null and reads back as NaN", "
     m.frames.time_s = {0.0, std::numeric_limits<double>::quiet_NaN(), 0.002};
     m.meta.user["empty"] = "";
     store::write_csv_metadata(dir.file("x.csv.meta.json"), m, store::ColumnSet{}, "x.h5");
-    REQUIRE_THAT(test::read_text(dir.file("x.csv.meta.json")), Catch::Contains("\"frame_time\": [0, null, 0.002]"));
+    REQUIRE_THAT(test::read_text(dir.file("x.csv.meta.json")),
+                 Catch::Contains("\"frame_time\": [0, null, 0.002]"));
     const auto r = store::read_csv_metadata(dir.file("x.csv.meta.json"));
     REQUIRE(r.n_frames == 3);
     REQUIRE(r.frames.time_s.size() == 3);
@@ -279,5 +293,6 @@ TEST_CASE("sidecar alone: a missing time stamp is null and reads back as NaN", "
     REQUIRE(r.frames.time_s[2] == 0.002);
     REQUIRE(r.meta.user.at("empty").empty());
     REQUIRE(r.meta.species_names == m.meta.species_names);
-    REQUIRE_THROWS_WITH(store::read_csv_metadata(dir.file("absent.json")), Catch::Contains("absent.json: cannot open"));
+    REQUIRE_THROWS_WITH(store::read_csv_metadata(dir.file("absent.json")),
+                        Catch::Contains("absent.json: cannot open"));
 }

@@ -95,8 +95,9 @@ std::string results_file(const test::TempDir& dir) {
 
 }  // namespace
 
-TEST_CASE("damaged trajectory file: a schema_version major beyond any integer is a newer version, not a crash",
-          "[unit]") {
+TEST_CASE(
+    "damaged trajectory file: a schema_version major beyond any integer is a newer version, not a crash",
+    "[unit]") {
     test::TempDir dir("damaged_schema_version");
     const std::string path = dir.file("t.h5");
     store::write_trajectory(path, small_trajectory());
@@ -109,7 +110,8 @@ TEST_CASE("damaged trajectory file: huge declared dimensions are refused before 
     const std::string path = dir.file("t.h5");
     SECTION("frame index of 2^40 entries") {
         store::write_trajectory(path, small_trajectory());
-        edit(path, [](hid_t f) { huge_dataset(f, "index/frame_offsets", H5T_NATIVE_INT64, hsize_t{1} << 40); });
+        edit(path,
+             [](hid_t f) { huge_dataset(f, "index/frame_offsets", H5T_NATIVE_INT64, hsize_t{1} << 40); });
         require_error<FormatError>([&] { store::TrajectoryReader r(path); }, path, "index/frame_offsets");
         require_error<FormatError>([&] { store::TrajectoryReader r(path); }, path, "damaged file");
     }
@@ -121,14 +123,16 @@ TEST_CASE("damaged trajectory file: huge declared dimensions are refused before 
     SECTION("columns of 2^40 rows with a matching index of 2 frames") {
         store::write_trajectory(path, small_trajectory());
         edit(path, [](hid_t f) {
-            for (const char* c : {"trajectories/frame", "trajectories/particle", "trajectories/x", "trajectories/y"})
+            for (const char* c :
+                 {"trajectories/frame", "trajectories/particle", "trajectories/x", "trajectories/y"})
                 huge_dataset(f, c, H5T_NATIVE_INT64, hsize_t{1} << 40);
             huge_dataset(f, "trajectories/species", H5T_NATIVE_INT8, hsize_t{1} << 40);
             H5Ldelete(f, "index/frame_offsets", H5P_DEFAULT);
             const std::int64_t o[3] = {0, 1, std::int64_t{1} << 40};
             const hsize_t n = 3;
             const hid_t s = H5Screate_simple(1, &n, nullptr);
-            const hid_t d = H5Dcreate2(f, "index/frame_offsets", H5T_NATIVE_INT64, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+            const hid_t d = H5Dcreate2(f, "index/frame_offsets", H5T_NATIVE_INT64, s, H5P_DEFAULT,
+                                       H5P_DEFAULT, H5P_DEFAULT);
             H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, o);
             H5Dclose(d);
             H5Sclose(s);
@@ -140,15 +144,22 @@ TEST_CASE("damaged trajectory file: huge declared dimensions are refused before 
     }
 }
 
-TEST_CASE("damaged results file: hard links forming a cycle, or two links to one group, end the read with an error",
-          "[unit]") {
+TEST_CASE(
+    "damaged results file: hard links forming a cycle, or two links to one group, end the read with an error",
+    "[unit]") {
     test::TempDir dir("damaged_results_cycle");
     const std::string path = results_file(dir);
     SECTION("a group linked below itself") {
-        edit(path, [](hid_t f) { REQUIRE(H5Lcreate_hard(f, "/analysis/msd", f, "analysis/msd/pole/up", H5P_DEFAULT, H5P_DEFAULT) >= 0); });
+        edit(path, [](hid_t f) {
+            REQUIRE(H5Lcreate_hard(f, "/analysis/msd", f, "analysis/msd/pole/up", H5P_DEFAULT, H5P_DEFAULT) >=
+                    0);
+        });
     }
     SECTION("two links to one sub-group") {
-        edit(path, [](hid_t f) { REQUIRE(H5Lcreate_hard(f, "/analysis/msd/pole", f, "analysis/msd/pole2", H5P_DEFAULT, H5P_DEFAULT) >= 0); });
+        edit(path, [](hid_t f) {
+            REQUIRE(H5Lcreate_hard(f, "/analysis/msd/pole", f, "analysis/msd/pole2", H5P_DEFAULT,
+                                   H5P_DEFAULT) >= 0);
+        });
     }
     require_error<FormatError>([&] { store::read_results(path, "msd"); }, path, "already read");
     CHECK(store::list_results(path) == std::vector<std::string>{"msd"});
@@ -158,7 +169,8 @@ TEST_CASE("damaged results file: dangling and cyclic soft links are errors namin
     test::TempDir dir("damaged_results_soft");
     const std::string path = results_file(dir);
     SECTION("dangling") {
-        edit(path, [](hid_t f) { H5Lcreate_soft("/nowhere", f, "analysis/msd/gone", H5P_DEFAULT, H5P_DEFAULT); });
+        edit(path,
+             [](hid_t f) { H5Lcreate_soft("/nowhere", f, "analysis/msd/gone", H5P_DEFAULT, H5P_DEFAULT); });
         require_error<IoError>([&] { store::read_results(path, "msd"); }, path, "'gone'");
     }
     SECTION("two soft links to each other") {
@@ -170,7 +182,8 @@ TEST_CASE("damaged results file: dangling and cyclic soft links are errors namin
     }
 }
 
-TEST_CASE("damaged results and table files: huge declared arrays are refused before any allocation", "[unit]") {
+TEST_CASE("damaged results and table files: huge declared arrays are refused before any allocation",
+          "[unit]") {
     test::TempDir dir("damaged_results_huge");
     const std::string path = results_file(dir);
     edit(path, [](hid_t f) { huge_dataset(f, "analysis/msd/lag", H5T_NATIVE_DOUBLE, hsize_t{1} << 40); });
@@ -190,11 +203,13 @@ TEST_CASE("damaged results and table files: huge declared arrays are refused bef
             huge_dataset(f, "campaign/name", s, hsize_t{1} << 36);
             H5Tclose(s);
         });
-        require_error<FormatError>([&] { store::read_table_h5(table, "vibra-campaign", "campaign"); }, table, "name");
+        require_error<FormatError>([&] { store::read_table_h5(table, "vibra-campaign", "campaign"); }, table,
+                                   "name");
     }
     SECTION("numbers") {
         edit(table, [](hid_t f) { huge_dataset(f, "campaign/frames", H5T_NATIVE_INT64, hsize_t{1} << 40); });
-        require_error<FormatError>([&] { store::read_table_h5(table, "vibra-campaign", "campaign"); }, table, "frames");
+        require_error<FormatError>([&] { store::read_table_h5(table, "vibra-campaign", "campaign"); }, table,
+                                   "frames");
     }
 }
 

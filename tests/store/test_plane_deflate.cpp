@@ -32,7 +32,8 @@ struct Deflater {
         const std::size_t n = zlib_compress_planes(z, raw.data(), raw.size(), planes, out.data(), out.size());
         REQUIRE(n > 0);
         std::size_t got = 0;
-        REQUIRE(libdeflate_zlib_decompress(d, out.data(), n, back.data(), back.size(), &got) == LIBDEFLATE_SUCCESS);
+        REQUIRE(libdeflate_zlib_decompress(d, out.data(), n, back.data(), back.size(), &got) ==
+                LIBDEFLATE_SUCCESS);
         REQUIRE(got == raw.size());
         REQUIRE(std::memcmp(back.data(), raw.data(), raw.size()) == 0);
         std::vector<std::uint8_t> whole(libdeflate_zlib_compress_bound(z, raw.size()));
@@ -63,7 +64,8 @@ TEST_CASE("coordinates: noise planes stored, the exponent planes deflated", "[st
     std::vector<std::uint8_t> out(zlib_planes_bound(D.z, raw.size()));
     REQUIRE(zlib_compress_planes(D.z, raw.data(), raw.size(), 8, out.data(), out.size()) == n);
     CHECK(out[2] == 0);  // the first block is a stored one (BFINAL 0, BTYPE 00) …
-    CHECK(std::memcmp(out.data() + 7, raw.data(), 65535) == 0);  // … holding the first plane's bytes as they are
+    CHECK(std::memcmp(out.data() + 7, raw.data(), 65535) ==
+          0);  // … holding the first plane's bytes as they are
 }
 
 TEST_CASE("runs: a frame column and a constant confidence are deflated whole", "[store][deflate]") {
@@ -80,7 +82,8 @@ TEST_CASE("runs: a frame column and a constant confidence are deflated whole", "
     CHECK(nc < 1000);
 }
 
-TEST_CASE("particle ids: a low byte that repeats frame after frame is deflated, not stored", "[store][deflate]") {
+TEST_CASE("particle ids: a low byte that repeats frame after frame is deflated, not stored",
+          "[store][deflate]") {
     Deflater D;
     std::mt19937_64 rng(5);
     std::vector<std::int64_t> ids;

@@ -53,13 +53,23 @@ std::string dump(const Truth& t, Style style, bool shuffle, bool velocities = tr
     const double lx = t.xhi - t.xlo, ly = t.yhi - t.ylo;
     for (int f = 0; f < t.frames; ++f) {
         s << "ITEM: TIMESTEP\n" << 100 * f << "\nITEM: NUMBER OF ATOMS\n" << t.atoms << "\n";
-        s << "ITEM: BOX BOUNDS pp pp pp\n" << t.xlo << " " << t.xhi << "\n" << t.ylo << " " << t.yhi << "\n-0.5 0.5\n";
+        s << "ITEM: BOX BOUNDS pp pp pp\n"
+          << t.xlo << " " << t.xhi << "\n"
+          << t.ylo << " " << t.yhi << "\n-0.5 0.5\n";
         std::vector<std::string> cols{"id", "type"};
         switch (style) {
-            case Style::unwrapped: cols.insert(cols.end(), {"xu", "yu"}); break;
-            case Style::wrapped_image: cols.insert(cols.end(), {"x", "y", "ix", "iy"}); break;
-            case Style::scaled_image: cols.insert(cols.end(), {"xs", "ys", "ix", "iy"}); break;
-            case Style::scaled_unwrapped: cols.insert(cols.end(), {"xsu", "ysu"}); break;
+            case Style::unwrapped:
+                cols.insert(cols.end(), {"xu", "yu"});
+                break;
+            case Style::wrapped_image:
+                cols.insert(cols.end(), {"x", "y", "ix", "iy"});
+                break;
+            case Style::scaled_image:
+                cols.insert(cols.end(), {"xs", "ys", "ix", "iy"});
+                break;
+            case Style::scaled_unwrapped:
+                cols.insert(cols.end(), {"xsu", "ysu"});
+                break;
         }
         if (velocities) cols.insert(cols.end(), {"vx", "vy"});
         cols.push_back("z");
@@ -79,21 +89,36 @@ std::string dump(const Truth& t, Style style, bool shuffle, bool velocities = tr
             for (auto& c : cols) {
                 std::ostringstream v;
                 v.precision(17);
-                if (c == "id") v << i + 1;
-                else if (c == "type") v << t.type[k];
-                else if (c == "xu") v << xu;
-                else if (c == "yu") v << yu;
-                else if (c == "x") v << xw;
-                else if (c == "y") v << yw;
-                else if (c == "ix") v << static_cast<long>(ix);
-                else if (c == "iy") v << static_cast<long>(iy);
-                else if (c == "xs") v << (xw - t.xlo) / lx;
-                else if (c == "ys") v << (yw - t.ylo) / ly;
-                else if (c == "xsu") v << (xu - t.xlo) / lx;
-                else if (c == "ysu") v << (yu - t.ylo) / ly;
-                else if (c == "vx") v << t.vx[static_cast<std::size_t>(f)][k];
-                else if (c == "vy") v << t.vy[static_cast<std::size_t>(f)][k];
-                else if (c == "z") v << 0.0;
+                if (c == "id")
+                    v << i + 1;
+                else if (c == "type")
+                    v << t.type[k];
+                else if (c == "xu")
+                    v << xu;
+                else if (c == "yu")
+                    v << yu;
+                else if (c == "x")
+                    v << xw;
+                else if (c == "y")
+                    v << yw;
+                else if (c == "ix")
+                    v << static_cast<long>(ix);
+                else if (c == "iy")
+                    v << static_cast<long>(iy);
+                else if (c == "xs")
+                    v << (xw - t.xlo) / lx;
+                else if (c == "ys")
+                    v << (yw - t.ylo) / ly;
+                else if (c == "xsu")
+                    v << (xu - t.xlo) / lx;
+                else if (c == "ysu")
+                    v << (yu - t.ylo) / ly;
+                else if (c == "vx")
+                    v << t.vx[static_cast<std::size_t>(f)][k];
+                else if (c == "vy")
+                    v << t.vy[static_cast<std::size_t>(f)][k];
+                else if (c == "z")
+                    v << 0.0;
                 vals.push_back(v.str());
             }
             for (std::size_t c = 0; c < vals.size(); ++c) s << (c ? " " : "") << vals[c];
@@ -111,8 +136,10 @@ TEST_CASE("LAMMPS dumps in every position style and column/atom order give the s
     store::ImportOptions opt;
     opt.diameters = {1.0, 1.4};
     opt.dt = 0.5;
-    const std::vector<std::pair<Style, bool>> cases{{Style::unwrapped, false},     {Style::unwrapped, true},
-                                                    {Style::wrapped_image, true},  {Style::scaled_image, true},
+    const std::vector<std::pair<Style, bool>> cases{{Style::unwrapped, false},
+                                                    {Style::unwrapped, true},
+                                                    {Style::wrapped_image, true},
+                                                    {Style::scaled_image, true},
                                                     {Style::scaled_unwrapped, false}};
     for (auto [style, shuffle] : cases) {
         test::write_text(dir.file("d.dump"), dump(t, style, shuffle));
@@ -130,7 +157,8 @@ TEST_CASE("LAMMPS dumps in every position style and column/atom order give the s
         for (std::size_t row = 0; row < tr.rows.size(); ++row) {
             const auto f = static_cast<std::size_t>(tr.rows.frame[row]);
             const auto k = static_cast<std::size_t>(tr.rows.particle[row] - 1);
-            REQUIRE(tr.rows.particle[row] == static_cast<std::int64_t>(row % static_cast<std::size_t>(t.atoms)) + 1);
+            REQUIRE(tr.rows.particle[row] ==
+                    static_cast<std::int64_t>(row % static_cast<std::size_t>(t.atoms)) + 1);
             REQUIRE_THAT(tr.rows.x[row], Catch::Matchers::WithinAbs(t.xu[f][k], 1e-12));
             REQUIRE_THAT(tr.rows.y[row], Catch::Matchers::WithinAbs(t.yu[f][k], 1e-12));
             REQUIRE(tr.rows.vx[row] == t.vx[f][k]);
@@ -141,9 +169,10 @@ TEST_CASE("LAMMPS dumps in every position style and column/atom order give the s
 
 TEST_CASE("LAMMPS non-periodic box becomes a rectangular window", "[unit]") {
     test::TempDir dir("lammps_window");
-    test::write_text(dir.file("w.dump"),
-                     "ITEM: TIMESTEP\n0\nITEM: NUMBER OF ATOMS\n1\nITEM: BOX BOUNDS ff ff pp\n0 4\n0 3\n-1 1\n"
-                     "ITEM: ATOMS id type x y\n1 1 1.5 2.5\n");
+    test::write_text(
+        dir.file("w.dump"),
+        "ITEM: TIMESTEP\n0\nITEM: NUMBER OF ATOMS\n1\nITEM: BOX BOUNDS ff ff pp\n0 4\n0 3\n-1 1\n"
+        "ITEM: ATOMS id type x y\n1 1 1.5 2.5\n");
     store::import_lammps(dir.file("w.dump"), dir.file("w.h5"), {});
     REQUIRE(store::TrajectoryReader(dir.file("w.h5")).meta().geometry == Geometry::rect(0, 0, 4, 3));
 }
@@ -151,18 +180,26 @@ TEST_CASE("LAMMPS non-periodic box becomes a rectangular window", "[unit]") {
 TEST_CASE("LAMMPS refusals: changing box, triclinic box, unmapped type — with file and line", "[unit]") {
     test::TempDir dir("lammps_refuse");
     const std::string frame0 =
-        "ITEM: TIMESTEP\n0\nITEM: NUMBER OF ATOMS\n1\nITEM: BOX BOUNDS pp pp pp\n0 4\n0 3\n-1 1\nITEM: ATOMS id type x y\n1 1 1 1\n";
-    test::write_text(dir.file("c.dump"),
-                     frame0 + "ITEM: TIMESTEP\n1\nITEM: NUMBER OF ATOMS\n1\nITEM: BOX BOUNDS pp pp pp\n0 5\n0 3\n-1 1\n"
-                              "ITEM: ATOMS id type x y\n1 1 1 1\n");
+        "ITEM: TIMESTEP\n0\nITEM: NUMBER OF ATOMS\n1\nITEM: BOX BOUNDS pp pp pp\n0 4\n0 3\n-1 1\nITEM: ATOMS "
+        "id type x y\n1 1 1 1\n";
+    test::write_text(
+        dir.file("c.dump"),
+        frame0 +
+            "ITEM: TIMESTEP\n1\nITEM: NUMBER OF ATOMS\n1\nITEM: BOX BOUNDS pp pp pp\n0 5\n0 3\n-1 1\n"
+            "ITEM: ATOMS id type x y\n1 1 1 1\n");
     REQUIRE_THROWS_WITH(store::import_lammps(dir.file("c.dump"), dir.file("c.h5"), {}),
                         Catch::Contains("c.dump: line 15") && Catch::Contains("box changes"));
     test::write_text(dir.file("t.dump"),
-                     "ITEM: TIMESTEP\n0\nITEM: NUMBER OF ATOMS\n1\nITEM: BOX BOUNDS xy xz yz pp pp pp\n0 4 0\n0 3 0\n-1 1 0\n"
+                     "ITEM: TIMESTEP\n0\nITEM: NUMBER OF ATOMS\n1\nITEM: BOX BOUNDS xy xz yz pp pp pp\n0 4 "
+                     "0\n0 3 0\n-1 1 0\n"
                      "ITEM: ATOMS id type x y\n1 1 1 1\n");
-    REQUIRE_THROWS_WITH(store::import_lammps(dir.file("t.dump"), dir.file("t.h5"), {}), Catch::Contains("triclinic"));
-    test::write_text(dir.file("u.dump"), frame0 + "ITEM: TIMESTEP\n1\nITEM: NUMBER OF ATOMS\n1\nITEM: BOX BOUNDS pp pp pp\n0 4\n0 3\n-1 1\n"
-                                                  "ITEM: ATOMS id type x y\n1 3 1 1\n");
+    REQUIRE_THROWS_WITH(store::import_lammps(dir.file("t.dump"), dir.file("t.h5"), {}),
+                        Catch::Contains("triclinic"));
+    test::write_text(
+        dir.file("u.dump"),
+        frame0 +
+            "ITEM: TIMESTEP\n1\nITEM: NUMBER OF ATOMS\n1\nITEM: BOX BOUNDS pp pp pp\n0 4\n0 3\n-1 1\n"
+            "ITEM: ATOMS id type x y\n1 3 1 1\n");
     REQUIRE_THROWS_WITH(store::import_lammps(dir.file("u.dump"), dir.file("u.h5"), {}),
                         Catch::Contains("u.dump: line 20") && Catch::Contains("atom type 3"));
     for (const char* f : {"c.h5", "t.h5", "u.h5"}) {
@@ -186,10 +223,13 @@ TEST_CASE("CSV -> HDF5 -> CSV is value-identical", "[unit]") {
     };
     std::vector<Row> rows;
     for (std::int64_t f = 0; f < 4; ++f)
-        for (std::int64_t p = 0; p < 7; ++p) rows.push_back({f, p, u(rng), u(rng) * 1e-7, int(p % 3) - 1, u(rng), u(rng)});
+        for (std::int64_t p = 0; p < 7; ++p)
+            rows.push_back({f, p, u(rng), u(rng) * 1e-7, int(p % 3) - 1, u(rng), u(rng)});
     // within a frame any order is accepted
     std::shuffle(rows.begin() + 7, rows.begin() + 14, rng);
-    for (const auto& r : rows) in << r.f << "," << r.p << "," << r.x << "," << r.y << "," << r.s << "," << r.vx << "," << r.vy << "\n";
+    for (const auto& r : rows)
+        in << r.f << "," << r.p << "," << r.x << "," << r.y << "," << r.s << "," << r.vx << "," << r.vy
+           << "\n";
     test::write_text(dir.file("in.csv"), in.str());
     store::import_csv(dir.file("in.csv"), dir.file("t.h5"), {});
     store::export_csv(dir.file("t.h5"), dir.file("out.csv"));
@@ -197,11 +237,13 @@ TEST_CASE("CSV -> HDF5 -> CSV is value-identical", "[unit]") {
     std::string line;
     std::getline(out, line);
     REQUIRE(line == "frame,particle,x,y,species,vx,vy");
-    std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return std::tie(a.f, a.p) < std::tie(b.f, b.p); });
+    std::sort(rows.begin(), rows.end(),
+              [](const Row& a, const Row& b) { return std::tie(a.f, a.p) < std::tie(b.f, b.p); });
     for (const auto& r : rows) {
         REQUIRE(std::getline(out, line));
         Row b{};
-        REQUIRE(std::sscanf(line.c_str(), "%ld,%ld,%lf,%lf,%d,%lf,%lf", &b.f, &b.p, &b.x, &b.y, &b.s, &b.vx, &b.vy) == 7);
+        REQUIRE(std::sscanf(line.c_str(), "%ld,%ld,%lf,%lf,%d,%lf,%lf", &b.f, &b.p, &b.x, &b.y, &b.s, &b.vx,
+                            &b.vy) == 7);
         REQUIRE(b.f == r.f);
         REQUIRE(b.p == r.p);
         REQUIRE(b.x == r.x);  // exact: shortest round-trip representation
@@ -240,8 +282,10 @@ TEST_CASE("species map and diameter parsing", "[unit]") {
     REQUIRE_THROWS_AS(store::parse_diameters("small=-1"), ParameterError);
 }
 
-TEST_CASE("CSV: a frame number or sidecar n_frames implying over 10 million empty frames is an error, not an index of that size",
-          "[unit]") {
+TEST_CASE(
+    "CSV: a frame number or sidecar n_frames implying over 10 million empty frames is an error, not an index "
+    "of that size",
+    "[unit]") {
     // Seed tests/fuzz/seeds/fuzz_csv_import/regress-frame-gap{,-sidecar}: "0,0,1,2" then
     // "100000000000,0,1,2" (or a sidecar with n_frames = 10^15) made an index of
     // 10^11 frames (std::bad_alloc, or the kernel's OOM killer).
@@ -263,8 +307,9 @@ TEST_CASE("CSV: a frame number or sidecar n_frames implying over 10 million empt
     // A sidecar promising 10^15 frames after the last row.
     fs::remove(out);
     test::write_text(in, "frame,particle,x,y\n0,0,1,2\n");
-    test::write_text(store::csv_metadata_path(in),
-                     R"({"schema": "vibra-csv-metadata", "schema_version": "1.0", "n_frames": 1000000000000000,
+    test::write_text(
+        store::csv_metadata_path(in),
+        R"({"schema": "vibra-csv-metadata", "schema_version": "1.0", "n_frames": 1000000000000000,
                          "meta": {"length_unit": "px", "time_unit": "frame", "frame_interval": 1}})");
     try {
         store::import_csv(in, out, {});
@@ -277,7 +322,8 @@ TEST_CASE("CSV: a frame number or sidecar n_frames implying over 10 million empt
     CHECK_FALSE(fs::exists(out));
 }
 
-TEST_CASE("LAMMPS: a dump of only ITEM: TIME / UNITS items is an error naming the file, not a crash", "[unit]") {
+TEST_CASE("LAMMPS: a dump of only ITEM: TIME / UNITS items is an error naming the file, not a crash",
+          "[unit]") {
     // Found by fuzz_lammps_dump (tests/fuzz/seeds/fuzz_lammps_dump/regress-no-atoms): the writer,
     // created at the first ITEM: ATOMS, was used without one (a null dereference).
     test::TempDir dir("lammps_no_atoms");

@@ -96,8 +96,8 @@ TEST_CASE("trajectory file round trip keeps every column, index, per-frame time 
 
 TEST_CASE("geometry kinds survive the round trip", "[unit]") {
     test::TempDir dir("store_geometry");
-    for (const auto& g : {Geometry::periodic(-5, -5, 5, 5), Geometry::rect(0, 0, 10, 20), Geometry::circle(1, 2, 3),
-                          Geometry{}}) {
+    for (const auto& g : {Geometry::periodic(-5, -5, 5, 5), Geometry::rect(0, 0, 10, 20),
+                          Geometry::circle(1, 2, 3), Geometry{}}) {
         auto t = sample(false, false);
         t.meta.geometry = g;
         store::write_trajectory(dir.file("g.h5"), t);
@@ -116,7 +116,8 @@ TEST_CASE("frame-range reads return exactly those frames with a rebased index", 
     REQUIRE(part.index.count(3) == 0);
     const auto b = t.index.begin(2), e = t.index.end(4);
     REQUIRE(part.rows.size() == static_cast<std::size_t>(e - b));
-    for (std::size_t i = 0; i < part.rows.size(); ++i) REQUIRE(part.rows.x[i] == t.rows.x[static_cast<std::size_t>(b) + i]);
+    for (std::size_t i = 0; i < part.rows.size(); ++i)
+        REQUIRE(part.rows.x[i] == t.rows.x[static_cast<std::size_t>(b) + i]);
     REQUIRE(part.frames.time_s == std::vector<double>{0.002, 0.004, 0.005});
     REQUIRE(r.rows_in(2, 3) == e - b);
     // Out-of-range requests are clamped, not errors.
@@ -212,10 +213,12 @@ TEST_CASE("reader validation errors name the file and the field", "[unit]") {
     raw_file(p, "vibra-trajectories", "1.0", false, false, false, false);
     REQUIRE_NOTHROW(store::TrajectoryReader(p).read_all());
     raw_file(p, "vibra-trajectories", "1.0", true, false, false, false);
-    REQUIRE_THROWS_WITH(store::TrajectoryReader(p), Catch::Contains("bad.h5") && Catch::Contains("/trajectories/x") &&
+    REQUIRE_THROWS_WITH(store::TrajectoryReader(p), Catch::Contains("bad.h5") &&
+                                                        Catch::Contains("/trajectories/x") &&
                                                         Catch::Contains("missing"));
     raw_file(p, "vibra-trajectories", "1.0", false, true, false, false);
-    REQUIRE_THROWS_WITH(store::TrajectoryReader(p), Catch::Contains("/trajectories/y") && Catch::Contains("rows"));
+    REQUIRE_THROWS_WITH(store::TrajectoryReader(p),
+                        Catch::Contains("/trajectories/y") && Catch::Contains("rows"));
     raw_file(p, "vibra-trajectories", "2.0", false, false, false, false);
     REQUIRE_THROWS_WITH(store::TrajectoryReader(p), Catch::Contains("newer"));
     raw_file(p, "something-else", "1.0", false, false, false, false);
@@ -246,12 +249,14 @@ TEST_CASE("empty array attributes and results round trip", "[unit]") {
 // (H5Dwrite_chunk): HDF5's own filter pipeline must read them back exactly, over several full
 // chunks and a partial edge chunk, and the datasets must declare shuffle + deflate so that any
 // reader (h5py) decodes them.
-TEST_CASE("many-chunk columns written by the threaded packer read back exactly through HDF5's filters", "[unit]") {
+TEST_CASE("many-chunk columns written by the threaded packer read back exactly through HDF5's filters",
+          "[unit]") {
     test::TempDir dir("store_packed");
     Trajectory t;
     std::mt19937_64 rng(5);
     std::uniform_real_distribution<double> u(0, 1024);
-    const std::int64_t n_frames = 100, per_frame = 3001;  // 300,100 rows: x is 9 full 256 KiB chunks + an edge chunk
+    const std::int64_t n_frames = 100,
+                       per_frame = 3001;  // 300,100 rows: x is 9 full 256 KiB chunks + an edge chunk
     for (std::int64_t f = 0; f < n_frames; ++f)
         for (std::int64_t p = 0; p < per_frame; ++p) {
             t.rows.push(f, p, u(rng), u(rng), static_cast<std::int8_t>(p % 2));
@@ -332,7 +337,8 @@ TEST_CASE("deferred species and late per-frame columns read back as written in o
         // species in uneven pieces
         for (std::size_t a = 0; a < t.rows.size();) {
             const std::size_t b = std::min(t.rows.size(), a + 1 + (a * 13) % 30000);
-            w.append_species({t.rows.species.begin() + static_cast<std::ptrdiff_t>(a), t.rows.species.begin() + static_cast<std::ptrdiff_t>(b)},
+            w.append_species({t.rows.species.begin() + static_cast<std::ptrdiff_t>(a),
+                              t.rows.species.begin() + static_cast<std::ptrdiff_t>(b)},
                              {t.rows.species_confidence.begin() + static_cast<std::ptrdiff_t>(a),
                               t.rows.species_confidence.begin() + static_cast<std::ptrdiff_t>(b)});
             a = b;
@@ -354,7 +360,8 @@ TEST_CASE("deferred species and late per-frame columns read back as written in o
         store::TrajectoryWriter w(dir.file("e1.h5"), t.meta, store::ColumnSet::of(few));
         w.defer_species();
         w.append(few, 2);
-        w.append_species({few.species.begin(), few.species.begin() + 10}, {few.species_confidence.begin(), few.species_confidence.begin() + 10});
+        w.append_species({few.species.begin(), few.species.begin() + 10},
+                         {few.species_confidence.begin(), few.species_confidence.begin() + 10});
         try {
             w.commit();
             FAIL("commit with species missing");
@@ -366,7 +373,8 @@ TEST_CASE("deferred species and late per-frame columns read back as written in o
     {
         store::TrajectoryWriter w(dir.file("e2.h5"), t.meta, store::ColumnSet::of(few));
         w.append(few, 2);
-        REQUIRE_THROWS_AS(w.append_species(few.species, few.species_confidence), ParameterError);  // not deferred
+        REQUIRE_THROWS_AS(w.append_species(few.species, few.species_confidence),
+                          ParameterError);  // not deferred
         FrameColumns bad;
         bad.time_s = {0.0, 0.1, 0.2};
         w.set_frame_columns(bad);
@@ -383,7 +391,8 @@ TEST_CASE("deferred species and late per-frame columns read back as written in o
         w.defer_species();
         w.append(few, 2);
         REQUIRE_THROWS_AS(w.append_species(few.species, {0.5f}), ParameterError);
-        REQUIRE_THROWS_AS(w.append_species(few.species, {}), ParameterError);  // the file has species_confidence
+        REQUIRE_THROWS_AS(w.append_species(few.species, {}),
+                          ParameterError);  // the file has species_confidence
     }
     REQUIRE_FALSE(fs::exists(dir.file("e3.h5")));
 }

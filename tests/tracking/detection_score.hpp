@@ -18,8 +18,8 @@ namespace vibra::test {
 
 struct Stats {
     std::int64_t truth = 0, detected = 0, matched = 0, species_ok = 0, outliers = 0;
-    double se = 0;                  // Σ per-axis squared errors
-    std::vector<double> err;        // |error|
+    double se = 0;            // Σ per-axis squared errors
+    std::vector<double> err;  // |error|
     double bin_sum[10] = {0};
     std::int64_t bin_n[10] = {0};
     double recall() const { return double(matched) / double(truth); }
@@ -31,13 +31,15 @@ struct Stats {
     }
     double max_bin_bias() const {
         double m = 0;
-        for (int b = 0; b < 10; ++b) m = std::max(m, std::abs(bin_sum[b] / double(std::max<std::int64_t>(1, bin_n[b]))));
+        for (int b = 0; b < 10; ++b)
+            m = std::max(m, std::abs(bin_sum[b] / double(std::max<std::int64_t>(1, bin_n[b]))));
         return m;
     }
 };
 
 // Matches detections to truth (nearest within `tol` px, one-to-one by proximity).
-inline void score(const std::vector<tracking::Particle>& parts, const TrajectoryTable& t, std::size_t row0, Stats& s, double tol = 3.0) {
+inline void score(const std::vector<tracking::Particle>& parts, const TrajectoryTable& t, std::size_t row0,
+                  Stats& s, double tol = 3.0) {
     std::vector<double> px, py;
     for (const auto& q : parts) px.push_back(q.x), py.push_back(q.y);
     CellList cl(px, py, tol, Geometry{});

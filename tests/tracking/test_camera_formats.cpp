@@ -70,14 +70,14 @@ Bytes pack_12l(const std::vector<std::uint16_t>& s) {
 
 struct CineSpec {
     int width = 7, height = 5;
-    int bit_count = 16;            // 8, 16, 24, 48 (uncompressed) — ignored for packed
+    int bit_count = 16;  // 8, 16, 24, 48 (uncompressed) — ignored for packed
     std::uint32_t bi_compression = 0;
     bool bottom_up = true;
     int n_images = 3;
     std::int32_t first_image_no = -5417;
     std::uint32_t frame_rate = 1000, real_bpp = 12;
-    double stamp_dt = 1e-3;        // s between time stamps (0 = no time block)
-    std::uint32_t annotation = 16; // annotation block size incl. its size and image-size words
+    double stamp_dt = 1e-3;         // s between time stamps (0 = no time block)
+    std::uint32_t annotation = 16;  // annotation block size incl. its size and image-size words
     int channels() const { return bit_count == 24 || bit_count == 48 ? 3 : 1; }
 };
 
@@ -183,7 +183,8 @@ Bytes read_file(const std::string& path) {
 std::vector<std::uint16_t> mat_values(const cv::Mat& m) {
     std::vector<std::uint16_t> v;
     for (int r = 0; r < m.rows; ++r)
-        for (int c = 0; c < m.cols; ++c) v.push_back(m.depth() == CV_8U ? m.at<std::uint8_t>(r, c) : m.at<std::uint16_t>(r, c));
+        for (int c = 0; c < m.cols; ++c)
+            v.push_back(m.depth() == CV_8U ? m.at<std::uint8_t>(r, c) : m.at<std::uint16_t>(r, c));
     return v;
 }
 
@@ -191,20 +192,26 @@ std::string cihx_text(int w, int h, int n, int bit, int eff, double rate) {
     std::ostringstream x;
     x << std::string(40, '\0') << "CIHX binary preamble" << std::string(20, '\x01')
       << "<?xml version=\"1.0\" encoding=\"utf-8\"?>\r\n<cih>\r\n  <!-- written by the vibra test -->\r\n"
-      << "  <imageDataInfo>\r\n    <resolution><width>" << w << "</width><height>" << h << "</height></resolution>\r\n"
+      << "  <imageDataInfo>\r\n    <resolution><width>" << w << "</width><height>" << h
+      << "</height></resolution>\r\n"
       << "    <colorInfo><type>Mono</type><bit>" << bit << "</bit></colorInfo>\r\n"
-      << "    <effectiveBit><depth>" << eff << "</depth><side>Lower</side></effectiveBit>\r\n  </imageDataInfo>\r\n"
-      << "  <frameInfo><totalFrame>" << n << "</totalFrame><startFrame>-20</startFrame><skipFrame>1</skipFrame></frameInfo>\r\n"
-      << "  <recordInfo attr=\"a&gt;b\"><recordRate>" << rate << "</recordRate><shutterSpeedNsec>5000</shutterSpeedNsec></recordInfo>\r\n"
-      << "  <empty/>\r\n</cih>\r\n" << std::string(3, '\0');
+      << "    <effectiveBit><depth>" << eff
+      << "</depth><side>Lower</side></effectiveBit>\r\n  </imageDataInfo>\r\n"
+      << "  <frameInfo><totalFrame>" << n
+      << "</totalFrame><startFrame>-20</startFrame><skipFrame>1</skipFrame></frameInfo>\r\n"
+      << "  <recordInfo attr=\"a&gt;b\"><recordRate>" << rate
+      << "</recordRate><shutterSpeedNsec>5000</shutterSpeedNsec></recordInfo>\r\n"
+      << "  <empty/>\r\n</cih>\r\n"
+      << std::string(3, '\0');
     return x.str();
 }
 
 std::string cih_text(int w, int h, int n, int bit, int eff, double rate) {
     std::ostringstream x;
     x << "#Camera Information Header\r\nDate : 2016/4/21\r\nTime : 00:11\r\nRecord Rate(fps) : " << rate
-      << "\r\nShutter Speed(s) : 1/800000\r\nTotal Frame : " << n << "\r\nStart Frame : 100\r\nImage Width : " << w
-      << "\r\nImage Height : " << h << "\r\nColor Type : Mono\r\nColor Bit : " << bit << "\r\nEffectiveBit Depth : " << eff
+      << "\r\nShutter Speed(s) : 1/800000\r\nTotal Frame : " << n
+      << "\r\nStart Frame : 100\r\nImage Width : " << w << "\r\nImage Height : " << h
+      << "\r\nColor Type : Mono\r\nColor Bit : " << bit << "\r\nEffectiveBit Depth : " << eff
       << "\r\nEffectiveBit Side : Lower\r\n";
     return x.str();
 }
@@ -247,8 +254,8 @@ struct RefLine {
 };
 
 std::vector<RefLine> run_reference(const fs::path& data, const std::string& outdir) {
-    const auto r = test::run("/usr/bin/python3 '" + std::string(VIBRA_SOURCE_DIR) + "/tests/tracking/camera_reference.py' '" +
-                             data.string() + "' '" + outdir + "'");
+    const auto r = test::run("/usr/bin/python3 '" + std::string(VIBRA_SOURCE_DIR) +
+                             "/tests/tracking/camera_reference.py' '" + data.string() + "' '" + outdir + "'");
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     std::vector<RefLine> lines;
@@ -298,7 +305,8 @@ TEST_CASE("real camera files match an independent numpy decode", "[unit][camera]
             INFO(file);
             if (file == "sample_60k_16bit.cih") {  // header only: no .mraw exists
                 const Bytes b = read_file((data / file).string());
-                const auto h = parse_cih_text(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()), file);
+                const auto h =
+                    parse_cih_text(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()), file);
                 CHECK(h.width == std::stoll(l.kv.at("width")));
                 CHECK(h.height == std::stoll(l.kv.at("height")));
                 CHECK(h.n_frames == std::stoll(l.kv.at("n_frames")));
@@ -323,7 +331,8 @@ TEST_CASE("real camera files match an independent numpy decode", "[unit][camera]
                 CHECK(extra(*src, "warning").find("disagrees") != std::string::npos);  // 9 003 vs 90 000
             }
             // Frames are named after the .mraw in the reference; key the source by the data file.
-            const std::string key = fs::path(file).extension() == ".cine" ? file : fs::path(file).stem().string() + ".mraw";
+            const std::string key =
+                fs::path(file).extension() == ".cine" ? file : fs::path(file).stem().string() + ".mraw";
             sources[key] = std::move(src);
             continue;
         }
@@ -333,7 +342,8 @@ TEST_CASE("real camera files match an independent numpy decode", "[unit][camera]
         ReaderParams p;
         p.first = k;
         p.last = k + 1;
-        const std::string open_path = fs::path(file).extension() == ".mraw" ? (data / file).string() : (data / file).string();
+        const std::string open_path =
+            fs::path(file).extension() == ".mraw" ? (data / file).string() : (data / file).string();
         auto src = open_video(open_path, p);
         Frame f;
         REQUIRE(src->next(f) == ReadStatus::ok);
@@ -361,8 +371,8 @@ TEST_CASE("real camera files match an independent numpy decode", "[unit][camera]
 
         // vibra convert of this frame reproduces the pixels exactly (16-bit PNG read back).
         const std::string out = tmp.file(file + "_png_" + std::to_string(k));
-        const auto r = test::run_vibra("convert '" + open_path + "' -o '" + out + "' --frames " + std::to_string(k) + ":" +
-                                       std::to_string(k + 1));
+        const auto r = test::run_vibra("convert '" + open_path + "' -o '" + out + "' --frames " +
+                                       std::to_string(k) + ":" + std::to_string(k + 1));
         INFO(r.output);
         REQUIRE(r.exit_code == 0);
         char name[32];
@@ -468,13 +478,16 @@ TEST_CASE("written .cine files of every variant decode back exactly", "[unit][ca
                     if (s.channels() == 3) {
                         for (std::size_t i = 0; i < img.size(); i += 3) {  // stored B, G, R
                             const double B = img[i], G = img[i + 1], R = img[i + 2];
-                            want.push_back(channel == 1 ? std::uint16_t(G) : std::uint16_t(std::nearbyint(0.299 * R + 0.587 * G + 0.114 * B)));
+                            want.push_back(channel == 1 ? std::uint16_t(G)
+                                                        : std::uint16_t(std::nearbyint(0.299 * R + 0.587 * G +
+                                                                                       0.114 * B)));
                         }
                     } else {
                         for (auto v : img) want.push_back(c.comp == 256 ? cine_lin_lut(v) : v);
                     }
                     CHECK(got == want);
-                    CHECK(frames[k].image.depth() == (c.bit_count == 8 || c.bit_count == 24 ? CV_8U : CV_16U));
+                    CHECK(frames[k].image.depth() ==
+                          (c.bit_count == 8 || c.bit_count == 24 ? CV_8U : CV_16U));
                     CHECK(frames[k].image_number == s.first_image_no + k);
                     CHECK_THAT(frames[k].time_s, Catch::Matchers::WithinAbs(k * 1e-3, 1e-9));
                 }
@@ -491,7 +504,8 @@ TEST_CASE("10-bit LinLUT spot values and packing primitives", "[unit][camera]") 
     CHECK(cine_lin_lut(1014) == 4064);
     CHECK(cine_lin_lut(1015) == 4095);
     CHECK(cine_lin_lut(1023) == 4095);
-    for (int i = 1; i < 1024; ++i) REQUIRE(cine_lin_lut(std::uint16_t(i)) >= cine_lin_lut(std::uint16_t(i - 1)));
+    for (int i = 1; i < 1024; ++i)
+        REQUIRE(cine_lin_lut(std::uint16_t(i)) >= cine_lin_lut(std::uint16_t(i - 1)));
     // Hand-packed bytes: 12-bit MSB-first 0xABC, 0x123 → AB C1 23; 12L: BC 3A 12.
     std::uint16_t out[2];
     const std::uint8_t msb[3] = {0xAB, 0xC1, 0x23}, lsb[3] = {0xBC, 0x3A, 0x12};
@@ -509,10 +523,12 @@ TEST_CASE("10-bit LinLUT spot values and packing primitives", "[unit][camera]") 
     CHECK(o4[1] == 0x000);
     CHECK(o4[2] == 0x2AA);
     CHECK(o4[3] == 0x155);
-    CHECK_THROWS_AS(unpack_samples(ByteSpan(ten, 4), PixelPacking::packed10_msb, 4, o4), std::invalid_argument);
+    CHECK_THROWS_AS(unpack_samples(ByteSpan(ten, 4), PixelPacking::packed10_msb, 4, o4),
+                    std::invalid_argument);
 }
 
-TEST_CASE("written .mraw files (8, 12-packed, 16 bit — .cih and .cihx) decode back exactly", "[unit][camera]") {
+TEST_CASE("written .mraw files (8, 12-packed, 16 bit — .cih and .cihx) decode back exactly",
+          "[unit][camera]") {
     test::TempDir tmp("camera_mraw_variants");
     for (int bit : {8, 12, 16}) {
         for (bool xml : {true, false}) {
@@ -520,9 +536,11 @@ TEST_CASE("written .mraw files (8, 12-packed, 16 bit — .cih and .cihx) decode 
                 if (bit == 12 && (w * h) % 2) continue;  // Photron packs whole pixel pairs
                 INFO("bit " << bit << " xml " << xml << " size " << w << "x" << h);
                 const int n = 3, eff = bit == 16 ? 12 : bit;
-                const std::string stem = tmp.file("rec" + std::to_string(bit) + (xml ? "x" : "t") + std::to_string(w));
+                const std::string stem =
+                    tmp.file("rec" + std::to_string(bit) + (xml ? "x" : "t") + std::to_string(w));
                 write_file(stem + (xml ? ".cihx" : ".cih"), [&] {
-                    const std::string t = xml ? cihx_text(w, h, n, bit, eff, 12500) : cih_text(w, h, n, bit, eff, 12500);
+                    const std::string t =
+                        xml ? cihx_text(w, h, n, bit, eff, 12500) : cih_text(w, h, n, bit, eff, 12500);
                     return Bytes(t.begin(), t.end());
                 }());
                 std::vector<std::vector<std::uint16_t>> imgs;
@@ -580,7 +598,8 @@ TEST_CASE("bad .cine input gives errors naming the file and frame", "[unit][came
     const Bytes good = write_cine(s, imgs, 12);
     const std::string path = tmp.file("bad.cine");
     const long rss0 = test::peak_rss_kb();
-    const std::uint32_t off_offsets = std::uint32_t(good[32] | (good[33] << 8) | (good[34] << 16) | (good[35] << 24));
+    const std::uint32_t off_offsets =
+        std::uint32_t(good[32] | (good[33] << 8) | (good[34] << 16) | (good[35] << 24));
 
     SECTION("truncated inside the last image: earlier frames read, then truncated naming the frame") {
         write_file(path, Bytes(good.begin(), good.end() - 7));
@@ -702,13 +721,15 @@ TEST_CASE("bad .mraw/.cih/.cihx input gives errors naming the file", "[unit][cam
         write_pair("<?xml version=\"1.0\"?><cih><frameInfo><totalFrame>3</totalFrame></cih>", 10);
         CHECK(open_error(stem + ".mraw").find("does not match") != std::string::npos);
         write_pair("<?xml version=\"1.0\"?><cih><frameInfo><totalFrame>3</totalFrame></frameInfo></cih>", 10);
-        CHECK(open_error(stem + ".mraw").find("field 'cih/imageDataInfo/resolution/width'") != std::string::npos);
+        CHECK(open_error(stem + ".mraw").find("field 'cih/imageDataInfo/resolution/width'") !=
+              std::string::npos);
         write_pair(cihx_text(4, 4, 3, 16, 12, 1000).substr(0, 200), 10);
         CHECK(open_error(stem + ".mraw").find(stem + ".cihx") != std::string::npos);
         const std::string t = cih_text(4, 4, 3, 16, 12, 1000);
         std::string bad = t;
         bad.replace(bad.find("Image Width : 4"), 15, "Image Width : four");
-        CHECK_THROWS_WITH(parse_cih_text(bad, "x.cih"), Catch::Contains("x.cih") && Catch::Contains("Image Width"));
+        CHECK_THROWS_WITH(parse_cih_text(bad, "x.cih"),
+                          Catch::Contains("x.cih") && Catch::Contains("Image Width"));
         CHECK_THROWS_AS(parse_cih_text("no header here", "x.cih"), FormatError);
     }
     SECTION("missing partner files") {
@@ -730,7 +751,8 @@ TEST_CASE("mutated headers never crash the parsers (fixed-seed mini fuzz)", "[un
         Bytes b = which == 0 ? cine : which == 1 ? Bytes(x.begin(), x.end()) : Bytes(t.begin(), t.end());
         const int n_mut = 1 + int(rng() % 8);
         for (int m = 0; m < n_mut; ++m) {
-            const std::size_t pos = which == 0 ? rng() % std::min<std::size_t>(b.size(), 6200) : rng() % b.size();
+            const std::size_t pos =
+                which == 0 ? rng() % std::min<std::size_t>(b.size(), 6200) : rng() % b.size();
             b[pos] = std::uint8_t(rng());
         }
         if (rng() % 4 == 0) b.resize(rng() % b.size());
@@ -739,15 +761,17 @@ TEST_CASE("mutated headers never crash the parsers (fixed-seed mini fuzz)", "[un
                 const auto h = parse_cine_header(b, b.size(), "fuzz.cine");
                 for (std::size_t i = 0; i < h.image_offsets.size(); ++i) {
                     try {
-                        (void)cine_image_extent(h, i, 16, std::uint32_t(h.image_bytes), b.size(), "fuzz.cine");
-                    } catch (const FormatError&) {
-                    }
+                        (void)cine_image_extent(h, i, 16, std::uint32_t(h.image_bytes), b.size(),
+                                                "fuzz.cine");
+                    } catch (const FormatError&) {}
                 }
             } else if (which == 1) {
                 (void)mraw_layout(parse_cihx_xml(b, "fuzz.cihx"), 1000, "fuzz.cihx");
             } else {
-                (void)mraw_layout(parse_cih_text(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()), "fuzz.cih"), 1000,
-                                  "fuzz.cih");
+                (void)mraw_layout(
+                    parse_cih_text(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()),
+                                   "fuzz.cih"),
+                    1000, "fuzz.cih");
             }
             ++accepted;
         } catch (const FormatError& e) {
@@ -760,7 +784,8 @@ TEST_CASE("mutated headers never crash the parsers (fixed-seed mini fuzz)", "[un
     CHECK(accepted > 0);
 }
 
-TEST_CASE("readers stream: the last frame of an 8 GiB (sparse) .mraw is read without reading the file", "[unit][camera]") {
+TEST_CASE("readers stream: the last frame of an 8 GiB (sparse) .mraw is read without reading the file",
+          "[unit][camera]") {
     test::TempDir tmp("camera_sparse");
     const std::string stem = tmp.file("big");
     const int w = 1024, h = 1024, n = 4096;  // 2 MiB per frame, 8 GiB in all

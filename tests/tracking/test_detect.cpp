@@ -30,8 +30,8 @@ using namespace vibra::tracking;
 
 namespace {
 
-using test::Stats;
 using test::score;
+using test::Stats;
 
 Stats run_case(SynthParams sp, const DetectParams& dp) {
     SynthGenerator gen(sp);
@@ -47,10 +47,10 @@ Stats run_case(SynthParams sp, const DetectParams& dp) {
 }
 
 void report(const char* name, Stats& s) {
-    WARN(name << ": truth " << s.truth << ", recall " << s.recall() << ", precision " << s.precision() << ", RMS/axis "
-              << s.rms() << " px, median |err| " << s.quantile(0.5) << ", 90% " << s.quantile(0.9) << ", outliers>0.3px "
-              << s.outliers << ", species " << double(s.species_ok) / double(s.matched) << ", max bin bias "
-              << s.max_bin_bias());
+    WARN(name << ": truth " << s.truth << ", recall " << s.recall() << ", precision " << s.precision()
+              << ", RMS/axis " << s.rms() << " px, median |err| " << s.quantile(0.5) << ", 90% "
+              << s.quantile(0.9) << ", outliers>0.3px " << s.outliers << ", species "
+              << double(s.species_ok) / double(s.matched) << ", max bin bias " << s.max_bin_bias());
 }
 
 }  // namespace
@@ -111,7 +111,8 @@ TEST_CASE("single plain disks: sub-pixel centre, radius, no pixel locking", "[un
     std::vector<Disk> disks;
     for (int i = 0; i < 20; ++i)
         for (int j = 0; j < 20; ++j)
-            disks.push_back({12.0 + 24 * i + 0.05 * i + 0.0025 * j, 12.0 + 24 * j + 0.05 * j + 0.0025 * i, 7.0, 0});
+            disks.push_back(
+                {12.0 + 24 * i + 0.05 * i + 0.0025 * j, 12.0 + 24 * j + 0.05 * j + 0.0025 * i, 7.0, 0});
     const cv::Mat img = render_frame(disks, rp);
     DetectParams dp;
     dp.radii = {7};
@@ -292,7 +293,8 @@ TEST_CASE("real data: particletracker discs, bright rims, two sizes", "[unit]") 
     // 10 px (nearest other disc centre ≥ 80 px: unambiguous); the 6 px figures are reported too.
     std::vector<std::vector<TruthDisc>> truth(9);
     {
-        std::ifstream in(std::string(VIBRA_SOURCE_DIR) + "/tests/tracking/data/particletracker_discs_truth.csv");
+        std::ifstream in(std::string(VIBRA_SOURCE_DIR) +
+                         "/tests/tracking/data/particletracker_discs_truth.csv");
         REQUIRE(in.good());
         std::string line;
         std::getline(in, line);
@@ -332,8 +334,9 @@ TEST_CASE("real data: particletracker discs, bright rims, two sizes", "[unit]") 
             const auto m6 = match_discs(truth[static_cast<std::size_t>(f)], det, 6.0);
             const auto m = match_discs(truth[static_cast<std::size_t>(f)], det, 10.0);
             all.push_back(m);
-            INFO("frame " << f << ": " << m.in_roi << " in the ROI, found " << m.found << "/72 within 10 px (" << m6.found
-                          << " within 6 px), " << m.extra_in_roi << " extra, " << m.class_errors << " class errors");
+            INFO("frame " << f << ": " << m.in_roi << " in the ROI, found " << m.found << "/72 within 10 px ("
+                          << m6.found << " within 6 px), " << m.extra_in_roi << " extra, " << m.class_errors
+                          << " class errors");
             // measured 69–72 within 10 px (66–70 within 6 px), 0–3 extra, 0–2 class errors per frame
             REQUIRE(m.found >= 68);
             REQUIRE(m6.found >= 64);
@@ -341,10 +344,10 @@ TEST_CASE("real data: particletracker discs, bright rims, two sizes", "[unit]") 
             REQUIRE(m.class_errors <= 3);
             found6 += m6.found, found10 += m.found, extra += m.extra_in_roi, cls += m.class_errors;
         }
-        WARN("particletracker discs, radii 51/59, no joint fit: found " << found10 << "/648 within 10 px (" << found6
-                                                                          << " within 6 px), " << extra << " extra in the ROI, "
-                                                                          << cls << " class errors in the per-frame calls "
-                                                                          << "(issue target, every disc: NOT met)");
+        WARN("particletracker discs, radii 51/59, no joint fit: found "
+             << found10 << "/648 within 10 px (" << found6 << " within 6 px), " << extra
+             << " extra in the ROI, " << cls << " class errors in the per-frame calls "
+             << "(issue target, every disc: NOT met)");
         REQUIRE(voted_class_errors(all) == 0);  // after the per-disc vote
     }
     SECTION("ridge radii 46 / 55 px (the issue's), no joint fit, species by the frame's radius split") {
@@ -362,12 +365,14 @@ TEST_CASE("real data: particletracker discs, bright rims, two sizes", "[unit]") 
             const double thr = classify_radii_split(radius, dp.radii, dp.radius_sigma, species, conf);
             REQUIRE(thr > 54.2);  // the truth's empty gap of outer radii is 54.2–57.5 px
             REQUIRE(thr < 57.5);
-            for (std::size_t i = 0; i < det.size(); ++i) det[i].species = species[i], det[i].species_confidence = conf[i];
+            for (std::size_t i = 0; i < det.size(); ++i)
+                det[i].species = species[i], det[i].species_confidence = conf[i];
             const auto m6 = match_discs(truth[static_cast<std::size_t>(f)], det, 6.0);
             const auto m = match_discs(truth[static_cast<std::size_t>(f)], det, 10.0);
             all.push_back(m);
-            INFO("frame " << f << ": " << m.in_roi << " in the ROI, found " << m.found << "/72 within 10 px (" << m6.found
-                          << " within 6 px), " << m.extra_in_roi << " extra, " << m.class_errors << " class errors");
+            INFO("frame " << f << ": " << m.in_roi << " in the ROI, found " << m.found << "/72 within 10 px ("
+                          << m6.found << " within 6 px), " << m.extra_in_roi << " extra, " << m.class_errors
+                          << " class errors");
             // measured: 72 in the ROI and 72/72 within 10 px (69–72 within 6 px) in every frame, no
             // extra, 0–2 class errors per frame (discs 5 and 71 at the walls, 44 behind the left bar)
             REQUIRE(m.in_roi == 72);
@@ -378,15 +383,17 @@ TEST_CASE("real data: particletracker discs, bright rims, two sizes", "[unit]") 
             found6 += m6.found, found10 += m.found, extra += m.extra_in_roi, cls += m.class_errors;
         }
         WARN("particletracker discs, radii 46/55, no joint fit, split species: found "
-             << found10 << "/648 within 10 px (" << found6 << " within 6 px), " << extra << " extra in the ROI, " << cls
-             << " class errors in the per-frame calls");
+             << found10 << "/648 within 10 px (" << found6 << " within 6 px), " << extra
+             << " extra in the ROI, " << cls << " class errors in the per-frame calls");
         REQUIRE(cls <= 10);  // measured 7 of 648
         // after the per-disc vote (as vibra track does after linking): every class right
         const int voted = voted_class_errors(all);
         WARN("after the per-disc species vote: " << voted << " class errors in 648");
         REQUIRE(voted == 0);
     }
-    SECTION("ridge radii 46 / 55 px with the default joint fit (which refuses these frames), species inside locate()") {
+    SECTION(
+        "ridge radii 46 / 55 px with the default joint fit (which refuses these frames), species inside "
+        "locate()") {
         // What `vibra track --radius-small 46 --radius-large 55 --edge-threshold 0.06 --min-edge 0.1`
         // does: the joint fit's checks (template edge within 15% of the nominal radius, residual
         // ≤ 0.8 of the template contrast; here ≈ 2.5) refuse it, locate() then refines fully and
@@ -399,8 +406,8 @@ TEST_CASE("real data: particletracker discs, bright rims, two sizes", "[unit]") 
             const auto det = locate(frames[static_cast<std::size_t>(f)], dp);
             const auto m = match_discs(truth[static_cast<std::size_t>(f)], det, 10.0);
             all.push_back(m);
-            INFO("frame " << f << ": " << m.in_roi << " in the ROI, found " << m.found << "/72 within 10 px, " << m.extra_in_roi
-                          << " extra, " << m.class_errors << " class errors");
+            INFO("frame " << f << ": " << m.in_roi << " in the ROI, found " << m.found << "/72 within 10 px, "
+                          << m.extra_in_roi << " extra, " << m.class_errors << " class errors");
             REQUIRE(m.in_roi == 72);
             REQUIRE(m.found == 72);
             REQUIRE(m.extra_in_roi == 0);
@@ -408,9 +415,9 @@ TEST_CASE("real data: particletracker discs, bright rims, two sizes", "[unit]") 
             found10 += m.found, cls += m.class_errors;
         }
         const int voted = voted_class_errors(all);
-        WARN("particletracker discs, default joint fit (refused), radii 46/55: found " << found10 << "/648 within 10 px, " << cls
-                                                                                      << " class errors per frame, " << voted
-                                                                                      << " after the per-disc vote");
+        WARN("particletracker discs, default joint fit (refused), radii 46/55: found "
+             << found10 << "/648 within 10 px, " << cls << " class errors per frame, " << voted
+             << " after the per-disc vote");
         REQUIRE(cls <= 10);
         REQUIRE(voted == 0);
     }

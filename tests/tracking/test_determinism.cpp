@@ -47,7 +47,8 @@ struct RecordingSink final : TrajectorySink {
         species.insert(species.end(), s.begin(), s.end());
         confidence.insert(confidence.end(), c.begin(), c.end());
     }
-    void set_diagnostic(const std::string& name, std::vector<std::int64_t> v, const std::string& units) override {
+    void set_diagnostic(const std::string& name, std::vector<std::int64_t> v,
+                        const std::string& units) override {
         diag[name] = {std::move(v), units};
     }
     void commit(const Metadata& m, const FrameColumns& f) override {
@@ -101,7 +102,8 @@ RecordingSink track(const std::string& input, TrackParams p, int threads, const 
 
 // Tracks `input` with 1, 2 and 3 threads and requires the three outputs to be bit-identical.
 // Returns the 1-thread run.
-RecordingSink require_same_for_any_threads(const std::string& input, const TrackParams& p, const std::string& what) {
+RecordingSink require_same_for_any_threads(const std::string& input, const TrackParams& p,
+                                           const std::string& what) {
     test::TempDir dir("determinism");
     const auto one = track(input, p, 1, dir);
     REQUIRE(one.rows.size() > 0);
@@ -132,7 +134,8 @@ TEST_CASE("track: synthetic clips give the same output, bit for bit, for 1, 2 an
     p.link.max_step = 3;
 
     SECTION("moderate case, one strip (by the image) and three") {
-        const auto clip = write_clip(reference_case(ReferenceCase::moderate, 320, 12, 7), dir.file("moderate.avi"));
+        const auto clip =
+            write_clip(reference_case(ReferenceCase::moderate, 320, 12, 7), dir.file("moderate.avi"));
         const auto one = require_same_for_any_threads(clip, p, "moderate, strips by the image");
         REQUIRE(one.opened.user.at("strips") == "1");  // 320 rows: too low for two strips of 12 margins
         p.n_strips = 3;
@@ -142,7 +145,8 @@ TEST_CASE("track: synthetic clips give the same output, bit for bit, for 1, 2 an
         REQUIRE(three.rows.size() == one.rows.size());
     }
     SECTION("fast disks with motion blur (the noisy case), two strips") {
-        const auto clip = write_clip(reference_case(ReferenceCase::noisy, 320, 12, 11), dir.file("noisy.avi"));
+        const auto clip =
+            write_clip(reference_case(ReferenceCase::noisy, 320, 12, 11), dir.file("noisy.avi"));
         p.n_strips = 2;
         const auto two = require_same_for_any_threads(clip, p, "noisy, two strips");
         REQUIRE(two.opened.user.at("strips") == "2");
@@ -157,15 +161,18 @@ TEST_CASE("track: synthetic clips give the same output, bit for bit, for 1, 2 an
         for (int f = 0; gen.next(img, truth); ++f) {
             char name[32];
             std::snprintf(name, sizeof name, "/f_%03d.png", f);
-            if (f == 4) test::write_text(seq + name, "not a png");
-            else REQUIRE(cv::imwrite(seq + name, img));
+            if (f == 4)
+                test::write_text(seq + name, "not a png");
+            else
+                REQUIRE(cv::imwrite(seq + name, img));
         }
         p.n_strips = 2;
         const auto two = require_same_for_any_threads(seq, p, "PNG sequence with a broken frame, two strips");
         REQUIRE(two.diag.at("decode_errors").first[4] == 1);
     }
     SECTION("frames from scratch (--cold)") {
-        const auto clip = write_clip(reference_case(ReferenceCase::moderate, 256, 6, 3), dir.file("cold.avi"));
+        const auto clip =
+            write_clip(reference_case(ReferenceCase::moderate, 256, 6, 3), dir.file("cold.avi"));
         p.warm_start = false;
         const auto cold = require_same_for_any_threads(clip, p, "cold");
         REQUIRE(cold.opened.user.count("strips") == 0);
@@ -184,7 +191,8 @@ TEST_CASE("track: the real samples give the same output, bit for bit, for 1, 2 a
         p.detect.radii = {64};
         p.detect.invert = true;
         p.link.max_step = 32;
-        (void)require_same_for_any_threads((real / "highspeed_camera_formats/ball_12bit.mraw").string(), p, "ball");
+        (void)require_same_for_any_threads((real / "highspeed_camera_formats/ball_12bit.mraw").string(), p,
+                                           "ball");
     }
     SECTION("particletracker discs (frames 0-2 of the PNGs), strips by the image and two") {
         TrackParams p;
@@ -209,7 +217,8 @@ TEST_CASE("track: the real samples give the same output, bit for bit, for 1, 2 a
     }
 }
 
-TEST_CASE("track: the falling ball is followed at its own ≈ 2.6 px per frame, every frame, any thread count", "[unit]") {
+TEST_CASE("track: the falling ball is followed at its own ≈ 2.6 px per frame, every frame, any thread count",
+          "[unit]") {
     const auto shared = test::shared_dir();
     if (shared.empty()) {
         WARN("../shared not found: the falling ball is not checked");
@@ -227,7 +236,9 @@ TEST_CASE("track: the falling ball is followed at its own ≈ 2.6 px per frame, 
         // across, falling ≈ 2.6 px per frame); its centre in every one of the 15 frames.
         std::int64_t id = -1;
         for (std::size_t i = 0; i < run.rows.size(); ++i)
-            if (run.rows.frame[i] == 0 && std::abs(run.rows.x[i] - 175) < 10 && std::abs(run.rows.y[i] - 110) < 10) id = run.rows.particle[i];
+            if (run.rows.frame[i] == 0 && std::abs(run.rows.x[i] - 175) < 10 &&
+                std::abs(run.rows.y[i] - 110) < 10)
+                id = run.rows.particle[i];
         REQUIRE(id >= 0);
         std::vector<double> y;
         for (std::size_t i = 0; i < run.rows.size(); ++i)

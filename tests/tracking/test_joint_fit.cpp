@@ -46,7 +46,8 @@ Scene packed_scene(DiskLook look, double noise, std::uint64_t seed) {
 double smallest_gap(const std::vector<Disk>& d) {
     double g = 1e9;
     for (std::size_t i = 0; i < d.size(); ++i)
-        for (std::size_t j = i + 1; j < d.size(); ++j) g = std::min(g, std::hypot(d[i].x - d[j].x, d[i].y - d[j].y) - d[i].radius - d[j].radius);
+        for (std::size_t j = i + 1; j < d.size(); ++j)
+            g = std::min(g, std::hypot(d[i].x - d[j].x, d[i].y - d[j].y) - d[i].radius - d[j].radius);
     return g;
 }
 
@@ -67,7 +68,8 @@ std::vector<Particle> start_from(const std::vector<Disk>& disks, double err, std
 
 // A video's next frame: starts err px off (seeded), each disk's light (b, a) and radius carried
 // over from the fit of the last frame (`last`, in the same order).
-std::vector<Particle> carried_starts(const std::vector<Disk>& disks, double err, std::uint64_t seed, const std::vector<Particle>& last) {
+std::vector<Particle> carried_starts(const std::vector<Disk>& disks, double err, std::uint64_t seed,
+                                     const std::vector<Particle>& last) {
     auto parts = start_from(disks, err, seed);
     for (std::size_t i = 0; i < parts.size(); ++i) {
         parts[i].amplitude = last[i].amplitude, parts[i].background = last[i].background;
@@ -77,7 +79,8 @@ std::vector<Particle> carried_starts(const std::vector<Disk>& disks, double err,
 }
 double max_error(const std::vector<Particle>& parts, const std::vector<Disk>& disks) {
     double e = 0;
-    for (std::size_t i = 0; i < disks.size(); ++i) e = std::max({e, std::abs(parts[i].x - disks[i].x), std::abs(parts[i].y - disks[i].y)});
+    for (std::size_t i = 0; i < disks.size(); ++i)
+        e = std::max({e, std::abs(parts[i].x - disks[i].x), std::abs(parts[i].y - disks[i].y)});
     return e;
 }
 
@@ -162,7 +165,9 @@ TEST_CASE("joint fit: coarse first sweeps (every other row) end at the full-reso
     REQUIRE(std::abs(err[1] - err[0]) < 0.003);
 }
 
-TEST_CASE("joint fit, warm start: centre-only coarse sweeps and a Gauss-Seidel last sweep end at the full fit", "[unit]") {
+TEST_CASE(
+    "joint fit, warm start: centre-only coarse sweeps and a Gauss-Seidel last sweep end at the full fit",
+    "[unit]") {
     // A video's next frame: templates and each disk's light (b, a) and radius carried over from
     // the last fit, centres 0.5 px off per axis. (a) five-parameter coarse sweeps and a Jacobi
     // last sweep (the schedule of a fit from scratch); (b) coarse sweeps that step the centres
@@ -192,9 +197,9 @@ TEST_CASE("joint fit, warm start: centre-only coarse sweeps and a Gauss-Seidel l
         err[v] = max_error(parts, sc.disks);
         steps[v] = r.extra_steps;
     }
-    WARN("max error (extra steps): five-parameter coarse " << err[0] << " px (" << steps[0] << "), centre-only coarse " << err[1]
-                                                             << " px (" << steps[1] << "), and Gauss-Seidel last sweep " << err[2] << " px ("
-                                                             << steps[2] << ")");
+    WARN("max error (extra steps): five-parameter coarse "
+         << err[0] << " px (" << steps[0] << "), centre-only coarse " << err[1] << " px (" << steps[1]
+         << "), and Gauss-Seidel last sweep " << err[2] << " px (" << steps[2] << ")");
     REQUIRE(err[1] < 0.015);
     REQUIRE(err[2] < 0.015);
     REQUIRE(err[1] <= err[0] + 0.001);
@@ -244,8 +249,8 @@ TEST_CASE("joint fit, warm start: JᵀJ carried over from the last frame gives t
     double diff = 0;
     for (std::size_t i = 0; i < res[0].size(); ++i)
         diff = std::max({diff, std::abs(res[0][i].x - res[1][i].x), std::abs(res[0][i].y - res[1][i].y)});
-    WARN("carried JᵀJ: " << reused[1] << " steps took it; largest centre difference " << diff << " px; max error "
-                          << max_error(res[1], sc.disks) << " px");
+    WARN("carried JᵀJ: " << reused[1] << " steps took it; largest centre difference " << diff
+                         << " px; max error " << max_error(res[1], sc.disks) << " px");
     REQUIRE(diff < 0.001);
     REQUIRE(max_error(res[1], sc.disks) < 0.015);
 }
@@ -316,7 +321,8 @@ TEST_CASE("joint fit: a missing disk is found and a wrong species corrected", "[
     REQUIRE(r.added == 1);
     REQUIRE(parts.size() == disks.size());
     const auto& found = parts.back();
-    INFO("found (" << found.x << ", " << found.y << "), missing disk at (" << missing.x << ", " << missing.y << ")");
+    INFO("found (" << found.x << ", " << found.y << "), missing disk at (" << missing.x << ", " << missing.y
+                   << ")");
     REQUIRE(std::hypot(found.x - missing.x, found.y - missing.y) < 0.05);
     REQUIRE(found.species == missing.species);
     REQUIRE(parts[3].species == want3);
@@ -337,7 +343,8 @@ TEST_CASE("joint fit: not applied to an image that is not made of disks", "[unit
     std::vector<Particle> parts;
     for (int k = 0; k < 16; ++k) {
         Particle q;
-        q.x = 15 + 30 * (k % 4), q.y = 15 + 30 * (k / 4), q.species = static_cast<std::int8_t>(k % 2), q.radius = 7;
+        q.x = 15 + 30 * (k % 4), q.y = 15 + 30 * (k / 4), q.species = static_cast<std::int8_t>(k % 2),
+        q.radius = 7;
         parts.push_back(q);
     }
     const auto before = parts;
@@ -376,7 +383,7 @@ TEST_CASE("joint fit annulus spans: every annulus pixel once, nothing far outsid
             for (int x = r.x0; x <= r.x1; ++x) {
                 ++hits[static_cast<std::size_t>(r.y * w + x)];
                 const double q = (x - cx) * (x - cx) + (r.y - cy) * (r.y - cy);
-                REQUIRE(q <= qo * (1 + 1e-4) + 1e-3);     // at most a hair outside
+                REQUIRE(q <= qo * (1 + 1e-4) + 1e-3);  // at most a hair outside
                 REQUIRE(q >= qi * (1 - 1e-4) - 1e-3);
             }
         }
@@ -397,8 +404,10 @@ TEST_CASE("joint fit move spans: the union of both footprints, one span per row"
     for (int trial = 0; trial < 400; ++trial) {
         const int w = 40, h = 36;
         const double cx0 = -3 + 46 * u(rng), cy0 = -3 + 42 * u(rng);
-        const double cx1 = cx0 + 3 * (u(rng) - 0.5), cy1 = cy0 + 3 * (u(rng) - 0.5);  // a step of up to 1.5 px per axis
-        const auto q0 = static_cast<float>(std::pow(2 + 10 * u(rng), 2)), q1 = static_cast<float>(q0 * (0.8 + 0.4 * u(rng)));
+        const double cx1 = cx0 + 3 * (u(rng) - 0.5),
+                     cy1 = cy0 + 3 * (u(rng) - 0.5);  // a step of up to 1.5 px per axis
+        const auto q0 = static_cast<float>(std::pow(2 + 10 * u(rng), 2)),
+                   q1 = static_cast<float>(q0 * (0.8 + 0.4 * u(rng)));
         const int step = 1 + trial % 2;
         detail::move_spans(w, h, cx0, cy0, q0, cx1, cy1, q1, step, a);
         detail::move_spans_portable(w, h, cx0, cy0, q0, cx1, cy1, q1, step, b);
@@ -424,7 +433,8 @@ TEST_CASE("joint fit move spans: the union of both footprints, one span per row"
         }
         for (int y = 0; y < h; y += step)
             for (int x = 0; x < w; ++x) {
-                const double e0 = (x - cx0) * (x - cx0) + (y - cy0) * (y - cy0), e1 = (x - cx1) * (x - cx1) + (y - cy1) * (y - cy1);
+                const double e0 = (x - cx0) * (x - cx0) + (y - cy0) * (y - cy0),
+                             e1 = (x - cx1) * (x - cx1) + (y - cy1) * (y - cy1);
                 if (e0 <= q0 || e1 <= q1) REQUIRE(hits[static_cast<std::size_t>(y * w + x)] == 1);
             }
     }
@@ -435,7 +445,8 @@ TEST_CASE("joint fit row kernels: vectorised and portable versions agree", "[uni
     std::vector<float> v(600), d(600, 0.0f);
     for (std::size_t k = 0; k < v.size(); ++k) {
         const double rho = std::sqrt(0.2 * double(k));
-        v[k] = static_cast<float>(100.0 / (1 + std::exp((rho - 7.0) / 0.5)) - (rho > 4 && rho < 5 ? 40.0 : 0.0));
+        v[k] =
+            static_cast<float>(100.0 / (1 + std::exp((rho - 7.0) / 0.5)) - (rho > 4 && rho < 5 ? 40.0 : 0.0));
     }
     v.back() = 0;
     for (std::size_t k = 0; k + 1 < v.size(); ++k) d[k] = v[k + 1] - v[k];
@@ -459,11 +470,13 @@ TEST_CASE("joint fit row kernels: vectorised and portable versions agree", "[uni
         std::vector<float> m1 = m, m2 = m;
         detail::splat_row(m1.data(), 2, 1 + len, cx, dy * dy, 0.9f, 1.03f, t);
         detail::splat_row_portable(m2.data(), 2, 1 + len, cx, dy * dy, 0.9f, 1.03f, t);
-        for (std::size_t k = 0; k < m.size(); ++k) REQUIRE_THAT(m1[k], Catch::Matchers::WithinAbs(m2[k], 1e-3));
+        for (std::size_t k = 0; k < m.size(); ++k)
+            REQUIRE_THAT(m1[k], Catch::Matchers::WithinAbs(m2[k], 1e-3));
         std::vector<float> m3 = m;
         const detail::RowSpan row{0, 2, 1 + len, dy};
         detail::splat_rows(m3.data(), 0, &row, 1, cx, 0.9f, 1.03f, t_pairs);
-        for (std::size_t k = 0; k < m.size(); ++k) REQUIRE_THAT(m3[k], Catch::Matchers::WithinAbs(m2[k], 1e-3));
+        for (std::size_t k = 0; k < m.size(); ++k)
+            REQUIRE_THAT(m3[k], Catch::Matchers::WithinAbs(m2[k], 1e-3));
         // a move in one pass = removal at the old place + addition at the new one
         std::vector<float> m4 = m, m5 = m, m6 = m;
         const float cx2 = cx + 0.7f * u(rng) - 0.35f, dy2b = dy + 0.6f * u(rng) - 0.3f;
@@ -479,21 +492,30 @@ TEST_CASE("joint fit row kernels: vectorised and portable versions agree", "[uni
         // cross terms with a neighbour 7 px away (vectorised and portable)
         detail::CrossSums xa, xb;
         const detail::RowSpan crow{0, 2, 1 + len, dy};
-        detail::cross_rows(im.data(), m.data(), 0, &crow, 1, cx, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f, 1.03f, t_pairs, cx + 7.0f, 1.5f, 1.1f, 0.97f, t, xa);
-        detail::cross_rows_portable(im.data(), m.data(), 0, &crow, 1, cx, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f, 1.03f, t, cx + 7.0f, 1.5f, 1.1f, 0.97f, t,
-                                    xb);
-        for (int k = 0; k < 20; ++k) REQUIRE_THAT(xa.s[k], Catch::Matchers::WithinAbs(xb.s[k], 1e-3 * (1 + std::abs(xb.s[k]))));
+        detail::cross_rows(im.data(), m.data(), 0, &crow, 1, cx, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f, 1.03f,
+                           t_pairs, cx + 7.0f, 1.5f, 1.1f, 0.97f, t, xa);
+        detail::cross_rows_portable(im.data(), m.data(), 0, &crow, 1, cx, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f,
+                                    1.03f, t, cx + 7.0f, 1.5f, 1.1f, 0.97f, t, xb);
+        for (int k = 0; k < 20; ++k)
+            REQUIRE_THAT(xa.s[k], Catch::Matchers::WithinAbs(xb.s[k], 1e-3 * (1 + std::abs(xb.s[k]))));
         detail::NormalSums c;
-        detail::normal_row(im.data(), m.data(), 2, 1 + len, cx, dy, dy * dy, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f, 1.03f, t_pairs, c);
+        detail::normal_row(im.data(), m.data(), 2, 1 + len, cx, dy, dy * dy, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f,
+                           1.03f, t_pairs, c);
         detail::NormalSums a, b;
-        detail::normal_row(im.data(), m.data(), 2, 1 + len, cx, dy, dy * dy, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f, 1.03f, t, a);
-        detail::normal_row_portable(im.data(), m.data(), 2, 1 + len, cx, dy, dy * dy, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f, 1.03f, t, b);
-        for (int k = 0; k < 21; ++k) REQUIRE_THAT(a.s[k], Catch::Matchers::WithinAbs(b.s[k], 1e-3 * (1 + std::abs(b.s[k]))));
-        for (int k = 0; k < 21; ++k) REQUIRE_THAT(c.s[k], Catch::Matchers::WithinAbs(b.s[k], 1e-3 * (1 + std::abs(b.s[k]))));
+        detail::normal_row(im.data(), m.data(), 2, 1 + len, cx, dy, dy * dy, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f,
+                           1.03f, t, a);
+        detail::normal_row_portable(im.data(), m.data(), 2, 1 + len, cx, dy, dy * dy, 4.0f, 90.0f, 10.0f,
+                                    60.0f, 0.9f, 1.03f, t, b);
+        for (int k = 0; k < 21; ++k)
+            REQUIRE_THAT(a.s[k], Catch::Matchers::WithinAbs(b.s[k], 1e-3 * (1 + std::abs(b.s[k]))));
+        for (int k = 0; k < 21; ++k)
+            REQUIRE_THAT(c.s[k], Catch::Matchers::WithinAbs(b.s[k], 1e-3 * (1 + std::abs(b.s[k]))));
         // the right-hand side alone: Jᵀr, count and r² of the normal equations
         detail::ResidualSums ra, rb;
-        detail::residual_rows(im.data(), m.data(), 0, &row, 1, cx, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f, 1.03f, t_pairs, ra);
-        detail::residual_rows_portable(im.data(), m.data(), 0, &row, 1, cx, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f, 1.03f, t, rb);
+        detail::residual_rows(im.data(), m.data(), 0, &row, 1, cx, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f, 1.03f,
+                              t_pairs, ra);
+        detail::residual_rows_portable(im.data(), m.data(), 0, &row, 1, cx, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f,
+                                       1.03f, t, rb);
         const int rhs_in_normal[7] = {15, 16, 17, 18, 19, 12, 20};
         for (int k = 0; k < 7; ++k) {
             const float ref = b.s[rhs_in_normal[k]];
@@ -502,8 +524,10 @@ TEST_CASE("joint fit row kernels: vectorised and portable versions agree", "[uni
         }
         // the centre-only sums are the (cx, cy) part of the normal equations
         detail::CentreSums ca, cb;
-        detail::centre_rows(im.data(), m.data(), 0, &row, 1, cx, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f, 1.03f, t, ca);
-        detail::centre_rows_portable(im.data(), m.data(), 0, &row, 1, cx, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f, 1.03f, t, cb);
+        detail::centre_rows(im.data(), m.data(), 0, &row, 1, cx, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f, 1.03f, t,
+                            ca);
+        detail::centre_rows_portable(im.data(), m.data(), 0, &row, 1, cx, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f,
+                                     1.03f, t, cb);
         const int in_normal[7] = {0, 1, 5, 15, 16, 12, 20};  // S00 S01 S11 V0 V1 count r²
         for (int k = 0; k < 7; ++k) {
             const float ref = b.s[in_normal[k]];
@@ -512,10 +536,12 @@ TEST_CASE("joint fit row kernels: vectorised and portable versions agree", "[uni
         }
         // 8-bit pixels give the same sums as the same values in 16 bits (exactly)
         detail::ResidualSums r8;
-        detail::residual_rows(im8.data(), m.data(), 0, &row, 1, cx, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f, 1.03f, t_pairs, r8);
+        detail::residual_rows(im8.data(), m.data(), 0, &row, 1, cx, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f, 1.03f,
+                              t_pairs, r8);
         for (int k = 0; k < 7; ++k) REQUIRE(r8.s[k] == ra.s[k]);
         detail::NormalSums n8;
-        detail::normal_row(im8.data(), m.data(), 2, 1 + len, cx, dy, dy * dy, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f, 1.03f, t_pairs, n8);
+        detail::normal_row(im8.data(), m.data(), 2, 1 + len, cx, dy, dy * dy, 4.0f, 90.0f, 10.0f, 60.0f, 0.9f,
+                           1.03f, t_pairs, n8);
         for (int k = 0; k < 21; ++k) REQUIRE(n8.s[k] == c.s[k]);
         // a fresh search's sums (κ = 1, no clip): vectorised and portable against a direct count
         detail::LightSums la, lb;
@@ -526,7 +552,8 @@ TEST_CASE("joint fit row kernels: vectorised and portable versions agree", "[uni
             const double dxx = double(x) - cx, q = dxx * dxx + double(dy) * dy;
             if (q < 4.0 || q > 90.0) continue;
             const double kk = std::min(std::floor(q * 5.0), double(v.size() - 1));
-            const double S = v[std::size_t(kk)] + (q * 5.0 - kk) * d[std::size_t(kk)], y = double(im[std::size_t(x)]) - m[std::size_t(x)];
+            const double S = v[std::size_t(kk)] + (q * 5.0 - kk) * d[std::size_t(kk)],
+                         y = double(im[std::size_t(x)]) - m[std::size_t(x)];
             want[0] += 1, want[1] += S, want[2] += S * S, want[3] += y, want[4] += S * y, want[5] += y * y;
         }
         for (int k = 0; k < 6; ++k) {
@@ -537,7 +564,9 @@ TEST_CASE("joint fit row kernels: vectorised and portable versions agree", "[uni
     WARN("row kernels vectorised (AVX2): " << (detail::fit_kernels_vectorised() ? "yes" : "no"));
 }
 
-TEST_CASE("joint fit, warm start: the model rendered ahead of each sweep gives the fit of a whole model first", "[unit]") {
+TEST_CASE(
+    "joint fit, warm start: the model rendered ahead of each sweep gives the fit of a whole model first",
+    "[unit]") {
     // JointFitParams::render_ahead renders the disks in the order of their footprints' first
     // rows just before a sweep needs them. Disks not in image order (new disks appended at the
     // end, as a video's next frame has them) must still be in the model before any neighbour's

@@ -56,7 +56,8 @@ TEST_CASE("joint fit render: one disk's model integrates to a × its template's 
     const double sum = cv::sum(fit.model())[0];
     // the support ends where the profile's last node is set to 0 (Template::finish)
     const double r_max = bin * static_cast<double>(prof.size() - 1);
-    const double expected = a * 2 * M_PI * sigma * sigma * (1 - std::exp(-r_max * r_max / (2 * sigma * sigma)));
+    const double expected =
+        a * 2 * M_PI * sigma * sigma * (1 - std::exp(-r_max * r_max / (2 * sigma * sigma)));
     CHECK(sum == Approx(expected).epsilon(2e-3));
     // the pixel nearest the centre holds a·S at its distance; far pixels nothing
     const double d2 = 0.3 * 0.3 + 0.4 * 0.4;
@@ -70,7 +71,8 @@ TEST_CASE("joint fit render: one disk's model integrates to a × its template's 
     CHECK(cv::sum(fit.model())[0] == Approx(sum).epsilon(1e-6));
 }
 
-TEST_CASE("joint fit sweeps: two touching disks converge to the exact centres, the residual falls", "[joint_fit]") {
+TEST_CASE("joint fit sweeps: two touching disks converge to the exact centres, the residual falls",
+          "[joint_fit]") {
     // A small and a large plain disk 0.2 px apart (surfaces), rendered exactly (blur 0.7 px, no
     // noise). The templates are measured about the exact centres (one fitter), then a second
     // fitter starts from them ~0.6 px off each centre, as a warm start does, and sweeps.
@@ -79,12 +81,14 @@ TEST_CASE("joint fit sweeps: two touching disks converge to the exact centres, t
     rp.threads = 1;
     std::vector<Disk> disks(2);
     disks[0].x = 24.37, disks[0].y = 23.81, disks[0].radius = 6, disks[0].species = 0;
-    disks[1].x = 24.37 + 14.2 * std::cos(0.3), disks[1].y = 23.81 + 14.2 * std::sin(0.3), disks[1].radius = 8, disks[1].species = 1;
+    disks[1].x = 24.37 + 14.2 * std::cos(0.3), disks[1].y = 23.81 + 14.2 * std::sin(0.3), disks[1].radius = 8,
+    disks[1].species = 1;
     const cv::Mat image = render_frame(disks, rp);
     const std::vector<double> radii{6.0, 8.0};
     const JointFitParams p;
     std::vector<Particle> exact(2);
-    for (std::size_t i = 0; i < 2; ++i) exact[i].x = disks[i].x, exact[i].y = disks[i].y, exact[i].species = disks[i].species;
+    for (std::size_t i = 0; i < 2; ++i)
+        exact[i].x = disks[i].x, exact[i].y = disks[i].y, exact[i].species = disks[i].species;
     JointFitter measured(image, exact, radii, p, nullptr, nullptr);
     measured.measure_first_templates();
     REQUIRE(measured.templates_ok());
@@ -96,7 +100,9 @@ TEST_CASE("joint fit sweeps: two touching disks converge to the exact centres, t
     for (int s = 0; s < 2; ++s) fit.use_template(s, measured.templ(s).prof);
     REQUIRE(fit.templates_ok());
     for (std::size_t i = 0; i < 2; ++i) fit.disks()[i].b = measured.disks()[i].b;
-    auto error = [&](std::size_t i) { return std::hypot(fit.disks()[i].x - disks[i].x, fit.disks()[i].y - disks[i].y); };
+    auto error = [&](std::size_t i) {
+        return std::hypot(fit.disks()[i].x - disks[i].x, fit.disks()[i].y - disks[i].y);
+    };
     const double e0 = std::max(error(0), error(1));
     REQUIRE(e0 > 0.55);
     fit.render_model();
@@ -109,8 +115,8 @@ TEST_CASE("joint fit sweeps: two touching disks converge to the exact centres, t
     }
     fit.render_model();
     const double res1 = residual_sum(image, fit.model(), fit.disks()[0].b);
-    INFO("residual " << res0 << " -> " << res1 << "; largest error by sweep " << errors[0] << " " << errors[1] << " " << errors[2] << " "
-                     << errors[3] << " " << errors[4] << " " << errors[5]);
+    INFO("residual " << res0 << " -> " << res1 << "; largest error by sweep " << errors[0] << " " << errors[1]
+                     << " " << errors[2] << " " << errors[3] << " " << errors[4] << " " << errors[5]);
     CHECK(res1 < 0.05 * res0);
     CHECK(error(0) < 0.02);
     CHECK(error(1) < 0.02);

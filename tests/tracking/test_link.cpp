@@ -116,7 +116,8 @@ struct Case {
 // at `speed` per frame in a slowly turning direction (0.05 rad per frame). Independent random
 // walks would turn the packing into an ideal gas within a few frames, with overlapping
 // particles no linker can tell apart; disks cannot overlap, so that is not a tracking case.
-double link_accuracy(const Case& c, std::uint64_t seed, double& ms_per_frame_per_2000, double& step_measured) {
+double link_accuracy(const Case& c, std::uint64_t seed, double& ms_per_frame_per_2000,
+                     double& step_measured) {
     SoftDiskParams sp;
     sp.n_small = 1000;
     sp.n_large = 1000;

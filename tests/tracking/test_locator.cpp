@@ -57,8 +57,8 @@ struct HiddenDiskVideo {
         std::vector<std::uint8_t> px(img.datastart, img.dataend);
         std::nth_element(px.begin(), px.begin() + static_cast<std::ptrdiff_t>(px.size() / 2), px.end());
         const std::size_t r = row(frame);
-        cv::circle(img, cv::Point(int(std::lround(truth.x[r])), int(std::lround(truth.y[r]))), int(truth.radius[r]) + 3,
-                   cv::Scalar(px[px.size() / 2]), cv::FILLED);
+        cv::circle(img, cv::Point(int(std::lround(truth.x[r])), int(std::lround(truth.y[r]))),
+                   int(truth.radius[r]) + 3, cv::Scalar(px[px.size() / 2]), cv::FILLED);
     }
     bool found_in(const std::vector<Particle>& parts, std::size_t frame) const {
         const std::size_t r = row(frame);
@@ -81,8 +81,10 @@ HiddenDiskVideo hidden_disk_video(std::int64_t n_frames, std::uint64_t seed) {
     v.per_frame = v.truth.size() / v.frames.size();
     double best = 1e9;
     for (std::size_t i = 0; i < v.per_frame; ++i)
-        if (const double d = std::hypot(v.truth.x[i] - 96, v.truth.y[i] - 96); d < best) best = d, v.hidden = i;
-    for (std::size_t f = 0; f < v.frames.size(); ++f) REQUIRE(v.truth.particle[v.row(f)] == v.truth.particle[v.hidden]);
+        if (const double d = std::hypot(v.truth.x[i] - 96, v.truth.y[i] - 96); d < best)
+            best = d, v.hidden = i;
+    for (std::size_t f = 0; f < v.frames.size(); ++f)
+        REQUIRE(v.truth.particle[v.row(f)] == v.truth.particle[v.hidden]);
     return v;
 }
 
@@ -93,9 +95,9 @@ TEST_CASE("DiskLocator: warm-started frames of the moderate case meet the target
     DetectParams dp;
     dp.radii = {6, 8};
     const auto s = run_video(sp, dp);
-    WARN("locator, moderate: truth " << s.truth << ", recall " << double(s.matched) / double(s.truth) << ", precision "
-                                     << double(s.matched) / double(s.detected) << ", RMS " << s.rms() << " px, warm frames "
-                                     << s.warm_frames);
+    WARN("locator, moderate: truth " << s.truth << ", recall " << double(s.matched) / double(s.truth)
+                                     << ", precision " << double(s.matched) / double(s.detected) << ", RMS "
+                                     << s.rms() << " px, warm frames " << s.warm_frames);
     REQUIRE(s.warm_frames == 6);  // every frame after each locator's first
     REQUIRE(double(s.matched) / double(s.truth) >= 0.999);
     REQUIRE(double(s.matched) / double(s.detected) >= 0.999);
@@ -123,9 +125,11 @@ TEST_CASE("DiskLocator: one coarse sweep while the disks move little between fra
         if (L.last().warm) ++warm, one += L.last().coarse_sweeps == 1;
         test::score(parts, truth, row0, s);
     }
-    WARN("one locator on every frame: " << one << " of " << warm << " warm frames with one coarse sweep, RMS " << s.rms() << " px");
+    WARN("one locator on every frame: " << one << " of " << warm << " warm frames with one coarse sweep, RMS "
+                                        << s.rms() << " px");
     REQUIRE(warm == 11);
-    REQUIRE(one >= 8);  // frames 3.. whose starts no search moved (searching frames included; 7 when those kept two)
+    REQUIRE(one >=
+            8);  // frames 3.. whose starts no search moved (searching frames included; 7 when those kept two)
     REQUIRE(s.recall() >= 0.999);
     REQUIRE(s.precision() >= 0.999);
     REQUIRE(s.rms() <= 0.03);
@@ -160,7 +164,8 @@ TEST_CASE("DiskLocator: templates re-measured in warm frames keep the targets", 
     dp.radii = {6, 8};
     dp.warm_refresh = 2;
     const auto s = run_video(sp, dp);
-    WARN("locator, moderate, templates re-measured every 2nd warm frame: RMS " << s.rms() << " px, warm frames " << s.warm_frames);
+    WARN("locator, moderate, templates re-measured every 2nd warm frame: RMS "
+         << s.rms() << " px, warm frames " << s.warm_frames);
     REQUIRE(s.warm_frames == 6);
     REQUIRE(double(s.matched) / double(s.truth) >= 0.999);
     REQUIRE(double(s.matched) / double(s.detected) >= 0.999);
@@ -169,12 +174,14 @@ TEST_CASE("DiskLocator: templates re-measured in warm frames keep the targets", 
 }
 
 TEST_CASE("DiskLocator: fast disks with motion blur (noisy case)", "[unit]") {
-    SynthParams sp = reference_case(ReferenceCase::noisy, 384, 8, 52);  // 4 px between the frames one locator sees
+    SynthParams sp =
+        reference_case(ReferenceCase::noisy, 384, 8, 52);  // 4 px between the frames one locator sees
     DetectParams dp;
     dp.radii = {6, 8};
     const auto s = run_video(sp, dp);
-    WARN("locator, noisy: truth " << s.truth << ", recall " << double(s.matched) / double(s.truth) << ", precision "
-                                  << double(s.matched) / double(s.detected) << ", RMS " << s.rms() << " px");
+    WARN("locator, noisy: truth " << s.truth << ", recall " << double(s.matched) / double(s.truth)
+                                  << ", precision " << double(s.matched) / double(s.detected) << ", RMS "
+                                  << s.rms() << " px");
     REQUIRE(s.warm_frames == 6);
     REQUIRE(double(s.matched) / double(s.truth) >= 0.995);
     REQUIRE(double(s.matched) / double(s.detected) >= 0.99);
@@ -188,15 +195,16 @@ TEST_CASE("DiskLocator: fast disks with motion blur (noisy case)", "[unit]") {
     close.new_disk_separation = 0.6;
     auto s06 = run_video(sp, close);
     auto s15 = run_video(sp, every);
-    WARN("locator, noisy, new disks beyond 0.6 r_small: RMS " << s06.rms() << " px, p99 " << s06.quantile(0.99)
-                                                               << " px; default (1.5 r_small): RMS " << s15.rms() << " px, p99 "
-                                                               << s15.quantile(0.99) << " px");
+    WARN("locator, noisy, new disks beyond 0.6 r_small: RMS "
+         << s06.rms() << " px, p99 " << s06.quantile(0.99) << " px; default (1.5 r_small): RMS " << s15.rms()
+         << " px, p99 " << s15.quantile(0.99) << " px");
     REQUIRE(s15.rms() < s06.rms());
 }
 
 // A disk that the locator does not carry (it entered the field, or was missed) is found from
 // the candidates of the frame half way between the residual searches, or by the residual search.
-TEST_CASE("DiskLocator: a disk not carried is found within half the candidate/residual-search cadence", "[unit]") {
+TEST_CASE("DiskLocator: a disk not carried is found within half the candidate/residual-search cadence",
+          "[unit]") {
     // Frame 0 with the disk nearest the centre painted over.
     const auto v = hidden_disk_video(6, 54);
     cv::Mat first = v.frames[0].clone();
@@ -225,10 +233,12 @@ TEST_CASE("DiskLocator: a disk not carried is found within half the candidate/re
 // While the searches for new disks find nothing (a closed box), each backs off to every 16th warm
 // frame (warm_search_max_every); a disk that appears is found at the next search, and the
 // cadence comes back to every 4th at once.
-TEST_CASE("DiskLocator: the searches back off while nothing is new and come back when a disk appears", "[unit]") {
+TEST_CASE("DiskLocator: the searches back off while nothing is new and come back when a disk appears",
+          "[unit]") {
     auto v = hidden_disk_video(48, 56);
     const int appears = 24;  // painted over in frames 0..23
-    for (int f = 0; f < appears; ++f) v.paint_out(static_cast<std::size_t>(f), v.frames[static_cast<std::size_t>(f)]);
+    for (int f = 0; f < appears; ++f)
+        v.paint_out(static_cast<std::size_t>(f), v.frames[static_cast<std::size_t>(f)]);
     struct Run {
         std::vector<int> searches;  // warm frames with a search for new disks
         int found = -1;
@@ -253,9 +263,12 @@ TEST_CASE("DiskLocator: the searches back off while nothing is new and come back
     backoff.warm_search_max_every = 16;  // the default
     REQUIRE(DetectParams{}.warm_search_max_every == 16);
     const auto a = run(fixed), b = run(backoff);
-    auto before = [&](const Run& r, int f) { return std::count_if(r.searches.begin(), r.searches.end(), [&](int s) { return s < f; }); };
-    WARN("searches before frame " << appears << ": fixed " << before(a, appears) << ", backing off " << before(b, appears)
-                                  << "; the disk found in frame " << a.found << " / " << b.found);
+    auto before = [&](const Run& r, int f) {
+        return std::count_if(r.searches.begin(), r.searches.end(), [&](int s) { return s < f; });
+    };
+    WARN("searches before frame " << appears << ": fixed " << before(a, appears) << ", backing off "
+                                  << before(b, appears) << "; the disk found in frame " << a.found << " / "
+                                  << b.found);
     CHECK(before(a, appears) == 11);  // 2, 4, 6, …, 22
     CHECK(before(b, appears) == 4);   // candidates 2, 10; residual 4, 12 (then 26, 28)
     CHECK(a.found >= appears);

@@ -18,7 +18,8 @@ namespace {
 cv::Mat ramp(int w, int h, int k) {
     cv::Mat m(h, w, CV_8UC1);
     for (int y = 0; y < h; ++y)
-        for (int x = 0; x < w; ++x) m.at<std::uint8_t>(y, x) = static_cast<std::uint8_t>((3 * x + 5 * y + 17 * k) & 255);
+        for (int x = 0; x < w; ++x)
+            m.at<std::uint8_t>(y, x) = static_cast<std::uint8_t>((3 * x + 5 * y + 17 * k) & 255);
     return m;
 }
 // The frames of `input`, each checked against ramp(w, h, k); returns how many were read.

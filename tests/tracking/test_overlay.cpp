@@ -97,8 +97,8 @@ TEST_CASE("overlay trails cover the last N positions only — markers and ids ar
     const std::vector<OverlayDisk> one{{100.0, 30.0, 20.0, 0, 42}};
     const std::vector<OverlayMarker> marks{{30.0, 30.0, 5.0, MarkerShape::cross, cv::Scalar(0, 255, 0), "d"}};
     const cv::Mat with = draw_overlay(black, one, {}, marks, q);
-    REQUIRE(with.at<cv::Vec3b>(30, 30)[1] > 150);   // centre of the cross, green
-    REQUIRE(with.at<cv::Vec3b>(25, 25)[1] > 100);   // arm of the cross
+    REQUIRE(with.at<cv::Vec3b>(30, 30)[1] > 150);  // centre of the cross, green
+    REQUIRE(with.at<cv::Vec3b>(25, 25)[1] > 100);  // arm of the cross
     REQUIRE(with.at<cv::Vec3b>(30, 30)[0] < 50);
     // The id label puts coloured pixels inside the circle.
     const cv::Rect inner(90, 22, 21, 17);
@@ -122,12 +122,14 @@ TEST_CASE("16-bit frames are stretched for display", "[unit]") {
 TEST_CASE("vibra render: circles at the truth positions — bad video → exit 1 and no output", "[unit]") {
     test::TempDir tmp("overlay_cli");
     const std::string video = tmp.file("v.avi"), truth = tmp.file("v.truth.h5");
-    auto r = test::run_vibra("-q synth -o '" + video + "' --width 160 --height 120 --n-small 12 --n-large 8 --frames 4 --seed 5");
+    auto r = test::run_vibra("-q synth -o '" + video +
+                             "' --width 160 --height 120 --n-small 12 --n-large 8 --frames 4 --seed 5");
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     REQUIRE(fs::exists(truth));
     const std::string out = tmp.file("ov") + "/";
-    r = test::run_vibra("-q render '" + truth + "' --video '" + video + "' -o '" + out + "' --ids --trails 2");
+    r = test::run_vibra("-q render '" + truth + "' --video '" + video + "' -o '" + out +
+                        "' --ids --trails 2");
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     store::TrajectoryReader tr(truth);
@@ -147,7 +149,8 @@ TEST_CASE("vibra render: circles at the truth positions — bad video → exit 1
             // colour dominates there (grey video pixels have B = G = R).
             for (int q = 0; q < 4; ++q) {
                 const double a = M_PI / 4 + q * M_PI / 2;
-                REQUIRE(colour_excess(img, c, int(std::lround(x + rad * std::cos(a))), int(std::lround(y + rad * std::sin(a)))) > 100);
+                REQUIRE(colour_excess(img, c, int(std::lround(x + rad * std::cos(a))),
+                                      int(std::lround(y + rad * std::sin(a)))) > 100);
             }
             ++checked;
         }
@@ -159,23 +162,29 @@ TEST_CASE("vibra render: circles at the truth positions — bad video → exit 1
     REQUIRE(open_video(tmp.file("ov.avi"))->info().n_frames == 4);
     // Unreadable video: exit 1, nothing written.
     test::write_text(tmp.file("bad.avi"), std::string(3000, 'z'));
-    r = test::run_vibra("-q render '" + truth + "' --video '" + tmp.file("bad.avi") + "' -o '" + tmp.file("bad_ov.avi") + "'");
+    r = test::run_vibra("-q render '" + truth + "' --video '" + tmp.file("bad.avi") + "' -o '" +
+                        tmp.file("bad_ov.avi") + "'");
     REQUIRE(r.exit_code == 1);
     REQUIRE(r.output.find("bad.avi") != std::string::npos);
     REQUIRE_FALSE(fs::exists(tmp.file("bad_ov.avi")));
-    r = test::run_vibra("-q render '" + truth + "' --video '" + tmp.file("bad.avi") + "' -o '" + tmp.file("bad_folder") + "/'");
+    r = test::run_vibra("-q render '" + truth + "' --video '" + tmp.file("bad.avi") + "' -o '" +
+                        tmp.file("bad_folder") + "/'");
     REQUIRE(r.exit_code == 1);
     REQUIRE_FALSE(fs::exists(tmp.file("bad_folder")));
     // Frame size change mid-sequence: exit 1 naming the file, and the frames already drawn are removed.
     fs::create_directories(tmp.file("mixed"));
     for (int k = 0; k < 4; ++k)
-        cv::imwrite(tmp.file("mixed") + "/m_" + std::to_string(k) + ".png", cv::Mat(k == 2 ? 100 : 120, 160, CV_8UC1, cv::Scalar(50)));
-    r = test::run_vibra("-q render '" + truth + "' --video '" + tmp.file("mixed") + "' -o '" + tmp.file("mixed_ov") + "/'");
+        cv::imwrite(tmp.file("mixed") + "/m_" + std::to_string(k) + ".png",
+                    cv::Mat(k == 2 ? 100 : 120, 160, CV_8UC1, cv::Scalar(50)));
+    r = test::run_vibra("-q render '" + truth + "' --video '" + tmp.file("mixed") + "' -o '" +
+                        tmp.file("mixed_ov") + "/'");
     REQUIRE(r.exit_code == 1);
     REQUIRE(r.output.find("m_2.png") != std::string::npos);
     REQUIRE_FALSE(fs::exists(tmp.file("mixed_ov")));
-    r = test::run_vibra("-q render '" + truth + "' --video '" + tmp.file("mixed") + "' -o '" + tmp.file("mixed_ov.avi") + "'");
+    r = test::run_vibra("-q render '" + truth + "' --video '" + tmp.file("mixed") + "' -o '" +
+                        tmp.file("mixed_ov.avi") + "'");
     REQUIRE(r.exit_code == 1);
     REQUIRE_FALSE(fs::exists(tmp.file("mixed_ov.avi")));
-    for (const auto& e : fs::directory_iterator(tmp.path())) REQUIRE(e.path().filename().string().find("partial") == std::string::npos);
+    for (const auto& e : fs::directory_iterator(tmp.path()))
+        REQUIRE(e.path().filename().string().find("partial") == std::string::npos);
 }

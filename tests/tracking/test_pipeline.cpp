@@ -27,13 +27,15 @@ namespace fs = std::filesystem;
 TEST_CASE("track a synthetic video: links, species vote, metadata, diagnostics", "[unit]") {
     test::TempDir dir("track_synth");
     const auto video = dir.file("v.avi"), truth_path = dir.file("v.truth.h5"), out = dir.file("v.h5");
-    const auto syn = test::run_vibra("synth -o " + video + " --truth " + truth_path +
-                                     " --width 256 --height 256 --frames 20 --seed 31 --look ring --noise 0.05"
-                                     " --packing-fraction 0.6 -q");
+    const auto syn =
+        test::run_vibra("synth -o " + video + " --truth " + truth_path +
+                        " --width 256 --height 256 --frames 20 --seed 31 --look ring --noise 0.05"
+                        " --packing-fraction 0.6 -q");
     INFO(syn.output);
     REQUIRE(syn.exit_code == 0);
-    const auto r = test::run_vibra("track " + video + " -o " + out +
-                                   " --radius-small 6 --radius-large 8 --max-step 3 --fps 1000 --px-per-mm 10 --threads 2 -q");
+    const auto r = test::run_vibra(
+        "track " + video + " -o " + out +
+        " --radius-small 6 --radius-large 8 --max-step 3 --fps 1000 --px-per-mm 10 --threads 2 -q");
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     store::TrajectoryReader tr(out);
@@ -50,13 +52,15 @@ TEST_CASE("track a synthetic video: links, species vote, metadata, diagnostics",
     for (const char* d : {"detections", "links", "new_tracks", "lost_tracks", "decode_errors"})
         REQUIRE(std::find(diags.begin(), diags.end(), d) != diags.end());
     const auto det = tr.read_diagnostic("detections");
-    REQUIRE(static_cast<std::int64_t>(std::accumulate(det.begin(), det.end(), std::int64_t{0})) == tr.n_rows());
+    REQUIRE(static_cast<std::int64_t>(std::accumulate(det.begin(), det.end(), std::int64_t{0})) ==
+            tr.n_rows());
 
     // Match every truth row to the nearest detection (< 1 px); a link is correct when the truth
     // particle's detections in frames f and f+1 carry the same track id; species after the
     // vote must equal the truth for every matched row of every track (100%).
     const auto a = tr.read_all(), b = truth.read_all();
-    std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> track_of;  // (frame, truth particle) → track id
+    std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t>
+        track_of;  // (frame, truth particle) → track id
     std::int64_t matched = 0, species_ok = 0;
     for (std::int64_t f = 0; f < 20; ++f) {
         std::vector<double> x(a.rows.x.begin() + a.index.begin(f), a.rows.x.begin() + a.index.end(f));
@@ -84,7 +88,8 @@ TEST_CASE("track a synthetic video: links, species vote, metadata, diagnostics",
         correct += it->second == id;
     }
     WARN("synthetic track: " << matched << " of " << b.rows.size() << " truth rows found, species after vote "
-                             << double(species_ok) / double(matched) << ", links correct " << double(correct) / double(links));
+                             << double(species_ok) / double(matched) << ", links correct "
+                             << double(correct) / double(links));
     REQUIRE(double(matched) / double(b.rows.size()) >= 0.999);  // within 1 px
     REQUIRE(double(correct) / double(links) >= 0.999);
     REQUIRE(species_ok == matched);  // issue: 100% after the trajectory vote
@@ -135,8 +140,8 @@ TEST_CASE("vibra track: bad inputs exit 1 and leave no output", "[unit]") {
         cv::imwrite(dir.file("good/f_000.png"), a);
         cv::imwrite(dir.file("good/f_001.png"), a);
         test::write_text(dir.file("bad.avi"), "junk");
-        const auto r = test::run_vibra("track " + dir.file("good") + " " + dir.file("bad.avi") + " -o " + dir.file("out") +
-                                       " --radius 7 -q");
+        const auto r = test::run_vibra("track " + dir.file("good") + " " + dir.file("bad.avi") + " -o " +
+                                       dir.file("out") + " --radius 7 -q");
         INFO(r.output);
         REQUIRE(r.exit_code == 1);
         REQUIRE(r.output.find("1 of 2 inputs failed") != std::string::npos);
@@ -169,15 +174,18 @@ TEST_CASE("vibra track: bad inputs exit 1 and leave no output", "[unit]") {
             REQUIRE(r.output.find(msg) != std::string::npos);
         }
     }
-    SECTION("several image files to one .h5 (an unquoted glob): a usage error, no folder of one-frame files") {
+    SECTION(
+        "several image files to one .h5 (an unquoted glob): a usage error, no folder of one-frame files") {
         const cv::Mat img(32, 32, CV_8U, cv::Scalar(0));
         REQUIRE(cv::imwrite(dir.file("f_000.png"), img));
         REQUIRE(cv::imwrite(dir.file("f_001.png"), img));
         const auto out = dir.file("x.h5");
-        const auto r = test::run_vibra("track " + dir.file("f_000.png") + " " + dir.file("f_001.png") + " -o " + out + " --radius 5 -q");
+        const auto r = test::run_vibra("track " + dir.file("f_000.png") + " " + dir.file("f_001.png") +
+                                       " -o " + out + " --radius 5 -q");
         INFO(r.output);
         REQUIRE(r.exit_code == 2);
-        REQUIRE(r.output.find("-o " + out + " is one file, but 2 image files were given") != std::string::npos);
+        REQUIRE(r.output.find("-o " + out + " is one file, but 2 image files were given") !=
+                std::string::npos);
         REQUIRE(r.output.find("quote the pattern") != std::string::npos);
         REQUIRE_FALSE(fs::exists(out));
     }
@@ -191,9 +199,10 @@ TEST_CASE("real data: trackpy bulk water (dark colloids, green channel)", "[unit
     }
     test::TempDir dir("track_water");
     const auto in = (shared / "data/real/trackpy_bulk_water/*.png").string();
-    const auto r = test::run_vibra("track '" + in + "' -o " + dir.file("w.h5") +
-                                   " --radius 5.5 --invert --channel 1 --max-step 5 --min-score 0.25 --min-edge 0.2"
-                                   " --edge-threshold 0.08 -q");
+    const auto r =
+        test::run_vibra("track '" + in + "' -o " + dir.file("w.h5") +
+                        " --radius 5.5 --invert --channel 1 --max-step 5 --min-score 0.25 --min-edge 0.2"
+                        " --edge-threshold 0.08 -q");
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     store::TrajectoryReader t(dir.file("w.h5"));

@@ -36,8 +36,8 @@ TEST_CASE("estimate_radii finds two sizes, or one", "[unit]") {
         DiskLook look;
         double phi;
     };
-    for (const auto& c : {Case{6, 8, DiskLook::dark_ring, 0.6}, Case{5, 7, DiskLook::plain, 0.4}, Case{10, 13, DiskLook::marker_dot, 0.5},
-                          Case{7, 7, DiskLook::plain, 0.5}}) {
+    for (const auto& c : {Case{6, 8, DiskLook::dark_ring, 0.6}, Case{5, 7, DiskLook::plain, 0.4},
+                          Case{10, 13, DiskLook::marker_dot, 0.5}, Case{7, 7, DiskLook::plain, 0.5}}) {
         SynthParams sp;
         sp.render.width = sp.render.height = 320;
         sp.render.look = c.look;
@@ -48,7 +48,8 @@ TEST_CASE("estimate_radii finds two sizes, or one", "[unit]") {
         sp.frames = 1;
         sp.seed = 61;
         const auto r = estimate_radii(frames_of(sp), false, 3, 30);
-        INFO("truth " << c.rs << "/" << c.rl << " " << to_string(c.look) << ": estimated " << r.front() << (r.size() > 1 ? " / " : "")
+        INFO("truth " << c.rs << "/" << c.rl << " " << to_string(c.look) << ": estimated " << r.front()
+                      << (r.size() > 1 ? " / " : "")
                       << (r.size() > 1 ? std::to_string(r.back()) : std::string()));
         if (c.rs == c.rl) {
             REQUIRE(r.size() == 1);
@@ -67,7 +68,8 @@ TEST_CASE("estimate_radii finds two sizes, or one", "[unit]") {
 TEST_CASE("vibra track --radii auto", "[unit]") {
     test::TempDir dir("radii_auto");
     const auto video = dir.file("v.avi"), out = dir.file("v.h5");
-    const auto syn = test::run_vibra("synth -o " + video + " --width 256 --height 256 --frames 5 --seed 62 --look ring --noise 0.04"
+    const auto syn = test::run_vibra("synth -o " + video +
+                                     " --width 256 --height 256 --frames 5 --seed 62 --look ring --noise 0.04"
                                      " --packing-fraction 0.5 -q");
     INFO(syn.output);
     REQUIRE(syn.exit_code == 0);
@@ -92,4 +94,3 @@ TEST_CASE("vibra track --radii auto on frames without disks: error names the inp
     REQUIRE(r.output.find(dir.file("")) != std::string::npos);
     REQUIRE(!std::filesystem::exists(dir.file("o.h5")));
 }
-

@@ -15,11 +15,13 @@ using namespace vibra::tracking;
 
 namespace {
 // Refines disks from starting points ~0.9 px off and returns the largest per-axis error.
-double max_error(const std::vector<Disk>& disks, const RenderParams& rp, RefineMethod m, std::vector<float>* radii = nullptr) {
+double max_error(const std::vector<Disk>& disks, const RenderParams& rp, RefineMethod m,
+                 std::vector<float>* radii = nullptr) {
     const cv::Mat img = render_frame(disks, rp);
     const auto g = compute_gradients(img, rp.dark_on_bright, 32);
     std::vector<Particle> parts(disks.size());
-    for (std::size_t i = 0; i < disks.size(); ++i) parts[i].x = std::round(disks[i].x) + 0.6, parts[i].y = std::round(disks[i].y) - 0.6;
+    for (std::size_t i = 0; i < disks.size(); ++i)
+        parts[i].x = std::round(disks[i].x) + 0.6, parts[i].y = std::round(disks[i].y) - 0.6;
     RefineParams p;
     p.method = m;
     refine_particles(g, parts, 5.1, 9.2, p);
@@ -50,13 +52,15 @@ TEST_CASE("isolated disks of every look: centre within 0.04 px, radius within 0.
         rp.look = look;
         std::vector<Disk> disks;
         for (int k = 0; k < 16; ++k)  // offsets sweep the unit square
-            disks.push_back({25.0 + 50 * (k % 4) + 0.0625 * k, 25.0 + 50 * (k / 4) + 0.27 * (k % 4) + 0.031 * k, k % 2 ? 8.0 : 6.0,
+            disks.push_back({25.0 + 50 * (k % 4) + 0.0625 * k,
+                             25.0 + 50 * (k / 4) + 0.27 * (k % 4) + 0.031 * k, k % 2 ? 8.0 : 6.0,
                              static_cast<std::int8_t>(k % 2), static_cast<std::uint32_t>(k + 1), 0.3 * k});
         std::vector<float> radii;
         const double e = max_error(disks, rp, RefineMethod::profile_fit, &radii);
         INFO("look " << to_string(look) << ": max error " << e);
         REQUIRE(e < 0.04);  // measured: ≤ 0.034 (bright rim), sharp edges, start 0.85 px off
-        for (std::size_t i = 0; i < disks.size(); ++i) REQUIRE_THAT(radii[i], Catch::Matchers::WithinAbs(disks[i].radius, 0.3));
+        for (std::size_t i = 0; i < disks.size(); ++i)
+            REQUIRE_THAT(radii[i], Catch::Matchers::WithinAbs(disks[i].radius, 0.3));
         REQUIRE(max_error(disks, rp, RefineMethod::radial_symmetry) < 0.03);
     }
 }
@@ -86,7 +90,8 @@ TEST_CASE("settle: disks whose step is small stop early, the others take every i
     RenderParams rp;
     rp.width = rp.height = 120;
     rp.blur_sigma = 0.7;
-    const std::vector<Disk> disks = {{30.3, 30.6, 8.0, 1, 1, 0}, {85.2, 40.4, 6.0, 0, 2, 0}, {40.7, 88.1, 8.0, 1, 3, 0}};
+    const std::vector<Disk> disks = {
+        {30.3, 30.6, 8.0, 1, 1, 0}, {85.2, 40.4, 6.0, 0, 2, 0}, {40.7, 88.1, 8.0, 1, 3, 0}};
     const cv::Mat img = render_frame(disks, rp);
     const auto g = compute_gradients(img, false, 32);
     // disk 0 starts on its centre (first step tiny), disks 1 and 2 0.9 px off

@@ -13,16 +13,21 @@ TEST_CASE("render draws defect markers at the defect positions of the chosen lag
     test::TempDir dir("render_defects");
     auto q = [](const std::string& s) { return "'" + s + "'"; };
     const auto clip = dir.file("clip.avi"), tr = dir.file("clip.h5"), res = dir.file("res.h5");
-    REQUIRE(test::run_vibra("synth -o " + q(clip) + " --frames 16 --width 192 --height 192 --packing-fraction 0.5 "
-                            "--active-speed 0.5 --seed 3 -q").exit_code == 0);
-    REQUIRE(test::run_vibra("track " + q(clip) + " -o " + q(tr) + " --radius-small 6 --radius-large 8 -q").exit_code == 0);
+    REQUIRE(test::run_vibra("synth -o " + q(clip) +
+                            " --frames 16 --width 192 --height 192 --packing-fraction 0.5 "
+                            "--active-speed 0.5 --seed 3 -q")
+                .exit_code == 0);
+    REQUIRE(test::run_vibra("track " + q(clip) + " -o " + q(tr) + " --radius-small 6 --radius-large 8 -q")
+                .exit_code == 0);
     const auto a = test::run_vibra("analyze " + q(tr) + " -o " + q(res) + " --only defects -q");
     INFO(a.output);
     REQUIRE(a.exit_code == 0);
     REQUIRE(test::run_vibra("render " + q(tr) + " --video " + q(clip) + " -o " + q(dir.file("plain") + "/") +
-                            " --frames 0:2 -q").exit_code == 0);
+                            " --frames 0:2 -q")
+                .exit_code == 0);
     REQUIRE(test::run_vibra("render " + q(tr) + " --video " + q(clip) + " -o " + q(dir.file("marked") + "/") +
-                            " --frames 0:2 --defects " + q(res) + " -q").exit_code == 0);
+                            " --frames 0:2 --defects " + q(res) + " -q")
+                .exit_code == 0);
     const cv::Mat plain = cv::imread(dir.file("plain/frame_000000.png"));
     const cv::Mat marked = cv::imread(dir.file("marked/frame_000000.png"));
     REQUIRE(!plain.empty());

@@ -84,7 +84,8 @@ TEST_CASE("merge_strips: a disk seen by both strips of a seam is kept once, from
     // video once broke a track there); ordinary disks away from the seam.
     std::vector<std::vector<Particle>> per(2);
     per[0] = {disk(10, 20, 1), disk(30, 98.9, 1), disk(60, 100.2, 1), disk(90, 99.7, 1), disk(150, 96.49, 1)};
-    per[1] = {disk(30.01, 98.91, 2), disk(60.01, 100.21, 2), disk(120, 99.3, 2), disk(10, 180, 2), disk(150.01, 96.51, 2)};
+    per[1] = {disk(30.01, 98.91, 2), disk(60.01, 100.21, 2), disk(120, 99.3, 2), disk(10, 180, 2),
+              disk(150.01, 96.51, 2)};
     const auto m = merge_strips(per, strips, 3.0, 6.0);
     REQUIRE(m.size() == 7);
     auto find = [&](double x) {
@@ -93,11 +94,11 @@ TEST_CASE("merge_strips: a disk seen by both strips of a seam is kept once, from
         FAIL("disk at x " << x << " missing");
         return Particle{};
     };
-    REQUIRE(find(30).radius == 1);   // A from strip 0
-    REQUIRE(find(60).radius == 2);   // B from strip 1
-    REQUIRE(find(90).radius == 1);   // C, only strip 0 saw it
-    REQUIRE(find(120).radius == 2);  // D, only strip 1 saw it
-    REQUIRE(find(150).radius == 1);  // E from strip 0, once
+    REQUIRE(find(30).radius == 1);                                             // A from strip 0
+    REQUIRE(find(60).radius == 2);                                             // B from strip 1
+    REQUIRE(find(90).radius == 1);                                             // C, only strip 0 saw it
+    REQUIRE(find(120).radius == 2);                                            // D, only strip 1 saw it
+    REQUIRE(find(150).radius == 1);                                            // E from strip 0, once
     for (std::size_t i = 1; i < m.size(); ++i) REQUIRE(m[i - 1].y <= m[i].y);  // sorted by y like locate()
 }
 
@@ -130,14 +131,15 @@ TEST_CASE("strip locators: moderate case, three strips, no disk doubled or lost 
             return false;
         };
         for (std::size_t i = row0; i < truth.size(); ++i)
-            if (by_seam(truth.y[i])) near.push(truth.frame[i], truth.particle[i], truth.x[i], truth.y[i], truth.species[i]);
+            if (by_seam(truth.y[i]))
+                near.push(truth.frame[i], truth.particle[i], truth.x[i], truth.y[i], truth.species[i]);
         for (const auto& q : parts)
             if (by_seam(q.y)) near_parts.push_back(q);
         test::score(near_parts, near, 0, seams);
     }
-    WARN("3 strips, moderate 384x320, 8 frames: truth " << all.truth << ", recall " << all.recall() << ", precision "
-                                                          << all.precision() << ", RMS " << all.rms() << " px; at the seams "
-                                                          << seams.truth << " disks, RMS " << seams.rms() << " px");
+    WARN("3 strips, moderate 384x320, 8 frames: truth "
+         << all.truth << ", recall " << all.recall() << ", precision " << all.precision() << ", RMS "
+         << all.rms() << " px; at the seams " << seams.truth << " disks, RMS " << seams.rms() << " px");
     REQUIRE(loc[1].last().warm);  // the strips' locators carry their disks from frame to frame
     REQUIRE(all.matched == all.truth);
     REQUIRE(all.detected == all.truth);
@@ -145,7 +147,8 @@ TEST_CASE("strip locators: moderate case, three strips, no disk doubled or lost 
     REQUIRE(double(all.species_ok) / double(all.matched) >= 0.999);
     REQUIRE(seams.truth >= 40);  // enough disks straddle the seams to see a doubling or a loss
     REQUIRE(seams.matched == seams.truth);
-    REQUIRE(seams.detected <= seams.truth + 1);  // a disk just outside the band may be counted by its detection
+    REQUIRE(seams.detected <=
+            seams.truth + 1);  // a disk just outside the band may be counted by its detection
     REQUIRE(seams.rms() <= 0.03);
 }
 
@@ -158,12 +161,15 @@ struct MemorySink final : TrajectorySink {
     bool opened = false, committed = false;
     void open(const Metadata&) override { opened = true; }
     void append(const TrajectoryTable& t, std::int64_t) override {
-        for (std::size_t i = 0; i < t.size(); ++i) rows.push(t.frame[i], t.particle[i], t.x[i], t.y[i], t.species[i]);
+        for (std::size_t i = 0; i < t.size(); ++i)
+            rows.push(t.frame[i], t.particle[i], t.x[i], t.y[i], t.species[i]);
     }
     void append_species(const std::vector<std::int8_t>& s, const std::vector<float>&) override {
         for (auto x : s) rows.species.at(n_species++) = x;
     }
-    void set_diagnostic(const std::string& name, std::vector<std::int64_t> v, const std::string&) override { diag[name] = std::move(v); }
+    void set_diagnostic(const std::string& name, std::vector<std::int64_t> v, const std::string&) override {
+        diag[name] = std::move(v);
+    }
     void commit(const Metadata&, const FrameColumns&) override {
         REQUIRE(n_species == rows.size());
         committed = true;
@@ -206,7 +212,8 @@ TrackParams two_strips() {
 TEST_CASE("track_video by strips: an undecodable frame is skipped, a size change stops the run", "[unit]") {
     test::TempDir dir("strips_pipeline");
     const std::string seq = dir.file("seq");
-    const auto [truth, row0] = write_png_sequence(reference_case(ReferenceCase::moderate, 256, 8, 62), seq, 3);  // frame 3 cannot be decoded
+    const auto [truth, row0] = write_png_sequence(reference_case(ReferenceCase::moderate, 256, 8, 62), seq,
+                                                  3);  // frame 3 cannot be decoded
     const TrackParams p = two_strips();
     REQUIRE(plan_strips(256, 2, 8).size() == 2);  // the run goes by strips
     MemorySink sink;
@@ -236,8 +243,9 @@ TEST_CASE("track_video by strips: an undecodable frame is skipped, a size change
         const auto fu = static_cast<std::size_t>(f);
         test::score(parts, truth.slice(row0[fu], row0[fu + 1]), 0, s, 0.1);
     }
-    WARN("strips through an undecodable frame: truth " << s.truth << ", matched " << s.matched << ", detected " << s.detected
-                                                       << ", RMS " << s.rms() << " px");
+    WARN("strips through an undecodable frame: truth " << s.truth << ", matched " << s.matched
+                                                       << ", detected " << s.detected << ", RMS " << s.rms()
+                                                       << " px");
     REQUIRE(s.matched == s.truth);
     REQUIRE(s.detected == s.truth);
     REQUIRE(s.rms() <= 0.03);
@@ -263,12 +271,15 @@ TEST_CASE("track_video by strips: an undecodable frame is skipped, a size change
         void set_diagnostic(const std::string&, std::vector<std::int64_t>, const std::string&) override {}
         void commit(const Metadata&, const FrameColumns&) override { FAIL("commit after a failed open"); }
     } failing;
-    REQUIRE_THROWS_WITH(track_video(seq, failing, dir.file("spool3"), p), Catch::Contains("out.h5: cannot create"));
+    REQUIRE_THROWS_WITH(track_video(seq, failing, dir.file("spool3"), p),
+                        Catch::Contains("out.h5: cannot create"));
     // and a spool that cannot be created fails before any thread starts
     REQUIRE_THROWS_AS(track_video(seq, sink2, dir.file("no_such_dir") + "/spool", p), IoError);
 }
 
-TEST_CASE("track_video by strips: the workers hand the frames on in order, and a sink that fails mid-run stops it", "[unit]") {
+TEST_CASE(
+    "track_video by strips: the workers hand the frames on in order, and a sink that fails mid-run stops it",
+    "[unit]") {
     // With strips the worker that is not behind links the complete frames and hands their rows to
     // the sink (pipeline.cpp): every frame must still arrive once, in order, and a sink error
     // raised on a worker must stop the run with that error, nothing committed.

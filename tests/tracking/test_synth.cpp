@@ -50,7 +50,8 @@ TEST_CASE("circle_rect_area is exact for simple cases", "[unit]") {
     REQUIRE_THAT(circle_rect_area(0, 0, r, -5, 0, 0, 5), WithinAbs(M_PI * 9 / 4, 1e-12));
     // Circular segment beyond x = a: r² acos(a/r) − a sqrt(r² − a²).
     const double a = 1.3;
-    REQUIRE_THAT(circle_rect_area(0, 0, r, a, -5, 5, 5), WithinAbs(r * r * std::acos(a / r) - a * std::sqrt(r * r - a * a), 1e-12));
+    REQUIRE_THAT(circle_rect_area(0, 0, r, a, -5, 5, 5),
+                 WithinAbs(r * r * std::acos(a / r) - a * std::sqrt(r * r - a * a), 1e-12));
     // Square inside the disk, disjoint square.
     REQUIRE_THAT(circle_rect_area(10, 20, r, 9, 19, 11, 21), WithinAbs(4.0, 1e-12));
     REQUIRE_THAT(circle_rect_area(0, 0, r, 3, 3, 4, 4), WithinAbs(0.0, 1e-15));
@@ -84,12 +85,14 @@ TEST_CASE("rendered disk: every pixel's coverage equals an independent quadratur
     double worst = 0;
     for (int j = 0; j < 24; ++j)
         for (int i = 0; i < 24; ++i)
-            worst = std::max(worst, std::abs(c.at<double>(j, i) - pixel_area_quadrature(d.x, d.y, d.radius, i - 0.5, j - 0.5)));
+            worst = std::max(worst, std::abs(c.at<double>(j, i) -
+                                             pixel_area_quadrature(d.x, d.y, d.radius, i - 0.5, j - 0.5)));
     INFO("worst pixel difference " << worst);
     REQUIRE(worst < 1e-5);
 }
 
-TEST_CASE("rendered disk: integrated area = pi r^2 and centroid = exact centre at many sub-pixel positions", "[unit]") {
+TEST_CASE("rendered disk: integrated area = pi r^2 and centroid = exact centre at many sub-pixel positions",
+          "[unit]") {
     RenderParams p;
     p.width = 40;
     p.height = 40;
@@ -128,7 +131,8 @@ TEST_CASE("rendered disk: integrated area = pi r^2 and centroid = exact centre a
     REQUIRE(worst_psf_c < 1e-5);
 }
 
-TEST_CASE("PSF rendering: tends to the sharp rendering as sigma -> 0 and matches a fine-grid reference", "[unit]") {
+TEST_CASE("PSF rendering: tends to the sharp rendering as sigma -> 0 and matches a fine-grid reference",
+          "[unit]") {
     RenderParams p;
     p.width = 32;
     p.height = 32;
@@ -156,7 +160,8 @@ TEST_CASE("PSF rendering: tends to the sharp rendering as sigma -> 0 and matches
     REQUIRE(cv::norm(psf, sharp, cv::NORM_INF) > 0.1);  // the PSF does something
 }
 
-TEST_CASE("rendered looks keep the exact centre (concentric layers), bright rim too up to texture", "[unit]") {
+TEST_CASE("rendered looks keep the exact centre (concentric layers), bright rim too up to texture",
+          "[unit]") {
     RenderParams p;
     p.width = 48;
     p.height = 48;
@@ -249,7 +254,8 @@ TEST_CASE("image formation: levels, inversion, 16 bits, gradient, noise, hot/dea
                 p.dark_on_bright = inv;
                 const cv::Mat img = render_frame(std::span<const Disk>(&d, 1), p);
                 REQUIRE(img.type() == (bits == 16 ? CV_16UC1 : CV_8UC1));
-                const double inside = bits == 16 ? img.at<std::uint16_t>(31, 31) : img.at<std::uint8_t>(31, 31);
+                const double inside =
+                    bits == 16 ? img.at<std::uint16_t>(31, 31) : img.at<std::uint8_t>(31, 31);
                 const double outside = bits == 16 ? img.at<std::uint16_t>(2, 2) : img.at<std::uint8_t>(2, 2);
                 REQUIRE(inside == std::nearbyint((inv ? p.background : p.foreground) * maxv));
                 REQUIRE(outside == std::nearbyint((inv ? p.foreground : p.background) * maxv));
@@ -293,8 +299,10 @@ TEST_CASE("image formation: levels, inversion, 16 bits, gradient, noise, hot/dea
         p.bit_depth = 16;
         p.width = p.height = 16;
         std::vector<double> means;
-        for (int f = 0; f < 400; ++f) means.push_back(cv::mean(render_frame(std::span<const Disk>(), p, f))[0]);
-        REQUIRE(*std::max_element(means.begin(), means.end()) == *std::min_element(means.begin(), means.end()));
+        for (int f = 0; f < 400; ++f)
+            means.push_back(cv::mean(render_frame(std::span<const Disk>(), p, f))[0]);
+        REQUIRE(*std::max_element(means.begin(), means.end()) ==
+                *std::min_element(means.begin(), means.end()));
         p.flicker = 0.05;
         double s1 = 0, s2 = 0;
         for (int f = 0; f < 400; ++f) {
@@ -360,7 +368,8 @@ TEST_CASE("generator: requested counts, truth in the box, overlaps < 0.2 px, fra
     REQUIRE(std::sqrt(msd / 70) < 2.0);
 }
 
-TEST_CASE("generator with motion blur: the image centroid of a moving disk is the truth (exposure average)", "[unit]") {
+TEST_CASE("generator with motion blur: the image centroid of a moving disk is the truth (exposure average)",
+          "[unit]") {
     SynthParams sp;
     sp.render.width = 160;
     sp.render.height = 160;
@@ -392,7 +401,9 @@ TEST_CASE("generator with motion blur: the image centroid of a moving disk is th
         // the level) than the same disk rendered still at the truth position.
         const Disk still{truth.x[r], truth.y[r], 6.0};
         const cv::Mat ref = render_frame(std::span<const Disk>(&still, 1), sp.render, f);
-        auto edge = [](const cv::Mat& m) { return cv::countNonZero((m > 0.05 * 58982) & (m < 0.85 * 58982)); };
+        auto edge = [](const cv::Mat& m) {
+            return cv::countNonZero((m > 0.05 * 58982) & (m < 0.85 * 58982));
+        };
         INFO("frame " << f << " v = (" << truth.vx[r] << ", " << truth.vy[r] << ") px/frame, edge pixels "
                       << edge(img) << " blurred vs " << edge(ref) << " still");
         if (f > 0) REQUIRE(edge(img) > edge(ref) + 5);  // ≈ +10 at 2 px of blur; ±2 without
@@ -412,8 +423,7 @@ TEST_CASE("generator at packing fraction 0.8 keeps overlaps below 0.2 px", "[uni
     SynthGenerator gen(sp);
     TrajectoryTable truth;
     cv::Mat img;
-    while (gen.next(img, truth)) {
-    }
+    while (gen.next(img, truth)) {}
     // Independent check on the truth itself.
     double worst = 0;
     for (std::size_t a = 0; a < truth.size(); ++a)
@@ -433,12 +443,15 @@ TEST_CASE("generator at packing fraction 0.8 keeps overlaps below 0.2 px", "[uni
     REQUIRE(gen.max_overlap() < 0.2);
 }
 
-TEST_CASE("vibra synth: video + truth with the requested counts and overlaps < 0.2 px — errors leave no output", "[unit]") {
+TEST_CASE(
+    "vibra synth: video + truth with the requested counts and overlaps < 0.2 px — errors leave no output",
+    "[unit]") {
     test::TempDir tmp("synth_cli");
     const std::string video = tmp.file("s.avi");
-    auto r = test::run_vibra("-q synth -o '" + video +
-                             "' --width 200 --height 160 --n-small 30 --n-large 20 --radius-small 5 --radius-large 7 "
-                             "--frames 5 --look marker-dot --noise 0.05 --gradient 0.1 --motion-blur 3 --seed 9");
+    auto r = test::run_vibra(
+        "-q synth -o '" + video +
+        "' --width 200 --height 160 --n-small 30 --n-large 20 --radius-small 5 --radius-large 7 "
+        "--frames 5 --look marker-dot --noise 0.05 --gradient 0.1 --motion-blur 3 --seed 9");
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     store::TrajectoryReader tr(tmp.file("s.truth.h5"));
@@ -468,7 +481,8 @@ TEST_CASE("vibra synth: video + truth with the requested counts and overlaps < 0
     REQUIRE(src->info().height == 160);
 
     // 16-bit TIFF sequence.
-    r = test::run_vibra("-q synth -o '" + tmp.file("seq16") + "/' --format tiff --bit-depth 16 --width 64 --height 64 "
+    r = test::run_vibra("-q synth -o '" + tmp.file("seq16") +
+                        "/' --format tiff --bit-depth 16 --width 64 --height 64 "
                         "--n-small 3 --n-large 2 --frames 2");
     INFO(r.output);
     REQUIRE(r.exit_code == 0);

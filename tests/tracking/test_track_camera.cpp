@@ -30,7 +30,8 @@ TEST_CASE("tracking a Phantom .cine records image numbers, stamps and camera met
     REQUIRE(fc.image_number.back() == -5403);
     REQUIRE(fc.time_s.size() == 15);
     // Stamps 111 µs apart (9000 frames/s, saved with decimation 10), although the setup says 90 000.
-    for (std::size_t i = 1; i < fc.time_s.size(); ++i) REQUIRE_THAT(fc.time_s[i] - fc.time_s[i - 1], Catch::Matchers::WithinRel(1.11e-4, 0.02));
+    for (std::size_t i = 1; i < fc.time_s.size(); ++i)
+        REQUIRE_THAT(fc.time_s[i] - fc.time_s[i - 1], Catch::Matchers::WithinRel(1.11e-4, 0.02));
     REQUIRE(rd.meta().time_unit == "s");
     REQUIRE_THAT(rd.meta().frame_interval, Catch::Matchers::WithinRel(1.11e-4, 0.02));
     REQUIRE(rd.meta().user.count("camera_warning") == 1);  // the setup's 90 000 frames/s disagrees

@@ -43,8 +43,10 @@ ReadAll read_all(FrameSource& src) {
     for (;;) {
         Frame f;
         const auto s = src.next(f);
-        if (s == ReadStatus::ok) r.frames.push_back(f);
-        else if (s == ReadStatus::corrupt) ++r.corrupt;
+        if (s == ReadStatus::ok)
+            r.frames.push_back(f);
+        else if (s == ReadStatus::corrupt)
+            ++r.corrupt;
         else {
             r.last = s;
             break;
@@ -53,7 +55,8 @@ ReadAll read_all(FrameSource& src) {
     return r;
 }
 
-std::vector<cv::Mat> write_sequence(const std::string& folder, VideoFormat fmt, int type, int n, int w = 37, int h = 23) {
+std::vector<cv::Mat> write_sequence(const std::string& folder, VideoFormat fmt, int type, int n, int w = 37,
+                                    int h = 23) {
     FrameSink sink(folder, fmt);
     std::vector<cv::Mat> imgs;
     for (int k = 0; k < n; ++k) {
@@ -93,7 +96,8 @@ TEST_CASE("image sequences: natural sort order, glob and folder inputs, frame ra
     const std::string dir = tmp.file("frames");
     fs::create_directories(dir);
     // Frames written out of order with names that sort wrongly as plain strings.
-    const std::vector<std::string> names{"img10.png", "img2.png", "img1.png", "img9.png", "img100.png", "img011.png"};
+    const std::vector<std::string> names{"img10.png", "img2.png",   "img1.png",
+                                         "img9.png",  "img100.png", "img011.png"};
     const std::vector<int> order_value{10, 2, 1, 9, 100, 11};
     for (std::size_t k = 0; k < names.size(); ++k)
         cv::imwrite(dir + "/" + names[k], cv::Mat(4, 6, CV_8UC1, cv::Scalar(order_value[k])));
@@ -104,8 +108,10 @@ TEST_CASE("image sequences: natural sort order, glob and folder inputs, frame ra
         auto src = open_video(dir);
         const auto r = read_all(*src);
         REQUIRE(r.frames.size() == 7);
-        const std::vector<int> expect{1, 2, 9, 10, 11, 100, 200};  // img1 img2 img9 img10 img011 img100 other_5
-        for (std::size_t k = 0; k < expect.size(); ++k) REQUIRE(r.frames[k].image.at<std::uint8_t>(0, 0) == expect[k]);
+        const std::vector<int> expect{1,  2,   9,  10,
+                                      11, 100, 200};  // img1 img2 img9 img10 img011 img100 other_5
+        for (std::size_t k = 0; k < expect.size(); ++k)
+            REQUIRE(r.frames[k].image.at<std::uint8_t>(0, 0) == expect[k]);
     }
     SECTION("glob: only matching files") {
         auto src = open_video(dir + "/img*.png");
@@ -113,7 +119,8 @@ TEST_CASE("image sequences: natural sort order, glob and folder inputs, frame ra
         const auto r = read_all(*src);
         const std::vector<int> expect{1, 2, 9, 10, 11, 100};
         REQUIRE(r.frames.size() == expect.size());
-        for (std::size_t k = 0; k < expect.size(); ++k) REQUIRE(r.frames[k].image.at<std::uint8_t>(0, 0) == expect[k]);
+        for (std::size_t k = 0; k < expect.size(); ++k)
+            REQUIRE(r.frames[k].image.at<std::uint8_t>(0, 0) == expect[k]);
     }
     SECTION("frame range [2, 5) of the glob") {
         ReaderParams p;
@@ -190,7 +197,8 @@ TEST_CASE("colour to grey: luma round(0.299 R + 0.587 G + 0.114 B), or one chann
                             v = f.image.at<std::uint16_t>(j, i);
                         }
                         // round(0.299 R + 0.587 G + 0.114 B) with halves up, in exact integers.
-                        const double expect = channel == -1 ? std::floor((299 * rr + 587 * g + 114 * b + 500) / 1000)
+                        const double expect = channel == -1
+                                                  ? std::floor((299 * rr + 587 * g + 114 * b + 500) / 1000)
                                               : channel == 0 ? rr
                                               : channel == 1 ? g
                                                              : b;
@@ -311,8 +319,12 @@ void write_avi(const std::string& path, const std::vector<cv::Mat>& frames, cons
     const int w = frames[0].cols, h = frames[0].rows;
     const int stride = L.bi_rgb ? (w + 3) / 4 * 4 : w;
     std::string out;
-    auto u32 = [](std::string& b, std::uint32_t v) { for (int k = 0; k < 4; ++k) b.push_back(static_cast<char>(v >> (8 * k))); };
-    auto u16 = [](std::string& b, std::uint16_t v) { b.push_back(static_cast<char>(v)), b.push_back(static_cast<char>(v >> 8)); };
+    auto u32 = [](std::string& b, std::uint32_t v) {
+        for (int k = 0; k < 4; ++k) b.push_back(static_cast<char>(v >> (8 * k)));
+    };
+    auto u16 = [](std::string& b, std::uint16_t v) {
+        b.push_back(static_cast<char>(v)), b.push_back(static_cast<char>(v >> 8));
+    };
     auto chunk = [&](std::string& b, const char* id, const std::string& data) {
         b += std::string(id, 4);
         u32(b, static_cast<std::uint32_t>(data.size()));
@@ -321,18 +333,21 @@ void write_avi(const std::string& path, const std::vector<cv::Mat>& frames, cons
     };
     auto list = [&](const char* type, const std::string& body) { return std::string(type, 4) + body; };
     std::string avih;
-    for (std::uint32_t v : {20000u, 0u, 0u, 0x10u, static_cast<std::uint32_t>(frames.size()), 0u, 1u, 0u, static_cast<std::uint32_t>(w),
-                            static_cast<std::uint32_t>(h), 0u, 0u, 0u, 0u})
+    for (std::uint32_t v : {20000u, 0u, 0u, 0x10u, static_cast<std::uint32_t>(frames.size()), 0u, 1u, 0u,
+                            static_cast<std::uint32_t>(w), static_cast<std::uint32_t>(h), 0u, 0u, 0u, 0u})
         u32(avih, v);
     std::string strh = "vids";
     strh += L.bi_rgb ? std::string(4, '\0') : std::string("Y800");
-    for (std::uint32_t v : {0u, 0u, 0u, 1u, 50u, 0u, static_cast<std::uint32_t>(frames.size()), 0u, 0u, 0u}) u32(strh, v);
+    for (std::uint32_t v : {0u, 0u, 0u, 1u, 50u, 0u, static_cast<std::uint32_t>(frames.size()), 0u, 0u, 0u})
+        u32(strh, v);
     for (int k = 0; k < 4; ++k) u16(strh, 0);
     std::string strf;
-    u32(strf, 40), u32(strf, static_cast<std::uint32_t>(w)), u32(strf, static_cast<std::uint32_t>(L.bi_rgb ? h : -h));
+    u32(strf, 40), u32(strf, static_cast<std::uint32_t>(w)),
+        u32(strf, static_cast<std::uint32_t>(L.bi_rgb ? h : -h));
     u16(strf, 1), u16(strf, 8);
     strf += L.bi_rgb ? std::string(4, '\0') : std::string("Y800");
-    u32(strf, static_cast<std::uint32_t>(stride * h)), u32(strf, 0), u32(strf, 0), u32(strf, L.bi_rgb ? 256 : 0), u32(strf, 0);
+    u32(strf, static_cast<std::uint32_t>(stride * h)), u32(strf, 0), u32(strf, 0),
+        u32(strf, L.bi_rgb ? 256 : 0), u32(strf, 0);
     if (L.bi_rgb)
         for (int k = 0; k < 256; ++k) {
             const char g = static_cast<char>(L.palette_grey[static_cast<std::size_t>(k)]);
@@ -353,7 +368,8 @@ void write_avi(const std::string& path, const std::vector<cv::Mat>& frames, cons
                 std::uint8_t idx = v;
                 if (L.bi_rgb)
                     for (int k = 0; k < 256; ++k)
-                        if (L.palette_grey[static_cast<std::size_t>(k)] == v) idx = static_cast<std::uint8_t>(k);
+                        if (L.palette_grey[static_cast<std::size_t>(k)] == v)
+                            idx = static_cast<std::uint8_t>(k);
                 b[static_cast<std::size_t>(row * stride + x)] = static_cast<char>(idx);
             }
         }
@@ -363,7 +379,8 @@ void write_avi(const std::string& path, const std::vector<cv::Mat>& frames, cons
     std::string movi_body, idx;
     for (std::size_t k = 0; k < n1; ++k) {
         u32(idx, 0), idx.replace(idx.size() - 4, 4, "00db");
-        u32(idx, 0x10), u32(idx, static_cast<std::uint32_t>(4 + movi_body.size())), u32(idx, static_cast<std::uint32_t>(stride * h));
+        u32(idx, 0x10), u32(idx, static_cast<std::uint32_t>(4 + movi_body.size())),
+            u32(idx, static_cast<std::uint32_t>(stride * h));
         chunk(movi_body, "00db", frame_bytes(frames[k]));
     }
     std::string riff_body = "AVI ";
@@ -382,12 +399,17 @@ void write_avi(const std::string& path, const std::vector<cv::Mat>& frames, cons
 }
 }  // namespace
 
-TEST_CASE("uncompressed AVI read directly: Y800 and BI_RGB grey palettes, idx1 or a scan, OpenDML extensions", "[unit]") {
+TEST_CASE("uncompressed AVI read directly: Y800 and BI_RGB grey palettes, idx1 or a scan, OpenDML extensions",
+          "[unit]") {
     test::TempDir tmp("video_raw_avi");
     std::vector<cv::Mat> imgs;
-    for (int k = 0; k < 6; ++k) imgs.push_back(random_image(37, 21, CV_8UC1, 700 + static_cast<std::uint64_t>(k)));  // rows of 37: padded to 40 in BI_RGB
+    for (int k = 0; k < 6; ++k)
+        imgs.push_back(random_image(
+            37, 21, CV_8UC1, 700 + static_cast<std::uint64_t>(k)));  // rows of 37: padded to 40 in BI_RGB
     std::vector<std::uint8_t> identity(256), reversed(256);
-    for (int k = 0; k < 256; ++k) identity[static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(k), reversed[static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(255 - k);
+    for (int k = 0; k < 256; ++k)
+        identity[static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(k),
+        reversed[static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(255 - k);
     struct Case {
         const char* name;
         AviLayout layout;
@@ -497,7 +519,8 @@ TEST_CASE("bad inputs: clear errors naming the input", "[unit]") {
     SECTION("missing file / empty folder / glob without matches") {
         REQUIRE_THROWS_AS(open_video(tmp.file("nope.avi")), IoError);
         fs::create_directories(tmp.file("empty"));
-        REQUIRE_THROWS_WITH(open_video(tmp.file("empty")), Catch::Contains("empty") && Catch::Contains("no image files"));
+        REQUIRE_THROWS_WITH(open_video(tmp.file("empty")),
+                            Catch::Contains("empty") && Catch::Contains("no image files"));
         REQUIRE_THROWS_AS(open_video(tmp.file("empty") + "/*.png"), IoError);
     }
     SECTION("unreadable video") {
@@ -596,7 +619,8 @@ TEST_CASE("bad inputs: clear errors naming the input", "[unit]") {
         const auto r = read_all(*src);
         REQUIRE(r.frames.size() >= 3);
         REQUIRE(r.frames.size() < 10);
-        for (std::size_t k = 0; k < r.frames.size(); ++k) REQUIRE(same(r.frames[k].image, imgs[static_cast<std::size_t>(r.frames[k].index)]));
+        for (std::size_t k = 0; k < r.frames.size(); ++k)
+            REQUIRE(same(r.frames[k].image, imgs[static_cast<std::size_t>(r.frames[k].index)]));
         REQUIRE(r.last == ReadStatus::truncated);
     }
 }

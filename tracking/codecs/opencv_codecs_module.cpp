@@ -38,4 +38,6 @@ const OpenCvCodecsTable table{
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const OpenCvCodecsTable* vibra_opencv_codecs_table() { return &table; }
+extern "C" __attribute__((visibility("default"))) const OpenCvCodecsTable* vibra_opencv_codecs_table() {
+    return &table;
+}

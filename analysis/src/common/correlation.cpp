@@ -52,7 +52,8 @@ std::vector<double> crosscorrelation_sum(std::span<const double> a, std::span<co
     const int n = padded_length(T);
     detail::RealFft fft(n);
     detail::FftwBuffer<double> xa(static_cast<std::size_t>(n)), xb(static_cast<std::size_t>(n));
-    detail::FftwBuffer<fftw_complex> fa(static_cast<std::size_t>(n / 2 + 1)), fb(static_cast<std::size_t>(n / 2 + 1));
+    detail::FftwBuffer<fftw_complex> fa(static_cast<std::size_t>(n / 2 + 1)),
+        fb(static_cast<std::size_t>(n / 2 + 1));
     for (int i = 0; i < n; ++i) {
         xa.p[i] = i < static_cast<int>(T) ? a[static_cast<std::size_t>(i)] : 0.0;
         xb.p[i] = i < static_cast<int>(T) ? b[static_cast<std::size_t>(i)] : 0.0;

@@ -11,24 +11,32 @@
 namespace vibra::analysis {
 
 void LmParams::validate() const {
-    if (max_iterations < 1) throw ParameterError("LmParams.max_iterations must be >= 1, got " + std::to_string(max_iterations));
-    if (!(tolerance > 0)) throw ParameterError("LmParams.tolerance must be > 0, got " + std::to_string(tolerance));
-    if (!(initial_lambda > 0)) throw ParameterError("LmParams.initial_lambda must be > 0, got " + std::to_string(initial_lambda));
-    if (!(jacobian_step > 0)) throw ParameterError("LmParams.jacobian_step must be > 0, got " + std::to_string(jacobian_step));
+    if (max_iterations < 1)
+        throw ParameterError("LmParams.max_iterations must be >= 1, got " + std::to_string(max_iterations));
+    if (!(tolerance > 0))
+        throw ParameterError("LmParams.tolerance must be > 0, got " + std::to_string(tolerance));
+    if (!(initial_lambda > 0))
+        throw ParameterError("LmParams.initial_lambda must be > 0, got " + std::to_string(initial_lambda));
+    if (!(jacobian_step > 0))
+        throw ParameterError("LmParams.jacobian_step must be > 0, got " + std::to_string(jacobian_step));
 }
 
 namespace {
-double sumsq(const Eigen::VectorXd& r) { return r.allFinite() ? r.squaredNorm() : std::numeric_limits<double>::infinity(); }
+double sumsq(const Eigen::VectorXd& r) {
+    return r.allFinite() ? r.squaredNorm() : std::numeric_limits<double>::infinity();
+}
 }  // namespace
 
-LmResult levenberg_marquardt(const ResidualFn& f, std::vector<double> p0, std::size_t n_res, const LmParams& params) {
+LmResult levenberg_marquardt(const ResidualFn& f, std::vector<double> p0, std::size_t n_res,
+                             const LmParams& params) {
     params.validate();
     const auto np = static_cast<Eigen::Index>(p0.size());
     const auto nr = static_cast<Eigen::Index>(n_res);
     Eigen::VectorXd p = Eigen::Map<Eigen::VectorXd>(p0.data(), np);
     Eigen::VectorXd r(nr), rp(nr), rm(nr);
     auto eval = [&](const Eigen::VectorXd& q, Eigen::VectorXd& out) {
-        f(std::span<const double>(q.data(), static_cast<std::size_t>(np)), std::span<double>(out.data(), n_res));
+        f(std::span<const double>(q.data(), static_cast<std::size_t>(np)),
+          std::span<double>(out.data(), n_res));
     };
     eval(p, r);
     double chi2 = sumsq(r);
@@ -91,7 +99,8 @@ LmResult levenberg_marquardt(const ResidualFn& f, std::vector<double> p0, std::s
     return res;
 }
 
-LineFit weighted_line_fit(std::span<const double> x, std::span<const double> y, std::span<const double> sigma) {
+LineFit weighted_line_fit(std::span<const double> x, std::span<const double> y,
+                          std::span<const double> sigma) {
     if (x.size() != y.size() || (!sigma.empty() && sigma.size() != x.size()))
         throw ParameterError("weighted_line_fit: x, y, sigma sizes differ");
     double S = 0, Sx = 0, Sy = 0, Sxx = 0, Sxy = 0;

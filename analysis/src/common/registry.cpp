@@ -20,11 +20,16 @@ std::vector<AnalysisSpec> all_analyses() {
 
 const char* type_name(OptionType t) {
     switch (t) {
-        case OptionType::integer: return "INT";
-        case OptionType::number: return "FLOAT";
-        case OptionType::list: return "LIST";
-        case OptionType::boolean: return "BOOL";
-        case OptionType::text: break;
+        case OptionType::integer:
+            return "INT";
+        case OptionType::number:
+            return "FLOAT";
+        case OptionType::list:
+            return "LIST";
+        case OptionType::boolean:
+            return "BOOL";
+        case OptionType::text:
+            break;
     }
     return "TEXT";
 }

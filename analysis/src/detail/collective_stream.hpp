@@ -23,13 +23,29 @@ namespace vibra::analysis::detail {
 /// The flags every collective analysis has, prefixed with its name.
 inline std::vector<AnalysisOption> field_options(const std::string& n, const std::string& stride_default) {
     return {
-        {n + "-lags", "lags Δt of the displacement field u = r(t+Δt) − r(t), frames, comma-separated", "1,10", OptionType::list, 1, kInf},
-        {n + "-stride", "use start frames t = 0, s, 2s, … (frames; empty = about 100 start frames)", stride_default, OptionType::integer, 1, kInf},
-        {n + "-sigma", "Gaussian coarse-graining width σ, length unit (empty = 1 mean interparticle spacing)", "", OptionType::number, 0, kInf},
+        {n + "-lags", "lags Δt of the displacement field u = r(t+Δt) − r(t), frames, comma-separated", "1,10",
+         OptionType::list, 1, kInf},
+        {n + "-stride", "use start frames t = 0, s, 2s, … (frames; empty = about 100 start frames)",
+         stride_default, OptionType::integer, 1, kInf},
+        {n + "-sigma", "Gaussian coarse-graining width σ, length unit (empty = 1 mean interparticle spacing)",
+         "", OptionType::number, 0, kInf},
         {n + "-spacing", "grid spacing, length unit (empty = σ)", "", OptionType::number, 0, kInf},
-        {n + "-min-weight", "mask grid nodes whose kernel weight sum Σw is below this (particles)", "0.5", OptionType::number, 0, kInf},
-        {n + "-drift", "drift removed from the displacements: none | mean", "none", OptionType::text, -kInf, kInf, {"none", "mean"}},
-        {n + "-quantity", "field: displacement (u, length unit) | velocity (u/Δt)", "displacement", OptionType::text, -kInf, kInf, {"displacement", "velocity"}},
+        {n + "-min-weight", "mask grid nodes whose kernel weight sum Σw is below this (particles)", "0.5",
+         OptionType::number, 0, kInf},
+        {n + "-drift",
+         "drift removed from the displacements: none | mean",
+         "none",
+         OptionType::text,
+         -kInf,
+         kInf,
+         {"none", "mean"}},
+        {n + "-quantity",
+         "field: displacement (u, length unit) | velocity (u/Δt)",
+         "displacement",
+         OptionType::text,
+         -kInf,
+         kInf,
+         {"displacement", "velocity"}},
     };
 }
 
@@ -61,7 +77,8 @@ inline FieldSettings resolve_field_settings(const AnalysisContext& ctx, const st
     s.n_frames = src.n_frames();
     for (double v : ctx.numbers(n + "-lags")) {
         if (!(v >= 1) || v != std::floor(v) || v > 1e12)
-            throw ParameterError("--" + n + "-lags: lags must be positive integers (frames), got " + std::to_string(v));
+            throw ParameterError("--" + n + "-lags: lags must be positive integers (frames), got " +
+                                 std::to_string(v));
         s.lags.push_back(static_cast<std::int64_t>(v));
     }
     std::sort(s.lags.begin(), s.lags.end());
@@ -73,7 +90,8 @@ inline FieldSettings resolve_field_settings(const AnalysisContext& ctx, const st
     const std::int64_t span = s.n_frames - s.lags.front();
     if (ctx.is_set(n + "-stride")) {
         s.stride = ctx.integer(n + "-stride");
-        if (s.stride < 1) throw ParameterError("--" + n + "-stride must be ≥ 1, got " + std::to_string(s.stride));
+        if (s.stride < 1)
+            throw ParameterError("--" + n + "-stride must be ≥ 1, got " + std::to_string(s.stride));
     } else {
         s.stride = std::max<std::int64_t>(1, (span + 99) / 100);
     }
@@ -92,10 +110,12 @@ inline FieldSettings resolve_field_settings(const AnalysisContext& ctx, const st
     }
     if (first.rows.empty()) throw Error(meta.source.file + ": no particles in any frame");
     s.region = field_region(s.geometry, first.rows.x, first.rows.y);
-    const double area = s.geometry.kind == GeometryKind::unbounded || s.geometry.kind == GeometryKind::window_circle
-                            ? (s.geometry.kind == GeometryKind::window_circle ? s.geometry.area()
-                                                                             : (s.region.x1 - s.region.x0) * (s.region.y1 - s.region.y0))
-                            : s.geometry.area();
+    const double area =
+        s.geometry.kind == GeometryKind::unbounded || s.geometry.kind == GeometryKind::window_circle
+            ? (s.geometry.kind == GeometryKind::window_circle
+                   ? s.geometry.area()
+                   : (s.region.x1 - s.region.x0) * (s.region.y1 - s.region.y0))
+            : s.geometry.area();
     s.mean_spacing = mean_spacing(area, first.rows.size());
     s.cg.sigma = ctx.is_set(n + "-sigma") ? ctx.number(n + "-sigma") : s.mean_spacing;
     s.cg.min_weight = ctx.number(n + "-min-weight");
@@ -144,7 +164,9 @@ inline void stream_displacements(const TrajectorySource& src, const FieldSetting
                 Displacements d = displacements(a, ring.back(), s.geometry, s.drift);
                 if (s.velocity) {
                     const double dt = frame_time(src.meta(), fc, 0, f) - frame_time(src.meta(), fc, 0, t);
-                    if (!(dt > 0)) throw Error(src.meta().source.file + ": frame " + std::to_string(f) + ": non-increasing frame times");
+                    if (!(dt > 0))
+                        throw Error(src.meta().source.file + ": frame " + std::to_string(f) +
+                                    ": non-increasing frame times");
                     for (std::size_t i = 0; i < d.size(); ++i) d.ux[i] /= dt, d.uy[i] /= dt;
                 }
                 fn(li, t / s.stride, d);
@@ -159,13 +181,16 @@ inline GridField field_of(const FieldSettings& s, const Displacements& d) {
 
 inline std::vector<double> lag_times(const TrajectorySource& src, const FieldSettings& s) {
     std::vector<double> v;
-    for (auto L : s.lags) v.push_back(frame_time(src.meta(), src.frame_columns(), 0, L) - frame_time(src.meta(), src.frame_columns(), 0, 0));
+    for (auto L : s.lags)
+        v.push_back(frame_time(src.meta(), src.frame_columns(), 0, L) -
+                    frame_time(src.meta(), src.frame_columns(), 0, 0));
     return v;
 }
 
 inline std::vector<double> start_times(const TrajectorySource& src, const FieldSettings& s) {
     std::vector<double> v;
-    for (std::int64_t k = 0; k < s.n_times; ++k) v.push_back(frame_time(src.meta(), src.frame_columns(), 0, k * s.stride));
+    for (std::int64_t k = 0; k < s.n_times; ++k)
+        v.push_back(frame_time(src.meta(), src.frame_columns(), 0, k * s.stride));
     return v;
 }
 

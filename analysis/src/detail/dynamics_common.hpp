@@ -27,14 +27,16 @@ struct SpeciesSet {
         return nullptr;
     }
     std::vector<T*> all() { return {&total, &small, &large}; }
-    std::vector<std::pair<std::string, T*>> named() { return {{"", &total}, {"_small", &small}, {"_large", &large}}; }
+    std::vector<std::pair<std::string, T*>> named() {
+        return {{"", &total}, {"_small", &small}, {"_large", &large}};
+    }
     std::map<std::string, T*> named_map() { return {{"", &total}, {"_small", &small}, {"_large", &large}}; }
 };
 
 /// Largest lag in frames: n_frames/2 when max_lag < 0, else max_lag capped at n_frames − 1.
 inline std::size_t resolve_max_lag(std::int64_t max_lag, std::int64_t n_frames) {
-    return static_cast<std::size_t>(
-        std::max<std::int64_t>(0, max_lag < 0 ? n_frames / 2 : std::min<std::int64_t>(max_lag, n_frames - 1)));
+    return static_cast<std::size_t>(std::max<std::int64_t>(
+        0, max_lag < 0 ? n_frames / 2 : std::min<std::int64_t>(max_lag, n_frames - 1)));
 }
 
 /// Stream parameters from an analysis' Params (drift, drift_window, max_cells, progress, and
@@ -106,8 +108,8 @@ inline void add_stream_attrs(ResultGroup& g, const TrackStreamInfo& info) {
     g.attrs["max_block_cells"] = info.max_block_cells;
     g.attrs["lag_time_basis"] = std::string("lag_frames x mean frame interval");
     if (info.frame_times.size() >= 2)
-        g.attrs["frame_interval"] =
-            (info.frame_times.back() - info.frame_times.front()) / static_cast<double>(info.frame_times.size() - 1);
+        g.attrs["frame_interval"] = (info.frame_times.back() - info.frame_times.front()) /
+                                    static_cast<double>(info.frame_times.size() - 1);
 }
 
 }  // namespace vibra::analysis::detail

@@ -68,7 +68,8 @@ inline constexpr int kReduceChunks = 8;
 
 /// Calls fn(begin, end, chunk) for the kReduceChunks chunks of [0, n) (chunk c = [c·n/8, (c+1)·n/8)),
 /// chunk c on thread c % threads; fn may touch the accumulator of its chunk only.
-inline void parallel_for_chunks(std::size_t n, int threads, const std::function<void(std::size_t, std::size_t, int)>& fn) {
+inline void parallel_for_chunks(std::size_t n, int threads,
+                                const std::function<void(std::size_t, std::size_t, int)>& fn) {
     const int nt = std::clamp(threads, 1, kReduceChunks);
     const auto run = [&](int t) {
         for (int c = t; c < kReduceChunks; c += nt) {
@@ -81,7 +82,8 @@ inline void parallel_for_chunks(std::size_t n, int threads, const std::function<
 }
 
 inline double hann(std::size_t t, std::size_t n) {
-    return 0.5 * (1 - std::cos(2 * std::numbers::pi * (static_cast<double>(t) + 0.5) / static_cast<double>(n)));
+    return 0.5 *
+           (1 - std::cos(2 * std::numbers::pi * (static_cast<double>(t) + 0.5) / static_cast<double>(n)));
 }
 
 /// Particles of one frame that have a velocity.
@@ -96,8 +98,10 @@ struct FrameParticles {
 /// Velocities: the vx/vy columns when present, otherwise central differences of linked
 /// positions (one-sided at track ends; minimum image in periodic boxes). Rows without a
 /// velocity are left out. Sets `velocity_source`.
-inline void stream_frames(const TrajectorySource& src, const std::function<void(std::vector<FrameParticles>&)>& fn,
-                          std::string* velocity_source = nullptr, VelocityScheme scheme = VelocityScheme::automatic,
+inline void stream_frames(const TrajectorySource& src,
+                          const std::function<void(std::vector<FrameParticles>&)>& fn,
+                          std::string* velocity_source = nullptr,
+                          VelocityScheme scheme = VelocityScheme::automatic,
                           std::int64_t block_rows = 1 << 20) {
     const std::int64_t T = src.n_frames();
     const std::int64_t fpb = std::max<std::int64_t>(1, frames_per_block(src, block_rows));
@@ -113,11 +117,16 @@ inline void stream_frames(const TrajectorySource& src, const std::function<void(
         Trajectory tr = src.read_frames(r0, r1 - r0);
         const auto& rows = tr.rows;
         if (scheme == VelocityScheme::given && !rows.has_velocity())
-            throw FormatError("velocity scheme 'given' but the trajectory has no vx/vy columns (use auto, central or forward)");
-        const bool cols = rows.has_velocity() && (scheme == VelocityScheme::automatic || scheme == VelocityScheme::given);
+            throw FormatError(
+                "velocity scheme 'given' but the trajectory has no vx/vy columns (use auto, central or "
+                "forward)");
+        const bool cols =
+            rows.has_velocity() && (scheme == VelocityScheme::automatic || scheme == VelocityScheme::given);
         const bool fwd = scheme == VelocityScheme::forward;
         if (first_block && velocity_source)
-            *velocity_source = cols ? "columns" : fwd ? "forward differences" : "central differences (one-sided at track ends)";
+            *velocity_source = cols  ? "columns"
+                               : fwd ? "forward differences"
+                                     : "central differences (one-sided at track ends)";
         first_block = false;
         std::vector<FrameParticles> out(static_cast<std::size_t>(cnt));
         const double dt = meta.frame_interval;
@@ -126,7 +135,9 @@ inline void stream_frames(const TrajectorySource& src, const std::function<void(
             fp.frame = f;
             const std::int64_t rb = tr.index.begin(f), re = tr.index.end(f);
             auto push = [&](std::int64_t r, double vx, double vy) {
-                if (!std::isfinite(vx) || !std::isfinite(vy) || !std::isfinite(rows.x[r]) || !std::isfinite(rows.y[r])) return;
+                if (!std::isfinite(vx) || !std::isfinite(vy) || !std::isfinite(rows.x[r]) ||
+                    !std::isfinite(rows.y[r]))
+                    return;
                 fp.id.push_back(rows.particle[r]);
                 fp.x.push_back(rows.x[r]);
                 fp.y.push_back(rows.y[r]);
@@ -252,9 +263,9 @@ private:
 };
 
 /// Weighted velocities a = w·(v − v̄) (v̄ the w²-weighted mean when subtract_mean) for one frame.
-inline void weighted_velocities(const FrameParticles& fp, const CurrentRegion& reg, const std::vector<double>* mass,
-                                bool subtract_mean, std::vector<double>& ax, std::vector<double>& ay,
-                                std::vector<double>& w, double& sum_w2) {
+inline void weighted_velocities(const FrameParticles& fp, const CurrentRegion& reg,
+                                const std::vector<double>* mass, bool subtract_mean, std::vector<double>& ax,
+                                std::vector<double>& ay, std::vector<double>& w, double& sum_w2) {
     const std::size_t n = fp.x.size();
     w.resize(n);
     ax.resize(n);
@@ -265,7 +276,8 @@ inline void weighted_velocities(const FrameParticles& fp, const CurrentRegion& r
         double m = 1;
         if (mass && !mass->empty()) {
             const int s = fp.species[i];
-            m = (s >= 0 && static_cast<std::size_t>(s) < mass->size()) ? (*mass)[static_cast<std::size_t>(s)] : 1.0;
+            m = (s >= 0 && static_cast<std::size_t>(s) < mass->size()) ? (*mass)[static_cast<std::size_t>(s)]
+                                                                       : 1.0;
         }
         w[i] = wi * m;  // factor on v
         sw += wi * wi * m;

@@ -15,7 +15,8 @@
 namespace vibra::analysis::detail {
 
 /// Runs fn(begin, end, thread_index) over [0, n) split into `threads` contiguous chunks.
-inline void parallel_for(std::size_t n, int threads, const std::function<void(std::size_t, std::size_t, int)>& fn) {
+inline void parallel_for(std::size_t n, int threads,
+                         const std::function<void(std::size_t, std::size_t, int)>& fn) {
     const int nt = std::max(1, std::min<int>(threads, static_cast<int>(std::max<std::size_t>(n, 1))));
     if (nt == 1) {
         fn(0, n, 0);

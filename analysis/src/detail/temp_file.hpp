@@ -26,7 +26,9 @@ public:
         const fs::path d = dir.empty() ? fs::temp_directory_path() : fs::path(dir);
         std::string tmpl = (d / (prefix + "-XXXXXX")).string();
         fd_ = ::mkstemp(tmpl.data());
-        if (fd_ < 0) throw IoError(tmpl + ": cannot create a temporary file for " + what_ + ": " + std::strerror(errno));
+        if (fd_ < 0)
+            throw IoError(tmpl + ": cannot create a temporary file for " + what_ + ": " +
+                          std::strerror(errno));
         path_ = tmpl;
         ::unlink(tmpl.c_str());
     }
@@ -53,7 +55,9 @@ public:
         while (bytes > 0) {
             const ssize_t r = ::pread(fd_, b, bytes, off);
             if (r < 0 && errno == EINTR) continue;
-            if (r <= 0) throw IoError(path_ + ": cannot read " + what_ + ": " + (r == 0 ? "unexpected end" : std::strerror(errno)));
+            if (r <= 0)
+                throw IoError(path_ + ": cannot read " + what_ + ": " +
+                              (r == 0 ? "unexpected end" : std::strerror(errno)));
             b += r, off += r, bytes -= static_cast<std::size_t>(r);
         }
     }

@@ -17,13 +17,13 @@
 namespace vibra::analysis::detail {
 
 struct TrackScan {
-    std::vector<std::int64_t> ids;                     ///< linked ids (≥ 0), ascending
-    std::vector<std::int64_t> first, last;             ///< lifetime [first, last] of ids[j]
-    std::vector<std::int64_t> n_small, n_large;        ///< species votes of ids[j]
-    std::vector<std::int64_t> offset;                  ///< prefix sum of lifetimes (ids.size() + 1)
-    std::vector<double> dx, dy, ux, uy;                ///< per frame: mean displacement from f−1, mean given velocity
-    std::vector<char> d_ok, u_ok;                      ///< … defined
-    bool has_vel = false;                              ///< the rows carry vx, vy
+    std::vector<std::int64_t> ids;               ///< linked ids (≥ 0), ascending
+    std::vector<std::int64_t> first, last;       ///< lifetime [first, last] of ids[j]
+    std::vector<std::int64_t> n_small, n_large;  ///< species votes of ids[j]
+    std::vector<std::int64_t> offset;            ///< prefix sum of lifetimes (ids.size() + 1)
+    std::vector<double> dx, dy, ux, uy;  ///< per frame: mean displacement from f−1, mean given velocity
+    std::vector<char> d_ok, u_ok;        ///< … defined
+    bool has_vel = false;                ///< the rows carry vx, vy
 };
 
 void* huge_alloc(std::size_t bytes);  ///< aligned to 2 MiB, advised onto transparent huge pages
@@ -67,7 +67,8 @@ struct KeptRows {
 };
 
 /// One pass over the frames of `src` in blocks of ≈ block_rows rows; with `keep`, also the rows.
-TrackScan scan_tracks(const TrajectorySource& src, std::int64_t block_rows, bool progress, KeptRows* keep = nullptr);
+TrackScan scan_tracks(const TrajectorySource& src, std::int64_t block_rows, bool progress,
+                      KeptRows* keep = nullptr);
 
 /// An array of doubles on transparent huge pages where the kernel allows it (fewer page faults
 /// and TLB misses when filled in particle-major order).
@@ -90,8 +91,8 @@ struct TrackCache::Impl {
     TrackCacheParams p;
     bool built = false;
     detail::TrackScan scan;
-    int cols = 2;                 ///< doubles per cell: x, y [, vx, vy]
-    detail::BigArray mem;         ///< the copy, when in memory
+    int cols = 2;                            ///< doubles per cell: x, y [, vx, vy]
+    detail::BigArray mem;                    ///< the copy, when in memory
     std::unique_ptr<detail::TempFile> file;  ///< the copy, when in a (deleted) temporary file
     std::int64_t cells() const { return scan.offset.empty() ? 0 : scan.offset.back(); }
     /// Cells [c0, c1) (cols doubles each, NaN where the particle is absent): a pointer into the

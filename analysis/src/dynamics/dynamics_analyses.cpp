@@ -28,7 +28,8 @@ std::vector<std::int64_t> int_list(const AnalysisContext& ctx, const std::string
     std::vector<std::int64_t> out;
     if (!ctx.is_set(flag) || ctx.text(flag) == "none") return out;
     for (double v : ctx.numbers(flag)) {
-        if (v != std::floor(v) || v < 1) throw ParameterError("--" + flag + ": lags must be positive integers (frames)");
+        if (v != std::floor(v) || v < 1)
+            throw ParameterError("--" + flag + ": lags must be positive integers (frames)");
         out.push_back(static_cast<std::int64_t>(v));
     }
     return out;
@@ -50,11 +51,26 @@ bool flag_bool(const AnalysisContext& ctx, const std::string& flag) {
 
 std::vector<AnalysisOption> stream_options(const std::string& n, bool velocity) {
     std::vector<AnalysisOption> o{
-        {n + "-drift", "drift removal: none | lowpass | com (full per-frame centre of mass)", "none", OptionType::text, -kInf, kInf, {"none", "lowpass", "com"}},
-        {n + "-drift-window", "frames of the low-pass moving average (lowpass drift)", "51", OptionType::integer, 1, kInf},
-        {n + "-block-cells", "summed track lifetimes (frames) per particle block: memory bound", "2097152", OptionType::integer, 1, kInf},
+        {n + "-drift",
+         "drift removal: none | lowpass | com (full per-frame centre of mass)",
+         "none",
+         OptionType::text,
+         -kInf,
+         kInf,
+         {"none", "lowpass", "com"}},
+        {n + "-drift-window", "frames of the low-pass moving average (lowpass drift)", "51",
+         OptionType::integer, 1, kInf},
+        {n + "-block-cells", "summed track lifetimes (frames) per particle block: memory bound", "2097152",
+         OptionType::integer, 1, kInf},
     };
-    if (velocity) o.push_back({n + "-velocity", "velocity scheme: auto | given | central | forward", "auto", OptionType::text, -kInf, kInf, {"auto", "given", "central", "forward"}});
+    if (velocity)
+        o.push_back({n + "-velocity",
+                     "velocity scheme: auto | given | central | forward",
+                     "auto",
+                     OptionType::text,
+                     -kInf,
+                     kInf,
+                     {"auto", "given", "central", "forward"}});
     return o;
 }
 
@@ -83,10 +99,18 @@ std::vector<AnalysisSpec> dynamics_analyses() {
         "mean square displacement (gap-aware FFT), alpha2, sigma_loc; self van Hove (sub-group msd/van_hove)",
         concat({{"msd-max-lag", "largest lag, frames (default n_frames/2)", "", OptionType::integer, 0, kInf},
                 {"msd-min-pairs", "lags with fewer (particle, t) pairs are NaN", "1", OptionType::number},
-                {"msd-vanhove-lags", "lags (frames) of G_s, comma-separated; 'none' = skip", "1,10,100", OptionType::list, 1, kInf, {"none"}},
+                {"msd-vanhove-lags",
+                 "lags (frames) of G_s, comma-separated; 'none' = skip",
+                 "1,10,100",
+                 OptionType::list,
+                 1,
+                 kInf,
+                 {"none"}},
                 {"msd-vanhove-bins", "bins of G_s(dx) per lag", "101", OptionType::integer, 1, kInf},
-                {"msd-vanhove-range", "G_s half-range in units of sqrt(MSD(lag)/2)", "5", OptionType::number, 0, kInf},
-                {"msd-sigma-fit-lags", "lags 1..n of the short-lag fit giving sigma_loc", "5", OptionType::integer, 1, kInf}},
+                {"msd-vanhove-range", "G_s half-range in units of sqrt(MSD(lag)/2)", "5", OptionType::number,
+                 0, kInf},
+                {"msd-sigma-fit-lags", "lags 1..n of the short-lag fit giving sigma_loc", "5",
+                 OptionType::integer, 1, kInf}},
                stream_options("msd", false)),
         [](const AnalysisContext& ctx) {
             need_two_frames(ctx, "msd");
@@ -106,11 +130,11 @@ std::vector<AnalysisSpec> dynamics_analyses() {
         }});
 
     out.push_back(AnalysisSpec{
-        "vacf",
-        "velocity autocorrelation <v(0).v(t)> (FFT, gap-aware), per species",
-        concat({{"vacf-max-lag", "largest lag, frames (default n_frames/2)", "", OptionType::integer, 0, kInf},
-                {"vacf-min-pairs", "lags with fewer pairs are NaN", "1", OptionType::number}},
-               stream_options("vacf", true)),
+        "vacf", "velocity autocorrelation <v(0).v(t)> (FFT, gap-aware), per species",
+        concat(
+            {{"vacf-max-lag", "largest lag, frames (default n_frames/2)", "", OptionType::integer, 0, kInf},
+             {"vacf-min-pairs", "lags with fewer pairs are NaN", "1", OptionType::number}},
+            stream_options("vacf", true)),
         [](const AnalysisContext& ctx) {
             need_two_frames(ctx, "vacf");
             VacfParams p;
@@ -123,13 +147,33 @@ std::vector<AnalysisSpec> dynamics_analyses() {
 
     out.push_back(AnalysisSpec{
         "vdos",
-        "vibrational density of states (default: Welch-averaged |FT of the velocities|^2 per particle, non-negative); reduced D/omega",
-        concat({{"vdos-max-lag", "M: resolution pi/(M dt), segments of 2M frames (welch; default min(n_frames/2, 128)) or VACF length (default n_frames/2)", "", OptionType::integer, 1, kInf},
-                {"vdos-window", "window on each velocity segment (welch) or on the VACF: hann | none", "hann", OptionType::text, -kInf, kInf, {"hann", "none"}},
-                {"vdos-estimator", "welch (|FT v|^2, non-negative) | unbiased (cosine transform of the per-pair VACF mean; may go negative) | biased", "welch", OptionType::text, -kInf, kInf, {"welch", "unbiased", "biased"}},
-                {"vdos-min-run", "welch: velocity runs shorter than this are not used, frames", "16", OptionType::integer, 2, kInf},
-                {"vdos-transfer-correction", "1 = divide by the finite-difference |H(omega)|^2", "0", OptionType::boolean},
-                {"vdos-transfer-cutoff", "correct only up to this fraction of the Nyquist frequency", "0.5", OptionType::number, 0, 1}},
+        "vibrational density of states (default: Welch-averaged |FT of the velocities|^2 per particle, "
+        "non-negative); reduced D/omega",
+        concat({{"vdos-max-lag",
+                 "M: resolution pi/(M dt), segments of 2M frames (welch; default min(n_frames/2, 128)) or "
+                 "VACF length (default n_frames/2)",
+                 "", OptionType::integer, 1, kInf},
+                {"vdos-window",
+                 "window on each velocity segment (welch) or on the VACF: hann | none",
+                 "hann",
+                 OptionType::text,
+                 -kInf,
+                 kInf,
+                 {"hann", "none"}},
+                {"vdos-estimator",
+                 "welch (|FT v|^2, non-negative) | unbiased (cosine transform of the per-pair VACF mean; may "
+                 "go negative) | biased",
+                 "welch",
+                 OptionType::text,
+                 -kInf,
+                 kInf,
+                 {"welch", "unbiased", "biased"}},
+                {"vdos-min-run", "welch: velocity runs shorter than this are not used, frames", "16",
+                 OptionType::integer, 2, kInf},
+                {"vdos-transfer-correction", "1 = divide by the finite-difference |H(omega)|^2", "0",
+                 OptionType::boolean},
+                {"vdos-transfer-cutoff", "correct only up to this fraction of the Nyquist frequency", "0.5",
+                 OptionType::number, 0, 1}},
                stream_options("vdos", true)),
         [](const AnalysisContext& ctx) {
             VdosParams p;
@@ -145,9 +189,9 @@ std::vector<AnalysisSpec> dynamics_analyses() {
         }});
 
     out.push_back(AnalysisSpec{
-        "fs",
-        "self intermediate scattering function F_s(k,t) and tau_alpha",
-        concat({{"fs-k", "wave numbers, rad/length, comma-separated (default: S(k) peak, else 2 pi/d_small)", "", OptionType::list, 0, kInf},
+        "fs", "self intermediate scattering function F_s(k,t) and tau_alpha",
+        concat({{"fs-k", "wave numbers, rad/length, comma-separated (default: S(k) peak, else 2 pi/d_small)",
+                 "", OptionType::list, 0, kInf},
                 {"fs-directions", "k directions averaged over [0, pi)", "8", OptionType::integer, 1, kInf},
                 {"fs-max-lag", "largest lag, frames (default n_frames/2)", "", OptionType::integer, 0, kInf},
                 {"fs-min-pairs", "lags with fewer pairs are NaN", "1", OptionType::number}},
@@ -167,10 +211,8 @@ std::vector<AnalysisSpec> dynamics_analyses() {
         }});
 
     out.push_back(AnalysisSpec{
-        "temperature",
-        "granular temperature per species vs time and T_large/T_small (mass ~ d^2)",
-        stream_options("temperature", true),
-        [](const AnalysisContext& ctx) {
+        "temperature", "granular temperature per species vs time and T_large/T_small (mass ~ d^2)",
+        stream_options("temperature", true), [](const AnalysisContext& ctx) {
             TemperatureParams p;
             read_stream(ctx, "temperature", p);
             p.scheme = velocity_scheme_from_string(ctx.text("temperature-velocity"), "temperature-velocity");
@@ -180,14 +222,25 @@ std::vector<AnalysisSpec> dynamics_analyses() {
     out.push_back(AnalysisSpec{
         "velocity_distribution",
         "P(v) of rms-scaled components and speeds; tail exponent beta by MLE with block bootstrap",
-        concat({{"velocity-distribution-threshold", "tail threshold, rms units", "1.5", OptionType::number, 0, kInf},
-                {"velocity-distribution-scan", "thresholds of the scan, comma-separated", "1.5,1.75,2,2.25,2.5,2.75,3", OptionType::list, 0, kInf},
-                {"velocity-distribution-variable", "fitted variable: component | speed", "component", OptionType::text, -kInf, kInf, {"component", "speed"}},
-                {"velocity-distribution-bootstrap", "bootstrap replicates", "200", OptionType::integer, 1, kInf},
-                {"velocity-distribution-blocks", "time blocks of the block bootstrap", "50", OptionType::integer, 1, kInf},
-                {"velocity-distribution-bins", "histogram bins of P(c)", "201", OptionType::integer, 1, kInf},
-                {"velocity-distribution-seed", "bootstrap random seed", "20240601", OptionType::integer, 0, kInf}},
-               stream_options("velocity-distribution", true)),
+        concat(
+            {{"velocity-distribution-threshold", "tail threshold, rms units", "1.5", OptionType::number, 0,
+              kInf},
+             {"velocity-distribution-scan", "thresholds of the scan, comma-separated",
+              "1.5,1.75,2,2.25,2.5,2.75,3", OptionType::list, 0, kInf},
+             {"velocity-distribution-variable",
+              "fitted variable: component | speed",
+              "component",
+              OptionType::text,
+              -kInf,
+              kInf,
+              {"component", "speed"}},
+             {"velocity-distribution-bootstrap", "bootstrap replicates", "200", OptionType::integer, 1, kInf},
+             {"velocity-distribution-blocks", "time blocks of the block bootstrap", "50", OptionType::integer,
+              1, kInf},
+             {"velocity-distribution-bins", "histogram bins of P(c)", "201", OptionType::integer, 1, kInf},
+             {"velocity-distribution-seed", "bootstrap random seed", "20240601", OptionType::integer, 0,
+              kInf}},
+            stream_options("velocity-distribution", true)),
         [](const AnalysisContext& ctx) {
             VelocityDistributionParams p;
             read_stream(ctx, "velocity-distribution", p);
@@ -197,7 +250,8 @@ std::vector<AnalysisSpec> dynamics_analyses() {
             p.scan = ctx.numbers("velocity-distribution-scan");
             const auto& var = ctx.text("velocity-distribution-variable");
             if (var != "component" && var != "speed")
-                throw ParameterError("--velocity-distribution-variable: '" + var + "' is not component or speed");
+                throw ParameterError("--velocity-distribution-variable: '" + var +
+                                     "' is not component or speed");
             p.fit_speed = var == "speed";
             p.bootstrap = ctx.integer("velocity-distribution-bootstrap");
             p.blocks = ctx.integer("velocity-distribution-blocks");

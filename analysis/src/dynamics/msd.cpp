@@ -13,13 +13,13 @@
 
 namespace vibra::analysis {
 
-using detail::resolve_max_lag;
-using detail::stream_params;
-using detail::SpeciesSet;
-using detail::info_count;
-using detail::mean_frame_interval;
 using detail::add_lag_axes;
 using detail::add_stream_attrs;
+using detail::info_count;
+using detail::mean_frame_interval;
+using detail::resolve_max_lag;
+using detail::SpeciesSet;
+using detail::stream_params;
 
 namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -68,13 +68,15 @@ void FftCorrelator::prepare(std::size_t length, std::size_t max_lag, std::size_t
         m.acc = std::make_unique<detail::FftwBuffer<fftw_complex>>(m.capacity / 2 + 1);
         m.slots.clear();
     }
-    while (m.slots.size() < slots) m.slots.push_back(std::make_unique<detail::FftwBuffer<fftw_complex>>(m.capacity / 2 + 1));
+    while (m.slots.size() < slots)
+        m.slots.push_back(std::make_unique<detail::FftwBuffer<fftw_complex>>(m.capacity / 2 + 1));
     for (std::size_t k = 0; k < nc; ++k) m.acc->p[k][0] = m.acc->p[k][1] = 0.0;
 }
 
 void FftCorrelator::forward(std::span<const double> series, std::size_t slot) {
     Impl& m = *impl_;
-    if (series.size() > m.length) throw std::invalid_argument("FftCorrelator::forward: series longer than prepared");
+    if (series.size() > m.length)
+        throw std::invalid_argument("FftCorrelator::forward: series longer than prepared");
     std::copy(series.begin(), series.end(), m.real->p);
     std::fill(m.real->p + series.size(), m.real->p + m.n, 0.0);
     m.plan->forward(m.real->p, m.slots.at(slot)->p);
@@ -286,7 +288,8 @@ std::pair<double, double> diffusion_from_msd(const std::vector<double>& msd, dou
     std::vector<std::pair<double, double>> pts;
     for (std::size_t k = std::max<std::size_t>(1, ml / 4); k <= ml; ++k)
         if (std::isfinite(msd[k])) pts.emplace_back(static_cast<double>(k) * dt, msd[k]);
-    if (pts.size() < 3) return {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::quiet_NaN()};
+    if (pts.size() < 3)
+        return {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::quiet_NaN()};
     for (const auto& [t, y] : pts) n += 1, st += t, sy += y, stt += t * t, sty += t * y;
     const double den = n * stt - st * st;
     const double slope = (n * sty - st * sy) / den, icpt = (sy - slope * st) / n;
@@ -298,13 +301,18 @@ std::pair<double, double> diffusion_from_msd(const std::vector<double>& msd, dou
 }  // namespace
 
 void MsdParams::validate() const {
-    if (max_lag < -1) throw ParameterError("msd max_lag must be >= 0 (or -1 = auto), got " + std::to_string(max_lag));
-    if (drift_window < 1) throw ParameterError("msd drift_window must be >= 1, got " + std::to_string(drift_window));
+    if (max_lag < -1)
+        throw ParameterError("msd max_lag must be >= 0 (or -1 = auto), got " + std::to_string(max_lag));
+    if (drift_window < 1)
+        throw ParameterError("msd drift_window must be >= 1, got " + std::to_string(drift_window));
     for (auto l : vanhove_lags)
         if (l < 1) throw ParameterError("msd vanhove_lags must be >= 1 frame, got " + std::to_string(l));
-    if (vanhove_bins < 2) throw ParameterError("msd vanhove_bins must be >= 2, got " + std::to_string(vanhove_bins));
-    if (!(vanhove_range > 0)) throw ParameterError("msd vanhove_range must be > 0, got " + std::to_string(vanhove_range));
-    if (sigma_fit_lags < 2) throw ParameterError("msd sigma_fit_lags must be >= 2, got " + std::to_string(sigma_fit_lags));
+    if (vanhove_bins < 2)
+        throw ParameterError("msd vanhove_bins must be >= 2, got " + std::to_string(vanhove_bins));
+    if (!(vanhove_range > 0))
+        throw ParameterError("msd vanhove_range must be > 0, got " + std::to_string(vanhove_range));
+    if (sigma_fit_lags < 2)
+        throw ParameterError("msd sigma_fit_lags must be >= 2, got " + std::to_string(sigma_fit_lags));
     if (max_cells < 1) throw ParameterError("msd max_cells must be >= 1, got " + std::to_string(max_cells));
 }
 
@@ -364,16 +372,17 @@ std::vector<ResultGroup> msd_analysis(const TrajectorySource& src, const MsdPara
         g.attrs["diffusion_coefficient_err" + suffix] = D_err;
     }
     g.attrs["diffusion_coefficient_units"] = L + "^2/" + Tu;
-    g.attrs["diffusion_definition"] =
-        std::string("D = slope/4 of a least-squares line through MSD(t) over lags [max_lag/4, max_lag]; err = the slope's standard error / 4");
+    g.attrs["diffusion_definition"] = std::string(
+        "D = slope/4 of a least-squares line through MSD(t) over lags [max_lag/4, max_lag]; err = the "
+        "slope's standard error / 4");
     const auto msd_total = msd_from_sums(sums.total, p.min_pairs);
     const auto [c0, sig] = localisation_noise(msd_total, p.sigma_fit_lags);
     g.attrs["msd_intercept"] = c0;
     g.attrs["sigma_loc"] = sig;
     g.attrs["sigma_loc_units"] = L;
     g.attrs["sigma_fit_lags"] = p.sigma_fit_lags;
-    g.attrs["sigma_loc_method"] =
-        std::string("least-squares c + a*lag + b*lag^2 over lags 1..sigma_fit_lags; sigma_loc = sqrt(max(c,0)/4)");
+    g.attrs["sigma_loc_method"] = std::string(
+        "least-squares c + a*lag + b*lag^2 over lags 1..sigma_fit_lags; sigma_loc = sqrt(max(c,0)/4)");
     std::vector<ResultGroup> out{std::move(g)};
 
     // ---- van Hove (second pass): G_s(Δx, τ) of pooled x and y displacement components
@@ -389,7 +398,8 @@ std::vector<ResultGroup> msd_analysis(const TrajectorySource& src, const MsdPara
             range[j] = p.vanhove_range * std::sqrt(msd_total[static_cast<std::size_t>(lags[j])] / 2.0);
         // counts (integers in doubles: exact in any order), one set per thread, added at the end
         const int nth = std::max(1, p.threads);
-        std::vector<SpeciesSet<std::vector<double>>> hist_t(static_cast<std::size_t>(nth)), ns_t(hist_t.size());
+        std::vector<SpeciesSet<std::vector<double>>> hist_t(static_cast<std::size_t>(nth)),
+            ns_t(hist_t.size());
         for (std::size_t t = 0; t < hist_t.size(); ++t) {
             for (auto* h : hist_t[t].all()) h->assign(nl * nb, 0.0);
             for (auto* h : ns_t[t].all()) h->assign(nl, 0.0);
@@ -436,7 +446,8 @@ std::vector<ResultGroup> msd_analysis(const TrajectorySource& src, const MsdPara
         for (std::size_t j = 0; j < nl; ++j) {
             lag[j] = static_cast<double>(lags[j]) * dt;
             const double w = 2 * range[j] / static_cast<double>(nb);
-            for (std::size_t b = 0; b < nb; ++b) dxs[j * nb + b] = -range[j] + (static_cast<double>(b) + 0.5) * w;
+            for (std::size_t b = 0; b < nb; ++b)
+                dxs[j * nb + b] = -range[j] + (static_cast<double>(b) + 0.5) * w;
         }
         v.add("lag", lag, Tu);
         v.add_int("lag_frames", lags, "frame");

@@ -104,8 +104,10 @@ void FsParams::validate() const {
     for (double v : k)
         if (!(v > 0)) throw ParameterError("fs k must be > 0, got " + std::to_string(v));
     if (directions < 1) throw ParameterError("fs directions must be >= 1, got " + std::to_string(directions));
-    if (max_lag < -1) throw ParameterError("fs max_lag must be >= 0 (or -1 = auto), got " + std::to_string(max_lag));
-    if (drift_window < 1) throw ParameterError("fs drift_window must be >= 1, got " + std::to_string(drift_window));
+    if (max_lag < -1)
+        throw ParameterError("fs max_lag must be >= 0 (or -1 = auto), got " + std::to_string(max_lag));
+    if (drift_window < 1)
+        throw ParameterError("fs drift_window must be >= 1, got " + std::to_string(drift_window));
     if (max_cells < 1) throw ParameterError("fs max_cells must be >= 1, got " + std::to_string(max_cells));
 }
 
@@ -126,7 +128,9 @@ std::pair<double, std::string> default_fs_k(const TrajectorySource& src, const R
             if (kv && sv && kv->size() == sv->size() && !kv->empty()) {
                 std::size_t best = kv->size();
                 for (std::size_t i = 0; i < kv->size(); ++i)
-                    if ((*kv)[i] > 0 && std::isfinite((*sv)[i]) && (best == kv->size() || (*sv)[i] > (*sv)[best])) best = i;
+                    if ((*kv)[i] > 0 && std::isfinite((*sv)[i]) &&
+                        (best == kv->size() || (*sv)[i] > (*sv)[best]))
+                        best = i;
                 if (best < kv->size()) return {(*kv)[best], "maximum of sk/s"};
             }
         }
@@ -136,7 +140,8 @@ std::pair<double, std::string> default_fs_k(const TrajectorySource& src, const R
         return {2 * std::numbers::pi / m.species_diameters[0], "2 pi / d_small"};
     const double area = m.geometry.area();
     const double per_frame = src.n_frames() > 0 ? static_cast<double>(src.n_rows()) / src.n_frames() : 0;
-    if (area > 0 && per_frame > 0) return {2 * std::numbers::pi / std::sqrt(area / per_frame), "2 pi / sqrt(area per particle)"};
+    if (area > 0 && per_frame > 0)
+        return {2 * std::numbers::pi / std::sqrt(area / per_frame), "2 pi / sqrt(area per particle)"};
     return {2 * std::numbers::pi, "2 pi / (1 length unit): no diameters or geometry"};
 }
 
@@ -172,13 +177,15 @@ ResultGroup fs_analysis(const TrajectorySource& src, const FsParams& p, const Re
     g.attrs["k_source"] = k_source;
     g.attrs["directions"] = p.directions;
     g.attrs["max_lag"] = static_cast<std::int64_t>(ml);
-    g.attrs["definition"] = std::string("<cos(k.dr)> averaged over pairs and over directions j*pi/directions");
+    g.attrs["definition"] =
+        std::string("<cos(k.dr)> averaged over pairs and over directions j*pi/directions");
     for (const auto& [suffix, s] : sums.named()) {
         if (suffix != "" && detail::info_count(info, suffix) == 0) continue;
         std::vector<double> f(ks.size() * (ml + 1), kNaN), tau(ks.size());
         for (std::size_t ik = 0; ik < ks.size(); ++ik) {
             for (std::size_t l = 0; l <= ml; ++l)
-                if (s->pairs[l] >= std::max(1.0, p.min_pairs)) f[ik * (ml + 1) + l] = s->s[ik * (ml + 1) + l] / s->pairs[l];
+                if (s->pairs[l] >= std::max(1.0, p.min_pairs))
+                    f[ik * (ml + 1) + l] = s->s[ik * (ml + 1) + l] / s->pairs[l];
             tau[ik] = tau_alpha(std::span<const double>(f.data() + ik * (ml + 1), ml + 1), dt);
         }
         g.add2d("fs" + suffix, f, ks.size(), ml + 1, "1");

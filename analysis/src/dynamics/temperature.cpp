@@ -12,8 +12,10 @@ namespace vibra::analysis {
 using detail::stream_params;
 
 void TemperatureParams::validate() const {
-    if (drift_window < 1) throw ParameterError("temperature drift_window must be >= 1, got " + std::to_string(drift_window));
-    if (max_cells < 1) throw ParameterError("temperature max_cells must be >= 1, got " + std::to_string(max_cells));
+    if (drift_window < 1)
+        throw ParameterError("temperature drift_window must be >= 1, got " + std::to_string(drift_window));
+    if (max_cells < 1)
+        throw ParameterError("temperature max_cells must be >= 1, got " + std::to_string(max_cells));
 }
 
 ResultGroup temperature_analysis(const TrajectorySource& src, const TemperatureParams& p) {
@@ -83,7 +85,8 @@ ResultGroup temperature_analysis(const TrajectorySource& src, const TemperatureP
         g.add_int("n_small", ns, "1");
         g.add_int("n_large", nl, "1");
     }
-    g.attrs["definition"] = std::string("T_a(t) = m_a <|v|^2>_a(t) / 2 (2-D, k_B = 1); ratio = T_large/T_small");
+    g.attrs["definition"] =
+        std::string("T_a(t) = m_a <|v|^2>_a(t) / 2 (2-D, k_B = 1); ratio = T_large/T_small");
     g.attrs["mass_unit"] = std::string("mass of a small disk (m proportional to diameter^2)");
     g.attrs["mass_large"] = m_large;
     g.attrs["mass_known"] = static_cast<std::int64_t>(meta.species_diameters.size() >= 2 ? 1 : 0);

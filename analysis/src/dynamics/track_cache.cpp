@@ -37,7 +37,8 @@ public:
         const std::int64_t span = ids.back() - lo_ + 1;
         if (span <= 8 * static_cast<std::int64_t>(ids.size()) + (1 << 20)) {
             table_.assign(static_cast<std::size_t>(span), -1);
-            for (std::size_t j = 0; j < ids.size(); ++j) table_[static_cast<std::size_t>(ids[j] - lo_)] = static_cast<std::int64_t>(j);
+            for (std::size_t j = 0; j < ids.size(); ++j)
+                table_[static_cast<std::size_t>(ids[j] - lo_)] = static_cast<std::int64_t>(j);
         } else {
             map_.reserve(ids.size());
             for (std::size_t j = 0; j < ids.size(); ++j) map_.emplace(ids[j], static_cast<std::int64_t>(j));
@@ -46,7 +47,9 @@ public:
     std::int64_t operator()(std::int64_t id) const {
         if (!table_.empty()) {
             const std::int64_t k = id - lo_;
-            return k < 0 || k >= static_cast<std::int64_t>(table_.size()) ? -1 : table_[static_cast<std::size_t>(k)];
+            return k < 0 || k >= static_cast<std::int64_t>(table_.size())
+                       ? -1
+                       : table_[static_cast<std::size_t>(k)];
         }
         const auto it = map_.find(id);
         return it == map_.end() ? -1 : it->second;
@@ -92,7 +95,8 @@ TrackScan scan_tracks(const TrajectorySource& src, std::int64_t block_rows, bool
             cur_y.clear();
             double su = 0, sv = 0;
             std::int64_t nv = 0;
-            for (auto k = static_cast<std::size_t>(tr.index.begin(f)); k < static_cast<std::size_t>(tr.index.end(f)); ++k) {
+            for (auto k = static_cast<std::size_t>(tr.index.begin(f));
+                 k < static_cast<std::size_t>(tr.index.end(f)); ++k) {
                 const std::int64_t id = r.particle[k];
                 if (id < 0) continue;
                 auto& inf = ids.try_emplace(id, IdInfo{f, f, 0, 0}).first->second;
@@ -129,8 +133,10 @@ TrackScan scan_tracks(const TrajectorySource& src, std::int64_t block_rows, bool
                 std::int64_t n = 0;
                 std::size_t a = 0, b = 0;
                 while (a < prev_id.size() && b < cur_id.size()) {
-                    if (prev_id[a] < cur_id[b]) ++a;
-                    else if (cur_id[b] < prev_id[a]) ++b;
+                    if (prev_id[a] < cur_id[b])
+                        ++a;
+                    else if (cur_id[b] < prev_id[a])
+                        ++b;
                     else {
                         sx += min_image(cur_x[b] - prev_x[a], Lx);
                         sy += min_image(cur_y[b] - prev_y[a], Ly);
@@ -166,9 +172,12 @@ TrackScan scan_tracks(const TrajectorySource& src, std::int64_t block_rows, bool
 
 // ------------------------------------------------------------------ cache
 void TrackCacheParams::validate() const {
-    if (memory_bytes < 0) throw ParameterError("track cache memory_bytes must be >= 0, got " + std::to_string(memory_bytes));
-    if (chunk_bytes < 1) throw ParameterError("track cache chunk_bytes must be >= 1, got " + std::to_string(chunk_bytes));
-    if (block_rows < 1) throw ParameterError("track cache block_rows must be >= 1, got " + std::to_string(block_rows));
+    if (memory_bytes < 0)
+        throw ParameterError("track cache memory_bytes must be >= 0, got " + std::to_string(memory_bytes));
+    if (chunk_bytes < 1)
+        throw ParameterError("track cache chunk_bytes must be >= 1, got " + std::to_string(chunk_bytes));
+    if (block_rows < 1)
+        throw ParameterError("track cache block_rows must be >= 1, got " + std::to_string(block_rows));
 }
 
 void* detail::huge_alloc(std::size_t bytes) {
@@ -207,7 +216,9 @@ TrackCache::~TrackCache() = default;
 const TrajectorySource& TrackCache::source() const { return *impl_->src; }
 bool TrackCache::built() const { return impl_->built; }
 bool TrackCache::on_disk() const { return impl_->file != nullptr; }
-std::int64_t TrackCache::bytes() const { return impl_->cells() * impl_->cols * static_cast<std::int64_t>(sizeof(double)); }
+std::int64_t TrackCache::bytes() const {
+    return impl_->cells() * impl_->cols * static_cast<std::int64_t>(sizeof(double));
+}
 TrackCache::Impl& TrackCache::impl() { return *impl_; }
 
 void TrackCache::build() {
@@ -227,12 +238,14 @@ void TrackCache::build() {
     const IdLookup lookup(s.ids);
     const std::int64_t T = src.n_frames();
     // rows → cells; put(j, cell) gives where cell `cell` of track j goes
-    const auto scatter = [&](std::size_t n, const std::int64_t* pid, const std::int64_t* frame, const double* x,
-                             const double* y, const double* vx, const double* vy, auto&& put) {
+    const auto scatter = [&](std::size_t n, const std::int64_t* pid, const std::int64_t* frame,
+                             const double* x, const double* y, const double* vx, const double* vy,
+                             auto&& put) {
         for (std::size_t k = 0; k < n; ++k) {
             if (pid[k] < 0) continue;
             const std::int64_t j = lookup(pid[k]);
-            double* c = put(j, s.offset[static_cast<std::size_t>(j)] + frame[k] - s.first[static_cast<std::size_t>(j)]);
+            double* c = put(
+                j, s.offset[static_cast<std::size_t>(j)] + frame[k] - s.first[static_cast<std::size_t>(j)]);
             c[0] = x[k];
             c[1] = y[k];
             if (C == 4) {
@@ -244,11 +257,12 @@ void TrackCache::build() {
     const auto scatter_rows = [&](const Trajectory& tr, auto&& put) {
         const auto& r = tr.rows;
         const bool vel = r.has_velocity();
-        scatter(r.size(), r.particle.data(), r.frame.data(), r.x.data(), r.y.data(), vel ? r.vx.data() : nullptr,
-                vel ? r.vy.data() : nullptr, put);
+        scatter(r.size(), r.particle.data(), r.frame.data(), r.x.data(), r.y.data(),
+                vel ? r.vx.data() : nullptr, vel ? r.vy.data() : nullptr, put);
     };
     const std::int64_t kept_bytes = static_cast<std::int64_t>(kept.x.size()) * (keep && s.has_vel ? 48 : 32);
-    if (keep && kept_bytes + total > m.p.memory_bytes) keep = false, kept.clear();  // gaps made the copy larger
+    if (keep && kept_bytes + total > m.p.memory_bytes)
+        keep = false, kept.clear();  // gaps made the copy larger
     if (total <= m.p.memory_bytes) {
         // ---- in memory: rows scattered straight into the particle-major array
         m.mem.allocate(static_cast<std::size_t>(cells * C));
@@ -271,9 +285,12 @@ void TrackCache::build() {
     }
     kept.clear();
     // ---- temporary file: chunks of frames transposed in a buffer, each track's slice written once
-    m.file = std::make_unique<detail::TempFile>(m.p.temp_dir, "vibra-tracks", "the particle-major copy of the trajectory");
-    const std::int64_t budget = std::min(m.p.chunk_bytes, std::max<std::int64_t>(m.p.memory_bytes / 2, 1 << 16));
-    const std::int64_t chunk_rows = std::max<std::int64_t>(1, budget / (C * static_cast<std::int64_t>(sizeof(double))));
+    m.file = std::make_unique<detail::TempFile>(m.p.temp_dir, "vibra-tracks",
+                                                "the particle-major copy of the trajectory");
+    const std::int64_t budget =
+        std::min(m.p.chunk_bytes, std::max<std::int64_t>(m.p.memory_bytes / 2, 1 << 16));
+    const std::int64_t chunk_rows =
+        std::max<std::int64_t>(1, budget / (C * static_cast<std::int64_t>(sizeof(double))));
     const std::int64_t fpc = std::max<std::int64_t>(1, frames_per_block(src, chunk_rows));
     const std::int64_t fpb = std::max<std::int64_t>(1, frames_per_block(src, m.p.block_rows));
     std::vector<double> buf;

@@ -30,8 +30,8 @@ void VacfSums::add(const VacfSums& o) {
     }
 }
 
-void accumulate_vacf(std::span<const double> vx, std::span<const double> vy, std::size_t max_lag, VacfSums& sums,
-                     FftCorrelator& corr) {
+void accumulate_vacf(std::span<const double> vx, std::span<const double> vy, std::size_t max_lag,
+                     VacfSums& sums, FftCorrelator& corr) {
     const std::size_t L = vx.size();
     if (L == 0 || vy.size() != L || sums.pairs.empty()) return;
     std::vector<double> m(L), a(L), b(L);
@@ -81,8 +81,10 @@ std::vector<double> vacf_from_sums(const VacfSums& s, double min_pairs) {
 }
 
 void VacfParams::validate() const {
-    if (max_lag < -1) throw ParameterError("vacf max_lag must be >= 0 (or -1 = auto), got " + std::to_string(max_lag));
-    if (drift_window < 1) throw ParameterError("vacf drift_window must be >= 1, got " + std::to_string(drift_window));
+    if (max_lag < -1)
+        throw ParameterError("vacf max_lag must be >= 0 (or -1 = auto), got " + std::to_string(max_lag));
+    if (drift_window < 1)
+        throw ParameterError("vacf drift_window must be >= 1, got " + std::to_string(drift_window));
     if (max_cells < 1) throw ParameterError("vacf max_cells must be >= 1, got " + std::to_string(max_cells));
 }
 
@@ -108,7 +110,8 @@ SpeciesVacf compute_vacf(const TrajectorySource& src, const VacfParams& p) {
             ones.resize(gn);
             detail::parallel_for_each(gn, nt, [&](std::size_t j, int t) {
                 const Track& tk = block[g0 + j];
-                ones[j].resize(std::min(ml + 1, std::max<std::size_t>(tk.size(), 1)));  // lags the track can fill
+                ones[j].resize(
+                    std::min(ml + 1, std::max<std::size_t>(tk.size(), 1)));  // lags the track can fill
                 accumulate_vacf(tk.vx, tk.vy, ml, ones[j], corr[static_cast<std::size_t>(t)]);
             });
             for (std::size_t j = 0; j < gn; ++j) {
@@ -132,9 +135,11 @@ ResultGroup vacf_analysis(const TrajectorySource& src, const VacfParams& p) {
     detail::add_stream_attrs(g, r.info);
     g.attrs["max_lag"] = static_cast<std::int64_t>(r.total.pairs.size()) - 1;
     g.attrs["min_pairs"] = p.min_pairs;
-    g.attrs["definition"] = std::string("<v(t).v(t+lag)> summed over x and y, unbiased (divided by pair count)");
+    g.attrs["definition"] =
+        std::string("<v(t).v(t+lag)> summed over x and y, unbiased (divided by pair count)");
     g.attrs["algorithm"] = std::string("mask-aware FFT autocorrelation per track");
-    const std::pair<std::string, const VacfSums*> parts[3] = {{"", &r.total}, {"_small", &r.small}, {"_large", &r.large}};
+    const std::pair<std::string, const VacfSums*> parts[3] = {
+        {"", &r.total}, {"_small", &r.small}, {"_large", &r.large}};
     for (const auto& [suffix, s] : parts) {
         if (suffix != "" && detail::info_count(r.info, suffix) == 0) continue;
         std::vector<std::int64_t> np(s->pairs.size());

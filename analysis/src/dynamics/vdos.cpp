@@ -56,10 +56,11 @@ struct VdosPart {
 
 /// Transfer correction, normalisation, reduced VDOS and the mass-weighted total: the same for
 /// both routes.
-void add_parts(ResultGroup& g, std::vector<VdosPart>& parts, const std::vector<double>& omega, const VdosParams& p,
-               VelocityScheme scheme, double dt, const Metadata& meta) {
+void add_parts(ResultGroup& g, std::vector<VdosPart>& parts, const std::vector<double>& omega,
+               const VdosParams& p, VelocityScheme scheme, double dt, const Metadata& meta) {
     const std::string Tu = meta.time_unit;
-    const bool correct = p.transfer_correction && (scheme == VelocityScheme::central || scheme == VelocityScheme::forward);
+    const bool correct =
+        p.transfer_correction && (scheme == VelocityScheme::central || scheme == VelocityScheme::forward);
     g.attrs["transfer_correction"] = std::string(correct ? to_string(scheme) : "none");
     g.attrs["transfer_cutoff"] = p.transfer_cutoff;
     g.add("omega", omega, "rad/" + Tu);
@@ -70,7 +71,8 @@ void add_parts(ResultGroup& g, std::vector<VdosPart>& parts, const std::vector<d
             for (std::size_t j = 0; j < d.size(); ++j)
                 if (omega[j] <= p.transfer_cutoff * wn) d[j] /= transfer_function_sq(scheme, omega[j], dt);
         double integral = 0;
-        for (std::size_t j = 1; j < d.size(); ++j) integral += 0.5 * (d[j] + d[j - 1]) * (omega[j] - omega[j - 1]);
+        for (std::size_t j = 1; j < d.size(); ++j)
+            integral += 0.5 * (d[j] + d[j - 1]) * (omega[j] - omega[j - 1]);
         g.attrs["integral_before_normalisation" + part.suffix] = integral;
         if (integral > 0)
             for (double& v : d) v /= integral;
@@ -98,8 +100,8 @@ void add_parts(ResultGroup& g, std::vector<VdosPart>& parts, const std::vector<d
 }
 
 void add_common_attrs(ResultGroup& g, const VdosParams& p) {
-    g.attrs["weighting"] =
-        std::string("vdos*: number-weighted (per particle); vdos_mass: species parts weighted by m_a sum v_a^2, m ~ d^2");
+    g.attrs["weighting"] = std::string(
+        "vdos*: number-weighted (per particle); vdos_mass: species parts weighted by m_a sum v_a^2, m ~ d^2");
     g.attrs["normalisation"] = std::string("int_0^omega_Nyquist D domega = 1 (trapezoid), per part");
     (void)p;
 }
@@ -107,9 +109,11 @@ void add_common_attrs(ResultGroup& g, const VdosParams& p) {
 ResultGroup welch_vdos(const TrajectorySource& src, const VdosParams& p) {
     const std::int64_t T = src.n_frames();
     const std::int64_t half = T / 2;
-    const std::int64_t M = p.vacf.max_lag < 0 ? std::min<std::int64_t>(half, 128) : std::min(p.vacf.max_lag, half);
+    const std::int64_t M =
+        p.vacf.max_lag < 0 ? std::min<std::int64_t>(half, 128) : std::min(p.vacf.max_lag, half);
     if (M < 1)
-        throw InsufficientData("vdos: " + std::to_string(T) + " frame(s): a spectrum needs at least 2 frames of velocities");
+        throw InsufficientData("vdos: " + std::to_string(T) +
+                               " frame(s): a spectrum needs at least 2 frames of velocities");
     const auto min_run = static_cast<std::size_t>(p.min_run);
     detail::SpeciesSet<WelchSums> sums;
     for (auto* s : sums.all()) s->power.assign(static_cast<std::size_t>(M) + 1, 0.0);
@@ -123,7 +127,8 @@ ResultGroup welch_vdos(const TrajectorySource& src, const VdosParams& p) {
     });
     if (!(sums.total.energy > 0))
         throw InsufficientData("vdos: no run of >= " + std::to_string(min_run) +
-                               " consecutive frames with finite, non-zero velocities (" + std::to_string(T) + " frames)");
+                               " consecutive frames with finite, non-zero velocities (" + std::to_string(T) +
+                               " frames)");
     const Metadata& meta = src.meta();
     const double dt = detail::mean_frame_interval(info, meta);
     ResultGroup g;
@@ -131,10 +136,13 @@ ResultGroup welch_vdos(const TrajectorySource& src, const VdosParams& p) {
     detail::add_stream_attrs(g, info);
     add_common_attrs(g, p);
     g.attrs["estimator"] = std::string(
-        "welch: D(omega) ~ sum_i |FT of w x v_i over a segment|^2, segments of 2 max_lag frames, 50% overlap; non-negative");
-    g.attrs["window"] = std::string(p.window == VdosWindow::hann ? "hann: sin^2 on each velocity segment" : "none");
+        "welch: D(omega) ~ sum_i |FT of w x v_i over a segment|^2, segments of 2 max_lag frames, 50% "
+        "overlap; non-negative");
+    g.attrs["window"] =
+        std::string(p.window == VdosWindow::hann ? "hann: sin^2 on each velocity segment" : "none");
     g.attrs["definition"] = std::string(
-        "D(omega) = (dt/pi) sum_segments g |v~(omega)|^2 / sum v^2, g = (run samples/segment samples) n_s / sum w^2; "
+        "D(omega) = (dt/pi) sum_segments g |v~(omega)|^2 / sum v^2, g = (run samples/segment samples) n_s / "
+        "sum w^2; "
         "Wiener-Khinchin transform of the VACF");
     g.attrs["max_lag"] = M;
     g.attrs["max_lag_used"] = M;
@@ -161,13 +169,15 @@ ResultGroup vacf_vdos(const TrajectorySource& src, const VdosParams& p) {
     detail::add_stream_attrs(g, r.info);
     add_common_attrs(g, p);
     g.attrs["window"] = std::string(p.window == VdosWindow::hann ? "hann: cos^2(pi t/(2 t_max))" : "none");
-    g.attrs["definition"] =
-        std::string("D(omega) = (2/pi) int_0^tmax Z(t)/Z(0) w(t) cos(omega t) dt, normalised to int D domega = 1");
-    g.attrs["estimator"] = std::string(biased ? "biased: sum v.v(lag) / sum v.v(0)" : "unbiased: mean over pairs per lag");
+    g.attrs["definition"] = std::string(
+        "D(omega) = (2/pi) int_0^tmax Z(t)/Z(0) w(t) cos(omega t) dt, normalised to int D domega = 1");
+    g.attrs["estimator"] =
+        std::string(biased ? "biased: sum v.v(lag) / sum v.v(0)" : "unbiased: mean over pairs per lag");
     g.attrs["max_lag"] = static_cast<std::int64_t>(r.total.pairs.size()) - 1;
     // normalised VACFs of the present parts, truncated to a common length (the shortest run of
     // finite lags) so that every part shares one omega grid
-    const std::pair<std::string, const VacfSums*> sums[3] = {{"", &r.total}, {"_small", &r.small}, {"_large", &r.large}};
+    const std::pair<std::string, const VacfSums*> sums[3] = {
+        {"", &r.total}, {"_small", &r.small}, {"_large", &r.large}};
     std::vector<std::pair<std::string, std::vector<double>>> zs;
     std::vector<double> weights;
     std::size_t n = std::numeric_limits<std::size_t>::max();
@@ -190,7 +200,8 @@ ResultGroup vacf_vdos(const TrajectorySource& src, const VdosParams& p) {
         weights.push_back(s->s.empty() ? 0.0 : s->s[0]);
     }
     if (zs.empty() || n < 2)
-        throw InsufficientData("vdos: fewer than 2 finite VACF lags (" + std::to_string(src.n_frames()) + " frames)");
+        throw InsufficientData("vdos: fewer than 2 finite VACF lags (" + std::to_string(src.n_frames()) +
+                               " frames)");
     std::vector<VdosPart> parts;
     for (std::size_t i = 0; i < zs.size(); ++i) {
         zs[i].second.resize(n);
@@ -218,7 +229,8 @@ VdosEstimator vdos_estimator_from_string(const std::string& s, const std::string
 
 std::vector<double> vdos_omega(std::size_t M, double dt) {
     std::vector<double> w(M + 1);
-    for (std::size_t j = 0; j <= M; ++j) w[j] = M ? static_cast<double>(j) * kPi / (static_cast<double>(M) * dt) : 0.0;
+    for (std::size_t j = 0; j <= M; ++j)
+        w[j] = M ? static_cast<double>(j) * kPi / (static_cast<double>(M) * dt) : 0.0;
     return w;
 }
 
@@ -290,7 +302,8 @@ std::vector<double> vdos_from_vacf(std::span<const double> z, double dt, VdosWin
     detail::FftwBuffer<double> in(N);
     detail::FftwBuffer<fftw_complex> out(N / 2 + 1);
     for (std::size_t m = 0; m <= M; ++m) {
-        const double w = win == VdosWindow::hann ? std::pow(std::cos(kPi * static_cast<double>(m) / (2.0 * M)), 2) : 1.0;
+        const double w =
+            win == VdosWindow::hann ? std::pow(std::cos(kPi * static_cast<double>(m) / (2.0 * M)), 2) : 1.0;
         in.p[m] = z[m] * w;
         if (m > 0 && m < M) in.p[N - m] = in.p[m];
     }
@@ -302,9 +315,12 @@ std::vector<double> vdos_from_vacf(std::span<const double> z, double dt, VdosWin
 
 double transfer_function_sq(VelocityScheme s, double omega, double dt) {
     double a = 0;
-    if (s == VelocityScheme::central) a = omega * dt;
-    else if (s == VelocityScheme::forward) a = omega * dt / 2;
-    else return 1.0;
+    if (s == VelocityScheme::central)
+        a = omega * dt;
+    else if (s == VelocityScheme::forward)
+        a = omega * dt / 2;
+    else
+        return 1.0;
     if (a == 0) return 1.0;
     const double h = std::sin(a) / a;
     return h * h;
@@ -313,7 +329,8 @@ double transfer_function_sq(VelocityScheme s, double omega, double dt) {
 void VdosParams::validate() const {
     vacf.validate();
     if (!(transfer_cutoff > 0 && transfer_cutoff <= 1))
-        throw ParameterError("vdos transfer_cutoff must be in (0, 1], got " + std::to_string(transfer_cutoff));
+        throw ParameterError("vdos transfer_cutoff must be in (0, 1], got " +
+                             std::to_string(transfer_cutoff));
     if (min_run < 2) throw ParameterError("vdos min_run must be >= 2, got " + std::to_string(min_run));
 }
 

@@ -25,7 +25,8 @@ double min_image(double d, double L) {
 
 // Centred moving average of width w over the valid entries only (shrinking windows at the ends;
 // entries without data, e.g. the drift increment of frame 0, neither count nor get a value).
-std::vector<double> moving_average(const std::vector<double>& a, const std::vector<char>& valid, std::int64_t w) {
+std::vector<double> moving_average(const std::vector<double>& a, const std::vector<char>& valid,
+                                   std::int64_t w) {
     const auto n = static_cast<std::int64_t>(a.size());
     std::vector<double> prefix(a.size() + 1, 0.0), count(a.size() + 1, 0.0);
     for (std::int64_t i = 0; i < n; ++i) {
@@ -43,13 +44,15 @@ std::vector<double> moving_average(const std::vector<double>& a, const std::vect
 }
 
 // Strided finite difference: element k at x[k*stride].
-void diff_strided(const double* x, const double* t, std::size_t n, std::size_t stride, VelocityScheme s, double* v) {
+void diff_strided(const double* x, const double* t, std::size_t n, std::size_t stride, VelocityScheme s,
+                  double* v) {
     for (std::size_t k = 0; k < n; ++k) {
         double val = kNaN;
         if (s == VelocityScheme::central) {
             if (k > 0 && k + 1 < n) {
                 const double a = x[(k - 1) * stride], b = x[(k + 1) * stride];
-                if (!std::isnan(a) && !std::isnan(b) && !std::isnan(x[k * stride])) val = (b - a) / (t[k + 1] - t[k - 1]);
+                if (!std::isnan(a) && !std::isnan(b) && !std::isnan(x[k * stride]))
+                    val = (b - a) / (t[k + 1] - t[k - 1]);
             }
         } else {
             if (k + 1 < n) {
@@ -64,10 +67,14 @@ void diff_strided(const double* x, const double* t, std::size_t n, std::size_t s
 
 const char* to_string(VelocityScheme s) {
     switch (s) {
-        case VelocityScheme::automatic: return "auto";
-        case VelocityScheme::given: return "given";
-        case VelocityScheme::central: return "central";
-        case VelocityScheme::forward: return "forward";
+        case VelocityScheme::automatic:
+            return "auto";
+        case VelocityScheme::given:
+            return "given";
+        case VelocityScheme::central:
+            return "central";
+        case VelocityScheme::forward:
+            return "forward";
     }
     return "?";
 }
@@ -82,9 +89,12 @@ VelocityScheme velocity_scheme_from_string(const std::string& s, const std::stri
 
 const char* to_string(DriftMode d) {
     switch (d) {
-        case DriftMode::none: return "none";
-        case DriftMode::lowpass: return "lowpass";
-        case DriftMode::com: return "com";
+        case DriftMode::none:
+            return "none";
+        case DriftMode::lowpass:
+            return "lowpass";
+        case DriftMode::com:
+            return "com";
     }
     return "?";
 }
@@ -109,7 +119,8 @@ void fill_velocities(DenseBlock& b, std::span<const double> frame_times, Velocit
     if (scheme != VelocityScheme::central && scheme != VelocityScheme::forward)
         throw ParameterError("fill_velocities: scheme must be central or forward");
     const auto T = static_cast<std::size_t>(b.n_frames);
-    if (frame_times.size() != T) throw ParameterError("fill_velocities: frame_times must have n_frames entries");
+    if (frame_times.size() != T)
+        throw ParameterError("fill_velocities: frame_times must have n_frames entries");
     const std::size_t N = b.n_particles();
     b.vx.assign(T * N, kNaN);
     b.vy.assign(T * N, kNaN);
@@ -120,7 +131,8 @@ void fill_velocities(DenseBlock& b, std::span<const double> frame_times, Velocit
 }
 
 void TrackStreamParams::validate() const {
-    if (drift_window < 1) throw ParameterError("drift_window must be >= 1, got " + std::to_string(drift_window));
+    if (drift_window < 1)
+        throw ParameterError("drift_window must be >= 1, got " + std::to_string(drift_window));
     if (max_cells < 1) throw ParameterError("max_cells must be >= 1, got " + std::to_string(max_cells));
     if (block_rows < 1) throw ParameterError("block_rows must be >= 1, got " + std::to_string(block_rows));
 }
@@ -135,8 +147,9 @@ double species_mass(const Metadata& m, int species) {
 namespace {
 /// Fills the raw (as stored) positions and given velocities of one particle block by reading
 /// again the frames it spans: the path before TrackCache, O(blocks × frames) reads.
-void fill_by_rescan(const TrajectorySource& src, const detail::TrackScan& sc, std::size_t i0, std::int64_t fmin,
-                    std::int64_t fmax, std::int64_t fpb, bool want_given, std::vector<Track>& tracks) {
+void fill_by_rescan(const TrajectorySource& src, const detail::TrackScan& sc, std::size_t i0,
+                    std::int64_t fmin, std::int64_t fmax, std::int64_t fpb, bool want_given,
+                    std::vector<Track>& tracks) {
     const std::span<const std::int64_t> bid(sc.ids.data() + i0, tracks.size());
     for (std::int64_t first = fmin; first <= fmax; first += fpb) {
         const Trajectory tr = src.read_frames(first, std::min(fpb, fmax + 1 - first));
@@ -222,8 +235,9 @@ TrackStreamInfo stream_track_blocks(const TrajectorySource& src, const TrackStre
     const bool has_vel = sc.has_vel;
     if (p.scheme == VelocityScheme::given && !has_vel)
         throw ParameterError("velocity scheme 'given' requested but the input has no vx/vy columns");
-    info.scheme = p.scheme == VelocityScheme::automatic ? (has_vel ? VelocityScheme::given : VelocityScheme::central)
-                                                        : p.scheme;
+    info.scheme = p.scheme == VelocityScheme::automatic
+                      ? (has_vel ? VelocityScheme::given : VelocityScheme::central)
+                      : p.scheme;
     info.velocities = p.velocities;
 
     // cumulative drift
@@ -290,8 +304,10 @@ TrackStreamInfo stream_track_blocks(const TrajectorySource& src, const TrackStre
                 tk.vy.assign(len, kNaN);
             }
         }
-        if (cache) fill_from_cache(*cache, i0, want_given, buf, tracks);
-        else fill_by_rescan(src, sc, i0, fmin, fmax, fpb, want_given, tracks);
+        if (cache)
+            fill_from_cache(*cache, i0, want_given, buf, tracks);
+        else
+            fill_by_rescan(src, sc, i0, fmin, fmax, fpb, want_given, tracks);
         // unwrap (periodic), subtract the drift, velocities: each track on its own (any thread)
         detail::parallel_for(tracks.size(), p.threads, [&](std::size_t b, std::size_t e, int) {
             for (std::size_t j = b; j < e; ++j) {
@@ -331,9 +347,12 @@ TrackStreamInfo stream_track_blocks(const TrajectorySource& src, const TrackStre
             }
         });
         for (const Track& tk : tracks) {
-            if (tk.species == kSpeciesSmall) ++info.n_small;
-            else if (tk.species == kSpeciesLarge) ++info.n_large;
-            else ++info.n_unknown;
+            if (tk.species == kSpeciesSmall)
+                ++info.n_small;
+            else if (tk.species == kSpeciesLarge)
+                ++info.n_large;
+            else
+                ++info.n_unknown;
         }
         fn(tracks);
         done += tracks.size();

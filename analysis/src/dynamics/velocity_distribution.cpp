@@ -65,8 +65,8 @@ void TailHistogram::add(double x, std::int64_t block) {
     counts[static_cast<std::size_t>(block * n_bins + b)] += 1;
 }
 
-TailHistogram tail_histogram(std::span<const double> x, std::span<const std::int64_t> block, std::int64_t n_blocks,
-                             double lo, double hi, std::int64_t n_bins) {
+TailHistogram tail_histogram(std::span<const double> x, std::span<const std::int64_t> block,
+                             std::int64_t n_blocks, double lo, double hi, std::int64_t n_bins) {
     if (x.size() != block.size()) throw ParameterError("tail_histogram: x and block differ in length");
     TailHistogram h(lo, hi, n_bins, n_blocks);
     for (std::size_t i = 0; i < x.size(); ++i) h.add(x[i], block[i]);
@@ -74,9 +74,11 @@ TailHistogram tail_histogram(std::span<const double> x, std::span<const std::int
 }
 
 void TailFitParams::validate() const {
-    if (!(threshold > 0)) throw ParameterError("tail threshold must be > 0, got " + std::to_string(threshold));
+    if (!(threshold > 0))
+        throw ParameterError("tail threshold must be > 0, got " + std::to_string(threshold));
     if (bootstrap < 0) throw ParameterError("bootstrap must be >= 0, got " + std::to_string(bootstrap));
-    if (!(confidence > 0 && confidence < 1)) throw ParameterError("confidence must be in (0,1), got " + std::to_string(confidence));
+    if (!(confidence > 0 && confidence < 1))
+        throw ParameterError("confidence must be in (0,1), got " + std::to_string(confidence));
 }
 
 namespace {
@@ -182,14 +184,16 @@ std::int64_t first_bin_at_or_above(const TailHistogram& h, double thr) {
 
 }  // namespace
 
-std::vector<TailFit> fit_tail_scan(const TailHistogram& h, std::span<const double> thresholds, const TailFitParams& p) {
+std::vector<TailFit> fit_tail_scan(const TailHistogram& h, std::span<const double> thresholds,
+                                   const TailFitParams& p) {
     p.validate();
     const std::size_t nt = thresholds.size();
     std::vector<TailFit> fits(nt);
     std::vector<std::int64_t> b0(nt);
     std::vector<double> pooled(static_cast<std::size_t>(h.n_bins), 0.0);
     for (std::int64_t k = 0; k < h.n_blocks; ++k)
-        for (std::int64_t b = 0; b < h.n_bins; ++b) pooled[b] += h.counts[static_cast<std::size_t>(k * h.n_bins + b)];
+        for (std::int64_t b = 0; b < h.n_bins; ++b)
+            pooled[b] += h.counts[static_cast<std::size_t>(k * h.n_bins + b)];
     for (std::size_t i = 0; i < nt; ++i) {
         b0[i] = first_bin_at_or_above(h, thresholds[i]);
         TailFit& f = fits[i];
@@ -247,15 +251,28 @@ TailFit fit_tail(const TailHistogram& h, const TailFitParams& p) {
 }
 
 void VelocityDistributionParams::validate() const {
-    if (!(threshold > 0)) throw ParameterError("velocity_distribution threshold must be > 0, got " + std::to_string(threshold));
+    if (!(threshold > 0))
+        throw ParameterError("velocity_distribution threshold must be > 0, got " + std::to_string(threshold));
     for (double s : scan)
-        if (!(s > 0)) throw ParameterError("velocity_distribution scan thresholds must be > 0, got " + std::to_string(s));
-    if (bootstrap < 0) throw ParameterError("velocity_distribution bootstrap must be >= 0, got " + std::to_string(bootstrap));
-    if (blocks < 1) throw ParameterError("velocity_distribution blocks must be >= 1, got " + std::to_string(blocks));
-    if (bins < 2) throw ParameterError("velocity_distribution bins must be >= 2, got " + std::to_string(bins));
-    if (tail_bins < 10) throw ParameterError("velocity_distribution tail_bins must be >= 10, got " + std::to_string(tail_bins));
-    if (drift_window < 1) throw ParameterError("velocity_distribution drift_window must be >= 1, got " + std::to_string(drift_window));
-    if (max_cells < 1) throw ParameterError("velocity_distribution max_cells must be >= 1, got " + std::to_string(max_cells));
+        if (!(s > 0))
+            throw ParameterError("velocity_distribution scan thresholds must be > 0, got " +
+                                 std::to_string(s));
+    if (bootstrap < 0)
+        throw ParameterError("velocity_distribution bootstrap must be >= 0, got " +
+                             std::to_string(bootstrap));
+    if (blocks < 1)
+        throw ParameterError("velocity_distribution blocks must be >= 1, got " + std::to_string(blocks));
+    if (bins < 2)
+        throw ParameterError("velocity_distribution bins must be >= 2, got " + std::to_string(bins));
+    if (tail_bins < 10)
+        throw ParameterError("velocity_distribution tail_bins must be >= 10, got " +
+                             std::to_string(tail_bins));
+    if (drift_window < 1)
+        throw ParameterError("velocity_distribution drift_window must be >= 1, got " +
+                             std::to_string(drift_window));
+    if (max_cells < 1)
+        throw ParameterError("velocity_distribution max_cells must be >= 1, got " +
+                             std::to_string(max_cells));
 }
 
 namespace {
@@ -358,13 +375,15 @@ ResultGroup velocity_distribution_analysis(const TrajectorySource& src, const Ve
     };
     auto add_h = [&](Hists& h, const Scale& s, double vx, double vy, std::int64_t blk) {
         if (!(s.rms_comp > 0)) return;
-        const double cx = vx / s.rms_comp, cy = vy / s.rms_comp, sp = std::sqrt(vx * vx + vy * vy) / s.rms_speed;
+        const double cx = vx / s.rms_comp, cy = vy / s.rms_comp,
+                     sp = std::sqrt(vx * vx + vy * vy) / s.rms_speed;
         h.n += 1;
         if (auto b = bin(cx, -cmax, wc); b >= 0) h.cx[b] += 1;
         if (auto b = bin(cy, -cmax, wc); b >= 0) h.cy[b] += 1;
         if (auto b = bin(sp, 0, ws); b >= 0) h.sp[b] += 1;
         if (h.tail.n_bins > 0) {
-            if (p.fit_speed) h.tail.add(sp, blk);
+            if (p.fit_speed)
+                h.tail.add(sp, blk);
             else {
                 h.tail.add(std::abs(cx), blk);
                 h.tail.add(std::abs(cy), blk);
@@ -377,7 +396,8 @@ ResultGroup velocity_distribution_analysis(const TrajectorySource& src, const Ve
         for (std::size_t k = 0; k < tk.size(); ++k) {
             if (!std::isfinite(tk.vx[k]) || !std::isfinite(tk.vy[k])) continue;
             const std::int64_t f = tk.first_frame + static_cast<std::int64_t>(k);
-            const std::int64_t blk = std::min<std::int64_t>(p.blocks - 1, f * p.blocks / std::max<std::int64_t>(T, 1));
+            const std::int64_t blk =
+                std::min<std::int64_t>(p.blocks - 1, f * p.blocks / std::max<std::int64_t>(T, 1));
             add_h(hs.total, sc.total, tk.vx[k], tk.vy[k], blk);
             if (h) add_h(*h, *s, tk.vx[k], tk.vy[k], blk);
         }
@@ -426,8 +446,10 @@ ResultGroup velocity_distribution_analysis(const TrajectorySource& src, const Ve
         g.attrs["sonine_a2" + suf] = v4 / (v2 * v2) / 2.0 - 1.0;
         g.attrs["n_samples" + suf] = static_cast<std::int64_t>(m.n);
         std::vector<TailFit> fits;
-        if (h.tail.n_bins > 0) fits = fit_tail_scan(h.tail, thr, fp);
-        else fits.assign(thr.size(), TailFit{kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, 0, false});
+        if (h.tail.n_bins > 0)
+            fits = fit_tail_scan(h.tail, thr, fp);
+        else
+            fits.assign(thr.size(), TailFit{kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, 0, false});
         const TailFit& f = fits.front();
         g.attrs["beta" + suf] = f.beta;
         g.attrs["beta_ci_low" + suf] = f.beta_ci_low;
@@ -459,11 +481,13 @@ ResultGroup velocity_distribution_analysis(const TrajectorySource& src, const Ve
         g.add("scan_beta_ci_high" + suf, sh, "1");
         g.add("scan_n_tail" + suf, sn_, "1");
     }
-    g.attrs["fitted_variable"] = std::string(p.fit_speed ? "speed |v|/rms speed" : "component |v_x|,|v_y| pooled / rms component");
+    g.attrs["fitted_variable"] =
+        std::string(p.fit_speed ? "speed |v|/rms speed" : "component |v_x|,|v_y| pooled / rms component");
     g.attrs["scaling"] = std::string("per species: c = v / sqrt(<v_x^2 + v_y^2>/2); speed / sqrt(<|v|^2>)");
     g.attrs["tail_model"] = std::string("P ~ tail_amplitude * exp(-(|c|/c0)^beta) for |c| > beta_threshold");
     g.attrs["fit_method"] = std::string(
-        "maximum likelihood, truncated normaliser (c0/beta) Gamma(1/beta, (cmin/c0)^beta), fine log grid of tail_bins bins");
+        "maximum likelihood, truncated normaliser (c0/beta) Gamma(1/beta, (cmin/c0)^beta), fine log grid of "
+        "tail_bins bins");
     g.attrs["bootstrap"] = p.bootstrap;
     g.attrs["bootstrap_blocks"] = p.blocks;
     g.attrs["bootstrap_block_frames"] = static_cast<double>(T) / static_cast<double>(p.blocks);

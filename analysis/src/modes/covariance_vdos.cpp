@@ -13,7 +13,9 @@
 namespace vibra::analysis {
 
 void CovarianceVdosParams::validate() const {
-    if (!(temperature >= 0)) throw ParameterError("CovarianceVdosParams.temperature must be >= 0, got " + std::to_string(temperature));
+    if (!(temperature >= 0))
+        throw ParameterError("CovarianceVdosParams.temperature must be >= 0, got " +
+                             std::to_string(temperature));
     if (bins < 1) throw ParameterError("CovarianceVdosParams.bins must be >= 1, got " + std::to_string(bins));
 }
 
@@ -29,7 +31,8 @@ CovarianceVdosResult compute_covariance_vdos(const TrajectorySource& src, const 
     for (std::int64_t b = 0; b < T; b += fpb) {
         const Trajectory t = src.read_frames(b, std::min(fpb, T - b));
         for (std::size_t i = 0; i < t.rows.size(); ++i)
-            if (t.rows.particle[i] >= 0 && std::isfinite(t.rows.x[i]) && std::isfinite(t.rows.y[i])) ++count[t.rows.particle[i]];
+            if (t.rows.particle[i] >= 0 && std::isfinite(t.rows.x[i]) && std::isfinite(t.rows.y[i]))
+                ++count[t.rows.particle[i]];
     }
     std::map<std::int64_t, std::size_t> slot;
     for (const auto& [id, c] : count)
@@ -39,12 +42,16 @@ CovarianceVdosResult compute_covariance_vdos(const TrajectorySource& src, const 
         }
     const std::size_t N = r.particle_ids.size();
     r.n_particles = static_cast<std::int64_t>(N);
-    if (N < 2) throw Error("covariance_vdos: fewer than 2 particles are present in every frame (" + std::to_string(N) + ")");
+    if (N < 2)
+        throw Error("covariance_vdos: fewer than 2 particles are present in every frame (" +
+                    std::to_string(N) + ")");
     const std::int64_t need = 10 * 2 * static_cast<std::int64_t>(N);
     if (T < need && !p.force)
-        throw Error("covariance_vdos: " + std::to_string(N) + " particles present in every frame need >= 10 x 2N = " +
-                    std::to_string(need) + " frames, the trajectory has " + std::to_string(T) +
-                    " (with fewer, sampling noise dominates the spectrum); pass --covariance-vdos-force to compute anyway");
+        throw Error("covariance_vdos: " + std::to_string(N) +
+                    " particles present in every frame need >= 10 x 2N = " + std::to_string(need) +
+                    " frames, the trajectory has " + std::to_string(T) +
+                    " (with fewer, sampling noise dominates the spectrum); pass --covariance-vdos-force to "
+                    "compute anyway");
 
     const Metadata& meta = src.meta();
     const std::vector<double> masses = species_masses(meta);
@@ -71,12 +78,14 @@ CovarianceVdosResult compute_covariance_vdos(const TrajectorySource& src, const 
                 const auto it = slot.find(t.rows.particle[static_cast<std::size_t>(i)]);
                 if (it == slot.end()) continue;
                 const std::size_t s = it->second;
-                const double x = t.rows.x[static_cast<std::size_t>(i)], y = t.rows.y[static_cast<std::size_t>(i)];
+                const double x = t.rows.x[static_cast<std::size_t>(i)],
+                             y = t.rows.y[static_cast<std::size_t>(i)];
                 if (std::isnan(ref[2 * s])) {
                     ref[2 * s] = x;
                     ref[2 * s + 1] = y;
                     const int sp = t.rows.species[static_cast<std::size_t>(i)];
-                    if (p.mass_weighted && sp >= 0 && static_cast<std::size_t>(sp) < masses.size()) m[s] = masses[static_cast<std::size_t>(sp)];
+                    if (p.mass_weighted && sp >= 0 && static_cast<std::size_t>(sp) < masses.size())
+                        m[s] = masses[static_cast<std::size_t>(sp)];
                 }
                 double dx = x - ref[2 * s], dy = y - ref[2 * s + 1];
                 if (periodic) {
@@ -109,8 +118,9 @@ CovarianceVdosResult compute_covariance_vdos(const TrajectorySource& src, const 
             if (vel) {
                 double e = 0;
                 for (std::size_t s = 0; s < N; ++s)
-                    e += m[s] * (v[static_cast<Eigen::Index>(2 * s)] * v[static_cast<Eigen::Index>(2 * s)] +
-                                 v[static_cast<Eigen::Index>(2 * s + 1)] * v[static_cast<Eigen::Index>(2 * s + 1)]);
+                    e += m[s] *
+                         (v[static_cast<Eigen::Index>(2 * s)] * v[static_cast<Eigen::Index>(2 * s)] +
+                          v[static_cast<Eigen::Index>(2 * s + 1)] * v[static_cast<Eigen::Index>(2 * s + 1)]);
                 kin += e;
                 ++kin_frames;
             }
@@ -124,7 +134,8 @@ CovarianceVdosResult compute_covariance_vdos(const TrajectorySource& src, const 
     const double Td = static_cast<double>(done);
     C = C / Td - (S / Td) * (S / Td).transpose();
     Eigen::VectorXd sq(n2);
-    for (std::size_t s = 0; s < N; ++s) sq[static_cast<Eigen::Index>(2 * s)] = sq[static_cast<Eigen::Index>(2 * s + 1)] = std::sqrt(m[s]);
+    for (std::size_t s = 0; s < N; ++s)
+        sq[static_cast<Eigen::Index>(2 * s)] = sq[static_cast<Eigen::Index>(2 * s + 1)] = std::sqrt(m[s]);
     C = sq.asDiagonal() * C * sq.asDiagonal();
 
     const double dof = static_cast<double>(2 * N) - (p.subtract_com ? 2.0 : 0.0);
@@ -133,7 +144,8 @@ CovarianceVdosResult compute_covariance_vdos(const TrajectorySource& src, const 
         r.temperature_source = "parameter";
     } else if (kin_frames > 0) {
         r.temperature = kin / (static_cast<double>(kin_frames) * dof);
-        r.temperature_source = "velocities (equipartition over 2N" + std::string(p.subtract_com ? " - 2" : "") + " degrees of freedom)";
+        r.temperature_source = "velocities (equipartition over 2N" +
+                               std::string(p.subtract_com ? " - 2" : "") + " degrees of freedom)";
     } else {
         r.temperature = 1;
         r.temperature_source = "unit (no velocities): omega in units of sqrt(k_B T / m0)";
@@ -149,8 +161,9 @@ CovarianceVdosResult compute_covariance_vdos(const TrajectorySource& src, const 
         const Eigen::VectorXd e = es.eigenvectors().col(j);
         double s2 = 0, s4 = 0;
         for (std::size_t s = 0; s < N; ++s) {
-            const double a = e[static_cast<Eigen::Index>(2 * s)] * e[static_cast<Eigen::Index>(2 * s)] +
-                             e[static_cast<Eigen::Index>(2 * s + 1)] * e[static_cast<Eigen::Index>(2 * s + 1)];
+            const double a =
+                e[static_cast<Eigen::Index>(2 * s)] * e[static_cast<Eigen::Index>(2 * s)] +
+                e[static_cast<Eigen::Index>(2 * s + 1)] * e[static_cast<Eigen::Index>(2 * s + 1)];
             s2 += a;
             s4 += a * a;
         }
@@ -161,7 +174,9 @@ CovarianceVdosResult compute_covariance_vdos(const TrajectorySource& src, const 
     const double bw = wmax / static_cast<double>(nb);
     r.vdos.assign(nb, 0.0);
     for (std::size_t b = 0; b < nb; ++b) r.omega_bins.push_back((static_cast<double>(b) + 0.5) * bw);
-    for (double w : r.omega) r.vdos[std::min(nb - 1, static_cast<std::size_t>(w / bw))] += 1.0 / (static_cast<double>(r.omega.size()) * bw);
+    for (double w : r.omega)
+        r.vdos[std::min(nb - 1, static_cast<std::size_t>(w / bw))] +=
+            1.0 / (static_cast<double>(r.omega.size()) * bw);
     return r;
 }
 
@@ -183,7 +198,9 @@ ResultGroup covariance_vdos_result_group(const CovarianceVdosResult& r, const Me
     g.attrs["subtract_com"] = std::int64_t{r.params.subtract_com};
     g.attrs["mass_weighted"] = std::int64_t{r.params.mass_weighted};
     g.attrs["bins"] = r.params.bins;
-    g.attrs["model"] = std::string("harmonic shadow system: M^1/2 C M^1/2 = k_B T K^-1, omega = sqrt(k_B T / lambda); masses in species-0 units, eigenvalues in m0*L^2");
+    g.attrs["model"] = std::string(
+        "harmonic shadow system: M^1/2 C M^1/2 = k_B T K^-1, omega = sqrt(k_B T / lambda); masses in "
+        "species-0 units, eigenvalues in m0*L^2");
     g.attrs["units"] = std::string("L=") + L + ", T=" + T;
     return g;
 }

@@ -23,7 +23,8 @@ void CurrentsParams::validate() const {
     if (!(k_max >= 0)) bad("k_max", k_max);
     if (!(k_min >= 0)) bad("k_min", k_min);
     if (!(dk >= 0)) bad("dk", dk);
-    if (segment < 0 || segment == 1 || segment % 2 != 0) bad("segment (0 or even >= 2)", static_cast<double>(segment));
+    if (segment < 0 || segment == 1 || segment % 2 != 0)
+        bad("segment (0 or even >= 2)", static_cast<double>(segment));
     if (max_lag < 0) bad("max_lag", static_cast<double>(max_lag));
     if (!(omega_max >= 0)) bad("omega_max", omega_max);
     if (blocks < 0) bad("blocks", static_cast<double>(blocks));
@@ -62,7 +63,8 @@ void CurrentSeries::frames(Kind which, std::size_t t0, std::size_t n, std::vecto
     for (std::size_t q = 0; q < K; ++q) {
         if (!file) {
             const auto& v = which == L ? jl : which == T_ ? jt : which == L_mass ? jl_mass : jt_mass;
-            std::copy(v.begin() + static_cast<std::ptrdiff_t>(q * T + t0), v.begin() + static_cast<std::ptrdiff_t>(q * T + t0 + n),
+            std::copy(v.begin() + static_cast<std::ptrdiff_t>(q * T + t0),
+                      v.begin() + static_cast<std::ptrdiff_t>(q * T + t0 + n),
                       buf.begin() + static_cast<std::ptrdiff_t>(q * n));
         } else {
             file->tmp.read(file->offset(which, q, t0), buf.data() + q * n, n * sizeof(cplx));
@@ -81,17 +83,18 @@ struct FrameWork {
 
 /// j_L, j_T of one frame for every k-vector: out[0][q·stride] = j_L, out[1][q·stride] = j_T and,
 /// with masses, out[2], out[3] the mass-weighted ones; sw2, sw2m the frame's Σw² and Σw²m.
-void frame_currents(const detail::CurrentEngine& eng, const detail::FrameParticles& fp, const CurrentRegion& region,
-                    const std::vector<double>* masses, bool subtract_mean, const std::vector<double>& khx,
-                    const std::vector<double>& khy, std::size_t stride, cplx* const out[4], double& sw2, double& sw2m,
-                    FrameWork& fw) {
+void frame_currents(const detail::CurrentEngine& eng, const detail::FrameParticles& fp,
+                    const CurrentRegion& region, const std::vector<double>* masses, bool subtract_mean,
+                    const std::vector<double>& khx, const std::vector<double>& khy, std::size_t stride,
+                    cplx* const out[4], double& sw2, double& sw2m, FrameWork& fw) {
     const std::size_t K = khx.size();
     fw.jx.resize(K);
     fw.jy.resize(K);
     eng.phases(fp.x.data(), fp.y.data(), fp.x.size(), fw.w);
     for (int pass = 0; pass < (masses ? 2 : 1); ++pass) {
         double w2 = 0;
-        detail::weighted_velocities(fp, region, pass ? masses : nullptr, subtract_mean, fw.ax, fw.ay, fw.wt, w2);
+        detail::weighted_velocities(fp, region, pass ? masses : nullptr, subtract_mean, fw.ax, fw.ay, fw.wt,
+                                    w2);
         (pass ? sw2m : sw2) = w2;
         eng.forward(fw.ax.data(), fw.ay.data(), fw.jx.data(), fw.jy.data(), fw.w);
         cplx* JL = out[2 * pass];
@@ -114,14 +117,16 @@ double tukey(double u, double a) {
 
 double CurrentRegion::weight(double x, double y) const {
     switch (geometry.kind) {
-        case GeometryKind::periodic_box: return 1.0;
+        case GeometryKind::periodic_box:
+            return 1.0;
         case GeometryKind::window_circle: {
             const double r = std::hypot(x - geometry.cx, y - geometry.cy);
             if (r > geometry.r) return 0;
             // radial taper: 1 inside, cosine roll-off over the outer taper/2 of the radius
             return tukey(0.5 + 0.5 * r / geometry.r, taper);
         }
-        default: return tukey((x - x0) / lx, taper) * tukey((y - y0) / ly, taper);
+        default:
+            return tukey((x - x0) / lx, taper) * tukey((y - y0) / ly, taper);
     }
 }
 
@@ -145,7 +150,8 @@ CurrentRegion current_region(const TrajectorySource& src, double taper) {
             r.area = g.area();
             break;
         case GeometryKind::unbounded: {
-            const std::int64_t n = std::min<std::int64_t>(src.n_frames(), std::max<std::int64_t>(1, frames_per_block(src, 1 << 18)));
+            const std::int64_t n = std::min<std::int64_t>(
+                src.n_frames(), std::max<std::int64_t>(1, frames_per_block(src, 1 << 18)));
             Trajectory t = src.read_frames(0, n);
             double xa = INFINITY, xb = -INFINITY, ya = INFINITY, yb = -INFINITY;
             for (std::size_t i = 0; i < t.rows.size(); ++i) {
@@ -155,7 +161,9 @@ CurrentRegion current_region(const TrajectorySource& src, double taper) {
                 ya = std::min(ya, t.rows.y[i]);
                 yb = std::max(yb, t.rows.y[i]);
             }
-            if (!(xb > xa && yb > ya)) throw FormatError("currents: cannot infer a region from the first frames (no spread of positions)");
+            if (!(xb > xa && yb > ya))
+                throw FormatError(
+                    "currents: cannot infer a region from the first frames (no spread of positions)");
             r.geometry = Geometry::rect(xa, ya, xb, yb);
             r.x0 = xa;
             r.y0 = ya;
@@ -195,7 +203,8 @@ KVectorSet current_kvectors(const CurrentRegion& reg, double density, const Curr
             ks.kabs.push_back(k);
             shells[static_cast<int>(std::lround(k / ks.dk))].push_back(ks.n.size() - 1);
         }
-    if (ks.n.empty()) throw ParameterError("currents: no k-vector with k_min <= |k| <= k_max = " + std::to_string(kmax));
+    if (ks.n.empty())
+        throw ParameterError("currents: no k-vector with k_min <= |k| <= k_max = " + std::to_string(kmax));
     ks.shell.assign(ks.n.size(), 0);
     for (auto& [b, list] : shells) {
         double s = 0;
@@ -212,14 +221,16 @@ KVectorSet current_kvectors(const CurrentRegion& reg, double density, const Curr
 std::vector<double> species_masses(const Metadata& meta) {
     std::vector<double> m;
     if (meta.species_diameters.empty() || !(meta.species_diameters[0] > 0)) return m;
-    for (double d : meta.species_diameters) m.push_back((d / meta.species_diameters[0]) * (d / meta.species_diameters[0]));
+    for (double d : meta.species_diameters)
+        m.push_back((d / meta.species_diameters[0]) * (d / meta.species_diameters[0]));
     return m;
 }
 
 namespace {
 
 /// A series without its values: region, k-vectors (from the mean row density), frames, masses.
-CurrentSeries series_header(const TrajectorySource& src, const CurrentsParams& p, std::vector<double>& masses) {
+CurrentSeries series_header(const TrajectorySource& src, const CurrentsParams& p,
+                            std::vector<double>& masses) {
     CurrentSeries s;
     s.region = current_region(src, p.taper);
     s.n_frames = src.n_frames();
@@ -256,9 +267,11 @@ CurrentSeries compute_current_series(const TrajectorySource& src, const Currents
     const bool spill = series_bytes(s) > static_cast<double>(p.memory_bytes);
     std::size_t Fc = T;  // frames held in memory per series and k-vector
     if (spill) {
-        const auto fpb = static_cast<std::size_t>(std::max<std::int64_t>(1, frames_per_block(src, p.block_rows)));
+        const auto fpb =
+            static_cast<std::size_t>(std::max<std::int64_t>(1, frames_per_block(src, p.block_rows)));
         const double per_frame = static_cast<double>(K * n_series * sizeof(cplx));
-        const auto fit = static_cast<std::size_t>(static_cast<double>(p.memory_bytes / 2) / per_frame / static_cast<double>(fpb));
+        const auto fit = static_cast<std::size_t>(static_cast<double>(p.memory_bytes / 2) / per_frame /
+                                                  static_cast<double>(fpb));
         Fc = std::min(T, fpb * std::max<std::size_t>(1, fit));
         s.file = std::make_shared<CurrentSeries::File>(p.temp_dir, K, T);
     }
@@ -272,7 +285,8 @@ CurrentSeries compute_current_series(const TrajectorySource& src, const Currents
         const std::vector<cplx>* v[4] = {&s.jl, &s.jt, &s.jl_mass, &s.jt_mass};
         for (std::size_t w = 0; w < n_series; ++w)
             for (std::size_t q = 0; q < K; ++q)
-                s.file->tmp.write(s.file->offset(static_cast<int>(w), q, c0), v[w]->data() + q * Fc, n * sizeof(cplx));
+                s.file->tmp.write(s.file->offset(static_cast<int>(w), q, c0), v[w]->data() + q * Fc,
+                                  n * sizeof(cplx));
     };
     detail::CurrentEngine eng(s.ks);
     std::vector<double> khx(K), khy(K);
@@ -292,10 +306,11 @@ CurrentSeries compute_current_series(const TrajectorySource& src, const Currents
                     const auto& fp = block[f];
                     const auto t = static_cast<std::size_t>(fp.frame) % Fc;  // = frame when in memory
                     bn[f] = static_cast<double>(fp.x.size());
-                    cplx* out[4] = {s.jl.data() + t, s.jt.data() + t, s.has_mass ? s.jl_mass.data() + t : nullptr,
+                    cplx* out[4] = {s.jl.data() + t, s.jt.data() + t,
+                                    s.has_mass ? s.jl_mass.data() + t : nullptr,
                                     s.has_mass ? s.jt_mass.data() + t : nullptr};
-                    frame_currents(eng, fp, s.region, s.has_mass ? &masses : nullptr, p.subtract_mean, khx, khy, Fc, out,
-                                   bw[f], bwm[f], fw);
+                    frame_currents(eng, fp, s.region, s.has_mass ? &masses : nullptr, p.subtract_mean, khx,
+                                   khy, Fc, out, bw[f], bwm[f], fw);
                 }
             });
             for (std::size_t f = 0; f < block.size(); ++f) {
@@ -358,7 +373,8 @@ Plan plan_currents(const CurrentsParams& p0, std::int64_t n_frames, double dt) {
     const auto S = static_cast<std::size_t>(p.segment);
     const auto L = static_cast<std::size_t>(p.max_lag);
     const double domega = 2 * std::numbers::pi / (static_cast<double>(S) * dt);
-    const std::size_t n_omega = std::min<std::size_t>(S / 2 + 1, static_cast<std::size_t>(std::floor(p.omega_max / domega + 1e-9)) + 1);
+    const std::size_t n_omega = std::min<std::size_t>(
+        S / 2 + 1, static_cast<std::size_t>(std::floor(p.omega_max / domega + 1e-9)) + 1);
     std::size_t B = static_cast<std::size_t>(p.blocks);
     std::size_t TB = B ? T / B : 0;
     if (B && TB < 2 * L) {  // blocks must be longer than the correlation window
@@ -405,7 +421,8 @@ CurrentsResult currents_from_series(const CurrentSeries& s, const CurrentsParams
 
     const int P = detail::fast_size(static_cast<std::int64_t>(T + L));
     const int PB = B ? detail::fast_size(static_cast<std::int64_t>(TB + L)) : 1;
-    detail::ComplexFft fftP(P, FFTW_FORWARD), ifftP(P, FFTW_BACKWARD), fftB(PB, FFTW_FORWARD), ifftB(PB, FFTW_BACKWARD);
+    detail::ComplexFft fftP(P, FFTW_FORWARD), ifftP(P, FFTW_BACKWARD), fftB(PB, FFTW_FORWARD),
+        ifftB(PB, FFTW_BACKWARD);
     detail::ComplexFft fftS(static_cast<int>(S), FFTW_BACKWARD);  // e^{+iωt}
     std::vector<double> win(S);
     double sum_win2 = 0;
@@ -420,13 +437,18 @@ CurrentsResult currents_from_series(const CurrentSeries& s, const CurrentsParams
     auto analyse = [&](CurrentSeries::Kind J, double norm, std::vector<double>& ckt, std::vector<double>& ckw,
                        std::vector<double>* blocks) {
         const std::size_t K = ks.size();
-        const int nt = p.threads, nc = detail::kReduceChunks;  // partial sums per chunk of k-vectors, not per thread
-        std::vector<std::vector<double>> ckt_t(static_cast<std::size_t>(nc), std::vector<double>(NS * L, 0.0));
-        std::vector<std::vector<double>> ckw_t(static_cast<std::size_t>(nc), std::vector<double>(NS * n_omega, 0.0));
-        std::vector<std::vector<double>> blk_t(static_cast<std::size_t>(nc), std::vector<double>(B * NS * L, 0.0));
+        const int nt = p.threads,
+                  nc = detail::kReduceChunks;  // partial sums per chunk of k-vectors, not per thread
+        std::vector<std::vector<double>> ckt_t(static_cast<std::size_t>(nc),
+                                               std::vector<double>(NS * L, 0.0));
+        std::vector<std::vector<double>> ckw_t(static_cast<std::size_t>(nc),
+                                               std::vector<double>(NS * n_omega, 0.0));
+        std::vector<std::vector<double>> blk_t(static_cast<std::size_t>(nc),
+                                               std::vector<double>(B * NS * L, 0.0));
         detail::parallel_for_chunks(K, nt, [&](std::size_t b, std::size_t e, int th) {
             detail::FftwBuffer<fftw_complex> a(static_cast<std::size_t>(P)), c(static_cast<std::size_t>(P));
-            detail::FftwBuffer<fftw_complex> ab(static_cast<std::size_t>(PB)), cb(static_cast<std::size_t>(PB));
+            detail::FftwBuffer<fftw_complex> ab(static_cast<std::size_t>(PB)),
+                cb(static_cast<std::size_t>(PB));
             detail::FftwBuffer<fftw_complex> sa(S), sc(S);
             auto& CKT = ckt_t[static_cast<std::size_t>(th)];
             auto& CKW = ckw_t[static_cast<std::size_t>(th)];
@@ -455,7 +477,8 @@ CurrentsResult currents_from_series(const CurrentSeries& s, const CurrentsParams
                 for (std::size_t m = 0; m < L; ++m) CKT[sh * L + m] += tmp[m] / static_cast<double>(T - m);
                 for (std::size_t bb = 0; bb < B; ++bb) {
                     autocorr(z + bb * TB, TB, L, fftB, ifftB, ab.p, cb.p, tmp.data());
-                    for (std::size_t m = 0; m < L; ++m) BLK[(bb * NS + sh) * L + m] += tmp[m] / static_cast<double>(TB - m);
+                    for (std::size_t m = 0; m < L; ++m)
+                        BLK[(bb * NS + sh) * L + m] += tmp[m] / static_cast<double>(TB - m);
                 }
                 for (std::size_t sg = 0; sg < n_seg; ++sg) {
                     for (std::size_t t = 0; t < S; ++t) {
@@ -479,7 +502,8 @@ CurrentsResult currents_from_series(const CurrentSeries& s, const CurrentsParams
             for (std::size_t i = 0; i < NS * L; ++i) ckt[i] += ckt_t[static_cast<std::size_t>(th)][i];
             for (std::size_t i = 0; i < NS * n_omega; ++i) ckw[i] += ckw_t[static_cast<std::size_t>(th)][i];
             if (blocks)
-                for (std::size_t i = 0; i < B * NS * L; ++i) (*blocks)[i] += blk_t[static_cast<std::size_t>(th)][i];
+                for (std::size_t i = 0; i < B * NS * L; ++i)
+                    (*blocks)[i] += blk_t[static_cast<std::size_t>(th)][i];
         }
         for (std::size_t sh = 0; sh < NS; ++sh) {
             const double c = static_cast<double>(ks.shell_count[sh]);
@@ -514,7 +538,8 @@ namespace {
 /// Shell-summed raw sums of one series, one accumulator per chunk of k-vectors (added in chunk
 /// order at the end, so bit-identical for any thread count).
 struct RawSums {
-    std::vector<std::vector<double>> ckt, blk, ckw;  ///< [chunk][shell·L + m], [chunk][(b·NS + shell)·L + m], [chunk][shell·n_omega + f]
+    std::vector<std::vector<double>> ckt, blk,
+        ckw;  ///< [chunk][shell·L + m], [chunk][(b·NS + shell)·L + m], [chunk][shell·n_omega + f]
     std::vector<double> total(const std::vector<std::vector<double>>& v) const {
         std::vector<double> out(v.front().size(), 0.0);
         for (const auto& c : v)
@@ -566,8 +591,9 @@ CurrentsResult currents_streamed(const TrajectorySource& src, const CurrentsPara
     std::size_t b0 = 0, c0 = 0, next = 0;  // the buffer holds frames [b0, next); the chunk starts at c0
     const auto process = [&]() {
         const std::size_t c1 = next;
-        const std::size_t sg_lo = c0 < S ? 0 : (c0 - S) / hop + 1;         // first segment ending after c0
-        const std::size_t sg_end = c1 < S ? 0 : std::min(n_seg, (c1 - S) / hop + 1);  // … and ending at or before c1
+        const std::size_t sg_lo = c0 < S ? 0 : (c0 - S) / hop + 1;  // first segment ending after c0
+        const std::size_t sg_end =
+            c1 < S ? 0 : std::min(n_seg, (c1 - S) / hop + 1);  // … and ending at or before c1
         detail::parallel_for_chunks(K, p.threads, [&](std::size_t b, std::size_t e, int c) {
             detail::FftwBuffer<fftw_complex> sa(S), sc(S);
             for (std::size_t w = 0; w < nser; ++w) {
@@ -587,7 +613,8 @@ CurrentsResult currents_streamed(const TrajectorySource& src, const CurrentsPara
                         const std::size_t mb = bk ? std::min(mf, u - bl * TB) : 0;
                         for (std::size_t m = 0; m <= mf; ++m) {
                             const cplx zv = z[u - m - b0];
-                            const double v = zu.real() * zv.real() + zu.imag() * zv.imag();  // Re z(u) z*(u−m)
+                            const double v =
+                                zu.real() * zv.real() + zu.imag() * zv.imag();  // Re z(u) z*(u−m)
                             ck[m] += v;
                             if (bk && m <= mb) bk[m] += v;
                         }
@@ -600,8 +627,9 @@ CurrentsResult currents_streamed(const TrajectorySource& src, const CurrentsPara
                         fftS.run(sa.p, sc.p);
                         for (std::size_t f = 0; f < n_omega; ++f) {
                             const std::size_t fm = (S - f) % S;
-                            CKW[sh * n_omega + f] += 0.5 * (sc.p[f][0] * sc.p[f][0] + sc.p[f][1] * sc.p[f][1] +
-                                                            sc.p[fm][0] * sc.p[fm][0] + sc.p[fm][1] * sc.p[fm][1]);
+                            CKW[sh * n_omega + f] +=
+                                0.5 * (sc.p[f][0] * sc.p[f][0] + sc.p[f][1] * sc.p[f][1] +
+                                       sc.p[fm][0] * sc.p[fm][0] + sc.p[fm][1] * sc.p[fm][1]);
                         }
                     }
                 }
@@ -612,7 +640,8 @@ CurrentsResult currents_streamed(const TrajectorySource& src, const CurrentsPara
         for (auto& v : buf)
             for (std::size_t q = 0; q < K; ++q)
                 std::copy(v.begin() + static_cast<std::ptrdiff_t>(q * W + (nb0 - b0)),
-                          v.begin() + static_cast<std::ptrdiff_t>(q * W + (c1 - b0)), v.begin() + static_cast<std::ptrdiff_t>(q * W));
+                          v.begin() + static_cast<std::ptrdiff_t>(q * W + (c1 - b0)),
+                          v.begin() + static_cast<std::ptrdiff_t>(q * W));
         b0 = nb0;
         c0 = c1;
     };
@@ -629,10 +658,11 @@ CurrentsResult currents_streamed(const TrajectorySource& src, const CurrentsPara
                     FrameWork fw;
                     for (std::size_t i = b; i < e; ++i) {
                         const std::size_t col = next + i - b0;
-                        cplx* out[4] = {buf[0].data() + col, buf[1].data() + col, nser > 2 ? buf[2].data() + col : nullptr,
+                        cplx* out[4] = {buf[0].data() + col, buf[1].data() + col,
+                                        nser > 2 ? buf[2].data() + col : nullptr,
                                         nser > 2 ? buf[3].data() + col : nullptr};
-                        frame_currents(eng, block[pos + i], s.region, s.has_mass ? &masses : nullptr, p.subtract_mean, khx, khy,
-                                       W, out, bw[i], bwm[i], fw);
+                        frame_currents(eng, block[pos + i], s.region, s.has_mass ? &masses : nullptr,
+                                       p.subtract_mean, khx, khy, W, out, bw[i], bwm[i], fw);
                     }
                 });
                 for (std::size_t i = 0; i < n; ++i) {
@@ -653,13 +683,15 @@ CurrentsResult currents_streamed(const TrajectorySource& src, const CurrentsPara
     if (!(s.norm > 0)) throw FormatError("currents: no particle with a velocity inside the region");
 
     CurrentsResult r = result_header(s, pl);
-    auto finish = [&](std::size_t w, double norm, std::vector<double>& ckt, std::vector<double>& ckw, std::vector<double>* blocks) {
+    auto finish = [&](std::size_t w, double norm, std::vector<double>& ckt, std::vector<double>& ckw,
+                      std::vector<double>* blocks) {
         ckt = sums[w].total(sums[w].ckt);
         ckw = sums[w].total(sums[w].ckw);
         if (blocks) *blocks = sums[w].total(sums[w].blk);
         for (std::size_t sh = 0; sh < NS; ++sh) {
             const double c = static_cast<double>(ks.shell_count[sh]);
-            for (std::size_t m = 0; m < L; ++m) ckt[sh * L + m] = ckt[sh * L + m] / static_cast<double>(T - m) / (c * norm);
+            for (std::size_t m = 0; m < L; ++m)
+                ckt[sh * L + m] = ckt[sh * L + m] / static_cast<double>(T - m) / (c * norm);
             for (std::size_t f = 0; f < n_omega; ++f)
                 ckw[sh * n_omega + f] *= s.dt / (c * norm * sum_win2 * static_cast<double>(n_seg));
             if (blocks)
@@ -672,7 +704,8 @@ CurrentsResult currents_streamed(const TrajectorySource& src, const CurrentsPara
     };
     auto peaks = [&](const std::vector<double>& ckw) {
         std::vector<double> out(NS);
-        for (std::size_t sh = 0; sh < NS; ++sh) out[sh] = spectral_peak(&ckw[sh * n_omega], n_omega, pl.domega);
+        for (std::size_t sh = 0; sh < NS; ++sh)
+            out[sh] = spectral_peak(&ckw[sh * n_omega], n_omega, pl.domega);
         return out;
     };
     finish(CurrentSeries::T_, s.norm, r.c_t_kt, r.c_t_kw, B ? &r.c_t_kt_blocks : nullptr);
@@ -695,7 +728,8 @@ CurrentsResult compute_currents(const TrajectorySource& src, CurrentsParams p) {
     std::vector<double> masses;
     // The whole series in memory (FFT correlations over the full length) when it fits the budget;
     // else one bounded streaming pass.
-    if (series_bytes(series_header(src, p, masses)) > static_cast<double>(p.memory_bytes)) return currents_streamed(src, p);
+    if (series_bytes(series_header(src, p, masses)) > static_cast<double>(p.memory_bytes))
+        return currents_streamed(src, p);
     const CurrentSeries s = compute_current_series(src, p);
     return currents_from_series(s, p);
 }
@@ -751,8 +785,12 @@ ResultGroup currents_result_group(const CurrentsResult& r, const Metadata& meta)
     g.attrs["velocity_source"] = r.velocity_source;
     g.attrs["geometry"] = r.geometry;
     g.attrs["window"] = std::string("hann segments, 50% overlap");
-    g.attrs["normalisation"] = std::string("C(k,t) = Re<j(t0+t) j*(t0)>/<sum_i w_i^2>; C(k,w) = int C(k,t) e^{iwt} dt (two-sided density); mass: a_i = w_i m_i v_i, norm <sum w^2 m>, m = (d_s/d_0)^2");
-    g.attrs["k_set"] = std::string("grid (2pi n/Lx, 2pi m/Ly), half plane, k_min <= |k| <= k_max; shells of width dk centred on multiples of dk");
+    g.attrs["normalisation"] = std::string(
+        "C(k,t) = Re<j(t0+t) j*(t0)>/<sum_i w_i^2>; C(k,w) = int C(k,t) e^{iwt} dt (two-sided density); "
+        "mass: a_i = w_i m_i v_i, norm <sum w^2 m>, m = (d_s/d_0)^2");
+    g.attrs["k_set"] = std::string(
+        "grid (2pi n/Lx, 2pi m/Ly), half plane, k_min <= |k| <= k_max; shells of width dk centred on "
+        "multiples of dk");
     g.attrs["dk"] = r.dk;
     g.attrs["units"] = std::string("L=") + L + ", T=" + T;
     return g;

@@ -21,7 +21,8 @@ void KgapParams::validate() const {
     if (!(k_min >= 0)) bad("k_min", std::to_string(k_min));
     if (!(k_max >= 0)) bad("k_max", std::to_string(k_max));
     if (!(fit_time >= 0)) bad("fit_time", std::to_string(fit_time));
-    if (lag_window != "none" && lag_window != "tukey" && lag_window != "hann") bad("lag_window (none|tukey|hann)", lag_window);
+    if (lag_window != "none" && lag_window != "tukey" && lag_window != "hann")
+        bad("lag_window (none|tukey|hann)", lag_window);
     if (!(tukey_fraction > 0 && tukey_fraction <= 1)) bad("tukey_fraction", std::to_string(tukey_fraction));
     if (pad < 1 || pad > 256) bad("pad", std::to_string(pad));
     if (bootstrap < 10) bad("bootstrap (>= 10)", std::to_string(bootstrap));
@@ -94,7 +95,8 @@ double stddev(const std::vector<double>& v) {
         }
     if (n < 2) return nan();
     const double m = s / static_cast<double>(n);
-    return std::sqrt(std::max(0.0, (s2 / static_cast<double>(n) - m * m) * static_cast<double>(n) / static_cast<double>(n - 1)));
+    return std::sqrt(std::max(
+        0.0, (s2 / static_cast<double>(n) - m * m) * static_cast<double>(n) / static_cast<double>(n - 1)));
 }
 
 struct Spectrum {
@@ -105,13 +107,19 @@ struct Spectrum {
     std::vector<double> win, y;
     double dt;
     Spectrum(std::size_t L, const KgapParams& p, double dt_)
-        : P(static_cast<int>(std::max<std::size_t>(2 * L, 4) * static_cast<std::size_t>(p.pad))), fft(P),
-          in(static_cast<std::size_t>(P)), out(static_cast<std::size_t>(P / 2 + 1)), win(L, 1.0), y(static_cast<std::size_t>(P / 2 + 1)), dt(dt_) {
+        : P(static_cast<int>(std::max<std::size_t>(2 * L, 4) * static_cast<std::size_t>(p.pad))),
+          fft(P),
+          in(static_cast<std::size_t>(P)),
+          out(static_cast<std::size_t>(P / 2 + 1)),
+          win(L, 1.0),
+          y(static_cast<std::size_t>(P / 2 + 1)),
+          dt(dt_) {
         for (std::size_t m = 0; m < L; ++m) {
             const double u = static_cast<double>(m) / static_cast<double>(L);  // 0 … 1
             if (p.lag_window == "hann") win[m] = 0.5 * (1 + std::cos(std::numbers::pi * u));
             if (p.lag_window == "tukey" && u > 1 - p.tukey_fraction)
-                win[m] = 0.5 * (1 + std::cos(std::numbers::pi * (u - (1 - p.tukey_fraction)) / p.tukey_fraction));
+                win[m] =
+                    0.5 * (1 + std::cos(std::numbers::pi * (u - (1 - p.tukey_fraction)) / p.tukey_fraction));
         }
     }
     /// ω of the maximum of C(0) + 2 Σ_{m≥1} w(m) C(m) cos(ω m dt).
@@ -133,7 +141,8 @@ std::vector<double> fit_damped_oscillator(const std::vector<double>& t, const do
     n = std::min(n, t.size());
     if (n < 4) throw ParameterError("kgap: need at least 4 lags for the oscillator fit");
     std::vector<double> p0;
-    if (start && start->size() == 3 && std::isfinite((*start)[0]) && std::isfinite((*start)[1]) && std::isfinite((*start)[2])) {
+    if (start && start->size() == 3 && std::isfinite((*start)[0]) && std::isfinite((*start)[1]) &&
+        std::isfinite((*start)[2])) {
         p0 = *start;
     } else {
         // coarse grid over (Γ, s), C₀ by linear least squares
@@ -176,16 +185,19 @@ KgapResult fit_kgap(const KgapInput& in, KgapParams p) {
     p.validate();
     const std::size_t NS = in.k.size(), L = in.t.size();
     if (NS == 0 || L < 4)
-        throw InsufficientData("kgap: the currents have " + std::to_string(NS) + " k shell(s) and " + std::to_string(L) +
-                               " lag(s); the fits need >= 1 shell and >= 4 lags (a longer run or a larger box)");
+        throw InsufficientData(
+            "kgap: the currents have " + std::to_string(NS) + " k shell(s) and " + std::to_string(L) +
+            " lag(s); the fits need >= 1 shell and >= 4 lags (a longer run or a larger box)");
     if (in.c_t.size() != NS * L) throw FormatError("kgap: c_t_kt has the wrong shape");
     const std::size_t B = in.n_blocks;
     if (B < 2)
-        throw InsufficientData("kgap: the block bootstrap needs the per-block C_T(k,t) of >= 2 time blocks; the currents have " +
-                               std::to_string(B) + " (the run is shorter than 2 Welch segments, or --currents-blocks is < 2)");
+        throw InsufficientData(
+            "kgap: the block bootstrap needs the per-block C_T(k,t) of >= 2 time blocks; the currents have " +
+            std::to_string(B) + " (the run is shorter than 2 Welch segments, or --currents-blocks is < 2)");
     const double dt = in.t[1] - in.t[0];
     std::size_t nfit = L;
-    if (p.fit_time > 0) nfit = std::clamp<std::size_t>(static_cast<std::size_t>(std::floor(p.fit_time / dt)) + 1, 4, L);
+    if (p.fit_time > 0)
+        nfit = std::clamp<std::size_t>(static_cast<std::size_t>(std::floor(p.fit_time / dt)) + 1, 4, L);
 
     KgapResult r;
     r.params = p;
@@ -250,9 +262,11 @@ KgapResult fit_kgap(const KgapInput& in, KgapParams p) {
     r.omega_l_peak_err = spread([](const PerShell& x, std::size_t s) { return x.lpeak[s]; });
     for (std::size_t sh = 0; sh < NS; ++sh) {
         r.omega_pole.push_back(full.s[sh] >= 0 ? std::sqrt(full.s[sh]) : nan());
-        r.omega_pole_err.push_back(full.s[sh] > 0 ? r.omega2_pole_err[sh] / (2 * std::sqrt(full.s[sh])) : nan());
+        r.omega_pole_err.push_back(full.s[sh] > 0 ? r.omega2_pole_err[sh] / (2 * std::sqrt(full.s[sh]))
+                                                  : nan());
     }
-    const std::vector<double> peak2_err = spread([](const PerShell& x, std::size_t s) { return x.peak[s] * x.peak[s]; });
+    const std::vector<double> peak2_err =
+        spread([](const PerShell& x, std::size_t s) { return x.peak[s] * x.peak[s]; });
 
     auto dispersion = [&](const std::string& method, auto y_of) {
         DispersionFit d;
@@ -263,7 +277,8 @@ KgapResult fit_kgap(const KgapInput& in, KgapParams p) {
             const double y = y_of(full, sh);
             sig[sh] = method == "pole" ? r.omega2_pole_err[sh] : peak2_err[sh];
             const bool in_range = in.k[sh] >= p.k_min && (p.k_max <= 0 || in.k[sh] <= p.k_max);
-            const bool prop = method == "pole" ? (y > p.significance * sig[sh]) : (full.peak[sh] > 0 && y > p.significance * sig[sh]);
+            const bool prop = method == "pole" ? (y > p.significance * sig[sh])
+                                               : (full.peak[sh] > 0 && y > p.significance * sig[sh]);
             if (in_range && prop && std::isfinite(y) && sig[sh] > 0) d.used[sh] = 1;
         }
         std::vector<double> x, yv, s;
@@ -364,13 +379,18 @@ ResultGroup kgap_result_group(const KgapResult& r, const Metadata& meta) {
     g.attrs["significance"] = p.significance;
     g.attrs["k_min_param"] = p.k_min;
     g.attrs["k_max_param"] = p.k_max;
-    g.attrs["model"] = std::string("C_T(k,t) = C0 exp(-G t)[cos(w t) + (G/w) sin(w t)], w^2 = s; dispersion w^2 = c^2 k^2 - 1/(4 tau^2), k_gap = 1/(2 c tau)");
+    g.attrs["model"] = std::string(
+        "C_T(k,t) = C0 exp(-G t)[cos(w t) + (G/w) sin(w t)], w^2 = s; dispersion w^2 = c^2 k^2 - 1/(4 "
+        "tau^2), k_gap = 1/(2 c tau)");
     g.attrs["units"] = std::string("L=") + L + ", T=" + T;
     for (const DispersionFit* d : {&r.pole, &r.peak}) {
         ResultGroup s;
         s.name = d->method;
-        s.attrs["method"] = d->method == "pole" ? std::string("pole: fit to pole frequencies of the damped-oscillator fits")
-                                                : std::string("peak: fit to the positions of the C_T(k,w) maxima (expect tau/sqrt2, sqrt2*k_gap)");
+        s.attrs["method"] =
+            d->method == "pole"
+                ? std::string("pole: fit to pole frequencies of the damped-oscillator fits")
+                : std::string(
+                      "peak: fit to the positions of the C_T(k,w) maxima (expect tau/sqrt2, sqrt2*k_gap)");
         s.attrs["k_gap"] = d->k_gap;
         s.attrs["k_gap_err"] = d->k_gap_err;
         s.attrs["c"] = d->c;

@@ -58,18 +58,31 @@ std::vector<AnalysisSpec> modes_analyses() {
 
     out.push_back(AnalysisSpec{
         "currents",
-        "current correlations C_L(k,t), C_T(k,t), spectra C(k,w), peak dispersion (number- and mass-weighted)",
-        {{"currents-kmax", "largest |k|, rad/length (default: 2-D Debye wavenumber sqrt(4 pi rho))", "", OptionType::number, 0, kInf},
+        "current correlations C_L(k,t), C_T(k,t), spectra C(k,w), peak dispersion (number- and "
+        "mass-weighted)",
+        {{"currents-kmax", "largest |k|, rad/length (default: 2-D Debye wavenumber sqrt(4 pi rho))", "",
+          OptionType::number, 0, kInf},
          {"currents-kmin", "smallest |k|, rad/length", "0", OptionType::number, 0, kInf},
-         {"currents-dk", "shell width, rad/length (default: max(2pi/Lx, 2pi/Ly))", "", OptionType::number, 0, kInf},
-         {"currents-segment", "frames per Welch segment (even; 0 = min(T, 256))", "0", OptionType::integer, 0, kInf},
+         {"currents-dk", "shell width, rad/length (default: max(2pi/Lx, 2pi/Ly))", "", OptionType::number, 0,
+          kInf},
+         {"currents-segment", "frames per Welch segment (even; 0 = min(T, 256))", "0", OptionType::integer, 0,
+          kInf},
          {"currents-max-lag", "lags of C(k,t), frames (0 = segment/2)", "0", OptionType::integer, 0, kInf},
-         {"currents-omega-max", "largest omega kept in C(k,w), rad/time (default Nyquist)", "", OptionType::number, 0, kInf},
-         {"currents-blocks", "time blocks of per-block C(k,t) (kgap bootstrap input; 0 = none)", "10", OptionType::integer, 0, kInf},
-         {"currents-taper", "Tukey fraction of the spatial taper in windows (0 = hard edge)", "0.2", OptionType::number, 0, 1},
+         {"currents-omega-max", "largest omega kept in C(k,w), rad/time (default Nyquist)", "",
+          OptionType::number, 0, kInf},
+         {"currents-blocks", "time blocks of per-block C(k,t) (kgap bootstrap input; 0 = none)", "10",
+          OptionType::integer, 0, kInf},
+         {"currents-taper", "Tukey fraction of the spatial taper in windows (0 = hard edge)", "0.2",
+          OptionType::number, 0, 1},
          {"currents-subtract-mean", "subtract the mean velocity per frame (0/1)", "1", OptionType::boolean},
          {"currents-mass", "also mass-weighted currents, masses ~ d^2 (0/1)", "1", OptionType::boolean},
-         {"currents-velocity", "velocity scheme: auto | given | central | forward", "auto", OptionType::text, -kInf, kInf, {"auto", "given", "central", "forward"}}},
+         {"currents-velocity",
+          "velocity scheme: auto | given | central | forward",
+          "auto",
+          OptionType::text,
+          -kInf,
+          kInf,
+          {"auto", "given", "central", "forward"}}},
         [](const AnalysisContext& ctx) {
             const auto r = compute_currents(ctx.source, currents_params(ctx));
             return std::vector<ResultGroup>{currents_result_group(r, ctx.source.meta())};
@@ -77,14 +90,25 @@ std::vector<AnalysisSpec> modes_analyses() {
 
     out.push_back(AnalysisSpec{
         "kgap",
-        "dispersion and k-gap: damped-oscillator (pole) and peak fits of w^2 = c^2 k^2 - 1/(4 tau^2), block bootstrap",
-        {{"kgap-kmin", "smallest |k| of the dispersion fits, rad/length (default: first propagating shell)", "0", OptionType::number, 0, kInf},
-         {"kgap-kmax", "largest |k| of the dispersion fits, rad/length (default: all shells)", "0", OptionType::number, 0, kInf},
-         {"kgap-fit-time", "lags used in the per-shell oscillator fit, time (default: all)", "0", OptionType::number, 0, kInf},
-         {"kgap-lag-window", "window on C_T(k,t) before the peak transform: none | tukey | hann", "tukey", OptionType::text, -kInf, kInf, {"none", "tukey", "hann"}},
+        "dispersion and k-gap: damped-oscillator (pole) and peak fits of w^2 = c^2 k^2 - 1/(4 tau^2), block "
+        "bootstrap",
+        {{"kgap-kmin", "smallest |k| of the dispersion fits, rad/length (default: first propagating shell)",
+          "0", OptionType::number, 0, kInf},
+         {"kgap-kmax", "largest |k| of the dispersion fits, rad/length (default: all shells)", "0",
+          OptionType::number, 0, kInf},
+         {"kgap-fit-time", "lags used in the per-shell oscillator fit, time (default: all)", "0",
+          OptionType::number, 0, kInf},
+         {"kgap-lag-window",
+          "window on C_T(k,t) before the peak transform: none | tukey | hann",
+          "tukey",
+          OptionType::text,
+          -kInf,
+          kInf,
+          {"none", "tukey", "hann"}},
          {"kgap-bootstrap", "bootstrap replicates over time blocks", "200", OptionType::integer, 10, kInf},
          {"kgap-seed", "bootstrap seed", "1", OptionType::integer, 0, kInf},
-         {"kgap-cl-shells", "lowest shells for c_L (slope of the longitudinal peak)", "3", OptionType::integer, 1, kInf}},
+         {"kgap-cl-shells", "lowest shells for c_L (slope of the longitudinal peak)", "3",
+          OptionType::integer, 1, kInf}},
         [](const AnalysisContext& ctx) {
             KgapParams p;
             p.k_min = ctx.number("kgap-kmin");
@@ -97,7 +121,8 @@ std::vector<AnalysisSpec> modes_analyses() {
             // `needs` below: vibra analyze runs currents first (with its own flags' values) when
             // kgap is asked for alone, so the input is always the currents group of this run.
             if (!ctx.earlier || !ctx.earlier->count("currents"))
-                throw ParameterError("kgap needs the currents group of the same run (run with --only currents,kgap)");
+                throw ParameterError(
+                    "kgap needs the currents group of the same run (run with --only currents,kgap)");
             const KgapInput in = kgap_input(ctx.earlier->at("currents"));
             const std::string from = "earlier currents group";
             ResultGroup g = kgap_result_group(fit_kgap(in, p), ctx.source.meta());
@@ -109,16 +134,28 @@ std::vector<AnalysisSpec> modes_analyses() {
 
     out.push_back(AnalysisSpec{
         "tvdos",
-        "transverse/longitudinal VDOS from current spectra up to k_D, D/w vs Debye, per-particle band contributions",
-        {{"tvdos-kmax", "largest |k|, rad/length (default: Debye wavenumber)", "", OptionType::number, 0, kInf},
+        "transverse/longitudinal VDOS from current spectra up to k_D, D/w vs Debye, per-particle band "
+        "contributions",
+        {{"tvdos-kmax", "largest |k|, rad/length (default: Debye wavenumber)", "", OptionType::number, 0,
+          kInf},
          {"tvdos-segment", "frames per segment (even; 0 = min(T, 256))", "0", OptionType::integer, 0, kInf},
-         {"tvdos-band", "band of the per-particle map: lo,hi in rad/time (default: 0 to Nyquist)", "", OptionType::list, 0, kInf},
-         {"tvdos-omega-max", "largest omega written, rad/time (default Nyquist)", "", OptionType::number, 0, kInf},
-         {"tvdos-ct", "transverse sound speed for the Debye level, length/time (default: kgap pole c)", "", OptionType::number, 0, kInf},
-         {"tvdos-cl", "longitudinal sound speed, length/time (default: kgap c_l)", "", OptionType::number, 0, kInf},
+         {"tvdos-band", "band of the per-particle map: lo,hi in rad/time (default: 0 to Nyquist)", "",
+          OptionType::list, 0, kInf},
+         {"tvdos-omega-max", "largest omega written, rad/time (default Nyquist)", "", OptionType::number, 0,
+          kInf},
+         {"tvdos-ct", "transverse sound speed for the Debye level, length/time (default: kgap pole c)", "",
+          OptionType::number, 0, kInf},
+         {"tvdos-cl", "longitudinal sound speed, length/time (default: kgap c_l)", "", OptionType::number, 0,
+          kInf},
          {"tvdos-taper", "Tukey fraction of the spatial taper in windows", "0.2", OptionType::number, 0, 1},
          {"tvdos-per-particle", "compute the per-particle map (0/1)", "1", OptionType::boolean},
-         {"tvdos-velocity", "velocity scheme: auto | given | central | forward", "auto", OptionType::text, -kInf, kInf, {"auto", "given", "central", "forward"}}},
+         {"tvdos-velocity",
+          "velocity scheme: auto | given | central | forward",
+          "auto",
+          OptionType::text,
+          -kInf,
+          kInf,
+          {"auto", "given", "central", "forward"}}},
         [](const AnalysisContext& ctx) {
             TransverseVdosParams p;
             p.k_max = number_or(ctx, "tvdos-kmax", 0);
@@ -160,8 +197,10 @@ std::vector<AnalysisSpec> modes_analyses() {
         "covariance_vdos",
         "VDOS of solid-like states from the displacement covariance matrix (refuses when frames < 10 x 2N)",
         {{"covariance-vdos-force", "compute even when frames < 10 x 2N (0/1)", "0", OptionType::boolean},
-         {"covariance-vdos-temperature", "k_B T in m0 length^2/time^2 (default: from velocities)", "", OptionType::number, 0, kInf},
-         {"covariance-vdos-com", "remove the centre-of-mass displacement per frame (0/1)", "1", OptionType::boolean},
+         {"covariance-vdos-temperature", "k_B T in m0 length^2/time^2 (default: from velocities)", "",
+          OptionType::number, 0, kInf},
+         {"covariance-vdos-com", "remove the centre-of-mass displacement per frame (0/1)", "1",
+          OptionType::boolean},
          {"covariance-vdos-mass", "mass-weight with m ~ d^2 (0/1)", "1", OptionType::boolean},
          {"covariance-vdos-bins", "histogram bins", "60", OptionType::integer, 1, kInf}},
         [](const AnalysisContext& ctx) {
@@ -171,7 +210,8 @@ std::vector<AnalysisSpec> modes_analyses() {
             p.subtract_com = boolean(ctx, "covariance-vdos-com");
             p.mass_weighted = boolean(ctx, "covariance-vdos-mass");
             p.bins = ctx.integer("covariance-vdos-bins");
-            return std::vector<ResultGroup>{covariance_vdos_result_group(compute_covariance_vdos(ctx.source, p), ctx.source.meta())};
+            return std::vector<ResultGroup>{
+                covariance_vdos_result_group(compute_covariance_vdos(ctx.source, p), ctx.source.meta())};
         },
         false});
 

@@ -21,7 +21,8 @@ void TransverseVdosParams::validate() const {
         throw ParameterError("TransverseVdosParams." + f + " is out of range: " + std::to_string(v));
     };
     if (!(k_max >= 0)) bad("k_max", k_max);
-    if (segment < 0 || segment == 1 || segment % 2 != 0) bad("segment (0 or even >= 2)", static_cast<double>(segment));
+    if (segment < 0 || segment == 1 || segment % 2 != 0)
+        bad("segment (0 or even >= 2)", static_cast<double>(segment));
     if (!(band_min >= 0)) bad("band_min", band_min);
     if (!(band_max >= 0) || (band_max > 0 && band_max < band_min)) bad("band_max", band_max);
     if (!(omega_max >= 0)) bad("omega_max", omega_max);
@@ -49,20 +50,24 @@ TransverseVdosResult compute_transverse_vdos(const TrajectorySource& src, Transv
     const CurrentRegion region = current_region(src, p.taper);
     const std::int64_t T64 = src.n_frames();
     if (T64 < 8)
-        throw InsufficientData("currents: need at least 8 frames (a Welch segment with >= 4 lags), got " + std::to_string(T64));
+        throw InsufficientData("currents: need at least 8 frames (a Welch segment with >= 4 lags), got " +
+                               std::to_string(T64));
     const auto T = static_cast<std::size_t>(T64);
     // k-vectors up to the Debye wavenumber of the mean row density (as compute_current_series).
-    const KVectorSet ks = current_kvectors(region, static_cast<double>(src.n_rows()) / static_cast<double>(T64) / region.area, cp);
+    const KVectorSet ks = current_kvectors(
+        region, static_cast<double>(src.n_rows()) / static_cast<double>(T64) / region.area, cp);
     if (p.segment == 0) p.segment = std::min<std::int64_t>(T64, 256) / 2 * 2;
     if (p.segment < 2 || p.segment > T64)
-        throw ParameterError("tvdos: segment (" + std::to_string(p.segment) + " frames) must be in [2, " + std::to_string(T64) + "]");
+        throw ParameterError("tvdos: segment (" + std::to_string(p.segment) + " frames) must be in [2, " +
+                             std::to_string(T64) + "]");
     const auto S = static_cast<std::size_t>(p.segment);
     const std::size_t nseg = T / S;
     const double dt = src.meta().frame_interval, omega_n = std::numbers::pi / dt;
     const double domega = 2 * std::numbers::pi / (static_cast<double>(S) * dt);
     if (p.omega_max == 0 || p.omega_max > omega_n) p.omega_max = omega_n;
     if (p.band_max == 0 || p.band_max > omega_n) p.band_max = omega_n;
-    const std::size_t nw = std::min<std::size_t>(S / 2 + 1, static_cast<std::size_t>(std::floor(p.omega_max / domega + 1e-9)) + 1);
+    const std::size_t nw = std::min<std::size_t>(
+        S / 2 + 1, static_cast<std::size_t>(std::floor(p.omega_max / domega + 1e-9)) + 1);
     const std::size_t nf = S / 2 + 1;
     const std::size_t K = ks.size();
 
@@ -78,14 +83,18 @@ TransverseVdosResult compute_transverse_vdos(const TrajectorySource& src, Transv
     for (std::size_t t = 0; t < S; ++t) win[t] = detail::hann(t, S);
     std::vector<bool> in_band(S);
     for (std::size_t b = 0; b < S; ++b) {
-        const double w = std::abs(static_cast<double>(b <= S / 2 ? static_cast<std::int64_t>(b) : static_cast<std::int64_t>(b) - static_cast<std::int64_t>(S))) * domega;
+        const double w = std::abs(static_cast<double>(b <= S / 2 ? static_cast<std::int64_t>(b)
+                                                                 : static_cast<std::int64_t>(b) -
+                                                                       static_cast<std::int64_t>(S))) *
+                         domega;
         in_band[b] = w >= p.band_min && w <= p.band_max;
     }
     detail::ComplexFft fwd(static_cast<int>(S), FFTW_BACKWARD);  // ĵ(ω) = Σ w_t j_t e^{+iωt}
     detail::ComplexFft inv(static_cast<int>(S), FFTW_FORWARD);   // g(k,t) = Σ_ω e^{−iωt} ĵ(ω)
     // raw spectra P_s(f) = Σ_k (|ĵ(f)|² + |ĵ(−f)|²), f = 0 … S/2, for T and L
     std::vector<double> pt(nseg * nf, 0.0), pl(nseg * nf, 0.0), band_raw(nseg, 0.0);
-    const int nt = p.threads, nc = detail::kReduceChunks;  // partial sums per chunk of k-vectors, not per thread
+    const int nt = p.threads,
+              nc = detail::kReduceChunks;  // partial sums per chunk of k-vectors, not per thread
     detail::CurrentEngine eng(ks);
     std::vector<double> khx(K), khy(K), ex(K), ey(K);
     for (std::size_t q = 0; q < K; ++q) {
@@ -139,7 +148,8 @@ TransverseVdosResult compute_transverse_vdos(const TrajectorySource& src, Transv
                     auto& P = which ? PL : PT;
                     for (std::size_t f = 0; f < nf; ++f) {
                         const std::size_t fm = (S - f) % S;
-                        P[f] += o.p[f][0] * o.p[f][0] + o.p[f][1] * o.p[f][1] + o.p[fm][0] * o.p[fm][0] + o.p[fm][1] * o.p[fm][1];
+                        P[f] += o.p[f][0] * o.p[f][0] + o.p[f][1] * o.p[f][1] + o.p[fm][0] * o.p[fm][0] +
+                                o.p[fm][1] * o.p[fm][1];
                     }
                     if (which == 1 || !p.per_particle) continue;
                     for (std::size_t f = 0; f < S; ++f) {
@@ -150,7 +160,8 @@ TransverseVdosResult compute_transverse_vdos(const TrajectorySource& src, Transv
                         }
                     }
                     inv.run(o.p, a.p);
-                    for (std::size_t t = 0; t < S; ++t) z[t] = cplx(a.p[t][0], a.p[t][1]);  // g(k,t) replaces j_T
+                    for (std::size_t t = 0; t < S; ++t)
+                        z[t] = cplx(a.p[t][0], a.p[t][1]);  // g(k,t) replaces j_T
                 }
         });
         for (int c = 0; c < nc; ++c) {
@@ -183,7 +194,8 @@ TransverseVdosResult compute_transverse_vdos(const TrajectorySource& src, Transv
                 eng.adjoint(gx.data(), gy.data(), fx.data(), fy.data(), w);
                 auto& out = contrib[tl];
                 out.resize(fp.x.size());
-                for (std::size_t i = 0; i < fp.x.size(); ++i) out[i] = domega * win[tl] * (ax[i] * fx[i].real() + ay[i] * fy[i].real());
+                for (std::size_t i = 0; i < fp.x.size(); ++i)
+                    out[i] = domega * win[tl] * (ax[i] * fx[i].real() + ay[i] * fy[i].real());
             }
         });
         std::map<std::int64_t, Acc> acc;
@@ -296,7 +308,8 @@ ResultGroup tvdos_result_group(const TransverseVdosResult& r, const Metadata& me
     t.attrs["band_min"] = r.params.band_min;
     t.attrs["band_max"] = r.params.band_max;
     t.attrs["segment_frames"] = r.params.segment;
-    t.attrs["layout"] = std::string("rows of segment s: [segment_offsets[s], segment_offsets[s+1]); p_band sums to band_sum_segments[s]");
+    t.attrs["layout"] = std::string(
+        "rows of segment s: [segment_offsets[s], segment_offsets[s+1]); p_band sums to band_sum_segments[s]");
     g.groups.push_back(std::move(t));
     const auto& p = r.params;
     g.attrs["k_max"] = p.k_max > 0 ? p.k_max : r.k_debye;
@@ -316,8 +329,12 @@ ResultGroup tvdos_result_group(const TransverseVdosResult& r, const Metadata& me
     g.attrs["subtract_mean"] = std::int64_t{p.subtract_mean};
     g.attrs["window"] = std::string("hann, non-overlapping segments");
     g.attrs["velocity_source"] = r.velocity_source;
-    g.attrs["normalisation"] = std::string("sum_f c_f D(w_f) dw = 1 (c_f = 1/2 at 0 and Nyquist), number-weighted; p_band sums over particles to band_sum_segments; Debye level of D/w = 2/(c k_D)^2");
-    g.attrs["layout"] = std::string("per-particle table in sub-group particles: rows of segment s are [segment_offsets[s], segment_offsets[s+1]) of particle, x_mean, y_mean, p_band, frames_present");
+    g.attrs["normalisation"] = std::string(
+        "sum_f c_f D(w_f) dw = 1 (c_f = 1/2 at 0 and Nyquist), number-weighted; p_band sums over particles "
+        "to band_sum_segments; Debye level of D/w = 2/(c k_D)^2");
+    g.attrs["layout"] = std::string(
+        "per-particle table in sub-group particles: rows of segment s are [segment_offsets[s], "
+        "segment_offsets[s+1]) of particle, x_mean, y_mean, p_band, frames_present");
     g.attrs["units"] = std::string("L=") + L + ", T=" + T;
     return g;
 }

@@ -68,7 +68,9 @@ double rms_vectors(std::span<const double> ux, std::span<const double> uy) {
 
 std::vector<AnalysisOption> field_spec_options() {
     auto o = detail::field_options("field", "");
-    o.push_back({"field-snapshots", "number of start frames whose full grid field and particle displacements are stored", "3", OptionType::integer, 0, kInf});
+    o.push_back({"field-snapshots",
+                 "number of start frames whose full grid field and particle displacements are stored", "3",
+                 OptionType::integer, 0, kInf});
     return o;
 }
 
@@ -156,7 +158,9 @@ ResultGroup run_field(const AnalysisContext& ctx) {
         const std::size_t ntri = sn.tri.size() / 3;
         auto& tr = sub.add_int("triangles", std::move(sn.tri), "1");
         tr.shape = {ntri, 3};
-        tr.attrs["meaning"] = std::string("Delaunay triangles (counter-clockwise) of each snapshot's particles; indices local to the snapshot");
+        tr.attrs["meaning"] = std::string(
+            "Delaunay triangles (counter-clockwise) of each snapshot's particles; indices local to the "
+            "snapshot");
         sub.add_int("triangle_offsets", sn.tri_offsets, "1");
         g.groups.push_back(std::move(sub));
     }
@@ -170,21 +174,53 @@ std::vector<AnalysisOption> defects_spec_options() {
     auto o = detail::field_options("defects", "");
     for (auto& op : o)
         if (op.flag == "defects-stride")
-            op.help = "use start frames t = 0, s, 2s, … (frames; empty = every frame while the defect tables fit half of "
-                      "--memory, 16 bytes per grid node, start frame and lag; else the smallest stride that fits)";
-    o.insert(o.end(), {
-        {"defects-route", "loops: grid (plaquettes of the coarse-grained field) | delaunay (triangles of the particles)", "grid", OptionType::text, -kInf, kInf, {"grid", "delaunay"}},
-        {"defects-threshold", "skip loops touching |u| below this, field unit (empty = defects-threshold-rms × rms|u| of the frame)", "", OptionType::number, 0, kInf},
-        {"defects-threshold-rms", "relative threshold used when defects-threshold is empty", "0.1", OptionType::number, 0, kInf},
-        {"defects-merge", "merge adjacent charged cells into one defect: on | off", "on", OptionType::text, -kInf, kInf, {"on", "off"}},
-        {"defects-max-edge", "delaunay: skip triangles with an edge longer than this, length unit (empty = 3 mean spacings)", "", OptionType::number, 0, kInf},
-        {"defects-smooth", "delaunay: Gaussian smoothing width at the particles, length unit (0 = raw displacements)", "0", OptionType::number, 0, kInf},
-        {"defects-max-step", "tracking: largest defect step between sampled frames, length unit (empty = 3 grid spacings)", "", OptionType::number, 0, kInf},
-        {"defects-pair-distance", "creation/annihilation: +1/−1 within this distance, length unit (empty = 3 grid spacings)", "", OptionType::number, 0, kInf},
-        {"defects-rmax", "pair correlations up to this separation, length unit (empty = half the smaller region side)", "", OptionType::number, 0, kInf},
-        {"defects-dr", "pair-correlation bin width, length unit (empty = grid spacing)", "", OptionType::number, 0, kInf},
-        {"defects-msd-lags", "defect MSD up to this many sampled steps", "50", OptionType::integer, 1, kInf},
-    });
+            op.help =
+                "use start frames t = 0, s, 2s, … (frames; empty = every frame while the defect tables fit "
+                "half of "
+                "--memory, 16 bytes per grid node, start frame and lag; else the smallest stride that fits)";
+    o.insert(
+        o.end(),
+        {
+            {"defects-route",
+             "loops: grid (plaquettes of the coarse-grained field) | delaunay (triangles of the particles)",
+             "grid",
+             OptionType::text,
+             -kInf,
+             kInf,
+             {"grid", "delaunay"}},
+            {"defects-threshold",
+             "skip loops touching |u| below this, field unit (empty = defects-threshold-rms × rms|u| of the "
+             "frame)",
+             "", OptionType::number, 0, kInf},
+            {"defects-threshold-rms", "relative threshold used when defects-threshold is empty", "0.1",
+             OptionType::number, 0, kInf},
+            {"defects-merge",
+             "merge adjacent charged cells into one defect: on | off",
+             "on",
+             OptionType::text,
+             -kInf,
+             kInf,
+             {"on", "off"}},
+            {"defects-max-edge",
+             "delaunay: skip triangles with an edge longer than this, length unit (empty = 3 mean spacings)",
+             "", OptionType::number, 0, kInf},
+            {"defects-smooth",
+             "delaunay: Gaussian smoothing width at the particles, length unit (0 = raw displacements)", "0",
+             OptionType::number, 0, kInf},
+            {"defects-max-step",
+             "tracking: largest defect step between sampled frames, length unit (empty = 3 grid spacings)",
+             "", OptionType::number, 0, kInf},
+            {"defects-pair-distance",
+             "creation/annihilation: +1/−1 within this distance, length unit (empty = 3 grid spacings)", "",
+             OptionType::number, 0, kInf},
+            {"defects-rmax",
+             "pair correlations up to this separation, length unit (empty = half the smaller region side)",
+             "", OptionType::number, 0, kInf},
+            {"defects-dr", "pair-correlation bin width, length unit (empty = grid spacing)", "",
+             OptionType::number, 0, kInf},
+            {"defects-msd-lags", "defect MSD up to this many sampled steps", "50", OptionType::integer, 1,
+             kInf},
+        });
     return o;
 }
 
@@ -197,9 +233,11 @@ ResultGroup run_defects(const AnalysisContext& ctx) {
     if (!ctx.is_set("defects-stride")) {
         // Tracking wants consecutive frames: every frame, unless the tables of a long run would
         // not fit half the memory budget; then the smallest stride that makes them fit.
-        const double per_start = kDefectBytesPerNode * static_cast<double>(s.grid.size()) * static_cast<double>(s.lags.size());
+        const double per_start =
+            kDefectBytesPerNode * static_cast<double>(s.grid.size()) * static_cast<double>(s.lags.size());
         const std::int64_t span = s.n_frames - s.lags.front();
-        const auto fit = std::max<std::int64_t>(1, static_cast<std::int64_t>(static_cast<double>(ctx.memory_bytes / 2) / per_start));
+        const auto fit = std::max<std::int64_t>(
+            1, static_cast<std::int64_t>(static_cast<double>(ctx.memory_bytes / 2) / per_start));
         s.stride = std::max<std::int64_t>(1, (span + fit - 1) / fit);
         s.n_times = (span + s.stride - 1) / s.stride;
     }
@@ -210,12 +248,15 @@ ResultGroup run_defects(const AnalysisContext& ctx) {
     const bool use_grid = route == "grid";
     const double thr_abs = ctx.is_set("defects-threshold") ? ctx.number("defects-threshold") : -1.0;
     const double thr_rel = ctx.number("defects-threshold-rms");
-    if (ctx.is_set("defects-threshold") && !(thr_abs >= 0)) throw ParameterError("--defects-threshold must be ≥ 0");
+    if (ctx.is_set("defects-threshold") && !(thr_abs >= 0))
+        throw ParameterError("--defects-threshold must be ≥ 0");
     if (!(thr_rel >= 0)) throw ParameterError("--defects-threshold-rms must be ≥ 0");
     const auto& merge = ctx.text("defects-merge");
-    if (merge != "on" && merge != "off") throw ParameterError("--defects-merge: '" + merge + "' is not on or off");
+    if (merge != "on" && merge != "off")
+        throw ParameterError("--defects-merge: '" + merge + "' is not on or off");
     const double h = std::max(s.grid.hx, s.grid.hy);
-    const double max_edge = ctx.is_set("defects-max-edge") ? ctx.number("defects-max-edge") : 3 * s.mean_spacing;
+    const double max_edge =
+        ctx.is_set("defects-max-edge") ? ctx.number("defects-max-edge") : 3 * s.mean_spacing;
     const double smooth = ctx.number("defects-smooth");
     if (!(smooth >= 0)) throw ParameterError("--defects-smooth must be ≥ 0");
     DefectTrackParams tp;
@@ -223,8 +264,8 @@ ResultGroup run_defects(const AnalysisContext& ctx) {
     tp.pair_distance = ctx.is_set("defects-pair-distance") ? ctx.number("defects-pair-distance") : 3 * h;
     tp.geometry = s.geometry;
     tp.validate();
-    const double rmax = ctx.is_set("defects-rmax") ? ctx.number("defects-rmax")
-                                                   : 0.5 * std::min(s.grid.lx(), s.grid.ly());
+    const double rmax =
+        ctx.is_set("defects-rmax") ? ctx.number("defects-rmax") : 0.5 * std::min(s.grid.lx(), s.grid.ly());
     const double dr = ctx.is_set("defects-dr") ? ctx.number("defects-dr") : h;
     const auto msd_lags = ctx.integer("defects-msd-lags");
     if (msd_lags < 0) throw ParameterError("--defects-msd-lags must be ≥ 0");
@@ -247,8 +288,10 @@ ResultGroup run_defects(const AnalysisContext& ctx) {
             area[at] = static_cast<double>(evaluated_plaquettes(F, p)) * s.grid.hx * s.grid.hy;
         } else {
             std::vector<double> vx, vy;
-            if (smooth > 0) smooth_at_points(d.x, d.y, d.ux, d.uy, s.geometry, smooth, s.cg.cutoff, vx, vy);
-            else vx = d.ux, vy = d.uy;
+            if (smooth > 0)
+                smooth_at_points(d.x, d.y, d.ux, d.uy, s.geometry, smooth, s.cg.cutoff, vx, vy);
+            else
+                vx = d.ux, vy = d.uy;
             p.min_magnitude = thr_abs >= 0 ? thr_abs : thr_rel * rms_vectors(vx, vy);
             if (!std::isfinite(p.min_magnitude)) p.min_magnitude = 0;
             p.max_edge = max_edge;
@@ -258,7 +301,8 @@ ResultGroup run_defects(const AnalysisContext& ctx) {
             for (const auto& t : tri.triangles) {
                 bool ok = true;
                 for (int e = 0; e < 3 && ok; ++e) {
-                    const auto u = static_cast<std::size_t>(t[e]), v = static_cast<std::size_t>(t[(e + 1) % 3]);
+                    const auto u = static_cast<std::size_t>(t[e]),
+                               v = static_cast<std::size_t>(t[(e + 1) % 3]);
                     const double m2 = vx[u] * vx[u] + vy[u] * vy[u];
                     ok = m2 > 0 && m2 >= p.min_magnitude * p.min_magnitude &&
                          std::hypot(d.x[v] - d.x[u], d.y[v] - d.y[u]) <= max_edge;
@@ -282,20 +326,27 @@ ResultGroup run_defects(const AnalysisContext& ctx) {
     g.name = "defects";
     detail::record_field_settings(s, g.attrs);
     g.attrs["route"] = route;
-    g.attrs["stride_rule"] = std::string(ctx.is_set("defects-stride") ? "given" : "every frame while the defect tables fit half of --memory (16 bytes per grid node, start frame and lag)");
+    g.attrs["stride_rule"] =
+        std::string(ctx.is_set("defects-stride") ? "given"
+                                                 : "every frame while the defect tables fit half of --memory "
+                                                   "(16 bytes per grid node, start frame and lag)");
     g.attrs["threshold"] = thr_abs;
     g.attrs["threshold_rms_factor"] = thr_rel;
-    g.attrs["threshold_rule"] = std::string(thr_abs >= 0 ? "absolute" : "threshold_rms_factor x rms|u| per frame");
+    g.attrs["threshold_rule"] =
+        std::string(thr_abs >= 0 ? "absolute" : "threshold_rms_factor x rms|u| per frame");
     g.attrs["merge"] = merge;
     g.attrs["max_edge"] = max_edge;
     g.attrs["delaunay_smoothing"] = smooth;
     g.attrs["track_max_step"] = tp.max_step;
     g.attrs["pair_distance"] = tp.pair_distance;
-    g.attrs["charge_convention"] = std::string("+1 vortex-like, -1 saddle-like; winding of atan2(uy,ux), differences wrapped to (-pi,pi]");
-    g.attrs["event_frame_convention"] = std::string("creation: first frame with the pair; annihilation: first frame without it");
+    g.attrs["charge_convention"] = std::string(
+        "+1 vortex-like, -1 saddle-like; winding of atan2(uy,ux), differences wrapped to (-pi,pi]");
+    g.attrs["event_frame_convention"] =
+        std::string("creation: first frame with the pair; annihilation: first frame without it");
     common_arrays(g, src, s, "sample_frame");
 
-    std::vector<std::int64_t> rf, rl, rc, rcells, rtrack, offsets{0}, counts(nl * nt, 0), nplus(nl * nt, 0), nminus(nl * nt, 0);
+    std::vector<std::int64_t> rf, rl, rc, rcells, rtrack, offsets{0}, counts(nl * nt, 0), nplus(nl * nt, 0),
+        nminus(nl * nt, 0);
     std::vector<double> rxv, ryv, rtime, density(nl * nt, kNaN);
     const auto& fc = src.frame_columns();
     for (std::size_t li = 0; li < nl; ++li) {
@@ -332,15 +383,19 @@ ResultGroup run_defects(const AnalysisContext& ctx) {
         ResultGroup sub;
         sub.name = "lag_" + std::to_string(s.lags[li]);
         sub.attrs["lag_frames"] = s.lags[li];
-        std::vector<std::int64_t> tc(tracks.charge.begin(), tracks.charge.end()), cens(tracks.censored.begin(), tracks.censored.end());
+        std::vector<std::int64_t> tc(tracks.charge.begin(), tracks.charge.end()),
+            cens(tracks.censored.begin(), tracks.censored.end());
         std::vector<double> life;
         for (std::size_t t = 0; t < tracks.n_tracks(); ++t)
-            life.push_back(frame_time(src.meta(), fc, 0, tracks.last_frame[t]) - frame_time(src.meta(), fc, 0, tracks.first_frame[t]));
+            life.push_back(frame_time(src.meta(), fc, 0, tracks.last_frame[t]) -
+                           frame_time(src.meta(), fc, 0, tracks.first_frame[t]));
         sub.add_int("track_charge", tc, "1");
         sub.add_int("track_first_frame", tracks.first_frame, "frame");
         sub.add_int("track_last_frame", tracks.last_frame, "frame");
-        sub.add_int("track_length", tracks.length, "1").attrs["meaning"] = std::string("sampled frames in which the track is seen");
-        sub.add("track_lifetime", life, s.T).attrs["meaning"] = std::string("time(last) - time(first); censored tracks are lower bounds");
+        sub.add_int("track_length", tracks.length, "1").attrs["meaning"] =
+            std::string("sampled frames in which the track is seen");
+        sub.add("track_lifetime", life, s.T).attrs["meaning"] =
+            std::string("time(last) - time(first); censored tracks are lower bounds");
         sub.add_int("track_censored", cens, "1");
         std::vector<std::int64_t> ef, et;
         std::vector<double> ex, ey, etime;
@@ -355,7 +410,8 @@ ResultGroup run_defects(const AnalysisContext& ctx) {
         }
         sub.add_int("event_frame", ef, "frame");
         sub.add("event_time", etime, s.T);
-        sub.add_int("event_type", et, "1").attrs["meaning"] = std::string("+1 pair creation, -1 pair annihilation");
+        sub.add_int("event_type", et, "1").attrs["meaning"] =
+            std::string("+1 pair creation, -1 pair annihilation");
         sub.add("event_x", ex, s.L);
         sub.add("event_y", ey, s.L);
         sub.attrs["n_creations"] = ncre;
@@ -364,15 +420,18 @@ ResultGroup run_defects(const AnalysisContext& ctx) {
         std::vector<std::int64_t> msd_n;
         defect_msd(seq, tracks, static_cast<std::size_t>(msd_lags), msd, msd_n, s.geometry);
         for (std::size_t m = 0; m < msd.size(); ++m)
-            msd_t.push_back(frame_time(src.meta(), fc, 0, static_cast<std::int64_t>(m) * s.stride) - frame_time(src.meta(), fc, 0, 0));
+            msd_t.push_back(frame_time(src.meta(), fc, 0, static_cast<std::int64_t>(m) * s.stride) -
+                            frame_time(src.meta(), fc, 0, 0));
         sub.add("msd_lag_time", msd_t, s.T);
         sub.add("msd", msd, s.L + "^2");
         sub.add_int("msd_count", msd_n, "1");
         DefectPairCorrelation pc(rmax, dr, rx, ry);
         for (const auto& df : seq) pc.add(df.defects);
         sub.add("r", pc.r(), s.L);
-        sub.add("g_dd", pc.g_dd(), "1").attrs["normalisation"] = std::string("pair-distance probability of the grid nodes of the region (window geometry cancels)");
-        sub.add("c_qq", pc.c_qq(), "1").attrs["meaning"] = std::string("mean q_i q_j of defect pairs per bin");
+        sub.add("g_dd", pc.g_dd(), "1").attrs["normalisation"] = std::string(
+            "pair-distance probability of the grid nodes of the region (window geometry cancels)");
+        sub.add("c_qq", pc.c_qq(), "1").attrs["meaning"] =
+            std::string("mean q_i q_j of defect pairs per bin");
         sub.add("pair_counts", pc.pair_counts(), "1");
         g.groups.push_back(std::move(sub));
     }
@@ -384,15 +443,16 @@ ResultGroup run_defects(const AnalysisContext& ctx) {
     g.add_int("charge", rc, "1");
     g.add_int("cells", rcells, "1");
     g.add_int("track", rtrack, "1");
-    g.add_int("frame_offsets", offsets, "1").attrs["layout"] =
-        std::string("rows of (lag index l, start index k) are [offsets[l*n_times+k], offsets[l*n_times+k+1])");
+    g.add_int("frame_offsets", offsets, "1").attrs["layout"] = std::string(
+        "rows of (lag index l, start index k) are [offsets[l*n_times+k], offsets[l*n_times+k+1])");
     auto& c = g.add_int("counts", counts, "1");
     c.shape = {nl, nt};
     auto& cp = g.add_int("n_plus", nplus, "1");
     cp.shape = {nl, nt};
     auto& cm = g.add_int("n_minus", nminus, "1");
     cm.shape = {nl, nt};
-    g.add2d("density", density, nl, nt, "1/" + s.L + "^2").attrs["meaning"] = std::string("defects per evaluated area");
+    g.add2d("density", density, nl, nt, "1/" + s.L + "^2").attrs["meaning"] =
+        std::string("defects per evaluated area");
     g.add2d("evaluated_area", area, nl, nt, s.L + "^2");
     g.add2d("threshold_used", thr_used, nl, nt, s.field_unit());
     return g;
@@ -403,12 +463,24 @@ ResultGroup run_defects(const AnalysisContext& ctx) {
 
 std::vector<AnalysisOption> correlations_spec_options() {
     auto o = detail::field_options("correlations", "");
-    o.insert(o.end(), {
-        {"correlations-rmax", "largest separation, length unit (empty = min(15 mean spacings, a quarter of the smaller side))", "", OptionType::number, 0, kInf},
-        {"correlations-dr", "bin width, length unit (empty = half a mean spacing)", "", OptionType::number, 0, kInf},
-        {"correlations-mean", "subtract the frame mean before correlating: subtract | keep", "subtract", OptionType::text, -kInf, kInf, {"subtract", "keep"}},
-        {"correlations-fit-floor", "exponential fit of C(r) over bins while C > floor·C(first bin)", "0.1353352832366127", OptionType::number},
-    });
+    o.insert(
+        o.end(),
+        {
+            {"correlations-rmax",
+             "largest separation, length unit (empty = min(15 mean spacings, a quarter of the smaller side))",
+             "", OptionType::number, 0, kInf},
+            {"correlations-dr", "bin width, length unit (empty = half a mean spacing)", "",
+             OptionType::number, 0, kInf},
+            {"correlations-mean",
+             "subtract the frame mean before correlating: subtract | keep",
+             "subtract",
+             OptionType::text,
+             -kInf,
+             kInf,
+             {"subtract", "keep"}},
+            {"correlations-fit-floor", "exponential fit of C(r) over bins while C > floor·C(first bin)",
+             "0.1353352832366127", OptionType::number},
+        });
     return o;
 }
 
@@ -416,11 +488,13 @@ ResultGroup run_correlations(const AnalysisContext& ctx) {
     const auto s = detail::resolve_field_settings(ctx, "correlations");
     const auto& src = ctx.source;
     VelocityCorrelationParams p;
-    p.r_max = ctx.is_set("correlations-rmax") ? ctx.number("correlations-rmax")
-                                              : std::min(15 * s.mean_spacing, 0.25 * std::min(s.grid.lx(), s.grid.ly()));
+    p.r_max = ctx.is_set("correlations-rmax")
+                  ? ctx.number("correlations-rmax")
+                  : std::min(15 * s.mean_spacing, 0.25 * std::min(s.grid.lx(), s.grid.ly()));
     p.dr = ctx.is_set("correlations-dr") ? ctx.number("correlations-dr") : 0.5 * s.mean_spacing;
     const auto& mean = ctx.text("correlations-mean");
-    if (mean != "subtract" && mean != "keep") throw ParameterError("--correlations-mean: '" + mean + "' is not subtract or keep");
+    if (mean != "subtract" && mean != "keep")
+        throw ParameterError("--correlations-mean: '" + mean + "' is not subtract or keep");
     p.subtract_mean = mean == "subtract";
     p.validate();
     const double floor = ctx.number("correlations-fit-floor");
@@ -443,8 +517,10 @@ ResultGroup run_correlations(const AnalysisContext& ctx) {
     g.attrs["dr"] = p.dr;
     g.attrs["mean"] = mean;
     g.attrs["fit_floor"] = floor;
-    g.attrs["normalisation"] = std::string("pair count per bin (window geometry cancels), divided by <|du|^2>");
-    g.attrs["xi_rule"] = std::string("least squares of log C(r) from the first bin while C > fit_floor * C(first bin)");
+    g.attrs["normalisation"] =
+        std::string("pair count per bin (window geometry cancels), divided by <|du|^2>");
+    g.attrs["xi_rule"] =
+        std::string("least squares of log C(r) from the first bin while C > fit_floor * C(first bin)");
     common_arrays(g, src, s);
     g.add("r", r, s.L);
     std::vector<double> c, cl, ct, pc, xim, ms;
@@ -473,15 +549,40 @@ ResultGroup run_correlations(const AnalysisContext& ctx) {
 
 std::vector<AnalysisOption> spectra_spec_options() {
     auto o = detail::field_options("spectra", "");
-    o.insert(o.end(), {
-        {"spectra-taper", "window before the FFT: hann | tukey | none", "hann", OptionType::text, -kInf, kInf, {"hann", "tukey", "none"}},
-        {"spectra-tukey-alpha", "tapered fraction of the Tukey window", "0.5", OptionType::number, 0, 1},
-        {"spectra-gradient", "derivatives in the nonlinear term: fd2 | spectral", "fd2", OptionType::text, -kInf, kInf, {"fd2", "spectral"}},
-        {"spectra-kmin", "lower end of the power-law fit band, rad/length (empty = 4 Δk)", "", OptionType::number, 0, kInf},
-        {"spectra-kmax", "upper end of the fit band, rad/length (empty = min(1/σ, π/(2h)))", "", OptionType::number, 0, kInf},
-        {"spectra-deconvolve", "divide E_iso(k) (used for the fits) by the Gaussian kernel's exp(−k²σ²): on | off", "on", OptionType::text, -kInf, kInf, {"on", "off"}},
-        {"spectra-fst-scales", "filter-space-technique scales ℓ, length unit, comma-separated (empty = σ·{1,2,4,8} below a quarter of the side)", "", OptionType::list, 0, kInf},
-    });
+    o.insert(
+        o.end(),
+        {
+            {"spectra-taper",
+             "window before the FFT: hann | tukey | none",
+             "hann",
+             OptionType::text,
+             -kInf,
+             kInf,
+             {"hann", "tukey", "none"}},
+            {"spectra-tukey-alpha", "tapered fraction of the Tukey window", "0.5", OptionType::number, 0, 1},
+            {"spectra-gradient",
+             "derivatives in the nonlinear term: fd2 | spectral",
+             "fd2",
+             OptionType::text,
+             -kInf,
+             kInf,
+             {"fd2", "spectral"}},
+            {"spectra-kmin", "lower end of the power-law fit band, rad/length (empty = 4 Δk)", "",
+             OptionType::number, 0, kInf},
+            {"spectra-kmax", "upper end of the fit band, rad/length (empty = min(1/σ, π/(2h)))", "",
+             OptionType::number, 0, kInf},
+            {"spectra-deconvolve",
+             "divide E_iso(k) (used for the fits) by the Gaussian kernel's exp(−k²σ²): on | off",
+             "on",
+             OptionType::text,
+             -kInf,
+             kInf,
+             {"on", "off"}},
+            {"spectra-fst-scales",
+             "filter-space-technique scales ℓ, length unit, comma-separated (empty = σ·{1,2,4,8} below a "
+             "quarter of the side)",
+             "", OptionType::list, 0, kInf},
+        });
     return o;
 }
 
@@ -494,7 +595,8 @@ ResultGroup run_spectra(const AnalysisContext& ctx) {
     sp.gradient = gradient_from_string(ctx.text("spectra-gradient"));
     sp.validate();
     const auto& dec = ctx.text("spectra-deconvolve");
-    if (dec != "on" && dec != "off") throw ParameterError("--spectra-deconvolve: '" + dec + "' is not on or off");
+    if (dec != "on" && dec != "off")
+        throw ParameterError("--spectra-deconvolve: '" + dec + "' is not on or off");
     SpectrumEstimator est(s.grid, sp);
     const double h = std::max(s.grid.hx, s.grid.hy);
     const double kmin = ctx.is_set("spectra-kmin") ? ctx.number("spectra-kmin") : 4 * est.dk();
@@ -509,21 +611,24 @@ ResultGroup run_spectra(const AnalysisContext& ctx) {
         for (double f : {1.0, 2.0, 4.0, 8.0})
             if (f * s.cg.sigma < 0.25 * std::min(s.grid.lx(), s.grid.ly())) scales.push_back(f * s.cg.sigma);
     }
-    const std::size_t nl = s.lags.size(), nt = static_cast<std::size_t>(s.n_times), nk = est.n_shells(), ns = scales.size();
+    const std::size_t nl = s.lags.size(), nt = static_cast<std::size_t>(s.n_times), nk = est.n_shells(),
+                      ns = scales.size();
     std::vector<double> E(nl * nt * nk, kNaN), flux(nl * nt * nk, kNaN), fst(nl * nt * ns, kNaN);
-    std::vector<double> eiso(nl * nk, 0), el(nl * nk, 0), et(nl * nk, 0), tsum(nl * nk, 0), energy(nl * nt, kNaN), mfe(nl * nt, kNaN),
-        slope(nl * nt, kNaN);
+    std::vector<double> eiso(nl * nk, 0), el(nl * nk, 0), et(nl * nk, 0), tsum(nl * nk, 0),
+        energy(nl * nt, kNaN), mfe(nl * nt, kNaN), slope(nl * nt, kNaN);
     std::vector<double> nsum(nl, 0);
     std::vector<double> k_axis;
     auto deconv = [&](std::vector<double>& e, const std::vector<double>& k) {
         if (dec == "on")
-            for (std::size_t n = 0; n < e.size(); ++n) e[n] *= std::exp(k[n] * k[n] * s.cg.sigma * s.cg.sigma);
+            for (std::size_t n = 0; n < e.size(); ++n)
+                e[n] *= std::exp(k[n] * k[n] * s.cg.sigma * s.cg.sigma);
     };
     detail::stream_displacements(src, s, [&](std::size_t li, std::int64_t k, Displacements& d) {
         const auto F = detail::field_of(s, d);
         // The filter-space flux is independent of the FFT work: overlap them when threads allow.
         std::future<std::vector<double>> fst_job;
-        if (ns && ctx.threads > 1) fst_job = std::async(std::launch::async, [&] { return fst_flux(F, scales); });
+        if (ns && ctx.threads > 1)
+            fst_job = std::async(std::launch::async, [&] { return fst_flux(F, scales); });
         auto S = est.spectrum(F);
         const auto Tr = est.transfer(F);
         if (k_axis.empty()) k_axis = S.k;
@@ -558,19 +663,27 @@ ResultGroup run_spectra(const AnalysisContext& ctx) {
     g.attrs["gradient"] = ctx.text("spectra-gradient");
     g.attrs["fit_k_min"] = kmin;
     g.attrs["fit_k_max"] = kmax;
-    g.attrs["fit_band_shells"] = static_cast<std::int64_t>(kmax > kmin ? std::floor(kmax / est.dk()) - std::ceil(kmin / est.dk()) + 1 : 0);
+    g.attrs["fit_band_shells"] = static_cast<std::int64_t>(
+        kmax > kmin ? std::floor(kmax / est.dk()) - std::ceil(kmin / est.dk()) + 1 : 0);
     g.attrs["deconvolve_kernel"] = dec;
-    g.attrs["fit_rule"] = std::string("least squares of log E_iso vs log k in [fit_k_min, fit_k_max]; E_iso = E compensated for the lattice mode count per shell");
+    g.attrs["fit_rule"] = std::string(
+        "least squares of log E_iso vs log k in [fit_k_min, fit_k_max]; E_iso = E compensated for the "
+        "lattice mode count per shell");
     g.attrs["dk"] = est.dk();
     g.attrs["mean_removed"] = std::string("mean over usable nodes removed before E(k) and T(k)");
-    g.attrs["normalisation"] = std::string("E(k_n) = 1/2 sum_shell |u_hat|^2 / (dk <(w m)^2>), sum_n E dk = 1/2 <|w m U|^2>/<(w m)^2>");
-    g.attrs["flux_sign"] = std::string("Pi(k) = sum_{k'>=k} T(k') dk; Pi > 0 forward (to small scales), Pi < 0 inverse (to large scales)");
+    g.attrs["normalisation"] = std::string(
+        "E(k_n) = 1/2 sum_shell |u_hat|^2 / (dk <(w m)^2>), sum_n E dk = 1/2 <|w m U|^2>/<(w m)^2>");
+    g.attrs["flux_sign"] = std::string(
+        "Pi(k) = sum_{k'>=k} T(k') dk; Pi > 0 forward (to small scales), Pi < 0 inverse (to large scales)");
     common_arrays(g, src, s);
-    const auto fu = [&](int lp, int tp) { return s.velocity ? unit(s.L, lp, s.T, tp) : unit(s.L, lp, s.T, 0); };
+    const auto fu = [&](int lp, int tp) {
+        return s.velocity ? unit(s.L, lp, s.T, tp) : unit(s.L, lp, s.T, 0);
+    };
     g.add("k", k_axis, "rad/" + s.L);
     add3d(g, "e", E, nl, nt, nk, fu(3, 2));
     // Time means and fits per lag.
-    std::vector<double> em(nl * nk, kNaN), fm(nl * nk, kNaN), tm(nl * nk, kNaN), elm(nl * nk, kNaN), etm(nl * nk, kNaN);
+    std::vector<double> em(nl * nk, kNaN), fm(nl * nk, kNaN), tm(nl * nk, kNaN), elm(nl * nk, kNaN),
+        etm(nl * nk, kNaN);
     std::vector<double> sm(nl, kNaN), se(nl, kNaN), pref(nl, kNaN), fstm(nl * ns, kNaN);
     for (std::size_t li = 0; li < nl; ++li) {
         for (std::size_t n = 0; n < nk; ++n) {
@@ -608,15 +721,19 @@ ResultGroup run_spectra(const AnalysisContext& ctx) {
         for (std::size_t li = 0; li < nl; ++li)
             if (nsum[li] > 0)
                 for (std::size_t n = 0; n < nk; ++n) isom[li * nk + n] = eiso[li * nk + n] / nsum[li];
-        g.add2d("e_iso_mean", isom, nl, nk, fu(3, 2)).attrs["meaning"] =
-            std::string("time-mean E compensated for the mode count per shell (and kernel-deconvolved when deconvolve_kernel = on): what the fits use");
+        g.add2d("e_iso_mean", isom, nl, nk, fu(3, 2)).attrs["meaning"] = std::string(
+            "time-mean E compensated for the mode count per shell (and kernel-deconvolved when "
+            "deconvolve_kernel = on): what the fits use");
     }
     g.add2d("e_long_mean", elm, nl, nk, fu(3, 2));
     g.add2d("e_trans_mean", etm, nl, nk, fu(3, 2));
-    g.add2d("energy", energy, nl, nt, fu(2, 2)).attrs["meaning"] = std::string("sum_n E(k_n) dk (windowed, mean removed)");
+    g.add2d("energy", energy, nl, nt, fu(2, 2)).attrs["meaning"] =
+        std::string("sum_n E(k_n) dk (windowed, mean removed)");
     g.add2d("mean_flow_energy", mfe, nl, nt, fu(2, 2));
-    g.add2d("slope", slope, nl, nt, "1").attrs["meaning"] = std::string("power-law exponent of E(k) in [fit_k_min, fit_k_max]");
-    g.add("slope_mean", sm, "1").attrs["meaning"] = std::string("exponent of the time-averaged E(k) per lag (exponent vs lag)");
+    g.add2d("slope", slope, nl, nt, "1").attrs["meaning"] =
+        std::string("power-law exponent of E(k) in [fit_k_min, fit_k_max]");
+    g.add("slope_mean", sm, "1").attrs["meaning"] =
+        std::string("exponent of the time-averaged E(k) per lag (exponent vs lag)");
     g.add("slope_mean_error", se, "1");
     g.add("prefactor_mean", pref, fu(3, 2));
     g.add2d("transfer_mean", tm, nl, nk, fu(3, 3));
@@ -634,9 +751,11 @@ ResultGroup run_spectra(const AnalysisContext& ctx) {
             const double dt = times[k] - times[k - 1];
             if (!(dt > 0)) continue;
             for (std::size_t n = 0; n < nk; ++n)
-                dedt[(li * nt + k) * nk + n] = (E[(li * nt + k) * nk + n] - E[(li * nt + k - 1) * nk + n]) / dt;
+                dedt[(li * nt + k) * nk + n] =
+                    (E[(li * nt + k) * nk + n] - E[(li * nt + k - 1) * nk + n]) / dt;
         }
-    add3d(g, "de_dt", dedt, nl, nt, nk, s.velocity ? unit(s.L, 3, s.T, 3) : unit(s.L, 3, s.T, 1)).attrs["meaning"] =
+    add3d(g, "de_dt", dedt, nl, nt, nk, s.velocity ? unit(s.L, 3, s.T, 3) : unit(s.L, 3, s.T, 1))
+        .attrs["meaning"] =
         std::string("backward difference of E(k,t) between consecutive start frames; NOT the flux Pi(k)");
     return g;
 }
@@ -646,10 +765,15 @@ ResultGroup run_spectra(const AnalysisContext& ctx) {
 
 std::vector<AnalysisOption> evolution_spec_options() {
     return {
-        {"evolution-segments", "number of linear segments (stages) of the piecewise fit in log time", "3", OptionType::integer, 1, kInf},
+        {"evolution-segments", "number of linear segments (stages) of the piecewise fit in log time", "3",
+         OptionType::integer, 1, kInf},
         {"evolution-min-points", "minimum points per segment", "3", OptionType::integer, 1, kInf},
-        {"evolution-lag", "lag Δt (frames) whose series are summarised (empty = the first lag of the earlier groups, else 1)", "", OptionType::integer, 1, kInf},
-        {"evolution-stride", "start-frame stride when a series must be computed here (empty = the analysis default)", "", OptionType::integer, 1, kInf},
+        {"evolution-lag",
+         "lag Δt (frames) whose series are summarised (empty = the first lag of the earlier groups, else 1)",
+         "", OptionType::integer, 1, kInf},
+        {"evolution-stride",
+         "start-frame stride when a series must be computed here (empty = the analysis default)", "",
+         OptionType::integer, 1, kInf},
     };
 }
 
@@ -671,7 +795,8 @@ bool extract_series(const ResultGroup& g, const std::string& name, std::int64_t 
     const auto li = static_cast<std::size_t>(it - lv->begin()), nt = tv->size();
     if (av->size() < (li + 1) * nt) return false;
     t = *tv;
-    v.assign(av->begin() + static_cast<std::ptrdiff_t>(li * nt), av->begin() + static_cast<std::ptrdiff_t>((li + 1) * nt));
+    v.assign(av->begin() + static_cast<std::ptrdiff_t>(li * nt),
+             av->begin() + static_cast<std::ptrdiff_t>((li + 1) * nt));
     return true;
 }
 
@@ -715,7 +840,8 @@ ResultGroup run_evolution(const AnalysisContext& ctx) {
     g.attrs["segments"] = segs;
     g.attrs["min_points"] = minp;
     g.attrs["change_point_rule"] = std::string(
-        "optimal piecewise-linear least-squares fit (independent segments) of y vs log(t - t0 + frame_interval); "
+        "optimal piecewise-linear least-squares fit (independent segments) of y vs log(t - t0 + "
+        "frame_interval); "
         "y = log(value) when all values are > 0, else the value");
     const auto all = specs();
     for (const auto& se : series) {
@@ -729,11 +855,13 @@ ResultGroup run_evolution(const AnalysisContext& ctx) {
         }
         if (!grp || !extract_series(*grp, se.array, lag, t, v)) {
             // Compute with the analysis' own defaults for this lag.
-            const auto sp = std::find_if(all.begin(), all.end(), [&](const AnalysisSpec& a) { return a.name == se.group; });
+            const auto sp = std::find_if(all.begin(), all.end(),
+                                         [&](const AnalysisSpec& a) { return a.name == se.group; });
             std::map<std::string, std::string> opts;
             for (const auto& o : sp->options) opts[o.flag] = o.default_value;
             opts[std::string(se.group) + "-lags"] = std::to_string(lag);
-            if (ctx.is_set("evolution-stride")) opts[std::string(se.group) + "-stride"] = ctx.text("evolution-stride");
+            if (ctx.is_set("evolution-stride"))
+                opts[std::string(se.group) + "-stride"] = ctx.text("evolution-stride");
             AnalysisContext sub{src, opts, false, ctx.threads, nullptr};
             computed = sp->run(sub).front();
             origin = "computed";
@@ -768,18 +896,24 @@ ResultGroup run_evolution(const AnalysisContext& ctx) {
 
 std::vector<AnalysisSpec> specs() {
     std::vector<AnalysisSpec> v;
-    v.push_back({"field", "displacement field u = r(t+Δt) − r(t), coarse-grained on a grid (snapshots, energy, polar order)",
-                 field_spec_options(), [](const AnalysisContext& c) { return std::vector<ResultGroup>{run_field(c)}; },
-                 false});
-    v.push_back({"defects", "vortex-like (+1) and saddle-like (−1) defects of the displacement field, tracks, events, correlations",
-                 defects_spec_options(), [](const AnalysisContext& c) { return std::vector<ResultGroup>{run_defects(c)}; },
-                 false});
-    v.push_back({"correlations", "spatial displacement correlation C_vv(r), correlation length ξ(t), polar order",
-                 correlations_spec_options(),
-                 [](const AnalysisContext& c) { return std::vector<ResultGroup>{run_correlations(c)}; }, false});
-    v.push_back({"spectra", "energy spectra E(k), transfer T(k), flux Π(k) (spectral and filter-space), slopes vs Δt",
-                 spectra_spec_options(), [](const AnalysisContext& c) { return std::vector<ResultGroup>{run_spectra(c)}; },
-                 false});
+    v.push_back(
+        {"field",
+         "displacement field u = r(t+Δt) − r(t), coarse-grained on a grid (snapshots, energy, polar order)",
+         field_spec_options(),
+         [](const AnalysisContext& c) { return std::vector<ResultGroup>{run_field(c)}; }, false});
+    v.push_back({"defects",
+                 "vortex-like (+1) and saddle-like (−1) defects of the displacement field, tracks, events, "
+                 "correlations",
+                 defects_spec_options(),
+                 [](const AnalysisContext& c) { return std::vector<ResultGroup>{run_defects(c)}; }, false});
+    v.push_back(
+        {"correlations", "spatial displacement correlation C_vv(r), correlation length ξ(t), polar order",
+         correlations_spec_options(),
+         [](const AnalysisContext& c) { return std::vector<ResultGroup>{run_correlations(c)}; }, false});
+    v.push_back({"spectra",
+                 "energy spectra E(k), transfer T(k), flux Π(k) (spectral and filter-space), slopes vs Δt",
+                 spectra_spec_options(),
+                 [](const AnalysisContext& c) { return std::vector<ResultGroup>{run_spectra(c)}; }, false});
     v.push_back({"evolution", "kinetic energy, defect density, ξ, spectral slope vs time with change points",
                  evolution_spec_options(),
                  [](const AnalysisContext& c) { return std::vector<ResultGroup>{run_evolution(c)}; }, false});

@@ -39,7 +39,8 @@ bool usable(double ux, double uy, double thr) {
 // Merge charged cells; links = pairs of indices into `cells` that touch (share an edge or a corner).
 template <class Pos>
 std::vector<Defect> merge_cells(std::span<const std::size_t> cells, std::span<const int> q,
-                                const std::vector<std::pair<std::size_t, std::size_t>>& links, Pos&& pos, bool merge) {
+                                const std::vector<std::pair<std::size_t, std::size_t>>& links, Pos&& pos,
+                                bool merge) {
     std::vector<Defect> out;
     if (!merge) {
         for (std::size_t k = 0; k < cells.size(); ++k) {
@@ -54,7 +55,8 @@ std::vector<Defect> merge_cells(std::span<const std::size_t> cells, std::span<co
     std::vector<int> cnt(cells.size(), 0), qs(cells.size(), 0);
     for (std::size_t k = 0; k < cells.size(); ++k) {
         const auto r = uf.find(k);
-        auto [x, y] = pos(cells[r], cells[k]);  // position of k relative to the cluster root (periodic unwrap)
+        auto [x, y] =
+            pos(cells[r], cells[k]);  // position of k relative to the cluster root (periodic unwrap)
         sx[r] += x, sy[r] += y, ++cnt[r], qs[r] += q[k];
     }
     for (std::size_t k = 0; k < cells.size(); ++k) {
@@ -63,7 +65,6 @@ std::vector<Defect> merge_cells(std::span<const std::size_t> cells, std::span<co
     }
     return out;
 }
-
 
 // Minimum-cost matching of a sparse bipartite candidate list (a, b, cost): split into connected
 // components, each solved by the core assignment solver with `unmatched` per unmatched item.
@@ -85,13 +86,15 @@ std::vector<std::int64_t> match_sparse(std::size_t na, std::size_t nb, const std
         if (ks.empty()) continue;
         std::vector<std::size_t> as, bs;
         for (auto k : ks) {
-            if (la[cand[k].a] < 0) la[cand[k].a] = static_cast<std::int64_t>(as.size()), as.push_back(cand[k].a);
-            if (lb[cand[k].b] < 0) lb[cand[k].b] = static_cast<std::int64_t>(bs.size()), bs.push_back(cand[k].b);
+            if (la[cand[k].a] < 0)
+                la[cand[k].a] = static_cast<std::int64_t>(as.size()), as.push_back(cand[k].a);
+            if (lb[cand[k].b] < 0)
+                lb[cand[k].b] = static_cast<std::int64_t>(bs.size()), bs.push_back(cand[k].b);
         }
         std::vector<double> cost(as.size() * bs.size(), kForbidden);
         for (auto k : ks)
-            cost[static_cast<std::size_t>(la[cand[k].a]) * bs.size() + static_cast<std::size_t>(lb[cand[k].b])] =
-                cand[k].cost;
+            cost[static_cast<std::size_t>(la[cand[k].a]) * bs.size() +
+                 static_cast<std::size_t>(lb[cand[k].b])] = cand[k].cost;
         const auto sol = solve_assignment_with_unmatched(cost, as.size(), bs.size(), unmatched);
         for (std::size_t r = 0; r < as.size(); ++r) {
             const auto c = sol.row_to_col[r];
@@ -116,9 +119,12 @@ void DefectTrackParams::validate() const {
     if (!(max_step > 0) || !std::isfinite(max_step))
         throw ParameterError("defect tracking max_step must be > 0, got " + std::to_string(max_step));
     if (!(pair_distance > 0) || !std::isfinite(pair_distance))
-        throw ParameterError("defect tracking pair_distance must be > 0, got " + std::to_string(pair_distance));
-    if (geometry.periodic() && 2 * std::max(max_step, pair_distance) >= std::min(geometry.lx(), geometry.ly()))
-        throw ParameterError("defect tracking: max_step and pair_distance must be below half the periodic box");
+        throw ParameterError("defect tracking pair_distance must be > 0, got " +
+                             std::to_string(pair_distance));
+    if (geometry.periodic() &&
+        2 * std::max(max_step, pair_distance) >= std::min(geometry.lx(), geometry.ly()))
+        throw ParameterError(
+            "defect tracking: max_step and pair_distance must be below half the periodic box");
 }
 
 double wrap_angle(double a) {
@@ -141,13 +147,15 @@ void for_each_plaquette(const GridField& f, const DefectParams& p, F&& fn) {
     const auto& g = f.grid;
     if (g.nx < 2 || g.ny < 2) return;
     std::vector<std::uint8_t> ok(g.size());
-    for (std::size_t k = 0; k < g.size(); ++k) ok[k] = f.valid[k] && usable(f.ux[k], f.uy[k], p.min_magnitude);
+    for (std::size_t k = 0; k < g.size(); ++k)
+        ok[k] = f.valid[k] && usable(f.ux[k], f.uy[k], p.min_magnitude);
     const std::size_t ni = g.periodic ? g.nx : g.nx - 1, nj = g.periodic ? g.ny : g.ny - 1;
     for (std::size_t j = 0; j < nj; ++j) {
         const std::size_t j1 = (j + 1) % g.ny;
         for (std::size_t i = 0; i < ni; ++i) {
             const std::size_t i1 = (i + 1) % g.nx;
-            if (ok[j * g.nx + i] && ok[j * g.nx + i1] && ok[j1 * g.nx + i1] && ok[j1 * g.nx + i]) fn(i, j, i1, j1);
+            if (ok[j * g.nx + i] && ok[j * g.nx + i1] && ok[j1 * g.nx + i1] && ok[j1 * g.nx + i])
+                fn(i, j, i1, j1);
         }
     }
 }
@@ -158,7 +166,9 @@ std::vector<std::int8_t> plaquette_charges(const GridField& f, const DefectParam
     p.validate();
     const auto& g = f.grid;
     std::vector<std::int8_t> q(g.size(), 0);
-    auto th = [&](std::size_t i, std::size_t j) { return std::atan2(f.uy[j * g.nx + i], f.ux[j * g.nx + i]); };
+    auto th = [&](std::size_t i, std::size_t j) {
+        return std::atan2(f.uy[j * g.nx + i], f.ux[j * g.nx + i]);
+    };
     for_each_plaquette(f, p, [&](std::size_t i, std::size_t j, std::size_t i1, std::size_t j1) {
         const double a[4] = {th(i, j), th(i1, j), th(i1, j1), th(i, j1)};
         q[j * g.nx + i] = static_cast<std::int8_t>(winding_number(a));
@@ -175,11 +185,13 @@ std::size_t evaluated_plaquettes(const GridField& f, const DefectParams& p) {
 namespace {
 
 // Charges hidden in small sub-threshold cores (see DefectParams::max_core).
-std::vector<Defect> core_defects(const GridField& f, const DefectParams& p, const std::vector<std::int8_t>& q8) {
+std::vector<Defect> core_defects(const GridField& f, const DefectParams& p,
+                                 const std::vector<std::int8_t>& q8) {
     const auto& g = f.grid;
     const auto nx = static_cast<std::int64_t>(g.nx), ny = static_cast<std::int64_t>(g.ny);
     std::vector<std::uint8_t> ok(g.size());
-    for (std::size_t k = 0; k < g.size(); ++k) ok[k] = f.valid[k] && usable(f.ux[k], f.uy[k], p.min_magnitude);
+    for (std::size_t k = 0; k < g.size(); ++k)
+        ok[k] = f.valid[k] && usable(f.ux[k], f.uy[k], p.min_magnitude);
     std::vector<std::int64_t> label(g.size(), -1);
     std::vector<Defect> out;
     std::vector<std::size_t> stack, members;
@@ -266,12 +278,15 @@ std::vector<Defect> defects_on_grid(const GridField& f, const DefectParams& p) {
         for (std::size_t k = 0; k < cells.size(); ++k) slot[cells[k]] = static_cast<std::int64_t>(k);
         const auto nx = static_cast<std::int64_t>(g.nx), ny = static_cast<std::int64_t>(g.ny);
         for (std::size_t k = 0; k < cells.size(); ++k) {
-            const auto i = static_cast<std::int64_t>(cells[k] % g.nx), j = static_cast<std::int64_t>(cells[k] / g.nx);
+            const auto i = static_cast<std::int64_t>(cells[k] % g.nx),
+                       j = static_cast<std::int64_t>(cells[k] / g.nx);
             for (std::int64_t dj = -1; dj <= 1; ++dj)
                 for (std::int64_t di = -1; di <= 1; ++di) {
                     std::int64_t ii = i + di, jj = j + dj;
-                    if (g.periodic) ii = (ii + nx) % nx, jj = (jj + ny) % ny;
-                    else if (ii < 0 || jj < 0 || ii >= nx || jj >= ny) continue;
+                    if (g.periodic)
+                        ii = (ii + nx) % nx, jj = (jj + ny) % ny;
+                    else if (ii < 0 || jj < 0 || ii >= nx || jj >= ny)
+                        continue;
                     const auto o = slot[static_cast<std::size_t>(jj * nx + ii)];
                     if (o > static_cast<std::int64_t>(k)) links.emplace_back(k, static_cast<std::size_t>(o));
                 }
@@ -348,10 +363,10 @@ std::optional<int> boundary_winding(const GridField& f, const DefectParams& p) {
     const auto& g = f.grid;
     if (g.nx < 2 || g.ny < 2) return std::nullopt;
     std::vector<std::size_t> ring;
-    for (std::size_t i = 0; i < g.nx; ++i) ring.push_back(i);                              // bottom, →
-    for (std::size_t j = 1; j < g.ny; ++j) ring.push_back(j * g.nx + g.nx - 1);            // right, ↑
-    for (std::size_t i = g.nx - 1; i-- > 0;) ring.push_back((g.ny - 1) * g.nx + i);        // top, ←
-    for (std::size_t j = g.ny - 1; j-- > 1;) ring.push_back(j * g.nx);                     // left, ↓
+    for (std::size_t i = 0; i < g.nx; ++i) ring.push_back(i);                        // bottom, →
+    for (std::size_t j = 1; j < g.ny; ++j) ring.push_back(j * g.nx + g.nx - 1);      // right, ↑
+    for (std::size_t i = g.nx - 1; i-- > 0;) ring.push_back((g.ny - 1) * g.nx + i);  // top, ←
+    for (std::size_t j = g.ny - 1; j-- > 1;) ring.push_back(j * g.nx);               // left, ↓
     std::vector<double> th;
     for (auto k : ring) {
         if (!f.valid[k] || !usable(f.ux[k], f.uy[k], p.min_magnitude)) return std::nullopt;
@@ -387,13 +402,14 @@ DefectTracks track_defects(std::span<const DefectFrame> frames, const DefectTrac
     auto midpoint = [&](const Defect& a, const Defect& b) {
         const auto [dx, dy] = sep(a, b);
         double x = a.x + 0.5 * dx, y = a.y + 0.5 * dy;
-        if (G.periodic()) x -= G.lx() * std::floor((x - G.x0) / G.lx()), y -= G.ly() * std::floor((y - G.y0) / G.ly());
+        if (G.periodic())
+            x -= G.lx() * std::floor((x - G.x0) / G.lx()), y -= G.ly() * std::floor((y - G.y0) / G.ly());
         return std::pair{x, y};
     };
     // Pairs +1 members of `a` with −1 members of `b` (indices into defects of frame ka / kb) by
     // minimum squared distance within pair_distance.
-    auto pair_up = [&](const std::vector<std::size_t>& plus, const std::vector<std::size_t>& minus, std::size_t kp,
-                       std::size_t km) {
+    auto pair_up = [&](const std::vector<std::size_t>& plus, const std::vector<std::size_t>& minus,
+                       std::size_t kp, std::size_t km) {
         std::vector<std::pair<std::size_t, std::size_t>> out;
         std::vector<Candidate> cand;
         for (std::size_t a = 0; a < plus.size(); ++a)
@@ -455,12 +471,14 @@ DefectTracks track_defects(std::span<const DefectFrame> frames, const DefectTrac
         }
         for (auto [a, b] : pair_up(new_p, new_m, k + 1, k + 1)) {
             const auto [x, y] = midpoint(B[a], B[b]);
-            tr.events.push_back({frames[k + 1].frame, x, y, +1, tr.track_of[k + 1][a], tr.track_of[k + 1][b]});
+            tr.events.push_back(
+                {frames[k + 1].frame, x, y, +1, tr.track_of[k + 1][a], tr.track_of[k + 1][b]});
         }
     }
     const auto f0 = frames.front().frame, f1 = frames.back().frame;
     tr.censored.resize(tr.n_tracks());
-    for (std::size_t t = 0; t < tr.n_tracks(); ++t) tr.censored[t] = tr.first_frame[t] == f0 || tr.last_frame[t] == f1;
+    for (std::size_t t = 0; t < tr.n_tracks(); ++t)
+        tr.censored[t] = tr.first_frame[t] == f0 || tr.last_frame[t] == f1;
     return tr;
 }
 
@@ -471,8 +489,7 @@ void defect_msd(std::span<const DefectFrame> frames, const DefectTracks& tracks,
     // Positions of each track by sampled-frame index (tracks have no gaps).
     std::vector<std::vector<std::pair<double, double>>> path(tracks.n_tracks());
     for (std::size_t k = 0; k < frames.size() && k < tracks.track_of.size(); ++k)
-        for (std::size_t d = 0; d < frames[k].defects.size(); ++d)
-        {
+        for (std::size_t d = 0; d < frames[k].defects.size(); ++d) {
             auto& pth = path[static_cast<std::size_t>(tracks.track_of[k][d])];
             double x = frames[k].defects[d].x, y = frames[k].defects[d].y;
             if (g.periodic() && !pth.empty()) {  // unwrap: previous position + minimum-image step
@@ -525,7 +542,8 @@ void DefectPairCorrelation::add(std::span<const Defect> d) {
             pairs_[b] += 1;
             qq_[b] += d[i].charge * d[j].charge;
         }
-    total_pairs_ += 0.5 * static_cast<double>(d.size()) * static_cast<double>(d.size() > 0 ? d.size() - 1 : 0);
+    total_pairs_ +=
+        0.5 * static_cast<double>(d.size()) * static_cast<double>(d.size() > 0 ? d.size() - 1 : 0);
 }
 
 std::vector<double> DefectPairCorrelation::r() const {

@@ -15,7 +15,8 @@ namespace vibra::analysis {
 FrameSnapshot snapshot_of(const Trajectory& block, std::int64_t f) {
     FrameSnapshot s;
     s.frame = f;
-    const auto b = static_cast<std::size_t>(block.index.begin(f)), e = static_cast<std::size_t>(block.index.end(f));
+    const auto b = static_cast<std::size_t>(block.index.begin(f)),
+               e = static_cast<std::size_t>(block.index.end(f));
     s.id.reserve(e - b);
     s.x.reserve(e - b);
     s.y.reserve(e - b);
@@ -45,7 +46,8 @@ DriftMode drift_mode_from_string(const std::string& s) {
     throw ParameterError("drift: '" + s + "' is not one of none, mean");
 }
 
-Displacements displacements(const FrameSnapshot& a, const FrameSnapshot& b, const Geometry& g, DriftMode drift) {
+Displacements displacements(const FrameSnapshot& a, const FrameSnapshot& b, const Geometry& g,
+                            DriftMode drift) {
     Displacements d;
     d.frame = a.frame;
     d.lag = b.frame - a.frame;
@@ -158,10 +160,12 @@ GridField coarse_grain(const Grid& grid, std::span<const double> x, std::span<co
     const auto nx = static_cast<std::int64_t>(grid.nx), ny = static_cast<std::int64_t>(grid.ny);
     const bool per = grid.periodic;
     if (per && (rc > 0.5 * grid.lx() || rc > 0.5 * grid.ly()))
-        throw ParameterError("coarse_grain: kernel support " + std::to_string(rc) + " exceeds half the periodic box");
+        throw ParameterError("coarse_grain: kernel support " + std::to_string(rc) +
+                             " exceeds half the periodic box");
     // Scatter each point onto the nodes within its kernel support (O(N) for fixed σ/h).
     for (std::size_t n = 0; n < x.size(); ++n) {
-        if (!std::isfinite(x[n]) || !std::isfinite(y[n]) || !std::isfinite(ux[n]) || !std::isfinite(uy[n])) continue;
+        if (!std::isfinite(x[n]) || !std::isfinite(y[n]) || !std::isfinite(ux[n]) || !std::isfinite(uy[n]))
+            continue;
         const double fx = (x[n] - grid.x0) / grid.hx - 0.5, fy = (y[n] - grid.y0) / grid.hy - 0.5;
         auto i0 = static_cast<std::int64_t>(std::ceil(fx - rc / grid.hx));
         auto i1 = static_cast<std::int64_t>(std::floor(fx + rc / grid.hx));

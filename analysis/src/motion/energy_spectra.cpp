@@ -27,8 +27,10 @@ std::vector<double> window_1d(std::size_t n, Taper t, double alpha) {
             w[i] = 0.5 * (1 - std::cos(2 * kPi * u));
         } else {
             const double a = alpha;
-            if (u < a / 2) w[i] = 0.5 * (1 - std::cos(2 * kPi * u / a));
-            else if (u > 1 - a / 2) w[i] = 0.5 * (1 - std::cos(2 * kPi * (1 - u) / a));
+            if (u < a / 2)
+                w[i] = 0.5 * (1 - std::cos(2 * kPi * u / a));
+            else if (u > 1 - a / 2)
+                w[i] = 0.5 * (1 - std::cos(2 * kPi * (1 - u) / a));
         }
     }
     return w;
@@ -87,13 +89,14 @@ SpectrumEstimator::SpectrumEstimator(const Grid& grid, const SpectrumParams& p) 
     impl_ = std::make_unique<Impl>(M);
     {
         std::lock_guard lock(detail::fftw_planner_mutex());
-        impl_->fwd = fftw_plan_dft_2d(static_cast<int>(grid.ny), static_cast<int>(grid.nx), impl_->in.p, impl_->ax.p,
-                                      FFTW_FORWARD, FFTW_ESTIMATE);
-        impl_->bwd = fftw_plan_dft_2d(static_cast<int>(grid.ny), static_cast<int>(grid.nx), impl_->in.p, impl_->ax.p,
-                                      FFTW_BACKWARD, FFTW_ESTIMATE);
+        impl_->fwd = fftw_plan_dft_2d(static_cast<int>(grid.ny), static_cast<int>(grid.nx), impl_->in.p,
+                                      impl_->ax.p, FFTW_FORWARD, FFTW_ESTIMATE);
+        impl_->bwd = fftw_plan_dft_2d(static_cast<int>(grid.ny), static_cast<int>(grid.nx), impl_->in.p,
+                                      impl_->ax.p, FFTW_BACKWARD, FFTW_ESTIMATE);
     }
     if (!impl_->fwd || !impl_->bwd) throw Error("SpectrumEstimator: FFTW could not make a plan");
-    const auto wx = window_1d(grid.nx, p.taper, p.tukey_alpha), wy = window_1d(grid.ny, p.taper, p.tukey_alpha);
+    const auto wx = window_1d(grid.nx, p.taper, p.tukey_alpha),
+               wy = window_1d(grid.ny, p.taper, p.tukey_alpha);
     taper_.resize(M);
     for (std::size_t j = 0; j < grid.ny; ++j)
         for (std::size_t i = 0; i < grid.nx; ++i) taper_[j * grid.nx + i] = wx[i] * wy[j];
@@ -118,7 +121,8 @@ SpectrumEstimator::~SpectrumEstimator() = default;
 namespace {
 
 void check_grid(const Grid& a, const Grid& b) {
-    if (a.nx != b.nx || a.ny != b.ny || std::abs(a.hx - b.hx) > 1e-9 * a.hx || std::abs(a.hy - b.hy) > 1e-9 * a.hy)
+    if (a.nx != b.nx || a.ny != b.ny || std::abs(a.hx - b.hx) > 1e-9 * a.hx ||
+        std::abs(a.hy - b.hy) > 1e-9 * a.hy)
         throw ParameterError("SpectrumEstimator: the field's grid differs from the estimator's");
 }
 
@@ -178,7 +182,7 @@ Spectrum SpectrumEstimator::spectrum(const GridField& f) {
         const double kk = std::hypot(I.kx[k], I.ky[k]);
         if (kk == 0) continue;
         const double cx = I.kx[k] / kk, cy = I.ky[k] / kk;
-        const double lr = cx * xr + cy * yr, li = cx * xi + cy * yi;     // k̂·û
+        const double lr = cx * xr + cy * yr, li = cx * xi + cy * yi;    // k̂·û
         const double tr = -cy * xr + cx * yr, ti = -cy * xi + cx * yi;  // ẑ×k̂·û
         s.e_long[n] += 0.5 * (lr * lr + li * li) * norm;
         s.e_trans[n] += 0.5 * (tr * tr + ti * ti) * norm;
@@ -186,7 +190,9 @@ Spectrum SpectrumEstimator::spectrum(const GridField& f) {
     s.e_iso = s.e;
     const double mode_area = (2 * kPi / grid_.lx()) * (2 * kPi / grid_.ly());
     for (std::size_t n = 1; n < n_shells_; ++n)
-        s.e_iso[n] = s.modes[n] > 0 ? s.e[n] * (2 * kPi * s.k[n] * dk_ / mode_area) / static_cast<double>(s.modes[n]) : kNaN;
+        s.e_iso[n] = s.modes[n] > 0
+                         ? s.e[n] * (2 * kPi * s.k[n] * dk_ / mode_area) / static_cast<double>(s.modes[n])
+                         : kNaN;
     return s;
 }
 
@@ -209,15 +215,24 @@ void fd2(const Grid& g, const std::vector<std::uint8_t>& valid, const std::vecto
             const double h = dir == 0 ? g.hx : g.hy;
             auto at = [&](std::size_t cc) { return dir == 0 ? j * g.nx + cc : cc * g.nx + i; };
             std::int64_t lo = -1, hi = -1;
-            if (c + 1 < n) hi = static_cast<std::int64_t>(at(c + 1));
-            else if (g.periodic) hi = static_cast<std::int64_t>(at(0));
-            if (c > 0) lo = static_cast<std::int64_t>(at(c - 1));
-            else if (g.periodic) lo = static_cast<std::int64_t>(at(n - 1));
-            const bool vh = hi >= 0 && valid[static_cast<std::size_t>(hi)], vl = lo >= 0 && valid[static_cast<std::size_t>(lo)];
-            if (vh && vl) d[k] = (q[static_cast<std::size_t>(hi)] - q[static_cast<std::size_t>(lo)]) / (2 * h);
-            else if (vh) d[k] = (q[static_cast<std::size_t>(hi)] - q[k]) / h;
-            else if (vl) d[k] = (q[k] - q[static_cast<std::size_t>(lo)]) / h;
-            else ok[k] = 0;
+            if (c + 1 < n)
+                hi = static_cast<std::int64_t>(at(c + 1));
+            else if (g.periodic)
+                hi = static_cast<std::int64_t>(at(0));
+            if (c > 0)
+                lo = static_cast<std::int64_t>(at(c - 1));
+            else if (g.periodic)
+                lo = static_cast<std::int64_t>(at(n - 1));
+            const bool vh = hi >= 0 && valid[static_cast<std::size_t>(hi)],
+                       vl = lo >= 0 && valid[static_cast<std::size_t>(lo)];
+            if (vh && vl)
+                d[k] = (q[static_cast<std::size_t>(hi)] - q[static_cast<std::size_t>(lo)]) / (2 * h);
+            else if (vh)
+                d[k] = (q[static_cast<std::size_t>(hi)] - q[k]) / h;
+            else if (vl)
+                d[k] = (q[k] - q[static_cast<std::size_t>(lo)]) / h;
+            else
+                ok[k] = 0;
         }
 }
 
@@ -255,7 +270,8 @@ Transfer SpectrumEstimator::transfer(const GridField& f) {
             for (std::size_t k = 0; k < M; ++k) {
                 const std::size_t i = k % g.nx, j = k / g.nx;
                 // i·k, with the Nyquist bin of an even transform zeroed (its derivative is not real).
-                const bool nyq = dir == 0 ? (g.nx % 2 == 0 && i == g.nx / 2) : (g.ny % 2 == 0 && j == g.ny / 2);
+                const bool nyq =
+                    dir == 0 ? (g.nx % 2 == 0 && i == g.nx / 2) : (g.ny % 2 == 0 && j == g.ny / 2);
                 const double kk = nyq ? 0.0 : (dir == 0 ? I.kx[k] : I.ky[k]);
                 const double re = I.ax.p[k][0], im = I.ax.p[k][1];
                 I.bx.p[k][0] = -kk * im, I.bx.p[k][1] = kk * re;
@@ -300,7 +316,8 @@ Transfer SpectrumEstimator::transfer(const GridField& f) {
             double uxr, uxi, uyr, uyi, fxr, fxi, fyr, fyi;
             unpack(I.ax.p, uxr, uxi, uyr, uyi);
             unpack(I.ay.p, fxr, fxi, fyr, fyi);
-            t.t[static_cast<std::size_t>(I.shell[k])] += (uxr * fxr + uxi * fxi + uyr * fyr + uyi * fyi) * norm;
+            t.t[static_cast<std::size_t>(I.shell[k])] +=
+                (uxr * fxr + uxi * fxi + uyr * fyr + uyi * fyi) * norm;
         }
     double acc = 0;
     for (std::size_t n = n_shells_; n-- > 0;) {
@@ -356,14 +373,18 @@ std::vector<double> gauss_filter(const Grid& g, const std::vector<double>& q, do
     const std::size_t nx = g.nx, ny = g.ny;
     std::vector<double> t(q.size(), 0.0), out(q.size(), 0.0), buf;
     // One line of n values (stride `step` from `first`) of src, filtered with k into dst.
-    auto line = [&](const double* src, double* dst, std::size_t n, std::size_t step, const std::vector<double>& k) {
+    auto line = [&](const double* src, double* dst, std::size_t n, std::size_t step,
+                    const std::vector<double>& k) {
         const std::size_t r = (k.size() - 1) / 2;
         buf.assign(n + 2 * r, 0.0);
         for (std::size_t i = 0; i < n; ++i) buf[r + i] = src[i * step];
         if (g.periodic)
             for (std::size_t i = 0; i < r; ++i) {
                 const auto m = static_cast<std::int64_t>(n);
-                buf[i] = src[static_cast<std::size_t>(((static_cast<std::int64_t>(i) - static_cast<std::int64_t>(r)) % m + m) % m) * step];
+                buf[i] =
+                    src[static_cast<std::size_t>(
+                            ((static_cast<std::int64_t>(i) - static_cast<std::int64_t>(r)) % m + m) % m) *
+                        step];
                 buf[r + n + i] = src[((i) % n) * step];
             }
         for (std::size_t i = 0; i < n; ++i) {
@@ -401,7 +422,8 @@ std::vector<double> fst_flux(const GridField& f, std::span<const double> scales)
         };
         const auto fx = filt(mux), fy = filt(muy), fxx = filt(mxx), fxy = filt(mxy), fyy = filt(myy);
         std::vector<std::uint8_t> ok(f.valid.begin(), f.valid.end());
-        std::vector<double> dxx, dyx, dxy, dyy;  // d_j U_i: dxx = ∂x Ux, dyx = ∂y Ux, dxy = ∂x Uy, dyy = ∂y Uy
+        std::vector<double> dxx, dyx, dxy,
+            dyy;  // d_j U_i: dxx = ∂x Ux, dyx = ∂y Ux, dxy = ∂x Uy, dyy = ∂y Uy
         fd2(g, f.valid, fx, 0, dxx, ok);
         fd2(g, f.valid, fx, 1, dyx, ok);
         fd2(g, f.valid, fy, 0, dxy, ok);
@@ -417,7 +439,8 @@ std::vector<double> fst_flux(const GridField& f, std::span<const double> scales)
                     const double ey = std::min(g.y(j) - g.y0, g.y0 + g.ly() - g.y(j));
                     if (ex < 2 * ell || ey < 2 * ell) continue;
                 }
-                const double txx = fxx[k] - fx[k] * fx[k], txy = fxy[k] - fx[k] * fy[k], tyy = fyy[k] - fy[k] * fy[k];
+                const double txx = fxx[k] - fx[k] * fx[k], txy = fxy[k] - fx[k] * fy[k],
+                             tyy = fyy[k] - fy[k] * fy[k];
                 s += -(txx * dxx[k] + txy * (dyx[k] + dxy[k]) + tyy * dyy[k]);
                 ++n;
             }

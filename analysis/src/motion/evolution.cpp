@@ -12,10 +12,12 @@ namespace vibra::analysis {
 
 void PiecewiseParams::validate() const {
     if (segments < 1) throw ParameterError("evolution segments must be ≥ 1, got " + std::to_string(segments));
-    if (min_points < 2) throw ParameterError("evolution min_points must be ≥ 2, got " + std::to_string(min_points));
+    if (min_points < 2)
+        throw ParameterError("evolution min_points must be ≥ 2, got " + std::to_string(min_points));
 }
 
-PiecewiseFit piecewise_linear_fit(std::span<const double> xs, std::span<const double> ys, const PiecewiseParams& p) {
+PiecewiseFit piecewise_linear_fit(std::span<const double> xs, std::span<const double> ys,
+                                  const PiecewiseParams& p) {
     p.validate();
     if (xs.size() != ys.size()) throw ParameterError("piecewise_linear_fit: x and y differ in length");
     std::vector<double> x, y;
@@ -28,7 +30,8 @@ PiecewiseFit piecewise_linear_fit(std::span<const double> xs, std::span<const do
     std::vector<double> S1(n + 1, 0), Sx(n + 1, 0), Sy(n + 1, 0), Sxx(n + 1, 0), Sxy(n + 1, 0), Syy(n + 1, 0);
     for (std::size_t i = 0; i < n; ++i) {
         S1[i + 1] = S1[i] + 1, Sx[i + 1] = Sx[i] + x[i], Sy[i + 1] = Sy[i] + y[i];
-        Sxx[i + 1] = Sxx[i] + x[i] * x[i], Sxy[i + 1] = Sxy[i] + x[i] * y[i], Syy[i + 1] = Syy[i] + y[i] * y[i];
+        Sxx[i + 1] = Sxx[i] + x[i] * x[i], Sxy[i + 1] = Sxy[i] + x[i] * y[i],
+                Syy[i + 1] = Syy[i] + y[i] * y[i];
     }
     auto line = [&](std::size_t a, std::size_t b, double& slope, double& icpt) {
         const double m = S1[b] - S1[a], sx = Sx[b] - Sx[a], sy = Sy[b] - Sy[a];

@@ -34,8 +34,8 @@ void VelocityCorrelation::reset() {
     sum_sq_ = 0, n_ = 0;
 }
 
-void VelocityCorrelation::add(std::span<const double> x, std::span<const double> y, std::span<const double> ux,
-                              std::span<const double> uy, const Geometry& g) {
+void VelocityCorrelation::add(std::span<const double> x, std::span<const double> y,
+                              std::span<const double> ux, std::span<const double> uy, const Geometry& g) {
     const std::size_t n = x.size();
     if (y.size() != n || ux.size() != n || uy.size() != n)
         throw ParameterError("velocity correlation: x, y, ux, uy differ in length");
@@ -65,8 +65,10 @@ void VelocityCorrelation::add(std::span<const double> x, std::span<const double>
 }
 
 void VelocityCorrelation::merge(const VelocityCorrelation& o) {
-    if (o.pairs_.size() != pairs_.size()) throw ParameterError("velocity correlation: merging different binnings");
-    for (std::size_t b = 0; b < pairs_.size(); ++b) pairs_[b] += o.pairs_[b], dot_[b] += o.dot_[b], lon_[b] += o.lon_[b];
+    if (o.pairs_.size() != pairs_.size())
+        throw ParameterError("velocity correlation: merging different binnings");
+    for (std::size_t b = 0; b < pairs_.size(); ++b)
+        pairs_[b] += o.pairs_[b], dot_[b] += o.dot_[b], lon_[b] += o.lon_[b];
     sum_sq_ += o.sum_sq_, n_ += o.n_;
 }
 

@@ -16,9 +16,12 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 double distance_to_edge(const Geometry& w, double x, double y) {
     switch (w.kind) {
-        case GeometryKind::periodic_box: return std::numeric_limits<double>::infinity();
-        case GeometryKind::window_circle: return w.r - std::hypot(x - w.cx, y - w.cy);
-        default: return std::min(std::min(x - w.x0, w.x1 - x), std::min(y - w.y0, w.y1 - y));
+        case GeometryKind::periodic_box:
+            return std::numeric_limits<double>::infinity();
+        case GeometryKind::window_circle:
+            return w.r - std::hypot(x - w.cx, y - w.cy);
+        default:
+            return std::min(std::min(x - w.x0, w.x1 - x), std::min(y - w.y0, w.y1 - y));
     }
 }
 }  // namespace
@@ -31,18 +34,21 @@ BondNeighbours bond_neighbours_from_string(const std::string& s) {
 const char* to_string(BondNeighbours b) { return b == BondNeighbours::voronoi ? "voronoi" : "cutoff"; }
 
 void BondOrderParams::validate() const {
-    if (order < 1 || order > 64) throw ParameterError("psi6: order must be in [1, 64], got " + std::to_string(order));
+    if (order < 1 || order > 64)
+        throw ParameterError("psi6: order must be in [1, 64], got " + std::to_string(order));
     if (neighbours == BondNeighbours::cutoff && (!(r_cut > 0) || !std::isfinite(r_cut)))
         throw ParameterError("psi6: r_cut must be > 0 with cut-off neighbours, got " + std::to_string(r_cut));
 }
 
 void BondOrderAccumulatorParams::validate() const {
     bond.validate();
-    if (!(r_max > 0) || !std::isfinite(r_max)) throw ParameterError("psi6: r_max must be > 0, got " + std::to_string(r_max));
+    if (!(r_max > 0) || !std::isfinite(r_max))
+        throw ParameterError("psi6: r_max must be > 0, got " + std::to_string(r_max));
     if (bins < 1) throw ParameterError("psi6: bins must be >= 1, got " + std::to_string(bins));
     if (hist_bins < 1) throw ParameterError("psi6: hist_bins must be >= 1, got " + std::to_string(hist_bins));
     if (!(crystalline >= 0 && crystalline <= 1))
-        throw ParameterError("psi6: crystalline threshold must be in [0, 1], got " + std::to_string(crystalline));
+        throw ParameterError("psi6: crystalline threshold must be in [0, 1], got " +
+                             std::to_string(crystalline));
 }
 
 LocalBondOrder local_bond_order(const StructureFrame& fr, const BondOrderParams& p) {
@@ -63,7 +69,8 @@ LocalBondOrder local_bond_order(const StructureFrame& fr, const BondOrderParams&
     if (p.neighbours == BondNeighbours::voronoi) {
         VoronoiParams vp;
         vp.radical = p.radical && fr.radius.size() == n &&
-                     std::any_of(fr.radius.begin(), fr.radius.end(), [](double r) { return std::isfinite(r) && r > 0; });
+                     std::any_of(fr.radius.begin(), fr.radius.end(),
+                                 [](double r) { return std::isfinite(r) && r > 0; });
         const auto v = radical_voronoi(fr, vp);
         const Geometry& w = fr.window;
         for (std::size_t i = 0; i < n; ++i) {
@@ -135,7 +142,8 @@ void BondOrderAccumulator::accumulate(const StructureFrame& fr) {
     r_.global.push_back(glob(2));
     r_.global_small.push_back(glob(0));
     r_.global_large.push_back(glob(1));
-    r_.crystalline_fraction.push_back(cnt[2] > 0 ? static_cast<double>(crys) / static_cast<double>(cnt[2]) : kNaN);
+    r_.crystalline_fraction.push_back(cnt[2] > 0 ? static_cast<double>(crys) / static_cast<double>(cnt[2])
+                                                 : kNaN);
 
     // g6(r): pairs of valid particles, normalised by the pair count per bin
     if (n >= 2) {
@@ -165,8 +173,10 @@ BondOrderResult BondOrderAccumulator::result() const {
     }
     const auto hb = static_cast<std::size_t>(p_.hist_bins);
     out.hist_edges.resize(hb + 1);
-    for (std::size_t k = 0; k <= hb; ++k) out.hist_edges[k] = static_cast<double>(k) / static_cast<double>(hb);
-    const double tot[3] = {static_cast<double>(r_.n_small), static_cast<double>(r_.n_large), static_cast<double>(r_.valid)};
+    for (std::size_t k = 0; k <= hb; ++k)
+        out.hist_edges[k] = static_cast<double>(k) / static_cast<double>(hb);
+    const double tot[3] = {static_cast<double>(r_.n_small), static_cast<double>(r_.n_large),
+                           static_cast<double>(r_.valid)};
     std::vector<double>* dst[3] = {&out.hist_small, &out.hist_large, &out.hist};
     for (int s = 0; s < 3; ++s) {
         dst[s]->resize(hb);

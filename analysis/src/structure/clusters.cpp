@@ -23,9 +23,11 @@ std::size_t find_root(std::vector<std::size_t>& parent, std::size_t i) {
 }  // namespace
 
 void ClusterParams::validate() const {
-    if (!(lambda > 0) || !std::isfinite(lambda)) throw ParameterError("clusters: lambda must be > 0, got " + std::to_string(lambda));
+    if (!(lambda > 0) || !std::isfinite(lambda))
+        throw ParameterError("clusters: lambda must be > 0, got " + std::to_string(lambda));
     if (!(r_cut >= 0) || !std::isfinite(r_cut))
-        throw ParameterError("clusters: r_cut must be >= 0 (0 = contact criterion), got " + std::to_string(r_cut));
+        throw ParameterError("clusters: r_cut must be >= 0 (0 = contact criterion), got " +
+                             std::to_string(r_cut));
 }
 
 ClusterFrame find_clusters(const StructureFrame& fr, const ClusterParams& p) {
@@ -43,11 +45,13 @@ ClusterFrame find_clusters(const StructureFrame& fr, const ClusterParams& p) {
             for (double r : fr.radius)
                 if (std::isfinite(r) && r > 0) sum += r, ++cnt, rmax = std::max(rmax, r);
         if (cnt == 0)
-            throw ParameterError("clusters: frame " + std::to_string(fr.frame) +
-                                 ": the contact criterion needs particle sizes (metadata species_diameters or a "
-                                 "radius column); give a distance cut-off (--clusters-rcut) instead");
+            throw ParameterError(
+                "clusters: frame " + std::to_string(fr.frame) +
+                ": the contact criterion needs particle sizes (metadata species_diameters or a "
+                "radius column); give a distance cut-off (--clusters-rcut) instead");
         const double mean = sum / static_cast<double>(cnt);
-        for (std::size_t i = 0; i < n; ++i) rad[i] = (std::isfinite(fr.radius[i]) && fr.radius[i] > 0) ? fr.radius[i] : mean;
+        for (std::size_t i = 0; i < n; ++i)
+            rad[i] = (std::isfinite(fr.radius[i]) && fr.radius[i] > 0) ? fr.radius[i] : mean;
         cutoff = 2 * p.lambda * rmax;
     }
     const Geometry& w = fr.window;
@@ -81,7 +85,8 @@ ClusterFrame find_clusters(const StructureFrame& fr, const ClusterParams& p) {
     }
     std::vector<std::size_t> order(sizes.size());
     std::iota(order.begin(), order.end(), std::size_t{0});
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return sizes[a] > sizes[b]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return sizes[a] > sizes[b]; });
     std::vector<std::int64_t> rank(sizes.size());
     for (std::size_t k = 0; k < order.size(); ++k) rank[order[k]] = static_cast<std::int64_t>(k);
     out.size.resize(sizes.size());
@@ -109,8 +114,8 @@ ClusterFrame find_clusters(const StructureFrame& fr, const ClusterParams& p) {
     out.spanning.assign(sizes.size(), 0);
     out.radius_of_gyration.assign(sizes.size(), 0.0);
     std::vector<double> sx(sizes.size(), 0.0), sy(sizes.size(), 0.0), sxx(sizes.size(), 0.0);
-    std::vector<std::uint8_t> edge_lo_x(sizes.size(), 0), edge_hi_x(sizes.size(), 0), edge_lo_y(sizes.size(), 0),
-        edge_hi_y(sizes.size(), 0);
+    std::vector<std::uint8_t> edge_lo_x(sizes.size(), 0), edge_hi_x(sizes.size(), 0),
+        edge_lo_y(sizes.size(), 0), edge_hi_y(sizes.size(), 0);
     std::vector<std::size_t> queue;
     for (std::size_t s0 = 0; s0 < n; ++s0) {
         if (seen[s0]) continue;
@@ -122,12 +127,14 @@ ClusterFrame find_clusters(const StructureFrame& fr, const ClusterParams& p) {
             const auto a = queue[q];
             for (auto k = adj_off[a]; k < adj_off[a + 1]; ++k) {
                 const auto b = static_cast<std::size_t>(adj[static_cast<std::size_t>(k)]);
-                const double bx = ux[a] + adx[static_cast<std::size_t>(k)], by = uy[a] + ady[static_cast<std::size_t>(k)];
+                const double bx = ux[a] + adx[static_cast<std::size_t>(k)],
+                             by = uy[a] + ady[static_cast<std::size_t>(k)];
                 if (!seen[b]) {
                     seen[b] = 1;
                     ux[b] = bx, uy[b] = by;
                     queue.push_back(b);
-                } else if (w.periodic() && (std::abs(ux[b] - bx) > 0.5 * w.lx() || std::abs(uy[b] - by) > 0.5 * w.ly())) {
+                } else if (w.periodic() &&
+                           (std::abs(ux[b] - bx) > 0.5 * w.lx() || std::abs(uy[b] - by) > 0.5 * w.ly())) {
                     out.spanning[cid] = 1;
                 }
             }
@@ -148,7 +155,8 @@ ClusterFrame find_clusters(const StructureFrame& fr, const ClusterParams& p) {
         const double m = static_cast<double>(out.size[k]);
         const double mx = sx[k] / m, my = sy[k] / m;
         out.radius_of_gyration[k] = std::sqrt(std::max(0.0, sxx[k] / m - mx * mx - my * my));
-        if (w.kind == GeometryKind::window_rect && ((edge_lo_x[k] && edge_hi_x[k]) || (edge_lo_y[k] && edge_hi_y[k])))
+        if (w.kind == GeometryKind::window_rect &&
+            ((edge_lo_x[k] && edge_hi_x[k]) || (edge_lo_y[k] && edge_hi_y[k])))
             out.spanning[k] = 1;
     }
     for (std::size_t i = 0; i < n; ++i) {
@@ -156,8 +164,11 @@ ClusterFrame find_clusters(const StructureFrame& fr, const ClusterParams& p) {
         out.label[i] = c;
         if (!w.periodic()) {
             double d = 0;
-            if (w.kind == GeometryKind::window_circle) d = w.r - std::hypot(fr.x[i] - w.cx, fr.y[i] - w.cy);
-            else d = std::min(std::min(fr.x[i] - w.x0, w.x1 - fr.x[i]), std::min(fr.y[i] - w.y0, w.y1 - fr.y[i]));
+            if (w.kind == GeometryKind::window_circle)
+                d = w.r - std::hypot(fr.x[i] - w.cx, fr.y[i] - w.cy);
+            else
+                d = std::min(std::min(fr.x[i] - w.x0, w.x1 - fr.x[i]),
+                             std::min(fr.y[i] - w.y0, w.y1 - fr.y[i]));
             if (d < cutoff) out.boundary[static_cast<std::size_t>(c)] = 1;
         }
     }

@@ -63,14 +63,16 @@ Triangulation delaunay(std::span<const double> xs, std::span<const double> ys) {
         px[k] = xs[order[k]], py[k] = ys[order[k]];
         ymin = std::min(ymin, py[k]), ymax = std::max(ymax, py[k]);
     }
-    const double d = std::max({xmax - xmin, ymax - ymin, 1e-300}), mx = 0.5 * (xmin + xmax), my = 0.5 * (ymin + ymax);
+    const double d = std::max({xmax - xmin, ymax - ymin, 1e-300}), mx = 0.5 * (xmin + xmax),
+                 my = 0.5 * (ymin + ymax);
     px[n] = mx - 1e5 * d, py[n] = my - 1e5 * d;
     px[n + 1] = mx + 1e5 * d, py[n + 1] = my - 1e5 * d;
     px[n + 2] = mx, py[n + 2] = my + 1e5 * d;
 
     auto make = [&](std::int32_t a, std::int32_t b, std::int32_t c) {
         Tri t{{a, b, c}, 0, 0, 0};
-        const double ax = px[a], ay = py[a], bx = px[b] - ax, by = py[b] - ay, cx = px[c] - ax, cy = py[c] - ay;
+        const double ax = px[a], ay = py[a], bx = px[b] - ax, by = py[b] - ay, cx = px[c] - ax,
+                     cy = py[c] - ay;
         const double den = 2 * (bx * cy - by * cx);
         if (den == 0) {  // degenerate: never retire
             t.ccx = ax, t.ccy = ay, t.r2 = std::numeric_limits<double>::infinity();

@@ -29,7 +29,8 @@ void NumberFluctuationParams::validate() const {
         if (!(s > 0) || !std::isfinite(s))
             throw ParameterError("number_fluctuations: sizes must be > 0, got " + std::to_string(s));
     if (sizes.empty() && (n_sizes < 2 || n_sizes > 1000))
-        throw ParameterError("number_fluctuations: n_sizes must be in [2, 1000], got " + std::to_string(n_sizes));
+        throw ParameterError("number_fluctuations: n_sizes must be in [2, 1000], got " +
+                             std::to_string(n_sizes));
 }
 
 double log_log_slope(const std::vector<double>& mean, const std::vector<double>& var, double min_mean) {
@@ -45,7 +46,9 @@ double log_log_slope(const std::vector<double>& mean, const std::vector<double>&
     return den > 0 ? (n * sxy - sx * sy) / den : kNaN;
 }
 
-NumberFluctuationAccumulator::NumberFluctuationAccumulator(const NumberFluctuationParams& p) : p_(p) { p_.validate(); }
+NumberFluctuationAccumulator::NumberFluctuationAccumulator(const NumberFluctuationParams& p) : p_(p) {
+    p_.validate();
+}
 
 void NumberFluctuationAccumulator::accumulate(const StructureFrame& fr) {
     if (fr.size() < 2) return;  // empty frames (tracker drop-outs; unbounded data has no window then)
@@ -58,12 +61,14 @@ void NumberFluctuationAccumulator::accumulate(const StructureFrame& fr) {
             std::sort(ell_.begin(), ell_.end());
         } else {
             std::size_t nin = 0;
-            for (std::size_t i = 0; i < fr.size(); ++i) nin += fr.x[i] >= x0 && fr.x[i] < x1 && fr.y[i] >= y0 && fr.y[i] < y1;
+            for (std::size_t i = 0; i < fr.size(); ++i)
+                nin += fr.x[i] >= x0 && fr.x[i] < x1 && fr.y[i] >= y0 && fr.y[i] < y1;
             const double spacing = std::sqrt(lx * ly / static_cast<double>(std::max<std::size_t>(nin, 1)));
             const double lmax = 0.5 * std::min(lx, ly), lmin = std::min(spacing, 0.5 * lmax);
             const auto m = static_cast<std::size_t>(p_.n_sizes);
             for (std::size_t k = 0; k < m; ++k)
-                ell_.push_back(lmin * std::pow(lmax / lmin, static_cast<double>(k) / static_cast<double>(m - 1)));
+                ell_.push_back(lmin *
+                               std::pow(lmax / lmin, static_cast<double>(k) / static_cast<double>(m - 1)));
         }
         n_.assign(ell_.size(), 0.0);
         for (auto& v : s1_) v.assign(ell_.size(), 0.0);
@@ -72,10 +77,12 @@ void NumberFluctuationAccumulator::accumulate(const StructureFrame& fr) {
     std::vector<double> cnt[3];
     for (std::size_t k = 0; k < ell_.size(); ++k) {
         const double l = ell_[k];
-        const auto nx = static_cast<std::size_t>(std::floor(lx / l)), ny = static_cast<std::size_t>(std::floor(ly / l));
+        const auto nx = static_cast<std::size_t>(std::floor(lx / l)),
+                   ny = static_cast<std::size_t>(std::floor(ly / l));
         if (nx == 0 || ny == 0) continue;
         // tiles centred in the region
-        const double ox = x0 + 0.5 * (lx - static_cast<double>(nx) * l), oy = y0 + 0.5 * (ly - static_cast<double>(ny) * l);
+        const double ox = x0 + 0.5 * (lx - static_cast<double>(nx) * l),
+                     oy = y0 + 0.5 * (ly - static_cast<double>(ny) * l);
         for (auto& c : cnt) c.assign(nx * ny, 0.0);
         for (std::size_t i = 0; i < fr.size(); ++i) {
             const double fx = (fr.x[i] - ox) / l, fy = (fr.y[i] - oy) / l;
@@ -84,8 +91,10 @@ void NumberFluctuationAccumulator::accumulate(const StructureFrame& fr) {
             if (ix >= nx || iy >= ny) continue;
             const std::size_t b = iy * nx + ix;
             cnt[2][b] += 1;
-            if (fr.species[i] == kSpeciesSmall) cnt[0][b] += 1;
-            else if (fr.species[i] == kSpeciesLarge) cnt[1][b] += 1;
+            if (fr.species[i] == kSpeciesSmall)
+                cnt[0][b] += 1;
+            else if (fr.species[i] == kSpeciesLarge)
+                cnt[1][b] += 1;
         }
         n_[k] += static_cast<double>(nx * ny);
         for (int s = 0; s < 3; ++s)

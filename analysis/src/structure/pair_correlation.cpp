@@ -76,10 +76,12 @@ namespace {
 
 // Reads the source block by block (skipping blocks without a sampled frame) and hands each block
 // with its sampled frames (every `stride`-th, from frame 0) to `fn`; one progress line.
-void for_each_sampled_block(const TrajectorySource& source, std::int64_t stride, bool progress,
-                            const std::string& label, std::int64_t block_rows,
-                            const std::function<void(const Trajectory&, const std::vector<std::int64_t>&)>& fn) {
-    if (stride < 1) throw ParameterError(label + ": frame stride must be >= 1, got " + std::to_string(stride));
+void for_each_sampled_block(
+    const TrajectorySource& source, std::int64_t stride, bool progress, const std::string& label,
+    std::int64_t block_rows,
+    const std::function<void(const Trajectory&, const std::vector<std::int64_t>&)>& fn) {
+    if (stride < 1)
+        throw ParameterError(label + ": frame stride must be >= 1, got " + std::to_string(stride));
     const std::int64_t T = source.n_frames();
     const std::int64_t block = frames_per_block(source, std::max<std::int64_t>(1, block_rows));
     Progress bar(label, T, progress && Progress::stderr_is_interactive());
@@ -111,22 +113,25 @@ void for_each_structure_frame(const TrajectorySource& source, std::int64_t strid
 }
 
 void for_each_structure_frame_parallel(const TrajectorySource& source, std::int64_t stride, int threads,
-                                       const std::function<void(const StructureFrame&, int)>& fn, bool progress,
-                                       const std::string& label, std::int64_t block_rows) {
+                                       const std::function<void(const StructureFrame&, int)>& fn,
+                                       bool progress, const std::string& label, std::int64_t block_rows) {
     const int n_threads = std::clamp(threads, 1, kStructureLanes);
     std::size_t seen = 0;  // sampled frames before this block: the lanes continue across blocks
-    for_each_sampled_block(source, stride, progress, label, block_rows,
-                           [&](const Trajectory& t, const std::vector<std::int64_t>& frames) {
-        const auto lane_of = [&](std::size_t k) { return static_cast<int>((seen + k) % kStructureLanes); };
-        const auto run = [&](int w) {
-            for (std::size_t k = 0; k < frames.size(); ++k) {
-                if (w == 0) throw_if_interrupted();  // carried to the caller like any worker exception
-                if (lane_of(k) % n_threads == w) fn(structure_frame(t, frames[k]), lane_of(k));
-            }
-        };
-        run_workers(n_threads, run);
-        seen += frames.size();
-    });
+    for_each_sampled_block(
+        source, stride, progress, label, block_rows,
+        [&](const Trajectory& t, const std::vector<std::int64_t>& frames) {
+            const auto lane_of = [&](std::size_t k) {
+                return static_cast<int>((seen + k) % kStructureLanes);
+            };
+            const auto run = [&](int w) {
+                for (std::size_t k = 0; k < frames.size(); ++k) {
+                    if (w == 0) throw_if_interrupted();  // carried to the caller like any worker exception
+                    if (lane_of(k) % n_threads == w) fn(structure_frame(t, frames[k]), lane_of(k));
+                }
+            };
+            run_workers(n_threads, run);
+            seen += frames.size();
+        });
 }
 
 void PairCorrelation::merge(const PairCorrelation& o) {
@@ -150,7 +155,8 @@ void PairCorrelation::merge(const PairCorrelation& o) {
 void PairCorrelationParams::validate() const {
     if (!(r_max > 0) || !std::isfinite(r_max))
         throw ParameterError("gr: r_max must be > 0, got " + std::to_string(r_max));
-    if (bins < 1 || bins > 10'000'000) throw ParameterError("gr: bins must be in [1, 1e7], got " + std::to_string(bins));
+    if (bins < 1 || bins > 10'000'000)
+        throw ParameterError("gr: bins must be in [1, 1e7], got " + std::to_string(bins));
 }
 
 double circle_fraction_inside_disk(double d, double r, double R) {
@@ -181,30 +187,34 @@ void PairCorrelation::accumulate(const StructureFrame& fr) {
     switch (w.kind) {
         case GeometryKind::periodic_box:
             if (rmax > 0.5 * std::min(w.lx(), w.ly()))
-                throw ParameterError("gr: r_max " + std::to_string(rmax) + " exceeds half the periodic box (" +
+                throw ParameterError("gr: r_max " + std::to_string(rmax) +
+                                     " exceeds half the periodic box (" +
                                      std::to_string(0.5 * std::min(w.lx(), w.ly())) + ")");
             break;
         case GeometryKind::window_circle:
             if (rmax >= 2 * w.r)
-                throw ParameterError("gr: r_max " + std::to_string(rmax) + " must be below the window diameter " +
-                                     std::to_string(2 * w.r));
+                throw ParameterError("gr: r_max " + std::to_string(rmax) +
+                                     " must be below the window diameter " + std::to_string(2 * w.r));
             break;
         default:
             if (rmax >= std::min(w.lx(), w.ly()))
-                throw ParameterError("gr: r_max " + std::to_string(rmax) +
-                                     " must be below the short side of the window " +
-                                     std::to_string(std::min(w.lx(), w.ly())) + " at frame " + std::to_string(fr.frame));
+                throw ParameterError(
+                    "gr: r_max " + std::to_string(rmax) + " must be below the short side of the window " +
+                    std::to_string(std::min(w.lx(), w.ly())) + " at frame " + std::to_string(fr.frame));
     }
     const std::size_t n = fr.size();
     std::int64_t cnt[2] = {0, 0};
     for (auto s : fr.species) {
-        if (s == kSpeciesSmall) ++cnt[0];
-        else if (s == kSpeciesLarge) ++cnt[1];
+        if (s == kSpeciesSmall)
+            ++cnt[0];
+        else if (s == kSpeciesLarge)
+            ++cnt[1];
     }
     ns_ += cnt[0], nl_ += cnt[1], nu_ += static_cast<std::int64_t>(n) - cnt[0] - cnt[1];
     for (int a = 0; a < 2; ++a)
         for (int b = 0; b < 2; ++b)
-            norm_[a][b] += static_cast<double>(cnt[a]) * static_cast<double>(cnt[b] - (a == b ? 1 : 0)) / area;
+            norm_[a][b] +=
+                static_cast<double>(cnt[a]) * static_cast<double>(cnt[b] - (a == b ? 1 : 0)) / area;
     const double nd = static_cast<double>(n);
     const double norm_f = n > 1 ? nd * (nd - 1) / area : 0.0;
     norm_tot_ += norm_f;
@@ -263,7 +273,8 @@ PairCorrelationResult PairCorrelation::result() const {
     out.g_ss.resize(nb), out.g_sl.resize(nb), out.g_ll.resize(nb);
     out.frames = frames_, out.n_small = ns_, out.n_large = nl_, out.n_unknown = nu_;
     const double fr = frames_ > 0 ? static_cast<double>(frames_) : kNaN;
-    out.density = sum_density_ / fr, out.density_small = sum_density_s_ / fr, out.density_large = sum_density_l_ / fr;
+    out.density = sum_density_ / fr, out.density_small = sum_density_s_ / fr,
+    out.density_large = sum_density_l_ / fr;
     auto ratio = [](double num, double den) { return den > 0 ? num / den : kNaN; };
     for (std::size_t k = 0; k <= nb; ++k) out.r_edges[k] = dr * static_cast<double>(k);
     for (std::size_t k = 0; k < nb; ++k) {

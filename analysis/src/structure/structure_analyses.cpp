@@ -49,9 +49,12 @@ FirstFrame first_frame(const TrajectorySource& src) {
 double default_rmax(const FirstFrame& ff) {
     const Geometry& w = ff.window;
     double lim = 0;
-    if (w.periodic()) lim = 0.499 * std::min(w.lx(), w.ly());
-    else if (w.kind == GeometryKind::window_circle) lim = 0.5 * w.r;
-    else lim = 0.25 * std::min(w.lx(), w.ly());
+    if (w.periodic())
+        lim = 0.499 * std::min(w.lx(), w.ly());
+    else if (w.kind == GeometryKind::window_circle)
+        lim = 0.5 * w.r;
+    else
+        lim = 0.25 * std::min(w.lx(), w.ly());
     return std::min(lim, 10 * ff.spacing);
 }
 
@@ -71,7 +74,8 @@ std::int64_t positive(const AnalysisContext& ctx, const std::string& flag) {
 
 double positive_number(const AnalysisContext& ctx, const std::string& flag) {
     const auto v = ctx.number(flag);
-    if (!(v > 0) || !std::isfinite(v)) throw ParameterError("--" + flag + " must be > 0, got " + ctx.text(flag));
+    if (!(v > 0) || !std::isfinite(v))
+        throw ParameterError("--" + flag + " must be > 0, got " + ctx.text(flag));
     return v;
 }
 
@@ -92,13 +96,17 @@ std::vector<ResultGroup> run_gr(const AnalysisContext& ctx) {
     p.r_max = ctx.is_set("gr-rmax") ? positive_number(ctx, "gr-rmax") : default_rmax(ff);
     p.bins = positive(ctx, "gr-bins");
     const auto& edge = ctx.text("gr-edge");
-    if (edge == "none") p.edge = EdgeCorrection::none;
-    else if (edge != "auto") throw ParameterError("--gr-edge must be 'auto' or 'none', got '" + edge + "'");
+    if (edge == "none")
+        p.edge = EdgeCorrection::none;
+    else if (edge != "auto")
+        throw ParameterError("--gr-edge must be 'auto' or 'none', got '" + edge + "'");
     const auto stride = positive(ctx, "gr-stride");
     const int threads = std::max(1, ctx.threads);
-    std::vector<PairCorrelation> accs(static_cast<std::size_t>(kStructureLanes), PairCorrelation(p));  // one per lane
+    std::vector<PairCorrelation> accs(static_cast<std::size_t>(kStructureLanes),
+                                      PairCorrelation(p));  // one per lane
     for_each_structure_frame_parallel(
-        src, stride, threads, [&](const StructureFrame& f, int w) { accs[static_cast<std::size_t>(w)].accumulate(f); },
+        src, stride, threads,
+        [&](const StructureFrame& f, int w) { accs[static_cast<std::size_t>(w)].accumulate(f); },
         ctx.progress, "gr");
     for (std::size_t w = 1; w < accs.size(); ++w) accs[0].merge(accs[w]);
     const auto r = accs[0].result();
@@ -108,7 +116,8 @@ std::vector<ResultGroup> run_gr(const AnalysisContext& ctx) {
     g.add("r", r.r, L);
     g.add("r_edges", r.r_edges, L);
     g.add("g", r.g, "1");
-    g.add("g_err", r.g_err, "1").attrs["meaning"] = std::string("standard error of g from the frame-to-frame scatter");
+    g.add("g_err", r.g_err, "1").attrs["meaning"] =
+        std::string("standard error of g from the frame-to-frame scatter");
     g.attrs["r_max"] = p.r_max;
     g.attrs["bins"] = p.bins;
     g.attrs["frame_stride"] = stride;
@@ -141,7 +150,8 @@ std::vector<ResultGroup> run_gr(const AnalysisContext& ctx) {
             g.attrs["r_peak_" + s] = k.r_peak;
             g.attrs["g_peak_" + s] = k.g_peak;
             g.attrs["r_min_" + s] = k.r_min;
-            g.attrs["coordination_" + s] = k.coordination;  // neighbours of the second species around the first
+            g.attrs["coordination_" + s] =
+                k.coordination;  // neighbours of the second species around the first
         }
         const auto ls = gr_peak(r.r_edges, r.g_sl, r.density_small);
         g.attrs["coordination_large_small"] = ls.coordination;
@@ -163,10 +173,12 @@ std::vector<ResultGroup> run_sk(const AnalysisContext& ctx) {
     p.k_max = ctx.is_set("sk-kmax") ? positive_number(ctx, "sk-kmax") : 3 * 2 * M_PI / ff.spacing;
     p.bins = positive(ctx, "sk-bins");
     p.max_vectors_per_bin = ctx.integer("sk-max-vectors");
-    const std::int64_t stride =
-        ctx.is_set("sk-stride") ? positive(ctx, "sk-stride") : std::max<std::int64_t>(1, (src.n_frames() + 199) / 200);
+    const std::int64_t stride = ctx.is_set("sk-stride")
+                                    ? positive(ctx, "sk-stride")
+                                    : std::max<std::int64_t>(1, (src.n_frames() + 199) / 200);
     StructureFactor acc(p);
-    for_each_structure_frame(src, stride, [&](const StructureFrame& f) { acc.accumulate(f); }, ctx.progress, "sk");
+    for_each_structure_frame(
+        src, stride, [&](const StructureFrame& f) { acc.accumulate(f); }, ctx.progress, "sk");
     const auto r = acc.result();
     ResultGroup g;
     g.name = "sk";
@@ -183,8 +195,10 @@ std::vector<ResultGroup> run_sk(const AnalysisContext& ctx) {
     g.attrs["k_set"] = r.k_set;
     g.attrs["geometry"] = geometry_name(ff.window);
     g.attrs["taper"] = std::string(ff.window.periodic() ? "none" : "Hann sin^2(pi x/Lx) sin^2(pi y/Ly)");
-    if (ff.window.kind == GeometryKind::window_circle) g.attrs["region"] = std::string("square inscribed in the circle");
-    g.attrs["normalisation"] = std::string("Ashcroft-Langreth: <Re rho_a rho_b*> / sqrt(<sum_a w^2><sum_b w^2>)");
+    if (ff.window.kind == GeometryKind::window_circle)
+        g.attrs["region"] = std::string("square inscribed in the circle");
+    g.attrs["normalisation"] =
+        std::string("Ashcroft-Langreth: <Re rho_a rho_b*> / sqrt(<sum_a w^2><sum_b w^2>)");
     const double kmin = 0.5 * 2 * M_PI / ff.spacing;
     g.attrs["peak_search_k_min"] = kmin;
     const auto [kp, sp] = sk_first_peak(r, r.sk, kmin);
@@ -216,8 +230,7 @@ std::vector<ResultGroup> run_psi6(const AnalysisContext& ctx) {
         if (ctx.is_set("psi6-rcut")) {
             p.bond.r_cut = positive_number(ctx, "psi6-rcut");
             rcut_source = "option";
-        } else if (ctx.earlier && ctx.earlier->count("gr") &&
-                   ctx.earlier->at("gr").attrs.count("r_min") &&
+        } else if (ctx.earlier && ctx.earlier->count("gr") && ctx.earlier->at("gr").attrs.count("r_min") &&
                    std::isfinite(std::get<double>(ctx.earlier->at("gr").attrs.at("r_min")))) {
             p.bond.r_cut = std::get<double>(ctx.earlier->at("gr").attrs.at("r_min"));
             rcut_source = "first minimum of g(r)";
@@ -225,7 +238,8 @@ std::vector<ResultGroup> run_psi6(const AnalysisContext& ctx) {
             p.bond.r_cut = 1.4 * *std::max_element(m.species_diameters.begin(), m.species_diameters.end());
             rcut_source = "1.4 x largest species diameter";
         } else {
-            throw ParameterError("psi6: cut-off neighbours need --psi6-rcut (no g(r) minimum or species diameters known)");
+            throw ParameterError(
+                "psi6: cut-off neighbours need --psi6-rcut (no g(r) minimum or species diameters known)");
         }
     }
     p.r_max = ctx.is_set("psi6-rmax") ? positive_number(ctx, "psi6-rmax") : default_rmax(ff);
@@ -275,8 +289,9 @@ std::vector<ResultGroup> run_psi6(const AnalysisContext& ctx) {
         g.attrs["r_cut"] = p.bond.r_cut;
         g.attrs["r_cut_source"] = rcut_source;
     } else {
-        g.attrs["voronoi"] = std::string(m.species_diameters.empty() ? "plain (or radical from the radius column)"
-                                                                     : "radical (species diameters)");
+        g.attrs["voronoi"] =
+            std::string(m.species_diameters.empty() ? "plain (or radical from the radius column)"
+                                                    : "radical (species diameters)");
     }
     g.attrs["weighted"] = static_cast<std::int64_t>(p.bond.weighted);
     g.attrs["r_max"] = p.r_max;
@@ -328,14 +343,16 @@ std::vector<ResultGroup> run_voronoi(const AnalysisContext& ctx) {
     std::vector<std::int64_t> tf;
     std::vector<double> hist[3];
     for (auto& h : hist) h.assign(hb, 0.0);
-    double cnt[3] = {0, 0, 0}, area_sum[3] = {0, 0, 0}, phi_cnt[3] = {0, 0, 0}, phi_sum[3] = {0, 0, 0}, phi_sum2[3] = {0, 0, 0};
+    double cnt[3] = {0, 0, 0}, area_sum[3] = {0, 0, 0}, phi_cnt[3] = {0, 0, 0}, phi_sum[3] = {0, 0, 0},
+           phi_sum2[3] = {0, 0, 0};
     std::int64_t brute = 0;
     bool sizes_checked = false, any_sizes = false;
     for_each_structure_frame(
         src, stride,
         [&](const StructureFrame& f) {
             if (!sizes_checked && vp.radical && (f.radius.empty()))
-                throw ParameterError(src.meta().source.file + ": voronoi: packing fractions need particle sizes "
+                throw ParameterError(src.meta().source.file +
+                                     ": voronoi: packing fractions need particle sizes "
                                      "(metadata species_diameters or a radius column); none are given");
             sizes_checked = true;
             const auto v = radical_voronoi(f, vp);
@@ -361,7 +378,8 @@ std::vector<ResultGroup> run_voronoi(const AnalysisContext& ctx) {
                     if (k < 0) continue;
                     cnt[k] += 1, area_sum[k] += v.area[i];
                     if (!sized) continue;
-                    const auto bin = std::min(hb - 1, static_cast<std::size_t>(std::max(0.0, lphi[i]) * static_cast<double>(hb)));
+                    const auto bin = std::min(
+                        hb - 1, static_cast<std::size_t>(std::max(0.0, lphi[i]) * static_cast<double>(hb)));
                     hist[k][bin] += 1, phi_cnt[k] += 1;
                     phi_sum[k] += lphi[i], phi_sum2[k] += lphi[i] * lphi[i];
                 }
@@ -377,8 +395,10 @@ std::vector<ResultGroup> run_voronoi(const AnalysisContext& ctx) {
     g.name = "voronoi";
     g.add("t", t, T);
     g.add_int("t_frames", tf, "frame");
-    g.add("phi", phi, "1").attrs["meaning"] = std::string("sum of particle areas (centres in the window) / window area");
-    g.add("phi_voronoi", phi_vor, "1").attrs["meaning"] = std::string("particle area / cell area over the cells used");
+    g.add("phi", phi, "1").attrs["meaning"] =
+        std::string("sum of particle areas (centres in the window) / window area");
+    g.add("phi_voronoi", phi_vor, "1").attrs["meaning"] =
+        std::string("particle area / cell area over the cells used");
     g.add("density_voronoi", rho_vor, "1/" + L + "^2");
     g.add("n_cells", n_in, "1");
     g.add("n_boundary", n_bd, "1");
@@ -390,11 +410,13 @@ std::vector<ResultGroup> run_voronoi(const AnalysisContext& ctx) {
     for (int s = 2; s >= 0; --s) {
         if (s < 2 && !partials) continue;
         std::vector<double> h(hb);
-        for (std::size_t k = 0; k < hb; ++k) h[k] = phi_cnt[s] > 0 ? hist[s][k] / phi_cnt[s] * static_cast<double>(hb) : kNaN;
+        for (std::size_t k = 0; k < hb; ++k)
+            h[k] = phi_cnt[s] > 0 ? hist[s][k] / phi_cnt[s] * static_cast<double>(hb) : kNaN;
         g.add(std::string("phi_local_hist") + suffix[s], h, "1");
         const double mean = phi_cnt[s] > 0 ? phi_sum[s] / phi_cnt[s] : kNaN;
         g.attrs[std::string("phi_local_mean") + suffix[s]] = mean;
-        g.attrs[std::string("phi_local_var") + suffix[s]] = phi_cnt[s] > 1 ? phi_sum2[s] / phi_cnt[s] - mean * mean : kNaN;
+        g.attrs[std::string("phi_local_var") + suffix[s]] =
+            phi_cnt[s] > 1 ? phi_sum2[s] / phi_cnt[s] - mean * mean : kNaN;
         g.attrs[std::string("cell_area_mean") + suffix[s]] = cnt[s] > 0 ? area_sum[s] / cnt[s] : kNaN;
     }
     double pm = 0, pn = 0;
@@ -402,10 +424,11 @@ std::vector<ResultGroup> run_voronoi(const AnalysisContext& ctx) {
         if (std::isfinite(v)) pm += v, pn += 1;
     g.attrs["phi_mean"] = pn > 0 ? pm / pn : kNaN;
     g.attrs["tessellation"] = std::string(vp.radical ? "radical (power)" : "plain");
-    g.attrs["sizes"] = std::string(!any_sizes                      ? "none (packing fractions NaN)"
+    g.attrs["sizes"] = std::string(!any_sizes                     ? "none (packing fractions NaN)"
                                    : !m.species_diameters.empty() ? "species_diameters"
                                                                   : "radius column");
-    g.attrs["boundary_cells"] = std::string(keep_boundary ? "included (clipped to the window bounding box)" : "excluded");
+    g.attrs["boundary_cells"] =
+        std::string(keep_boundary ? "included (clipped to the window bounding box)" : "excluded");
     g.attrs["geometry"] = geometry_name(ff.window);
     g.attrs["frame_stride"] = stride;
     g.attrs["bins"] = static_cast<std::int64_t>(hb);
@@ -434,7 +457,8 @@ std::vector<ResultGroup> run_clusters(const AnalysisContext& ctx) {
     }
     const auto stride = positive(ctx, "clusters-stride");
     ClusterAccumulator acc(p);
-    for_each_structure_frame(src, stride, [&](const StructureFrame& f) { acc.accumulate(f); }, ctx.progress, "clusters");
+    for_each_structure_frame(
+        src, stride, [&](const StructureFrame& f) { acc.accumulate(f); }, ctx.progress, "clusters");
     const auto r = acc.result();
     ResultGroup g;
     g.name = "clusters";
@@ -471,8 +495,9 @@ std::vector<ResultGroup> run_nf(const AnalysisContext& ctx) {
     p.n_sizes = positive(ctx, "number-fluctuations-n-sizes");
     const auto stride = positive(ctx, "number-fluctuations-stride");
     NumberFluctuationAccumulator acc(p);
-    for_each_structure_frame(src, stride, [&](const StructureFrame& f) { acc.accumulate(f); }, ctx.progress,
-                             "number_fluctuations");
+    for_each_structure_frame(
+        src, stride, [&](const StructureFrame& f) { acc.accumulate(f); }, ctx.progress,
+        "number_fluctuations");
     const auto r = acc.result();
     ResultGroup g;
     g.name = "number_fluctuations";
@@ -480,8 +505,9 @@ std::vector<ResultGroup> run_nf(const AnalysisContext& ctx) {
     g.add("boxes", r.boxes, "1");
     g.add("mean_n", r.mean, "1");
     g.add("var_n", r.var, "1");
-    const bool partials = std::any_of(r.mean_small.begin(), r.mean_small.end(), [](double v) { return v > 0; }) &&
-                          std::any_of(r.mean_large.begin(), r.mean_large.end(), [](double v) { return v > 0; });
+    const bool partials =
+        std::any_of(r.mean_small.begin(), r.mean_small.end(), [](double v) { return v > 0; }) &&
+        std::any_of(r.mean_large.begin(), r.mean_large.end(), [](double v) { return v > 0; });
     if (partials) {
         g.add("mean_n_small", r.mean_small, "1");
         g.add("var_n_small", r.var_small, "1");
@@ -495,8 +521,9 @@ std::vector<ResultGroup> run_nf(const AnalysisContext& ctx) {
     g.attrs["alpha"] = 0.5 * r.exponent;
     g.attrs["fit"] = std::string("least squares in log-log over sizes with mean_n >= 1");
     g.attrs["boxes_layout"] = std::string("non-overlapping square tiles centred in the region");
-    g.attrs["region"] = std::string(ff.window.kind == GeometryKind::window_circle ? "square inscribed in the circle"
-                                                                                   : "whole box / window");
+    g.attrs["region"] =
+        std::string(ff.window.kind == GeometryKind::window_circle ? "square inscribed in the circle"
+                                                                  : "whole box / window");
     g.attrs["frame_stride"] = stride;
     g.attrs["frames"] = r.frames;
     return {g};
@@ -506,56 +533,83 @@ std::vector<ResultGroup> run_nf(const AnalysisContext& ctx) {
 
 std::vector<AnalysisSpec> structure_analyses() {
     std::vector<AnalysisSpec> out;
-    out.push_back({"gr",
-                   "pair correlation g(r) and partials (edge-corrected in windows)",
-                   {{"gr-rmax", "largest r (length unit); default: min(half box | quarter window side, 10 spacings)", "", OptionType::number, 0, kInf},
-                    {"gr-bins", "number of r bins", "100", OptionType::integer, 1, kInf},
-                    {"gr-stride", "use every n-th frame", "1", OptionType::integer, 1, kInf},
-                    {"gr-edge", "edge correction: auto (translation/isotropic) or none", "auto", OptionType::text, -kInf, kInf, {"auto", "none"}}},
-                   run_gr,
-                   true});
-    out.push_back({"sk",
-                   "partial static structure factors S_ab(k)",
-                   {{"sk-kmax", "largest |k| (rad per length unit); default 3 x 2pi/mean spacing", "", OptionType::number, 0, kInf},
-                    {"sk-bins", "number of |k| shells", "60", OptionType::integer, 1, kInf},
-                    {"sk-max-vectors", "k-vectors kept per shell (0 = all)", "100", OptionType::integer, 0, kInf},
-                    {"sk-stride", "use every n-th frame; default: at most 200 frames", "", OptionType::integer, 1, kInf}},
-                   run_sk,
-                   true});
-    out.push_back({"psi6",
-                   "bond-orientational order: local psi6, global |<psi6>|, g6(r)",
-                   {{"psi6-neighbours", "voronoi (radical when sizes are known) or cutoff", "voronoi", OptionType::text, -kInf, kInf, {"voronoi", "cutoff"}},
-                    {"psi6-rcut", "cut-off (length unit) for cutoff neighbours; default: first minimum of g(r)", "", OptionType::number, 0, kInf},
-                    {"psi6-order", "n of psi_n", "6", OptionType::integer, 1, kInf},
-                    {"psi6-weighted", "1: weight Voronoi bonds by edge length", "0", OptionType::boolean},
-                    {"psi6-rmax", "g6 range (length unit); default as gr-rmax", "", OptionType::number, 0, kInf},
-                    {"psi6-bins", "g6 bins", "100", OptionType::integer, 1, kInf},
-                    {"psi6-stride", "use every n-th frame", "1", OptionType::integer, 1, kInf},
-                    {"psi6-per-particle", "1: also write local psi6 per particle (/analysis/psi6/local)", "0", OptionType::boolean}},
-                   run_psi6,
-                   true});
-    out.push_back({"voronoi",
-                   "radical Voronoi local packing fraction and global phi(t)",
-                   {{"voronoi-radical", "1: radical (power) cells, 0: plain Voronoi", "1", OptionType::boolean},
-                    {"voronoi-bins", "histogram bins of the local packing fraction over [0,1]", "100", OptionType::integer, 1, kInf},
-                    {"voronoi-include-boundary", "1: keep cells touching the window boundary", "0", OptionType::boolean},
-                    {"voronoi-stride", "use every n-th frame", "1", OptionType::integer, 1, kInf}},
-                   run_voronoi,
-                   true});
-    out.push_back({"clusters",
-                   "contact clusters (union-find) and their size distribution",
-                   {{"clusters-lambda", "bond if r < lambda (d_i + d_j)/2", "1.1", OptionType::number, 0, kInf},
-                    {"clusters-rcut", "bond if r < rcut instead (length unit)", "", OptionType::number, 0, kInf},
-                    {"clusters-stride", "use every n-th frame", "1", OptionType::integer, 1, kInf}},
-                   run_clusters,
-                   true});
-    out.push_back({"number_fluctuations",
-                   "number fluctuations var(N) vs <N> in square sub-boxes",
-                   {{"number-fluctuations-sizes", "comma-separated box sides (length unit); default log-spaced", "", OptionType::list, 0, kInf},
-                    {"number-fluctuations-n-sizes", "number of automatic box sides", "12", OptionType::integer, 1, kInf},
-                    {"number-fluctuations-stride", "use every n-th frame", "1", OptionType::integer, 1, kInf}},
-                   run_nf,
-                   true});
+    out.push_back(
+        {"gr",
+         "pair correlation g(r) and partials (edge-corrected in windows)",
+         {{"gr-rmax", "largest r (length unit); default: min(half box | quarter window side, 10 spacings)",
+           "", OptionType::number, 0, kInf},
+          {"gr-bins", "number of r bins", "100", OptionType::integer, 1, kInf},
+          {"gr-stride", "use every n-th frame", "1", OptionType::integer, 1, kInf},
+          {"gr-edge",
+           "edge correction: auto (translation/isotropic) or none",
+           "auto",
+           OptionType::text,
+           -kInf,
+           kInf,
+           {"auto", "none"}}},
+         run_gr,
+         true});
+    out.push_back(
+        {"sk",
+         "partial static structure factors S_ab(k)",
+         {{"sk-kmax", "largest |k| (rad per length unit); default 3 x 2pi/mean spacing", "",
+           OptionType::number, 0, kInf},
+          {"sk-bins", "number of |k| shells", "60", OptionType::integer, 1, kInf},
+          {"sk-max-vectors", "k-vectors kept per shell (0 = all)", "100", OptionType::integer, 0, kInf},
+          {"sk-stride", "use every n-th frame; default: at most 200 frames", "", OptionType::integer, 1,
+           kInf}},
+         run_sk,
+         true});
+    out.push_back(
+        {"psi6",
+         "bond-orientational order: local psi6, global |<psi6>|, g6(r)",
+         {{"psi6-neighbours",
+           "voronoi (radical when sizes are known) or cutoff",
+           "voronoi",
+           OptionType::text,
+           -kInf,
+           kInf,
+           {"voronoi", "cutoff"}},
+          {"psi6-rcut", "cut-off (length unit) for cutoff neighbours; default: first minimum of g(r)", "",
+           OptionType::number, 0, kInf},
+          {"psi6-order", "n of psi_n", "6", OptionType::integer, 1, kInf},
+          {"psi6-weighted", "1: weight Voronoi bonds by edge length", "0", OptionType::boolean},
+          {"psi6-rmax", "g6 range (length unit); default as gr-rmax", "", OptionType::number, 0, kInf},
+          {"psi6-bins", "g6 bins", "100", OptionType::integer, 1, kInf},
+          {"psi6-stride", "use every n-th frame", "1", OptionType::integer, 1, kInf},
+          {"psi6-per-particle", "1: also write local psi6 per particle (/analysis/psi6/local)", "0",
+           OptionType::boolean}},
+         run_psi6,
+         true});
+    out.push_back(
+        {"voronoi",
+         "radical Voronoi local packing fraction and global phi(t)",
+         {{"voronoi-radical", "1: radical (power) cells, 0: plain Voronoi", "1", OptionType::boolean},
+          {"voronoi-bins", "histogram bins of the local packing fraction over [0,1]", "100",
+           OptionType::integer, 1, kInf},
+          {"voronoi-include-boundary", "1: keep cells touching the window boundary", "0",
+           OptionType::boolean},
+          {"voronoi-stride", "use every n-th frame", "1", OptionType::integer, 1, kInf}},
+         run_voronoi,
+         true});
+    out.push_back(
+        {"clusters",
+         "contact clusters (union-find) and their size distribution",
+         {{"clusters-lambda", "bond if r < lambda (d_i + d_j)/2", "1.1", OptionType::number, 0, kInf},
+          {"clusters-rcut", "bond if r < rcut instead (length unit)", "", OptionType::number, 0, kInf},
+          {"clusters-stride", "use every n-th frame", "1", OptionType::integer, 1, kInf}},
+         run_clusters,
+         true});
+    out.push_back(
+        {"number_fluctuations",
+         "number fluctuations var(N) vs <N> in square sub-boxes",
+         {{"number-fluctuations-sizes", "comma-separated box sides (length unit); default log-spaced", "",
+           OptionType::list, 0, kInf},
+          {"number-fluctuations-n-sizes", "number of automatic box sides", "12", OptionType::integer, 1,
+           kInf},
+          {"number-fluctuations-stride", "use every n-th frame", "1", OptionType::integer, 1, kInf}},
+         run_nf,
+         true});
     return out;
 }
 

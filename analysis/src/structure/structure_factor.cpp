@@ -26,10 +26,13 @@ Geometry region_of(const Geometry& w) {
 }  // namespace
 
 void StructureFactorParams::validate() const {
-    if (!(k_max > 0) || !std::isfinite(k_max)) throw ParameterError("sk: k_max must be > 0, got " + std::to_string(k_max));
-    if (bins < 1 || bins > 100000) throw ParameterError("sk: bins must be in [1, 1e5], got " + std::to_string(bins));
+    if (!(k_max > 0) || !std::isfinite(k_max))
+        throw ParameterError("sk: k_max must be > 0, got " + std::to_string(k_max));
+    if (bins < 1 || bins > 100000)
+        throw ParameterError("sk: bins must be in [1, 1e5], got " + std::to_string(bins));
     if (max_vectors_per_bin < 0)
-        throw ParameterError("sk: max_vectors_per_bin must be >= 0, got " + std::to_string(max_vectors_per_bin));
+        throw ParameterError("sk: max_vectors_per_bin must be >= 0, got " +
+                             std::to_string(max_vectors_per_bin));
 }
 
 StructureFactor::StructureFactor(const StructureFactorParams& p) : p_(p) {
@@ -47,15 +50,17 @@ void StructureFactor::build_vectors(const Geometry& reg) {
     const bool periodic = reg.periodic();
     kset_ = periodic ? "reciprocal_lattice" : "hann_window_lattice";
     const double qx = 2 * M_PI / reg.lx(), qy = 2 * M_PI / reg.ly();
-    const int nmax = static_cast<int>(std::floor(p_.k_max / qx)), mmax = static_cast<int>(std::floor(p_.k_max / qy));
+    const int nmax = static_cast<int>(std::floor(p_.k_max / qx)),
+              mmax = static_cast<int>(std::floor(p_.k_max / qy));
     if (static_cast<double>(nmax) * static_cast<double>(2 * mmax + 1) > 5e7)
-        throw ParameterError("sk: k_max " + std::to_string(p_.k_max) + " gives too many k-vectors for this region");
+        throw ParameterError("sk: k_max " + std::to_string(p_.k_max) +
+                             " gives too many k-vectors for this region");
     const auto nb = static_cast<std::size_t>(p_.bins);
     const double dk = p_.k_max / static_cast<double>(p_.bins);
     std::vector<std::vector<std::pair<double, KVec>>> per_bin(nb);
     for (int n = 0; n <= nmax; ++n)
         for (int m = -mmax; m <= mmax; ++m) {
-            if (n == 0 && m <= 0) continue;  // half plane: S(−k) = S(k)
+            if (n == 0 && m <= 0) continue;                           // half plane: S(−k) = S(k)
             if (!periodic && std::max(n, std::abs(m)) < 2) continue;  // taper transform ≠ 0 there
             const double kx = n * qx, ky = m * qy, k = std::hypot(kx, ky);
             if (k > p_.k_max) continue;
@@ -66,7 +71,8 @@ void StructureFactor::build_vectors(const Geometry& reg) {
     for (std::size_t b = 0; b < nb; ++b) {
         auto& v = per_bin[b];
         std::sort(v.begin(), v.end(), [](const auto& a, const auto& c) { return a.first < c.first; });
-        const std::size_t cap = p_.max_vectors_per_bin > 0 ? static_cast<std::size_t>(p_.max_vectors_per_bin) : v.size();
+        const std::size_t cap =
+            p_.max_vectors_per_bin > 0 ? static_cast<std::size_t>(p_.max_vectors_per_bin) : v.size();
         const std::size_t keep = std::min(cap, v.size());
         for (std::size_t j = 0; j < keep; ++j) kv_.push_back(v[j * v.size() / keep].second);
         if (frames_ == 0) nvec_[b] = static_cast<std::int64_t>(keep);
@@ -99,7 +105,9 @@ void StructureFactor::accumulate(const StructureFrame& fr) {
         ns_ += s == 0, nl_ += s == 1;
         const cplx e1 = std::polar(1.0, -qx * u), f1 = std::polar(1.0, -qy * v);
         ex[0] = w;
-        for (int n = 1; n <= nmax; ++n) ex[static_cast<std::size_t>(n)] = (n % 32 == 0) ? w * std::polar(1.0, -qx * u * n) : ex[static_cast<std::size_t>(n - 1)] * e1;
+        for (int n = 1; n <= nmax; ++n)
+            ex[static_cast<std::size_t>(n)] =
+                (n % 32 == 0) ? w * std::polar(1.0, -qx * u * n) : ex[static_cast<std::size_t>(n - 1)] * e1;
         const auto mm = static_cast<std::size_t>(mmax);
         ey[mm] = 1;
         for (int m = 1; m <= mmax; ++m) {
@@ -129,7 +137,8 @@ StructureFactorResult StructureFactor::result() const {
     const auto nb = static_cast<std::size_t>(p_.bins);
     const double dk = p_.k_max / static_cast<double>(p_.bins);
     const double F = frames_ > 0 ? static_cast<double>(frames_) : kNaN;
-    r.k.resize(nb), r.k_edges.resize(nb + 1), r.sk.resize(nb), r.sk_ss.resize(nb), r.sk_sl.resize(nb), r.sk_ll.resize(nb);
+    r.k.resize(nb), r.k_edges.resize(nb + 1), r.sk.resize(nb), r.sk_ss.resize(nb), r.sk_sl.resize(nb),
+        r.sk_ll.resize(nb);
     r.n_vectors = nvec_;
     r.k_set = kset_;
     r.frames = frames_, r.n_small = ns_, r.n_large = nl_;
@@ -147,7 +156,8 @@ StructureFactorResult StructureFactor::result() const {
     return r;
 }
 
-std::pair<double, double> sk_first_peak(const StructureFactorResult& r, const std::vector<double>& s, double k_min) {
+std::pair<double, double> sk_first_peak(const StructureFactorResult& r, const std::vector<double>& s,
+                                        double k_min) {
     std::size_t best = s.size();
     for (std::size_t b = 0; b < s.size() && b < r.k.size(); ++b) {
         if (!std::isfinite(s[b]) || !(r.k[b] > k_min)) continue;

@@ -21,7 +21,8 @@ struct Vertex {
 
 /// Clips polygon `poly` (counter-clockwise) by {p : p·(dx,dy) ≤ b}; the new edge gets `label`.
 /// Returns false when nothing changed.
-bool clip(std::vector<Vertex>& poly, std::vector<Vertex>& tmp, double dx, double dy, double b, std::int64_t label) {
+bool clip(std::vector<Vertex>& poly, std::vector<Vertex>& tmp, double dx, double dy, double b,
+          std::int64_t label) {
     bool any_out = false;
     for (const auto& v : poly)
         if (v.x * dx + v.y * dy > b) {
@@ -68,7 +69,8 @@ double max_vertex_distance(const std::vector<Vertex>& poly) {
 
 void VoronoiParams::validate() const {
     if (!(search_radius >= 0) || !std::isfinite(search_radius))
-        throw ParameterError("voronoi: search_radius must be >= 0 (0 = automatic), got " + std::to_string(search_radius));
+        throw ParameterError("voronoi: search_radius must be >= 0 (0 = automatic), got " +
+                             std::to_string(search_radius));
 }
 
 VoronoiTessellation radical_voronoi(const StructureFrame& fr, const VoronoiParams& p) {
@@ -92,14 +94,16 @@ VoronoiTessellation radical_voronoi(const StructureFrame& fr, const VoronoiParam
             const double mean = sum / static_cast<double>(cnt);
             out.particle_radius.resize(n);
             for (std::size_t i = 0; i < n; ++i)
-                out.particle_radius[i] = (std::isfinite(fr.radius[i]) && fr.radius[i] > 0) ? fr.radius[i] : mean;
+                out.particle_radius[i] =
+                    (std::isfinite(fr.radius[i]) && fr.radius[i] > 0) ? fr.radius[i] : mean;
         }
     }
     if (p.radical) {
         if (fr.radius.size() != n)
-            throw ParameterError("voronoi: frame " + std::to_string(fr.frame) +
-                                 ": the radical tessellation needs particle sizes (metadata species_diameters "
-                                 "or a radius column); none are given");
+            throw ParameterError(
+                "voronoi: frame " + std::to_string(fr.frame) +
+                ": the radical tessellation needs particle sizes (metadata species_diameters "
+                "or a radius column); none are given");
         if (out.particle_radius.empty())
             throw ParameterError("voronoi: frame " + std::to_string(fr.frame) +
                                  ": no particle has a known size (species_diameters / radius column)");
@@ -145,7 +149,10 @@ VoronoiTessellation radical_voronoi(const StructureFrame& fr, const VoronoiParam
             const double hx = 0.5 * w.lx(), hy = 0.5 * w.ly();
             poly = {{-hx, -hy, -1}, {hx, -hy, -1}, {hx, hy, -1}, {-hx, hy, -1}};
         } else {
-            poly = {{bx0 - xi, by0 - yi, -1}, {bx1 - xi, by0 - yi, -1}, {bx1 - xi, by1 - yi, -1}, {bx0 - xi, by1 - yi, -1}};
+            poly = {{bx0 - xi, by0 - yi, -1},
+                    {bx1 - xi, by0 - yi, -1},
+                    {bx1 - xi, by1 - yi, -1},
+                    {bx0 - xi, by1 - yi, -1}};
         }
         cand.clear();
         cl.for_each_near(xi, yi, [&](std::size_t j, double dx, double dy, double r2) {
@@ -210,7 +217,8 @@ VoronoiTessellation radical_voronoi(const StructureFrame& fr, const VoronoiParam
                 brute(i, rho);
                 break;
             }
-            while (levels.size() <= level) levels.push_back(std::make_unique<CellList>(fr.x, fr.y, radius_of(levels.size()), w));
+            while (levels.size() <= level)
+                levels.push_back(std::make_unique<CellList>(fr.x, fr.y, radius_of(levels.size()), w));
             cand.clear();
             levels[level]->for_each_near(xi, yi, [&](std::size_t j, double dx, double dy, double r2) {
                 if (j != i && !used[j]) cand.push_back({r2, dx, dy, static_cast<std::int64_t>(j)});

@@ -71,15 +71,20 @@ public:
 private:
     template <class V>
     static typename V::value_type blank(const V&) {
-        if constexpr (std::is_same_v<V, std::vector<double>>) return kNaN;
-        else if constexpr (std::is_same_v<V, std::vector<std::int64_t>>) return -1;
-        else return {};
+        if constexpr (std::is_same_v<V, std::vector<double>>)
+            return kNaN;
+        else if constexpr (std::is_same_v<V, std::vector<std::int64_t>>)
+            return -1;
+        else
+            return {};
     }
     template <class V>
-    store::TableColumn& col(const std::string& name, const std::string& units, const std::string& desc, V empty) {
+    store::TableColumn& col(const std::string& name, const std::string& units, const std::string& desc,
+                            V empty) {
         for (auto& c : cols_)
             if (c.name == name) {
-                if (!std::holds_alternative<V>(c.data)) throw ParameterError("campaign column " + name + " changes type");
+                if (!std::holds_alternative<V>(c.data))
+                    throw ParameterError("campaign column " + name + " changes type");
                 if (c.units.empty() && !units.empty()) c.units = units;
                 return c;
             }
@@ -100,7 +105,8 @@ void add_stage_times(TableBuilder& b, const State& st, const std::string& stage)
              "wall-clock time of the " + stage + " stage");
     b.number(stage + "_cpu_s", to_double(st.count(stage + ".cpu_s") ? st.at(stage + ".cpu_s") : ""), "s",
              "CPU time (user + system, all threads) of the " + stage + " stage");
-    b.number(stage + "_peak_rss_mb", to_double(st.count(stage + ".peak_rss_mb") ? st.at(stage + ".peak_rss_mb") : ""), "MB",
+    b.number(stage + "_peak_rss_mb",
+             to_double(st.count(stage + ".peak_rss_mb") ? st.at(stage + ".peak_rss_mb") : ""), "MB",
              "peak resident memory of the " + stage + " stage");
 }
 
@@ -110,7 +116,8 @@ void add_trajectory_facts(TableBuilder& b, const std::string& path, Units& u) {
     u.L = m.length_unit;
     u.T = m.time_unit;
     b.integer("frames", r.n_frames(), "frame", "frames in the trajectory file");
-    b.number("particles_per_frame", r.n_frames() > 0 ? static_cast<double>(r.n_rows()) / static_cast<double>(r.n_frames()) : kNaN,
+    b.number("particles_per_frame",
+             r.n_frames() > 0 ? static_cast<double>(r.n_rows()) / static_cast<double>(r.n_frames()) : kNaN,
              "1", "mean detections per frame");
     b.number("fps", m.time_unit == "s" && m.frame_interval > 0 ? 1.0 / m.frame_interval : kNaN, "1/s",
              "frame rate (NaN when unknown: times in frames)");
@@ -121,30 +128,42 @@ void add_trajectory_facts(TableBuilder& b, const std::string& path, Units& u) {
 
 void add_observables(TableBuilder& b, const std::string& path, const Units& u) {
     const auto groups = store::list_results(path);
-    const auto has = [&](const std::string& g) { return std::find(groups.begin(), groups.end(), g) != groups.end(); };
-    const auto attrs = [&](const std::string& g) { return has(g) ? store::read_results_attrs(path, g) : Attributes{}; };
+    const auto has = [&](const std::string& g) {
+        return std::find(groups.begin(), groups.end(), g) != groups.end();
+    };
+    const auto attrs = [&](const std::string& g) {
+        return has(g) ? store::read_results_attrs(path, g) : Attributes{};
+    };
     const std::string L = u.L, T = u.T;
     {
         const auto g = has("voronoi") ? store::read_results(path, "voronoi") : ResultGroup{};
-        b.number("phi", num(g.attrs, "phi_mean"), "1", "measured packing fraction: disk areas / window area, mean over frames");
+        b.number("phi", num(g.attrs, "phi_mean"), "1",
+                 "measured packing fraction: disk areas / window area, mean over frames");
         b.number("phi_err", block_error(g, "phi"), "1", "standard error of phi from 10 blocks of frames");
     }
     {
         const auto g = has("temperature") ? store::read_results(path, "temperature") : ResultGroup{};
-        b.number("temperature_ratio", num(g.attrs, "ratio_mean"), "1", "granular temperature ratio T_large / T_small");
-        b.number("temperature_ratio_err", block_error(g, "ratio"), "1", "standard error of the ratio from 10 blocks of frames");
+        b.number("temperature_ratio", num(g.attrs, "ratio_mean"), "1",
+                 "granular temperature ratio T_large / T_small");
+        b.number("temperature_ratio_err", block_error(g, "ratio"), "1",
+                 "standard error of the ratio from 10 blocks of frames");
     }
     const auto vd = attrs("velocity_distribution");
     const auto msd = attrs("msd");
     for (const std::string sp : {"small", "large"}) {
         const std::string s = "_" + sp;
-        b.number("beta" + s, num(vd, "beta" + s), "1", "velocity-tail exponent beta, P(c) ~ exp(-(c/c0)^beta), " + sp + " disks");
-        b.number("beta" + s + "_ci_low", num(vd, "beta_ci_low" + s), "1", "95% confidence interval of beta (block bootstrap), low");
-        b.number("beta" + s + "_ci_high", num(vd, "beta_ci_high" + s), "1", "95% confidence interval of beta, high");
-        b.number("kurtosis" + s, num(vd, "kurtosis" + s), "1", "<c^4>/<c^2>^2 of the velocity components (3 for a Gaussian)");
+        b.number("beta" + s, num(vd, "beta" + s), "1",
+                 "velocity-tail exponent beta, P(c) ~ exp(-(c/c0)^beta), " + sp + " disks");
+        b.number("beta" + s + "_ci_low", num(vd, "beta_ci_low" + s), "1",
+                 "95% confidence interval of beta (block bootstrap), low");
+        b.number("beta" + s + "_ci_high", num(vd, "beta_ci_high" + s), "1",
+                 "95% confidence interval of beta, high");
+        b.number("kurtosis" + s, num(vd, "kurtosis" + s), "1",
+                 "<c^4>/<c^2>^2 of the velocity components (3 for a Gaussian)");
         b.number("D" + s, num(msd, "diffusion_coefficient" + s), L + "^2/" + T,
                  "diffusion coefficient, long-time MSD slope / 4 (2-D)");
-        b.number("D" + s + "_err", num(msd, "diffusion_coefficient_err" + s), L + "^2/" + T, "standard error of D");
+        b.number("D" + s + "_err", num(msd, "diffusion_coefficient_err" + s), L + "^2/" + T,
+                 "standard error of D");
     }
     {
         const auto g = has("gr") ? store::read_results(path, "gr") : ResultGroup{};
@@ -166,9 +185,12 @@ void add_observables(TableBuilder& b, const std::string& path, const Units& u) {
     }
     {
         const auto g = has("psi6") ? store::read_results(path, "psi6") : ResultGroup{};
-        b.number("psi6_mean", num(g.attrs, "mean_abs_psi6"), "1", "<|psi6|>: the local bond order's modulus, mean over particles and frames");
-        b.number("psi6_global", num(g.attrs, "psi6_global_mean"), "1", "|<psi6>| over each frame (global order), mean over frames");
-        b.number("psi6_global_err", block_error(g, "psi6_global"), "1", "standard error of psi6_global from 10 blocks of frames");
+        b.number("psi6_mean", num(g.attrs, "mean_abs_psi6"), "1",
+                 "<|psi6|>: the local bond order's modulus, mean over particles and frames");
+        b.number("psi6_global", num(g.attrs, "psi6_global_mean"), "1",
+                 "|<psi6>| over each frame (global order), mean over frames");
+        b.number("psi6_global_err", block_error(g, "psi6_global"), "1",
+                 "standard error of psi6_global from 10 blocks of frames");
     }
     {
         double kg = kNaN, kge = kNaN;
@@ -245,15 +267,15 @@ store::Table collect_campaign(const Dataset& ds, const std::string& outdir) {
             return std::isfinite(v) ? static_cast<std::int64_t>(v) : std::int64_t{-1};
         };
         b.integer("tracks", count("track.tracks"), "1", "trajectories (particle ids)");
-        b.integer("undecodable_frames", count("track.decode_errors"), "frame",
-                  "frames counted and skipped");
+        b.integer("undecodable_frames", count("track.decode_errors"), "frame", "frames counted and skipped");
         for (const auto* stage : {"track", "analyze", "figures"}) add_stage_times(b, st, stage);
         for (const auto& [part, what] : std::vector<std::pair<std::string, std::string>>{
                  {"decode", "decoding frames (the reader thread)"},
                  {"detect", "locating disks, summed over the worker threads"},
                  {"link", "linking frames into trajectories"},
                  {"write", "writing the trajectory file"}})
-            b.number("track_" + part + "_s", to_double(get("track.seconds_" + part)), "s", "tracking's time " + what);
+            b.number("track_" + part + "_s", to_double(get("track.seconds_" + part)), "s",
+                     "tracking's time " + what);
         Units u;
         const auto traj = (dir / "trajectories.h5").string();
         const auto res = (dir / "results.h5").string();
@@ -285,13 +307,15 @@ store::Table collect_campaign(const Dataset& ds, const std::string& outdir) {
             numeric &= t.empty() || !std::isnan(x.back());
         }
         const std::string bare = c.name.substr(8);
-        const bool clash = std::any_of(cols.begin(), cols.end(), [&](const auto& o) { return o.name == bare; });
+        const bool clash =
+            std::any_of(cols.begin(), cols.end(), [&](const auto& o) { return o.name == bare; });
         if (!clash) c.name = bare;  // a control named like an observable (e.g. phi) keeps its prefix
         if (numeric) c.data = std::move(x), c.units = "1";
     }
     // Identity and status first, then controls, then the rest in insertion order.
     std::stable_partition(cols.begin(), cols.end(), [](const auto& c) {
-        return c.name == "name" || c.name == "input" || c.name == "status" || c.name == "stage" || c.name == "error";
+        return c.name == "name" || c.name == "input" || c.name == "status" || c.name == "stage" ||
+               c.name == "error";
     });
     store::Table t;
     t.schema = kCampaignSchema;
@@ -344,21 +368,27 @@ std::vector<std::string> straggler_report(const store::Table& t) {
         if (!(rate(i) > 2 * m_rate)) continue;
         std::ostringstream os;
         os.precision(2);
-        os << N[i] << ": " << std::fixed << rate(i) * 1e3 << " ms/frame, " << rate(i) / m_rate << "x the median; ";
+        os << N[i] << ": " << std::fixed << rate(i) * 1e3 << " ms/frame, " << rate(i) / m_rate
+           << "x the median; ";
         std::vector<std::string> why;
         std::ostringstream w;
         w.precision(1);
         w << std::fixed;
-        if (P[i] > 1.5 * m_parts) w << P[i] / m_parts << "x the median particles per frame", why.push_back(w.str()), w.str("");
-        if (X[i] > 1.5 * m_px) w << static_cast<double>(X[i]) / m_px << "x the median pixels per frame", why.push_back(w.str()), w.str("");
+        if (P[i] > 1.5 * m_parts)
+            w << P[i] / m_parts << "x the median particles per frame", why.push_back(w.str()), w.str("");
+        if (X[i] > 1.5 * m_px)
+            w << static_cast<double>(X[i]) / m_px << "x the median pixels per frame", why.push_back(w.str()),
+                w.str("");
         if (C[i] / W[i] < 0.6 * m_util)
             w << "CPU busy only " << C[i] / W[i] << " of the wall time (median " << m_util
               << "): waiting for the disk or for other processes",
                 why.push_back(w.str()), w.str("");
         if (decode) {
             const double share = std::get<std::vector<double>>(decode->data)[i] / W[i];
-            if (share > 0.5) w.precision(0), w << "decoding the video takes " << 100 * share << "% of the tracking time (codec-bound)",
-                                 why.push_back(w.str()), w.str(""), w.precision(1);
+            if (share > 0.5)
+                w.precision(0),
+                    w << "decoding the video takes " << 100 * share << "% of the tracking time (codec-bound)",
+                    why.push_back(w.str()), w.str(""), w.precision(1);
         }
         const auto ext = fs::path(I[i]).extension().string();
         if (ext == ".mp4" || ext == ".mov" || ext == ".mkv" || ext == ".m4v" || ext == ".wmv")

@@ -32,7 +32,8 @@ const std::vector<std::pair<std::string, std::string>>& setting_keys() {
 }
 
 void set_flag(std::vector<Flag>& flags, const Flag& f) {
-    static const std::set<std::string> radius_flags = {"--radius", "--radius-small", "--radius-large", "--radii"};
+    static const std::set<std::string> radius_flags = {"--radius", "--radius-small", "--radius-large",
+                                                       "--radii"};
     const bool radius = radius_flags.count(f.name) > 0;
     const bool pair = f.name == "--radius-small" || f.name == "--radius-large";
     std::erase_if(flags, [&](const Flag& g) {
@@ -54,8 +55,8 @@ std::vector<VideoEntry> shard(const std::vector<VideoEntry>& videos, int index, 
 
 namespace {
 
-const std::set<std::string> kVideoExtensions = {".avi", ".mp4", ".mov", ".mkv", ".m4v", ".wmv",
-                                                ".cine", ".mraw", ".cih", ".cihx"};
+const std::set<std::string> kVideoExtensions = {".avi", ".mp4",  ".mov",  ".mkv", ".m4v",
+                                                ".wmv", ".cine", ".mraw", ".cih", ".cihx"};
 const std::set<std::string> kImageExtensions = {".png", ".tif", ".tiff", ".bmp", ".jpg", ".jpeg", ".pgm"};
 
 std::string lower_ext(const fs::path& p) {
@@ -72,8 +73,9 @@ bool holds_images(const fs::path& dir) {
 }
 
 /// A setting or control `key = value` of one video, from either manifest format.
-void apply_key(VideoEntry& v, std::vector<std::pair<std::string, std::string>>& controls, const std::string& key,
-               const std::string& value, bool is_bool_true, const std::string& where) {
+void apply_key(VideoEntry& v, std::vector<std::pair<std::string, std::string>>& controls,
+               const std::string& key, const std::string& value, bool is_bool_true,
+               const std::string& where) {
     if (key == "path" || key == "name") return;  // handled by the caller
     if (key.rfind("track.", 0) == 0 || key.rfind("analyze.", 0) == 0) {
         const bool track = key[0] == 't';
@@ -85,13 +87,16 @@ void apply_key(VideoEntry& v, std::vector<std::pair<std::string, std::string>>& 
     }
     for (const auto& setting : setting_keys()) {
         const std::string& k = setting.first;
-        const std::string& flag = setting.second;  // a reference, not a structured binding: clang 14 cannot capture those
+        const std::string& flag =
+            setting.second;  // a reference, not a structured binding: clang 14 cannot capture those
         if (k != key) continue;
         if (k == "invert") {
-            if (value == "true" || value == "1" || value == "yes") set_flag(v.track, {flag, ""});
+            if (value == "true" || value == "1" || value == "yes")
+                set_flag(v.track, {flag, ""});
             else if (value == "false" || value == "0" || value == "no" || value.empty())
                 std::erase_if(v.track, [&](const Flag& f) { return f.name == flag; });
-            else throw ParameterError(where + ": invert must be true or false, got '" + value + "'");
+            else
+                throw ParameterError(where + ": invert must be true or false, got '" + value + "'");
             return;
         }
         if (value.empty()) return;  // an empty CSV cell: the default applies
@@ -126,7 +131,8 @@ Dataset scan_folder(const std::string& dir, const DatasetDefaults& d) {
             if (holds_images(e.path())) items.push_back(e.path());
         } else if (e.is_regular_file() && kVideoExtensions.count(lower_ext(e.path()))) {
             const auto ext = lower_ext(e.path());
-            if (ext == ".cih" || ext == ".cihx") {  // the header of an .mraw beside it, not a video of its own
+            if (ext == ".cih" ||
+                ext == ".cihx") {  // the header of an .mraw beside it, not a video of its own
                 auto mraw = e.path();
                 if (fs::exists(mraw.replace_extension(".mraw"))) continue;
             }
@@ -141,14 +147,16 @@ Dataset scan_folder(const std::string& dir, const DatasetDefaults& d) {
     for (const auto& p : items) {
         VideoEntry v;
         v.input = fs::absolute(p).lexically_normal().string();
-        v.name = unique_name(fs::is_directory(p) ? p.filename().string() : p.stem().string(), used, lower_ext(p));
+        v.name =
+            unique_name(fs::is_directory(p) ? p.filename().string() : p.stem().string(), used, lower_ext(p));
         v.track = d.track;
         v.analyze = d.analyze;
         ds.videos.push_back(std::move(v));
     }
     if (ds.videos.empty())
-        throw IoError(dir + ": no videos found (looked for " +
-                      std::string(".avi .mp4 .mov .mkv .cine .mraw .cih(x) files and sub-folders of images)"));
+        throw IoError(
+            dir + ": no videos found (looked for " +
+            std::string(".avi .mp4 .mov .mkv .cine .mraw .cih(x) files and sub-folders of images)"));
     return ds;
 }
 
@@ -160,9 +168,12 @@ std::vector<std::string> split_csv_line(const std::string& line, const std::stri
     for (std::size_t i = 0; i < line.size(); ++i) {
         const char c = line[i];
         if (quoted) {
-            if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') cur += '"', ++i;
-            else if (c == '"') quoted = false;
-            else cur += c;
+            if (c == '"' && i + 1 < line.size() && line[i + 1] == '"')
+                cur += '"', ++i;
+            else if (c == '"')
+                quoted = false;
+            else
+                cur += c;
         } else if (c == '"') {
             quoted = true;
         } else if (c == ',') {
@@ -244,23 +255,30 @@ Dataset build(const std::string& manifest, const std::vector<RawVideo>& raws, co
         std::string path, name, path_where;
         for (const auto* src : {&defaults, &raw})
             for (const auto& [k, val, t, where] : src->keys) {
-                if (k == "path") path = val, path_where = where;
-                else if (k == "name") name = val;
-                else apply_key(v, controls, k, val, t, where);
+                if (k == "path")
+                    path = val, path_where = where;
+                else if (k == "name")
+                    name = val;
+                else
+                    apply_key(v, controls, k, val, t, where);
             }
         if (path.empty()) throw FormatError(manifest + ": a video without a path (every entry needs `path`)");
         const fs::path p = fs::path(path).is_absolute() ? fs::path(path) : base / path;
         v.input = fs::absolute(p).lexically_normal().string();
-        if (!name.empty() && used.count(name)) throw FormatError(path_where + ": name '" + name + "' is used twice");
-        v.name = unique_name(name.empty() ? (p.has_extension() ? p.stem().string() : p.filename().string()) : name, used,
-                             lower_ext(p));
+        if (!name.empty() && used.count(name))
+            throw FormatError(path_where + ": name '" + name + "' is used twice");
+        v.name =
+            unique_name(name.empty() ? (p.has_extension() ? p.stem().string() : p.filename().string()) : name,
+                        used, lower_ext(p));
         v.controls = std::move(controls);
         for (const auto& [k, val] : v.controls)
-            if (std::find(ds.controls.begin(), ds.controls.end(), k) == ds.controls.end()) ds.controls.push_back(k);
+            if (std::find(ds.controls.begin(), ds.controls.end(), k) == ds.controls.end())
+                ds.controls.push_back(k);
         ds.videos.push_back(std::move(v));
     }
     if (ds.videos.empty()) throw FormatError(manifest + ": the manifest lists no videos");
-    std::sort(ds.videos.begin(), ds.videos.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+    std::sort(ds.videos.begin(), ds.videos.end(),
+              [](const auto& a, const auto& b) { return a.name < b.name; });
     return ds;
 }
 
@@ -272,7 +290,9 @@ Dataset read_csv_manifest(const std::string& path, const DatasetDefaults& d) {
     std::vector<RawVideo> raws;
     for (int lineno = 1; std::getline(in, line); ++lineno) {
         const std::string where = path + ":" + std::to_string(lineno);
-        if (line.find_first_not_of(" \t\r") == std::string::npos || line[line.find_first_not_of(" \t")] == '#') continue;
+        if (line.find_first_not_of(" \t\r") == std::string::npos ||
+            line[line.find_first_not_of(" \t")] == '#')
+            continue;
         auto cells = split_csv_line(line, where);
         if (header.empty()) {
             header = cells;
@@ -317,7 +337,8 @@ Dataset read_toml_manifest(const std::string& path, const DatasetDefaults& d) {
             continue;
         }
         if (s[0] == '[')
-            throw FormatError(where + ": unknown table " + s + " (a manifest has [defaults] and [[video]] tables)");
+            throw FormatError(where + ": unknown table " + s +
+                              " (a manifest has [defaults] and [[video]] tables)");
         const auto eq = s.find('=');
         if (eq == std::string::npos) throw FormatError(where + ": expected `key = value`, got '" + s + "'");
         std::string key = s.substr(0, eq);

@@ -19,8 +19,8 @@ struct Flag {
 };
 
 struct VideoEntry {
-    std::string name;   ///< unique within the dataset: the folder OUTDIR/<name>/
-    std::string input;  ///< the video, camera file or image-sequence folder, as an absolute path
+    std::string name;           ///< unique within the dataset: the folder OUTDIR/<name>/
+    std::string input;          ///< the video, camera file or image-sequence folder, as an absolute path
     std::vector<Flag> track;    ///< settings for `vibra track` (radii, fps, px/mm, ROI, …)
     std::vector<Flag> analyze;  ///< settings for `vibra analyze` (analysis options)
     /// Control parameters in the manifest's order (name, value as written); numbers stay text here.

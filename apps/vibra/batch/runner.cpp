@@ -46,8 +46,10 @@ std::string last_error_line(const std::string& log_path, std::streamoff from) {
             last = line;
     }
     if (last.empty()) last = last_any;
-    if (last.rfind("vibra: error: ", 0) == 0) last = last.substr(14);
-    else if (last.rfind("vibra: ", 0) == 0) last = last.substr(7);
+    if (last.rfind("vibra: error: ", 0) == 0)
+        last = last.substr(14);
+    else if (last.rfind("vibra: ", 0) == 0)
+        last = last.substr(7);
     return last;
 }
 }  // namespace
@@ -78,7 +80,8 @@ StageRun run_stage(const std::vector<std::string>& argv, const std::string& log_
         std::string line = "$";
         for (const auto& a : argv) line += " " + a;
         line += "\n";
-        if (::write(log_fd, line.data(), line.size()) < 0) { /* the log is best effort */ }
+        if (::write(log_fd, line.data(), line.size()) < 0) { /* the log is best effort */
+        }
     }
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -102,16 +105,17 @@ StageRun run_stage(const std::vector<std::string>& argv, const std::string& log_
         const int devnull = ::open("/dev/null", O_RDONLY);
         if (devnull >= 0) ::dup2(devnull, 0);
         ::execv(args[0], args.data());
-        const std::string msg = std::string("vibra: error: cannot run ") + args[0] + ": " + std::strerror(errno) + "\n";
-        if (::write(2, msg.data(), msg.size()) < 0) { /* nothing more to do */ }
+        const std::string msg =
+            std::string("vibra: error: cannot run ") + args[0] + ": " + std::strerror(errno) + "\n";
+        if (::write(2, msg.data(), msg.size()) < 0) { /* nothing more to do */
+        }
         ::_exit(127);
     }
     g_child = pid;
     if (g_stop.load()) ::kill(pid, g_stop.load());
     int status = 0;
     struct rusage ru {};
-    while (::wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
-    }
+    while (::wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {}
     g_child = 0;
     ::close(log_fd);
     r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -142,7 +146,9 @@ bool FileLock::try_lock() {
         return false;
     }
     const std::string pid = std::to_string(::getpid()) + "\n";
-    if (::ftruncate(fd_, 0) == 0 && ::pwrite(fd_, pid.data(), pid.size(), 0) < 0) { /* the PID is informative only */ }
+    if (::ftruncate(fd_, 0) == 0 &&
+        ::pwrite(fd_, pid.data(), pid.size(), 0) < 0) { /* the PID is informative only */
+    }
     return true;
 }
 
@@ -171,8 +177,10 @@ State read_state(const std::string& path) {
         std::string v = line.substr(eq + 3);
         std::string out;
         for (std::size_t i = 0; i < v.size(); ++i) {  // \n and \\ escaped
-            if (v[i] == '\\' && i + 1 < v.size()) out += v[++i] == 'n' ? '\n' : v[i];
-            else out += v[i];
+            if (v[i] == '\\' && i + 1 < v.size())
+                out += v[++i] == 'n' ? '\n' : v[i];
+            else
+                out += v[i];
         }
         s[line.substr(0, eq)] = out;
     }
@@ -185,7 +193,8 @@ void write_state(const std::string& path, const State& s) {
         std::ofstream os(tmp, std::ios::trunc);
         for (const auto& [k, v] : s) {
             std::string e;
-            for (char c : v) e += c == '\n' ? std::string("\\n") : c == '\\' ? std::string("\\\\") : std::string(1, c);
+            for (char c : v)
+                e += c == '\n' ? std::string("\\n") : c == '\\' ? std::string("\\\\") : std::string(1, c);
             os << k << " = " << e << "\n";
         }
         os.flush();

@@ -14,11 +14,11 @@
 namespace vibra::app::batch {
 
 struct StageRun {
-    int exit_code = -1;        ///< the child's exit status; 128 + signal when killed by one
+    int exit_code = -1;  ///< the child's exit status; 128 + signal when killed by one
     double wall_seconds = 0;
-    double cpu_seconds = 0;    ///< user + system of the child and its threads
+    double cpu_seconds = 0;  ///< user + system of the child and its threads
     double peak_rss_mb = 0;
-    std::string error;         ///< the child's last "error:" line, or what killed it
+    std::string error;  ///< the child's last "error:" line, or what killed it
 };
 
 /// Runs argv[0] with argv, stdout + stderr appended to `log_path`. Throws IoError only when the

@@ -21,7 +21,8 @@
 namespace vibra::store::detail {
 
 /// Byte shuffle as HDF5's H5Z_FILTER_SHUFFLE: byte j of element i goes to j·n + i.
-void shuffle_bytes(const std::uint8_t* in, std::uint8_t* out, std::size_t n_elements, std::size_t element_size);
+void shuffle_bytes(const std::uint8_t* in, std::uint8_t* out, std::size_t n_elements,
+                   std::size_t element_size);
 
 class PackedColumns {
 public:
@@ -47,9 +48,9 @@ private:
         hid_t d;
         std::size_t esize, chunk;
         std::string name;
-        std::size_t n = 0;                 // elements appended
-        std::size_t chunks_done = 0;       // chunks queued or written
-        std::vector<std::uint8_t> stage;   // the chunk being filled
+        std::size_t n = 0;                // elements appended
+        std::size_t chunks_done = 0;      // chunks queued or written
+        std::vector<std::uint8_t> stage;  // the chunk being filled
     };
     struct Job {
         int c = 0;
@@ -59,7 +60,8 @@ private:
         std::unique_ptr<std::uint8_t[]> packed;
         std::size_t packed_cap = 0, packed_size = 0;
     };
-    void queue(int c, std::size_t valid = 0);  // column c's full stage becomes a job (valid: its data bytes, 0 = all)
+    void queue(int c, std::size_t valid =
+                          0);  // column c's full stage becomes a job (valid: its data bytes, 0 = all)
     void flush(const std::string& file);
     // Each compressing thread's deflate state and shuffle buffer, kept from one batch to the next
     // (a fresh compressor and buffer per batch cost page faults: a writer that streams a file

@@ -22,7 +22,7 @@ std::size_t zlib_planes_bound(libdeflate_compressor* z, std::size_t n);
 
 /// Encodes `in` (n bytes: `planes` planes of n / planes bytes each; n a multiple of planes) into
 /// `out` (cap ≥ zlib_planes_bound); returns the stream's size, 0 if it did not fit.
-std::size_t zlib_compress_planes(libdeflate_compressor* z, const std::uint8_t* in, std::size_t n, std::size_t planes,
-                                 std::uint8_t* out, std::size_t cap);
+std::size_t zlib_compress_planes(libdeflate_compressor* z, const std::uint8_t* in, std::size_t n,
+                                 std::size_t planes, std::uint8_t* out, std::size_t cap);
 
 }  // namespace vibra::store::detail

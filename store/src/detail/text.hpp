@@ -35,7 +35,8 @@ void split_csv(std::string_view s, std::vector<std::string_view>& out);
 double parse_double(std::string_view tok, const std::string& file, std::int64_t line, std::string_view field);
 /// A float column's value, parsed as a float (correctly rounded: append_number(float) reads back exactly).
 float parse_float(std::string_view tok, const std::string& file, std::int64_t line, std::string_view field);
-std::int64_t parse_int(std::string_view tok, const std::string& file, std::int64_t line, std::string_view field);
+std::int64_t parse_int(std::string_view tok, const std::string& file, std::int64_t line,
+                       std::string_view field);
 
 /// Shortest representation that reads back to the same double (std::to_chars).
 void append_number(std::string& out, double v);

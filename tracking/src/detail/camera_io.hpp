@@ -32,7 +32,7 @@ inline T load_le(ByteSpan b, std::uint64_t off) {
         std::memcpy(&out, &v, 8);
     } else {
         using U = std::conditional_t<sizeof(T) == 1, std::uint8_t,
-                  std::conditional_t<sizeof(T) == 2, std::uint16_t, std::uint32_t>>;
+                                     std::conditional_t<sizeof(T) == 2, std::uint16_t, std::uint32_t>>;
         const U u = static_cast<U>(v);
         std::memcpy(&out, &u, sizeof(T));
     }
@@ -82,7 +82,8 @@ public:
     }
     std::vector<std::uint8_t> read_vec(std::uint64_t off, std::uint64_t n) const {
         std::vector<std::uint8_t> v(n);
-        if (!read_at(off, v.data(), n)) throw FormatError(path_ + ": file ends before byte " + std::to_string(off + n));
+        if (!read_at(off, v.data(), n))
+            throw FormatError(path_ + ": file ends before byte " + std::to_string(off + n));
         return v;
     }
 

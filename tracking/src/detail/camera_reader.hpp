@@ -17,10 +17,15 @@ namespace vibra::tracking::detail {
 /// Colour → grey: channel < 0 = luma round(0.299 R + 0.587 G + 0.114 B), else R (0), G (1) or B (2).
 inline unsigned grey_from_rgb(unsigned r, unsigned g, unsigned b, int channel) {
     switch (channel) {
-        case 0: return r;
-        case 1: return g;
-        case 2: return b;
-        default: return static_cast<unsigned>(std::nearbyint(0.299 * r + 0.587 * g + 0.114 * b));  // as detail::to_grey
+        case 0:
+            return r;
+        case 1:
+            return g;
+        case 2:
+            return b;
+        default:
+            return static_cast<unsigned>(
+                std::nearbyint(0.299 * r + 0.587 * g + 0.114 * b));  // as detail::to_grey
     }
 }
 
@@ -47,10 +52,11 @@ protected:
     void set_range(const ReaderParams& p, std::int64_t n) {
         if (p.first < 0) throw ParameterError("--frames: first frame " + std::to_string(p.first) + " < 0");
         if (p.last >= 0 && p.last < p.first)
-            throw ParameterError("--frames: last " + std::to_string(p.last) + " < first " + std::to_string(p.first));
+            throw ParameterError("--frames: last " + std::to_string(p.last) + " < first " +
+                                 std::to_string(p.first));
         if (p.first > n)
-            throw ParameterError("--frames: first frame " + std::to_string(p.first) + " is past the end of " + path_ +
-                                 " (" + std::to_string(n) + " frames)");
+            throw ParameterError("--frames: first frame " + std::to_string(p.first) + " is past the end of " +
+                                 path_ + " (" + std::to_string(n) + " frames)");
         pos_ = p.first;
         last_ = p.last < 0 ? n : std::min(p.last, n);
     }

@@ -48,7 +48,8 @@ public:
     std::int64_t complete_segments() const { return complete_; }
     SegmentState read_state(std::int64_t segment) const;
     /// Calls `row` for every row of a complete segment, in file order (read in blocks).
-    void read_rows(std::int64_t segment, std::int64_t n_rows, const std::function<void(const CheckpointRow&)>& row) const;
+    void read_rows(std::int64_t segment, std::int64_t n_rows,
+                   const std::function<void(const CheckpointRow&)>& row) const;
 
     /// Appends one frame's rows to the segment being written (opened on its first frame).
     void write_rows(std::int64_t segment, const std::vector<CheckpointRow>& rows);

@@ -21,7 +21,8 @@ inline int vote_factor(const DetectParams& p) {
     return p.downsample > 0 ? p.downsample : std::max(1, static_cast<int>(std::floor(p.r_small() / 3.0)));
 }
 inline int contrast_block(const DetectParams& p) {
-    return p.contrast_block > 0 ? p.contrast_block : std::max(32, static_cast<int>(std::ceil(6 * p.r_large())));
+    return p.contrast_block > 0 ? p.contrast_block
+                                : std::max(32, static_cast<int>(std::ceil(6 * p.r_large())));
 }
 
 inline float quantile(std::vector<float> v, double q) {
@@ -78,13 +79,15 @@ std::vector<T> suppress(std::vector<T> pts, double sep, Score score) {
 // results, only the speed differs.
 class LargeBufferAllocator final : public cv::MatAllocator {
 public:
-    cv::UMatData* allocate(int dims, const int* sizes, int type, void* data0, std::size_t* step, cv::AccessFlag,
-                           cv::UMatUsageFlags) const override {
+    cv::UMatData* allocate(int dims, const int* sizes, int type, void* data0, std::size_t* step,
+                           cv::AccessFlag, cv::UMatUsageFlags) const override {
         std::size_t total = CV_ELEM_SIZE(type);
         for (int i = dims - 1; i >= 0; --i) {
             if (step) {
-                if (data0 && step[i] != cv::Mat::AUTO_STEP) total = step[i];
-                else step[i] = total;
+                if (data0 && step[i] != cv::Mat::AUTO_STEP)
+                    total = step[i];
+                else
+                    step[i] = total;
             }
             total *= static_cast<std::size_t>(sizes[i]);
         }
@@ -124,7 +127,8 @@ inline const cv::MatAllocator* large_buffer_allocator() {
 inline bool readable_after(const cv::Mat& m, const uchar* end, std::size_t bytes) {
     if (end + bytes <= m.datalimit) return true;
     const cv::UMatData* u = m.u;
-    return u != nullptr && u->currAllocator == large_buffer_allocator() && !(u->flags & cv::UMatData::USER_ALLOCATED) &&
+    return u != nullptr && u->currAllocator == large_buffer_allocator() &&
+           !(u->flags & cv::UMatData::USER_ALLOCATED) &&
            end + bytes <= u->origdata + u->size + kLargeBufferSlack;
 }
 

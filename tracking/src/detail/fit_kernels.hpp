@@ -49,13 +49,14 @@ void splat_row(float* m, int x0, int x1, float cx, float dy2, float amp, float k
 /// Adds the pixels x in [x0, x1] with q = (x − cx)² + dy² in [qi, qo] and |r| ≤ clip, where
 /// r = im[x] − b − m[x], to the normal equations of the model b + amp · S(κ q).
 template <class P>
-void normal_row(const P* im, const float* m, int x0, int x1, float cx, float dy, float dy2, float qi, float qo, float b,
-                float clip, float amp, float kappa, const TemplateView& t, NormalSums& acc);
+void normal_row(const P* im, const float* m, int x0, int x1, float cx, float dy, float dy2, float qi,
+                float qo, float b, float clip, float amp, float kappa, const TemplateView& t,
+                NormalSums& acc);
 
 /// splat_row over several rows (dy² from each row's dy); `m` points at row 0 of an image with
 /// `stride` floats per row.
-void splat_rows(float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float amp, float kappa,
-                const TemplateView& t);
+void splat_rows(float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float amp,
+                float kappa, const TemplateView& t);
 
 /// One row of the union of a disk's footprints before and after a move: image row y, columns
 /// [x0, x1], dy_old = y − cy_old, dy_new = y − cy_new.
@@ -68,24 +69,27 @@ struct MoveRowSpan {
 /// (cx_new, cy_new) in the w × h image, rows that are multiples of row_step (widened by a hair,
 /// as annulus_spans; dy as annulus_spans computes it, so a move cancels a splat's own rounding).
 /// The AVX2 version computes eight rows at once and gives the same spans as the portable one.
-void move_spans(int w, int h, double cx_old, double cy_old, float q_old, double cx_new, double cy_new, float q_new, int row_step,
-                std::vector<MoveRowSpan>& rows);
-void move_spans_portable(int w, int h, double cx_old, double cy_old, float q_old, double cx_new, double cy_new, float q_new, int row_step,
-                         std::vector<MoveRowSpan>& rows);
+void move_spans(int w, int h, double cx_old, double cy_old, float q_old, double cx_new, double cy_new,
+                float q_new, int row_step, std::vector<MoveRowSpan>& rows);
+void move_spans_portable(int w, int h, double cx_old, double cy_old, float q_old, double cx_new,
+                         double cy_new, float q_new, int row_step, std::vector<MoveRowSpan>& rows);
 
 /// A disk moved: m[x] += amp_new · S_new(κ_new ρ_new²) − amp_old · S_old(κ_old ρ_old²) over the
 /// rows (one pass instead of a removal and an addition; outside a footprint S is 0).
-void move_rows(float* m, std::ptrdiff_t stride, const MoveRowSpan* rows, int n_rows, float cx_old, float amp_old, float kappa_old,
-               const TemplateView& t_old, float cx_new, float amp_new, float kappa_new, const TemplateView& t_new);
+void move_rows(float* m, std::ptrdiff_t stride, const MoveRowSpan* rows, int n_rows, float cx_old,
+               float amp_old, float kappa_old, const TemplateView& t_old, float cx_new, float amp_new,
+               float kappa_new, const TemplateView& t_new);
 /// The portable version, for tests that compare.
-void move_rows_portable(float* m, std::ptrdiff_t stride, const MoveRowSpan* rows, int n_rows, float cx_old, float amp_old,
-                        float kappa_old, const TemplateView& t_old, float cx_new, float amp_new, float kappa_new, const TemplateView& t_new);
+void move_rows_portable(float* m, std::ptrdiff_t stride, const MoveRowSpan* rows, int n_rows, float cx_old,
+                        float amp_old, float kappa_old, const TemplateView& t_old, float cx_new,
+                        float amp_new, float kappa_new, const TemplateView& t_new);
 
 /// normal_row over several rows of one disk (the sums are reduced once, not per row); `im` and
 /// `m` point at row 0 of images with `stride` floats per row.
 template <class P>
-void normal_rows(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
-                 float b, float clip, float amp, float kappa, const TemplateView& t, NormalSums& acc);
+void normal_rows(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows,
+                 float cx, float qi, float qo, float b, float clip, float amp, float kappa,
+                 const TemplateView& t, NormalSums& acc);
 
 /// Sums of a centre-only Gauss–Newton step (κ, b, a held): JᵀJ of (cx, cy) (00 01 11), Jᵀr
 /// (0, 1), pixel count and r² of one disk's band. Over a full band the centre decouples from κ,
@@ -95,11 +99,13 @@ struct CentreSums {
     float s[7] = {};
 };
 template <class P>
-void centre_rows(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
-                 float b, float clip, float amp, float kappa, const TemplateView& t, CentreSums& acc);
+void centre_rows(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows,
+                 float cx, float qi, float qo, float b, float clip, float amp, float kappa,
+                 const TemplateView& t, CentreSums& acc);
 template <class P>
-void centre_rows_portable(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi,
-                          float qo, float b, float clip, float amp, float kappa, const TemplateView& t, CentreSums& acc);
+void centre_rows_portable(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows,
+                          float cx, float qi, float qo, float b, float clip, float amp, float kappa,
+                          const TemplateView& t, CentreSums& acc);
 
 /// The right-hand side of one disk's normal equations alone: Jᵀr (5, in the order of
 /// NormalSums: cx, cy, κ, b, a), pixel count and r², with the pixel rules of normal_rows. With a
@@ -109,11 +115,13 @@ struct ResidualSums {
     float s[7] = {};
 };
 template <class P>
-void residual_rows(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
-                   float b, float clip, float amp, float kappa, const TemplateView& t, ResidualSums& acc);
+void residual_rows(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows,
+                   float cx, float qi, float qo, float b, float clip, float amp, float kappa,
+                   const TemplateView& t, ResidualSums& acc);
 template <class P>
-void residual_rows_portable(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi,
-                            float qo, float b, float clip, float amp, float kappa, const TemplateView& t, ResidualSums& acc);
+void residual_rows_portable(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows,
+                            int n_rows, float cx, float qi, float qo, float b, float clip, float amp,
+                            float kappa, const TemplateView& t, ResidualSums& acc);
 
 /// Cross terms of the joint Newton step: how disk i's band residual changes with a neighbour
 /// j's light. Over the rows (i's band, dy = y − cy_i), pixels with q_i in [qi, qo] and
@@ -123,13 +131,15 @@ struct CrossSums {
     float s[20] = {};
 };
 template <class P>
-void cross_rows(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx_i, float qi, float qo,
-                float b_i, float clip, float amp_i, float kappa_i, const TemplateView& t_i, float cx_j, float dcy, float amp_j,
-                float kappa_j, const TemplateView& t_j, CrossSums& acc);
+void cross_rows(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows,
+                float cx_i, float qi, float qo, float b_i, float clip, float amp_i, float kappa_i,
+                const TemplateView& t_i, float cx_j, float dcy, float amp_j, float kappa_j,
+                const TemplateView& t_j, CrossSums& acc);
 template <class P>
-void cross_rows_portable(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx_i, float qi,
-                         float qo, float b_i, float clip, float amp_i, float kappa_i, const TemplateView& t_i, float cx_j, float dcy,
-                         float amp_j, float kappa_j, const TemplateView& t_j, CrossSums& acc);
+void cross_rows_portable(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows,
+                         float cx_i, float qi, float qo, float b_i, float clip, float amp_i, float kappa_i,
+                         const TemplateView& t_i, float cx_j, float dcy, float amp_j, float kappa_j,
+                         const TemplateView& t_j, CrossSums& acc);
 
 /// Sums of a fresh search (joint_fit's rescue): how well a template's light, placed at a trial
 /// centre, explains y = im − m. Over the rows, pixels with q = (x − cx)² + dy² in [qi, qo] (no
@@ -140,17 +150,20 @@ struct LightSums {
     double s[6] = {};
 };
 template <class P>
-void light_sums_rows(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi, float qo,
-                     const TemplateView& t, LightSums& acc);
+void light_sums_rows(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows,
+                     float cx, float qi, float qo, const TemplateView& t, LightSums& acc);
 template <class P>
-void light_sums_rows_portable(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float qi,
-                              float qo, const TemplateView& t, LightSums& acc);
+void light_sums_rows_portable(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows,
+                              int n_rows, float cx, float qi, float qo, const TemplateView& t,
+                              LightSums& acc);
 
 /// The portable versions (what the two above do without AVX2), for tests that compare.
-void splat_row_portable(float* m, int x0, int x1, float cx, float dy2, float amp, float kappa, const TemplateView& t);
+void splat_row_portable(float* m, int x0, int x1, float cx, float dy2, float amp, float kappa,
+                        const TemplateView& t);
 template <class P>
-void normal_row_portable(const P* im, const float* m, int x0, int x1, float cx, float dy, float dy2, float qi, float qo, float b,
-                         float clip, float amp, float kappa, const TemplateView& t, NormalSums& acc);
+void normal_row_portable(const P* im, const float* m, int x0, int x1, float cx, float dy, float dy2, float qi,
+                         float qo, float b, float clip, float amp, float kappa, const TemplateView& t,
+                         NormalSums& acc);
 
 /// ⌊x⌋ and ⌈x⌉ for |x| < 2³¹ without a libm call (the build targets baseline x86-64, where
 /// std::floor is a function call; the span builders below run ~20 times per disk step).
@@ -170,8 +183,10 @@ inline int ceil_int(float x) {
 /// template is 0 beyond its support. The hot paths' version of for_rows; the AVX2 version
 /// computes eight rows' bounds at once (square roots, floors and ceilings) and gives the same
 /// spans as the portable one.
-void annulus_spans(int w, int h, double cx, double cy, float q_in, float q_out, int row_step, std::vector<RowSpan>& rows);
-void annulus_spans_portable(int w, int h, double cx, double cy, float q_in, float q_out, int row_step, std::vector<RowSpan>& rows);
+void annulus_spans(int w, int h, double cx, double cy, float q_in, float q_out, int row_step,
+                   std::vector<RowSpan>& rows);
+void annulus_spans_portable(int w, int h, double cx, double cy, float q_in, float q_out, int row_step,
+                            std::vector<RowSpan>& rows);
 
 /// True when the AVX2 kernels are used (for benchmarks' reports).
 bool fit_kernels_vectorised();

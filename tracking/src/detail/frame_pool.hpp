@@ -21,7 +21,8 @@ public:
     /// when all are held.
     int free_slot() {
         for (std::size_t i = 0; i < pool_.size(); ++i)
-            if (pool_[i].u == nullptr || __atomic_load_n(&pool_[i].u->refcount, __ATOMIC_ACQUIRE) == 1) return static_cast<int>(i);
+            if (pool_[i].u == nullptr || __atomic_load_n(&pool_[i].u->refcount, __ATOMIC_ACQUIRE) == 1)
+                return static_cast<int>(i);
         if (pool_.size() >= kSize) return -1;
         pool_.emplace_back();
         pool_.back().allocator = const_cast<cv::MatAllocator*>(large_buffer_allocator());

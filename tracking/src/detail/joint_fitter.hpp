@@ -34,11 +34,11 @@ namespace vibra::tracking::detail::joint {
 // Radial profile of one species: measured on ρ nodes (spacing hr, smooth), looked up through a
 // fine table in q = κρ² (no square root per pixel), linear between nodes, 0 beyond.
 struct Template {
-    float hr = 0.1f;              // px: spacing of the measured profile
-    std::vector<float> prof;      // S(k·hr)
+    float hr = 0.1f;          // px: spacing of the measured profile
+    std::vector<float> prof;  // S(k·hr)
     float hq = 1, inv_hq = 1;
-    double r_nominal = 0;  // px: the given radius
-    double r_edge = 0;     // px: steepest outer edge of the measured profile
+    double r_nominal = 0;         // px: the given radius
+    double r_edge = 0;            // px: steepest outer edge of the measured profile
     double inner = 0, outer = 0;  // px: fit band about r_nominal
     float q_in = 0, q_out = 0;    // fit band in q; q_out = footprint
     std::vector<float> v, d;      // S(q_k) (intensity relative to the background) and v[k+1] − v[k]
@@ -83,7 +83,8 @@ struct Template {
     // Largest |S| inside the edge (the template's contrast).
     float peak_level() const {
         float peak = 0;
-        for (double r = 0; r < r_edge; r += 0.25) peak = std::max(peak, std::abs(at(static_cast<float>(r * r))));
+        for (double r = 0; r < r_edge; r += 0.25)
+            peak = std::max(peak, std::abs(at(static_cast<float>(r * r))));
         return peak;
     }
     // Steepest |dS/dρ| for ρ in [0.75 R, R + outer − 0.3] (parabolic peak on a 0.02 px grid).
@@ -91,7 +92,8 @@ struct Template {
         const double lo = 0.75 * r_nominal, hi = r_nominal + outer - 0.3, st = 0.02;
         auto slope = [&](double r) {
             const double e = 0.25;
-            return std::abs(double(at(static_cast<float>((r + e) * (r + e)))) - at(static_cast<float>((r - e) * (r - e))));
+            return std::abs(double(at(static_cast<float>((r + e) * (r + e)))) -
+                            at(static_cast<float>((r - e) * (r - e))));
         };
         double best = r_nominal, bv = -1;
         for (double r = lo; r <= hi; r += st)
@@ -125,7 +127,8 @@ struct TemplateSum {
             if (it != filled.end() && *it == static_cast<std::ptrdiff_t>(k)) {
                 v[k] = static_cast<float>(s[k] / n[k]);
             } else if (it == filled.begin()) {
-                v[k] = static_cast<float>(s[static_cast<std::size_t>(*it)] / n[static_cast<std::size_t>(*it)]);
+                v[k] =
+                    static_cast<float>(s[static_cast<std::size_t>(*it)] / n[static_cast<std::size_t>(*it)]);
             } else if (it == filled.end()) {
                 const auto j = static_cast<std::size_t>(filled.back());
                 v[k] = static_cast<float>(s[j] / n[j]);
@@ -145,21 +148,20 @@ struct DiskState {
     double b = 0, a = 1;
     int s = 0;
     bool ok = true;
-    float mse = 0;  // mean squared residual over the band at the last step
+    float mse = 0;     // mean squared residual over the band at the last step
     float H[15] = {};  // JᵀJ of the last full five-parameter step (NormalSums order) ...
     float H_a = 0;     // ... and the amplitude it was taken at (0: none)
     float L[15] = {};  // ... and its Cholesky factor (lower, row-major packed: (r, c ≤ r) at r(r+1)/2 + c)
     bool L_ok = false;
 };
 
-
 /// One joint fit of one frame. Construct (buffers, templates' bands and the disks' start from
 /// `parts`), then run() — or, in tests, the steps one by one. `params` must be valid and `parts`
 /// non-empty; the referenced objects must outlive the fitter.
 class JointFitter {
 public:
-    JointFitter(const cv::Mat& image, std::vector<Particle>& parts, std::span<const double> radii, const JointFitParams& params,
-                DiskTemplates* templates, JointFitWorkspace* workspace);
+    JointFitter(const cv::Mat& image, std::vector<Particle>& parts, std::span<const double> radii,
+                const JointFitParams& params, DiskTemplates* templates, JointFitWorkspace* workspace);
     JointFitter(const JointFitter&) = delete;
     JointFitter& operator=(const JointFitter&) = delete;
 
@@ -249,7 +251,8 @@ private:
         int gw = 1, gh = 1;
         std::vector<std::uint32_t> start, items, cell_index;
         std::pair<int, int> cell_of(double x, double y) const {
-            const int cx = std::clamp(static_cast<int>(x / cell), 0, gw - 1), cy = std::clamp(static_cast<int>(y / cell), 0, gh - 1);
+            const int cx = std::clamp(static_cast<int>(x / cell), 0, gw - 1),
+                      cy = std::clamp(static_cast<int>(y / cell), 0, gh - 1);
             return std::pair<int, int>{cx, cy};
         }
     };
@@ -267,10 +270,12 @@ private:
     void ahead_until(double row);
     void ahead_finish();
     void need_rows(const DiskState& d, bool ahead);
-    void band_rows(const DiskState& d, float qi, float qo, int row_step, std::vector<detail::RowSpan>& rows) const;
+    void band_rows(const DiskState& d, float qi, float qo, int row_step,
+                   std::vector<detail::RowSpan>& rows) const;
     void carry_hessians();
-    float band_equations(const DiskState& d, float clip, int row_step, double A[5][5], double v[5], float& mse, float* H_out = nullptr,
-                         float* H_a_out = nullptr, double (*Lf)[5] = nullptr, bool* factored = nullptr);
+    float band_equations(const DiskState& d, float clip, int row_step, double A[5][5], double v[5],
+                         float& mse, float* H_out = nullptr, float* H_a_out = nullptr,
+                         double (*Lf)[5] = nullptr, bool* factored = nullptr);
     DiskState apply_step(const DiskState& d, const double x[5]) const;
     double own_sse(const DiskState& d, const DiskState& alt, float clip) const;
     void rescue_and_wake(std::size_t n_in_model, std::size_t first = 0);
@@ -299,7 +304,7 @@ private:
     double kmin = 1, kmax = 1;  // range of κ
     std::vector<DiskState> st, next;
     std::vector<double> moved;  // px: each disk's last step
-    cv::Mat M;  // the model image
+    cv::Mat M;                  // the model image
     std::vector<detail::RowSpan> splat_rows, row_buf, rescue_rows, lens;
     std::vector<detail::MoveRowSpan> move_buf;
     // rendering ahead of a sweep (ahead_begin)

@@ -34,9 +34,9 @@ std::uint8_t* alloc_large_buffer(std::size_t n, bool& mapped);
 void free_large_buffer(std::uint8_t* p, std::size_t n, bool mapped);
 
 struct LargeBufferStats {
-    std::size_t cached_bytes = 0;    ///< freed mappings held for re-use now
-    std::uint64_t reused = 0;        ///< requests served from the cache so far
-    std::uint64_t mapped = 0;        ///< fresh buffers (carved from new memory) so far
+    std::size_t cached_bytes = 0;  ///< freed mappings held for re-use now
+    std::uint64_t reused = 0;      ///< requests served from the cache so far
+    std::uint64_t mapped = 0;      ///< fresh buffers (carved from new memory) so far
 };
 LargeBufferStats large_buffer_stats();
 

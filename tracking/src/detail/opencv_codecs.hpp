@@ -33,7 +33,8 @@ struct OpenCvCodecsTable {
     void (*capture_release)(void*);
     void* (*writer_new)();
     void (*writer_delete)(void*);
-    bool (*writer_open)(void*, const std::string& path, int api, int fourcc, double fps, cv::Size size, bool colour);
+    bool (*writer_open)(void*, const std::string& path, int api, int fourcc, double fps, cv::Size size,
+                        bool colour);
     bool (*writer_is_opened)(void*);
     void (*writer_write)(void*, const cv::Mat& image);
     void (*writer_release)(void*);

@@ -49,7 +49,8 @@ constexpr float kMinRing = 0.4f;
 constexpr float kRingMinGradient = 0.03f;
 
 struct EdgePixel {
-    float dx, dy, gx, gy;  // position relative to the candidate (px); gradient / local contrast, capped at 1.5
+    float dx, dy, gx,
+        gy;  // position relative to the candidate (px); gradient / local contrast, capped at 1.5
 };
 
 // Sector index (0 … 15) of a direction, from the "diamond angle" (a monotonic stand-in for atan2).
@@ -92,7 +93,8 @@ double ring_score(const std::vector<EdgePixel>& px, double ox, double oy, double
         const double ex = e.dx - ox, ey = e.dy - oy, r2 = ex * ex + ey * ey;
         if (r2 < lo2 || r2 >= hi2) continue;
         const double rho = std::sqrt(r2);
-        sum[static_cast<std::size_t>(rho - r_lo) * kSectors + sector16(ex, ey)] -= (e.gx * ex + e.gy * ey) / rho;
+        sum[static_cast<std::size_t>(rho - r_lo) * kSectors + sector16(ex, ey)] -=
+            (e.gx * ex + e.gy * ey) / rho;
     }
     for (std::size_t b = 0; b < nb * kSectors; ++b) sum[b] = cnt[b] > 0 ? sum[b] / cnt[b] : 0.0;
     double best = -1e300;
@@ -112,8 +114,8 @@ double ring_score(const std::vector<EdgePixel>& px, double ox, double oy, double
 }
 
 // Moves each candidate to its best ring; returns the ring scores.
-std::vector<float> polish_candidates(const Gradients& g, std::vector<Candidate>& cands, double r_lo, double r_hi, int f,
-                                     int flank) {
+std::vector<float> polish_candidates(const Gradients& g, std::vector<Candidate>& cands, double r_lo,
+                                     double r_hi, int f, int flank) {
     const int w = g.gx.cols, h = g.gx.rows;
     const double reach = f + 2.0;
     const double ro = r_hi + reach + 1, ri = std::max(0.0, r_lo - reach - 1);
@@ -125,8 +127,10 @@ std::vector<float> polish_candidates(const Gradients& g, std::vector<Candidate>&
     const float t2 = kRingMinGradient * kRingMinGradient;
     for (auto& c : cands) {
         px.clear();
-        const int y0 = std::max(0, static_cast<int>(std::floor(c.y - ro))), y1 = std::min(h - 1, static_cast<int>(std::ceil(c.y + ro)));
-        const int x0 = std::max(0, static_cast<int>(std::floor(c.x - ro))), x1 = std::min(w - 1, static_cast<int>(std::ceil(c.x + ro)));
+        const int y0 = std::max(0, static_cast<int>(std::floor(c.y - ro))),
+                  y1 = std::min(h - 1, static_cast<int>(std::ceil(c.y + ro)));
+        const int x0 = std::max(0, static_cast<int>(std::floor(c.x - ro))),
+                  x1 = std::min(w - 1, static_cast<int>(std::ceil(c.x + ro)));
         for (int y = y0; y <= y1; ++y) {
             const float* gxr = g.gx.ptr<float>(y);
             const float* gyr = g.gy.ptr<float>(y);
@@ -206,9 +210,12 @@ std::vector<Candidate> find_candidates(const Gradients& g, const DetectParams& p
     const int nsp = (ns + 3) / 4 * 4;
     const int nfull = st == 1 ? w / 4 * 4 : w / 8 * 4;  // samples loadable straight from the row
     std::vector<float> sgx(static_cast<std::size_t>(nsp), 0.0f), sgy(static_cast<std::size_t>(nsp), 0.0f);
-    std::vector<float> sthr(static_cast<std::size_t>(nsp), HUGE_VALF), scon(static_cast<std::size_t>(nsp), 1.0f);
-    std::vector<float> swgt(static_cast<std::size_t>(nsp)), sux(static_cast<std::size_t>(nsp)), suy(static_cast<std::size_t>(nsp));
-    std::vector<int> col(static_cast<std::size_t>(ns)), blk(static_cast<std::size_t>(ns)), voters(static_cast<std::size_t>(nsp));
+    std::vector<float> sthr(static_cast<std::size_t>(nsp), HUGE_VALF),
+        scon(static_cast<std::size_t>(nsp), 1.0f);
+    std::vector<float> swgt(static_cast<std::size_t>(nsp)), sux(static_cast<std::size_t>(nsp)),
+        suy(static_cast<std::size_t>(nsp));
+    std::vector<int> col(static_cast<std::size_t>(ns)), blk(static_cast<std::size_t>(ns)),
+        voters(static_cast<std::size_t>(nsp));
     for (int k = 0; k < ns; ++k) {
         col[static_cast<std::size_t>(k)] = st / 2 + k * st;
         blk[static_cast<std::size_t>(k)] = std::min(ncx - 1, col[static_cast<std::size_t>(k)] / g.block);
@@ -252,7 +259,8 @@ std::vector<Candidate> find_candidates(const Gradients& g, const DetectParams& p
             const int pass = cv::v_signmask(g2 >= cv::v_load(&sthr[static_cast<std::size_t>(k)]));
             if (!pass) continue;
             const cv::v_float32x4 gm = cv::v_sqrt(g2);
-            cv::v_store(&swgt[static_cast<std::size_t>(k)], vw * cv::v_min(one, gm / cv::v_load(&scon[static_cast<std::size_t>(k)])));
+            cv::v_store(&swgt[static_cast<std::size_t>(k)],
+                        vw * cv::v_min(one, gm / cv::v_load(&scon[static_cast<std::size_t>(k)])));
             cv::v_store(&sux[static_cast<std::size_t>(k)], gx / gm);
             cv::v_store(&suy[static_cast<std::size_t>(k)], gy / gm);
             for (int j = 0; j < 4; ++j) {  // branch-free compaction of the passing lanes
@@ -268,7 +276,8 @@ std::vector<Candidate> find_candidates(const Gradients& g, const DetectParams& p
             for (const double r : rs) {
                 int a[4];
                 cv::v_store(a, cv::v_floor((pos + cv::v_setall_f64(r) * u + half) * vinv_f));
-                if (static_cast<unsigned>(a[0]) >= static_cast<unsigned>(aw) || static_cast<unsigned>(a[1]) >= static_cast<unsigned>(ah))
+                if (static_cast<unsigned>(a[0]) >= static_cast<unsigned>(aw) ||
+                    static_cast<unsigned>(a[1]) >= static_cast<unsigned>(ah))
                     continue;
                 acc0[static_cast<std::size_t>(a[1]) * astep + static_cast<std::size_t>(a[0])] += wgt;
             }
@@ -278,7 +287,8 @@ std::vector<Candidate> find_candidates(const Gradients& g, const DetectParams& p
     const double norm = 2 * M_PI * p.r_small() / (static_cast<double>(f) * f);
     // (large disks: half the window — a void or contact maximum within min_separation of a disk's
     // weaker peak would hide it; the extra maxima are merged or dropped after the ring search)
-    const int m = std::max(1, static_cast<int>(std::lround((two_sided ? 0.5 : 1.0) * p.min_separation * p.r_small() / f)));
+    const int m = std::max(
+        1, static_cast<int>(std::lround((two_sided ? 0.5 : 1.0) * p.min_separation * p.r_small() / f)));
     // Local maxima: a value above the floor and at least as large as every value of its
     // (2m+1)² window clipped to the map (what comparing with a rectangular dilation gives),
     // as the maximum over 2m+1 row maxima kept in a ring of rows.
@@ -297,7 +307,8 @@ std::vector<Candidate> find_candidates(const Gradients& g, const DetectParams& p
             int x = 0;
             for (; x < nvec; x += 4) {
                 cv::v_float32x4 v = cv::v_load(&padded[static_cast<std::size_t>(x)]);
-                for (int d = 1; d < win; ++d) v = cv::v_max(v, cv::v_load(&padded[static_cast<std::size_t>(x + d)]));
+                for (int d = 1; d < win; ++d)
+                    v = cv::v_max(v, cv::v_load(&padded[static_cast<std::size_t>(x + d)]));
                 cv::v_store(out + x, v);
             }
             for (; x < aw; ++x) {
@@ -316,9 +327,11 @@ std::vector<Candidate> find_candidates(const Gradients& g, const DetectParams& p
                 const float* r = ring_row(yy);
                 int x = 0;
                 for (; x < nvec; x += 4)
-                    cv::v_store(&colmax[static_cast<std::size_t>(x)],
-                                cv::v_max(cv::v_load(&colmax[static_cast<std::size_t>(x)]), cv::v_load(r + x)));
-                for (; x < aw; ++x) colmax[static_cast<std::size_t>(x)] = std::max(colmax[static_cast<std::size_t>(x)], r[x]);
+                    cv::v_store(
+                        &colmax[static_cast<std::size_t>(x)],
+                        cv::v_max(cv::v_load(&colmax[static_cast<std::size_t>(x)]), cv::v_load(r + x)));
+                for (; x < aw; ++x)
+                    colmax[static_cast<std::size_t>(x)] = std::max(colmax[static_cast<std::size_t>(x)], r[x]);
             }
             const float* a = acc.ptr<float>(y);
             auto keep = [&](int x) {
@@ -329,7 +342,8 @@ std::vector<Candidate> find_candidates(const Gradients& g, const DetectParams& p
             int x = 0;
             for (; x < nvec; x += 4) {  // maxima are rare: test four at a time
                 const cv::v_float32x4 v = cv::v_load(a + x);
-                const int hit = cv::v_signmask((v > vfloor) & (v >= cv::v_load(&colmax[static_cast<std::size_t>(x)])));
+                const int hit =
+                    cv::v_signmask((v > vfloor) & (v >= cv::v_load(&colmax[static_cast<std::size_t>(x)])));
                 if (hit)
                     for (int j = 0; j < 4; ++j)
                         if ((hit >> j) & 1) keep(x + j);
@@ -354,7 +368,8 @@ std::vector<Candidate> find_candidates(const Gradients& g, const DetectParams& p
         for (std::size_t i = 0; i < c.size(); ++i)
             if (ring[i] >= kMinRing * med) kept.push_back(c[i]);
         c = std::move(kept);
-        c = suppress(std::move(c), p.min_separation * p.r_small(), [](const Candidate& k) { return k.score; });
+        c = suppress(std::move(c), p.min_separation * p.r_small(),
+                     [](const Candidate& k) { return k.score; });
     }
     return c;
 }

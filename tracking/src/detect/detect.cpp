@@ -24,13 +24,15 @@ void DetectParams::validate() const {
     for (double r : radii)
         if (!(r >= 1.5) || !std::isfinite(r)) bad("radius", r, ">= 1.5 px");
     if (radii.size() == 2 && radii[1] < radii[0]) bad("radius_large", radii[1], ">= radius_small");
-    if (!(radius_tolerance >= 0 && radius_tolerance < 0.9)) bad("radius_tolerance", radius_tolerance, "in [0, 0.9)");
+    if (!(radius_tolerance >= 0 && radius_tolerance < 0.9))
+        bad("radius_tolerance", radius_tolerance, "in [0, 0.9)");
     if (!(edge_threshold > 0 && edge_threshold < 1)) bad("edge_threshold", edge_threshold, "in (0, 1)");
     if (!(min_score >= 0 && min_score < 1)) bad("min_score", min_score, "in [0, 1)");
     if (!(min_edge >= 0 && min_edge < 1)) bad("min_edge", min_edge, "in [0, 1)");
     if (!(min_separation > 0 && min_separation <= 2)) bad("min_separation", min_separation, "in (0, 2]");
     if (downsample < 0) bad("downsample", downsample, ">= 0");
-    if (contrast_block != 0 && contrast_block < 8) bad("contrast_block", contrast_block, "0 (auto) or >= 8 px");
+    if (contrast_block != 0 && contrast_block < 8)
+        bad("contrast_block", contrast_block, "0 (auto) or >= 8 px");
     if (!(radius_sigma > 0)) bad("radius_sigma", radius_sigma, "> 0 px");
     refine.validate();
     joint_fit.validate();
@@ -46,7 +48,8 @@ void DetectParams::validate() const {
     if (!(warm_tolerance > 0)) bad("warm_tolerance", warm_tolerance, "> 0");
     if (!(warm_max_residual > 0)) bad("warm_max_residual", warm_max_residual, "> 0");
     if (!(drop_amplitude >= 0 && drop_amplitude < 1)) bad("drop_amplitude", drop_amplitude, "in [0, 1)");
-    if (!(new_disk_separation > 0 && new_disk_separation <= 2)) bad("new_disk_separation", new_disk_separation, "in (0, 2]");
+    if (!(new_disk_separation > 0 && new_disk_separation <= 2))
+        bad("new_disk_separation", new_disk_separation, "in (0, 2]");
 }
 
 using detail::contrast_block;
@@ -67,7 +70,8 @@ namespace {
 RefineParams refine_before_fit(const DetectParams& p) {
     RefineParams rp = p.refine;
     if (vote_factor(p) <= 3) {
-        rp.iterations = std::min(rp.iterations, 2), rp.coarse_iterations = std::min(rp.coarse_iterations, rp.iterations);
+        rp.iterations = std::min(rp.iterations, 2),
+        rp.coarse_iterations = std::min(rp.coarse_iterations, rp.iterations);
         if (rp.settle == 0) rp.settle = 0.1;
     }
     return rp;
@@ -79,7 +83,8 @@ RefineParams refine_before_fit(const DetectParams& p) {
 double radius_spread(const DetectParams& p) { return std::max(p.radius_sigma, 0.05 * p.r_small()); }
 
 std::vector<Particle> locate_impl(const cv::Mat& image, const DetectParams& p, DiskTemplates* templates,
-                                  JointFitWorkspace* workspace = nullptr, double* relative_residual = nullptr) {
+                                  JointFitWorkspace* workspace = nullptr,
+                                  double* relative_residual = nullptr) {
     p.validate();
     const Gradients g = compute_gradients(image, p.invert, contrast_block(p));
     auto cands = find_candidates(g, p);
@@ -95,7 +100,8 @@ std::vector<Particle> locate_impl(const cv::Mat& image, const DetectParams& p, D
         return ka != kb ? ka < kb : ax < bx;
     };
     if (in_image_order)
-        std::sort(cands.begin(), cands.end(), [&](const Candidate& a, const Candidate& b) { return image_order(a.x, a.y, b.x, b.y); });
+        std::sort(cands.begin(), cands.end(),
+                  [&](const Candidate& a, const Candidate& b) { return image_order(a.x, a.y, b.x, b.y); });
     std::vector<Particle> parts(cands.size());
     for (std::size_t i = 0; i < cands.size(); ++i) parts[i].x = cands[i].x, parts[i].y = cands[i].y;
     // The radius is searched close to the nominal radii only (±15%), so inner features of a
@@ -110,7 +116,9 @@ std::vector<Particle> locate_impl(const cv::Mat& image, const DetectParams& p, D
     // A refinement that walked away from its candidate by more than 0.4 r_small (or 1.5 vote
     // cells) slid onto a neighbour: also a failure.
     const double max_drift = std::max(0.4 * p.r_small(), 1.5 * vote_factor(p));
-    auto drifted = [&](const Particle& q, const Candidate& c) { return std::hypot(q.x - c.x, q.y - c.y) > max_drift; };
+    auto drifted = [&](const Particle& q, const Candidate& c) {
+        return std::hypot(q.x - c.x, q.y - c.y) > max_drift;
+    };
     {
         std::vector<std::size_t> failed;
         for (std::size_t i = 0; i < parts.size(); ++i)
@@ -127,18 +135,23 @@ std::vector<Particle> locate_impl(const cv::Mat& image, const DetectParams& p, D
                     if (j != i && parts[j].strength > 0) local.push_back(parts[j]);
                 });
                 refine_particles(g, local, p.r_small() * (1 - rt), p.r_large() * (1 + rt), rp);
-                if (local[0].strength > 0 && !drifted(local[0], cands[i])) parts[i] = local[0];
-                else parts[i].strength = 0;
+                if (local[0].strength > 0 && !drifted(local[0], cands[i]))
+                    parts[i] = local[0];
+                else
+                    parts[i].strength = 0;
             }
         }
     }
     // Inside the image, not a duplicate, edge strong enough.
     std::erase_if(parts, [&](const Particle& q) {
-        return !(q.x >= -0.5 && q.y >= -0.5 && q.x <= image.cols - 0.5 && q.y <= image.rows - 0.5) || !(q.strength > 0);
+        return !(q.x >= -0.5 && q.y >= -0.5 && q.x <= image.cols - 0.5 && q.y <= image.rows - 0.5) ||
+               !(q.strength > 0);
     });
-    parts = suppress(std::move(parts), p.min_separation * p.r_small(), [](const Particle& q) { return q.strength; });
+    parts = suppress(std::move(parts), p.min_separation * p.r_small(),
+                     [](const Particle& q) { return q.strength; });
     if (in_image_order)
-        std::sort(parts.begin(), parts.end(), [&](const Particle& a, const Particle& b) { return image_order(a.x, a.y, b.x, b.y); });
+        std::sort(parts.begin(), parts.end(),
+                  [&](const Particle& a, const Particle& b) { return image_order(a.x, a.y, b.x, b.y); });
     std::vector<float> st;
     st.reserve(parts.size());
     for (const auto& q : parts) st.push_back(q.strength);
@@ -187,19 +200,21 @@ std::vector<Particle> locate_impl(const cv::Mat& image, const DetectParams& p, D
             classify();
         }
     }
-    std::sort(parts.begin(), parts.end(), [](const Particle& a, const Particle& b) {
-        return a.y != b.y ? a.y < b.y : a.x < b.x;
-    });
+    std::sort(parts.begin(), parts.end(),
+              [](const Particle& a, const Particle& b) { return a.y != b.y ? a.y < b.y : a.x < b.x; });
     return parts;
 }
 
 void sort_by_position(std::vector<Particle>& parts) {
-    std::sort(parts.begin(), parts.end(), [](const Particle& a, const Particle& b) { return a.y != b.y ? a.y < b.y : a.x < b.x; });
+    std::sort(parts.begin(), parts.end(),
+              [](const Particle& a, const Particle& b) { return a.y != b.y ? a.y < b.y : a.x < b.x; });
 }
 
 }  // namespace
 
-std::vector<Particle> locate(const cv::Mat& image, const DetectParams& p) { return locate_impl(image, p, nullptr); }
+std::vector<Particle> locate(const cv::Mat& image, const DetectParams& p) {
+    return locate_impl(image, p, nullptr);
+}
 
 DiskLocator::DiskLocator(DetectParams p) : p_(std::move(p)) { p_.validate(); }
 
@@ -225,7 +240,8 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     const bool refresh = since_cold_ % p_.warm_refresh == 0;
     const bool with_candidates = refresh || since_cold_ >= next_candidates_;
     stats_.searched_candidates = with_candidates;
-    const Gradients g = with_candidates ? compute_gradients(image, p_.invert, contrast_block(p_)) : Gradients{};
+    const Gradients g =
+        with_candidates ? compute_gradients(image, p_.invert, contrast_block(p_)) : Gradients{};
     const auto cands = with_candidates ? find_candidates(g, p_) : std::vector<Candidate>{};
     stats_.seconds_candidates = cpu_seconds() - t0;
     t0 = cpu_seconds();
@@ -257,7 +273,8 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     // Candidates far from every start disk are new disks (entered the field, or missed before):
     // refined with their start neighbours around them (masking), then appended.
     std::vector<double> xs, ys;
-    std::optional<CellList> near_start, cl;  // is a candidate near a start disk?; neighbours of new disks (each made when needed)
+    std::optional<CellList> near_start,
+        cl;  // is a candidate near a start disk?; neighbours of new disks (each made when needed)
     if (!cands.empty()) {
         xs.resize(n_prev), ys.resize(n_prev);
         for (std::size_t i = 0; i < n_prev; ++i) xs[i] = parts[i].x, ys[i] = parts[i].y;
@@ -308,7 +325,8 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     // residual search adds get a fresh search of their own, then the full and extra sweeps).
     if (full_coarse_for_ > 0) {
         --full_coarse_for_;
-    } else if (since_cold_ > 2 && n_prev > 0 && jp.coarse_sweeps > 1 && !refresh && n_snapped == 0 && parts.size() == n_prev) {
+    } else if (since_cold_ > 2 && n_prev > 0 && jp.coarse_sweeps > 1 && !refresh && n_snapped == 0 &&
+               parts.size() == n_prev) {
         double v2 = 0;
         for (std::size_t i = 0; i < n_prev; ++i) v2 += vx_[i] * vx_[i] + vy_[i] * vy_[i];
         if (std::sqrt(v2 / static_cast<double>(n_prev)) < p_.warm_one_coarse_below) {
@@ -340,7 +358,8 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     std::vector<char> has_cand(parts.size(), with_candidates ? 0 : 1);  // without candidates: amplitude alone
     if (!cands.empty())
         for (std::size_t i = 0; i < parts.size(); ++i)
-            cc.for_each_near(parts[i].x, parts[i].y, [&](std::size_t, double, double, double) { has_cand[i] = 1; });
+            cc.for_each_near(parts[i].x, parts[i].y,
+                             [&](std::size_t, double, double, double) { has_cand[i] = 1; });
     std::vector<std::size_t> keep;
     for (std::size_t i = 0; i < parts.size(); ++i) {
         const auto& q = parts[i];
@@ -384,7 +403,8 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     // Search cadence: a search that found no new disk in the owned rows doubles its interval
     // (up to warm_search_max_every); a new disk brings both back to their base.
     for (auto i : keep)
-        if (i >= n_prev && parts[i].y >= owned_begin_ - 0.5 && parts[i].y < owned_end_ - 0.5) ++stats_.new_kept;
+        if (i >= n_prev && parts[i].y >= owned_begin_ - 0.5 && parts[i].y < owned_end_ - 0.5)
+            ++stats_.new_kept;
     if (with_candidates || jp.find_missing) {
         const int cap_c = std::max(p_.warm_candidates_every, p_.warm_search_max_every);
         const int cap_m = std::max(p_.warm_missing_every, p_.warm_search_max_every);
@@ -403,12 +423,15 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     {  // the fit's per-disk JᵀJ, in the order of the disks carried to the next frame
         std::vector<JointFitWorkspace::Hessian> hk;
         hk.reserve(keep.size());
-        for (auto i : keep) hk.push_back(i < workspace_.hessians.size() ? workspace_.hessians[i] : JointFitWorkspace::Hessian{});
+        for (auto i : keep)
+            hk.push_back(i < workspace_.hessians.size() ? workspace_.hessians[i]
+                                                        : JointFitWorkspace::Hessian{});
         workspace_.hessians.swap(hk);
     }
     vx_.swap(vx);
     vy_.swap(vy);
-    if (jf.relative_residual > p_.warm_max_residual) warm_ = false;  // the next frame from scratch (as in cold())
+    if (jf.relative_residual > p_.warm_max_residual)
+        warm_ = false;  // the next frame from scratch (as in cold())
     sort_by_position(out);
     return out;
 }
@@ -416,14 +439,17 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
 std::vector<Particle> DiskLocator::cold(const cv::Mat& image) {
     reset();
     stats_ = {};
-    auto parts = locate_impl(image, p_, p_.joint ? &templates_ : nullptr, &workspace_, &stats_.relative_residual);
-    workspace_.hessians.clear();  // locate() re-orders and filters its disks: the next frame computes them afresh
+    auto parts =
+        locate_impl(image, p_, p_.joint ? &templates_ : nullptr, &workspace_, &stats_.relative_residual);
+    workspace_.hessians
+        .clear();  // locate() re-orders and filters its disks: the next frame computes them afresh
     width_ = image.cols, height_ = image.rows;
     since_cold_ = 0;
     full_coarse_for_ = 0;
     // The first searches as with fixed intervals: candidates half way, the residual search at the end of one.
     candidates_every_ = p_.warm_candidates_every, missing_every_ = p_.warm_missing_every;
-    next_candidates_ = p_.warm_candidates_every / 2 > 0 ? p_.warm_candidates_every / 2 : p_.warm_candidates_every;
+    next_candidates_ =
+        p_.warm_candidates_every / 2 > 0 ? p_.warm_candidates_every / 2 : p_.warm_candidates_every;
     next_missing_ = p_.warm_missing_every;
     // a fit that explains the frame poorly (a disk-like false detection pollutes the templates,
     // a look the model barely follows) is no start for the next frame
@@ -437,7 +463,8 @@ std::vector<Particle> DiskLocator::cold(const cv::Mat& image) {
     return parts;
 }
 
-std::vector<double> estimate_radii(const std::vector<cv::Mat>& frames, bool invert, double r_min, double r_max) {
+std::vector<double> estimate_radii(const std::vector<cv::Mat>& frames, bool invert, double r_min,
+                                   double r_max) {
     if (frames.empty()) throw ParameterError("estimate_radii: no frames");
     if (!(r_min >= 1.5 && r_max > r_min)) throw ParameterError("estimate_radii: need 1.5 <= r_min < r_max");
     DetectParams p;
@@ -454,9 +481,11 @@ std::vector<double> estimate_radii(const std::vector<cv::Mat>& frames, bool inve
         for (const auto& q : parts) st.push_back(q.strength);
         const float med = quantile(st, 0.5);
         for (const auto& q : parts)
-            if (q.strength >= med && q.radius > r_min + 0.25 && q.radius < r_max - 0.25) radii.push_back(q.radius);
+            if (q.strength >= med && q.radius > r_min + 0.25 && q.radius < r_max - 0.25)
+                radii.push_back(q.radius);
     }
-    if (radii.size() < 3) throw FormatError("estimate_radii: too few disks found to estimate their radii (give --radius)");
+    if (radii.size() < 3)
+        throw FormatError("estimate_radii: too few disks found to estimate their radii (give --radius)");
     // Modes of the radius histogram (0.25 px bins, smoothed over ±0.5 px): the highest is one
     // size; a second peak within a factor 1.6 of it, ≥ 10% away, at least 10% as high and
     // separated from it by a dip (valley ≤ 60% of the lower peak), is the other. Candidates
@@ -478,7 +507,8 @@ std::vector<double> estimate_radii(const std::vector<cv::Mat>& frames, bool inve
         if (sm[k] < sm[k - 1] || sm[k] < sm[k + 1] || sm[k] < 0.1 * sm[k1]) continue;
         // a real second size: the histogram dips between the two peaks (valley ≤ 60% of this one)
         const auto lo = std::min(k, k1), hi = std::max(k, k1);
-        const double valley = *std::min_element(sm.begin() + static_cast<std::ptrdiff_t>(lo), sm.begin() + static_cast<std::ptrdiff_t>(hi) + 1);
+        const double valley = *std::min_element(sm.begin() + static_cast<std::ptrdiff_t>(lo),
+                                                sm.begin() + static_cast<std::ptrdiff_t>(hi) + 1);
         if (valley > 0.6 * sm[k]) continue;
         if (k2 == nb || sm[k] > sm[k2]) k2 = k;
     }

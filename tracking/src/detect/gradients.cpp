@@ -110,7 +110,8 @@ void block_contrast16(const cv::Mat& img, int block, cv::Mat& out) {
             }
             std::size_t lo = 0, hi = 0;
             rank_bounds(v.size(), lo, hi);
-            out.at<float>(by, bx) = static_cast<float>(rank16(v, high, hi)) - static_cast<float>(rank16(v, high, lo));
+            out.at<float>(by, bx) =
+                static_cast<float>(rank16(v, high, hi)) - static_cast<float>(rank16(v, high, lo));
         }
 }
 
@@ -142,7 +143,9 @@ void scharr(const cv::Mat& image, bool invert, cv::Mat& gx, cv::Mat& gy) {
 Gradients compute_gradients(const cv::Mat& image, bool invert, int block) {
     if (image.empty() || image.channels() != 1 || (image.depth() != CV_8U && image.depth() != CV_16U))
         throw ParameterError("compute_gradients: need a non-empty grey 8- or 16-bit image");
-    if (block < 4) throw ParameterError("compute_gradients: contrast block must be >= 4 px, got " + std::to_string(block));
+    if (block < 4)
+        throw ParameterError("compute_gradients: contrast block must be >= 4 px, got " +
+                             std::to_string(block));
     Gradients g;
     g.block = block;
     g.image = image;
@@ -157,7 +160,8 @@ Gradients compute_gradients(const cv::Mat& image, bool invert, int block) {
     std::vector<float> all(g.contrast.begin<float>(), g.contrast.end<float>());
     std::nth_element(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(all.size() / 2), all.end());
     const float floor_c = std::max(0.25f * all[all.size() / 2], 1.0f);
-    for (auto it = g.contrast.begin<float>(); it != g.contrast.end<float>(); ++it) *it = std::max(*it, floor_c);
+    for (auto it = g.contrast.begin<float>(); it != g.contrast.end<float>(); ++it)
+        *it = std::max(*it, floor_c);
     return g;
 }
 

@@ -35,7 +35,8 @@ using detail::median_of;
 
 void JointFitParams::validate() const {
     auto bad = [](const char* f, double v, const char* rule) {
-        throw ParameterError(std::string("joint fit: ") + f + " must be " + rule + ", got " + std::to_string(v));
+        throw ParameterError(std::string("joint fit: ") + f + " must be " + rule + ", got " +
+                             std::to_string(v));
     };
     if (sweeps < 1) bad("sweeps", sweeps, ">= 1");
     if (max_extra_sweeps < 0) bad("max_extra_sweeps", max_extra_sweeps, ">= 0");
@@ -48,17 +49,22 @@ void JointFitParams::validate() const {
     if (!(inner >= 0.5)) bad("inner", inner, ">= 0.5 px");
     if (!(outer >= 0.5)) bad("outer", outer, ">= 0.5 px");
     if (!(edge_scale >= 0 && edge_scale <= 0.3)) bad("edge_scale", edge_scale, "in [0, 0.3]");
-    if (template_nodes < 64 || template_nodes > 65536) bad("template_nodes", template_nodes, "in [64, 65536]");
-    if (!(template_bin >= 0.02 && template_bin <= 0.5)) bad("template_bin", template_bin, "in [0.02, 0.5] px");
+    if (template_nodes < 64 || template_nodes > 65536)
+        bad("template_nodes", template_nodes, "in [64, 65536]");
+    if (!(template_bin >= 0.02 && template_bin <= 0.5))
+        bad("template_bin", template_bin, "in [0.02, 0.5] px");
     if (!(outlier_sigma == 0 || outlier_sigma >= 2)) bad("outlier_sigma", outlier_sigma, "0 (off) or >= 2");
-    if (!(template_quantile > 0 && template_quantile <= 1)) bad("template_quantile", template_quantile, "in (0, 1]");
-    if (!(max_missing_fraction >= 0 && max_missing_fraction <= 1)) bad("max_missing_fraction", max_missing_fraction, "in [0, 1]");
+    if (!(template_quantile > 0 && template_quantile <= 1))
+        bad("template_quantile", template_quantile, "in (0, 1]");
+    if (!(max_missing_fraction >= 0 && max_missing_fraction <= 1))
+        bad("max_missing_fraction", max_missing_fraction, "in [0, 1]");
     if (!(template_radius_tolerance > 0 && template_radius_tolerance < 0.5))
         bad("template_radius_tolerance", template_radius_tolerance, "in (0, 0.5)");
     if (!(max_relative_residual > 0)) bad("max_relative_residual", max_relative_residual, "> 0");
     if (!(rescue_mse == 0 || rescue_mse >= 1)) bad("rescue_mse", rescue_mse, "0 (off) or >= 1");
     if (!(rescue_reach >= 0.5 && rescue_reach <= 10)) bad("rescue_reach", rescue_reach, "in [0.5, 10] px");
-    if (!(max_radius_offset > 0 && max_radius_offset < 0.5)) bad("max_radius_offset", max_radius_offset, "in (0, 0.5)");
+    if (!(max_radius_offset > 0 && max_radius_offset < 0.5))
+        bad("max_radius_offset", max_radius_offset, "in (0, 0.5)");
 }
 
 namespace detail::joint {
@@ -77,7 +83,8 @@ inline void for_rows(int w, int h, double cx, double cy, double q_out, F&& f, in
     for (int py = y0; py <= y1; py += row_step) {
         const double dy = py - cy, dy2 = dy * dy;
         const double half = std::sqrt(std::max(0.0, q_out - dy2));
-        const int x0 = std::max(0, static_cast<int>(std::ceil(cx - half))), x1 = std::min(w - 1, static_cast<int>(std::floor(cx + half)));
+        const int x0 = std::max(0, static_cast<int>(std::ceil(cx - half))),
+                  x1 = std::min(w - 1, static_cast<int>(std::floor(cx + half)));
         if (x0 <= x1) f(py, x0, x1, static_cast<float>(dy2), static_cast<float>(dy));
     }
 }
@@ -120,14 +127,23 @@ void cholesky5_solve(const double L[5][5], const double b[5], double x[5]) {
 inline double step_length(double dx, double dy) { return std::sqrt(dx * dx + dy * dy); }
 
 // JᵀJ (5×5) from its upper triangle in NormalSums order.
-constexpr int upper[5][5] = {{0, 1, 2, 3, 4}, {1, 5, 6, 7, 8}, {2, 6, 9, 10, 11}, {3, 7, 10, 12, 13}, {4, 8, 11, 13, 14}};
+constexpr int upper[5][5] = {
+    {0, 1, 2, 3, 4}, {1, 5, 6, 7, 8}, {2, 6, 9, 10, 11}, {3, 7, 10, 12, 13}, {4, 8, 11, 13, 14}};
 
 }  // namespace
 
-JointFitter::JointFitter(const cv::Mat& image, std::vector<Particle>& parts_in, std::span<const double> radii_in, const JointFitParams& params,
+JointFitter::JointFitter(const cv::Mat& image, std::vector<Particle>& parts_in,
+                         std::span<const double> radii_in, const JointFitParams& params,
                          DiskTemplates* templates_in, JointFitWorkspace* workspace_in)
-    : p(params), parts(parts_in), radii(radii_in), templates(templates_in), workspace(workspace_in), n(parts_in.size()), w(image.cols),
-      h(image.rows), ws(workspace_in ? *workspace_in : local_ws) {
+    : p(params),
+      parts(parts_in),
+      radii(radii_in),
+      templates(templates_in),
+      workspace(workspace_in),
+      n(parts_in.size()),
+      w(image.cols),
+      h(image.rows),
+      ws(workspace_in ? *workspace_in : local_ws) {
     // Frame-sized buffers come from large (2 MiB) pages: a fresh 4 KiB page costs ~10 µs to
     // fault in on the machines measured (docs/performance.md), ~250 of them per MiB.
     // With a workspace, buffer k of this call is the workspace's k-th (re-used when its size and
@@ -137,7 +153,8 @@ JointFitter::JointFitter(const cv::Mat& image, std::vector<Particle>& parts_in, 
     // templates' edge distances, labels and classes (a fit from scratch only), whose slots the
     // residual search re-uses (it comes after them), so a fit from scratch touches six slots and
     // a warm fit two, or four when it searches.
-    const std::size_t slot_bytes = (static_cast<std::size_t>(h) * static_cast<std::size_t>(w) * 4 + 63) / 64 * 64;
+    const std::size_t slot_bytes =
+        (static_cast<std::size_t>(h) * static_cast<std::size_t>(w) * 4 + 63) / 64 * 64;
     if (ws.slab.empty() || ws.slab_w != w || ws.slab_h != h || ws.slab.rows != kSlots) {
         ws.slab = detail::large_mat(kSlots, static_cast<int>(slot_bytes), CV_8U);
         ws.slab_w = w, ws.slab_h = h;
@@ -200,7 +217,8 @@ JointFitter::JointFitter(const cv::Mat& image, std::vector<Particle>& parts_in, 
 
     M = buffer(CV_32F, kModel);
     // Templates carried over from the previous frame of a video (warm start)?
-    warm = templates != nullptr && templates->usable_for(radii, p.template_bin, tpl[0].prof.size(), tpl.back().prof.size());
+    warm = templates != nullptr &&
+           templates->usable_for(radii, p.template_bin, tpl[0].prof.size(), tpl.back().prof.size());
 }
 
 JointFitter::PixelRow JointFitter::pixel_row(int y) const {
@@ -210,23 +228,27 @@ JointFitter::PixelRow JointFitter::pixel_row(int y) const {
 // The kernels called with I's pixel type.
 template <class F>
 void JointFitter::with_pixels(F&& f) const {
-    if (pixels8) f(I.ptr<std::uint8_t>(0));
-    else f(I.ptr<std::uint16_t>(0));
+    if (pixels8)
+        f(I.ptr<std::uint8_t>(0));
+    else
+        f(I.ptr<std::uint16_t>(0));
 }
 
 void JointFitter::splat(const DiskState& d, float sign, int row_step) {
     const auto a = static_cast<float>(d.a) * sign, k = static_cast<float>(d.kappa);
     detail::annulus_spans(w, h, d.x, d.y, 0.0f, static_cast<float>(q_foot(d)), row_step, splat_rows);
-    detail::splat_rows(M.ptr<float>(0), static_cast<std::ptrdiff_t>(M.step1()), splat_rows.data(), static_cast<int>(splat_rows.size()),
-                       static_cast<float>(d.x), a, k, T(d.s).view());
+    detail::splat_rows(M.ptr<float>(0), static_cast<std::ptrdiff_t>(M.step1()), splat_rows.data(),
+                       static_cast<int>(splat_rows.size()), static_cast<float>(d.x), a, k, T(d.s).view());
 }
 
 // A disk moved from d0 to d1: M patched in one pass over the union of both footprints.
 void JointFitter::move(const DiskState& d0, const DiskState& d1, int row_step) {
-    detail::move_spans(w, h, d0.x, d0.y, static_cast<float>(q_foot(d0)), d1.x, d1.y, static_cast<float>(q_foot(d1)), row_step, move_buf);
-    detail::move_rows(M.ptr<float>(0), static_cast<std::ptrdiff_t>(M.step1()), move_buf.data(), static_cast<int>(move_buf.size()),
-                      static_cast<float>(d0.x), static_cast<float>(d0.a), static_cast<float>(d0.kappa), T(d0.s).view(),
-                      static_cast<float>(d1.x), static_cast<float>(d1.a), static_cast<float>(d1.kappa), T(d1.s).view());
+    detail::move_spans(w, h, d0.x, d0.y, static_cast<float>(q_foot(d0)), d1.x, d1.y,
+                       static_cast<float>(q_foot(d1)), row_step, move_buf);
+    detail::move_rows(M.ptr<float>(0), static_cast<std::ptrdiff_t>(M.step1()), move_buf.data(),
+                      static_cast<int>(move_buf.size()), static_cast<float>(d0.x), static_cast<float>(d0.a),
+                      static_cast<float>(d0.kappa), T(d0.s).view(), static_cast<float>(d1.x),
+                      static_cast<float>(d1.a), static_cast<float>(d1.kappa), T(d1.s).view());
 }
 
 // The rows of disk d's footprint in M (and I) requested from memory two disks ahead of its
@@ -238,15 +260,18 @@ void JointFitter::prefetch_footprint(const DiskState& d, int row_step, bool imag
     int y0 = std::max(0, static_cast<int>(d.y - r));
     const int y1 = std::min(h - 1, static_cast<int>(d.y + r) + 1);
     if (row_step > 1) y0 += (row_step - y0 % row_step) % row_step;
-    const int x0 = std::max(0, static_cast<int>(d.x - r)), x1 = std::min(w - 1, static_cast<int>(d.x + r) + 1);
+    const int x0 = std::max(0, static_cast<int>(d.x - r)),
+              x1 = std::min(w - 1, static_cast<int>(d.x + r) + 1);
     for (int y = y0; y <= y1; y += row_step) {
         const float* m = M.ptr<float>(y);
-        for (int x = x0; x <= x1 + 15; x += 16) __builtin_prefetch(m + std::min(x, x1), 1, 3);  // a 64-byte line: 16 floats
-        if (image_too) {  // the frame's row: 32 or 64 pixels per line
+        for (int x = x0; x <= x1 + 15; x += 16)
+            __builtin_prefetch(m + std::min(x, x1), 1, 3);  // a 64-byte line: 16 floats
+        if (image_too) {                                    // the frame's row: 32 or 64 pixels per line
             const std::uint8_t* im = I.ptr<std::uint8_t>(y);
             const std::size_t px_bytes = I.elemSize(), first = static_cast<std::size_t>(x0) * px_bytes,
                               last = static_cast<std::size_t>(x1) * px_bytes;
-            for (std::size_t b = first; b <= last + 63; b += 64) __builtin_prefetch(im + std::min(b, last), 0, 3);
+            for (std::size_t b = first; b <= last + 63; b += 64)
+                __builtin_prefetch(im + std::min(b, last), 0, 3);
         }
     }
 }
@@ -279,7 +304,8 @@ void JointFitter::ahead_begin(int row_step) {
     for (std::size_t i = 1; i < m; ++i) {
         const std::uint32_t v = ahead_order[i];
         std::size_t j = i;
-        for (; j > 0 && ahead_first[ahead_order[j - 1]] > ahead_first[v]; --j) ahead_order[j] = ahead_order[j - 1];
+        for (; j > 0 && ahead_first[ahead_order[j - 1]] > ahead_first[v]; --j)
+            ahead_order[j] = ahead_order[j - 1];
         ahead_order[j] = v;
     }
     ahead_next = 0, ahead_zeroed = 0, ahead_step = row_step;
@@ -415,7 +441,8 @@ void JointFitter::rebuild_templates() {
         for (const auto& d : st)
             if (d.ok && d.s == s && d.mse > 0) v.push_back(d.mse);
         if (v.size() >= 8) {
-            const auto k = static_cast<std::ptrdiff_t>(p.template_quantile * static_cast<double>(v.size() - 1));
+            const auto k =
+                static_cast<std::ptrdiff_t>(p.template_quantile * static_cast<double>(v.size() - 1));
             std::nth_element(v.begin(), v.begin() + k, v.end());
             mse_cut[static_cast<std::size_t>(s)] = v[static_cast<std::size_t>(k)];
         }
@@ -424,7 +451,8 @@ void JointFitter::rebuild_templates() {
         if (!d.ok || d.mse > mse_cut[static_cast<std::size_t>(d.s)]) continue;
         const auto& t = T(d.s);
         auto& ac = acc[static_cast<std::size_t>(d.s)];
-        const auto a = static_cast<float>(d.a), inv_a = 1.0f / a, b = static_cast<float>(d.b), k = static_cast<float>(d.kappa);
+        const auto a = static_cast<float>(d.a), inv_a = 1.0f / a, b = static_cast<float>(d.b),
+                   k = static_cast<float>(d.kappa);
         for_rows(w, h, d.x, d.y, q_foot(d), [&](int py, int x0, int x1, float dy2, float) {
             const PixelRow im = pixel_row(py);
             const auto* m = M.ptr<float>(py);
@@ -457,13 +485,15 @@ void JointFitter::carry_hessians() {
         for (std::size_t i = 0; i < std::min(n, ws.hessians.size()); ++i)
             if (ws.hessians[i].a > 0) {
                 std::copy(ws.hessians[i].h, ws.hessians[i].h + 15, st[i].H), st[i].H_a = ws.hessians[i].a;
-                std::copy(ws.hessians[i].l, ws.hessians[i].l + 15, st[i].L), st[i].L_ok = ws.hessians[i].l[0] > 0;
+                std::copy(ws.hessians[i].l, ws.hessians[i].l + 15, st[i].L),
+                    st[i].L_ok = ws.hessians[i].l[0] > 0;
             }
 }
 
 // Rows of disk d's band into `rows`: a row that crosses the inner hole (q < qi) is two spans
 // (the kernels mask q < qi anyway; the hole is skipped to save the work).
-void JointFitter::band_rows(const DiskState& d, float qi, float qo, int row_step, std::vector<detail::RowSpan>& rows) const {
+void JointFitter::band_rows(const DiskState& d, float qi, float qo, int row_step,
+                            std::vector<detail::RowSpan>& rows) const {
     detail::annulus_spans(w, h, d.x, d.y, qi, qo, row_step, rows);
 }
 
@@ -475,18 +505,20 @@ void JointFitter::band_rows(const DiskState& d, float qi, float qo, int row_step
 // With `Lf` given and the carried JᵀJ's Cholesky factor L known, Lf = E·L, the factor of the
 // rescaled A = E·JᵀJ·E (E = diag(a/a_H, a/a_H, a/a_H, 1, 1)), and *factored is set: the
 // step needs no factorisation of its own.
-float JointFitter::band_equations(const DiskState& d, float clip, int row_step, double A[5][5], double v[5], float& mse, float* H_out,
-                                  float* H_a_out, double (*Lf)[5], bool* factored) {
+float JointFitter::band_equations(const DiskState& d, float clip, int row_step, double A[5][5], double v[5],
+                                  float& mse, float* H_out, float* H_a_out, double (*Lf)[5], bool* factored) {
     const auto& t = T(d.s);
     const auto a = static_cast<float>(d.a), b = static_cast<float>(d.b), k = static_cast<float>(d.kappa);
     const float qi = t.q_in / k, qo = t.q_out / k;
     band_rows(d, qi, qo, row_step, row_buf);
     const double r_out = std::sqrt(static_cast<double>(qo));
-    if (reuse_H && row_step == 1 && d.H_a > 0 && d.x - r_out >= 0 && d.y - r_out >= 0 && d.x + r_out <= w - 1 && d.y + r_out <= h - 1) {
+    if (reuse_H && row_step == 1 && d.H_a > 0 && d.x - r_out >= 0 && d.y - r_out >= 0 &&
+        d.x + r_out <= w - 1 && d.y + r_out <= h - 1) {
         detail::ResidualSums rs;
         with_pixels([&](const auto* im) {
-            detail::residual_rows(im, M.ptr<float>(0), I_stride, row_buf.data(), static_cast<int>(row_buf.size()), static_cast<float>(d.x), qi,
-                                  qo, b, clip, a, k, t.view(), rs);
+            detail::residual_rows(im, M.ptr<float>(0), I_stride, row_buf.data(),
+                                  static_cast<int>(row_buf.size()), static_cast<float>(d.x), qi, qo, b, clip,
+                                  a, k, t.view(), rs);
         });
         const double sc = d.a / d.H_a, e[5] = {sc, sc, sc, 1, 1};
         for (int r = 0; r < 5; ++r) {
@@ -506,8 +538,8 @@ float JointFitter::band_equations(const DiskState& d, float clip, int row_step, 
     }
     detail::NormalSums ns_;
     with_pixels([&](const auto* im) {
-        detail::normal_rows(im, M.ptr<float>(0), I_stride, row_buf.data(), static_cast<int>(row_buf.size()), static_cast<float>(d.x), qi, qo, b,
-                            clip, a, k, t.view(), ns_);
+        detail::normal_rows(im, M.ptr<float>(0), I_stride, row_buf.data(), static_cast<int>(row_buf.size()),
+                            static_cast<float>(d.x), qi, qo, b, clip, a, k, t.view(), ns_);
     });
     const float* z = ns_.s;
     if (H_out && row_step == 1) std::copy(z, z + 15, H_out), *H_a_out = a;
@@ -543,7 +575,8 @@ DiskState JointFitter::step_disk(const DiskState& d, float clip, bool light_only
     float Hn[15], Hn_a = 0;
     const bool keep_H = row_step == 1 && !light_only;
     bool factored = false;
-    const float cnt = band_equations(d, clip, row_step, A, v, nd.mse, keep_H ? Hn : nullptr, &Hn_a, light_only ? nullptr : Lf, &factored);
+    const float cnt = band_equations(d, clip, row_step, A, v, nd.mse, keep_H ? Hn : nullptr, &Hn_a,
+                                     light_only ? nullptr : Lf, &factored);
     if (light_only) {  // b and a only (centre and size kept): the 2×2 sub-system
         const double det = A[3][3] * A[4][4] - A[3][4] * A[3][4];
         if (cnt < 12 || !(det > 0)) return nd;
@@ -581,8 +614,9 @@ DiskState JointFitter::step_centre(const DiskState& d, float clip, int row_step)
     detail::CentreSums cs;
     band_rows(d, qi, qo, row_step, row_buf);
     with_pixels([&](const auto* im) {
-        detail::centre_rows(im, M.ptr<float>(0), I_stride, row_buf.data(), static_cast<int>(row_buf.size()), static_cast<float>(d.x), qi, qo,
-                            static_cast<float>(d.b), clip, static_cast<float>(d.a), k, t.view(), cs);
+        detail::centre_rows(im, M.ptr<float>(0), I_stride, row_buf.data(), static_cast<int>(row_buf.size()),
+                            static_cast<float>(d.x), qi, qo, static_cast<float>(d.b), clip,
+                            static_cast<float>(d.a), k, t.view(), cs);
     });
     const double a00 = cs.s[0], a01 = cs.s[1], a11 = cs.s[2], det = a00 * a11 - a01 * a01;
     const float cnt = cs.s[5];
@@ -605,7 +639,8 @@ double JointFitter::own_sse(const DiskState& d, const DiskState& alt, float clip
     const auto& at = T(alt.s);
     const double qf = std::max(q_foot(d), q_foot(alt));
     const auto a = static_cast<float>(d.a), k = static_cast<float>(d.kappa);
-    const auto aa = static_cast<float>(alt.a), ak = static_cast<float>(alt.kappa), ab = static_cast<float>(alt.b);
+    const auto aa = static_cast<float>(alt.a), ak = static_cast<float>(alt.kappa),
+               ab = static_cast<float>(alt.b);
     double sse = 0;
     for_rows(w, h, d.x, d.y, qf, [&](int py, int x0, int x1, float dy2, float) {
         const PixelRow im = pixel_row(py);
@@ -671,15 +706,18 @@ void JointFitter::rescue(std::size_t n_in_model, std::size_t first, std::vector<
             detail::annulus_spans(w, h, cx, cy, qi, qo, 1, rescue_rows);
             detail::LightSums ls;
             with_pixels([&](const auto* im) {
-                detail::light_sums_rows(im, M.ptr<float>(0), I_stride, rescue_rows.data(), static_cast<int>(rescue_rows.size()),
-                                        static_cast<float>(cx), qi, qo, t.view(), ls);
+                detail::light_sums_rows(im, M.ptr<float>(0), I_stride, rescue_rows.data(),
+                                        static_cast<int>(rescue_rows.size()), static_cast<float>(cx), qi, qo,
+                                        t.view(), ls);
             });
-            const double s1 = ls.s[0], sS = ls.s[1], sSS = ls.s[2], sy = ls.s[3], sSy = ls.s[4], syy = ls.s[5];
+            const double s1 = ls.s[0], sS = ls.s[1], sSS = ls.s[2], sy = ls.s[3], sSy = ls.s[4],
+                         syy = ls.s[5];
             const double det = s1 * sSS - sS * sS;
             if (!(s1 > 12) || !(det > 0)) return;
             const double a = (s1 * sSy - sS * sy) / det, b = (sy - a * sS) / s1;
             if (!(a > 0.2)) return;
-            const double sse = (syy - 2 * a * sSy - 2 * b * sy + a * a * sSS + 2 * a * b * sS + b * b * s1) / s1;
+            const double sse =
+                (syy - 2 * a * sSy - 2 * b * sy + a * a * sSS + 2 * a * b * sS + b * b * s1) / s1;
             if (sse < best_sse) {
                 best_sse = sse;
                 best = d;
@@ -698,7 +736,8 @@ void JointFitter::rescue(std::size_t n_in_model, std::size_t first, std::vector<
             for (int s2 = 0; s2 < ns; ++s2)
                 for (double oy = -reachg; oy <= reachg + 1e-9; oy += 1.0)
                     for (double ox = -reachg; ox <= reachg + 1e-9; ox += 1.0)
-                        if (std::abs(ox) > 1.5 || std::abs(oy) > 1.5 || s2 != d.s) try_at(s2, d.x + ox, d.y + oy);
+                        if (std::abs(ox) > 1.5 || std::abs(oy) > 1.5 || s2 != d.s)
+                            try_at(s2, d.x + ox, d.y + oy);
         {
             const DiskState c = best;
             for (int jy = -1; jy <= 1; ++jy)
@@ -733,13 +772,17 @@ void JointFitter::add_missing() {
     if (!(std::abs(level) > 0)) return;
     // background map: mean b of the disks in cells of 4 r_large
     const double cb = 4 * T(ns - 1).r_nominal;
-    const int gw = std::max(1, static_cast<int>(std::ceil(w / cb))), gh = std::max(1, static_cast<int>(std::ceil(h / cb)));
-    std::vector<double> bsum(static_cast<std::size_t>(gw * gh), 0.0), bn(static_cast<std::size_t>(gw * gh), 0.0);
+    const int gw = std::max(1, static_cast<int>(std::ceil(w / cb))),
+              gh = std::max(1, static_cast<int>(std::ceil(h / cb)));
+    std::vector<double> bsum(static_cast<std::size_t>(gw * gh), 0.0),
+        bn(static_cast<std::size_t>(gw * gh), 0.0);
     double b_all = 0;
     for (const auto& d : st) {
         if (!d.ok) continue;
-        const int cx = std::clamp(static_cast<int>(d.x / cb), 0, gw - 1), cy = std::clamp(static_cast<int>(d.y / cb), 0, gh - 1);
-        bsum[static_cast<std::size_t>(cy * gw + cx)] += d.b, bn[static_cast<std::size_t>(cy * gw + cx)] += 1, b_all += d.b;
+        const int cx = std::clamp(static_cast<int>(d.x / cb), 0, gw - 1),
+                  cy = std::clamp(static_cast<int>(d.y / cb), 0, gh - 1);
+        bsum[static_cast<std::size_t>(cy * gw + cx)] += d.b, bn[static_cast<std::size_t>(cy * gw + cx)] += 1,
+            b_all += d.b;
     }
     b_all /= static_cast<double>(as.size());
     // the background of each column of each cell row, then r = (I − b − M) / level, row by row
@@ -750,13 +793,15 @@ void JointFitter::add_missing() {
         const int cy = std::min(gh - 1, static_cast<int>(py / cb));
         if (py == 0 || cy != std::min(gh - 1, static_cast<int>((py - 1) / cb)))
             for (int px = 0; px < w; ++px) {
-                const auto k = static_cast<std::size_t>(cy * gw + std::min(gw - 1, static_cast<int>(px / cb)));
+                const auto k =
+                    static_cast<std::size_t>(cy * gw + std::min(gw - 1, static_cast<int>(px / cb)));
                 b_col[static_cast<std::size_t>(px)] = static_cast<float>(bn[k] > 0 ? bsum[k] / bn[k] : b_all);
             }
         const PixelRow im = pixel_row(py);
         const auto* m = M.ptr<float>(py);
         auto* r = R.ptr<float>(py);
-        for (int px = 0; px < w; ++px) r[px] = (im[px] - b_col[static_cast<std::size_t>(px)] - m[px]) * inv_level;
+        for (int px = 0; px < w; ++px)
+            r[px] = (im[px] - b_col[static_cast<std::size_t>(px)] - m[px]) * inv_level;
     }
     const int box = std::max(3, static_cast<int>(std::lround(2 * rb)) | 1);
     cv::blur(R, R, cv::Size(box, box), cv::Point(-1, -1), cv::BORDER_REPLICATE);
@@ -765,8 +810,10 @@ void JointFitter::add_missing() {
     cv::Mat taken = buffer(CV_8U, kTaken);
     taken.setTo(0);
     for (const auto& d : st)
-        if (d.ok) cv::circle(taken, cv::Point(static_cast<int>(std::lround(d.x)), static_cast<int>(std::lround(d.y))),
-                             static_cast<int>(std::ceil(excl)), cv::Scalar(1), cv::FILLED);
+        if (d.ok)
+            cv::circle(taken,
+                       cv::Point(static_cast<int>(std::lround(d.x)), static_cast<int>(std::lround(d.y))),
+                       static_cast<int>(std::ceil(excl)), cv::Scalar(1), cv::FILLED);
     std::vector<std::pair<float, cv::Point>> peaks;
     for (int py = 1; py + 1 < h; ++py) {
         const auto* r0 = R.ptr<float>(py - 1);
@@ -776,8 +823,8 @@ void JointFitter::add_missing() {
         for (int px = 1; px + 1 < w; ++px) {
             const float v = r1[px];
             if (v < 0.5f || tk[px]) continue;
-            if (v < r1[px - 1] || v < r1[px + 1] || v < r0[px - 1] || v < r0[px] || v < r0[px + 1] || v < r2[px - 1] || v < r2[px] ||
-                v < r2[px + 1])
+            if (v < r1[px - 1] || v < r1[px + 1] || v < r0[px - 1] || v < r0[px] || v < r0[px + 1] ||
+                v < r2[px - 1] || v < r2[px] || v < r2[px + 1])
                 continue;
             peaks.push_back({v, cv::Point(px, py)});
         }
@@ -803,7 +850,8 @@ void JointFitter::add_missing() {
 // in perspective, strong texture) and the joint fit is not applied.
 bool JointFitter::templates_ok() const {
     for (const auto& t : tpl) {
-        if (!(t.r_edge >= (1 - p.template_radius_tolerance) * t.r_nominal && t.r_edge <= (1 + p.template_radius_tolerance) * t.r_nominal))
+        if (!(t.r_edge >= (1 - p.template_radius_tolerance) * t.r_nominal &&
+              t.r_edge <= (1 + p.template_radius_tolerance) * t.r_nominal))
             return false;
         const float peak = t.peak_level();
         const double ri = t.r_edge - 1.0;
@@ -836,8 +884,10 @@ void JointFitter::repair() {
     next.resize(n);
     // Added disks get their template and centre by the fresh search whether or not the
     // others are searched now (it also puts their light into M).
-    if (p.early_rescue) rescue_and_wake(n_old);
-    else if (n > n_old) rescue_and_wake(n_old, n_old);
+    if (p.early_rescue)
+        rescue_and_wake(n_old);
+    else if (n > n_old)
+        rescue_and_wake(n_old, n_old);
 }
 
 // Disks carried over from the previous frame bring their light (b, a); the others start
@@ -868,12 +918,14 @@ bool JointFitter::full_sweep(int sweep) {
     // coarse sweeps: every other row (the first steps of a start ~1 px off need not every pixel)
     const int row_step = sweep < p.coarse_sweeps ? 2 : 1;
     const bool centre_only = row_step > 1 && p.coarse_centre_only && warm;
-    const bool remeasure_now =
-        (!warm && (sweep >= 2 || (sweep == 1 && p.sweeps == 2))) || (warm && p.remeasure_templates && sweep == p.sweeps - 1 && row_step == 1);
+    const bool remeasure_now = (!warm && (sweep >= 2 || (sweep == 1 && p.sweeps == 2))) ||
+                               (warm && p.remeasure_templates && sweep == p.sweeps - 1 && row_step == 1);
     // warm sweeps render ahead of themselves (a whole model first where templates are measured from it)
     const bool ahead = warm && p.render_ahead && !repairing && !remeasure_now;
-    if (ahead) ahead_begin(row_step);
-    else if (!repairing) render_model(row_step);
+    if (ahead)
+        ahead_begin(row_step);
+    else if (!repairing)
+        render_model(row_step);
     // warm: the templates carried over are kept, or re-measured before the last full sweep
     if (remeasure_now) {
         rebuild_templates();
@@ -964,7 +1016,8 @@ void JointFitter::newton() {
 // Coupled pairs: surface gap below newton_gap (positions of the first step); the others' light
 // stays in M, their coupling is left to the sweeps.
 std::vector<std::vector<std::uint32_t>> JointFitter::newton_pairs() const {
-    const double rmax = std::sqrt(static_cast<double>(std::max(tpl.front().q_out, tpl.back().q_out)) / kmin);  // largest footprint
+    const double rmax = std::sqrt(static_cast<double>(std::max(tpl.front().q_out, tpl.back().q_out)) /
+                                  kmin);  // largest footprint
     std::vector<double> nx(n), ny(n);
     for (std::size_t i = 0; i < n; ++i) nx[i] = st[i].x, ny[i] = st[i].y;
     std::vector<std::vector<std::uint32_t>> nbr(n);
@@ -984,7 +1037,8 @@ std::vector<std::vector<std::uint32_t>> JointFitter::newton_pairs() const {
 }
 
 // Each disk's band equations and its cross terms with its coupled neighbours.
-void JointFitter::newton_equations(const std::vector<std::vector<std::uint32_t>>& nbr, std::vector<Equations>& eq) {
+void JointFitter::newton_equations(const std::vector<std::vector<std::uint32_t>>& nbr,
+                                   std::vector<Equations>& eq) {
     std::vector<double> foot_r(n);
     for (std::size_t i = 0; i < n; ++i) foot_r[i] = std::sqrt(q_foot(st[i]));
     for (std::size_t i = 0; i < n; ++i) {
@@ -1006,7 +1060,8 @@ void JointFitter::newton_equations(const std::vector<std::vector<std::uint32_t>>
             const DiskState& o = st[nbr[i][m]];
             // i's band rows ∩ the box about o's footprint (outside the footprint J_o is 0)
             const double rf = foot_r[nbr[i][m]];
-            const int bx0 = static_cast<int>(std::ceil(o.x - rf)), bx1 = static_cast<int>(std::floor(o.x + rf));
+            const int bx0 = static_cast<int>(std::ceil(o.x - rf)),
+                      bx1 = static_cast<int>(std::floor(o.x + rf));
             const double by0 = o.y - rf, by1 = o.y + rf;
             lens.clear();
             for (const auto& r : row_buf) {
@@ -1017,9 +1072,11 @@ void JointFitter::newton_equations(const std::vector<std::vector<std::uint32_t>>
             if (lens.empty()) continue;
             detail::CrossSums cs;
             with_pixels([&](const auto* im) {
-                detail::cross_rows(im, M.ptr<float>(0), I_stride, lens.data(), static_cast<int>(lens.size()), static_cast<float>(d.x), qi,
-                                   qo, static_cast<float>(d.b), clip, static_cast<float>(d.a), k, t.view(), static_cast<float>(o.x),
-                                   static_cast<float>(d.y - o.y), static_cast<float>(o.a), static_cast<float>(o.kappa), T(o.s).view(), cs);
+                detail::cross_rows(im, M.ptr<float>(0), I_stride, lens.data(), static_cast<int>(lens.size()),
+                                   static_cast<float>(d.x), qi, qo, static_cast<float>(d.b), clip,
+                                   static_cast<float>(d.a), k, t.view(), static_cast<float>(o.x),
+                                   static_cast<float>(d.y - o.y), static_cast<float>(o.a),
+                                   static_cast<float>(o.kappa), T(o.s).view(), cs);
             });
             std::copy(std::begin(cs.s), std::end(cs.s), e.C[m].begin());
         }
@@ -1027,7 +1084,8 @@ void JointFitter::newton_equations(const std::vector<std::vector<std::uint32_t>>
 }
 
 // Block Gauss–Seidel on the joint system, then every solved disk moved at once.
-void JointFitter::newton_move(const std::vector<std::vector<std::uint32_t>>& nbr, std::vector<Equations>& eq) {
+void JointFitter::newton_move(const std::vector<std::vector<std::uint32_t>>& nbr,
+                              std::vector<Equations>& eq) {
     // block Gauss–Seidel on A_i Δ_i + Σ_j C_ij (Δ_j: cx, cy, κ, a) = v_i
     std::vector<char> solved(n, 0);
     for (int gs = 0; gs < p.newton_inner; ++gs)
@@ -1084,7 +1142,8 @@ void JointFitter::extra_sweeps() {
 JointFitter::DiskGrid JointFitter::disk_grid() const {
     DiskGrid g;
     g.cell = 2 * (std::sqrt(static_cast<double>(std::max(tpl.front().q_out, tpl.back().q_out)) / kmin)) + 1;
-    g.gw = std::max(1, static_cast<int>(std::ceil(w / g.cell))), g.gh = std::max(1, static_cast<int>(std::ceil(h / g.cell)));
+    g.gw = std::max(1, static_cast<int>(std::ceil(w / g.cell))),
+    g.gh = std::max(1, static_cast<int>(std::ceil(h / g.cell)));
     // the disks of cell c are items[start[c], start[c + 1]) (a counting sort, two flat arrays: no
     // allocation per cell)
     const std::size_t n_cells = static_cast<std::size_t>(g.gw) * static_cast<std::size_t>(g.gh);
@@ -1115,7 +1174,8 @@ void JointFitter::mark_active(const DiskGrid& g, std::vector<char>& active, std:
         const double fi = foot[i];
         for (int yy = std::max(0, cy - 1); yy <= std::min(g.gh - 1, cy + 1); ++yy)
             for (int xx = std::max(0, cx - 1); xx <= std::min(g.gw - 1, cx + 1); ++xx)
-                for (std::uint32_t k = g.start[static_cast<std::size_t>(yy * g.gw + xx)]; k < g.start[static_cast<std::size_t>(yy * g.gw + xx) + 1]; ++k) {
+                for (std::uint32_t k = g.start[static_cast<std::size_t>(yy * g.gw + xx)];
+                     k < g.start[static_cast<std::size_t>(yy * g.gw + xx) + 1]; ++k) {
                     const std::uint32_t j = g.items[k];
                     const double dx = st[j].x - st[i].x, dy = st[j].y - st[i].y, reach_ij = fi + foot[j];
                     if (dx * dx + dy * dy < reach_ij * reach_ij) active[j] = 1;
@@ -1132,10 +1192,12 @@ std::size_t JointFitter::extra_sweep(const std::vector<char>& active) {
     // first frame — keeps a sweep-direction error (bin bias 0.0019 → 0.0051 px, dense case).
     // Frame to frame (small steps, tolerance 0.1 px) the image order is kept.
     const bool scatter = !warm;
-    std::uint64_t mult = 2654435761u % std::max<std::size_t>(n, 1);  // i0 → i0·mult mod n: a permutation when coprime
+    std::uint64_t mult =
+        2654435761u % std::max<std::size_t>(n, 1);  // i0 → i0·mult mod n: a permutation when coprime
     while (n > 1 && std::gcd(mult, static_cast<std::uint64_t>(n)) != 1) ++mult;
     for (std::size_t i0 = 0; i0 < n; ++i0) {
-        const std::size_t i = scatter ? static_cast<std::size_t>((static_cast<std::uint64_t>(i0) * mult) % n) : i0;
+        const std::size_t i =
+            scatter ? static_cast<std::size_t>((static_cast<std::uint64_t>(i0) * mult) % n) : i0;
         moved[i] = 0;
         if (!active[i]) continue;
         ++n_active;
@@ -1145,7 +1207,8 @@ std::size_t JointFitter::extra_sweep(const std::vector<char>& active) {
         moved[i] = step_length(nd.x - st[i].x, nd.y - st[i].y);
         // a negligible step is not applied (the model image stays as it is)
         if (moved[i] < 0.2 * p.tolerance && std::abs(nd.a - st[i].a) < 1e-3 * st[i].a &&
-            std::abs(nd.kappa - st[i].kappa) < 1e-4 * st[i].kappa && std::abs(nd.b - st[i].b) < 0.01 * (1 + std::abs(st[i].b)))
+            std::abs(nd.kappa - st[i].kappa) < 1e-4 * st[i].kappa &&
+            std::abs(nd.b - st[i].b) < 0.01 * (1 + std::abs(st[i].b)))
             continue;
         move(st[i], nd);
         st[i] = nd;
@@ -1177,15 +1240,18 @@ void JointFitter::write_back() {
         templates->bin = p.template_bin;
         templates->profile.clear();
         templates->radius.clear();
-        for (const auto& t : tpl) templates->profile.push_back(t.prof), templates->radius.push_back(t.r_nominal);
+        for (const auto& t : tpl)
+            templates->profile.push_back(t.prof), templates->radius.push_back(t.r_nominal);
     }
     result.added = n - parts.size();
     if (workspace) {  // each disk's JᵀJ for the next frame, in the order of the parts returned
         ws.hessians.resize(n);
         for (std::size_t i = 0; i < n; ++i) {
             std::copy(st[i].H, st[i].H + 15, ws.hessians[i].h), ws.hessians[i].a = st[i].H_a;
-            if (st[i].L_ok) std::copy(st[i].L, st[i].L + 15, ws.hessians[i].l);
-            else std::fill(ws.hessians[i].l, ws.hessians[i].l + 15, 0.0f);
+            if (st[i].L_ok)
+                std::copy(st[i].L, st[i].L + 15, ws.hessians[i].l);
+            else
+                std::fill(ws.hessians[i].l, ws.hessians[i].l + 15, 0.0f);
         }
     }
     for (const auto& t : tpl) result.template_radius.push_back(t.r_edge);
@@ -1207,8 +1273,10 @@ void JointFitter::write_back() {
 }
 
 JointFitResult JointFitter::run(double t_start) {
-    if (warm) use_carried_templates();
-    else measure_first_templates();
+    if (warm)
+        use_carried_templates();
+    else
+        measure_first_templates();
     carry_hessians();
     if (!templates_ok()) return result;
     result.seconds[0] = cpu_seconds() - t_start;
@@ -1230,8 +1298,8 @@ JointFitResult JointFitter::run(double t_start) {
 
 }  // namespace detail::joint
 
-JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std::span<const double> radii, const JointFitParams& p,
-                         DiskTemplates* templates, JointFitWorkspace* workspace) {
+JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std::span<const double> radii,
+                         const JointFitParams& p, DiskTemplates* templates, JointFitWorkspace* workspace) {
     JointFitResult result;
     const double t_start = cpu_seconds();
     p.validate();

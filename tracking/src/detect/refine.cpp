@@ -25,7 +25,8 @@ void RefineParams::validate() const {
     if (!(annulus_half_width >= 0.5)) bad("annulus_half_width", annulus_half_width, ">= 0.5 px");
     if (!(neighbour_margin >= 0)) bad("neighbour_margin", neighbour_margin, ">= 0 px");
     if (iterations < 1) bad("iterations", iterations, ">= 1");
-    if (coarse_iterations < 0 || coarse_iterations > iterations) bad("coarse_iterations", coarse_iterations, "in [0, iterations]");
+    if (coarse_iterations < 0 || coarse_iterations > iterations)
+        bad("coarse_iterations", coarse_iterations, "in [0, iterations]");
     if (!(edge_margin >= 0 && edge_margin <= 5)) bad("edge_margin", edge_margin, "in [0, 5] px");
     if (!(radius_bin > 0.05 && radius_bin <= 2)) bad("radius_bin", radius_bin, "in (0.05, 2] px");
     if (!(profile_bin >= 0.05 && profile_bin <= 1)) bad("profile_bin", profile_bin, "in [0.05, 1] px");
@@ -97,7 +98,8 @@ struct AnnulusRow {
 // ρ² in [ri2, ro2]. Inlined with f into the callers' loops (a per-pixel call that reloaded its
 // captures, with the pixels pushed into a vector one by one, cost ≈ 10% of detection's time).
 template <class F>
-[[gnu::always_inline]] inline void for_row_pixels(const AnnulusRow& ar, double cx, double ro2, double ri2, F&& f) {
+[[gnu::always_inline]] inline void for_row_pixels(const AnnulusRow& ar, double cx, double ro2, double ri2,
+                                                  F&& f) {
     for (int px = ar.x0; px <= ar.x1; ++px) {
         if (px == ar.ix0 && ar.ix1 >= ar.ix0) {
             px = ar.ix1;
@@ -114,21 +116,25 @@ template <class F>
 template <class F>
 void for_annulus(int w, int h, double cx, double cy, double r_in, double r_out, F&& f) {
     const double ro2 = r_out * r_out, ri2 = r_in > 0 ? r_in * r_in : -1.0;
-    const int y0 = std::max(0, static_cast<int>(std::ceil(cy - r_out))), y1 = std::min(h - 1, static_cast<int>(std::floor(cy + r_out)));
+    const int y0 = std::max(0, static_cast<int>(std::ceil(cy - r_out))),
+              y1 = std::min(h - 1, static_cast<int>(std::floor(cy + r_out)));
     for (int py = y0; py <= y1; ++py) {
         const AnnulusRow ar(w, cx, cy, py, ro2, ri2);
-        for_row_pixels(ar, cx, ro2, ri2, [&](int px, double dx, double r2) __attribute__((always_inline)) { f(px, py, dx, ar.dy, r2); });
+        for_row_pixels(
+            ar, cx, ro2, ri2, [&](int px, double dx, double r2) __attribute__((always_inline)) {
+                f(px, py, dx, ar.dy, r2);
+            });
     }
 }
 
-
 // Radial profile of the inward gradient −∇I·ρ̂ over the annulus ρ ∈ [r_in, r_out] about (cx, cy)
 // into `prof` (reset by the caller), the pixels within √mr2[k] of neighbour k masked.
-void gradient_profile(const Gradients& g, double cx, double cy, double r_in, double r_out, const double* mx, const double* my,
-                      const double* mr2, int nm, Profile& prof) {
+void gradient_profile(const Gradients& g, double cx, double cy, double r_in, double r_out, const double* mx,
+                      const double* my, const double* mr2, int nm, Profile& prof) {
     const int w = g.gx.cols, h = g.gx.rows;
     const double ro2 = r_out * r_out, ri2 = r_in > 0 ? r_in * r_in : -1.0;
-    const int y0 = std::max(0, static_cast<int>(std::ceil(cy - r_out))), y1 = std::min(h - 1, static_cast<int>(std::floor(cy + r_out)));
+    const int y0 = std::max(0, static_cast<int>(std::ceil(cy - r_out))),
+              y1 = std::min(h - 1, static_cast<int>(std::floor(cy + r_out)));
     double* sum = prof.sum.data();
     int* count = prof.count.data();
     const auto nbin = static_cast<std::ptrdiff_t>(prof.sum.size());
@@ -142,20 +148,21 @@ void gradient_profile(const Gradients& g, double cx, double cy, double r_in, dou
             if ((py - my[k]) * (py - my[k]) < mr2[k]) act[n_act++] = k;
         const float* gxr = g.gx.ptr<float>(py);
         const float* gyr = g.gy.ptr<float>(py);
-        for_row_pixels(ar, cx, ro2, ri2, [&](int px, double dx, double r2) __attribute__((always_inline)) {
-            for (int b = 0; b < n_act; ++b) {
-                const int k = act[b];
-                const double ex = px - mx[k], ey = py - my[k];
-                if (ex * ex + ey * ey < mr2[k]) return;  // masked
-            }
-            if (r2 < 1e-9) return;
-            const double rho = std::sqrt(r2);
-            const double gr = -(gxr[px] * dx + gyr[px] * dy) / rho;
-            const auto k = static_cast<std::ptrdiff_t>((rho - lo) * inv_bin);
-            if (k < 0 || k >= nbin) return;
-            sum[k] += gr;
-            ++count[k];
-        });
+        for_row_pixels(
+            ar, cx, ro2, ri2, [&](int px, double dx, double r2) __attribute__((always_inline)) {
+                for (int b = 0; b < n_act; ++b) {
+                    const int k = act[b];
+                    const double ex = px - mx[k], ey = py - my[k];
+                    if (ex * ex + ey * ey < mr2[k]) return;  // masked
+                }
+                if (r2 < 1e-9) return;
+                const double rho = std::sqrt(r2);
+                const double gr = -(gxr[px] * dx + gyr[px] * dy) / rho;
+                const auto k = static_cast<std::ptrdiff_t>((rho - lo) * inv_bin);
+                if (k < 0 || k >= nbin) return;
+                sum[k] += gr;
+                ++count[k];
+            });
     }
 }
 
@@ -167,14 +174,15 @@ void gradient_profile(const Gradients& g, double cx, double cy, double r_in, dou
 // every kept pixel dominate there), docs/performance.md.
 
 // The lanes px .. px+3 of row `ar` that are in the annulus and outside its hole; `pxv` = their columns.
-__attribute__((target("avx2"))) inline __m256d annulus_lanes4(const AnnulusRow& ar, int px, double ro2, double ri2, __m256d pxv,
-                                                               __m256d r2) {
+__attribute__((target("avx2"))) inline __m256d annulus_lanes4(const AnnulusRow& ar, int px, double ro2,
+                                                              double ri2, __m256d pxv, __m256d r2) {
     const __m256d in_row = _mm256_cmp_pd(pxv, _mm256_set1_pd(static_cast<double>(ar.x1)), _CMP_LE_OQ);
     __m256d ok = _mm256_and_pd(in_row, _mm256_and_pd(_mm256_cmp_pd(r2, _mm256_set1_pd(ro2), _CMP_LE_OQ),
                                                      _mm256_cmp_pd(r2, _mm256_set1_pd(ri2), _CMP_GE_OQ)));
     if (ar.ix1 >= ar.ix0 && px + 3 >= ar.ix0 && px <= ar.ix1) {
-        const __m256d hole = _mm256_and_pd(_mm256_cmp_pd(pxv, _mm256_set1_pd(static_cast<double>(ar.ix0)), _CMP_GE_OQ),
-                                           _mm256_cmp_pd(pxv, _mm256_set1_pd(static_cast<double>(ar.ix1)), _CMP_LE_OQ));
+        const __m256d hole =
+            _mm256_and_pd(_mm256_cmp_pd(pxv, _mm256_set1_pd(static_cast<double>(ar.ix0)), _CMP_GE_OQ),
+                          _mm256_cmp_pd(pxv, _mm256_set1_pd(static_cast<double>(ar.ix1)), _CMP_LE_OQ));
         ok = _mm256_andnot_pd(hole, ok);
     }
     return ok;
@@ -183,9 +191,11 @@ __attribute__((target("avx2"))) inline __m256d annulus_lanes4(const AnnulusRow& 
 // profile_step's pixels of one row, four at a time: (dx, dy, ρ, value) of the pixels kept, in
 // column order, appended to out at np; returns the new count.
 template <class T>
-__attribute__((target("avx2"))) std::size_t annulus_row_avx2(const AnnulusRow& ar, int py, const T* row, double cx, double ro2, double ri2,
-                                                              double r_own, double em, const double* mx, const double* my, const double* mrad,
-                                                              const int* act, int n_act, float* out, std::size_t np) {
+__attribute__((target("avx2"))) std::size_t annulus_row_avx2(const AnnulusRow& ar, int py, const T* row,
+                                                             double cx, double ro2, double ri2, double r_own,
+                                                             double em, const double* mx, const double* my,
+                                                             const double* mrad, const int* act, int n_act,
+                                                             float* out, std::size_t np) {
     const __m256d lanes = _mm256_setr_pd(0, 1, 2, 3), vcx = _mm256_set1_pd(cx), vdy2 = _mm256_set1_pd(ar.dy2);
     const __m256d zero = _mm256_setzero_pd(), vown = _mm256_set1_pd(r_own), vem = _mm256_set1_pd(em);
     const auto fdy = static_cast<float>(ar.dy);
@@ -205,7 +215,8 @@ __attribute__((target("avx2"))) std::size_t annulus_row_avx2(const AnnulusRow& a
             const __m256d ex = _mm256_sub_pd(pxv, _mm256_set1_pd(mx[k]));
             const double ey = py - my[k];
             const __m256d d2 = _mm256_add_pd(_mm256_mul_pd(ex, ex), _mm256_set1_pd(ey * ey));
-            const __m256d masked = _mm256_and_pd(_mm256_cmp_pd(lim, zero, _CMP_GT_OQ), _mm256_cmp_pd(d2, _mm256_mul_pd(lim, lim), _CMP_LT_OQ));
+            const __m256d masked = _mm256_and_pd(_mm256_cmp_pd(lim, zero, _CMP_GT_OQ),
+                                                 _mm256_cmp_pd(d2, _mm256_mul_pd(lim, lim), _CMP_LT_OQ));
             ok = _mm256_andnot_pd(masked, ok);
         }
         int bits = _mm256_movemask_pd(ok);
@@ -215,7 +226,8 @@ __attribute__((target("avx2"))) std::size_t annulus_row_avx2(const AnnulusRow& a
         for (; bits; bits &= bits - 1) {
             const int l = __builtin_ctz(static_cast<unsigned>(bits));
             float* o = out + 4 * np++;
-            o[0] = static_cast<float>(DX[l]), o[1] = fdy, o[2] = static_cast<float>(RHO[l]), o[3] = static_cast<float>(row[px + l]);
+            o[0] = static_cast<float>(DX[l]), o[1] = fdy, o[2] = static_cast<float>(RHO[l]),
+            o[3] = static_cast<float>(row[px + l]);
         }
     }
     return np;
@@ -225,14 +237,16 @@ __attribute__((target("avx2"))) std::size_t annulus_row_avx2(const AnnulusRow& a
 // One Gauss–Newton centre update of the self-consistent radial-profile fit. Returns false when
 // too few pixels remain.
 template <class T>
-bool profile_step(const cv::Mat& img, double cx, double cy, double r_in, double r_out, double bw, double r_own, double em,
-                  const double* mx, const double* my, const double* mrad, int nm, double& dcx, double& dcy,
-                  std::vector<float>& buf, std::vector<double>& bsum, std::vector<int>& bcnt, std::vector<double>& prof) {
+bool profile_step(const cv::Mat& img, double cx, double cy, double r_in, double r_out, double bw,
+                  double r_own, double em, const double* mx, const double* my, const double* mrad, int nm,
+                  double& dcx, double& dcy, std::vector<float>& buf, std::vector<double>& bsum,
+                  std::vector<int>& bcnt, std::vector<double>& prof) {
     // The annulus' pixels, written straight into `buf` (dx, dy, ρ, value), which is grown once
     // to the annulus' bound instead of pixel by pixel.
     const int w = img.cols, h = img.rows;
     const double ro2 = r_out * r_out, ri2 = r_in > 0 ? r_in * r_in : -1.0;
-    const int y0 = std::max(0, static_cast<int>(std::ceil(cy - r_out))), y1 = std::min(h - 1, static_cast<int>(std::floor(cy + r_out)));
+    const int y0 = std::max(0, static_cast<int>(std::ceil(cy - r_out))),
+              y1 = std::min(h - 1, static_cast<int>(std::floor(cy + r_out)));
     if (y1 < y0) return false;
     const auto cap = static_cast<std::size_t>(y1 - y0 + 1) * static_cast<std::size_t>(2 * r_out + 3);
     if (buf.size() < 4 * cap) buf.resize(4 * cap);
@@ -261,21 +275,23 @@ bool profile_step(const cv::Mat& img, double cx, double cy, double r_in, double 
             continue;
         }
 #endif
-        for_row_pixels(ar, cx, ro2, ri2, [&](int px, double dx, double r2) __attribute__((always_inline)) {
-            // Edge-distance mask: a pixel goes when it is closer to a neighbour's edge than to this
-            // disk's own edge (plus `em` px), i.e. when the neighbour's profile dominates it.
-            // (squared form: masked when |p − c_j| < own + em + R_j, never when that is ≤ 0)
-            const double rho = std::sqrt(r2), lim0 = rho - r_own + em;
-            for (int a = 0; a < n_act; ++a) {
-                const int k = act[a];
-                const double lim = lim0 + mrad[k];
-                if (lim <= 0) continue;
-                const double ex = px - mx[k], ey = py - my[k];
-                if (ex * ex + ey * ey < lim * lim) return;  // masked
-            }
-            float* o = out + 4 * np++;
-            o[0] = static_cast<float>(dx), o[1] = fdy, o[2] = static_cast<float>(rho), o[3] = static_cast<float>(row[px]);
-        });
+        for_row_pixels(
+            ar, cx, ro2, ri2, [&](int px, double dx, double r2) __attribute__((always_inline)) {
+                // Edge-distance mask: a pixel goes when it is closer to a neighbour's edge than to this
+                // disk's own edge (plus `em` px), i.e. when the neighbour's profile dominates it.
+                // (squared form: masked when |p − c_j| < own + em + R_j, never when that is ≤ 0)
+                const double rho = std::sqrt(r2), lim0 = rho - r_own + em;
+                for (int a = 0; a < n_act; ++a) {
+                    const int k = act[a];
+                    const double lim = lim0 + mrad[k];
+                    if (lim <= 0) continue;
+                    const double ex = px - mx[k], ey = py - my[k];
+                    if (ex * ex + ey * ey < lim * lim) return;  // masked
+                }
+                float* o = out + 4 * np++;
+                o[0] = static_cast<float>(dx), o[1] = fdy, o[2] = static_cast<float>(rho),
+                o[3] = static_cast<float>(row[px]);
+            });
     }
     if (np < 12) return false;
     const auto nb = static_cast<std::size_t>(std::ceil((r_out - r_in) / bw)) + 1;
@@ -283,7 +299,8 @@ bool profile_step(const cv::Mat& img, double cx, double cy, double r_in, double 
     bcnt.assign(nb, 0);
     const double inv_bw = 1.0 / bw;  // multiplications in the per-pixel loops, not divisions
     for (std::size_t k = 0; k < np; ++k) {
-        const auto b = std::min(nb - 1, static_cast<std::size_t>(std::max(0.0, (buf[4 * k + 2] - r_in) * inv_bw)));
+        const auto b =
+            std::min(nb - 1, static_cast<std::size_t>(std::max(0.0, (buf[4 * k + 2] - r_in) * inv_bw)));
         bsum[b] += buf[4 * k + 3];
         ++bcnt[b];
     }
@@ -340,8 +357,10 @@ void refine_particles(const Gradients& g, std::vector<Particle>& parts, double r
         prof.reset(std::max(0.0, radius_min - 0.25), radius_max + 0.5, p.radius_bin);
         gradient_profile(g, q.x, q.y, prof.lo, radius_max + 0.5, nullptr, nullptr, nullptr, 0, prof);
         double r = 0.5 * (radius_min + radius_max), v = 0;
-        if (prof.peak(r, v)) q.radius = static_cast<float>(std::clamp(r, radius_min, radius_max));
-        else q.radius = static_cast<float>(r);
+        if (prof.peak(r, v))
+            q.radius = static_cast<float>(std::clamp(r, radius_min, radius_max));
+        else
+            q.radius = static_cast<float>(r);
     }
 
     // Neighbours within reach of each other's annulus.
@@ -377,7 +396,8 @@ void refine_particles(const Gradients& g, std::vector<Particle>& parts, double r
                 continue;
             }
             const double R = q.radius;
-            const double cap = 1.5 * g.contrast_at(std::clamp(static_cast<int>(q.x), 0, w - 1), std::clamp(static_cast<int>(q.y), 0, h - 1));
+            const double cap = 1.5 * g.contrast_at(std::clamp(static_cast<int>(q.x), 0, w - 1),
+                                                   std::clamp(static_cast<int>(q.y), 0, h - 1));
             const double cap2 = cap * cap;
             // neighbours whose band reaches the annulus
             double mx[32], my[32], mr2[32], mrad[32];
@@ -400,11 +420,13 @@ void refine_particles(const Gradients& g, std::vector<Particle>& parts, double r
                 const bool coarse = it < p.coarse_iterations;
                 const double aa = coarse ? a + 1.0 : a, bwp = coarse ? 2 * p.profile_bin : p.profile_bin;
                 double dcx = 0, dcy = 0;
-                const bool ok = g.image.depth() == CV_8U
-                                    ? profile_step<std::uint8_t>(g.image, q.x, q.y, std::max(0.0, R - aa), R + aa, bwp, R, EM, mx, my,
-                                                                 mrad, nm, dcx, dcy, pbuf, bsum, bcnt, pvals)
-                                    : profile_step<std::uint16_t>(g.image, q.x, q.y, std::max(0.0, R - aa), R + aa, bwp, R, EM, mx,
-                                                                  my, mrad, nm, dcx, dcy, pbuf, bsum, bcnt, pvals);
+                const bool ok =
+                    g.image.depth() == CV_8U
+                        ? profile_step<std::uint8_t>(g.image, q.x, q.y, std::max(0.0, R - aa), R + aa, bwp, R,
+                                                     EM, mx, my, mrad, nm, dcx, dcy, pbuf, bsum, bcnt, pvals)
+                        : profile_step<std::uint16_t>(g.image, q.x, q.y, std::max(0.0, R - aa), R + aa, bwp,
+                                                      R, EM, mx, my, mrad, nm, dcx, dcy, pbuf, bsum, bcnt,
+                                                      pvals);
                 const double dd = std::hypot(dcx, dcy);
                 if (ok && dd > 1.0) dcx /= dd, dcy /= dd;  // at most 1 px per iteration
                 nx[i] = q.x + (ok ? dcx : 0.0), ny[i] = q.y + (ok ? dcy : 0.0);
@@ -427,31 +449,33 @@ void refine_particles(const Gradients& g, std::vector<Particle>& parts, double r
             const bool last = last_iteration;
             double m00 = 0, m01 = 0, m11 = 0, b0 = 0, b1 = 0;
             if (last) prof.reset(std::max(0.0, R - a), R + a, p.radius_bin);
-            for_annulus(w, h, q.x, q.y, std::max(0.0, R - a), R + a, [&](int px, int py, double dx, double dy, double r2) {
-                // Mask symmetrically: a pixel goes when it or its mirror image through the
-                // centre lies in a neighbour's band, so the kept set stays centrally symmetric
-                // and the (small, odd) direction errors of the discrete gradient still cancel.
-                const double mxp = q.x - dx, myp = q.y - dy;  // mirror image (also kept inside the frame)
-                if (mxp < 0 || myp < 0 || mxp > w - 1 || myp > h - 1) return;
-                for (int k = 0; k < nm; ++k) {
-                    const double ex = px - mx[k], ey = py - my[k];
-                    if (ex * ex + ey * ey < mr2[k]) return;
-                    const double fx = mxp - mx[k], fy = myp - my[k];
-                    if (fx * fx + fy * fy < mr2[k]) return;
-                }
-                const double gx = g.gx.at<float>(py, px), gy = g.gy.at<float>(py, px);
-                const double g2 = gx * gx + gy * gy;
-                if (g2 <= 0) return;
-                const double s = g2 > cap2 ? cap2 / g2 : 1.0;  // hot pixels cannot dominate
-                const double a00 = s * gy * gy, a01 = -s * gx * gy, a11 = s * gx * gx;
-                m00 += a00, m01 += a01, m11 += a11;
-                b0 += a00 * px + a01 * py;
-                b1 += a01 * px + a11 * py;
-                if (last && r2 > 1e-9) {
-                    const double rho = std::sqrt(r2);
-                    prof.add(rho, -(gx * dx + gy * dy) / rho);
-                }
-            });
+            for_annulus(w, h, q.x, q.y, std::max(0.0, R - a), R + a,
+                        [&](int px, int py, double dx, double dy, double r2) {
+                            // Mask symmetrically: a pixel goes when it or its mirror image through the
+                            // centre lies in a neighbour's band, so the kept set stays centrally symmetric
+                            // and the (small, odd) direction errors of the discrete gradient still cancel.
+                            const double mxp = q.x - dx,
+                                         myp = q.y - dy;  // mirror image (also kept inside the frame)
+                            if (mxp < 0 || myp < 0 || mxp > w - 1 || myp > h - 1) return;
+                            for (int k = 0; k < nm; ++k) {
+                                const double ex = px - mx[k], ey = py - my[k];
+                                if (ex * ex + ey * ey < mr2[k]) return;
+                                const double fx = mxp - mx[k], fy = myp - my[k];
+                                if (fx * fx + fy * fy < mr2[k]) return;
+                            }
+                            const double gx = g.gx.at<float>(py, px), gy = g.gy.at<float>(py, px);
+                            const double g2 = gx * gx + gy * gy;
+                            if (g2 <= 0) return;
+                            const double s = g2 > cap2 ? cap2 / g2 : 1.0;  // hot pixels cannot dominate
+                            const double a00 = s * gy * gy, a01 = -s * gx * gy, a11 = s * gx * gx;
+                            m00 += a00, m01 += a01, m11 += a11;
+                            b0 += a00 * px + a01 * py;
+                            b1 += a01 * px + a11 * py;
+                            if (last && r2 > 1e-9) {
+                                const double rho = std::sqrt(r2);
+                                prof.add(rho, -(gx * dx + gy * dy) / rho);
+                            }
+                        });
             const double det = m00 * m11 - m01 * m01;
             double cx = q.x, cy = q.y;
             if (det > 1e-12 * (m00 + m11) * (m00 + m11) && det > 0) {

@@ -10,7 +10,8 @@
 namespace vibra::tracking {
 
 SpeciesCall classify_radius(double radius, std::span<const double> radii, double radius_sigma) {
-    if (radii.empty() || radii.size() > 2) throw ParameterError("species: need 1 or 2 radii, got " + std::to_string(radii.size()));
+    if (radii.empty() || radii.size() > 2)
+        throw ParameterError("species: need 1 or 2 radii, got " + std::to_string(radii.size()));
     if (radii.size() == 1 || radii[0] == radii[1]) return {kSpeciesSmall, 1.0f};
     if (!std::isfinite(radius)) return {kSpeciesUnknown, 0.0f};
     const double mid = 0.5 * (radii[0] + radii[1]);
@@ -23,7 +24,8 @@ SpeciesCall classify_radius(double radius, std::span<const double> radii, double
 
 double classify_radii_split(std::span<const float> radius, std::span<const double> radii, double radius_sigma,
                             std::span<std::int8_t> species, std::span<float> confidence) {
-    if (radii.empty() || radii.size() > 2) throw ParameterError("species: need 1 or 2 radii, got " + std::to_string(radii.size()));
+    if (radii.empty() || radii.size() > 2)
+        throw ParameterError("species: need 1 or 2 radii, got " + std::to_string(radii.size()));
     if (species.size() != radius.size() || confidence.size() != radius.size())
         throw ParameterError("classify_radii_split: radius, species and confidence differ in length");
     double threshold = 0.5 * (radii.front() + radii.back());
@@ -38,7 +40,8 @@ double classify_radii_split(std::span<const float> radius, std::span<const doubl
             for (std::size_t i = 0; i < n; ++i) cs[i + 1] = cs[i] + r[i], cs2[i + 1] = cs2[i] + r[i] * r[i];
             double best = HUGE_VAL;
             std::size_t kb = 0;
-            for (std::size_t k = std::max<std::size_t>(1, n / 10); k + std::max<std::size_t>(1, n / 10) <= n; ++k) {
+            for (std::size_t k = std::max<std::size_t>(1, n / 10); k + std::max<std::size_t>(1, n / 10) <= n;
+                 ++k) {
                 const double m1 = cs[k] / double(k), m2 = (cs[n] - cs[k]) / double(n - k);
                 const double v = (cs2[k] - double(k) * m1 * m1) + (cs2[n] - cs2[k] - double(n - k) * m2 * m2);
                 if (v < best) best = v, kb = k;
@@ -85,7 +88,8 @@ SpeciesCall SpeciesVote::result(std::int64_t particle) const {
                   : SpeciesCall{kSpeciesLarge, static_cast<float>(b / (a + b))};
 }
 
-void vote_species(std::span<const std::int64_t> particle, std::span<std::int8_t> species, std::span<float> confidence) {
+void vote_species(std::span<const std::int64_t> particle, std::span<std::int8_t> species,
+                  std::span<float> confidence) {
     if (particle.size() != species.size() || confidence.size() != species.size())
         throw ParameterError("vote_species: particle, species and confidence differ in length");
     SpeciesVote v;

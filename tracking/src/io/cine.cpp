@@ -38,8 +38,8 @@ constexpr std::int64_t kMaxSide = 1 << 20;  // px; no camera comes near this
 
 // Offsets of the SETUP fields vibra reads (packed structure, little-endian).
 constexpr std::uint64_t kSetupFrameRate16 = 0, kSetupShutter16 = 2, kSetupMark = 140, kSetupLength = 142,
-                        kSetupEnableColor = 788, kSetupFrameRate = 768, kSetupShutterUs = 772, kSetupCfa = 808,
-                        kSetupRealBpp = 896, kSetupDecimation = 1556, kSetupShutterNs = 1568,
+                        kSetupEnableColor = 788, kSetupFrameRate = 768, kSetupShutterUs = 772,
+                        kSetupCfa = 808, kSetupRealBpp = 896, kSetupDecimation = 1556, kSetupShutterNs = 1568,
                         kSetupBlackLevel = 5732, kSetupWhiteLevel = 5736;
 
 std::string bytes_str(std::uint64_t n) { return std::to_string(n) + " bytes"; }
@@ -52,11 +52,15 @@ std::string bytes_str(std::uint64_t n) { return std::to_string(n) + " bytes"; }
 
 std::uint64_t packed_bytes(PixelPacking p, std::uint64_t n) {
     switch (p) {
-        case PixelPacking::u8: return n;
-        case PixelPacking::u16le: return 2 * n;
-        case PixelPacking::packed10_msb: return (n * 10 + 7) / 8;
+        case PixelPacking::u8:
+            return n;
+        case PixelPacking::u16le:
+            return 2 * n;
+        case PixelPacking::packed10_msb:
+            return (n * 10 + 7) / 8;
         case PixelPacking::packed12_msb:
-        case PixelPacking::packed12_lsb: return (n * 12 + 7) / 8;
+        case PixelPacking::packed12_lsb:
+            return (n * 12 + 7) / 8;
     }
     return 0;
 }
@@ -112,7 +116,8 @@ std::uint16_t cine_lin_lut(std::uint16_t code10) { return detail::kCineLinLut[co
 std::uint64_t cine_header_extent(ByteSpan b, std::uint64_t file_size, const std::string& name) {
     using detail::load_le;
     if (b.size() < kFileHeaderBytes || file_size < kFileHeaderBytes)
-        throw FormatError(name + ": too short to be a Phantom .cine (" + bytes_str(std::min<std::uint64_t>(b.size(), file_size)) + ")");
+        throw FormatError(name + ": too short to be a Phantom .cine (" +
+                          bytes_str(std::min<std::uint64_t>(b.size(), file_size)) + ")");
     if (b[0] != 'C' || b[1] != 'I') throw FormatError(name + ": not a Phantom .cine (no 'CI' signature)");
     const auto header_size = load_le<std::uint16_t>(b, 2);
     if (header_size < kFileHeaderBytes)
@@ -123,17 +128,21 @@ std::uint64_t cine_header_extent(ByteSpan b, std::uint64_t file_size, const std:
     const auto off_offsets = load_le<std::uint32_t>(b, 32);
     if (image_count == 0) throw FormatError(at_field(name, "ImageCount", "the file holds no images"));
     if (!detail::fits(off_bitmap, kBitmapHeaderBytes, file_size) || off_bitmap < kFileHeaderBytes)
-        throw FormatError(at_field(name, "OffImageHeader", "bitmap header at byte " + std::to_string(off_bitmap) +
-                                                               " lies outside the file (" + bytes_str(file_size) + ")"));
+        throw FormatError(at_field(name, "OffImageHeader",
+                                   "bitmap header at byte " + std::to_string(off_bitmap) +
+                                       " lies outside the file (" + bytes_str(file_size) + ")"));
     if (off_setup < kFileHeaderBytes || off_setup > file_size)
-        throw FormatError(at_field(name, "OffSetup", "setup block at byte " + std::to_string(off_setup) +
-                                                         " lies outside the file (" + bytes_str(file_size) + ")"));
-    if (!detail::fits(off_offsets, 8 * std::uint64_t(image_count), file_size) || off_offsets < kFileHeaderBytes)
+        throw FormatError(at_field(name, "OffSetup",
+                                   "setup block at byte " + std::to_string(off_setup) +
+                                       " lies outside the file (" + bytes_str(file_size) + ")"));
+    if (!detail::fits(off_offsets, 8 * std::uint64_t(image_count), file_size) ||
+        off_offsets < kFileHeaderBytes)
         throw FormatError(at_field(name, "OffImageOffsets",
-                                   "image offset table (" + std::to_string(image_count) + " entries at byte " +
-                                       std::to_string(off_offsets) + ") extends past the end of the file (" +
-                                       bytes_str(file_size) + ")"));
-    return std::max<std::uint64_t>(off_offsets + 8 * std::uint64_t(image_count), off_bitmap + kBitmapHeaderBytes);
+                                   "image offset table (" + std::to_string(image_count) +
+                                       " entries at byte " + std::to_string(off_offsets) +
+                                       ") extends past the end of the file (" + bytes_str(file_size) + ")"));
+    return std::max<std::uint64_t>(off_offsets + 8 * std::uint64_t(image_count),
+                                   off_bitmap + kBitmapHeaderBytes);
 }
 
 CineHeader parse_cine_header(ByteSpan b, std::uint64_t file_size, const std::string& name) {
@@ -141,7 +150,8 @@ CineHeader parse_cine_header(ByteSpan b, std::uint64_t file_size, const std::str
     using detail::load_le;
     const std::uint64_t extent = cine_header_extent(b, file_size, name);
     if (b.size() < extent)
-        throw FormatError(name + ": header needs " + bytes_str(extent) + ", only " + bytes_str(b.size()) + " given");
+        throw FormatError(name + ": header needs " + bytes_str(extent) + ", only " + bytes_str(b.size()) +
+                          " given");
     CineHeader h;
     h.compression = load_le<std::uint16_t>(b, 4);
     h.version = load_le<std::uint16_t>(b, 6);
@@ -154,8 +164,10 @@ CineHeader parse_cine_header(ByteSpan b, std::uint64_t file_size, const std::str
     h.off_image_offsets = load_le<std::uint32_t>(b, 32);
     h.trigger_time = load_le<std::uint64_t>(b, 36);
 
-    if (h.compression == 1) throw FormatError(at_field(name, "Compression", "JPEG-compressed .cine is not supported"));
-    if (h.compression > 2) throw FormatError(at_field(name, "Compression", "unknown value " + std::to_string(h.compression)));
+    if (h.compression == 1)
+        throw FormatError(at_field(name, "Compression", "JPEG-compressed .cine is not supported"));
+    if (h.compression > 2)
+        throw FormatError(at_field(name, "Compression", "unknown value " + std::to_string(h.compression)));
 
     // BITMAPINFOHEADER
     const std::uint64_t bo = h.off_image_header;
@@ -165,11 +177,14 @@ CineHeader parse_cine_header(ByteSpan b, std::uint64_t file_size, const std::str
     h.bit_count = load_le<std::uint16_t>(b, bo + 14);
     h.bi_compression = load_le<std::uint32_t>(b, bo + 16);
     h.bi_size_image = load_le<std::uint32_t>(b, bo + 20);
-    if (bi_size < kBitmapHeaderBytes) throw FormatError(at_field(name, "biSize", std::to_string(bi_size) + " < 40"));
+    if (bi_size < kBitmapHeaderBytes)
+        throw FormatError(at_field(name, "biSize", std::to_string(bi_size) + " < 40"));
     if (bi_width <= 0 || bi_width > kMaxSide)
-        throw FormatError(at_field(name, "biWidth", std::to_string(bi_width) + " px is not a valid image width"));
+        throw FormatError(
+            at_field(name, "biWidth", std::to_string(bi_width) + " px is not a valid image width"));
     if (bi_height == 0 || bi_height > kMaxSide || bi_height < -kMaxSide)
-        throw FormatError(at_field(name, "biHeight", std::to_string(bi_height) + " px is not a valid image height"));
+        throw FormatError(
+            at_field(name, "biHeight", std::to_string(bi_height) + " px is not a valid image height"));
     h.width = bi_width;
     h.height = bi_height < 0 ? -std::int64_t(bi_height) : bi_height;
 
@@ -177,13 +192,26 @@ CineHeader parse_cine_header(ByteSpan b, std::uint64_t file_size, const std::str
         case 0:  // uncompressed; rows bottom-up when biHeight > 0 (the Windows bitmap rule)
             h.bottom_up = bi_height > 0;
             switch (h.bit_count) {
-                case 8: h.packing = PixelPacking::u8; h.channels = 1; break;
-                case 16: h.packing = PixelPacking::u16le; h.channels = 1; break;
-                case 24: h.packing = PixelPacking::u8; h.channels = 3; break;
-                case 48: h.packing = PixelPacking::u16le; h.channels = 3; break;
+                case 8:
+                    h.packing = PixelPacking::u8;
+                    h.channels = 1;
+                    break;
+                case 16:
+                    h.packing = PixelPacking::u16le;
+                    h.channels = 1;
+                    break;
+                case 24:
+                    h.packing = PixelPacking::u8;
+                    h.channels = 3;
+                    break;
+                case 48:
+                    h.packing = PixelPacking::u16le;
+                    h.channels = 3;
+                    break;
                 default:
-                    throw FormatError(at_field(name, "biBitCount", std::to_string(h.bit_count) +
-                                                                      " bits per pixel is not supported (8, 16, 24, 48)"));
+                    throw FormatError(at_field(
+                        name, "biBitCount",
+                        std::to_string(h.bit_count) + " bits per pixel is not supported (8, 16, 24, 48)"));
             }
             break;
         case 256:  // packed 10-bit, stored top row first
@@ -195,15 +223,19 @@ CineHeader parse_cine_header(ByteSpan b, std::uint64_t file_size, const std::str
             h.bottom_up = false;
             break;
         default:
-            throw FormatError(at_field(name, "biCompression", "value " + std::to_string(h.bi_compression) +
-                                                                  " is not supported (0, 256 = packed 10-bit, 1024 = packed 12-bit)"));
+            throw FormatError(
+                at_field(name, "biCompression",
+                         "value " + std::to_string(h.bi_compression) +
+                             " is not supported (0, 256 = packed 10-bit, 1024 = packed 12-bit)"));
     }
-    const std::uint64_t samples = std::uint64_t(h.width) * std::uint64_t(h.height) * std::uint64_t(h.channels);
+    const std::uint64_t samples =
+        std::uint64_t(h.width) * std::uint64_t(h.height) * std::uint64_t(h.channels);
     h.image_bytes = packed_bytes(h.packing, samples);
     // Sizes that cannot fit in the file at all are rejected before anything is allocated.
     if (h.image_bytes > file_size)
-        throw FormatError(name + ": one image of " + std::to_string(h.width) + " x " + std::to_string(h.height) +
-                          " px (" + bytes_str(h.image_bytes) + ") is larger than the whole file (" + bytes_str(file_size) + ")");
+        throw FormatError(name + ": one image of " + std::to_string(h.width) + " x " +
+                          std::to_string(h.height) + " px (" + bytes_str(h.image_bytes) +
+                          ") is larger than the whole file (" + bytes_str(file_size) + ")");
 
     // SETUP: read only the fields that lie inside both the block's stated length and the header bytes.
     const std::uint64_t so = h.off_setup;
@@ -232,11 +264,15 @@ CineHeader parse_cine_header(ByteSpan b, std::uint64_t file_size, const std::str
     h.black_level = static_cast<std::int32_t>(setup_u32(kSetupBlackLevel, 0));
     h.white_level = static_cast<std::int32_t>(setup_u32(kSetupWhiteLevel, 0));
 
-    const int container_bits = h.packing == PixelPacking::u8 ? 8 : h.packing == PixelPacking::u16le ? 16
-                             : h.packing == PixelPacking::packed10_msb ? 10 : 12;
+    const int container_bits = h.packing == PixelPacking::u8             ? 8
+                               : h.packing == PixelPacking::u16le        ? 16
+                               : h.packing == PixelPacking::packed10_msb ? 10
+                                                                         : 12;
     if (h.real_bpp > static_cast<std::uint32_t>(container_bits) && h.packing != PixelPacking::packed10_msb)
-        throw FormatError(at_field(name, "RealBPP", std::to_string(h.real_bpp) + " significant bits do not fit the " +
-                                                       std::to_string(container_bits) + "-bit samples the bitmap header declares"));
+        throw FormatError(at_field(name, "RealBPP",
+                                   std::to_string(h.real_bpp) + " significant bits do not fit the " +
+                                       std::to_string(container_bits) +
+                                       "-bit samples the bitmap header declares"));
     if (h.packing == PixelPacking::packed10_msb)
         h.significant_bits = 12;  // after the LinLUT
     else
@@ -253,10 +289,12 @@ CineHeader parse_cine_header(ByteSpan b, std::uint64_t file_size, const std::str
             const std::uint64_t n_data = size - 8;
             if ((type == 1002 || (type == 1001 && h.time_stamps.empty())) && n_data / 8 >= h.image_count) {
                 h.time_stamps.resize(h.image_count);
-                for (std::uint32_t i = 0; i < h.image_count; ++i) h.time_stamps[i] = load_le<std::uint64_t>(b, p + 8 + 8 * std::uint64_t(i));
+                for (std::uint32_t i = 0; i < h.image_count; ++i)
+                    h.time_stamps[i] = load_le<std::uint64_t>(b, p + 8 + 8 * std::uint64_t(i));
             } else if (type == 1003 && n_data / 4 >= h.image_count) {
                 h.exposures.resize(h.image_count);
-                for (std::uint32_t i = 0; i < h.image_count; ++i) h.exposures[i] = load_le<std::uint32_t>(b, p + 8 + 4 * std::uint64_t(i));
+                for (std::uint32_t i = 0; i < h.image_count; ++i)
+                    h.exposures[i] = load_le<std::uint32_t>(b, p + 8 + 4 * std::uint64_t(i));
             }
             p += size;
         }
@@ -269,32 +307,40 @@ CineHeader parse_cine_header(ByteSpan b, std::uint64_t file_size, const std::str
 }
 
 CineImageExtent cine_image_extent(const CineHeader& h, std::size_t i, std::uint32_t annotation_size,
-                                  std::uint32_t image_size, std::uint64_t file_size, const std::string& name) {
+                                  std::uint32_t image_size, std::uint64_t file_size,
+                                  const std::string& name) {
     if (i >= h.image_offsets.size()) throw std::out_of_range("cine_image_extent: frame index");
     const auto fi = static_cast<std::int64_t>(i);
     const std::uint64_t off = h.image_offsets[i];
     const std::string img = " (image number " + std::to_string(std::int64_t(h.first_image_no) + fi) + ")";
     if (!detail::fits(off, 8, file_size))
-        throw FormatError(at_frame(name, fi, "image offset " + std::to_string(off) + " lies past the end of the file (" +
-                                                 bytes_str(file_size) + ")" + img));
+        throw FormatError(at_frame(name, fi,
+                                   "image offset " + std::to_string(off) +
+                                       " lies past the end of the file (" + bytes_str(file_size) + ")" +
+                                       img));
     if (off < kFileHeaderBytes)
-        throw FormatError(at_frame(name, fi, "image offset " + std::to_string(off) + " points into the file header" + img));
+        throw FormatError(
+            at_frame(name, fi, "image offset " + std::to_string(off) + " points into the file header" + img));
     if (annotation_size < 8 || !detail::fits(off, annotation_size, file_size))
-        throw FormatError(at_frame(name, fi, "annotation size " + std::to_string(annotation_size) +
-                                                 " is impossible at byte " + std::to_string(off) + img));
+        throw FormatError(at_frame(name, fi,
+                                   "annotation size " + std::to_string(annotation_size) +
+                                       " is impossible at byte " + std::to_string(off) + img));
     if (image_size != h.image_bytes)
-        throw FormatError(at_frame(name, fi, "stored image size " + bytes_str(image_size) + " disagrees with the header (" +
-                                                 std::to_string(h.width) + " x " + std::to_string(h.height) + " px, " +
-                                                 std::to_string(h.bit_count) + " bits per pixel, biCompression " +
-                                                 std::to_string(h.bi_compression) + " → " + bytes_str(h.image_bytes) +
-                                                 "): the header lies about the size or bit depth" + img));
+        throw FormatError(at_frame(name, fi,
+                                   "stored image size " + bytes_str(image_size) +
+                                       " disagrees with the header (" + std::to_string(h.width) + " x " +
+                                       std::to_string(h.height) + " px, " + std::to_string(h.bit_count) +
+                                       " bits per pixel, biCompression " + std::to_string(h.bi_compression) +
+                                       " → " + bytes_str(h.image_bytes) +
+                                       "): the header lies about the size or bit depth" + img));
     CineImageExtent e;
     e.pixel_offset = off + annotation_size;
     e.pixel_bytes = image_size;
     if (!detail::fits(e.pixel_offset, e.pixel_bytes, file_size))
-        throw FormatError(at_frame(name, fi, "image data (" + bytes_str(e.pixel_bytes) + " at byte " +
-                                                 std::to_string(e.pixel_offset) + ") extend past the end of the file (" +
-                                                 bytes_str(file_size) + "): truncated" + img));
+        throw FormatError(at_frame(
+            name, fi,
+            "image data (" + bytes_str(e.pixel_bytes) + " at byte " + std::to_string(e.pixel_offset) +
+                ") extend past the end of the file (" + bytes_str(file_size) + "): truncated" + img));
     return e;
 }
 
@@ -345,7 +391,8 @@ public:
         const std::uint64_t size = file_.size();
         std::uint8_t first[44] = {};
         if (size < 44 || !file_.read_at(0, first, 44))
-            throw FormatError(path + ": too short to be a Phantom .cine (" + std::to_string(size) + " bytes)");
+            throw FormatError(path + ": too short to be a Phantom .cine (" + std::to_string(size) +
+                              " bytes)");
         const std::uint64_t extent = cine_header_extent(ByteSpan(first, 44), size, path);
         const auto head = file_.read_vec(0, extent);
         h_ = parse_cine_header(head, size, path);
@@ -370,12 +417,15 @@ public:
         else if (h_.packing == PixelPacking::packed12_lsb)
             x["packing"] = "12-bit packed (12L)";
         if (h_.channels == 3)
-            x["colour"] = params.channel < 0 ? "colour read as grey: round(0.299 R + 0.587 G + 0.114 B)"
-                                             : "colour read as channel " + std::string(1, "RGB"[params.channel % 3]);
+            x["colour"] = params.channel < 0
+                              ? "colour read as grey: round(0.299 R + 0.587 G + 0.114 B)"
+                              : "colour read as channel " + std::string(1, "RGB"[params.channel % 3]);
         if (h_.compression == 2 || h_.cfa != 0)
-            x["sensor"] = "colour-filter-array sensor (CFA " + std::to_string(h_.cfa) + "): stored counts returned, not demosaiced";
+            x["sensor"] = "colour-filter-array sensor (CFA " + std::to_string(h_.cfa) +
+                          "): stored counts returned, not demosaiced";
         if (h_.black_level || h_.white_level)
-            x["levels"] = "black " + std::to_string(h_.black_level) + ", white " + std::to_string(h_.white_level) + " (not applied)";
+            x["levels"] = "black " + std::to_string(h_.black_level) + ", white " +
+                          std::to_string(h_.white_level) + " (not applied)";
 
         if (!h_.exposures.empty()) x["exposure_s"] = num(h_.exposures[0] / 4294967296.0);
         if (h_.time_stamps.size() >= 2) {
@@ -388,8 +438,9 @@ public:
         if (info_.fps <= 0) {
             info_.fps = h_.frame_rate;
         } else if (h_.frame_rate > 0 && std::abs(info_.fps - h_.frame_rate) > 0.01 * h_.frame_rate) {
-            x["warning"] = "frame rate from the time stamps (" + num(info_.fps) + " frames/s) disagrees with the setup's " +
-                           std::to_string(h_.frame_rate) + " frames/s (saved with decimation?); the time stamps are used";
+            x["warning"] = "frame rate from the time stamps (" + num(info_.fps) +
+                           " frames/s) disagrees with the setup's " + std::to_string(h_.frame_rate) +
+                           " frames/s (saved with decimation?); the time stamps are used";
         }
         x["fps_source"] = h_.time_stamps.size() >= 2 ? "time stamps" : "setup";
         std::int64_t past = 0;
@@ -407,17 +458,20 @@ protected:
         std::uint32_t annot = 0, isize = 0;
         if (off >= file_.size() || !file_.read_at(off, &annot, 4)) {
             return fail(ReadStatus::truncated,
-                        at_frame(path_, i, "image offset " + std::to_string(off) + " lies past the end of the file (" +
-                                               std::to_string(file_.size()) + " bytes)"));
+                        at_frame(path_, i,
+                                 "image offset " + std::to_string(off) + " lies past the end of the file (" +
+                                     std::to_string(file_.size()) + " bytes)"));
         }
         annot = le32(annot);
-        if (annot >= 8 && off + annot <= file_.size() && file_.read_at(off + annot - 4, &isize, 4)) isize = le32(isize);
+        if (annot >= 8 && off + annot <= file_.size() && file_.read_at(off + annot - 4, &isize, 4))
+            isize = le32(isize);
         CineImageExtent e;
         try {
             e = cine_image_extent(h_, u, annot, isize, file_.size(), path_);
         } catch (const FormatError& err) {
-            const bool past_end = annot >= 8 && (off + annot > file_.size() ||
-                                                 (isize == h_.image_bytes && off + annot + isize > file_.size()));
+            const bool past_end =
+                annot >= 8 && (off + annot > file_.size() ||
+                               (isize == h_.image_bytes && off + annot + isize > file_.size()));
             return fail(past_end ? ReadStatus::truncated : ReadStatus::corrupt, err.what());
         }
         buf_.resize(e.pixel_bytes);
@@ -434,7 +488,8 @@ protected:
         cv::Mat img(hh, w, eight ? CV_8UC1 : CV_16UC1);
         for (int r = 0; r < hh; ++r) {
             const int src_row = h_.bottom_up ? hh - 1 - r : r;
-            const std::uint16_t* s = samples_.data() + std::size_t(src_row) * std::size_t(w) * std::size_t(h_.channels);
+            const std::uint16_t* s =
+                samples_.data() + std::size_t(src_row) * std::size_t(w) * std::size_t(h_.channels);
             for (int c = 0; c < w; ++c) {
                 unsigned v;
                 if (h_.channels == 1) {
@@ -451,14 +506,16 @@ protected:
         }
         frame.image = img;
         frame.image_number = std::int64_t(h_.first_image_no) + i;
-        frame.time_s = h_.time_stamps.size() > u ? time64_diff(h_.time_stamps.front(), h_.time_stamps[u]) : -1.0;
+        frame.time_s =
+            h_.time_stamps.size() > u ? time64_diff(h_.time_stamps.front(), h_.time_stamps[u]) : -1.0;
         return ReadStatus::ok;
     }
 
 private:
     static std::uint32_t le32(std::uint32_t v) {
         const auto* p = reinterpret_cast<const std::uint8_t*>(&v);
-        return std::uint32_t(p[0]) | (std::uint32_t(p[1]) << 8) | (std::uint32_t(p[2]) << 16) | (std::uint32_t(p[3]) << 24);
+        return std::uint32_t(p[0]) | (std::uint32_t(p[1]) << 8) | (std::uint32_t(p[2]) << 16) |
+               (std::uint32_t(p[3]) << 24);
     }
     CineHeader h_;
     int channel_ = -1;

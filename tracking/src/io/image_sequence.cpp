@@ -20,9 +20,10 @@ namespace fs = std::filesystem;
 
 bool is_image_file(const std::string& name) {
     std::string ext = fs::path(name).extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    return ext == ".png" || ext == ".tif" || ext == ".tiff" || ext == ".jpg" || ext == ".jpeg" || ext == ".bmp" ||
-           ext == ".pgm" || ext == ".ppm";
+    std::transform(ext.begin(), ext.end(), ext.begin(),
+                   [](unsigned char c) { return char(std::tolower(c)); });
+    return ext == ".png" || ext == ".tif" || ext == ".tiff" || ext == ".jpg" || ext == ".jpeg" ||
+           ext == ".bmp" || ext == ".pgm" || ext == ".ppm";
 }
 
 std::vector<std::string> list_image_sequence(const std::string& input) {
@@ -31,10 +32,12 @@ std::vector<std::string> list_image_sequence(const std::string& input) {
     if (fs::is_directory(input, ec)) {
         for (fs::directory_iterator it(input, ec), end; !ec && it != end; it.increment(ec)) {
             std::error_code ec2;
-            if (it->is_regular_file(ec2) && is_image_file(it->path().filename().string())) files.push_back(it->path().string());
+            if (it->is_regular_file(ec2) && is_image_file(it->path().filename().string()))
+                files.push_back(it->path().string());
         }
         if (ec) throw IoError(input + ": cannot list the folder: " + ec.message());
-        if (files.empty()) throw IoError(input + ": the folder contains no image files (png, tif, jpg, bmp, pgm)");
+        if (files.empty())
+            throw IoError(input + ": the folder contains no image files (png, tif, jpg, bmp, pgm)");
     } else if (input.find_first_of("*?[") != std::string::npos) {
         const fs::path p(input);
         const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
@@ -71,8 +74,8 @@ public:
         info_.format = "image-sequence";
         info_.n_frames = n;
         if (p.first >= n)
-            throw FormatError(input + ": frame range starts at " + std::to_string(p.first) + " but the sequence has " +
-                              std::to_string(n) + " frames");
+            throw FormatError(input + ": frame range starts at " + std::to_string(p.first) +
+                              " but the sequence has " + std::to_string(n) + " frames");
         end_ = p.last < 0 ? n : std::min(n, p.last);
         next_ = p.first;
         // Size and depth from the first decodable file of the range (the frame itself is kept).
@@ -86,7 +89,8 @@ public:
         }
         if (type_ < 0)
             throw FormatError(input + ": none of the " + std::to_string(end_ - next_) +
-                              " image files in the range can be decoded (first: " + files_[static_cast<std::size_t>(next_)] + ")");
+                              " image files in the range can be decoded (first: " +
+                              files_[static_cast<std::size_t>(next_)] + ")");
         info_.width = width_;
         info_.height = height_;
         info_.bit_depth = CV_MAT_DEPTH(type_) == CV_16U ? 16 : 8;
@@ -116,12 +120,13 @@ public:
         }
         if (img.cols != width_ || img.rows != height_ || img.type() != type_) {
             const auto& f = files_[static_cast<std::size_t>(k)];
-            throw FormatError(at_frame(info_.path, k,
-                                       f + " is " + std::to_string(img.cols) + "x" + std::to_string(img.rows) + " px, " +
-                                           std::to_string(CV_MAT_DEPTH(img.type()) == CV_16U ? 16 : 8) +
-                                           "-bit, but the sequence started with " + std::to_string(width_) + "x" +
-                                           std::to_string(height_) + " px, " + std::to_string(info_.bit_depth) +
-                                           "-bit (frame size change mid-sequence)"));
+            throw FormatError(
+                at_frame(info_.path, k,
+                         f + " is " + std::to_string(img.cols) + "x" + std::to_string(img.rows) + " px, " +
+                             std::to_string(CV_MAT_DEPTH(img.type()) == CV_16U ? 16 : 8) +
+                             "-bit, but the sequence started with " + std::to_string(width_) + "x" +
+                             std::to_string(height_) + " px, " + std::to_string(info_.bit_depth) +
+                             "-bit (frame size change mid-sequence)"));
         }
         frame.image = img;
         return ReadStatus::ok;

@@ -42,7 +42,8 @@ std::uint8_t* alloc_large_buffer(std::size_t n, bool& mapped) {
         const std::size_t len = page_multiple(n + kLargeBufferSlack);
         auto& c = cache();
         std::lock_guard lk(c.m);
-        for (auto it = c.free.rbegin(); it != c.free.rend(); ++it)  // the most recently freed first (still in cache)
+        for (auto it = c.free.rbegin(); it != c.free.rend();
+             ++it)  // the most recently freed first (still in cache)
             if (it->second == len) {
                 std::uint8_t* p = it->first;
                 c.free.erase(std::next(it).base());
@@ -56,7 +57,8 @@ std::uint8_t* alloc_large_buffer(std::size_t n, bool& mapped) {
             // unaligned head and the tail. What is left of the last region stays unused (address
             // space only: pages never touched cost nothing).
             const std::size_t region = std::max(kRegion, huge_multiple(len));
-            void* p = ::mmap(nullptr, region + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            void* p =
+                ::mmap(nullptr, region + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             if (p == MAP_FAILED) {
                 mapped = false;
                 return static_cast<std::uint8_t*>(cv::fastMalloc(n + kLargeBufferSlack));
@@ -65,8 +67,10 @@ std::uint8_t* alloc_large_buffer(std::size_t n, bool& mapped) {
             const std::uintptr_t aligned = (base + kHuge - 1) & ~static_cast<std::uintptr_t>(kHuge - 1);
             if (aligned > base) ::munmap(p, aligned - base);
             if (base + region + kHuge > aligned + region)
-                ::munmap(reinterpret_cast<void*>(aligned + region), base + region + kHuge - (aligned + region));
-            ::madvise(reinterpret_cast<void*>(aligned), region, MADV_HUGEPAGE);  // advice only: may fail harmlessly
+                ::munmap(reinterpret_cast<void*>(aligned + region),
+                         base + region + kHuge - (aligned + region));
+            ::madvise(reinterpret_cast<void*>(aligned), region,
+                      MADV_HUGEPAGE);  // advice only: may fail harmlessly
             c.next = reinterpret_cast<std::uint8_t*>(aligned), c.room = region;
         }
         // Buffers are packed one after the other (4 KiB-aligned), not each on its own 2 MiB

@@ -26,13 +26,15 @@ namespace vibra::tracking::detail {
 
 namespace {
 
-constexpr std::int64_t kMaxSide = 1 << 20;           // px
+constexpr std::int64_t kMaxSide = 1 << 20;  // px
 constexpr std::int64_t kMaxFrames = std::int64_t(1) << 40;
 constexpr std::size_t kMaxXmlDepth = 64;
 
 std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n' || s.back() == '\0'))
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n'))
+        s.remove_prefix(1);
+    while (!s.empty() &&
+           (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n' || s.back() == '\0'))
         s.remove_suffix(1);
     return s;
 }
@@ -53,7 +55,8 @@ bool to_double(std::string_view s, double& out) {
 }
 
 /// Looks up the first of `keys` present in `f`.
-const std::string* find_any(const std::map<std::string, std::string>& f, std::initializer_list<const char*> keys) {
+const std::string* find_any(const std::map<std::string, std::string>& f,
+                            std::initializer_list<const char*> keys) {
     for (const char* k : keys) {
         auto it = f.find(k);
         if (it != f.end()) return &it->second;
@@ -62,7 +65,8 @@ const std::string* find_any(const std::map<std::string, std::string>& f, std::in
 }
 
 std::int64_t int_field(const std::map<std::string, std::string>& f, std::initializer_list<const char*> keys,
-                       const std::string& name, bool required, std::int64_t dflt, std::int64_t lo, std::int64_t hi) {
+                       const std::string& name, bool required, std::int64_t dflt, std::int64_t lo,
+                       std::int64_t hi) {
     const std::string* v = find_any(f, keys);
     const std::string key = *keys.begin();
     if (!v) {
@@ -70,9 +74,13 @@ std::int64_t int_field(const std::map<std::string, std::string>& f, std::initial
         return dflt;
     }
     std::int64_t out = 0;
-    if (!to_int(*v, out)) throw FormatError(at_field(name, key, "'" + std::string(trim(*v)).substr(0, 40) + "' is not an integer"));
+    if (!to_int(*v, out))
+        throw FormatError(
+            at_field(name, key, "'" + std::string(trim(*v)).substr(0, 40) + "' is not an integer"));
     if (out < lo || out > hi)
-        throw FormatError(at_field(name, key, std::to_string(out) + " is outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]"));
+        throw FormatError(at_field(
+            name, key,
+            std::to_string(out) + " is outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]"));
     return out;
 }
 
@@ -91,8 +99,8 @@ double parse_shutter(std::string_view s, bool reciprocal_integer) {
 
 /// Fills the typed fields of `h` from `h.fields` using the given key spellings.
 struct KeySet {
-    std::initializer_list<const char*> width, height, frames, color_bit, eff_depth, eff_side, color_type, rate,
-        start, skip, trigger, format;
+    std::initializer_list<const char*> width, height, frames, color_bit, eff_depth, eff_side, color_type,
+        rate, start, skip, trigger, format;
 };
 
 void fill(PhotronHeader& h, const KeySet& k, const std::string& name) {
@@ -110,7 +118,8 @@ void fill(PhotronHeader& h, const KeySet& k, const std::string& name) {
     if (const auto* v = find_any(f, k.format)) h.file_format = std::string(trim(*v));
     if (const auto* v = find_any(f, k.rate)) {
         if (!to_double(*v, h.record_rate) || h.record_rate < 0)
-            throw FormatError(at_field(name, *k.rate.begin(), "'" + std::string(trim(*v)).substr(0, 40) + "' is not a frame rate"));
+            throw FormatError(at_field(name, *k.rate.begin(),
+                                       "'" + std::string(trim(*v)).substr(0, 40) + "' is not a frame rate"));
     }
 }
 
@@ -119,7 +128,8 @@ std::string decode_entities(std::string_view s) {
     out.reserve(s.size());
     for (std::size_t i = 0; i < s.size(); ++i) {
         if (s[i] == '&') {
-            static const std::pair<const char*, char> ents[] = {{"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
+            static const std::pair<const char*, char> ents[] = {
+                {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
             bool done = false;
             for (auto [e, c] : ents) {
                 if (s.substr(i, std::strlen(e)) == e) {
@@ -145,7 +155,8 @@ PhotronHeader parse_cih_text(std::string_view text, const std::string& name) {
     bool any = false;
     while (pos < text.size()) {
         const std::size_t nl = text.find('\n', pos);
-        const std::string_view line = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+        const std::string_view line =
+            text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
         pos = nl == std::string_view::npos ? text.size() : nl + 1;
         ++line_no;
         const std::string_view t = trim(line);
@@ -158,9 +169,19 @@ PhotronHeader parse_cih_text(std::string_view text, const std::string& name) {
         any = true;
     }
     if (!any) throw FormatError(name + ": not a Photron .cih header (no 'Key : Value' lines)");
-    fill(h, KeySet{{"Image Width"}, {"Image Height"}, {"Total Frame"}, {"Color Bit"}, {"EffectiveBit Depth"},
-                   {"EffectiveBit Side"}, {"Color Type"}, {"Record Rate(fps)", "Record Rate"}, {"Start Frame"},
-                   {"Save Step", "Skip Frame"}, {"Trigger Time"}, {"File Format"}},
+    fill(h,
+         KeySet{{"Image Width"},
+                {"Image Height"},
+                {"Total Frame"},
+                {"Color Bit"},
+                {"EffectiveBit Depth"},
+                {"EffectiveBit Side"},
+                {"Color Type"},
+                {"Record Rate(fps)", "Record Rate"},
+                {"Start Frame"},
+                {"Save Step", "Skip Frame"},
+                {"Trigger Time"},
+                {"File Format"}},
          name);
     if (const auto* v = find_any(h.fields, {"Shutter Speed(s)", "Shutter Speed"})) {
         h.shutter = *v;
@@ -173,7 +194,8 @@ PhotronHeader parse_cihx_xml(ByteSpan data, const std::string& name) {
     const std::string_view all(reinterpret_cast<const char*>(data.data()), data.size());
     std::size_t start = all.find("<?xml");
     if (start == std::string_view::npos) start = all.find("<cih");
-    if (start == std::string_view::npos) throw FormatError(name + ": not a Photron .cihx header (no XML '<cih>' element)");
+    if (start == std::string_view::npos)
+        throw FormatError(name + ": not a Photron .cihx header (no XML '<cih>' element)");
     const std::string_view x = all.substr(start);
 
     PhotronHeader h;
@@ -188,7 +210,8 @@ PhotronHeader parse_cihx_xml(ByteSpan data, const std::string& name) {
         if (x[i] != '<') {
             const std::size_t lt = x.find('<', i);
             const std::size_t end = lt == std::string_view::npos ? x.size() : lt;
-            if (!stack.empty() && text.size() < 65536) text.append(x.substr(i, std::min<std::size_t>(end - i, 65536)));
+            if (!stack.empty() && text.size() < 65536)
+                text.append(x.substr(i, std::min<std::size_t>(end - i, 65536)));
             i = end;
             continue;
         }
@@ -227,7 +250,8 @@ PhotronHeader parse_cihx_xml(ByteSpan data, const std::string& name) {
         i = e + 1;
         if (!tag.empty() && tag.front() == '/') {
             const std::string_view nm = trim(tag.substr(1));
-            if (stack.empty() || stack.back() != nm) fail("closing tag </" + std::string(nm.substr(0, 40)) + "> does not match");
+            if (stack.empty() || stack.back() != nm)
+                fail("closing tag </" + std::string(nm.substr(0, 40)) + "> does not match");
             if (leaf) h.fields.emplace(path, decode_entities(trim(text)));
             stack.pop_back();
             path = path.substr(0, path.size() - std::min(path.size(), nm.size() + (stack.empty() ? 0 : 1)));
@@ -239,7 +263,8 @@ PhotronHeader parse_cihx_xml(ByteSpan data, const std::string& name) {
         const bool self_closing = !tag.empty() && tag.back() == '/';
         if (self_closing) tag.remove_suffix(1);
         std::size_t ne = 0;
-        while (ne < tag.size() && tag[ne] != ' ' && tag[ne] != '\t' && tag[ne] != '\r' && tag[ne] != '\n') ++ne;
+        while (ne < tag.size() && tag[ne] != ' ' && tag[ne] != '\t' && tag[ne] != '\r' && tag[ne] != '\n')
+            ++ne;
         const std::string nm(tag.substr(0, ne));
         if (nm.empty()) fail("empty tag name");
         if (self_closing) {
@@ -281,34 +306,48 @@ PhotronHeader parse_cihx_xml(ByteSpan data, const std::string& name) {
 }
 
 MrawLayout mraw_layout(const PhotronHeader& h, std::uint64_t mraw_size, const std::string& name) {
-    if (h.width <= 0 || h.width > kMaxSide) throw FormatError(at_field(name, "width", std::to_string(h.width) + " px is not a valid width"));
-    if (h.height <= 0 || h.height > kMaxSide) throw FormatError(at_field(name, "height", std::to_string(h.height) + " px is not a valid height"));
-    if (h.n_frames < 0 || h.n_frames > kMaxFrames) throw FormatError(at_field(name, "frames", std::to_string(h.n_frames) + " is not a frame count"));
+    if (h.width <= 0 || h.width > kMaxSide)
+        throw FormatError(at_field(name, "width", std::to_string(h.width) + " px is not a valid width"));
+    if (h.height <= 0 || h.height > kMaxSide)
+        throw FormatError(at_field(name, "height", std::to_string(h.height) + " px is not a valid height"));
+    if (h.n_frames < 0 || h.n_frames > kMaxFrames)
+        throw FormatError(at_field(name, "frames", std::to_string(h.n_frames) + " is not a frame count"));
     MrawLayout L;
     switch (h.color_bit) {
-        case 8: L.packing = PixelPacking::u8; break;
-        case 12: L.packing = PixelPacking::packed12_msb; break;
-        case 16: L.packing = PixelPacking::u16le; break;
+        case 8:
+            L.packing = PixelPacking::u8;
+            break;
+        case 12:
+            L.packing = PixelPacking::packed12_msb;
+            break;
+        case 16:
+            L.packing = PixelPacking::u16le;
+            break;
         default:
-            throw FormatError(at_field(name, "Color Bit", std::to_string(h.color_bit) +
-                                                              " bits per pixel is not supported (8, 12 packed, 16; colour .mraw is not supported)"));
+            throw FormatError(at_field(
+                name, "Color Bit",
+                std::to_string(h.color_bit) +
+                    " bits per pixel is not supported (8, 12 packed, 16; colour .mraw is not supported)"));
     }
     if (h.effective_bit_depth > (h.color_bit == 12 ? 12 : h.color_bit))
-        throw FormatError(at_field(name, "EffectiveBit Depth", std::to_string(h.effective_bit_depth) + " bits do not fit the " +
-                                                                   std::to_string(h.color_bit) + "-bit samples"));
+        throw FormatError(at_field(name, "EffectiveBit Depth",
+                                   std::to_string(h.effective_bit_depth) + " bits do not fit the " +
+                                       std::to_string(h.color_bit) + "-bit samples"));
     const std::uint64_t n = std::uint64_t(h.width) * std::uint64_t(h.height);
     L.frame_bytes = packed_bytes(L.packing, n);
     if (L.frame_bytes > mraw_size)
-        throw FormatError(name + ": one frame of " + std::to_string(h.width) + " x " + std::to_string(h.height) + " px at " +
-                          std::to_string(h.color_bit) + " bits (" + std::to_string(L.frame_bytes) +
-                          " bytes) is larger than the whole .mraw (" + std::to_string(mraw_size) +
-                          " bytes): the header lies about the size or bit depth");
+        throw FormatError(name + ": one frame of " + std::to_string(h.width) + " x " +
+                          std::to_string(h.height) + " px at " + std::to_string(h.color_bit) + " bits (" +
+                          std::to_string(L.frame_bytes) + " bytes) is larger than the whole .mraw (" +
+                          std::to_string(mraw_size) + " bytes): the header lies about the size or bit depth");
     L.n_frames = h.n_frames;
-    L.n_complete = static_cast<std::int64_t>(std::min<std::uint64_t>(mraw_size / L.frame_bytes, std::uint64_t(h.n_frames)));
+    L.n_complete = static_cast<std::int64_t>(
+        std::min<std::uint64_t>(mraw_size / L.frame_bytes, std::uint64_t(h.n_frames)));
     if (mraw_size > std::uint64_t(h.n_frames) * L.frame_bytes)
-        throw FormatError(name + ": the .mraw holds " + std::to_string(mraw_size) + " bytes, more than the " +
-                          std::to_string(h.n_frames) + " frames x " + std::to_string(L.frame_bytes) +
-                          " bytes the header promises: the header lies about the size, bit depth or frame count");
+        throw FormatError(
+            name + ": the .mraw holds " + std::to_string(mraw_size) + " bytes, more than the " +
+            std::to_string(h.n_frames) + " frames x " + std::to_string(L.frame_bytes) +
+            " bytes the header promises: the header lies about the size, bit depth or frame count");
     return L;
 }
 
@@ -338,7 +377,11 @@ std::string lower_ext(const std::string& path) {
 
 /// The partner of `p` with extension `ext` (tries lower and upper case).
 std::string partner(const std::string& p, const std::string& ext) {
-    for (const std::string& e : {ext, [&] { std::string u = ext; for (auto& c : u) c = char(std::toupper((unsigned char)c)); return u; }()}) {
+    for (const std::string& e : {ext, [&] {
+                                     std::string u = ext;
+                                     for (auto& c : u) c = char(std::toupper((unsigned char)c));
+                                     return u;
+                                 }()}) {
         fs::path q(p);
         q.replace_extension(e);
         std::error_code ec;
@@ -349,7 +392,8 @@ std::string partner(const std::string& p, const std::string& ext) {
 
 std::vector<std::uint8_t> read_small_file(const std::string& path) {
     detail::InputFile f(path);
-    if (f.size() > (std::uint64_t(16) << 20)) throw FormatError(path + ": " + std::to_string(f.size()) + " bytes is too large for a camera header");
+    if (f.size() > (std::uint64_t(16) << 20))
+        throw FormatError(path + ": " + std::to_string(f.size()) + " bytes is too large for a camera header");
     return f.read_vec(0, f.size());
 }
 
@@ -371,7 +415,8 @@ Pair find_pair(const std::string& path) {
         p.mraw = path;
         p.header = partner(path, ".cihx");
         if (p.header.empty()) p.header = partner(path, ".cih");
-        if (p.header.empty()) throw IoError(path + ": no .cihx or .cih header beside it (same name, other extension)");
+        if (p.header.empty())
+            throw IoError(path + ": no .cihx or .cih header beside it (same name, other extension)");
     } else {
         p.header = path;
         p.mraw = partner(path, ".mraw");
@@ -386,7 +431,8 @@ public:
         const auto bytes = read_small_file(pr.header);
         const bool xml = lower_ext(pr.header) == ".cihx";
         h_ = xml ? parse_cihx_xml(bytes, pr.header)
-                 : parse_cih_text(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), pr.header);
+                 : parse_cih_text(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+                                  pr.header);
         L_ = mraw_layout(h_, file_.size(), pr.header);
         info_.path = pr.mraw;
         info_.format = "mraw";
@@ -397,8 +443,12 @@ public:
         info_.bit_depth = h_.effective_bit_depth > 0 ? h_.effective_bit_depth : h_.color_bit;
         auto& x = info_.extra;
         x["header"] = pr.header;
-        x["bit_depth_container"] = std::to_string(h_.color_bit) + (h_.color_bit == 12 ? " (packed, 2 pixels in 3 bytes)" : "");
-        if (!h_.effective_side.empty()) x["effective_bit_side"] = h_.effective_side + (h_.effective_side == "Higher" ? " (stored counts returned unshifted)" : "");
+        x["bit_depth_container"] =
+            std::to_string(h_.color_bit) + (h_.color_bit == 12 ? " (packed, 2 pixels in 3 bytes)" : "");
+        if (!h_.effective_side.empty())
+            x["effective_bit_side"] =
+                h_.effective_side +
+                (h_.effective_side == "Higher" ? " (stored counts returned unshifted)" : "");
         if (!h_.color_type.empty()) x["color_type"] = h_.color_type;
         if (h_.shutter_s > 0) x["exposure_s"] = num(h_.shutter_s);
         if (!h_.shutter.empty()) x["shutter"] = h_.shutter;
@@ -406,10 +456,13 @@ public:
         x["first_image_number"] = std::to_string(h_.start_frame);
         x["fps_source"] = "header record rate";
         if (h_.skip_frame > 1)
-            x["warning"] = "header says every " + std::to_string(h_.skip_frame) + "-th recorded frame was saved (skip/save step); "
-                           "fps is the record rate, the interval between stored frames may be " + std::to_string(h_.skip_frame) + " / fps";
+            x["warning"] = "header says every " + std::to_string(h_.skip_frame) +
+                           "-th recorded frame was saved (skip/save step); "
+                           "fps is the record rate, the interval between stored frames may be " +
+                           std::to_string(h_.skip_frame) + " / fps";
         if (L_.n_complete < L_.n_frames)
-            x["truncated"] = "the .mraw holds " + std::to_string(L_.n_complete) + " of the " + std::to_string(L_.n_frames) + " frames the header promises";
+            x["truncated"] = "the .mraw holds " + std::to_string(L_.n_complete) + " of the " +
+                             std::to_string(L_.n_frames) + " frames the header promises";
         set_range(params, h_.n_frames);
     }
 
@@ -418,8 +471,10 @@ protected:
         const std::uint64_t off = std::uint64_t(i) * L_.frame_bytes;
         if (i >= L_.n_complete)
             return fail(ReadStatus::truncated,
-                        at_frame(path_, i, "frame data (" + std::to_string(L_.frame_bytes) + " bytes at byte " + std::to_string(off) +
-                                               ") extend past the end of the file (" + std::to_string(file_.size()) + " bytes): truncated"));
+                        at_frame(path_, i,
+                                 "frame data (" + std::to_string(L_.frame_bytes) + " bytes at byte " +
+                                     std::to_string(off) + ") extend past the end of the file (" +
+                                     std::to_string(file_.size()) + " bytes): truncated"));
         buf_.resize(L_.frame_bytes);
         if (!file_.read_at(off, buf_.data(), L_.frame_bytes))
             return fail(ReadStatus::truncated, at_frame(path_, i, "file ends inside the frame data"));

@@ -43,7 +43,8 @@ std::vector<std::string> candidates() {
     if (!ec) {
         c.push_back((exe.parent_path() / kModuleName).string());
         c.push_back((exe.parent_path().parent_path() / "lib" / kModuleName).string());
-        c.push_back((exe.parent_path().parent_path() / "tracking" / kModuleName).string());  // a build tree moved as a whole
+        c.push_back((exe.parent_path().parent_path() / "tracking" / kModuleName)
+                        .string());  // a build tree moved as a whole
     }
     c.emplace_back(kModuleName);
     return c;
@@ -75,14 +76,17 @@ const OpenCvCodecsTable* load() {
         return t;  // kept loaded for the life of the process
     }
     throw Error(std::string("cannot load ") + kModuleName +
-                " (OpenCV's image and video codecs, needed for image sequences, compressed videos and video/PNG output); "
-                "set VIBRA_OPENCV_CODECS to its file. Tried:" + why);
+                " (OpenCV's image and video codecs, needed for image sequences, compressed videos and "
+                "video/PNG output); "
+                "set VIBRA_OPENCV_CODECS to its file. Tried:" +
+                why);
 }
 
 }  // namespace
 
 const OpenCvCodecsTable& opencv_codecs() {
-    static const OpenCvCodecsTable* table = load();  // thread-safe initialisation; a failure is retried next call
+    static const OpenCvCodecsTable* table =
+        load();  // thread-safe initialisation; a failure is retried next call
     return *table;
 }
 

@@ -57,8 +57,7 @@ public:
         info_.extra["fourcc"] = fourcc_string(fourcc);
         try {
             info_.extra["backend"] = cap_.getBackendName();
-        } catch (const cv::Exception&) {
-        }
+        } catch (const cv::Exception&) {}
         if (info_.n_frames == 0) throw FormatError(input + ": the video has 0 frames");
         // (Uncompressed grey AVI is read by vibra's own reader, raw_avi.cpp, before this one is
         // tried; what comes here is decoded.)
@@ -72,8 +71,8 @@ public:
         }
         if (info_.width <= 0 || info_.height <= 0) info_.width = pending_.cols, info_.height = pending_.rows;
         if (info_.n_frames >= 0 && p.first >= info_.n_frames)
-            throw FormatError(input + ": frame range starts at " + std::to_string(p.first) + " but the video has " +
-                              std::to_string(info_.n_frames) + " frames");
+            throw FormatError(input + ": frame range starts at " + std::to_string(p.first) +
+                              " but the video has " + std::to_string(info_.n_frames) + " frames");
         end_ = p.last;
         if (info_.n_frames >= 0 && (end_ < 0 || end_ > info_.n_frames)) end_ = info_.n_frames;
         // Skip to the first frame of the range (grab: demux without decoding where possible).
@@ -86,8 +85,8 @@ public:
             }
             if (!cap_.grab()) {
                 if (info_.n_frames < 0)
-                    throw FormatError(input + ": frame range starts at " + std::to_string(p.first) + " but the video ends at frame " +
-                                      std::to_string(pos_));
+                    throw FormatError(input + ": frame range starts at " + std::to_string(p.first) +
+                                      " but the video ends at frame " + std::to_string(pos_));
                 skip_failed_ = true;
                 break;
             }

@@ -32,7 +32,10 @@ using FourCC = std::array<char, 4>;
 
 FourCC fourcc_at(const std::uint8_t* p) { return {char(p[0]), char(p[1]), char(p[2]), char(p[3])}; }
 bool is(const FourCC& f, const char* s) { return std::memcmp(f.data(), s, 4) == 0; }
-std::uint32_t u32(const std::uint8_t* p) { return std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 | std::uint32_t(p[2]) << 16 | std::uint32_t(p[3]) << 24; }
+std::uint32_t u32(const std::uint8_t* p) {
+    return std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 | std::uint32_t(p[2]) << 16 |
+           std::uint32_t(p[3]) << 24;
+}
 std::int32_t i32(const std::uint8_t* p) { return static_cast<std::int32_t>(u32(p)); }
 std::uint16_t u16(const std::uint8_t* p) { return static_cast<std::uint16_t>(p[0] | p[1] << 8); }
 
@@ -43,7 +46,9 @@ struct ChunkRef {
 };
 
 // A video chunk id: '##db' or '##dc' of the video stream (00 for the first stream).
-bool is_video_chunk(const FourCC& id, const FourCC& want_db, const FourCC& want_dc) { return id == want_db || id == want_dc; }
+bool is_video_chunk(const FourCC& id, const FourCC& want_db, const FourCC& want_dc) {
+    return id == want_db || id == want_dc;
+}
 
 class RawAviSource final : public CameraSource {
 public:
@@ -55,18 +60,20 @@ public:
         info_.bit_depth = 8;
         info_.extra["decode"] = "raw 8-bit (vibra's AVI reader)";
         if (frames_.empty()) throw FormatError(path + ": the video has 0 frames");
-        info_.n_frames = promised_ > 0 ? std::max<std::int64_t>(promised_, static_cast<std::int64_t>(frames_.size()))
-                                       : static_cast<std::int64_t>(frames_.size());
+        info_.n_frames = promised_ > 0
+                             ? std::max<std::int64_t>(promised_, static_cast<std::int64_t>(frames_.size()))
+                             : static_cast<std::int64_t>(frames_.size());
         if (p.first >= info_.n_frames)
-            throw FormatError(path + ": frame range starts at " + std::to_string(p.first) + " but the video has " +
-                              std::to_string(info_.n_frames) + " frames");
+            throw FormatError(path + ": frame range starts at " + std::to_string(p.first) +
+                              " but the video has " + std::to_string(info_.n_frames) + " frames");
         set_range(p, info_.n_frames);
     }
 
 protected:
     ReadStatus decode(std::int64_t i, Frame& frame) override {
         if (i >= static_cast<std::int64_t>(frames_.size()))
-            return fail(ReadStatus::truncated, path_ + ": the file ends at frame " + std::to_string(frames_.size()) + " of " +
+            return fail(ReadStatus::truncated, path_ + ": the file ends at frame " +
+                                                   std::to_string(frames_.size()) + " of " +
                                                    std::to_string(info_.n_frames) + " (truncated)");
         const ChunkRef c = frames_[static_cast<std::size_t>(i)];
         const std::string where = path_ + ", frame " + std::to_string(i);
@@ -74,21 +81,26 @@ protected:
             return fail(ReadStatus::truncated, where + ": the file ends inside the frame (truncated)");
         // The chunk header must agree with the index (a damaged header means a damaged frame).
         std::uint8_t hdr[8];
-        if (c.data < 8 || !file_.read_at(c.data - 8, hdr, 8)) return fail(ReadStatus::corrupt, where + ": cannot read the chunk header");
+        if (c.data < 8 || !file_.read_at(c.data - 8, hdr, 8))
+            return fail(ReadStatus::corrupt, where + ": cannot read the chunk header");
         if (!is_video_chunk(fourcc_at(hdr), db_, dc_) || u32(hdr + 4) != c.size || c.size != frame_bytes_)
-            return fail(ReadStatus::corrupt, where + ": chunk of " + std::to_string(u32(hdr + 4)) + " bytes, a frame has " +
-                                                 std::to_string(frame_bytes_));
+            return fail(ReadStatus::corrupt, where + ": chunk of " + std::to_string(u32(hdr + 4)) +
+                                                 " bytes, a frame has " + std::to_string(frame_bytes_));
         cv::Mat img = pool_.take(h_, w_, CV_8UC1);
         if (stride_ == w_ && !bottom_up_) {
-            if (!file_.read_at(c.data, img.data, frame_bytes_)) return fail(ReadStatus::truncated, where + ": read failed (truncated?)");
+            if (!file_.read_at(c.data, img.data, frame_bytes_))
+                return fail(ReadStatus::truncated, where + ": read failed (truncated?)");
         } else {
             scratch_.resize(frame_bytes_);
-            if (!file_.read_at(c.data, scratch_.data(), frame_bytes_)) return fail(ReadStatus::truncated, where + ": read failed (truncated?)");
+            if (!file_.read_at(c.data, scratch_.data(), frame_bytes_))
+                return fail(ReadStatus::truncated, where + ": read failed (truncated?)");
             for (int y = 0; y < h_; ++y) {
                 const int src_row = bottom_up_ ? h_ - 1 - y : y;
-                const std::uint8_t* s = scratch_.data() + static_cast<std::size_t>(src_row) * static_cast<std::size_t>(stride_);
+                const std::uint8_t* s =
+                    scratch_.data() + static_cast<std::size_t>(src_row) * static_cast<std::size_t>(stride_);
                 std::uint8_t* d = img.ptr<std::uint8_t>(y);
-                if (palette_identity_) std::memcpy(d, s, static_cast<std::size_t>(w_));
+                if (palette_identity_)
+                    std::memcpy(d, s, static_cast<std::size_t>(w_));
                 else
                     for (int x = 0; x < w_; ++x) d[x] = palette_[s[x]];
             }
@@ -103,9 +115,12 @@ private:
     bool parse() {
         const std::uint64_t size = file_.size();
         std::uint8_t h12[12];
-        if (size < 12 || !file_.read_at(0, h12, 12) || !is(fourcc_at(h12), "RIFF") || !is(fourcc_at(h12 + 8), "AVI ")) return false;
-        std::vector<std::pair<std::uint64_t, std::uint64_t>> movis;  // [begin, end) of each 'movi' list's chunks
-        std::uint64_t movi0 = 0;                                     // offset of the first 'movi' fourcc (idx1 base)
+        if (size < 12 || !file_.read_at(0, h12, 12) || !is(fourcc_at(h12), "RIFF") ||
+            !is(fourcc_at(h12 + 8), "AVI "))
+            return false;
+        std::vector<std::pair<std::uint64_t, std::uint64_t>>
+            movis;                // [begin, end) of each 'movi' list's chunks
+        std::uint64_t movi0 = 0;  // offset of the first 'movi' fourcc (idx1 base)
         std::vector<std::uint8_t> idx1;
         bool have_header = false;
         // Top level: RIFF 'AVI ' then optional RIFF 'AVIX' (OpenDML).
@@ -185,7 +200,8 @@ private:
             } else if (is(id, "LIST") && csize >= 4 && is(fourcc_at(&b[data]), "odml")) {
                 for (std::size_t s = data + 4; s + 12 <= data + csize;) {
                     const std::size_t ssize = u32(&b[s + 4]);
-                    if (is(fourcc_at(&b[s]), "dmlh") && ssize >= 4) promised_ = std::max<std::int64_t>(promised_, u32(&b[s + 8]));
+                    if (is(fourcc_at(&b[s]), "dmlh") && ssize >= 4)
+                        promised_ = std::max<std::int64_t>(promised_, u32(&b[s + 8]));
                     s += 8 + ssize + (ssize & 1);
                 }
             }
@@ -213,7 +229,7 @@ private:
             for (std::size_t k = 0; k < 256; ++k) palette_[k] = 0;
             palette_identity_ = n_pal == 256;
             for (std::size_t k = 0; k < n_pal; ++k) {
-                const std::uint8_t* e = p + biSize + 4 * k;  // B, G, R, reserved
+                const std::uint8_t* e = p + biSize + 4 * k;      // B, G, R, reserved
                 if (e[0] != e[1] || e[1] != e[2]) return false;  // a colour palette: not grey
                 palette_[k] = e[0];
                 palette_identity_ = palette_identity_ && e[0] == k;
@@ -224,7 +240,8 @@ private:
             return false;
         }
         const std::uint64_t bytes = static_cast<std::uint64_t>(stride_) * static_cast<std::uint64_t>(h_);
-        if (bytes > (std::uint64_t{1} << 30)) return false;  // a frame over 1 GiB: not a camera frame; OpenCV decides
+        if (bytes > (std::uint64_t{1} << 30))
+            return false;  // a frame over 1 GiB: not a camera frame; OpenCV decides
         frame_bytes_ = static_cast<std::uint32_t>(bytes);
         info_.width = w_, info_.height = h_;
         return true;

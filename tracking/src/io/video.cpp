@@ -19,11 +19,13 @@ namespace detail {
 
 void validate_reader_params(const ReaderParams& p) {
     if (p.channel < -1 || p.channel > 2)
-        throw ParameterError("--channel must be -1 (luma), 0 (R), 1 (G) or 2 (B), got " + std::to_string(p.channel));
-    if (p.first < 0) throw ParameterError("frame range: first frame must be >= 0, got " + std::to_string(p.first));
+        throw ParameterError("--channel must be -1 (luma), 0 (R), 1 (G) or 2 (B), got " +
+                             std::to_string(p.channel));
+    if (p.first < 0)
+        throw ParameterError("frame range: first frame must be >= 0, got " + std::to_string(p.first));
     if (p.last != -1 && p.last <= p.first)
-        throw ParameterError("frame range: last frame (exclusive) must be > first (" + std::to_string(p.first) +
-                             ") or -1 for the end, got " + std::to_string(p.last));
+        throw ParameterError("frame range: last frame (exclusive) must be > first (" +
+                             std::to_string(p.first) + ") or -1 for the end, got " + std::to_string(p.last));
 }
 
 namespace {
@@ -54,10 +56,13 @@ cv::Mat to_grey(const cv::Mat& img, int channel, const std::string& where) {
         throw FormatError(where + ": unsupported pixel type (only 8- and 16-bit unsigned images are read)");
     const int cn = img.channels();
     if (cn == 1) return img;
-    if (cn != 3 && cn != 4) throw FormatError(where + ": unsupported number of channels " + std::to_string(cn));
+    if (cn != 3 && cn != 4)
+        throw FormatError(where + ": unsupported number of channels " + std::to_string(cn));
     cv::Mat out(img.rows, img.cols, CV_MAKETYPE(depth, 1));
-    if (depth == CV_8U) luma_or_channel<std::uint8_t>(img, out, channel);
-    else luma_or_channel<std::uint16_t>(img, out, channel);
+    if (depth == CV_8U)
+        luma_or_channel<std::uint8_t>(img, out, channel);
+    else
+        luma_or_channel<std::uint16_t>(img, out, channel);
     return out;
 }
 
@@ -106,7 +111,8 @@ std::unique_ptr<FrameSource> open_video(const std::string& input, const ReaderPa
     if (!fs::exists(input, ec)) throw IoError(input + ": no such file or folder");
     if (!fs::is_regular_file(input, ec)) throw IoError(input + ": not a regular file");
     std::string ext = fs::path(input).extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    std::transform(ext.begin(), ext.end(), ext.begin(),
+                   [](unsigned char c) { return char(std::tolower(c)); });
 
     // ---- camera formats (docs/formats.md) ----
     if (ext == ".cine") return open_cine(input, params);

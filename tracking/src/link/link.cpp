@@ -16,7 +16,8 @@ void LinkParams::validate() const {
     if (!(max_step > 0) || !std::isfinite(max_step))
         throw ParameterError("link: max_step must be > 0 px, got " + std::to_string(max_step));
     if (memory < 0) throw ParameterError("link: memory must be >= 0 frames, got " + std::to_string(memory));
-    if (max_subnet < 2) throw ParameterError("link: max_subnet must be >= 2, got " + std::to_string(max_subnet));
+    if (max_subnet < 2)
+        throw ParameterError("link: max_subnet must be >= 2, got " + std::to_string(max_subnet));
 }
 
 Linker::Linker(const LinkParams& p) : p_(p) { p_.validate(); }
@@ -38,8 +39,9 @@ std::uint32_t find(std::vector<std::uint32_t>& parent, std::uint32_t a) {
 
 // Solves the assignment on `edges` (all of one or several components) and writes the matches
 // into det_to_track. Components larger than max_subnet are retried with a smaller radius².
-void solve_edges(std::vector<Edge>& edges, std::size_t n_tracks, std::size_t n_dets, double r2, double unmatched,
-                 std::int64_t max_subnet, std::vector<std::int64_t>& det_to_track, std::int64_t& largest) {
+void solve_edges(std::vector<Edge>& edges, std::size_t n_tracks, std::size_t n_dets, double r2,
+                 double unmatched, std::int64_t max_subnet, std::vector<std::int64_t>& det_to_track,
+                 std::int64_t& largest) {
     if (edges.empty()) return;
     // Union-find over tracks 0..T-1 and detections T+d (only the nodes touched are initialised).
     std::vector<std::uint32_t> parent(n_tracks + n_dets);
@@ -95,8 +97,10 @@ void solve_edges(std::vector<Edge>& edges, std::size_t n_tracks, std::size_t n_d
         cost.assign(tr.size() * de.size(), kForbidden);
         for (std::size_t k = s; k < e; ++k) {
             const auto& ek = edges[order[k]];
-            const auto i = static_cast<std::size_t>(std::lower_bound(tr.begin(), tr.end(), ek.t) - tr.begin());
-            const auto j = static_cast<std::size_t>(std::lower_bound(de.begin(), de.end(), ek.d) - de.begin());
+            const auto i =
+                static_cast<std::size_t>(std::lower_bound(tr.begin(), tr.end(), ek.t) - tr.begin());
+            const auto j =
+                static_cast<std::size_t>(std::lower_bound(de.begin(), de.end(), ek.d) - de.begin());
             cost[i * de.size() + j] = ek.cost;
         }
         const auto a = solve_assignment_with_unmatched(cost, tr.size(), de.size(), unmatched);
@@ -135,7 +139,8 @@ std::vector<std::int64_t> Linker::link(std::span<const double> x, std::span<cons
             }
             cells.for_each_near(qx, qy, [&](std::size_t j, double, double, double d2) {
                 if (!(d2 < r2)) return;
-                if (p_.species_must_match && !species.empty() && tk.species >= 0 && species[j] >= 0 && species[j] != tk.species) {
+                if (p_.species_must_match && !species.empty() && tk.species >= 0 && species[j] >= 0 &&
+                    species[j] != tk.species) {
                     mismatched.push_back({static_cast<std::uint32_t>(t), static_cast<std::uint32_t>(j), d2});
                     return;
                 }

@@ -29,14 +29,17 @@ public:
         if (f_) std::fclose(f_);
     }
     template <class T>
-    void put(const T& v) { raw(&v, sizeof v); }
+    void put(const T& v) {
+        raw(&v, sizeof v);
+    }
     template <class T>
     void put_vec(const std::vector<T>& v) {
         put(static_cast<std::uint64_t>(v.size()));
         if (!v.empty()) raw(v.data(), sizeof(T) * v.size());
     }
     void close_synced() {
-        if (std::fflush(f_) != 0 || ::fsync(fileno(f_)) != 0) throw IoError(path_ + ": " + write_failure(path_, errno));
+        if (std::fflush(f_) != 0 || ::fsync(fileno(f_)) != 0)
+            throw IoError(path_ + ": " + write_failure(path_, errno));
         std::fclose(f_);
         f_ = nullptr;
     }
@@ -63,7 +66,9 @@ public:
     template <class T>
     std::vector<T> get_vec(std::uint64_t max) {
         const auto n = get<std::uint64_t>();
-        if (n > max) throw FormatError(path_ + ": a checkpoint array of " + std::to_string(n) + " elements (at most " + std::to_string(max) + ")");
+        if (n > max)
+            throw FormatError(path_ + ": a checkpoint array of " + std::to_string(n) + " elements (at most " +
+                              std::to_string(max) + ")");
         std::vector<T> v(n);
         if (n) raw(v.data(), sizeof(T) * n);
         return v;
@@ -71,7 +76,8 @@ public:
 
 private:
     void raw(void* p, std::size_t n) {
-        if (!in_.read(static_cast<char*>(p), static_cast<std::streamsize>(n))) throw FormatError(path_ + ": checkpoint cut short");
+        if (!in_.read(static_cast<char*>(p), static_cast<std::streamsize>(n)))
+            throw FormatError(path_ + ": checkpoint cut short");
     }
     std::string path_;
     std::ifstream in_;
@@ -89,7 +95,8 @@ std::string CheckpointFolder::path(std::int64_t segment, const char* ext) const 
     return (fs::path(dir_) / ("segment_" + std::to_string(segment) + "." + ext)).string();
 }
 
-CheckpointFolder::CheckpointFolder(std::string dir, const std::string& fingerprint, std::int64_t frames_per_segment)
+CheckpointFolder::CheckpointFolder(std::string dir, const std::string& fingerprint,
+                                   std::int64_t frames_per_segment)
     : dir_(std::move(dir)) {
     std::error_code ec;
     const std::string id = fingerprint + "\nframes per segment: " + std::to_string(frames_per_segment) + "\n";
@@ -114,8 +121,8 @@ CheckpointFolder::CheckpointFolder(std::string dir, const std::string& fingerpri
     while (fs::exists(path(complete_, "state")) && fs::exists(path(complete_, "rows"))) ++complete_;
     // a segment begun but not finished is redone from its first frame
     for (std::int64_t s = complete_;; ++s) {
-        const bool any = fs::exists(path(s, "rows")) || fs::exists(path(s, "state")) || fs::exists(path(s, "rows.tmp")) ||
-                         fs::exists(path(s, "state.tmp"));
+        const bool any = fs::exists(path(s, "rows")) || fs::exists(path(s, "state")) ||
+                         fs::exists(path(s, "rows.tmp")) || fs::exists(path(s, "state.tmp"));
         if (!any) break;
         for (const char* e : {"rows", "state", "rows.tmp", "state.tmp"}) fs::remove(path(s, e), ec);
     }
@@ -127,7 +134,8 @@ CheckpointFolder::~CheckpointFolder() {
 
 SegmentState CheckpointFolder::read_state(std::int64_t segment) const {
     In in(path(segment, "state"));
-    if (in.get<std::uint64_t>() != kMagic) throw FormatError(path(segment, "state") + ": not a vibra checkpoint");
+    if (in.get<std::uint64_t>() != kMagic)
+        throw FormatError(path(segment, "state") + ": not a vibra checkpoint");
     SegmentState s;
     s.first_frame = in.get<std::int64_t>();
     s.n_frames = in.get<std::int64_t>();
@@ -142,8 +150,10 @@ SegmentState CheckpointFolder::read_state(std::int64_t segment) const {
     s.time_s = in.get_vec<double>(nf);
     s.linker.next_id = in.get<std::int64_t>();
     s.linker.frame = in.get<std::int64_t>();
-    s.linker.active = in.get_vec<Linker::Track>(static_cast<std::uint64_t>(std::max<std::int64_t>(s.linker.next_id, 0)));
-    if (in.get<std::uint64_t>() != kMagic) throw FormatError(path(segment, "state") + ": checkpoint cut short");
+    s.linker.active =
+        in.get_vec<Linker::Track>(static_cast<std::uint64_t>(std::max<std::int64_t>(s.linker.next_id, 0)));
+    if (in.get<std::uint64_t>() != kMagic)
+        throw FormatError(path(segment, "state") + ": checkpoint cut short");
     std::error_code ec;
     const auto bytes = fs::file_size(path(segment, "rows"), ec);
     if (ec || bytes != static_cast<std::uintmax_t>(s.n_rows) * sizeof(CheckpointRow))
@@ -157,8 +167,10 @@ void CheckpointFolder::read_rows(std::int64_t segment, std::int64_t n_rows,
     std::ifstream in(path(segment, "rows"), std::ios::binary);
     std::vector<CheckpointRow> buf(8192);
     for (std::int64_t left = n_rows; left > 0;) {
-        const auto n = static_cast<std::size_t>(std::min<std::int64_t>(left, static_cast<std::int64_t>(buf.size())));
-        if (!in.read(reinterpret_cast<char*>(buf.data()), static_cast<std::streamsize>(n * sizeof(CheckpointRow))))
+        const auto n =
+            static_cast<std::size_t>(std::min<std::int64_t>(left, static_cast<std::int64_t>(buf.size())));
+        if (!in.read(reinterpret_cast<char*>(buf.data()),
+                     static_cast<std::streamsize>(n * sizeof(CheckpointRow))))
             throw FormatError(path(segment, "rows") + ": checkpoint cut short");
         for (std::size_t i = 0; i < n; ++i) row(buf[i]);
         left -= static_cast<std::int64_t>(n);
@@ -169,7 +181,9 @@ void CheckpointFolder::write_rows(std::int64_t segment, const std::vector<Checkp
     if (rows_segment_ != segment) {
         if (rows_) std::fclose(rows_);
         rows_ = std::fopen(path(segment, "rows.tmp").c_str(), "wb");
-        if (!rows_) throw IoError(path(segment, "rows.tmp") + ": cannot write the checkpoint: " + std::strerror(errno));
+        if (!rows_)
+            throw IoError(path(segment, "rows.tmp") +
+                          ": cannot write the checkpoint: " + std::strerror(errno));
         rows_segment_ = segment;
         rows_written_ = 0;
     }
@@ -180,11 +194,13 @@ void CheckpointFolder::write_rows(std::int64_t segment, const std::vector<Checkp
 
 void CheckpointFolder::finish_segment(std::int64_t segment, const SegmentState& s) {
     if (rows_segment_ != segment) write_rows(segment, {});  // a segment without rows
-    if (std::fflush(rows_) != 0 || ::fsync(fileno(rows_)) != 0) throw IoError(path(segment, "rows.tmp") + ": " + write_failure(path(segment, "rows.tmp"), errno));
+    if (std::fflush(rows_) != 0 || ::fsync(fileno(rows_)) != 0)
+        throw IoError(path(segment, "rows.tmp") + ": " + write_failure(path(segment, "rows.tmp"), errno));
     std::fclose(rows_);
     rows_ = nullptr;
     rows_segment_ = -1;
-    if (rows_written_ != s.n_rows) throw IoError(path(segment, "rows") + ": rows written differ from the segment's count");
+    if (rows_written_ != s.n_rows)
+        throw IoError(path(segment, "rows") + ": rows written differ from the segment's count");
     publish(path(segment, "rows.tmp"), path(segment, "rows"));
     {
         Out o(path(segment, "state.tmp"));

@@ -28,21 +28,28 @@
 namespace vibra::tracking {
 
 void TrackParams::validate() const {
-    if (restart_every < 0) throw ParameterError("track: restart_every must be >= 0 (0 = never), got " + std::to_string(restart_every));
-    if (!checkpoint_dir.empty() && restart_every == 0) throw ParameterError("track: checkpoints need restart_every > 0");
+    if (restart_every < 0)
+        throw ParameterError("track: restart_every must be >= 0 (0 = never), got " +
+                             std::to_string(restart_every));
+    if (!checkpoint_dir.empty() && restart_every == 0)
+        throw ParameterError("track: checkpoints need restart_every > 0");
     if (!detect.radii.empty()) detect.validate();
     if (link.max_step != 0) link.validate();
     if (threads < 0) throw ParameterError("track: threads must be >= 0, got " + std::to_string(threads));
     if (n_strips < 0) throw ParameterError("track: n_strips must be >= 0, got " + std::to_string(n_strips));
     if (fps < 0) throw ParameterError("track: fps must be >= 0, got " + std::to_string(fps));
-    if (px_per_mm < 0) throw ParameterError("track: px_per_mm must be >= 0, got " + std::to_string(px_per_mm));
+    if (px_per_mm < 0)
+        throw ParameterError("track: px_per_mm must be >= 0, got " + std::to_string(px_per_mm));
     if (auto_radii_frames < 1) throw ParameterError("track: auto_radii_frames must be >= 1");
     if (!(link_species_confidence >= 0 && link_species_confidence <= 1))
-        throw ParameterError("track: link_species_confidence must be in [0, 1], got " + std::to_string(link_species_confidence));
-    if (roi.kind == GeometryKind::periodic_box) throw ParameterError("track: roi must be a rectangle or a circle");
+        throw ParameterError("track: link_species_confidence must be in [0, 1], got " +
+                             std::to_string(link_species_confidence));
+    if (roi.kind == GeometryKind::periodic_box)
+        throw ParameterError("track: roi must be a rectangle or a circle");
     if (roi.kind == GeometryKind::window_rect && !(roi.x1 > roi.x0 && roi.y1 > roi.y0))
         throw ParameterError("track: roi needs x0 < x1 and y0 < y1");
-    if (roi.kind == GeometryKind::window_circle && !(roi.r > 0)) throw ParameterError("track: roi circle radius must be > 0");
+    if (roi.kind == GeometryKind::window_circle && !(roi.r > 0))
+        throw ParameterError("track: roi circle radius must be > 0");
 }
 
 namespace {
@@ -185,7 +192,8 @@ public:
                 it.parts.clear();
                 return true;
             }
-            if (closed_ && std::all_of(next_.begin(), next_.end(), [&](std::int64_t n) { return n == end; })) return false;
+            if (closed_ && std::all_of(next_.begin(), next_.end(), [&](std::int64_t n) { return n == end; }))
+                return false;
             cv_.wait(lk);
         }
     }
@@ -207,8 +215,8 @@ public:
 private:
     std::vector<std::int64_t> next_;  // per strip: the next frame (seq) it needs
     std::vector<char> busy_;
-    std::int64_t base_ = 0;           // the seq of frames_.front()
-    std::deque<Item> frames_;         // frames base_, base_+1, …
+    std::int64_t base_ = 0;    // the seq of frames_.front()
+    std::deque<Item> frames_;  // frames base_, base_+1, …
     std::size_t cap_;
     bool closed_ = false;
     std::mutex m_;
@@ -227,7 +235,9 @@ struct Spool {
     std::FILE* f = nullptr;
     explicit Spool(std::string p) : path(std::move(p)) {
         f = std::fopen(path.c_str(), "w+b");
-        if (!f) throw IoError(path + ": cannot create the temporary spool file beside the output: " + std::strerror(errno));
+        if (!f)
+            throw IoError(
+                path + ": cannot create the temporary spool file beside the output: " + std::strerror(errno));
     }
     ~Spool() {
         if (f) std::fclose(f);
@@ -251,7 +261,8 @@ std::string run_fingerprint(const std::string& input, const TrackParams& p) {
         id += "mtime: " + std::to_string(fs::last_write_time(input, ec).time_since_epoch().count()) + "\n";
     } else if (fs::is_directory(input, ec)) {
         for (const auto& e : fs::directory_iterator(input, ec))
-            id += e.path().filename().string() + " " + std::to_string(e.last_write_time(ec).time_since_epoch().count()) + "\n";
+            id += e.path().filename().string() + " " +
+                  std::to_string(e.last_write_time(ec).time_since_epoch().count()) + "\n";
     }
     // The command line without what cannot change the output: verbosity, the thread count (the
     // output is the same for any), the summary file, the checkpoint switch itself.
@@ -268,8 +279,8 @@ std::string run_fingerprint(const std::string& input, const TrackParams& p) {
         }
         params += " " + w;
     }
-    id += "parameters:" + params + "\nvibra: " + vibra::version() + "\nframes: " + std::to_string(p.reader.first) +
-          ":" + std::to_string(p.reader.last) + "\n";
+    id += "parameters:" + params + "\nvibra: " + vibra::version() +
+          "\nframes: " + std::to_string(p.reader.first) + ":" + std::to_string(p.reader.last) + "\n";
     return id;
 }
 
@@ -278,7 +289,8 @@ bool inside_roi(const Geometry& g, double x, double y) {
 }
 
 std::int64_t since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+        .count();
 }
 
 // What is settled before the first frame: the settings completed (radii, linking step), the
@@ -340,7 +352,8 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
     auto& ckpt = plan.ckpt;
     std::int64_t& first_seq = plan.first_seq;
     if (!p.checkpoint_dir.empty()) {
-        ckpt = std::make_unique<detail::CheckpointFolder>(p.checkpoint_dir, run_fingerprint(input, p), p.restart_every);
+        ckpt = std::make_unique<detail::CheckpointFolder>(p.checkpoint_dir, run_fingerprint(input, p),
+                                                          p.restart_every);
         first_seq = ckpt->complete_segments() * p.restart_every;
         if (first_seq > 0) {
             ReaderParams from = p.reader;
@@ -359,7 +372,8 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
     // (no warm start): frames dealt in turn (frame seq → worker seq % n), each located alone.
     auto& strips = plan.strips;
     if (p.warm_start && H > 0) {
-        const int n_strips = p.n_strips > 0 ? p.n_strips : auto_strip_count(static_cast<int>(H), p.detect.r_large());
+        const int n_strips =
+            p.n_strips > 0 ? p.n_strips : auto_strip_count(static_cast<int>(H), p.detect.r_large());
         strips = plan_strips(static_cast<int>(H), n_strips, p.detect.r_large());
     }
     plan.by_strips = !strips.empty();
@@ -385,7 +399,8 @@ Metadata initial_metadata(const std::string& input, const RunPlan& plan) {
     meta.image_width = W;
     meta.image_height = H;
     meta.coordinate_convention = "image";
-    meta.geometry = p.roi.kind == GeometryKind::unbounded ? Geometry::rect(-0.5, -0.5, W - 0.5, H - 0.5) : p.roi;
+    meta.geometry =
+        p.roi.kind == GeometryKind::unbounded ? Geometry::rect(-0.5, -0.5, W - 0.5, H - 0.5) : p.roi;
     for (double r : p.detect.radii) meta.species_diameters.push_back(2 * r);
     if (p.detect.radii.size() == 1) meta.species_names = {"disk"};
     meta.source.file = input;
@@ -393,8 +408,10 @@ Metadata initial_metadata(const std::string& input, const RunPlan& plan) {
     meta.source.parameters = p.parameters;
     meta.user["video_format"] = info.format;
     if (plan.by_strips) meta.user["strips"] = std::to_string(plan.strips.size());
-    if (p.fps > 0) meta.user["fps"] = std::to_string(p.fps);
-    else if (info.fps > 0) meta.user["video_fps"] = std::to_string(info.fps);
+    if (p.fps > 0)
+        meta.user["fps"] = std::to_string(p.fps);
+    else if (info.fps > 0)
+        meta.user["video_fps"] = std::to_string(info.fps);
     meta.user["radii_px"] = [&] {
         std::string s;
         for (double r : p.detect.radii) s += (s.empty() ? "" : ",") + std::to_string(r);
@@ -412,11 +429,23 @@ Metadata initial_metadata(const std::string& input, const RunPlan& plan) {
 // frame at a time, by whichever thread consumes).
 class FrameConsumer {
 public:
-    FrameConsumer(const std::string& input, TrajectorySink& writer, const std::string& spool_path, const RunPlan& plan,
-                  TrackSummary& sum, std::chrono::steady_clock::time_point t_start)
-        : input(input), writer(writer), p(plan.p), info(plan.info), sum(sum), t_start(t_start), ckpt(plan.ckpt), first_seq(plan.first_seq),
-          by_strips(plan.by_strips), strips(plan.strips), seam_zone(plan.seam_zone), spool(spool_path), linker(p.link),
-          progress("track " + input, frames_in_range(info.n_frames, p.reader), p.progress),  // the --frames range
+    FrameConsumer(const std::string& input, TrajectorySink& writer, const std::string& spool_path,
+                  const RunPlan& plan, TrackSummary& sum, std::chrono::steady_clock::time_point t_start)
+        : input(input),
+          writer(writer),
+          p(plan.p),
+          info(plan.info),
+          sum(sum),
+          t_start(t_start),
+          ckpt(plan.ckpt),
+          first_seq(plan.first_seq),
+          by_strips(plan.by_strips),
+          strips(plan.strips),
+          seam_zone(plan.seam_zone),
+          spool(spool_path),
+          linker(p.link),
+          progress("track " + input, frames_in_range(info.n_frames, p.reader),
+                   p.progress),  // the --frames range
           same_disk(p.detect.r_small()) {}
     /// Frame `seq` (its strips' pieces, or the one piece) into the output.
     void consume(std::int64_t seq, Item& it, std::vector<std::vector<Particle>>& pieces);
@@ -465,7 +494,8 @@ private:
     std::vector<std::int64_t> image_numbers;
     bool any_time = false;
     Progress progress;
-    std::vector<std::uint64_t> order;  // a frame's rows by particle (the file's order within a frame): id << 32 | row
+    std::vector<std::uint64_t>
+        order;  // a frame's rows by particle (the file's order within a frame): id << 32 | row
     std::vector<double> xs, ys;
     std::vector<std::int8_t> sp;
     const double same_disk;  // two disks' centres are ≥ 2 r_small apart
@@ -506,9 +536,13 @@ void FrameConsumer::save_checkpoint(std::int64_t seq) {
 // One frame, in order: merge its strips, link, and hand its rows to the sink. Called under
 // consume_m, by a worker that is not behind (strips) or by this thread (the rest).
 void FrameConsumer::consume(std::int64_t seq, Item& it, std::vector<std::vector<Particle>>& pieces) {
-    if (seq == first_seq) sum.seconds_first_frame = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-    if (by_strips) it.parts = merge_strips(pieces, strips, seam_zone, same_disk);
-    else it.parts = std::move(pieces.front());
+    if (seq == first_seq)
+        sum.seconds_first_frame =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+    if (by_strips)
+        it.parts = merge_strips(pieces, strips, seam_zone, same_disk);
+    else
+        it.parts = std::move(pieces.front());
     std::vector<Particle> parts = std::move(it.parts);
     if (p.roi.kind != GeometryKind::unbounded)
         std::erase_if(parts, [&](const Particle& q) { return !inside_roi(p.roi, q.x, q.y); });
@@ -537,14 +571,17 @@ void FrameConsumer::consume(std::int64_t seq, Item& it, std::vector<std::vector<
         std::sort(order.begin(), order.end());
     } else {
         for (std::size_t i = 0; i < parts.size(); ++i) order[i] = i;
-        std::sort(order.begin(), order.end(), [&](std::uint64_t a, std::uint64_t b) { return ids[a] < ids[b]; });
+        std::sort(order.begin(), order.end(),
+                  [&](std::uint64_t a, std::uint64_t b) { return ids[a] < ids[b]; });
     }
     spool_rows.clear();
     ckpt_rows.clear();
     for (const std::uint64_t key : order) {
         const auto i = static_cast<std::size_t>(packable ? key & 0xffffffffu : key);
         const auto& q = parts[i];
-        if (ckpt) ckpt_rows.push_back({seq, ids[i], q.x, q.y, q.radius, q.quality, q.species_confidence, q.species});
+        if (ckpt)
+            ckpt_rows.push_back(
+                {seq, ids[i], q.x, q.y, q.radius, q.quality, q.species_confidence, q.species});
         block.push(seq, ids[i], q.x, q.y, q.species);
         block.radius.push_back(q.radius);
         block.quality.push_back(q.quality);
@@ -579,7 +616,8 @@ void FrameConsumer::replay_checkpoint() {
             if (block.size() >= block_rows) flush_block();
             spool.write(spool_rows);
             spool_rows.clear();
-            d_det.push_back(st.detections[k]), d_links.push_back(st.links[k]), d_new.push_back(st.new_tracks[k]);
+            d_det.push_back(st.detections[k]), d_links.push_back(st.links[k]),
+                d_new.push_back(st.new_tracks[k]);
             d_lost.push_back(st.lost_tracks[k]), d_err.push_back(st.decode_errors[k]);
             sum.decode_errors += st.decode_errors[k];
             sum.detections += st.detections[k];
@@ -604,7 +642,9 @@ void FrameConsumer::replay_checkpoint() {
             --left;
             settle();
         });
-        if (k != nf) throw FormatError(ckpt->dir() + ": checkpoint segment " + std::to_string(sg) + " is inconsistent");
+        if (k != nf)
+            throw FormatError(ckpt->dir() + ": checkpoint segment " + std::to_string(sg) +
+                              " is inconsistent");
         linker.restore(st.linker);
     }
 }
@@ -616,16 +656,18 @@ FrameColumns FrameConsumer::final_metadata(Metadata& meta, bool truncated) const
     if (any_time) {
         std::vector<double> dt;
         for (std::size_t i = 1; i < time_s.size(); ++i)
-            if (time_s[i] >= 0 && time_s[i - 1] >= 0 && time_s[i] > time_s[i - 1]) dt.push_back(time_s[i] - time_s[i - 1]);
+            if (time_s[i] >= 0 && time_s[i - 1] >= 0 && time_s[i] > time_s[i - 1])
+                dt.push_back(time_s[i] - time_s[i - 1]);
         if (!dt.empty()) {
             std::nth_element(dt.begin(), dt.begin() + static_cast<std::ptrdiff_t>(dt.size() / 2), dt.end());
             meta.time_unit = "s";
             meta.frame_interval = dt[dt.size() / 2];
             const double nominal = p.fps > 0 ? p.fps : info.fps;
             if (nominal > 0 && std::abs(nominal * meta.frame_interval - 1.0) > 0.01)
-                meta.user["warning_frame_rate"] = "time stamps give " + std::to_string(1.0 / meta.frame_interval) +
-                                                  " frames/s, the header/--fps says " + std::to_string(nominal) +
-                                                  " frames/s; the stamps are used";
+                meta.user["warning_frame_rate"] = "time stamps give " +
+                                                  std::to_string(1.0 / meta.frame_interval) +
+                                                  " frames/s, the header/--fps says " +
+                                                  std::to_string(nominal) + " frames/s; the stamps are used";
         }
     } else if (p.fps > 0) {
         meta.time_unit = "s";
@@ -635,10 +677,12 @@ FrameColumns FrameConsumer::final_metadata(Metadata& meta, bool truncated) const
     meta.incomplete = truncated;
 
     FrameColumns fc;
-    if (any_time) fc.time_s = time_s;
+    if (any_time)
+        fc.time_s = time_s;
     else if (p.fps > 0) {
         fc.time_s.resize(static_cast<std::size_t>(n_frames));
-        for (std::int64_t f = 0; f < n_frames; ++f) fc.time_s[static_cast<std::size_t>(f)] = static_cast<double>(f) / p.fps;
+        for (std::int64_t f = 0; f < n_frames; ++f)
+            fc.time_s[static_cast<std::size_t>(f)] = static_cast<double>(f) / p.fps;
     }
     fc.image_number = image_numbers;
     return fc;
@@ -652,9 +696,11 @@ void FrameConsumer::write_species() {
     std::vector<std::int8_t> species;
     std::vector<float> confidence;
     for (std::int64_t left = sum.detections; left > 0;) {
-        const auto nb = static_cast<std::size_t>(std::min<std::int64_t>(left, static_cast<std::int64_t>(block_rows)));
+        const auto nb =
+            static_cast<std::size_t>(std::min<std::int64_t>(left, static_cast<std::int64_t>(block_rows)));
         spool_rows.resize(nb);
-        if (std::fread(spool_rows.data(), sizeof(SpoolRow), nb, spool.f) != nb) throw IoError(spool.path + ": read failed");
+        if (std::fread(spool_rows.data(), sizeof(SpoolRow), nb, spool.f) != nb)
+            throw IoError(spool.path + ": read failed");
         species.resize(nb);
         confidence.resize(nb);
         for (std::size_t i = 0; i < nb; ++i) {
@@ -690,12 +736,26 @@ void FrameConsumer::commit(Metadata meta, bool truncated) {
 class FrameScheduler {
 public:
     FrameScheduler(const std::string& input, RunPlan& plan, FrameConsumer& consumer)
-        : input(input), p(plan.p), src(*plan.src), consumer(consumer), first_seq(plan.first_seq), by_strips(plan.by_strips),
-          n_threads(plan.n_threads), strips(plan.strips), seam_zone(plan.seam_zone), W(plan.info.width), H(plan.info.height),
-          tasks(strips.size(), 2 * strips.size() + 2, first_seq), strip_locators(strips.size(), DiskLocator(p.detect)), out(plan.n_pieces),
-          next_seq(first_seq), workers_left(n_threads) {
+        : input(input),
+          p(plan.p),
+          src(*plan.src),
+          consumer(consumer),
+          first_seq(plan.first_seq),
+          by_strips(plan.by_strips),
+          n_threads(plan.n_threads),
+          strips(plan.strips),
+          seam_zone(plan.seam_zone),
+          W(plan.info.width),
+          H(plan.info.height),
+          tasks(strips.size(), 2 * strips.size() + 2, first_seq),
+          strip_locators(strips.size(), DiskLocator(p.detect)),
+          out(plan.n_pieces),
+          next_seq(first_seq),
+          workers_left(n_threads) {
         if (!by_strips)
-            for (int k = 0; k < n_threads; ++k) in_qs.push_back(std::make_unique<BoundedQueue<Item>>(3));  // frames dealt in turn: one queue per worker
+            for (int k = 0; k < n_threads; ++k)
+                in_qs.push_back(
+                    std::make_unique<BoundedQueue<Item>>(3));  // frames dealt in turn: one queue per worker
     }
     /// Runs the video through: starts the threads, calls `open_sink` on this thread while the
     /// workers locate the first frames, consumes the frames in order (here, and by strips also
@@ -771,10 +831,10 @@ void FrameScheduler::read_frames() {
                 if (it.frame.image.empty()) {
                     it.status = ReadStatus::corrupt;
                 } else if ((W > 0 && it.frame.image.cols != W) || (H > 0 && it.frame.image.rows != H)) {
-                    throw FormatError(at_frame(input, it.frame.index,
-                                               "frame size changed from " + std::to_string(W) + "x" + std::to_string(H) +
-                                                   " to " + std::to_string(it.frame.image.cols) + "x" +
-                                                   std::to_string(it.frame.image.rows)));
+                    throw FormatError(at_frame(
+                        input, it.frame.index,
+                        "frame size changed from " + std::to_string(W) + "x" + std::to_string(H) + " to " +
+                            std::to_string(it.frame.image.cols) + "x" + std::to_string(it.frame.image.rows)));
                 }
             }
             bool pushed = true;
@@ -809,13 +869,11 @@ void FrameScheduler::locate_strips() {
         // a segment's first frame: from scratch, as a run resumed there starts
         if (p.restart_every > 0 && it.seq % p.restart_every == 0) locator = DiskLocator(p.detect);
         try {
-            if (it.status == ReadStatus::ok && !stop)
-            {
+            if (it.status == ReadStatus::ok && !stop) {
                 const auto t0 = std::chrono::steady_clock::now();
                 it.parts = locate_in_strip(locator, it.frame.image, strips, s, seam_zone);
                 ns_detect += since(t0);
-            }
-            else
+            } else
                 locator.reset();  // a gap: the next frame from scratch
         } catch (...) {
             record_error();
@@ -839,8 +897,7 @@ void FrameScheduler::locate_frames(int k) {
     auto& q = *in_qs[static_cast<std::size_t>(k)];
     while (q.pop(it)) {
         try {
-            if (it.status == ReadStatus::ok && !stop)
-            {
+            if (it.status == ReadStatus::ok && !stop) {
                 const auto t0 = std::chrono::steady_clock::now();
                 it.parts = locate(it.frame.image, p.detect);
                 ns_detect += since(t0);
@@ -882,8 +939,10 @@ void FrameScheduler::run(F&& open_sink) {
     reader = std::thread([this] { read_frames(); });
     for (int k = 0; k < n_threads; ++k)
         workers.emplace_back([this, k] {
-            if (by_strips) locate_strips();
-            else locate_frames(k);
+            if (by_strips)
+                locate_strips();
+            else
+                locate_frames(k);
             if (--workers_left == 0) out.finish();
         });
     try {
@@ -936,7 +995,8 @@ TrackSummary track_video(const std::string& input, TrajectorySink& writer, const
     if (scheduler.reader_error) std::rethrow_exception(scheduler.reader_error);
     if (scheduler.worker_error) std::rethrow_exception(scheduler.worker_error);
     if (scheduler.cancelled)
-        throw Interrupted(input + ": interrupted after " + std::to_string(consumer.frames()) + " frames", consumer.frames());
+        throw Interrupted(input + ": interrupted after " + std::to_string(consumer.frames()) + " frames",
+                          consumer.frames());
     const auto n_frames = consumer.frames();
     if (n_frames == 0) throw FormatError(input + ": no frames could be read");
     if (n_frames == sum.decode_errors) throw FormatError(input + ": no frame could be decoded");

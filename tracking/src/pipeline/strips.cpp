@@ -28,8 +28,8 @@ std::vector<FrameStrip> plan_strips(int height, int n, double r_large) {
     return s;
 }
 
-std::vector<Particle> locate_in_strip(DiskLocator& locator, const cv::Mat& frame, std::span<const FrameStrip> strips,
-                                      std::size_t k, double seam_zone) {
+std::vector<Particle> locate_in_strip(DiskLocator& locator, const cv::Mat& frame,
+                                      std::span<const FrameStrip> strips, std::size_t k, double seam_zone) {
     const auto& s = strips[k];
     locator.set_owned_rows(s.own_begin - s.fit_begin, s.own_end - s.fit_begin);
     auto parts = locator.next(frame.rowRange(s.fit_begin, s.fit_end));
@@ -45,8 +45,8 @@ std::vector<Particle> locate_in_strip(DiskLocator& locator, const cv::Mat& frame
     return parts;
 }
 
-std::vector<Particle> merge_strips(std::span<const std::vector<Particle>> per_strip, std::span<const FrameStrip> strips,
-                                   double seam_zone, double same_disk) {
+std::vector<Particle> merge_strips(std::span<const std::vector<Particle>> per_strip,
+                                   std::span<const FrameStrip> strips, double seam_zone, double same_disk) {
     const std::size_t n = std::min(per_strip.size(), strips.size());
     std::vector<Particle> out;
     // Per seam s (between strips s and s+1, at y = own_end − 0.5 of strip s): the disks of strip s
@@ -89,9 +89,12 @@ std::vector<Particle> merge_strips(std::span<const std::vector<Particle>> per_st
     }
     // The strips' own disks came in (y, x) order, strip after strip; only the seams' disks,
     // appended after them, need sorting before the two runs are merged.
-    auto by_position = [](const Particle& a, const Particle& b) { return a.y != b.y ? a.y < b.y : a.x < b.x; };
+    auto by_position = [](const Particle& a, const Particle& b) {
+        return a.y != b.y ? a.y < b.y : a.x < b.x;
+    };
     const auto tail = out.begin() + static_cast<std::ptrdiff_t>(n_own);
-    if (!std::is_sorted(out.begin(), tail, by_position)) std::sort(out.begin(), tail, by_position);  // a caller's unsorted lists
+    if (!std::is_sorted(out.begin(), tail, by_position))
+        std::sort(out.begin(), tail, by_position);  // a caller's unsorted lists
     std::sort(tail, out.end(), by_position);
     std::inplace_merge(out.begin(), tail, out.end(), by_position);
     return out;

@@ -30,7 +30,9 @@ void draw_marker(cv::Mat& img, const OverlayMarker& m, const OverlayParams& p) {
     const int h = static_cast<int>(std::lround(m.size * s * kOne));
     const int t = p.thickness;
     switch (m.shape) {
-        case MarkerShape::circle: cv::circle(img, c, h, m.colour, t, cv::LINE_AA, kShift); break;
+        case MarkerShape::circle:
+            cv::circle(img, c, h, m.colour, t, cv::LINE_AA, kShift);
+            break;
         case MarkerShape::cross:
             cv::line(img, c + cv::Point(-h, -h), c + cv::Point(h, h), m.colour, t, cv::LINE_AA, kShift);
             cv::line(img, c + cv::Point(-h, h), c + cv::Point(h, -h), m.colour, t, cv::LINE_AA, kShift);
@@ -50,17 +52,22 @@ void draw_marker(cv::Mat& img, const OverlayMarker& m, const OverlayParams& p) {
     }
     if (!m.label.empty()) {
         const cv::Point at(c.x / int(kOne) + int(m.size * s) + 2, c.y / int(kOne));
-        cv::putText(img, m.label, at, cv::FONT_HERSHEY_SIMPLEX, p.font_scale * std::max(1, s / 2), m.colour, 1, cv::LINE_AA);
+        cv::putText(img, m.label, at, cv::FONT_HERSHEY_SIMPLEX, p.font_scale * std::max(1, s / 2), m.colour,
+                    1, cv::LINE_AA);
     }
 }
 
 }  // namespace
 
 void OverlayParams::validate() const {
-    if (thickness < 1 || thickness > 20) throw ParameterError("overlay: thickness must be in [1, 20], got " + std::to_string(thickness));
-    if (trails < 0 || trails > 100000) throw ParameterError("overlay: trails must be in [0, 100000], got " + std::to_string(trails));
-    if (upscale < 1 || upscale > 16) throw ParameterError("overlay: upscale must be in [1, 16], got " + std::to_string(upscale));
-    if (!(font_scale > 0)) throw ParameterError("overlay: font_scale must be > 0, got " + std::to_string(font_scale));
+    if (thickness < 1 || thickness > 20)
+        throw ParameterError("overlay: thickness must be in [1, 20], got " + std::to_string(thickness));
+    if (trails < 0 || trails > 100000)
+        throw ParameterError("overlay: trails must be in [0, 100000], got " + std::to_string(trails));
+    if (upscale < 1 || upscale > 16)
+        throw ParameterError("overlay: upscale must be in [1, 16], got " + std::to_string(upscale));
+    if (!(font_scale > 0))
+        throw ParameterError("overlay: font_scale must be > 0, got " + std::to_string(font_scale));
 }
 
 cv::Mat to_display(const cv::Mat& grey) {
@@ -93,8 +100,10 @@ cv::Mat to_display(const cv::Mat& grey) {
         throw FormatError("overlay: frames must be 8- or 16-bit");
     }
     cv::Mat bgr;
-    if (g8.channels() == 1) cv::cvtColor(g8, bgr, cv::COLOR_GRAY2BGR);
-    else bgr = g8.clone();
+    if (g8.channels() == 1)
+        cv::cvtColor(g8, bgr, cv::COLOR_GRAY2BGR);
+    else
+        bgr = g8.clone();
     return bgr;
 }
 
@@ -105,7 +114,9 @@ cv::Mat draw_overlay(const cv::Mat& frame, std::span<const OverlayDisk> disks,
     cv::Mat img = to_display(frame);
     const int s = p.upscale;
     if (s > 1) cv::resize(img, img, cv::Size(), s, s, cv::INTER_NEAREST);
-    auto colour_of = [&](std::int8_t sp) { return sp == 0 ? p.colour_small : sp == 1 ? p.colour_large : p.colour_unknown; };
+    auto colour_of = [&](std::int8_t sp) {
+        return sp == 0 ? p.colour_small : sp == 1 ? p.colour_large : p.colour_unknown;
+    };
     // Trails first (underneath).
     if (p.trails > 0) {
         std::map<std::int64_t, std::int8_t> species_of;
@@ -115,12 +126,14 @@ cv::Mat draw_overlay(const cv::Mat& frame, std::span<const OverlayDisk> disks,
             const auto it = species_of.find(id);
             const cv::Scalar c = colour_of(it == species_of.end() ? std::int8_t(-1) : it->second) * 0.7;
             for (std::size_t k = 1; k < pts.size(); ++k)
-                cv::line(img, fp(pts[k - 1].x, pts[k - 1].y, s), fp(pts[k].x, pts[k].y, s), c, 1, cv::LINE_AA, kShift);
+                cv::line(img, fp(pts[k - 1].x, pts[k - 1].y, s), fp(pts[k].x, pts[k].y, s), c, 1, cv::LINE_AA,
+                         kShift);
         }
     }
     for (const auto& d : disks) {
         const cv::Scalar c = colour_of(d.species);
-        cv::circle(img, fp(d.x, d.y, s), static_cast<int>(std::lround(d.radius * s * kOne)), c, p.thickness, cv::LINE_AA, kShift);
+        cv::circle(img, fp(d.x, d.y, s), static_cast<int>(std::lround(d.radius * s * kOne)), c, p.thickness,
+                   cv::LINE_AA, kShift);
         if (p.ids && d.id >= 0) {
             const std::string t = std::to_string(d.id);
             int base = 0;
@@ -137,8 +150,8 @@ cv::Mat draw_overlay(const cv::Mat& frame, std::span<const OverlayDisk> disks,
 
 OverlayRenderer::OverlayRenderer(const OverlayParams& p) : p_(p) { p_.validate(); }
 
-cv::Mat OverlayRenderer::render(const cv::Mat& frame, std::int64_t frame_number, std::span<const OverlayDisk> disks,
-                                std::span<const OverlayMarker> markers) {
+cv::Mat OverlayRenderer::render(const cv::Mat& frame, std::int64_t frame_number,
+                                std::span<const OverlayDisk> disks, std::span<const OverlayMarker> markers) {
     if (p_.trails > 0) {
         for (const auto& d : disks) {
             if (d.id < 0) continue;

@@ -73,7 +73,8 @@ inline double pixel_coverage(double x0, double y0, double r) {
     if (nx * nx + ny * ny >= r * r) return 0.0;
     const double fx = std::max(std::abs(x0), std::abs(x1)), fy = std::max(std::abs(y0), std::abs(y1));
     if (fx * fx + fy * fy <= r * r) return 1.0;
-    const double a = corner_area(x0, y0, r) - corner_area(x1, y0, r) - corner_area(x0, y1, r) + corner_area(x1, y1, r);
+    const double a =
+        corner_area(x0, y0, r) - corner_area(x1, y0, r) - corner_area(x0, y1, r) + corner_area(x1, y1, r);
     return std::clamp(a, 0.0, 1.0);
 }
 
@@ -85,12 +86,16 @@ struct Layer {
 
 std::vector<Layer> layers_of(const RenderParams& p) {
     switch (p.look) {
-        case DiskLook::plain: return {{1.0, 1.0, false}};
+        case DiskLook::plain:
+            return {{1.0, 1.0, false}};
         case DiskLook::dark_ring:
-            return {{1.0, 1.0, false}, {p.ring_outer, -p.ring_depth, false}, {p.ring_inner, p.ring_depth, false}};
-        case DiskLook::marker_dot: return {{1.0, 1.0, false}, {p.dot_fraction, -p.dot_depth, false}};
+            return {
+                {1.0, 1.0, false}, {p.ring_outer, -p.ring_depth, false}, {p.ring_inner, p.ring_depth, false}};
+        case DiskLook::marker_dot:
+            return {{1.0, 1.0, false}, {p.dot_fraction, -p.dot_depth, false}};
         case DiskLook::bright_rim:
-            return {{1.0, 1.0, false}, {p.rim_inner, p.interior_level - 1.0, false}, {p.rim_inner, 1.0, true}};
+            return {
+                {1.0, 1.0, false}, {p.rim_inner, p.interior_level - 1.0, false}, {p.rim_inner, 1.0, true}};
     }
     return {{1.0, 1.0, false}};
 }
@@ -165,8 +170,10 @@ inline double erf_primitive(double u, double sigma) {
 // Adds weight × (PSF ⊗ disk of radius R at (cx, cy)) integrated over pixels.
 void add_disk_psf(cv::Mat& acc, double cx, double cy, double R, double sigma, double weight) {
     const double reach = R + 0.5 + 6.0 * sigma;
-    const int i0 = std::max(0, int(std::floor(cx - reach))), i1 = std::min(acc.cols - 1, int(std::ceil(cx + reach)));
-    const int j0 = std::max(0, int(std::floor(cy - reach))), j1 = std::min(acc.rows - 1, int(std::ceil(cy + reach)));
+    const int i0 = std::max(0, int(std::floor(cx - reach))),
+              i1 = std::min(acc.cols - 1, int(std::ceil(cx + reach)));
+    const int j0 = std::max(0, int(std::floor(cy - reach))),
+              j1 = std::min(acc.rows - 1, int(std::ceil(cy + reach)));
     if (i0 > i1 || j0 > j1) return;
     const int n = std::clamp(int(std::ceil(3.0 * R / sigma)) + 10, 12, 400);
     const auto& gl = gauss_legendre(n);
@@ -184,7 +191,8 @@ void add_disk_psf(cv::Mat& acc, double cx, double cy, double R, double sigma, do
         // B(i − xn) = ½ [erf((i − xn + ½) k) − erf((i − xn − ½) k)]: boundaries i − ½.
         for (int c = 0; c <= nc; ++c) eb[static_cast<std::size_t>(c)] = std::erf((i0 + c - 0.5 - xn) * k);
         for (int c = 0; c < nc; ++c)
-            bx[static_cast<std::size_t>(c)] = 0.5 * (eb[static_cast<std::size_t>(c + 1)] - eb[static_cast<std::size_t>(c)]);
+            bx[static_cast<std::size_t>(c)] =
+                0.5 * (eb[static_cast<std::size_t>(c + 1)] - eb[static_cast<std::size_t>(c)]);
         // ∫_{−s}^{s} B(j − cy − t) dt = ½ [E(v+½) − E(v−½)]_{v = j−cy−s}^{j−cy+s}, E = erf_primitive.
         for (int r = 0; r <= nr; ++r) {
             const double b = j0 + r - 0.5 - cy;  // boundary j − ½ relative to cy
@@ -210,14 +218,16 @@ void add_disk_psf(cv::Mat& acc, double cx, double cy, double R, double sigma, do
     }
 }
 
-void add_disk(cv::Mat& acc, const Disk& d, const std::vector<Layer>& layers, const RenderParams& p, double w) {
+void add_disk(cv::Mat& acc, const Disk& d, const std::vector<Layer>& layers, const RenderParams& p,
+              double w) {
     const double R = d.radius;
     const int i0 = std::max(0, int(std::floor(d.x - R - 0.5)));
     const int i1 = std::min(acc.cols - 1, int(std::ceil(d.x + R + 0.5)));
     const int j0 = std::max(0, int(std::floor(d.y - R - 0.5)));
     const int j1 = std::min(acc.rows - 1, int(std::ceil(d.y + R + 0.5)));
     if (i0 > i1 || j0 > j1) return;
-    const bool any_texture = std::any_of(layers.begin(), layers.end(), [](const Layer& l) { return l.textured; });
+    const bool any_texture =
+        std::any_of(layers.begin(), layers.end(), [](const Layer& l) { return l.textured; });
     Texture tex(d.texture_seed, d.angle);
     const int n = p.supersample;
     for (int j = j0; j <= j1; ++j) {
@@ -264,10 +274,14 @@ std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
 
 const char* to_string(DiskLook look) {
     switch (look) {
-        case DiskLook::plain: return "plain";
-        case DiskLook::dark_ring: return "dark-ring";
-        case DiskLook::marker_dot: return "marker-dot";
-        case DiskLook::bright_rim: return "bright-rim";
+        case DiskLook::plain:
+            return "plain";
+        case DiskLook::dark_ring:
+            return "dark-ring";
+        case DiskLook::marker_dot:
+            return "marker-dot";
+        case DiskLook::bright_rim:
+            return "bright-rim";
     }
     return "plain";
 }
@@ -329,17 +343,21 @@ cv::Mat render_coverage(std::span<const std::vector<Disk>> subframes, const Rend
                 add_disk(out, d, layers, p, w);
             } else {
                 // Continuous PSF before pixel integration: disk layers semi-analytically.
-                for (const auto& l : plain_layers) add_disk_psf(out, d.x, d.y, l.radius_factor * d.radius, p.blur_sigma, w * l.weight);
+                for (const auto& l : plain_layers)
+                    add_disk_psf(out, d.x, d.y, l.radius_factor * d.radius, p.blur_sigma, w * l.weight);
             }
         }
     };
-    int nt = p.threads > 0 ? p.threads : static_cast<int>(std::max(1u, std::min(8u, std::thread::hardware_concurrency())));
+    int nt = p.threads > 0
+                 ? p.threads
+                 : static_cast<int>(std::max(1u, std::min(8u, std::thread::hardware_concurrency())));
     if (all.size() < 128) nt = 1;
     if (nt == 1) {
         work(acc, 0, all.size());
     } else {
         std::vector<cv::Mat> parts(static_cast<std::size_t>(nt - 1));
-        const std::size_t chunk = (all.size() + static_cast<std::size_t>(nt) - 1) / static_cast<std::size_t>(nt);
+        const std::size_t chunk =
+            (all.size() + static_cast<std::size_t>(nt) - 1) / static_cast<std::size_t>(nt);
         run_workers(nt, [&](int t) {  // worker t > 0 on its own image, added in order below
             const std::size_t b = std::min(all.size(), chunk * static_cast<std::size_t>(t));
             const std::size_t e = std::min(all.size(), chunk * static_cast<std::size_t>(t + 1));
@@ -368,7 +386,8 @@ cv::Mat render_coverage(std::span<const Disk> disks, const RenderParams& p) {
     return render_coverage(std::span<const std::vector<Disk>>(one), p);
 }
 
-cv::Mat render_frame(std::span<const std::vector<Disk>> subframes, const RenderParams& p, std::int64_t frame) {
+cv::Mat render_frame(std::span<const std::vector<Disk>> subframes, const RenderParams& p,
+                     std::int64_t frame) {
     cv::Mat img = render_coverage(subframes, p);
     double bg = p.background, fg = p.foreground;
     if (p.dark_on_bright) std::swap(bg, fg);
@@ -445,7 +464,8 @@ void SynthParams::validate() const {
     if (n_large < -1) bad(w, "n_large", double(n_large), ">= 0 (or -1 = from packing fraction)");
     if (n_small < 0 && n_large < 0 && !(packing_fraction > 0 && packing_fraction <= 0.85))
         bad(w, "packing_fraction", packing_fraction, "in (0, 0.85]");
-    if (!(margin >= 0) || 2 * margin + 4 * std::max(radius_small, radius_large) > std::min(render.width, render.height))
+    if (!(margin >= 0) ||
+        2 * margin + 4 * std::max(radius_small, radius_large) > std::min(render.width, render.height))
         bad(w, "margin", margin, ">= 0 and leave room for disks inside the image");
     if (frames < 1) bad(w, "frames", double(frames), ">= 1");
     if (!(step_rms >= 0)) bad(w, "step_rms", step_rms, ">= 0 px");
@@ -481,8 +501,9 @@ SynthGenerator::SynthGenerator(const SynthParams& params) : impl_(std::make_uniq
     std::int64_t ns = p.n_small, nl = p.n_large;
     const bool one_size = p.radius_large == p.radius_small;
     if (ns < 0 && nl < 0) {
-        const double mean_area = one_size ? kPi * p.radius_small * p.radius_small
-                                          : 0.5 * kPi * (p.radius_small * p.radius_small + p.radius_large * p.radius_large);
+        const double mean_area =
+            one_size ? kPi * p.radius_small * p.radius_small
+                     : 0.5 * kPi * (p.radius_small * p.radius_small + p.radius_large * p.radius_large);
         const auto n = static_cast<std::int64_t>(std::llround(p.packing_fraction * bw * bh / mean_area));
         ns = one_size ? n : n - n / 2;
         nl = one_size ? 0 : n / 2;
@@ -491,7 +512,9 @@ SynthGenerator::SynthGenerator(const SynthParams& params) : impl_(std::make_uniq
         nl = std::max<std::int64_t>(nl, 0);
     }
     if (ns + nl < 1) bad("synth parameters", "n_small + n_large", 0, ">= 1");
-    const double phi = kPi * (double(ns) * p.radius_small * p.radius_small + double(nl) * p.radius_large * p.radius_large) / (bw * bh);
+    const double phi =
+        kPi * (double(ns) * p.radius_small * p.radius_small + double(nl) * p.radius_large * p.radius_large) /
+        (bw * bh);
     if (phi > 0.86) bad("synth parameters", "packing fraction of the requested counts", phi, "<= 0.86");
 
     // Dynamics in px and frames. Temperature so that a free small disk moves step_rms per axis
@@ -538,12 +561,14 @@ SynthGenerator::SynthGenerator(const SynthParams& params) : impl_(std::make_uniq
     // Equilibrate: the lattice start may overlap at high density; run until the overlaps have
     // relaxed (at most 20× the requested equilibration).
     m.sim->advance_frames(p.equilibrate);
-    for (std::int64_t extra = 0; extra < std::max<std::int64_t>(200, 20 * p.equilibrate) && m.overlap_now() > 0.1; ++extra)
+    for (std::int64_t extra = 0;
+         extra < std::max<std::int64_t>(200, 20 * p.equilibrate) && m.overlap_now() > 0.1; ++extra)
         m.sim->advance_frames(1);
     // Exposure sub-frames: centred in [0, exposure) of each frame interval.
     const auto E = std::max<std::int64_t>(1, std::llround(p.exposure * double(S)));
     for (int s = 0; s < p.exposure_subframes; ++s)
-        m.sub_steps.push_back(std::min<std::int64_t>(S - 1, static_cast<std::int64_t>(std::floor((s + 0.5) * double(E) / p.exposure_subframes))));
+        m.sub_steps.push_back(std::min<std::int64_t>(
+            S - 1, static_cast<std::int64_t>(std::floor((s + 0.5) * double(E) / p.exposure_subframes))));
 }
 
 SynthGenerator::~SynthGenerator() = default;
@@ -628,11 +653,16 @@ Metadata SynthGenerator::metadata() const {
 
 const char* to_string(VideoFormat f) {
     switch (f) {
-        case VideoFormat::avi_raw: return "avi";
-        case VideoFormat::avi_ffv1: return "ffv1";
-        case VideoFormat::png: return "png";
-        case VideoFormat::tiff: return "tiff";
-        case VideoFormat::avi_mjpeg: return "mjpeg";
+        case VideoFormat::avi_raw:
+            return "avi";
+        case VideoFormat::avi_ffv1:
+            return "ffv1";
+        case VideoFormat::png:
+            return "png";
+        case VideoFormat::tiff:
+            return "tiff";
+        case VideoFormat::avi_mjpeg:
+            return "mjpeg";
     }
     return "avi";
 }
@@ -667,10 +697,13 @@ public:
         const long off = std::ftell(f_) - movi_pos_;
         put4("00dc");
         put32(size);
-        for (int j = 0; j < h_; ++j) check(std::fwrite(img.ptr<std::uint8_t>(j), 1, static_cast<std::size_t>(w_), f_) == static_cast<std::size_t>(w_));
+        for (int j = 0; j < h_; ++j)
+            check(std::fwrite(img.ptr<std::uint8_t>(j), 1, static_cast<std::size_t>(w_), f_) ==
+                  static_cast<std::size_t>(w_));
         if (size % 2) std::fputc(0, f_);
         index_.push_back({static_cast<std::uint32_t>(off), size});
-        if (std::ftell(f_) > 0x7FF00000L) throw IoError(path_ + ": uncompressed AVI larger than 2 GB; use a png/tiff sequence");
+        if (std::ftell(f_) > 0x7FF00000L)
+            throw IoError(path_ + ": uncompressed AVI larger than 2 GB; use a png/tiff sequence");
     }
     void close() {
         if (!f_) return;
@@ -779,11 +812,12 @@ private:
 
 struct FrameSink::Impl {
     std::unique_ptr<AtomicOutput> out;  // frames go to out->path(), renamed into place by close()
-    int unwinding_at_start = 0;          // std::uncaught_exceptions() when constructed
-    std::string path, target;  // where frames are written (the temporary); the name the user gave
+    int unwinding_at_start = 0;         // std::uncaught_exceptions() when constructed
+    std::string path, target;           // where frames are written (the temporary); the name the user gave
     VideoFormat format;
     double fps;
-    std::unique_ptr<detail::VideoWriter> writer;  // created when a format needs OpenCV (loads its codecs module)
+    std::unique_ptr<detail::VideoWriter>
+        writer;  // created when a format needs OpenCV (loads its codecs module)
     std::unique_ptr<Y800AviWriter> native;
     std::int64_t n = 0;
     int type = -1;
@@ -791,7 +825,8 @@ struct FrameSink::Impl {
     bool closed = false;
 };
 
-FrameSink::FrameSink(const std::string& path, VideoFormat format, double fps) : impl_(std::make_unique<Impl>()) {
+FrameSink::FrameSink(const std::string& path, VideoFormat format, double fps)
+    : impl_(std::make_unique<Impl>()) {
     impl_->format = format;
     impl_->fps = fps > 0 ? fps : 25.0;
     impl_->unwinding_at_start = std::uncaught_exceptions();
@@ -824,20 +859,19 @@ FrameSink::~FrameSink() {
         if (m.native) {
             try {
                 m.native->close();
-            } catch (...) {
-            }
+            } catch (...) {}
         }
         return;  // ~AtomicOutput removes the temporary
     }
     try {
         close();
-    } catch (...) {
-    }
+    } catch (...) {}
 }
 
 std::string FrameSink::sequence_file(const std::string& folder, VideoFormat f, std::int64_t k) {
     char name[64];
-    std::snprintf(name, sizeof name, "frame_%06lld.%s", static_cast<long long>(k), f == VideoFormat::tiff ? "tif" : "png");
+    std::snprintf(name, sizeof name, "frame_%06lld.%s", static_cast<long long>(k),
+                  f == VideoFormat::tiff ? "tif" : "png");
     return (std::filesystem::path(folder) / name).string();
 }
 
@@ -850,7 +884,9 @@ void FrameSink::write(const cv::Mat& image) {
         m.size = image.size();
         const bool grey8 = m.type == CV_8UC1, bgr8 = m.type == CV_8UC3, grey16 = m.type == CV_16UC1;
         if (m.format == VideoFormat::avi_raw && !grey8)
-            throw IoError(m.target + ": uncompressed AVI output takes 8-bit grey frames only (use png/tiff for 16 bits)");
+            throw IoError(
+                m.target +
+                ": uncompressed AVI output takes 8-bit grey frames only (use png/tiff for 16 bits)");
         if (m.format == VideoFormat::avi_ffv1 && !(grey8 || bgr8))
             throw IoError(m.target + ": FFV1 output takes 8-bit frames (use png/tiff for 16 bits)");
         if (m.format == VideoFormat::avi_mjpeg && !(grey8 || bgr8))
@@ -858,13 +894,15 @@ void FrameSink::write(const cv::Mat& image) {
         if (!(grey8 || bgr8 || grey16)) throw IoError(m.target + ": unsupported frame type");
         const bool odd = (m.size.width % 2) != 0 || (m.size.height % 2) != 0;
         if (m.format == VideoFormat::avi_ffv1 && odd)
-            throw IoError(m.target + ": FFV1 output needs even width and height (got " + std::to_string(m.size.width) + "x" +
-                          std::to_string(m.size.height) + "); use avi, png or tiff");
+            throw IoError(m.target + ": FFV1 output needs even width and height (got " +
+                          std::to_string(m.size.width) + "x" + std::to_string(m.size.height) +
+                          "); use avi, png or tiff");
         if (m.format == VideoFormat::avi_mjpeg) {
             bool ok = false;
             try {
                 m.writer = std::make_unique<detail::VideoWriter>();
-                ok = m.writer->open(m.path, cv::CAP_OPENCV_MJPEG, detail::fourcc('M', 'J', 'P', 'G'), m.fps, m.size, !grey8);
+                ok = m.writer->open(m.path, cv::CAP_OPENCV_MJPEG, detail::fourcc('M', 'J', 'P', 'G'), m.fps,
+                                    m.size, !grey8);
             } catch (const cv::Exception&) {
                 ok = false;
             }
@@ -881,11 +919,13 @@ void FrameSink::write(const cv::Mat& image) {
                 ok = false;
             }
             if (!ok || !m.writer->isOpened())
-                throw IoError(m.target + ": cannot open the video writer (" + std::string(to_string(m.format)) +
-                              (m.format == VideoFormat::avi_ffv1 ? "; FFV1 needs OpenCV built with FFmpeg" : "") + ")");
+                throw IoError(
+                    m.target + ": cannot open the video writer (" + std::string(to_string(m.format)) +
+                    (m.format == VideoFormat::avi_ffv1 ? "; FFV1 needs OpenCV built with FFmpeg" : "") + ")");
         }
     } else if (image.type() != m.type || image.size() != m.size) {
-        throw IoError(m.target + ": frame " + std::to_string(m.n) + " differs in size or type from the first frame");
+        throw IoError(m.target + ": frame " + std::to_string(m.n) +
+                      " differs in size or type from the first frame");
     }
     if (m.format == VideoFormat::png || m.format == VideoFormat::tiff) {
         const auto file = sequence_file(m.path, m.format, m.n);
@@ -895,7 +935,9 @@ void FrameSink::write(const cv::Mat& image) {
         } catch (const cv::Exception& e) {
             throw IoError(file + ": cannot write the image: " + e.what());
         }
-        if (!ok) throw IoError(m.target + ": cannot write frame " + std::to_string(m.n) + ": " + write_failure(file));
+        if (!ok)
+            throw IoError(m.target + ": cannot write frame " + std::to_string(m.n) + ": " +
+                          write_failure(file));
     } else if (m.native) {
         m.native->write(image);
     } else {

@@ -19,13 +19,14 @@ enum class BondNeighbours {
     voronoi,  ///< (radical) Voronoi neighbours: parameter free
     cutoff,   ///< all particles closer than r_cut
 };
-BondNeighbours bond_neighbours_from_string(const std::string& s);  ///< "voronoi" | "cutoff"; throws ParameterError
+BondNeighbours bond_neighbours_from_string(
+    const std::string& s);  ///< "voronoi" | "cutoff"; throws ParameterError
 const char* to_string(BondNeighbours b);
 
 struct BondOrderParams {
-    int order = 6;                                      ///< n of ψ_n (6 hexatic, 4 square)
+    int order = 6;                                        ///< n of ψ_n (6 hexatic, 4 square)
     BondNeighbours neighbours = BondNeighbours::voronoi;  ///< neighbour definition (stored with results)
-    double r_cut = 0;     ///< cut-off for BondNeighbours::cutoff (length unit), must be > 0 then
+    double r_cut = 0;       ///< cut-off for BondNeighbours::cutoff (length unit), must be > 0 then
     bool weighted = false;  ///< Voronoi only: weight bonds by the shared edge length (Minkowski)
     bool radical = true;    ///< Voronoi only: radical (size-weighted) tessellation when sizes are known
     void validate() const;  ///< throws ParameterError naming the field
@@ -43,20 +44,20 @@ LocalBondOrder local_bond_order(const StructureFrame& frame, const BondOrderPara
 
 struct BondOrderAccumulatorParams {
     BondOrderParams bond;
-    double r_max = 5;          ///< g6 range (length unit)
-    std::int64_t bins = 100;   ///< g6 bins over [0, r_max)
+    double r_max = 5;             ///< g6 range (length unit)
+    std::int64_t bins = 100;      ///< g6 bins over [0, r_max)
     std::int64_t hist_bins = 50;  ///< histogram bins of |ψ6| over [0, 1]
-    double crystalline = 0.7;  ///< |ψ6| threshold of the "crystalline" fraction
+    double crystalline = 0.7;     ///< |ψ6| threshold of the "crystalline" fraction
     void validate() const;
 };
 
 struct BondOrderResult {
     std::vector<std::int64_t> frame;
-    std::vector<double> t;                 ///< time_unit
+    std::vector<double> t;                                   ///< time_unit
     std::vector<double> global, global_small, global_large;  ///< |⟨ψ6⟩| over valid particles per frame
-    std::vector<double> crystalline_fraction;                ///< fraction of valid particles with |ψ6| > threshold
-    std::vector<double> r, g6, g6_pairs;   ///< bin centres, Σ Re ψ_i ψ_j* / pairs, pairs per bin
-    std::vector<double> hist_edges;        ///< |ψ6| histogram edges
+    std::vector<double> crystalline_fraction;  ///< fraction of valid particles with |ψ6| > threshold
+    std::vector<double> r, g6, g6_pairs;       ///< bin centres, Σ Re ψ_i ψ_j* / pairs, pairs per bin
+    std::vector<double> hist_edges;            ///< |ψ6| histogram edges
     std::vector<double> hist, hist_small, hist_large;  ///< probability densities of |ψ6|
     double mean_abs = 0, mean_abs2 = 0;    ///< ⟨|ψ6|⟩, ⟨|ψ6|²⟩ over all valid particle-frames
     std::int64_t valid = 0, excluded = 0;  ///< particle-frames used / excluded at the boundary

@@ -13,16 +13,17 @@
 namespace vibra::analysis {
 
 struct ClusterParams {
-    double lambda = 1.1;  ///< bond if r_ij < lambda × (R_i + R_j) (contact criterion, dimensionless)
-    double r_cut = 0;     ///< > 0: bond if r_ij < r_cut instead (length unit); needed without sizes
+    double lambda = 1.1;    ///< bond if r_ij < lambda × (R_i + R_j) (contact criterion, dimensionless)
+    double r_cut = 0;       ///< > 0: bond if r_ij < r_cut instead (length unit); needed without sizes
     void validate() const;  ///< throws ParameterError naming the field
 };
 
 /// Clusters of one frame.
 struct ClusterFrame {
-    std::vector<std::int64_t> label;      ///< per particle: cluster id, 0 = largest cluster
-    std::vector<std::int64_t> size;       ///< per cluster id: number of particles (non-increasing)
-    std::vector<std::uint8_t> boundary;   ///< per cluster id: 1 when a member is within a bond length of the window edge
+    std::vector<std::int64_t> label;  ///< per particle: cluster id, 0 = largest cluster
+    std::vector<std::int64_t> size;   ///< per cluster id: number of particles (non-increasing)
+    std::vector<std::uint8_t>
+        boundary;  ///< per cluster id: 1 when a member is within a bond length of the window edge
     /// per cluster id: 1 when the cluster spans the system — periodic box: it wraps around the box
     /// (bonds close a loop with a net winding); rectangle: it reaches two opposite edges (within a bond
     /// length); circular windows: 0 (not defined)
@@ -35,10 +36,10 @@ struct ClusterFrame {
 ClusterFrame find_clusters(const StructureFrame& frame, const ClusterParams& p);
 
 struct ClusterResult {
-    std::vector<std::int64_t> size;        ///< s = 1 … s_max
-    std::vector<double> count;             ///< clusters of size s summed over frames
-    std::vector<double> count_interior;    ///< same, clusters not touching the window boundary
-    std::vector<double> probability;       ///< P(s) = count / Σ count (number distribution)
+    std::vector<std::int64_t> size;      ///< s = 1 … s_max
+    std::vector<double> count;           ///< clusters of size s summed over frames
+    std::vector<double> count_interior;  ///< same, clusters not touching the window boundary
+    std::vector<double> probability;     ///< P(s) = count / Σ count (number distribution)
     std::vector<std::int64_t> frame;
     std::vector<double> t;                 ///< time_unit
     std::vector<double> largest;           ///< size of the largest cluster per frame
@@ -46,8 +47,8 @@ struct ClusterResult {
     std::vector<double> n_clusters;        ///< clusters per frame
     std::vector<double> weight_average;    ///< Σ s² / Σ s per frame
     std::vector<double> spanning;          ///< 1 when some cluster spans the system in that frame
-    std::vector<double> largest_rg;        ///< radius of gyration of the largest cluster per frame (length unit)
-    double mean_size = 0;                  ///< number-average cluster size over all frames
+    std::vector<double> largest_rg;  ///< radius of gyration of the largest cluster per frame (length unit)
+    double mean_size = 0;            ///< number-average cluster size over all frames
 };
 
 class ClusterAccumulator {

@@ -17,24 +17,24 @@
 namespace vibra::analysis {
 
 struct CovarianceVdosParams {
-    bool force = false;          ///< compute even when frames < 10 × 2N
-    bool subtract_com = true;    ///< remove the centre-of-mass displacement per frame (drops 2 zero modes)
-    bool mass_weighted = true;   ///< masses ∝ d² from the species diameters (1 when unknown)
-    double temperature = 0;      ///< k_BT in m0·<L>²/<T>²; 0 = from velocities (1 with a note when none)
-    std::int64_t bins = 60;      ///< histogram bins of the VDOS
-    void validate() const;       ///< throws ParameterError naming the field and value
+    bool force = false;         ///< compute even when frames < 10 × 2N
+    bool subtract_com = true;   ///< remove the centre-of-mass displacement per frame (drops 2 zero modes)
+    bool mass_weighted = true;  ///< masses ∝ d² from the species diameters (1 when unknown)
+    double temperature = 0;     ///< k_BT in m0·<L>²/<T>²; 0 = from velocities (1 with a note when none)
+    std::int64_t bins = 60;     ///< histogram bins of the VDOS
+    void validate() const;      ///< throws ParameterError naming the field and value
 };
 
 struct CovarianceVdosResult {
     CovarianceVdosParams params;
     std::int64_t n_particles = 0, n_frames = 0;
     double temperature = 0;
-    std::string temperature_source;           ///< "parameter", "velocities (equipartition)", "unit (no velocities)"
-    std::vector<double> eigenvalues;          ///< of the (mass-weighted) covariance, ascending ω order, m0·<L>²
-    std::vector<double> omega;                ///< mode frequencies, ascending, rad/<T>
-    std::vector<double> participation;        ///< participation ratio of each mode (1/N … 1)
-    std::vector<double> omega_bins, vdos;     ///< histogram centres, rad/<T>; normalised density, <T>/rad
-    std::vector<std::int64_t> particle_ids;   ///< particles used
+    std::string temperature_source;     ///< "parameter", "velocities (equipartition)", "unit (no velocities)"
+    std::vector<double> eigenvalues;    ///< of the (mass-weighted) covariance, ascending ω order, m0·<L>²
+    std::vector<double> omega;          ///< mode frequencies, ascending, rad/<T>
+    std::vector<double> participation;  ///< participation ratio of each mode (1/N … 1)
+    std::vector<double> omega_bins, vdos;    ///< histogram centres, rad/<T>; normalised density, <T>/rad
+    std::vector<std::int64_t> particle_ids;  ///< particles used
 };
 
 CovarianceVdosResult compute_covariance_vdos(const TrajectorySource& src, const CovarianceVdosParams& p);

@@ -31,24 +31,25 @@ namespace vibra::analysis {
 
 /// Parameters of compute_currents(). Zero means "pick and record".
 struct CurrentsParams {
-    double k_max = 0;             ///< largest |k|, rad/<L>; 0 = 2-D Debye wavenumber sqrt(4πρ)
-    double k_min = 0;             ///< smallest |k|, rad/<L> (k = 0 is always excluded)
-    double dk = 0;                ///< shell width, rad/<L>; 0 = max(2π/Lx, 2π/Ly)
-    std::int64_t segment = 0;     ///< frames per Welch segment (even); 0 = min(T, 256) rounded down to even
-    std::int64_t max_lag = 0;     ///< lags of C(k,t), frames; 0 = segment/2
-    double omega_max = 0;         ///< largest ω kept in C(k,ω), rad/<T>; 0 = Nyquist π/Δt
-    std::int64_t blocks = 10;     ///< time blocks of the per-block C(k,t) (bootstrap input of kgap); 0 = none
-    double taper = 0.2;           ///< Tukey fraction of the spatial taper for windows (0 = hard window)
-    bool subtract_mean = true;    ///< subtract the instantaneous (weighted) mean velocity per frame
-    bool mass_weighted = true;    ///< also compute the momentum currents (masses ∝ d², needs species_diameters)
-    int threads = 1;              ///< worker threads (std::thread)
-    std::int64_t memory_bytes = std::int64_t{2} << 30;  ///< series kept in memory up to this size, else a temporary file
-    std::string temp_dir;         ///< folder of that file; "" = $TMPDIR (or /tmp)
+    double k_max = 0;           ///< largest |k|, rad/<L>; 0 = 2-D Debye wavenumber sqrt(4πρ)
+    double k_min = 0;           ///< smallest |k|, rad/<L> (k = 0 is always excluded)
+    double dk = 0;              ///< shell width, rad/<L>; 0 = max(2π/Lx, 2π/Ly)
+    std::int64_t segment = 0;   ///< frames per Welch segment (even); 0 = min(T, 256) rounded down to even
+    std::int64_t max_lag = 0;   ///< lags of C(k,t), frames; 0 = segment/2
+    double omega_max = 0;       ///< largest ω kept in C(k,ω), rad/<T>; 0 = Nyquist π/Δt
+    std::int64_t blocks = 10;   ///< time blocks of the per-block C(k,t) (bootstrap input of kgap); 0 = none
+    double taper = 0.2;         ///< Tukey fraction of the spatial taper for windows (0 = hard window)
+    bool subtract_mean = true;  ///< subtract the instantaneous (weighted) mean velocity per frame
+    bool mass_weighted = true;  ///< also compute the momentum currents (masses ∝ d², needs species_diameters)
+    int threads = 1;            ///< worker threads (std::thread)
+    std::int64_t memory_bytes = std::int64_t{2}
+                                << 30;  ///< series kept in memory up to this size, else a temporary file
+    std::string temp_dir;               ///< folder of that file; "" = $TMPDIR (or /tmp)
     std::int64_t block_rows = 1 << 20;  ///< rows per frame block read from the source
     /// Velocities: automatic (columns when present, else central), given (columns required),
     /// central ((r(t+1) − r(t−1))/2Δt, one-sided at track ends), forward ((r(t+1) − r(t))/Δt).
     VelocityScheme velocity = VelocityScheme::automatic;
-    void validate() const;        ///< throws ParameterError naming the field and value
+    void validate() const;  ///< throws ParameterError naming the field and value
 };
 
 /// The k-vectors used: grid indices (n, m) in the half plane n > 0 or (n = 0, m > 0).
@@ -66,10 +67,10 @@ struct KVectorSet {
 
 /// Region over which currents are formed, with its spatial taper.
 struct CurrentRegion {
-    Geometry geometry;      ///< as in the metadata (unbounded → bounding box of the first frames)
+    Geometry geometry;  ///< as in the metadata (unbounded → bounding box of the first frames)
     double x0 = 0, y0 = 0, lx = 1, ly = 1;  ///< rectangle of the k grid
-    double taper = 0;       ///< Tukey fraction (0 for periodic boxes)
-    double area = 0;        ///< area used for the density
+    double taper = 0;                       ///< Tukey fraction (0 for periodic boxes)
+    double area = 0;                        ///< area used for the density
     /// Weight w(x, y) of a particle: 1 in periodic boxes; Tukey taper in windows; 0 outside.
     double weight(double x, double y) const;
 };
@@ -89,19 +90,20 @@ struct CurrentSeries {
     KVectorSet ks;
     CurrentRegion region;
     std::int64_t n_frames = 0;
-    double dt = 1;                              ///< frame interval, <T>
-    double mean_n = 0;                          ///< mean number of particles with a velocity per frame
-    double density = 0;                         ///< mean_n / area, 1/<L>²
-    double norm = 0, norm_mass = 0;             ///< ⟨Σ w²⟩ and ⟨Σ m w²⟩ per frame
+    double dt = 1;                   ///< frame interval, <T>
+    double mean_n = 0;               ///< mean number of particles with a velocity per frame
+    double density = 0;              ///< mean_n / area, 1/<L>²
+    double norm = 0, norm_mass = 0;  ///< ⟨Σ w²⟩ and ⟨Σ m w²⟩ per frame
     bool has_mass = false;
-    std::string velocity_source;                ///< "columns" or "central differences"
-    std::vector<std::complex<double>> jl, jt;   ///< [k·T + t] (empty when in the file)
+    std::string velocity_source;               ///< "columns" or "central differences"
+    std::vector<std::complex<double>> jl, jt;  ///< [k·T + t] (empty when in the file)
     std::vector<std::complex<double>> jl_mass, jt_mass;
-    struct File;                                ///< the series in a temporary file (currents.cpp)
-    std::shared_ptr<const File> file;           ///< null when in memory
+    struct File;                       ///< the series in a temporary file (currents.cpp)
+    std::shared_ptr<const File> file;  ///< null when in memory
     enum Kind { L = 0, T_ = 1, L_mass = 2, T_mass = 3 };
     /// The whole series of k-vector q: a pointer into jl/jt/… or, when in the file, into `buf`.
-    const std::complex<double>* series(Kind which, std::size_t q, std::vector<std::complex<double>>& buf) const;
+    const std::complex<double>* series(Kind which, std::size_t q,
+                                       std::vector<std::complex<double>>& buf) const;
     /// Frames [t0, t0+n) of every k-vector into buf[q·n + t − t0] (for frame-by-frame consumers).
     void frames(Kind which, std::size_t t0, std::size_t n, std::vector<std::complex<double>>& buf) const;
 };
@@ -111,18 +113,20 @@ CurrentSeries compute_current_series(const TrajectorySource& src, const Currents
 
 /// Shell-averaged correlations and spectra.
 struct CurrentsResult {
-    CurrentsParams params;          ///< with the picked values filled in
-    std::vector<double> k;          ///< shell |k|, rad/<L>
+    CurrentsParams params;                ///< with the picked values filled in
+    std::vector<double> k;                ///< shell |k|, rad/<L>
     std::vector<std::int64_t> n_vectors;  ///< k-vectors per shell
-    std::vector<double> t;          ///< lags, <T>
-    std::vector<double> omega;      ///< rad/<T>, 0 … omega_max
-    std::vector<double> c_t_kt, c_l_kt;  ///< [shell][lag], <L>²/<T>²
-    std::vector<double> c_t_kw, c_l_kw;  ///< [shell][ω], <L>²/<T>  (two-sided density, even in ω)
-    std::vector<double> omega_t_peak, omega_l_peak;  ///< ω of the spectral maximum per shell (parabolic refinement)
+    std::vector<double> t;                ///< lags, <T>
+    std::vector<double> omega;            ///< rad/<T>, 0 … omega_max
+    std::vector<double> c_t_kt, c_l_kt;   ///< [shell][lag], <L>²/<T>²
+    std::vector<double> c_t_kw, c_l_kw;   ///< [shell][ω], <L>²/<T>  (two-sided density, even in ω)
+    std::vector<double> omega_t_peak,
+        omega_l_peak;  ///< ω of the spectral maximum per shell (parabolic refinement)
     std::vector<double> c_t_kt_blocks, c_l_kt_blocks;  ///< [block][shell][lag], per time block
     std::int64_t n_blocks = 0;
     bool has_mass = false;
-    std::vector<double> c_t_kt_mass, c_l_kt_mass, c_t_kw_mass, c_l_kw_mass, omega_t_peak_mass, omega_l_peak_mass;
+    std::vector<double> c_t_kt_mass, c_l_kt_mass, c_t_kw_mass, c_l_kw_mass, omega_t_peak_mass,
+        omega_l_peak_mass;
     double dt = 1, density = 0, mean_n = 0, k_debye = 0, dk = 0;  ///< <T>, 1/<L>², -, rad/<L>, rad/<L>
     std::int64_t n_frames = 0;
     std::string velocity_source, geometry;

@@ -79,9 +79,11 @@ struct DefectFrame {
 };
 
 struct DefectTrackParams {
-    double max_step = 1;       ///< largest displacement of a defect between consecutive sampled frames, length unit
-    double pair_distance = 1;  ///< a +1 and a −1 appearing/vanishing together within this distance = one event, length unit
-    Geometry geometry;         ///< periodic_box: minimum-image distances (both lengths below half the box)
+    double max_step =
+        1;  ///< largest displacement of a defect between consecutive sampled frames, length unit
+    double pair_distance =
+        1;  ///< a +1 and a −1 appearing/vanishing together within this distance = one event, length unit
+    Geometry geometry;  ///< periodic_box: minimum-image distances (both lengths below half the box)
     void validate() const;
 };
 
@@ -94,8 +96,8 @@ struct DefectEvent {
 };
 
 struct DefectTracks {
-    std::vector<std::vector<std::int64_t>> track_of;  ///< per frame, per defect: its track id
-    std::vector<int> charge;                          ///< per track
+    std::vector<std::vector<std::int64_t>> track_of;            ///< per frame, per defect: its track id
+    std::vector<int> charge;                                    ///< per track
     std::vector<std::int64_t> first_frame, last_frame, length;  ///< per track; length = sampled frames seen
     std::vector<std::uint8_t> censored;  ///< per track: seen in the first or last sampled frame
     std::vector<DefectEvent> events;
@@ -121,7 +123,8 @@ void defect_msd(std::span<const DefectFrame> frames, const DefectTracks& tracks,
 class DefectPairCorrelation {
 public:
     /// Bins [m·dr, (m+1)·dr) up to r_max. Reference points: the region defects can occupy.
-    DefectPairCorrelation(double r_max, double dr, std::span<const double> ref_x, std::span<const double> ref_y);
+    DefectPairCorrelation(double r_max, double dr, std::span<const double> ref_x,
+                          std::span<const double> ref_y);
     void add(std::span<const Defect> defects);
     std::vector<double> r() const;     ///< bin centres
     std::vector<double> g_dd() const;  ///< NaN where the reference has no pairs

@@ -34,8 +34,8 @@ struct Displacements {
     std::int64_t frame = 0;  ///< start frame t
     std::int64_t lag = 0;    ///< Δt in frames
     std::vector<std::int64_t> id;
-    std::vector<double> x, y;    ///< r_i(t), length unit (the field is attached to the start position)
-    std::vector<double> ux, uy;  ///< r_i(t+Δt) − r_i(t), length unit (minimum image when periodic)
+    std::vector<double> x, y;         ///< r_i(t), length unit (the field is attached to the start position)
+    std::vector<double> ux, uy;       ///< r_i(t+Δt) − r_i(t), length unit (minimum image when periodic)
     double drift_x = 0, drift_y = 0;  ///< mean displacement removed (0 for DriftMode::none)
     std::size_t size() const { return id.size(); }
 };
@@ -82,9 +82,9 @@ struct CoarseGrainParams {
 /// A coarse-grained vector field on a grid. Masked nodes (valid == 0) hold U = 0.
 struct GridField {
     Grid grid;
-    std::vector<double> ux, uy;        ///< [j·nx + i], field unit
-    std::vector<double> weight;        ///< Σ_i w_i at each node
-    std::vector<std::uint8_t> valid;   ///< 1 = enough particles near the node and inside the region
+    std::vector<double> ux, uy;       ///< [j·nx + i], field unit
+    std::vector<double> weight;       ///< Σ_i w_i at each node
+    std::vector<std::uint8_t> valid;  ///< 1 = enough particles near the node and inside the region
     std::size_t n_valid() const;
 };
 

@@ -47,8 +47,8 @@ struct Spectrum {
     /// m_n^iso = 2π k_n Δk/(Δk_x Δk_y) the count of an isotropic continuum (NaN where m_n = 0,
     /// shell 0 left as is). Power-law fits use this; it does not satisfy Parseval exactly.
     std::vector<double> e_iso;
-    double energy = 0;                ///< ½⟨|w m U|²⟩/⟨(w m)²⟩ (the Parseval right-hand side)
-    double mean_flow_energy = 0;      ///< ½|⟨U⟩|² of the subtracted mean
+    double energy = 0;            ///< ½⟨|w m U|²⟩/⟨(w m)²⟩ (the Parseval right-hand side)
+    double mean_flow_energy = 0;  ///< ½|⟨U⟩|² of the subtracted mean
 };
 
 /// T(k_n) = Σ_{k∈shell n} Re[û*(k)·F̂(k)] / (Δk ⟨(w m)²⟩) with F = −(U·∇)U (both windowed alike),

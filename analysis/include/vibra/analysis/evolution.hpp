@@ -12,15 +12,16 @@
 namespace vibra::analysis {
 
 struct PiecewiseParams {
-    std::size_t segments = 3;      ///< number of linear segments (stages); the CLI's --evolution-segments
-    std::size_t min_points = 3;    ///< minimum points per segment (≥ 2)
-    void validate() const;         ///< throws ParameterError naming the field
+    std::size_t segments = 3;    ///< number of linear segments (stages); the CLI's --evolution-segments
+    std::size_t min_points = 3;  ///< minimum points per segment (≥ 2)
+    void validate() const;       ///< throws ParameterError naming the field
 };
 
 struct PiecewiseFit {
-    std::vector<std::size_t> starts;  ///< first point of each segment, counted among the finite points (starts[0] = 0)
+    std::vector<std::size_t>
+        starts;  ///< first point of each segment, counted among the finite points (starts[0] = 0)
     std::vector<double> slopes, intercepts;  ///< per segment, in the (x, y) given
-    double rss = 0;                   ///< total residual sum of squares
+    double rss = 0;                          ///< total residual sum of squares
     /// x-values where a new segment begins (the change points): x[starts[s]] for s ≥ 1.
     std::vector<double> change_x;
 };
@@ -28,6 +29,7 @@ struct PiecewiseFit {
 /// Best fit of y(x) (x ascending, finite points only) by `segments` independent straight lines on
 /// consecutive runs of at least min_points points, minimising the total squared residual. Fewer
 /// segments are used when there are not enough points. O(segments · n²).
-PiecewiseFit piecewise_linear_fit(std::span<const double> x, std::span<const double> y, const PiecewiseParams& p);
+PiecewiseFit piecewise_linear_fit(std::span<const double> x, std::span<const double> y,
+                                  const PiecewiseParams& p);
 
 }  // namespace vibra::analysis

@@ -13,11 +13,11 @@ namespace vibra::analysis {
 
 /// Levenberg–Marquardt settings.
 struct LmParams {
-    int max_iterations = 200;       ///< outer iterations
-    double tolerance = 1e-12;       ///< stop when the relative change of χ² is below this
-    double initial_lambda = 1e-3;   ///< damping of the first step (Marquardt scaling by diag JᵀJ)
-    double jacobian_step = 1e-6;    ///< relative step of the central-difference Jacobian
-    void validate() const;          ///< throws ParameterError naming the field
+    int max_iterations = 200;      ///< outer iterations
+    double tolerance = 1e-12;      ///< stop when the relative change of χ² is below this
+    double initial_lambda = 1e-3;  ///< damping of the first step (Marquardt scaling by diag JᵀJ)
+    double jacobian_step = 1e-6;   ///< relative step of the central-difference Jacobian
+    void validate() const;         ///< throws ParameterError naming the field
 };
 
 /// Result of levenberg_marquardt().
@@ -38,12 +38,13 @@ LmResult levenberg_marquardt(const ResidualFn& f, std::vector<double> p0, std::s
 
 /// Weighted straight line y = a·x + b.
 struct LineFit {
-    double a = 0, b = 0;                       ///< slope, intercept
-    double var_a = 0, var_b = 0, cov_ab = 0;   ///< from the weights (1/σ²), not rescaled
-    double chi2 = 0;                           ///< Σ ((y − a x − b)/σ)²
+    double a = 0, b = 0;                      ///< slope, intercept
+    double var_a = 0, var_b = 0, cov_ab = 0;  ///< from the weights (1/σ²), not rescaled
+    double chi2 = 0;                          ///< Σ ((y − a x − b)/σ)²
 };
 
 /// Weighted least squares with weights 1/σ² (σ empty = unit weights). Needs ≥ 2 distinct x.
-LineFit weighted_line_fit(std::span<const double> x, std::span<const double> y, std::span<const double> sigma);
+LineFit weighted_line_fit(std::span<const double> x, std::span<const double> y,
+                          std::span<const double> sigma);
 
 }  // namespace vibra::analysis

@@ -75,17 +75,20 @@ struct MsdParams {
     std::int64_t max_lag = -1;          ///< frames; −1 = n_frames/2
     DriftMode drift = DriftMode::none;  ///< drift removal (recorded as attribute `drift`)
     std::int64_t drift_window = 51;     ///< frames, for DriftMode::lowpass
-    std::vector<std::int64_t> vanhove_lags{1, 10, 100};  ///< frames; lags > max_lag are dropped; empty = no van Hove
-    std::int64_t vanhove_bins = 101;    ///< bins of G_s per lag
-    double vanhove_range = 5.0;         ///< half-range of G_s(Δx) in units of sqrt(MSD(τ)/2)
-    std::int64_t sigma_fit_lags = 5;    ///< lags 1 … n used for the short-lag intercept (σ_loc)
-    double min_pairs = 1;               ///< lags with fewer pairs are NaN
-    std::int64_t max_cells = 1 << 21;   ///< track-series cells per particle block (memory bound)
-    TrackCache* cache = nullptr;  ///< shared particle-major copy of the source (track_cache.hpp); null = a private one
-    int threads = 1;              ///< worker threads (results identical for any count)
-    bool rescan = false;         ///< reference path: re-read the frames per particle block (TrackStreamParams::rescan)
+    std::vector<std::int64_t> vanhove_lags{1, 10,
+                                           100};  ///< frames; lags > max_lag are dropped; empty = no van Hove
+    std::int64_t vanhove_bins = 101;              ///< bins of G_s per lag
+    double vanhove_range = 5.0;                   ///< half-range of G_s(Δx) in units of sqrt(MSD(τ)/2)
+    std::int64_t sigma_fit_lags = 5;              ///< lags 1 … n used for the short-lag intercept (σ_loc)
+    double min_pairs = 1;                         ///< lags with fewer pairs are NaN
+    std::int64_t max_cells = 1 << 21;             ///< track-series cells per particle block (memory bound)
+    TrackCache* cache =
+        nullptr;      ///< shared particle-major copy of the source (track_cache.hpp); null = a private one
+    int threads = 1;  ///< worker threads (results identical for any count)
+    bool rescan =
+        false;  ///< reference path: re-read the frames per particle block (TrackStreamParams::rescan)
     bool progress = false;
-    void validate() const;              ///< throws ParameterError naming the field
+    void validate() const;  ///< throws ParameterError naming the field
 };
 
 /// Group `msd` {lag, lag_frames, n_pairs[_small|_large], msd[_small|_large], alpha2[_small|_large]}

@@ -13,18 +13,18 @@
 namespace vibra::analysis {
 
 struct NumberFluctuationParams {
-    std::vector<double> sizes;   ///< box sides ℓ (length unit); empty = n_sizes log-spaced from the
-                                 ///< mean spacing to half the short side of the region
-    std::int64_t n_sizes = 12;   ///< number of automatic sizes
-    void validate() const;       ///< throws ParameterError naming the field
+    std::vector<double> sizes;  ///< box sides ℓ (length unit); empty = n_sizes log-spaced from the
+                                ///< mean spacing to half the short side of the region
+    std::int64_t n_sizes = 12;  ///< number of automatic sizes
+    void validate() const;      ///< throws ParameterError naming the field
 };
 
 struct NumberFluctuationResult {
-    std::vector<double> ell;                       ///< box side (length unit)
-    std::vector<double> boxes;                     ///< box samples per size (all frames)
-    std::vector<double> mean, var;                 ///< ⟨N⟩, ΔN² (total)
+    std::vector<double> ell;        ///< box side (length unit)
+    std::vector<double> boxes;      ///< box samples per size (all frames)
+    std::vector<double> mean, var;  ///< ⟨N⟩, ΔN² (total)
     std::vector<double> mean_small, var_small, mean_large, var_large;
-    double exponent = 0;        ///< a in ΔN² ∝ ⟨N⟩^a, least squares in log–log over sizes with ⟨N⟩ ≥ 1
+    double exponent = 0;  ///< a in ΔN² ∝ ⟨N⟩^a, least squares in log–log over sizes with ⟨N⟩ ≥ 1
     double exponent_small = 0, exponent_large = 0;
     std::int64_t frames = 0;
 };

@@ -22,11 +22,11 @@ namespace vibra::analysis {
 /// (periodic boxes: wrapped into the box), species codes and an optional radius per particle.
 struct StructureFrame {
     std::int64_t frame = 0;
-    double time = 0;                  ///< time_unit
-    Geometry window;                  ///< periodic box, rect or circle (unbounded → data bounding rect)
-    std::vector<double> x, y;         ///< length unit
-    std::vector<std::int8_t> species; ///< 0 small, 1 large, −1 unknown
-    std::vector<double> radius;       ///< length unit; NaN where unknown (empty when no size info)
+    double time = 0;                     ///< time_unit
+    Geometry window;                     ///< periodic box, rect or circle (unbounded → data bounding rect)
+    std::vector<double> x, y;            ///< length unit
+    std::vector<std::int8_t> species;    ///< 0 small, 1 large, −1 unknown
+    std::vector<double> radius;          ///< length unit; NaN where unknown (empty when no size info)
     std::vector<std::int64_t> particle;  ///< track id (−1 unlinked)
     std::size_t size() const { return x.size(); }
 };
@@ -40,8 +40,8 @@ StructureFrame structure_frame(const Trajectory& t, std::int64_t f);
 /// block_rows) frames, so memory is bounded by about block_rows rows) through `fn`. Throws
 /// ParameterError when stride < 1.
 void for_each_structure_frame(const TrajectorySource& source, std::int64_t stride,
-                              const std::function<void(const StructureFrame&)>& fn,
-                              bool progress = false, const std::string& label = "structure",
+                              const std::function<void(const StructureFrame&)>& fn, bool progress = false,
+                              const std::string& label = "structure",
                               std::int64_t block_rows = std::int64_t{1} << 21);
 
 /// Frames are spread over this many lanes, whatever the thread count: an accumulator per lane,
@@ -67,11 +67,11 @@ enum class EdgeCorrection {
 };
 
 struct PairCorrelationParams {
-    double r_max = 5.0;     ///< largest distance (length unit); < half the box (periodic),
-                            ///< < min(Lx,Ly) (rect), < diameter (circle)
+    double r_max = 5.0;       ///< largest distance (length unit); < half the box (periodic),
+                              ///< < min(Lx,Ly) (rect), < diameter (circle)
     std::int64_t bins = 100;  ///< number of equal-width bins over [0, r_max)
     EdgeCorrection edge = EdgeCorrection::automatic;  ///< default: exact correction for the geometry
-    void validate() const;    ///< throws ParameterError naming the field
+    void validate() const;                            ///< throws ParameterError naming the field
 };
 
 /// Fraction of the circle of radius r centred at distance d from the centre of a disk of
@@ -81,12 +81,12 @@ double circle_fraction_inside_disk(double d, double r, double R);
 /// g(r) and partials, averaged as a ratio of sums over frames (numerator and normalisation
 /// N_a N_b'/|W| are accumulated separately, so frames with different N are weighted right).
 struct PairCorrelationResult {
-    std::vector<double> r;         ///< bin centres (length unit)
-    std::vector<double> r_edges;   ///< bins+1 edges
-    std::vector<double> g;         ///< total
-    std::vector<double> g_err;     ///< standard error of g from the frame-to-frame scatter (NaN if < 2 frames)
+    std::vector<double> r;        ///< bin centres (length unit)
+    std::vector<double> r_edges;  ///< bins+1 edges
+    std::vector<double> g;        ///< total
+    std::vector<double> g_err;    ///< standard error of g from the frame-to-frame scatter (NaN if < 2 frames)
     std::vector<double> g_ss, g_sl, g_ll;  ///< partials small–small, small–large, large–large
-    double density = 0;            ///< mean number density N/|W| (1/length²)
+    double density = 0;                    ///< mean number density N/|W| (1/length²)
     double density_small = 0, density_large = 0;
     std::int64_t frames = 0;
     std::int64_t n_small = 0, n_large = 0, n_unknown = 0;  ///< particle-frames counted

@@ -36,18 +36,26 @@ const char* type_name(OptionType t);  ///< "TEXT", "INT", "FLOAT", "LIST", "BOOL
 /// One command-line flag of an analysis: "--<flag>" with a default value as text.
 struct AnalysisOption {
     AnalysisOption() = default;
-    AnalysisOption(std::string flag_, std::string help_, std::string default_value_, OptionType type_ = OptionType::text,
+    AnalysisOption(std::string flag_, std::string help_, std::string default_value_,
+                   OptionType type_ = OptionType::text,
                    double min_ = -std::numeric_limits<double>::infinity(),
-                   double max_ = std::numeric_limits<double>::infinity(), std::vector<std::string> choices_ = {})
-        : flag(std::move(flag_)), help(std::move(help_)), default_value(std::move(default_value_)), type(type_), min(min_),
-          max(max_), choices(std::move(choices_)) {}
-    std::string flag;           ///< without dashes, prefixed with the analysis name, words joined by '-': "gr-rmax"
-    std::string help;           ///< one line, with the unit
+                   double max_ = std::numeric_limits<double>::infinity(),
+                   std::vector<std::string> choices_ = {})
+        : flag(std::move(flag_)),
+          help(std::move(help_)),
+          default_value(std::move(default_value_)),
+          type(type_),
+          min(min_),
+          max(max_),
+          choices(std::move(choices_)) {}
+    std::string flag;  ///< without dashes, prefixed with the analysis name, words joined by '-': "gr-rmax"
+    std::string help;  ///< one line, with the unit
     std::string default_value;  ///< text; "" = unset (the analysis picks, and records, a value)
     OptionType type = OptionType::text;
     double min = -std::numeric_limits<double>::infinity();  ///< numbers (each entry of a list) must be >= min
     double max = std::numeric_limits<double>::infinity();   ///< … and <= max
-    std::vector<std::string> choices;  ///< text: the accepted values (empty = any); list: extra accepted words ("none")
+    std::vector<std::string>
+        choices;  ///< text: the accepted values (empty = any); list: extra accepted words ("none")
 };
 
 /// Checks one option's value against its type, range and choices; returns "" when valid, else
@@ -79,7 +87,7 @@ struct AnalysisContext {
     std::int64_t integer(const std::string& flag) const;
     const std::string& text(const std::string& flag) const;
     std::vector<double> numbers(const std::string& flag) const;  ///< comma-separated list
-    bool is_set(const std::string& flag) const;  ///< non-empty value
+    bool is_set(const std::string& flag) const;                  ///< non-empty value
 };
 
 struct AnalysisSpec {
@@ -87,8 +95,12 @@ struct AnalysisSpec {
     AnalysisSpec() = default;
     AnalysisSpec(std::string name_, std::string help_, std::vector<AnalysisOption> options_, Run run_,
                  bool default_on_ = true, std::vector<std::string> needs_ = {})
-        : name(std::move(name_)), help(std::move(help_)), options(std::move(options_)), run(std::move(run_)),
-          default_on(default_on_), needs(std::move(needs_)) {}
+        : name(std::move(name_)),
+          help(std::move(help_)),
+          options(std::move(options_)),
+          run(std::move(run_)),
+          default_on(default_on_),
+          needs(std::move(needs_)) {}
     std::string name;  ///< --only token = /analysis/<name>
     std::string help;
     std::vector<AnalysisOption> options;

@@ -36,15 +36,16 @@ void accumulate_fs_direct(std::span<const double> x, std::span<const double> y, 
 double tau_alpha(std::span<const double> f, double dt);
 
 struct FsParams {
-    std::vector<double> k;            ///< rad/length; empty = default (S(k) peak, else 2π/d_small)
-    std::int64_t directions = 8;      ///< k directions over [0, π)
-    std::int64_t max_lag = -1;        ///< frames; −1 = n_frames/2
+    std::vector<double> k;        ///< rad/length; empty = default (S(k) peak, else 2π/d_small)
+    std::int64_t directions = 8;  ///< k directions over [0, π)
+    std::int64_t max_lag = -1;    ///< frames; −1 = n_frames/2
     DriftMode drift = DriftMode::none;
     std::int64_t drift_window = 51;
     double min_pairs = 1;
     std::int64_t max_cells = 1 << 21;
-    TrackCache* cache = nullptr;  ///< shared particle-major copy of the source (track_cache.hpp); null = a private one
-    int threads = 1;              ///< worker threads (results identical for any count)
+    TrackCache* cache =
+        nullptr;      ///< shared particle-major copy of the source (track_cache.hpp); null = a private one
+    int threads = 1;  ///< worker threads (results identical for any count)
     bool progress = false;
     void validate() const;
 };

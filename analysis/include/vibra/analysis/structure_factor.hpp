@@ -17,25 +17,26 @@
 namespace vibra::analysis {
 
 struct StructureFactorParams {
-    double k_max = 10;            ///< largest |k| (rad / length unit)
-    std::int64_t bins = 60;       ///< |k| shells over (0, k_max]
+    double k_max = 10;                       ///< largest |k| (rad / length unit)
+    std::int64_t bins = 60;                  ///< |k| shells over (0, k_max]
     std::int64_t max_vectors_per_bin = 100;  ///< k-vectors kept per shell (evenly over angle); 0 = all
-    void validate() const;        ///< throws ParameterError naming the field
+    void validate() const;                   ///< throws ParameterError naming the field
 };
 
 struct StructureFactorResult {
-    std::vector<double> k;              ///< mean |k| of the vectors in each shell (rad/length); NaN if empty
-    std::vector<double> k_edges;        ///< bins+1 shell edges
-    std::vector<double> sk;             ///< total S(k) = ⟨|ρ(k)|²⟩ / ⟨Σ w²⟩
+    std::vector<double> k;        ///< mean |k| of the vectors in each shell (rad/length); NaN if empty
+    std::vector<double> k_edges;  ///< bins+1 shell edges
+    std::vector<double> sk;       ///< total S(k) = ⟨|ρ(k)|²⟩ / ⟨Σ w²⟩
     std::vector<double> sk_ss, sk_sl, sk_ll;  ///< ⟨Re ρ_a ρ_b*⟩ / sqrt(⟨Σ_a w²⟩⟨Σ_b w²⟩)
-    std::vector<std::int64_t> n_vectors;  ///< k-vectors per shell (per frame)
-    std::string k_set;                  ///< "reciprocal_lattice" or "hann_window_lattice"
+    std::vector<std::int64_t> n_vectors;      ///< k-vectors per shell (per frame)
+    std::string k_set;                        ///< "reciprocal_lattice" or "hann_window_lattice"
     std::int64_t frames = 0;
     std::int64_t n_small = 0, n_large = 0;
 };
 
 /// Position and height of the largest S(k) over shells with k > k_min (NaN when none).
-std::pair<double, double> sk_first_peak(const StructureFactorResult& r, const std::vector<double>& s, double k_min);
+std::pair<double, double> sk_first_peak(const StructureFactorResult& r, const std::vector<double>& s,
+                                        double k_min);
 
 class StructureFactor {
 public:
@@ -55,7 +56,7 @@ private:
     std::vector<KVec> kv_;
     std::vector<double> num_[4], cnt_, ksum_;  // ss, sl, ll, total
     std::vector<std::int64_t> nvec_;
-    double w_[3] = {0, 0, 0};                 // Σ w² small, large, total
+    double w_[3] = {0, 0, 0};  // Σ w² small, large, total
     std::int64_t frames_ = 0, ns_ = 0, nl_ = 0;
     std::string kset_;
 };

@@ -20,8 +20,9 @@ struct TemperatureParams {
     DriftMode drift = DriftMode::none;
     std::int64_t drift_window = 51;
     std::int64_t max_cells = 1 << 21;
-    TrackCache* cache = nullptr;  ///< shared particle-major copy of the source (track_cache.hpp); null = a private one
-    int threads = 1;              ///< worker threads (results identical for any count)
+    TrackCache* cache =
+        nullptr;      ///< shared particle-major copy of the source (track_cache.hpp); null = a private one
+    int threads = 1;  ///< worker threads (results identical for any count)
     bool progress = false;
     void validate() const;
 };

@@ -24,11 +24,12 @@ namespace vibra::analysis {
 
 struct TrackCacheParams {
     std::int64_t memory_bytes = std::int64_t{2} << 30;  ///< copy kept in memory up to this size, else a file
-    std::string temp_dir;              ///< folder of the temporary file; "" = $TMPDIR (or /tmp)
-    std::int64_t chunk_bytes = 256 << 20;  ///< transpose buffer when the copy goes to a file (also ≤ memory_bytes/2)
+    std::string temp_dir;  ///< folder of the temporary file; "" = $TMPDIR (or /tmp)
+    std::int64_t chunk_bytes =
+        256 << 20;  ///< transpose buffer when the copy goes to a file (also ≤ memory_bytes/2)
     std::int64_t block_rows = 1 << 18;  ///< rows per frame block read from the source
-    bool progress = false;             ///< progress lines on stderr while building
-    void validate() const;             ///< throws ParameterError naming the field
+    bool progress = false;              ///< progress lines on stderr while building
+    void validate() const;              ///< throws ParameterError naming the field
 };
 
 class TrackCache {

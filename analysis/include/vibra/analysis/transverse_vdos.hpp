@@ -21,31 +21,31 @@
 namespace vibra::analysis {
 
 struct TransverseVdosParams {
-    double k_max = 0;           ///< rad/<L>; 0 = Debye wavenumber sqrt(4πρ)
-    std::int64_t segment = 0;   ///< frames per (non-overlapping, Hann-windowed) segment, even; 0 = min(T, 256)
-    double band_min = 0;        ///< band of the per-particle map, rad/<T>
-    double band_max = 0;        ///< rad/<T>; 0 = Nyquist
-    double omega_max = 0;       ///< largest ω written in the spectra, rad/<T>; 0 = Nyquist
-    double c_t = 0, c_l = 0;    ///< sound speeds for the Debye levels, <L>/<T>; 0 = unknown (NaN level)
-    double taper = 0.2;         ///< spatial Tukey taper for windows
+    double k_max = 0;          ///< rad/<L>; 0 = Debye wavenumber sqrt(4πρ)
+    std::int64_t segment = 0;  ///< frames per (non-overlapping, Hann-windowed) segment, even; 0 = min(T, 256)
+    double band_min = 0;       ///< band of the per-particle map, rad/<T>
+    double band_max = 0;       ///< rad/<T>; 0 = Nyquist
+    double omega_max = 0;      ///< largest ω written in the spectra, rad/<T>; 0 = Nyquist
+    double c_t = 0, c_l = 0;   ///< sound speeds for the Debye levels, <L>/<T>; 0 = unknown (NaN level)
+    double taper = 0.2;        ///< spatial Tukey taper for windows
     bool subtract_mean = true;  ///< subtract the mean velocity per frame
     bool per_particle = true;   ///< compute the per-particle map (second pass)
     int threads = 1;
     VelocityScheme velocity = VelocityScheme::automatic;  ///< as CurrentsParams::velocity
-    void validate() const;      ///< throws ParameterError naming the field and value
+    void validate() const;  ///< throws ParameterError naming the field and value
 };
 
 struct TransverseVdosResult {
     TransverseVdosParams params;
-    std::vector<double> omega;                 ///< rad/<T>
-    std::vector<double> d_t, d_l;              ///< ∫₀^{ω_N} D dω = 1 (over all ω_f), <T>/rad
+    std::vector<double> omega;                     ///< rad/<T>
+    std::vector<double> d_t, d_l;                  ///< ∫₀^{ω_N} D dω = 1 (over all ω_f), <T>/rad
     std::vector<double> d_t_reduced, d_l_reduced;  ///< D/ω, <T>²/rad² (NaN at ω = 0)
-    double debye_t = 0, debye_l = 0;           ///< Debye levels 2/(c k_D)² of D/ω
+    double debye_t = 0, debye_l = 0;               ///< Debye levels 2/(c k_D)² of D/ω
     double k_debye = 0, domega = 0, dt = 1;
     std::int64_t n_segments = 0, n_vectors = 0;
-    std::string velocity_source;               ///< "columns", "central differences …", "forward differences"
-    std::vector<double> d_t_segments;          ///< [segment][ω] D_T of each segment (same normalisation)
-    std::vector<double> band_sum_segments;     ///< ∫_band D_T^{(s)} dω per segment (bins in band, both signs)
+    std::string velocity_source;            ///< "columns", "central differences …", "forward differences"
+    std::vector<double> d_t_segments;       ///< [segment][ω] D_T of each segment (same normalisation)
+    std::vector<double> band_sum_segments;  ///< ∫_band D_T^{(s)} dω per segment (bins in band, both signs)
     // per segment × particle table (ragged: rows of segment s are [segment_offsets[s], segment_offsets[s+1]))
     std::vector<std::int64_t> segment_offsets, segment_first_frame;
     std::vector<std::int64_t> particle, frames_present;

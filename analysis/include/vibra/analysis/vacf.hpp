@@ -27,8 +27,8 @@ struct VacfSums {
 };
 
 /// Adds one track's sums for lags 0 … max_lag by FFT (gap-aware). NaN = unknown velocity.
-void accumulate_vacf(std::span<const double> vx, std::span<const double> vy, std::size_t max_lag, VacfSums& sums,
-                     FftCorrelator& corr);
+void accumulate_vacf(std::span<const double> vx, std::span<const double> vy, std::size_t max_lag,
+                     VacfSums& sums, FftCorrelator& corr);
 /// The O(T·max_lag) definition (reference).
 void accumulate_vacf_direct(std::span<const double> vx, std::span<const double> vy, std::size_t max_lag,
                             VacfSums& sums);
@@ -39,12 +39,14 @@ struct VacfParams {
     std::int64_t max_lag = -1;                          ///< frames; −1 = n_frames/2
     VelocityScheme scheme = VelocityScheme::automatic;  ///< given / central / forward
     DriftMode drift = DriftMode::none;
-    std::int64_t drift_window = 51;                     ///< frames (lowpass drift)
-    double min_pairs = 1;                               ///< lags with fewer pairs are NaN
-    std::int64_t max_cells = 1 << 21;                   ///< memory bound, see stream_tracks
-    TrackCache* cache = nullptr;  ///< shared particle-major copy of the source (track_cache.hpp); null = a private one
-    int threads = 1;              ///< worker threads (results identical for any count)
-    bool rescan = false;         ///< reference path: re-read the frames per particle block (TrackStreamParams::rescan)
+    std::int64_t drift_window = 51;    ///< frames (lowpass drift)
+    double min_pairs = 1;              ///< lags with fewer pairs are NaN
+    std::int64_t max_cells = 1 << 21;  ///< memory bound, see stream_tracks
+    TrackCache* cache =
+        nullptr;      ///< shared particle-major copy of the source (track_cache.hpp); null = a private one
+    int threads = 1;  ///< worker threads (results identical for any count)
+    bool rescan =
+        false;  ///< reference path: re-read the frames per particle block (TrackStreamParams::rescan)
     bool progress = false;
     void validate() const;  ///< throws ParameterError naming the field
 };

@@ -41,10 +41,11 @@ double transfer_function_sq(VelocityScheme s, double omega, double dt);
 /// Welch sums of one part (total or a species): Σ over segments of the weighted |ṽ_j|² (j = 0 … M)
 /// and the summed squared speeds of the samples the segments cover.
 struct WelchSums {
-    std::vector<double> power;  ///< Σ g_s (|X_j|² + |Y_j|²), g_s = f_run · n_s / Σ_t w_t², f_run = run samples / Σ n_s
-    double energy = 0;          ///< Σ over covered samples of vx² + vy²
+    std::vector<double>
+        power;  ///< Σ g_s (|X_j|² + |Y_j|²), g_s = f_run · n_s / Σ_t w_t², f_run = run samples / Σ n_s
+    double energy = 0;  ///< Σ over covered samples of vx² + vy²
     std::int64_t segments = 0;
-    std::int64_t samples = 0;   ///< velocity samples covered
+    std::int64_t samples = 0;  ///< velocity samples covered
     void add(const WelchSums& o);
 };
 
@@ -59,12 +60,12 @@ void accumulate_welch(std::span<const double> vx, std::span<const double> vy, st
 std::vector<double> vdos_from_welch(const WelchSums& s, double dt);
 
 struct VdosParams {
-    VacfParams vacf;                  ///< velocity settings; max_lag = M sets the resolution π/(M·Δt)
-                                      ///< (−1: n_frames/2 for the VACF routes, min(n_frames/2, 128) for welch)
+    VacfParams vacf;  ///< velocity settings; max_lag = M sets the resolution π/(M·Δt)
+                      ///< (−1: n_frames/2 for the VACF routes, min(n_frames/2, 128) for welch)
     VdosWindow window = VdosWindow::hann;
     VdosEstimator estimator = VdosEstimator::welch;
     /// biased: Ẑ(m) = Σv·v(m)/Σv·v(0) (Bartlett-weighted) instead of the unbiased per-pair mean.
-    std::int64_t min_run = 16;  ///< welch: velocity runs shorter than this (frames) are not used
+    std::int64_t min_run = 16;         ///< welch: velocity runs shorter than this (frames) are not used
     bool transfer_correction = false;  ///< divide by |H(ω)|² for ω ≤ transfer_cutoff·ω_N
     double transfer_cutoff = 0.5;      ///< fraction of the Nyquist frequency, (0, 1]
     void validate() const;

@@ -61,42 +61,42 @@ void fill_velocities(DenseBlock& b, std::span<const double> frame_times, Velocit
 /// One particle's series over its lifetime [first_frame, first_frame + size()).
 struct Track {
     std::int64_t id = 0;
-    std::int8_t species = -1;     ///< majority vote over its rows: 0 small, 1 large, −1 unknown
+    std::int8_t species = -1;  ///< majority vote over its rows: 0 small, 1 large, −1 unknown
     std::int64_t first_frame = 0;
-    std::vector<double> x, y;     ///< unwrapped, drift-corrected, length unit; NaN in gaps
-    std::vector<double> vx, vy;   ///< length/time unit; NaN where unknown (empty if not requested)
+    std::vector<double> x, y;    ///< unwrapped, drift-corrected, length unit; NaN in gaps
+    std::vector<double> vx, vy;  ///< length/time unit; NaN where unknown (empty if not requested)
     std::size_t size() const { return x.size(); }
 };
 
 struct TrackStreamParams {
     VelocityScheme scheme = VelocityScheme::automatic;  ///< see VelocityScheme
     DriftMode drift = DriftMode::none;                  ///< see DriftMode
-    std::int64_t drift_window = 51;      ///< frames of the low-pass moving average (odd, ≥ 1)
-    bool velocities = true;              ///< compute/fill vx, vy
-    std::int64_t max_cells = 1 << 21;    ///< summed track lifetimes (frames) per particle block
-    std::int64_t block_rows = 1 << 18;   ///< rows per frame block read from the source
-    bool progress = false;               ///< progress line on stderr
+    std::int64_t drift_window = 51;     ///< frames of the low-pass moving average (odd, ≥ 1)
+    bool velocities = true;             ///< compute/fill vx, vy
+    std::int64_t max_cells = 1 << 21;   ///< summed track lifetimes (frames) per particle block
+    std::int64_t block_rows = 1 << 18;  ///< rows per frame block read from the source
+    bool progress = false;              ///< progress line on stderr
     /// Shared particle-major copy of the source (null, or built from another source: a private
     /// one is built for the call).
     TrackCache* cache = nullptr;
     /// Fill each particle block by reading again the frames it spans instead of using a copy:
     /// the path before TrackCache (O(blocks × frames) reads), kept to check the copy against.
     bool rescan = false;
-    int threads = 1;                     ///< threads unwrapping / differencing a block's tracks
-    void validate() const;               ///< throws ParameterError naming the field
+    int threads = 1;        ///< threads unwrapping / differencing a block's tracks
+    void validate() const;  ///< throws ParameterError naming the field
 };
 
 /// What stream_tracks saw and did (for result attributes).
 struct TrackStreamInfo {
     std::int64_t n_frames = 0;
-    std::vector<double> frame_times;   ///< time of each frame (time unit)
+    std::vector<double> frame_times;                    ///< time of each frame (time unit)
     VelocityScheme scheme = VelocityScheme::automatic;  ///< scheme actually used
     DriftMode drift = DriftMode::none;
     std::int64_t drift_window = 0;
     std::vector<double> drift_x, drift_y;  ///< cumulative drift subtracted from positions, per frame
     std::int64_t n_tracks = 0, n_small = 0, n_large = 0, n_unknown = 0;
-    std::int64_t particle_blocks = 0;      ///< particle blocks (each one read of the copy)
-    std::int64_t max_block_cells = 0;      ///< largest summed lifetime of one particle block
+    std::int64_t particle_blocks = 0;  ///< particle blocks (each one read of the copy)
+    std::int64_t max_block_cells = 0;  ///< largest summed lifetime of one particle block
     bool periodic = false;
     bool velocities = false;  ///< velocities were filled (false: `scheme` is irrelevant)
 };

@@ -29,9 +29,10 @@ public:
     /// Adds one frame of vectors (ux, uy) at points (x, y); periodic geometries use minimum image.
     void add(std::span<const double> x, std::span<const double> y, std::span<const double> ux,
              std::span<const double> uy, const Geometry& g);
-    std::vector<double> r() const;       ///< bin centres
-    std::vector<double> c() const;       ///< C_vv(r), NaN where a bin has no pair
-    std::vector<double> c_long() const;  ///< ⟨(δu_i·r̂)(δu_j·r̂)⟩ / ⟨|δu|²⟩ (normalised like c, so c = c_long + c_trans)
+    std::vector<double> r() const;  ///< bin centres
+    std::vector<double> c() const;  ///< C_vv(r), NaN where a bin has no pair
+    std::vector<double> c_long()
+        const;  ///< ⟨(δu_i·r̂)(δu_j·r̂)⟩ / ⟨|δu|²⟩ (normalised like c, so c = c_long + c_trans)
     std::vector<double> c_trans() const;
     const std::vector<double>& pair_counts() const { return pairs_; }
     double mean_square() const;  ///< ⟨|δu|²⟩ over all accumulated vectors
@@ -48,7 +49,8 @@ private:
 /// Exponential fit C(r) ≈ A·exp(−r/ξ): least squares of log C over consecutive bins from the first
 /// bin with pairs while C > floor·C(first bin) (default floor e^{-2}, i.e. up to about 2ξ).
 /// Returns NaN when fewer than 3 bins qualify or the slope is not negative.
-double correlation_length(std::span<const double> r, std::span<const double> c, double floor = 0.1353352832366127);
+double correlation_length(std::span<const double> r, std::span<const double> c,
+                          double floor = 0.1353352832366127);
 
 /// Polar order of the directions: |Σ u_i/|u_i|| / N over vectors with |u| > 0 (1 = all parallel,
 /// ~1/√N for random directions). NaN when no vector is non-zero.

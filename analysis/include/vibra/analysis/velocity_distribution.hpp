@@ -37,45 +37,47 @@ struct TailHistogram {
 };
 
 struct TailFitParams {
-    double threshold = 1.5;          ///< c_min (in rms units); snapped to the grid edge at or above it
-    std::int64_t bootstrap = 200;    ///< bootstrap replicates (0 = none)
-    double confidence = 0.95;        ///< of the percentile interval
-    std::uint64_t seed = 20240601;   ///< bootstrap RNG seed
+    double threshold = 1.5;         ///< c_min (in rms units); snapped to the grid edge at or above it
+    std::int64_t bootstrap = 200;   ///< bootstrap replicates (0 = none)
+    double confidence = 0.95;       ///< of the percentile interval
+    std::uint64_t seed = 20240601;  ///< bootstrap RNG seed
     void validate() const;
 };
 
 struct TailFit {
-    double beta = 0, c0 = 0;          ///< MLE
+    double beta = 0, c0 = 0;                                   ///< MLE
     double beta_ci_low = 0, beta_ci_high = 0, beta_sigma = 0;  ///< bootstrap percentile CI and std
-    double threshold = 0;             ///< c_min actually used (grid edge)
-    double n_tail = 0;                ///< samples above threshold
+    double threshold = 0;                                      ///< c_min actually used (grid edge)
+    double n_tail = 0;                                         ///< samples above threshold
     bool converged = false;
 };
 
 /// MLE of (β, c₀) from the pooled counts, with a block-bootstrap CI.
 TailFit fit_tail(const TailHistogram& h, const TailFitParams& p);
 /// Same for several thresholds with shared bootstrap resamples (scan); result per threshold.
-std::vector<TailFit> fit_tail_scan(const TailHistogram& h, std::span<const double> thresholds, const TailFitParams& p);
+std::vector<TailFit> fit_tail_scan(const TailHistogram& h, std::span<const double> thresholds,
+                                   const TailFitParams& p);
 
 /// Convenience for raw samples: x = |c| values, block = block index of each sample (0 … n_blocks−1).
-TailHistogram tail_histogram(std::span<const double> x, std::span<const std::int64_t> block, std::int64_t n_blocks,
-                             double lo, double hi, std::int64_t n_bins = 4000);
+TailHistogram tail_histogram(std::span<const double> x, std::span<const std::int64_t> block,
+                             std::int64_t n_blocks, double lo, double hi, std::int64_t n_bins = 4000);
 
 struct VelocityDistributionParams {
     VelocityScheme scheme = VelocityScheme::automatic;
     DriftMode drift = DriftMode::none;
     std::int64_t drift_window = 51;
-    bool fit_speed = false;             ///< fit |v|/rms speed instead of the pooled components
-    double threshold = 1.5;             ///< tail threshold, rms units
+    bool fit_speed = false;  ///< fit |v|/rms speed instead of the pooled components
+    double threshold = 1.5;  ///< tail threshold, rms units
     std::vector<double> scan{1.5, 1.75, 2.0, 2.25, 2.5, 2.75, 3.0};  ///< thresholds of the scan
     std::int64_t bootstrap = 200;
-    std::int64_t blocks = 50;           ///< time blocks of the bootstrap
-    std::int64_t bins = 201;            ///< histogram bins of P(c)
-    std::int64_t tail_bins = 4000;      ///< fine grid of the likelihood
+    std::int64_t blocks = 50;       ///< time blocks of the bootstrap
+    std::int64_t bins = 201;        ///< histogram bins of P(c)
+    std::int64_t tail_bins = 4000;  ///< fine grid of the likelihood
     std::uint64_t seed = 20240601;
     std::int64_t max_cells = 1 << 21;
-    TrackCache* cache = nullptr;  ///< shared particle-major copy of the source (track_cache.hpp); null = a private one
-    int threads = 1;              ///< worker threads (results identical for any count)
+    TrackCache* cache =
+        nullptr;      ///< shared particle-major copy of the source (track_cache.hpp); null = a private one
+    int threads = 1;  ///< worker threads (results identical for any count)
     bool progress = false;
     void validate() const;
 };

@@ -14,9 +14,9 @@
 namespace vibra::analysis {
 
 struct VoronoiParams {
-    bool radical = true;        ///< true: power diagram weighted by radius²; false: plain Voronoi
-    double search_radius = 0;   ///< first neighbour search radius (length unit); 0 = 3 × mean spacing
-    void validate() const;      ///< throws ParameterError naming the field
+    bool radical = true;       ///< true: power diagram weighted by radius²; false: plain Voronoi
+    double search_radius = 0;  ///< first neighbour search radius (length unit); 0 = 3 × mean spacing
+    void validate() const;     ///< throws ParameterError naming the field
 };
 
 /// Tessellation of one frame. Neighbours in CSR form: particle i's neighbours are

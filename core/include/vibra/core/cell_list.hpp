@@ -115,8 +115,8 @@ private:
     bool periodic_ = false;
     double x0_ = 0, y0_ = 0, lx_ = 0, ly_ = 0, cell_w_ = 1, cell_h_ = 1;
     std::int64_t nx_ = 1, ny_ = 1;
-    std::vector<std::int64_t> start_;        // CSR over cells
-    std::vector<std::size_t> items_;         // point indices, grouped by cell
+    std::vector<std::int64_t> start_;  // CSR over cells
+    std::vector<std::size_t> items_;   // point indices, grouped by cell
 };
 
 }  // namespace vibra

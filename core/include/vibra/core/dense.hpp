@@ -15,9 +15,9 @@ namespace vibra {
 struct DenseBlock {
     std::int64_t first_frame = 0;
     std::int64_t n_frames = 0;
-    std::vector<std::int64_t> ids;  ///< particle id of each slot (N = ids.size())
-    std::vector<double> x, y;       ///< [t * N + i], NaN where absent
-    std::vector<double> vx, vy;     ///< same shape, only when the table has velocities
+    std::vector<std::int64_t> ids;     ///< particle id of each slot (N = ids.size())
+    std::vector<double> x, y;          ///< [t * N + i], NaN where absent
+    std::vector<double> vx, vy;        ///< same shape, only when the table has velocities
     std::vector<std::int8_t> species;  ///< per slot: the slot's most frequent species
 
     std::size_t n_particles() const { return ids.size(); }

@@ -13,8 +13,8 @@ namespace vibra {
 /// Thrown by throw_if_interrupted(). Deliberately not a vibra::Error nor a std::exception, so no
 /// "skip this analysis / this video and go on" handler swallows it.
 struct Interrupted {
-    int signal;                ///< SIGINT or SIGTERM
-    const char* name() const;  ///< "SIGINT" / "SIGTERM"
+    int signal;                                     ///< SIGINT or SIGTERM
+    const char* name() const;                       ///< "SIGINT" / "SIGTERM"
     int exit_code() const { return 128 + signal; }  ///< 130 / 143, as a shell reports them
 };
 

@@ -28,7 +28,8 @@ public:
     /// stale temporaries `target + suffix` for each suffix (files or folders).
     /// `wait_seconds` > 0: while another writer holds the lock, wait for it (polling; Ctrl-C still
     /// interrupts) up to that long instead of failing at once — for merges, which then serialise.
-    explicit OutputLock(std::string target, std::initializer_list<const char*> temporary_suffixes = {".partial"},
+    explicit OutputLock(std::string target,
+                        std::initializer_list<const char*> temporary_suffixes = {".partial"},
                         double wait_seconds = 0);
     ~OutputLock();
     OutputLock(const OutputLock&) = delete;

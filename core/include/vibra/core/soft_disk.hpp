@@ -16,22 +16,22 @@
 namespace vibra {
 
 struct SoftDiskParams {
-    std::int64_t n_small = 200;        ///< number of small disks
-    std::int64_t n_large = 200;        ///< number of large disks (0 for one size)
-    double diameter_small = 1.0;       ///< length unit
-    double diameter_large = 1.4;       ///< length unit
-    double packing_fraction = 0.5;     ///< sets the box when box_width/box_height are 0
-    double box_width = 0;              ///< explicit box (length unit); 0 = from packing_fraction
-    double box_height = 0;             ///< (square box when both are 0)
-    bool periodic = true;              ///< periodic box, else hard-ish walls (same spring as disks)
-    double dt = 1e-3;                  ///< integration step (time unit)
-    std::int64_t steps_per_frame = 10; ///< integration steps between recorded frames
-    double stiffness = 2000;           ///< contact spring k (force / length, mass of small disk = 1)
-    double restitution_damping = 2.0;  ///< normal dashpot coefficient (inelastic collisions)
-    double friction = 1.0;             ///< linear damping rate γ (1/time)
-    double temperature = 1.0;          ///< Langevin noise: ⟨v²⟩/2 per component → T/m without contacts
-    double active_speed = 0.0;         ///< self-propulsion speed v0 (active Brownian particle)
-    double rotational_diffusion = 1.0; ///< D_r of the propulsion direction (1/time)
+    std::int64_t n_small = 200;         ///< number of small disks
+    std::int64_t n_large = 200;         ///< number of large disks (0 for one size)
+    double diameter_small = 1.0;        ///< length unit
+    double diameter_large = 1.4;        ///< length unit
+    double packing_fraction = 0.5;      ///< sets the box when box_width/box_height are 0
+    double box_width = 0;               ///< explicit box (length unit); 0 = from packing_fraction
+    double box_height = 0;              ///< (square box when both are 0)
+    bool periodic = true;               ///< periodic box, else hard-ish walls (same spring as disks)
+    double dt = 1e-3;                   ///< integration step (time unit)
+    std::int64_t steps_per_frame = 10;  ///< integration steps between recorded frames
+    double stiffness = 2000;            ///< contact spring k (force / length, mass of small disk = 1)
+    double restitution_damping = 2.0;   ///< normal dashpot coefficient (inelastic collisions)
+    double friction = 1.0;              ///< linear damping rate γ (1/time)
+    double temperature = 1.0;   ///< Langevin noise: ⟨v²⟩/2 per component → T/m without contacts
+    double active_speed = 0.0;  ///< self-propulsion speed v0 (active Brownian particle)
+    double rotational_diffusion = 1.0;  ///< D_r of the propulsion direction (1/time)
     std::uint64_t seed = 1;
     void validate() const;  ///< throws ParameterError naming the field
 };

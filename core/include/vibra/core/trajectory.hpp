@@ -24,14 +24,14 @@ inline constexpr std::int64_t kUnlinked = -1;
 /// One row per detection, sorted by (frame, particle). Optional columns are empty when absent,
 /// otherwise exactly size() long. Positions in Metadata::length_unit.
 struct TrajectoryTable {
-    std::vector<std::int64_t> frame;     ///< 0-based frame number
-    std::vector<std::int64_t> particle;  ///< trajectory id, kUnlinked = −1 for unlinked
-    std::vector<double> x, y;            ///< position (image: x = column, y = row)
-    std::vector<std::int8_t> species;    ///< 0 small, 1 large, −1 unknown
-    std::vector<double> vx, vy;          ///< optional velocity, length_unit per time_unit
-    std::vector<float> radius;           ///< optional measured radius, length_unit
-    std::vector<float> brightness;       ///< optional integrated brightness, counts
-    std::vector<float> quality;          ///< optional detection quality in [0, 1]
+    std::vector<std::int64_t> frame;        ///< 0-based frame number
+    std::vector<std::int64_t> particle;     ///< trajectory id, kUnlinked = −1 for unlinked
+    std::vector<double> x, y;               ///< position (image: x = column, y = row)
+    std::vector<std::int8_t> species;       ///< 0 small, 1 large, −1 unknown
+    std::vector<double> vx, vy;             ///< optional velocity, length_unit per time_unit
+    std::vector<float> radius;              ///< optional measured radius, length_unit
+    std::vector<float> brightness;          ///< optional integrated brightness, counts
+    std::vector<float> quality;             ///< optional detection quality in [0, 1]
     std::vector<float> species_confidence;  ///< optional confidence of `species` in [0, 1]
 
     std::size_t size() const { return frame.size(); }
@@ -131,20 +131,20 @@ struct Metadata {
     std::string coordinate_convention = "image";
     Geometry geometry;
     std::vector<std::string> species_names{"small", "large"};
-    std::vector<double> species_diameters;  ///< per species code 0,1,…, length_unit; empty = unknown
+    std::vector<double> species_diameters;     ///< per species code 0,1,…, length_unit; empty = unknown
     std::optional<double> drive_frequency_hz;  ///< plate drive frequency
     std::optional<double> drive_gamma;         ///< dimensionless acceleration Γ = Aω²/g
     Source source;
     std::map<std::string, std::string> user;  ///< free-form user attributes
-    bool incomplete = false;  ///< the source was truncated: what was read is kept
+    bool incomplete = false;                  ///< the source was truncated: what was read is kept
 
     bool operator==(const Metadata&) const = default;
 };
 
 /// Per-frame columns beside the frame index. Empty vectors = absent.
 struct FrameColumns {
-    std::vector<double> time_s;            ///< camera time stamp of each frame, s
-    std::vector<std::int64_t> timestep;    ///< simulation time step (LAMMPS TIMESTEP)
+    std::vector<double> time_s;              ///< camera time stamp of each frame, s
+    std::vector<std::int64_t> timestep;      ///< simulation time step (LAMMPS TIMESTEP)
     std::vector<std::int64_t> image_number;  ///< camera's own image number
     bool operator==(const FrameColumns&) const = default;
 };
@@ -153,7 +153,7 @@ struct FrameColumns {
 struct Trajectory {
     Metadata meta;
     TrajectoryTable rows;
-    FrameIndex index;  ///< over rows, covering every frame of the range (empty frames included)
+    FrameIndex index;     ///< over rows, covering every frame of the range (empty frames included)
     FrameColumns frames;  ///< per-frame columns for the frames of `index`
 };
 

@@ -28,7 +28,8 @@ enum class WorkerStart {
 
 /// Runs work(w) for w in [0, n_workers), each on its own thread (n_workers <= 1: inline). Returns
 /// after every started worker has finished; rethrows the first worker exception (lowest w).
-inline void run_workers(int n_workers, const std::function<void(int)>& work, WorkerStart start = WorkerStart::all) {
+inline void run_workers(int n_workers, const std::function<void(int)>& work,
+                        WorkerStart start = WorkerStart::all) {
     if (n_workers <= 1) {
         work(0);
         return;

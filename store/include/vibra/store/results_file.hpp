@@ -18,11 +18,11 @@ inline constexpr const char* kResultsSchema = "vibra-results";
 inline constexpr const char* kResultsSchemaVersion = "1.0";
 
 struct ResultsProvenance {
-    std::string input_path;      ///< trajectory file the results were computed from
-    std::string input_checksum;  ///< "sha256:<hex>" of it
-    std::string parameters;      ///< command line
+    std::string input_path;            ///< trajectory file the results were computed from
+    std::string input_checksum;        ///< "sha256:<hex>" of it
+    std::string parameters;            ///< command line
     std::vector<std::string> skipped;  ///< "name: reason" of analyses the data could not support
-    bool force = false;  ///< merge into a file whose root records another input (checksum)
+    bool force = false;                ///< merge into a file whose root records another input (checksum)
 };
 
 /// Merge `groups` into the results file at `path` (created if absent) as /analysis/<group.name>.
@@ -30,8 +30,8 @@ struct ResultsProvenance {
 /// results of another input (root input_checksum differs) and !prov.force; IoError on write
 /// failure (the old file is then untouched). Old groups without their own input_path /
 /// input_checksum attributes get those of the old root before the root is rewritten.
-void write_results(const std::string& path, const std::vector<ResultGroup>& groups, const ResultsProvenance& prov,
-                   const Metadata& input_meta);
+void write_results(const std::string& path, const std::vector<ResultGroup>& groups,
+                   const ResultsProvenance& prov, const Metadata& input_meta);
 
 /// Names of the groups under /analysis.
 std::vector<std::string> list_results(const std::string& path);

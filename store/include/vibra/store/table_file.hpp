@@ -23,9 +23,9 @@ struct TableColumn {
 };
 
 struct Table {
-    std::string schema;      ///< root attribute `schema` (e.g. "vibra-campaign")
-    std::string group;       ///< group holding the columns (e.g. "campaign")
-    Attributes attrs;        ///< root attributes besides schema, vibra_version, created
+    std::string schema;                ///< root attribute `schema` (e.g. "vibra-campaign")
+    std::string group;                 ///< group holding the columns (e.g. "campaign")
+    Attributes attrs;                  ///< root attributes besides schema, vibra_version, created
     std::vector<TableColumn> columns;  ///< in display order (also written as the group's `columns` attribute)
     std::size_t rows() const { return columns.empty() ? 0 : columns.front().size(); }
     const TableColumn* find(const std::string& name) const;

@@ -20,12 +20,12 @@ namespace vibra::store {
 struct ImportOptions {
     /// LAMMPS atom type → species code (default 1 → small, 2 → large). An unmapped type is an error.
     std::map<std::int64_t, std::int8_t> species_map{{1, kSpeciesSmall}, {2, kSpeciesLarge}};
-    std::vector<double> diameters;          ///< per species code; empty = unknown
-    std::optional<double> dt;               ///< time between dumped frames (time_unit); default 1
-    std::optional<std::string> time_unit;   ///< default: "tau" (LAMMPS), "frame" (CSV)
-    std::optional<std::string> length_unit; ///< default: "sigma" (LAMMPS), "px" (CSV)
-    std::int64_t block_rows = 1 << 20;      ///< rows buffered before a write (memory bound)
-    bool progress = false;                  ///< progress line on stderr
+    std::vector<double> diameters;           ///< per species code; empty = unknown
+    std::optional<double> dt;                ///< time between dumped frames (time_unit); default 1
+    std::optional<std::string> time_unit;    ///< default: "tau" (LAMMPS), "frame" (CSV)
+    std::optional<std::string> length_unit;  ///< default: "sigma" (LAMMPS), "px" (CSV)
+    std::int64_t block_rows = 1 << 20;       ///< rows buffered before a write (memory bound)
+    bool progress = false;                   ///< progress line on stderr
     /// import_csv: read the metadata sidecar `<in>.meta.json` when it exists (the options above
     /// that are set take precedence over it).
     bool use_metadata = true;

@@ -35,33 +35,48 @@ inline JointFitParams frame_from_scratch_fit() {
 }
 
 struct DetectParams {
-    std::vector<double> radii;      ///< nominal radii, px: {r} or {r_small, r_large}; required
-    bool invert = false;            ///< dark particles on a bright background
-    double radius_tolerance = 0.25; ///< radii searched: [r_small·(1−tol), r_large·(1+tol)]
-    double edge_threshold = 0.12;   ///< a pixel votes when |∇I| ≥ this × local contrast (per px)
-    double min_score = 0.2;         ///< keep maxima with score ≥ this × 75th-percentile score of the frame
-    double min_edge = 0.35;         ///< keep refined disks with edge strength ≥ this × median strength
-    double min_separation = 0.7;    ///< × r_small: closest two centres may be (NMS and duplicates)
-    int downsample = 0;             ///< vote grid = image / factor; 0 = automatic (r_small / 3)
-    int contrast_block = 0;         ///< px per contrast cell; 0 = automatic (max(32, 6 r_large))
-    double radius_sigma = 0.3;      ///< px: radius spread for the species confidence (at least 5% of r_small is used)
+    std::vector<double> radii;       ///< nominal radii, px: {r} or {r_small, r_large}; required
+    bool invert = false;             ///< dark particles on a bright background
+    double radius_tolerance = 0.25;  ///< radii searched: [r_small·(1−tol), r_large·(1+tol)]
+    double edge_threshold = 0.12;    ///< a pixel votes when |∇I| ≥ this × local contrast (per px)
+    double min_score = 0.2;       ///< keep maxima with score ≥ this × 75th-percentile score of the frame
+    double min_edge = 0.35;       ///< keep refined disks with edge strength ≥ this × median strength
+    double min_separation = 0.7;  ///< × r_small: closest two centres may be (NMS and duplicates)
+    int downsample = 0;           ///< vote grid = image / factor; 0 = automatic (r_small / 3)
+    int contrast_block = 0;       ///< px per contrast cell; 0 = automatic (max(32, 6 r_large))
+    double radius_sigma =
+        0.3;  ///< px: radius spread for the species confidence (at least 5% of r_small is used)
     RefineParams refine;
-    bool joint = true;              ///< finish with the joint template fit of all disks (joint_fit.hpp)
-    JointFitParams joint_fit = frame_from_scratch_fit();  ///< the joint fit of a frame located from scratch (2 full sweeps, docs/tracking.md 4)
-    int warm_sweeps = 3;            ///< DiskLocator: full joint-fit sweeps of a warm-started frame (its own count, not joint_fit.sweeps)
-    int warm_coarse_sweeps = 2;     ///< DiskLocator: of those, the first this many on every other row (JointFitParams::coarse_sweeps)
-    double warm_one_coarse_below = 0.45;  ///< DiskLocator: px; while the carried disks' last displacements are this small (RMS), a warm frame takes one coarse sweep instead of warm_coarse_sweeps (a locator that sees every frame of a high-speed video) — unless its starts moved (disks snapped to candidates or new ones from them) or it is a refresh frame; 0 = never. A frame where that left more than 20% of the disks to extra steps (tightly coupled, dense packings) puts the locator back on warm_coarse_sweeps for 16 warm frames
-    double drop_amplitude = 0.35;   ///< DiskLocator: a carried disk fainter than this × median (or 2× this without a candidate) is dropped
-    int warm_missing_every = 4;     ///< DiskLocator: the residual search for disks missing from the start (JointFitParams::find_missing) runs in every this many warm frames
-    int warm_candidates_every = 4;  ///< DiskLocator: the frame's own candidates (votes: new disks, starts for disks whose prediction missed) in every this many warm frames, half way between the residual searches: a disk not yet carried is found within max(this, warm_missing_every) / 2 frames of the locator
-    int warm_search_max_every = 16; ///< DiskLocator: each search (candidates, residual) that finds no new disk doubles its own interval, up to this many warm frames; a new disk found by either (in the locator's own rows) brings both back to warm_candidates_every / warm_missing_every. Set it to those to keep them fixed
-    double warm_tolerance = 0.1;    ///< DiskLocator: px, JointFitParams::tolerance of a warm frame (cold frames keep the joint fit's own 0.01); after the Gauss–Seidel last sweep few disks move more (docs/tracking.md 4b)
-    int warm_hessian_every = 8;     ///< DiskLocator: every this many warm frames the five-parameter steps accumulate JᵀJ afresh; in the others they take it from the disk's last full step (JointFitParams::reuse_hessian)
-    int warm_refresh = 100;         ///< DiskLocator: in every this many warm frames the joint fit re-measures its templates (light or focus that drifts), with the candidates and the residual search on; a frame is located from scratch only when the warm fit fails
-    double new_disk_separation = 1.5;  ///< DiskLocator: a candidate this far (× r_small) from every carried disk is a new disk (disks do not overlap: a real new disk is ≥ 2 r_small from every other)
-    double warm_max_residual = 0.5;  ///< DiskLocator: a frame whose joint fit leaves a relative residual above this (JointFitResult::relative_residual; synthetic frames 0.05–0.3, the falling ball with a false disk on the floor 0.78) is no start for the next frame, which is located from scratch: templates polluted by a poorly fitting disk let a warm fit stall short of a fast disk
-    double snap_distance = 1.0;     ///< DiskLocator: px; a carried disk predicted farther than this from its candidate starts at the candidate
-    void validate() const;          ///< throws ParameterError naming the field
+    bool joint = true;  ///< finish with the joint template fit of all disks (joint_fit.hpp)
+    JointFitParams joint_fit =
+        frame_from_scratch_fit();  ///< the joint fit of a frame located from scratch (2 full sweeps, docs/tracking.md 4)
+    int warm_sweeps =
+        3;  ///< DiskLocator: full joint-fit sweeps of a warm-started frame (its own count, not joint_fit.sweeps)
+    int warm_coarse_sweeps =
+        2;  ///< DiskLocator: of those, the first this many on every other row (JointFitParams::coarse_sweeps)
+    double warm_one_coarse_below =
+        0.45;  ///< DiskLocator: px; while the carried disks' last displacements are this small (RMS), a warm frame takes one coarse sweep instead of warm_coarse_sweeps (a locator that sees every frame of a high-speed video) — unless its starts moved (disks snapped to candidates or new ones from them) or it is a refresh frame; 0 = never. A frame where that left more than 20% of the disks to extra steps (tightly coupled, dense packings) puts the locator back on warm_coarse_sweeps for 16 warm frames
+    double drop_amplitude =
+        0.35;  ///< DiskLocator: a carried disk fainter than this × median (or 2× this without a candidate) is dropped
+    int warm_missing_every =
+        4;  ///< DiskLocator: the residual search for disks missing from the start (JointFitParams::find_missing) runs in every this many warm frames
+    int warm_candidates_every =
+        4;  ///< DiskLocator: the frame's own candidates (votes: new disks, starts for disks whose prediction missed) in every this many warm frames, half way between the residual searches: a disk not yet carried is found within max(this, warm_missing_every) / 2 frames of the locator
+    int warm_search_max_every =
+        16;  ///< DiskLocator: each search (candidates, residual) that finds no new disk doubles its own interval, up to this many warm frames; a new disk found by either (in the locator's own rows) brings both back to warm_candidates_every / warm_missing_every. Set it to those to keep them fixed
+    double warm_tolerance =
+        0.1;  ///< DiskLocator: px, JointFitParams::tolerance of a warm frame (cold frames keep the joint fit's own 0.01); after the Gauss–Seidel last sweep few disks move more (docs/tracking.md 4b)
+    int warm_hessian_every =
+        8;  ///< DiskLocator: every this many warm frames the five-parameter steps accumulate JᵀJ afresh; in the others they take it from the disk's last full step (JointFitParams::reuse_hessian)
+    int warm_refresh =
+        100;  ///< DiskLocator: in every this many warm frames the joint fit re-measures its templates (light or focus that drifts), with the candidates and the residual search on; a frame is located from scratch only when the warm fit fails
+    double new_disk_separation =
+        1.5;  ///< DiskLocator: a candidate this far (× r_small) from every carried disk is a new disk (disks do not overlap: a real new disk is ≥ 2 r_small from every other)
+    double warm_max_residual =
+        0.5;  ///< DiskLocator: a frame whose joint fit leaves a relative residual above this (JointFitResult::relative_residual; synthetic frames 0.05–0.3, the falling ball with a false disk on the floor 0.78) is no start for the next frame, which is located from scratch: templates polluted by a poorly fitting disk let a warm fit stall short of a fast disk
+    double snap_distance =
+        1.0;  ///< DiskLocator: px; a carried disk predicted farther than this from its candidate starts at the candidate
+    void validate() const;  ///< throws ParameterError naming the field
     double r_small() const { return radii.front(); }
     double r_large() const { return radii.back(); }
 };
@@ -91,12 +106,14 @@ public:
     /// What the last next() did (for diagnostics and benchmarks; CPU s of the calling thread).
     struct Stats {
         bool warm = false;
-        bool templates_remeasured = false;  ///< a warm frame whose fit re-measured the templates (warm_refresh)
+        bool templates_remeasured =
+            false;  ///< a warm frame whose fit re-measured the templates (warm_refresh)
         bool searched_candidates = false, searched_missing = false;  ///< which searches for new disks ran
-        std::size_t new_kept = 0;           ///< new disks kept in the owned rows (from either search)
-        std::size_t carried = 0, new_from_candidates = 0, added_from_residual = 0, rescued = 0, extra_sweeps = 0, extra_steps = 0;
-        int coarse_sweeps = 0;              ///< coarse sweeps of the warm fit (warm_one_coarse_below)
-        double relative_residual = 0;       ///< the joint fit's (JointFitResult::relative_residual; 0 without one)
+        std::size_t new_kept = 0;  ///< new disks kept in the owned rows (from either search)
+        std::size_t carried = 0, new_from_candidates = 0, added_from_residual = 0, rescued = 0,
+                    extra_sweeps = 0, extra_steps = 0;
+        int coarse_sweeps = 0;         ///< coarse sweeps of the warm fit (warm_one_coarse_below)
+        double relative_residual = 0;  ///< the joint fit's (JointFitResult::relative_residual; 0 without one)
         double seconds_candidates = 0, seconds_new = 0;
         double seconds_fit[4] = {0, 0, 0, 0};  ///< joint fit phases (JointFitResult::seconds)
     };
@@ -117,14 +134,14 @@ private:
     std::vector<Particle> cold(const cv::Mat& image);
     DetectParams p_;
     DiskTemplates templates_;
-    JointFitWorkspace workspace_;     // frame buffers re-used from frame to frame
-    std::vector<Particle> prev_;      // last frame's disks, in fit order
-    std::vector<double> vx_, vy_;     // their last displacement (px per call)
+    JointFitWorkspace workspace_;  // frame buffers re-used from frame to frame
+    std::vector<Particle> prev_;   // last frame's disks, in fit order
+    std::vector<double> vx_, vy_;  // their last displacement (px per call)
     float median_strength_ = 0;
     int width_ = 0, height_ = 0;
     int since_cold_ = 0;
     int candidates_every_ = 0, missing_every_ = 0;  // current search intervals (warm frames)
-    int next_candidates_ = 0, next_missing_ = 0;     // the warm frame (since_cold_) of the next search
+    int next_candidates_ = 0, next_missing_ = 0;    // the warm frame (since_cold_) of the next search
     int owned_begin_ = 0, owned_end_ = 1 << 30;
     int full_coarse_for_ = 0;  // warm frames left on warm_coarse_sweeps after one coarse sweep fell short
     bool warm_ = false;

@@ -35,45 +35,64 @@
 namespace vibra::tracking {
 
 struct JointFitParams {
-    int sweeps = 3;               ///< full sweeps (one Gauss–Newton step per disk); ≥ 1
-    int coarse_sweeps = 0;        ///< of the full sweeps, the first this many use every other image row (half the pixels; enough for the first steps from a start ~1 px off)
-    bool coarse_centre_only = true;  ///< with templates carried over (warm start), the coarse sweeps step the centres alone (κ, b and a as the last frame left them; the full sweeps then fit all five)
-    bool seidel_last_sweep = true;   ///< with templates carried over (warm start): the last full sweep is Gauss–Seidel (each step patches the model at once, no render after it), which leaves the extra sweeps little to do
-    bool reuse_hessian = true;       ///< with templates carried over and a workspace holding the disks' JᵀJ: a five-parameter step of a disk whose band lies inside the image accumulates Jᵀr alone (7 sums, not 21) and takes JᵀJ from its last full step (rescaled to its amplitude); same fixed point
-    bool render_ahead = true;        ///< with templates carried over (warm start): a sweep renders the model just ahead of itself, in image order, instead of the whole model first (the rows it reads are then in the core's cache; the same model image)
-    bool remeasure_templates = false;  ///< with templates carried over (warm start): re-measure them before the last full sweep, as a fit from scratch does
-    int newton_steps = 0;         ///< joint Newton steps after the full sweeps: every disk's step solved with its neighbours' (cross terms of touching disks)
-    int newton_inner = 4;         ///< block Gauss–Seidel iterations of each joint Newton step's linear system
-    double newton_gap = 1.5;      ///< px: a joint Newton step couples disks whose surfaces are closer than this
-    int max_extra_sweeps = 8;     ///< further sweeps over the disks that still move (and their neighbours)
-    double tolerance = 0.01;      ///< px: a disk whose last step was larger is still moving
-    double wake = 3.0;            ///< × tolerance: a disk whose last step was larger also wakes the neighbours whose footprints overlap its own
-    double inner = 3.5;           ///< px: fit pixels with ρ ≥ R − inner (≥ 0.5)
-    double outer = 2.5;           ///< px: fit pixels with ρ ≤ R + outer; template support (≥ 0.5)
-    double edge_scale = 0.08;     ///< inner and outer grow to at least this × R for large disks (blurrier edges)
-    double template_bin = 0.1;    ///< px: radial resolution of the measured templates
-    double template_quantile = 0.5;  ///< re-measured templates use the disks whose residual is up to this quantile
-    int template_nodes = 2048;    ///< lookup table of each template in ρ² (interpolated from the radial profile)
-    double outlier_sigma = 5.0;   ///< ignore pixels with |residual| > this × frame residual RMS (after sweep 1); 0 = keep all
-    bool find_missing = true;     ///< add disks whose light is left unexplained (residual search); appended to the list
-    double max_missing_fraction = 0.03;  ///< more candidates than this × n (+2): the model does not fit, none added
-    double rescue_mse = 4.0;      ///< a disk whose mean squared residual exceeds this × the median is searched afresh; 0 = never
-    bool early_rescue = true;     ///< fresh searches after the first full sweep too, not only in the extra sweeps (DiskLocator turns it off: after a warm first sweep the residuals mostly show the motion since the previous frame)
-    double rescue_reach = 2.0;    ///< px: that search covers centres within ± this (1 px grid, both templates, then ½ px about the best)
-    double max_relative_residual = 0.8;  ///< median disk residual RMS / template contrast above which the fit is not applied (synthetic 0.05–0.3, real discs ≈ 2.5)
-    double template_radius_tolerance = 0.15;  ///< a template whose edge is farther than this × nominal from the nominal radius: fit not applied
+    int sweeps = 3;  ///< full sweeps (one Gauss–Newton step per disk); ≥ 1
+    int coarse_sweeps =
+        0;  ///< of the full sweeps, the first this many use every other image row (half the pixels; enough for the first steps from a start ~1 px off)
+    bool coarse_centre_only =
+        true;  ///< with templates carried over (warm start), the coarse sweeps step the centres alone (κ, b and a as the last frame left them; the full sweeps then fit all five)
+    bool seidel_last_sweep =
+        true;  ///< with templates carried over (warm start): the last full sweep is Gauss–Seidel (each step patches the model at once, no render after it), which leaves the extra sweeps little to do
+    bool reuse_hessian =
+        true;  ///< with templates carried over and a workspace holding the disks' JᵀJ: a five-parameter step of a disk whose band lies inside the image accumulates Jᵀr alone (7 sums, not 21) and takes JᵀJ from its last full step (rescaled to its amplitude); same fixed point
+    bool render_ahead =
+        true;  ///< with templates carried over (warm start): a sweep renders the model just ahead of itself, in image order, instead of the whole model first (the rows it reads are then in the core's cache; the same model image)
+    bool remeasure_templates =
+        false;  ///< with templates carried over (warm start): re-measure them before the last full sweep, as a fit from scratch does
+    int newton_steps =
+        0;  ///< joint Newton steps after the full sweeps: every disk's step solved with its neighbours' (cross terms of touching disks)
+    int newton_inner = 4;      ///< block Gauss–Seidel iterations of each joint Newton step's linear system
+    double newton_gap = 1.5;   ///< px: a joint Newton step couples disks whose surfaces are closer than this
+    int max_extra_sweeps = 8;  ///< further sweeps over the disks that still move (and their neighbours)
+    double tolerance = 0.01;   ///< px: a disk whose last step was larger is still moving
+    double wake =
+        3.0;  ///< × tolerance: a disk whose last step was larger also wakes the neighbours whose footprints overlap its own
+    double inner = 3.5;        ///< px: fit pixels with ρ ≥ R − inner (≥ 0.5)
+    double outer = 2.5;        ///< px: fit pixels with ρ ≤ R + outer; template support (≥ 0.5)
+    double edge_scale = 0.08;  ///< inner and outer grow to at least this × R for large disks (blurrier edges)
+    double template_bin = 0.1;  ///< px: radial resolution of the measured templates
+    double template_quantile =
+        0.5;  ///< re-measured templates use the disks whose residual is up to this quantile
+    int template_nodes =
+        2048;  ///< lookup table of each template in ρ² (interpolated from the radial profile)
+    double outlier_sigma =
+        5.0;  ///< ignore pixels with |residual| > this × frame residual RMS (after sweep 1); 0 = keep all
+    bool find_missing =
+        true;  ///< add disks whose light is left unexplained (residual search); appended to the list
+    double max_missing_fraction =
+        0.03;  ///< more candidates than this × n (+2): the model does not fit, none added
+    double rescue_mse =
+        4.0;  ///< a disk whose mean squared residual exceeds this × the median is searched afresh; 0 = never
+    bool early_rescue =
+        true;  ///< fresh searches after the first full sweep too, not only in the extra sweeps (DiskLocator turns it off: after a warm first sweep the residuals mostly show the motion since the previous frame)
+    double rescue_reach =
+        2.0;  ///< px: that search covers centres within ± this (1 px grid, both templates, then ½ px about the best)
+    double max_relative_residual =
+        0.8;  ///< median disk residual RMS / template contrast above which the fit is not applied (synthetic 0.05–0.3, real discs ≈ 2.5)
+    double template_radius_tolerance =
+        0.15;  ///< a template whose edge is farther than this × nominal from the nominal radius: fit not applied
     double max_radius_offset = 0.2;  ///< a disk's radius stays within (1 ± this) × its template's
-    void validate() const;        ///< throws ParameterError naming the field
+    void validate() const;           ///< throws ParameterError naming the field
 };
 
 /// The radial templates of a joint fit, kept to start the next frame of a video with (warm
 /// start: the first-template pass is skipped, the templates are re-measured once per frame).
 struct DiskTemplates {
-    double bin = 0;                            ///< px: radial spacing of the profiles
-    std::vector<std::vector<float>> profile;   ///< per species: S(k·bin), intensity above the background
-    std::vector<double> radius;                ///< nominal radius of each species (px)
+    double bin = 0;                           ///< px: radial spacing of the profiles
+    std::vector<std::vector<float>> profile;  ///< per species: S(k·bin), intensity above the background
+    std::vector<double> radius;               ///< nominal radius of each species (px)
     /// True when these templates fit a fit with `radii`, `bin` and profiles of the given lengths.
-    bool usable_for(std::span<const double> radii, double bin_, std::size_t n_small, std::size_t n_large) const {
+    bool usable_for(std::span<const double> radii, double bin_, std::size_t n_small,
+                    std::size_t n_large) const {
         if (profile.size() != radii.size() || radius.size() != radii.size() || bin != bin_) return false;
         for (std::size_t s = 0; s < radii.size(); ++s)
             if (radius[s] != radii[s] || profile[s].size() != (s == 0 ? n_small : n_large)) return false;
@@ -119,11 +138,13 @@ struct JointFitResult {
     std::vector<double> template_radius;  ///< px: measured edge radius of each species' template
     std::size_t added = 0;                ///< disks found in the residual and appended to parts
     std::size_t rescued = 0;              ///< fresh searches for badly fitting disks
-    double relative_residual = 0;         ///< median disk residual RMS / template contrast after the full sweeps
+    double relative_residual = 0;  ///< median disk residual RMS / template contrast after the full sweeps
     std::size_t extra_sweeps = 0, extra_steps = 0;  ///< sweeps over moving disks, and disk steps in them
-    std::size_t newton_steps = 0;         ///< joint Newton steps taken
-    std::size_t reused_hessian_steps = 0; ///< five-parameter steps that took JᵀJ carried over (reuse_hessian)
-    bool templates_remeasured = false;    ///< the templates were measured in this fit (always from scratch; warm: remeasure_templates)
+    std::size_t newton_steps = 0;                   ///< joint Newton steps taken
+    std::size_t reused_hessian_steps =
+        0;  ///< five-parameter steps that took JᵀJ carried over (reuse_hessian)
+    bool templates_remeasured =
+        false;  ///< the templates were measured in this fit (always from scratch; warm: remeasure_templates)
     /// CPU s of this thread in: first templates, full sweeps, repair (missing disks, fresh
     /// searches), extra sweeps and the rest — for benchmarks.
     double seconds[4] = {0, 0, 0, 0};
@@ -137,6 +158,7 @@ struct JointFitResult {
 /// they are the start; on success it receives this frame's templates.
 /// `workspace` (optional): buffers re-used from the previous call.
 JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std::span<const double> radii,
-                         const JointFitParams& p = {}, DiskTemplates* templates = nullptr, JointFitWorkspace* workspace = nullptr);
+                         const JointFitParams& p = {}, DiskTemplates* templates = nullptr,
+                         JointFitWorkspace* workspace = nullptr);
 
 }  // namespace vibra::tracking

@@ -15,10 +15,11 @@
 namespace vibra::tracking {
 
 struct LinkParams {
-    double max_step = 5;          ///< search radius around the predicted position (px per frame); > 0
-    std::int64_t memory = 0;      ///< frames a track may miss and still be continued; ≥ 0
-    bool predict = false;         ///< constant-velocity prediction from the last two positions
-    bool species_must_match = true;  ///< a track and a detection of different known species link only when neither has a candidate of its own species
+    double max_step = 5;      ///< search radius around the predicted position (px per frame); > 0
+    std::int64_t memory = 0;  ///< frames a track may miss and still be continued; ≥ 0
+    bool predict = false;     ///< constant-velocity prediction from the last two positions
+    bool species_must_match =
+        true;  ///< a track and a detection of different known species link only when neither has a candidate of its own species
     /// Subnetworks larger than this (tracks + detections) are split by shrinking their search
     /// radius (×0.9 per try) so the O(n³) solver stays cheap; ≥ 2.
     std::int64_t max_subnet = 400;
@@ -27,9 +28,9 @@ struct LinkParams {
 
 /// Counters of one link() call.
 struct LinkStats {
-    std::int64_t links = 0;        ///< detections continuing an existing track
-    std::int64_t new_tracks = 0;   ///< detections starting a new track
-    std::int64_t lost_tracks = 0;  ///< tracks ended in this frame (missed more than `memory` frames)
+    std::int64_t links = 0;           ///< detections continuing an existing track
+    std::int64_t new_tracks = 0;      ///< detections starting a new track
+    std::int64_t lost_tracks = 0;     ///< tracks ended in this frame (missed more than `memory` frames)
     std::int64_t largest_subnet = 0;  ///< tracks + detections of the largest subnetwork solved
 };
 
@@ -49,8 +50,8 @@ public:
     /// A track that may still be continued.
     struct Track {
         std::int64_t id;
-        double x, y;           // last observed position
-        double vx = 0, vy = 0; // px/frame
+        double x, y;            // last observed position
+        double vx = 0, vy = 0;  // px/frame
         bool has_velocity = false;
         std::int64_t last_frame;
         std::int8_t species;

@@ -18,21 +18,21 @@ namespace vibra::tracking {
 
 /// One tracked disk in one frame.
 struct OverlayDisk {
-    double x = 0, y = 0;        ///< centre (px)
-    double radius = 5;          ///< drawn radius (px)
-    std::int8_t species = -1;   ///< 0 small, 1 large, −1 unknown (selects the colour)
-    std::int64_t id = -1;       ///< trajectory id (≥ 0), −1 = unlinked (no id label, no trail)
+    double x = 0, y = 0;       ///< centre (px)
+    double radius = 5;         ///< drawn radius (px)
+    std::int8_t species = -1;  ///< 0 small, 1 large, −1 unknown (selects the colour)
+    std::int64_t id = -1;      ///< trajectory id (≥ 0), −1 = unlinked (no id label, no trail)
 };
 
 enum class MarkerShape { circle, cross, plus, square, triangle };
 
 /// An extra marker (e.g. a topological defect, a lost track), drawn on top of the disks.
 struct OverlayMarker {
-    double x = 0, y = 0;        ///< position (px)
-    double size = 4;            ///< half-size / radius (px)
+    double x = 0, y = 0;  ///< position (px)
+    double size = 4;      ///< half-size / radius (px)
     MarkerShape shape = MarkerShape::cross;
     cv::Scalar colour{0, 0, 255};  ///< BGR
-    std::string label;          ///< drawn beside the marker when not empty
+    std::string label;             ///< drawn beside the marker when not empty
 };
 
 /// Colours and options. Colours are BGR. Defaults: small = orange, large = cyan, unknown = magenta.
@@ -40,12 +40,12 @@ struct OverlayParams {
     cv::Scalar colour_small{0, 140, 255};
     cv::Scalar colour_large{255, 200, 0};
     cv::Scalar colour_unknown{255, 0, 255};
-    int thickness = 1;       ///< line thickness (output px)
-    bool ids = false;        ///< draw trajectory ids
-    int trails = 0;          ///< draw the last N positions of each trajectory (0 = none)
-    int upscale = 1;         ///< output = input × upscale (nearest), for small disks
+    int thickness = 1;  ///< line thickness (output px)
+    bool ids = false;   ///< draw trajectory ids
+    int trails = 0;     ///< draw the last N positions of each trajectory (0 = none)
+    int upscale = 1;    ///< output = input × upscale (nearest), for small disks
     double font_scale = 0.35;
-    void validate() const;   ///< throws ParameterError naming the field
+    void validate() const;  ///< throws ParameterError naming the field
 };
 
 /// Grey frame (8- or 16-bit) → 8-bit BGR for display: 8-bit copied, 16-bit scaled so the

@@ -25,12 +25,13 @@
 namespace vibra::tracking {
 
 struct TrackParams {
-    DetectParams detect;            ///< radii empty = estimate them from the first frames
-    std::int64_t auto_radii_frames = 3;  ///< frames used by the radius estimate
+    DetectParams detect;                               ///< radii empty = estimate them from the first frames
+    std::int64_t auto_radii_frames = 3;                ///< frames used by the radius estimate
     double auto_radius_min = 3, auto_radius_max = 80;  ///< px range of the estimate
-    LinkParams link;                ///< max_step 5 px by default (LinkParams); set 0 for automatic (0.5 × small radius), as `vibra track` does
+    LinkParams
+        link;  ///< max_step 5 px by default (LinkParams); set 0 for automatic (0.5 × small radius), as `vibra track` does
     ReaderParams reader;
-    int threads = 0;                ///< detection workers; 0 = all cores (the output does not depend on it)
+    int threads = 0;  ///< detection workers; 0 = all cores (the output does not depend on it)
     /// Each frame starts from the one before (DiskLocator: several times less work per frame,
     /// same accuracy); false = every frame from scratch (locate()), frames dealt to the workers in turn.
     bool warm_start = true;
@@ -39,8 +40,8 @@ struct TrackParams {
     /// (auto_strip_count: height and large radius). Never derived from `threads`, so that the
     /// output is bit-identical for any thread count; more strips than workers are taken in turn.
     int n_strips = 0;
-    double fps = 0;                 ///< frames/s when known (frame time stamps = frame / fps)
-    double px_per_mm = 0;           ///< image calibration when known
+    double fps = 0;        ///< frames/s when known (frame time stamps = frame / fps)
+    double px_per_mm = 0;  ///< image calibration when known
     /// Region of interest: window_rect or window_circle (detections outside are dropped);
     /// unbounded = the whole image.
     Geometry roi;
@@ -60,9 +61,9 @@ struct TrackParams {
     /// and track_video throws Interrupted: the sink is not committed (no output), the spool is
     /// removed, the checkpoints written so far stay.
     const std::atomic<bool>* cancel = nullptr;
-    std::string parameters;         ///< the command line / settings recorded in the file
-    bool progress = false;          ///< progress line (frames/s, ETA) on stderr
-    void validate() const;          ///< throws ParameterError naming the field
+    std::string parameters;  ///< the command line / settings recorded in the file
+    bool progress = false;   ///< progress line (frames/s, ETA) on stderr
+    void validate() const;   ///< throws ParameterError naming the field
 };
 
 /// track_video stopped because TrackParams::cancel became true.
@@ -78,15 +79,17 @@ struct TrackSummary {
     std::int64_t decode_errors = 0;  ///< frames counted and skipped
     std::int64_t detections = 0;
     std::int64_t tracks = 0;
-    bool truncated = false;          ///< the input ended early; output marked incomplete
+    bool truncated = false;  ///< the input ended early; output marked incomplete
     double seconds = 0;
-    double seconds_first_frame = 0;  ///< of which: from the start to the first frame linked (opening, each locator's first frame from scratch)
-    double seconds_final = 0;        ///< of which: from the last frame linked to the output committed (the species vote, the file's last chunks)
-    std::int64_t resumed_frames = 0; ///< frames taken from a checkpoint instead of the video
+    double seconds_first_frame =
+        0;  ///< of which: from the start to the first frame linked (opening, each locator's first frame from scratch)
+    double seconds_final =
+        0;  ///< of which: from the last frame linked to the output committed (the species vote, the file's last chunks)
+    std::int64_t resumed_frames = 0;  ///< frames taken from a checkpoint instead of the video
     /// Time in each part, summed over the threads doing it (s): decoding frames (reader thread),
     /// locating disks (workers), linking, writing (the sink's appends, species and commit).
     double seconds_decode = 0, seconds_detect = 0, seconds_link = 0, seconds_write = 0;
-    std::vector<double> radii;       ///< radii used (px)
+    std::vector<double> radii;  ///< radii used (px)
 };
 
 /// Where the trajectories go. The tracking module does not depend on the HDF5 store; the
@@ -106,8 +109,10 @@ public:
     virtual void append(const TrajectoryTable& rows, std::int64_t n_frames) = 0;
     /// The final species and confidences of the next rows, in the order of append(), after the
     /// last append; every row's before commit.
-    virtual void append_species(const std::vector<std::int8_t>& species, const std::vector<float>& confidence) = 0;
-    virtual void set_diagnostic(const std::string& name, std::vector<std::int64_t> values, const std::string& units) = 0;
+    virtual void append_species(const std::vector<std::int8_t>& species,
+                                const std::vector<float>& confidence) = 0;
+    virtual void set_diagnostic(const std::string& name, std::vector<std::int64_t> values,
+                                const std::string& units) = 0;
     /// The final metadata and per-frame columns; the output becomes visible. A sink that is
     /// destroyed without commit (the run failed) leaves no output.
     virtual void commit(const Metadata& meta, const FrameColumns& fc) = 0;
@@ -122,5 +127,3 @@ TrackSummary track_video(const std::string& input, TrajectorySink& sink, const s
                          const TrackParams& p);
 
 }  // namespace vibra::tracking
-
-

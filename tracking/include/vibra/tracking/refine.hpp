@@ -26,10 +26,10 @@ namespace vibra::tracking {
 /// Image gradients of a frame with the "bright particle" polarity (negated for --invert),
 /// in intensity units per px, plus the local contrast used to normalise thresholds.
 struct Gradients {
-    cv::Mat image;         ///< the frame itself (shared, CV_8U or CV_16U)
-    cv::Mat gx, gy;        ///< CV_32FC1, full resolution, Scharr / 32
-    cv::Mat contrast;      ///< CV_32FC1 coarse grid: robust local intensity range (97th − 3rd percentile)
-    int block = 32;        ///< px per contrast cell
+    cv::Mat image;     ///< the frame itself (shared, CV_8U or CV_16U)
+    cv::Mat gx, gy;    ///< CV_32FC1, full resolution, Scharr / 32
+    cv::Mat contrast;  ///< CV_32FC1 coarse grid: robust local intensity range (97th − 3rd percentile)
+    int block = 32;    ///< px per contrast cell
     float contrast_at(int x, int y) const {
         const int bx = std::min(contrast.cols - 1, x / block), by = std::min(contrast.rows - 1, y / block);
         return contrast.at<float>(by, bx);
@@ -48,27 +48,32 @@ enum class RefineMethod {
 struct RefineParams {
     RefineMethod method = RefineMethod::profile_fit;
     double annulus_half_width = 2.5;  ///< px: centre fit uses pixels with |ρ − R| ≤ this
-    double neighbour_margin = 2.0;    ///< px: radial_symmetry and radius: pixels closer than R_j + margin to neighbour j are masked
-    double edge_margin = 1.0;         ///< px: profile_fit masks a pixel whose distance to a neighbour's edge is < its distance to the own edge + this
-    int iterations = 5;               ///< centre iterations (annulus re-centred each time); ≥ 1
-    int coarse_iterations = 3;        ///< profile_fit: first iterations with annulus + 1 px and 2× profile bins (capture range); ≤ iterations
-    double profile_bin = 0.2;         ///< px: radial bin of the profile (profile_fit)
-    double settle = 0;                ///< px, profile_fit: a disk whose centre step is below this is settled (its radius measured at once) and sits out the later iterations; 0 = every disk takes every iteration
-    double radius_bin = 0.5;          ///< px: bin width of the radial edge profile
-    void validate() const;            ///< throws ParameterError naming the field
+    double neighbour_margin =
+        2.0;  ///< px: radial_symmetry and radius: pixels closer than R_j + margin to neighbour j are masked
+    double edge_margin =
+        1.0;  ///< px: profile_fit masks a pixel whose distance to a neighbour's edge is < its distance to the own edge + this
+    int iterations = 5;  ///< centre iterations (annulus re-centred each time); ≥ 1
+    int coarse_iterations =
+        3;  ///< profile_fit: first iterations with annulus + 1 px and 2× profile bins (capture range); ≤ iterations
+    double profile_bin = 0.2;  ///< px: radial bin of the profile (profile_fit)
+    double settle =
+        0;  ///< px, profile_fit: a disk whose centre step is below this is settled (its radius measured at once) and sits out the later iterations; 0 = every disk takes every iteration
+    double radius_bin = 0.5;  ///< px: bin width of the radial edge profile
+    void validate() const;    ///< throws ParameterError naming the field
 };
 
 /// A disk in one frame: position and size in px (image convention: x = column, y = row,
 /// (0,0) = centre of the top-left pixel).
 struct Particle {
     double x = 0, y = 0;
-    float radius = 0;          ///< measured outer radius, px
-    float strength = 0;        ///< mean inward edge gradient at the radius / local contrast (≈ 1/edge width)
-    float quality = 0;         ///< in [0,1]: strength relative to the frame's median strength (capped)
+    float radius = 0;    ///< measured outer radius, px
+    float strength = 0;  ///< mean inward edge gradient at the radius / local contrast (≈ 1/edge width)
+    float quality = 0;   ///< in [0,1]: strength relative to the frame's median strength (capped)
     std::int8_t species = -1;
     float species_confidence = 0;
-    float amplitude = 0;       ///< joint fit: brightness relative to its species' template (1 ≈ typical; 0 = not fitted)
-    float background = 0;      ///< joint fit: local background level (image intensity units)
+    float amplitude =
+        0;  ///< joint fit: brightness relative to its species' template (1 ≈ typical; 0 = not fitted)
+    float background = 0;  ///< joint fit: local background level (image intensity units)
 };
 
 /// Refines `parts` in place (x, y start at the candidate centres). `radius_range` = [min, max]

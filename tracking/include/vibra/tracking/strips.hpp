@@ -46,15 +46,15 @@ std::vector<FrameStrip> plan_strips(int height, int n, double r_large);
 /// The disks `locator` finds in strip k of `frame` (it sees rows [fit_begin, fit_end) of every
 /// frame), in frame coordinates: those of the strip's own rows and of the seam zones (`seam_zone`
 /// px) beside them, ready for merge_strips.
-std::vector<Particle> locate_in_strip(DiskLocator& locator, const cv::Mat& frame, std::span<const FrameStrip> strips,
-                                      std::size_t k, double seam_zone);
+std::vector<Particle> locate_in_strip(DiskLocator& locator, const cv::Mat& frame,
+                                      std::span<const FrameStrip> strips, std::size_t k, double seam_zone);
 
 /// The disks of a whole frame from its strips' disks (frame coordinates; strip k may report disks
 /// up to `seam_zone` px beyond its own rows). A disk reported by both strips of a seam (centres
 /// closer than `same_disk`) is kept once, from the strip whose own rows hold it; a disk reported
 /// by one strip only is kept if it lies in that strip's own rows or in the seam zone (the other
 /// strip missed it). Sorted by (y, x), like locate().
-std::vector<Particle> merge_strips(std::span<const std::vector<Particle>> per_strip, std::span<const FrameStrip> strips,
-                                   double seam_zone, double same_disk);
+std::vector<Particle> merge_strips(std::span<const std::vector<Particle>> per_strip,
+                                   std::span<const FrameStrip> strips, double seam_zone, double same_disk);
 
 }  // namespace vibra::tracking

@@ -40,30 +40,30 @@ DiskLook disk_look_from_string(const std::string& s);
 
 /// One disk to draw, image coordinates in px.
 struct Disk {
-    double x = 0, y = 0;        ///< centre (px)
-    double radius = 1;          ///< outer radius (px)
-    std::int8_t species = 0;    ///< 0 small, 1 large (only informative for rendering)
+    double x = 0, y = 0;             ///< centre (px)
+    double radius = 1;               ///< outer radius (px)
+    std::int8_t species = 0;         ///< 0 small, 1 large (only informative for rendering)
     std::uint32_t texture_seed = 0;  ///< texture pattern of the bright_rim look (per disk, moves with it)
-    double angle = 0;           ///< texture orientation (rad)
+    double angle = 0;                ///< texture orientation (rad)
 };
 
 /// Image formation. Intensities are fractions of full scale (0 = black, 1 = 255 or 65535).
 struct RenderParams {
-    int width = 256;                 ///< px
-    int height = 256;                ///< px
-    int bit_depth = 8;               ///< 8 → CV_8UC1, 16 → CV_16UC1
-    double background = 0.15;        ///< bg level (fraction of full scale) for bright-on-dark
-    double foreground = 0.75;        ///< disk level (fraction of full scale) for bright-on-dark
-    bool dark_on_bright = false;     ///< swap the two levels: dark disks on a bright background
+    int width = 256;              ///< px
+    int height = 256;             ///< px
+    int bit_depth = 8;            ///< 8 → CV_8UC1, 16 → CV_16UC1
+    double background = 0.15;     ///< bg level (fraction of full scale) for bright-on-dark
+    double foreground = 0.75;     ///< disk level (fraction of full scale) for bright-on-dark
+    bool dark_on_bright = false;  ///< swap the two levels: dark disks on a bright background
     DiskLook look = DiskLook::plain;
-    double ring_depth = 0.6;         ///< dark_ring: ring level = 1 − ring_depth (contrast units)
-    double ring_inner = 0.62;        ///< dark_ring: inner radius of the ring / r
-    double ring_outer = 0.80;        ///< dark_ring: outer radius of the ring / r
-    double dot_fraction = 0.25;      ///< marker_dot: dot radius / r
-    double dot_depth = 0.8;          ///< marker_dot: dot level = 1 − dot_depth
-    double rim_inner = 0.80;         ///< bright_rim: inner radius of the rim / r
-    double interior_level = 0.45;    ///< bright_rim: mean interior level (contrast units)
-    double texture_amplitude = 0.15; ///< bright_rim: texture amplitude (contrast units)
+    double ring_depth = 0.6;          ///< dark_ring: ring level = 1 − ring_depth (contrast units)
+    double ring_inner = 0.62;         ///< dark_ring: inner radius of the ring / r
+    double ring_outer = 0.80;         ///< dark_ring: outer radius of the ring / r
+    double dot_fraction = 0.25;       ///< marker_dot: dot radius / r
+    double dot_depth = 0.8;           ///< marker_dot: dot level = 1 − dot_depth
+    double rim_inner = 0.80;          ///< bright_rim: inner radius of the rim / r
+    double interior_level = 0.45;     ///< bright_rim: mean interior level (contrast units)
+    double texture_amplitude = 0.15;  ///< bright_rim: texture amplitude (contrast units)
     /// Pixel integration: 0 = exact area of circle ∩ pixel (default, sub-pixel exact); n ≥ 1 =
     /// n×n point samples per pixel (for comparison; converges to the exact result as n grows).
     int supersample = 0;
@@ -72,16 +72,17 @@ struct RenderParams {
     /// box-integrated: exact area, but its pixel centroid carries the ≤ 0.009 px sampling bias
     /// of a sharp edge — physics, not a rendering error). Default 0.7: a typical camera.
     double blur_sigma = 0.7;
-    double noise_sigma = 0;          ///< Gaussian read noise σ in units of the contrast |fg − bg|
-    double photons_full_scale = 0;   ///< Poisson shot noise: photons at full scale; 0 = none
-    double gradient = 0;             ///< illumination gain goes linearly 1 − g/2 … 1 + g/2 across the frame
-    double gradient_angle = 0.5;     ///< direction of the gradient (rad from +x)
-    double flicker = 0;              ///< relative RMS of the per-frame global gain (Gaussian)
+    double noise_sigma = 0;         ///< Gaussian read noise σ in units of the contrast |fg − bg|
+    double photons_full_scale = 0;  ///< Poisson shot noise: photons at full scale; 0 = none
+    double gradient = 0;          ///< illumination gain goes linearly 1 − g/2 … 1 + g/2 across the frame
+    double gradient_angle = 0.5;  ///< direction of the gradient (rad from +x)
+    double flicker = 0;           ///< relative RMS of the per-frame global gain (Gaussian)
     double hot_pixel_fraction = 0;   ///< fraction of pixels stuck at full scale (same in every frame)
     double dead_pixel_fraction = 0;  ///< fraction of pixels stuck at 0
     std::uint64_t seed = 1;          ///< noise, flicker, hot/dead pixel pattern
-    int threads = 0;                 ///< rendering threads, 0 = hardware concurrency (≤ 8); same image for any value up to rounding
-    void validate() const;           ///< throws ParameterError naming the field
+    int threads =
+        0;  ///< rendering threads, 0 = hardware concurrency (≤ 8); same image for any value up to rounding
+    void validate() const;  ///< throws ParameterError naming the field
 };
 
 /// Noise-free scene in float: CV_64FC1, values = Σ look coverage in contrast units (0 = background,
@@ -98,7 +99,8 @@ cv::Mat render_coverage(std::span<const Disk> disks, const RenderParams& p);
 /// (deterministic in (seed, frame)).
 cv::Mat render_frame(std::span<const Disk> disks, const RenderParams& p, std::int64_t frame = 0);
 /// Same with motion blur: the exposure averaged over sub-frame positions.
-cv::Mat render_frame(std::span<const std::vector<Disk>> subframes, const RenderParams& p, std::int64_t frame = 0);
+cv::Mat render_frame(std::span<const std::vector<Disk>> subframes, const RenderParams& p,
+                     std::int64_t frame = 0);
 
 /// Exact area (px²) of the disk of radius r centred at (cx, cy) inside the rectangle
 /// [x0,x1]×[y0,y1]. Public because tests and the detector's edge model can use it.
@@ -106,29 +108,31 @@ double circle_rect_area(double cx, double cy, double r, double x0, double y0, do
 
 /// Whole synthetic experiment: dynamics + rendering.
 struct SynthParams {
-    RenderParams render;               ///< image size, look, noise, … (render.seed is offset per run)
-    double radius_small = 6;           ///< px
-    double radius_large = 8;           ///< px (equal to radius_small or n_large = 0 → one size)
-    std::int64_t n_small = -1;         ///< −1 = from packing_fraction (half the disks of each size)
-    std::int64_t n_large = -1;         ///< −1 = from packing_fraction
-    double packing_fraction = 0.5;     ///< area fraction inside the box when counts are −1
-    double margin = 4;                 ///< px between the image border and the walls of the box
+    RenderParams render;            ///< image size, look, noise, … (render.seed is offset per run)
+    double radius_small = 6;        ///< px
+    double radius_large = 8;        ///< px (equal to radius_small or n_large = 0 → one size)
+    std::int64_t n_small = -1;      ///< −1 = from packing_fraction (half the disks of each size)
+    std::int64_t n_large = -1;      ///< −1 = from packing_fraction
+    double packing_fraction = 0.5;  ///< area fraction inside the box when counts are −1
+    double margin = 4;              ///< px between the image border and the walls of the box
     std::int64_t frames = 100;
-    std::uint64_t seed = 1;            ///< dynamics seed (render noise uses render.seed)
+    std::uint64_t seed = 1;  ///< dynamics seed (render noise uses render.seed)
     /// Dynamics in px and frames. The soft-disk simulator runs in px with time unit = 1 frame.
-    double step_rms = 0.3;             ///< target per-axis RMS displacement per frame of a free disk (px)
-    double active_speed = 0.0;         ///< self-propulsion speed (px/frame), 0 = none
-    double rotational_diffusion = 0.5; ///< propulsion direction diffusion (rad²/frame)
+    double step_rms = 0.3;              ///< target per-axis RMS displacement per frame of a free disk (px)
+    double active_speed = 0.0;          ///< self-propulsion speed (px/frame), 0 = none
+    double rotational_diffusion = 0.5;  ///< propulsion direction diffusion (rad²/frame)
     /// Friction rate γ (1/frame); step_rms sets the temperature. The default 0.2 makes motion
     /// ballistic from frame to frame (velocities persist ~5 frames, as in high-speed video of a
     /// vibrated layer) and lets the lattice start melt into a liquid within `equilibrate` frames.
     double damping = 0.2;
-    double stiffness = 0;              ///< contact spring (force/px, small-disk mass 1); 0 = automatic (overlaps ≲ 0.1 px)
-    std::int64_t substeps = 0;         ///< integration steps per frame; 0 = automatic
-    std::int64_t equilibrate = 100;    ///< frames simulated before the first recorded frame (melts the lattice start)
-    int exposure_subframes = 1;        ///< sub-frame positions averaged into one frame (1 = no motion blur)
-    double exposure = 1.0;             ///< exposure / frame interval, in (0, 1]
-    void validate() const;             ///< throws ParameterError naming the field
+    double stiffness =
+        0;  ///< contact spring (force/px, small-disk mass 1); 0 = automatic (overlaps ≲ 0.1 px)
+    std::int64_t substeps = 0;  ///< integration steps per frame; 0 = automatic
+    std::int64_t equilibrate =
+        100;  ///< frames simulated before the first recorded frame (melts the lattice start)
+    int exposure_subframes = 1;  ///< sub-frame positions averaged into one frame (1 = no motion blur)
+    double exposure = 1.0;       ///< exposure / frame interval, in (0, 1]
+    void validate() const;       ///< throws ParameterError naming the field
 };
 
 /// The synthetic acceptance cases of the tracking (docs/tracking.md section 10), radii
@@ -169,11 +173,11 @@ private:
 
 /// Video output formats (of `vibra synth`, `vibra render` and the benchmarks).
 enum class VideoFormat {
-    avi_raw,   ///< uncompressed AVI, 8-bit grey (what high-speed cameras deliver); 8-bit only
-    avi_ffv1,  ///< lossless FFV1 in AVI (needs FFmpeg with FFV1); 8-bit grey or BGR
-    png,       ///< folder of frame_000000.png …, 8- or 16-bit
-    tiff,      ///< folder of frame_000000.tif …, 8- or 16-bit
-    avi_mjpeg, ///< Motion-JPEG AVI (lossy, small, plays everywhere): for overlays, 8-bit grey or BGR
+    avi_raw,    ///< uncompressed AVI, 8-bit grey (what high-speed cameras deliver); 8-bit only
+    avi_ffv1,   ///< lossless FFV1 in AVI (needs FFmpeg with FFV1); 8-bit grey or BGR
+    png,        ///< folder of frame_000000.png …, 8- or 16-bit
+    tiff,       ///< folder of frame_000000.tif …, 8- or 16-bit
+    avi_mjpeg,  ///< Motion-JPEG AVI (lossy, small, plays everywhere): for overlays, 8-bit grey or BGR
 };
 const char* to_string(VideoFormat f);
 /// "avi" / "raw" → avi_raw, "ffv1", "png", "tiff" / "tif", "mjpeg"; throws ParameterError.

@@ -15,20 +15,20 @@ namespace vibra::tracking {
 
 /// One decoded frame: grey image, CV_8UC1 or CV_16UC1, top row first.
 struct Frame {
-    std::int64_t index = 0;          ///< 0-based position in the input (after --frames A:B: A, A+1, …)
-    double time_s = -1;              ///< camera time stamp in s, < 0 when the input has none
-    std::int64_t image_number = 0;   ///< the camera's own image number (= index when none)
+    std::int64_t index = 0;         ///< 0-based position in the input (after --frames A:B: A, A+1, …)
+    double time_s = -1;             ///< camera time stamp in s, < 0 when the input has none
+    std::int64_t image_number = 0;  ///< the camera's own image number (= index when none)
     cv::Mat image;
 };
 
 /// What an input says about itself.
 struct VideoInfo {
     std::string path;
-    std::string format;            ///< "opencv", "image-sequence", "cine", "mraw", …
+    std::string format;  ///< "opencv", "image-sequence", "cine", "mraw", …
     std::int64_t width = 0, height = 0;
-    std::int64_t n_frames = -1;    ///< −1 when unknown
-    double fps = 0;                ///< 0 when unknown
-    int bit_depth = 8;             ///< significant bits per pixel
+    std::int64_t n_frames = -1;                ///< −1 when unknown
+    double fps = 0;                            ///< 0 when unknown
+    int bit_depth = 8;                         ///< significant bits per pixel
     std::map<std::string, std::string> extra;  ///< format-specific fields (exposure, trigger time, …)
 };
 
@@ -41,9 +41,9 @@ enum class ReadStatus {
 
 /// Parameters shared by all readers.
 struct ReaderParams {
-    int channel = -1;            ///< colour → grey: −1 = luma (0.299 R + 0.587 G + 0.114 B), else channel 0/1/2 (R/G/B)
-    std::int64_t first = 0;      ///< first frame (inclusive)
-    std::int64_t last = -1;      ///< last frame (exclusive), −1 = to the end
+    int channel = -1;  ///< colour → grey: −1 = luma (0.299 R + 0.587 G + 0.114 B), else channel 0/1/2 (R/G/B)
+    std::int64_t first = 0;  ///< first frame (inclusive)
+    std::int64_t last = -1;  ///< last frame (exclusive), −1 = to the end
 };
 
 /// How many frames the range of `p` takes from an input of `n_frames` frames (−1: unknown; the
