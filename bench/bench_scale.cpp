@@ -11,6 +11,7 @@
 //
 //   bench_scale [--particles 10000] [--frames 1000,4000,16000] [--only msd,vacf,...]
 //               [--threads 2] [--memory MIB] [--tmp DIR] [--numpy] [--no-scale] [--vibra PATH]
+//               [--keep]  (leave the generated trajectories in the temporary folder, path printed)
 // (--vibra: another build of the CLI, e.g. an older one for a before/after comparison)
 #include <fcntl.h>
 #include <spawn.h>
@@ -18,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -28,9 +30,12 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "vibra/analysis/registry.hpp"
+#include "vibra/analysis/track_cache.hpp"
 #include "vibra/store/trajectory_file.hpp"
 
 extern char** environ;
@@ -138,15 +143,18 @@ try:
     import numpy as np, h5py
 except ImportError as e:
     print("SKIP", e); sys.exit(0)
+t0 = time.perf_counter()
 with h5py.File(sys.argv[1], "r") as f:
     g = f["trajectories"]
     pid = g["particle"][:]; x = g["x"][:]; y = g["y"][:]
-    L = float(f["meta"].attrs["box_lx"]) if "box_lx" in f["meta"].attrs else float(sys.argv[2])
+L = float(sys.argv[2]); max_lag = int(sys.argv[3])
 N = int(pid.max()) + 1; T = len(pid) // N
 pos = np.stack([x.reshape(T, N), y.reshape(T, N)], axis=-1)   # frame-major, sorted ids
 d = np.diff(pos, axis=0); d -= L * np.round(d / L)            # unwrap (minimum image)
 pos = np.concatenate([pos[:1], pos[:1] + np.cumsum(d, axis=0)])
-def msd_fft(r):                                               # tidynamics / MDAnalysis fft=True
+pos = np.ascontiguousarray(pos.transpose(1, 0, 2))            # particle-major, as the reference wants it
+print("READ", time.perf_counter() - t0)
+def msd_fft(r):                                               # tidynamics.msd (MDAnalysis fft=True)
     n = len(r); D = np.square(r).sum(axis=1); D = np.append(D, 0); Q = 2 * D.sum()
     S2 = sum(np.fft.irfft(np.abs(np.fft.rfft(r[:, i], 2 * n)) ** 2)[:n] for i in range(r.shape[1])) / (n - np.arange(n))
     S1 = np.zeros(n)
@@ -155,10 +163,171 @@ def msd_fft(r):                                               # tidynamics / MDA
     return S1 - 2 * S2
 t0 = time.perf_counter()
 acc = np.zeros(T)
-for i in range(N): acc += msd_fft(pos[:, i, :])
-t = time.perf_counter() - t0
-print("TIME", t, acc[10] / N)
+for i in range(N): acc += msd_fft(pos[i])
+print("TIME", time.perf_counter() - t0)
+# the same sums without the per-lag Python loop, all particles in one batched FFT (information)
+t0 = time.perf_counter()
+n = T; D = np.square(pos).sum(axis=2)                         # (N, T)
+c = np.cumsum(D, axis=1); cr = np.cumsum(D[:, ::-1], axis=1)
+head = np.concatenate([np.zeros((N, 1)), c[:, :-1]], axis=1)
+tail = np.concatenate([np.zeros((N, 1)), cr[:, :-1]], axis=1)
+S1 = (2 * c[:, -1:] - head - tail) / (n - np.arange(n))
+F = np.fft.rfft(pos, 2 * n, axis=1)
+S2 = np.fft.irfft((np.abs(F) ** 2).sum(axis=2), axis=1)[:, :n] / (n - np.arange(n))
+acc2 = (S1 - 2 * S2).sum(axis=0)
+print("BATCHED", time.perf_counter() - t0)
+for k in (1, 10, 100, max_lag): print("MSD", k, acc[k] / N, acc2[k] / N)
 )PY";
+
+/// Every name, unit, shape, value and attribute of a group as bytes (bit-for-bit comparisons, NaN included).
+template <class V>
+void put_bytes(std::string& s, const std::vector<V>& v) {
+    s.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(V));
+}
+std::string group_bytes(const ResultGroup& g) {
+    std::string s = g.name + "|";
+    for (const auto& [k, v] : g.attrs) {
+        s += k + "=";
+        std::visit([&](const auto& x) {
+            using X = std::decay_t<decltype(x)>;
+            if constexpr (std::is_same_v<X, std::string>) s += x;
+            else if constexpr (std::is_same_v<X, std::vector<std::string>>)
+                for (const auto& e : x) s += e + ",";
+            else if constexpr (std::is_arithmetic_v<X>) s.append(reinterpret_cast<const char*>(&x), sizeof x);
+            else put_bytes(s, x);
+        }, v);
+    }
+    for (const auto& a : g.arrays) {
+        s += a.name + "|" + a.units + "|";
+        put_bytes(s, a.shape);
+        std::visit([&](const auto& d) { put_bytes(s, d); }, a.data);
+    }
+    for (const auto& sub : g.groups) s += group_bytes(sub);
+    return s;
+}
+
+/// Time of one in-process run of a registry analysis with its default options (as
+/// `vibra analyze --only name` sets them) plus `extra`, on `src` with the shared copy `cache`.
+struct InProcess {
+    double seconds = NAN;
+    std::vector<ResultGroup> groups;
+};
+InProcess run_in_process(const TrajectorySource& src, analysis::TrackCache& cache, const std::string& name, int threads,
+                         const std::map<std::string, std::string>& extra) {
+    const auto specs = analysis::all_analyses();
+    for (const auto& spec : specs) {
+        if (spec.name != name) continue;
+        analysis::AnalysisContext ctx{src, {}};
+        for (const auto& o : spec.options) ctx.options[o.flag] = o.default_value;
+        for (const auto& [k, v] : extra) ctx.options[k] = v;
+        ctx.threads = threads;
+        ctx.tracks = &cache;
+        const auto t0 = std::chrono::steady_clock::now();
+        InProcess r;
+        r.groups = spec.run(ctx);
+        r.seconds = seconds_since(t0);
+        return r;
+    }
+    std::fprintf(stderr, "bench_scale: no analysis '%s'\n", name.c_str());
+    std::exit(2);
+}
+
+/// --numpy: every per-track analysis against the tidynamics FFT MSD in numpy, same data, same run.
+template <class Analyze>
+void compare_numpy(const fs::path& dir, Analyze& analyze, bool keep) {
+    const std::int64_t N = 2000, T = 1600, max_lag = T / 2;
+    std::printf("\n## per-track analyses against a numpy FFT MSD per particle (tidynamics), %lld × %lld frames\n",
+                static_cast<long long>(N), static_cast<long long>(T));
+    const std::string in = (dir / "traj_numpy.h5").string();
+    generate(in, N, T, 7);
+    const double L = std::sqrt(static_cast<double>(N)) * 2.0;
+    const fs::path script = dir / "numpy_msd.py";
+    std::ofstream(script) << kNumpyMsd;
+    const std::string out = (dir / "numpy.txt").string();
+    const std::string cmd = "/usr/bin/python3 '" + script.string() + "' '" + in + "' " + std::to_string(L) + " " +
+                            std::to_string(max_lag) + " > '" + out + "' 2>&1";
+    double t_np = NAN, t_batched = NAN, t_read = NAN;
+    std::map<std::int64_t, double> np_msd;
+    if (std::system(cmd.c_str()) == 0) {
+        std::ifstream f(out);
+        std::string tag;
+        while (f >> tag) {
+            if (tag == "TIME") f >> t_np;
+            else if (tag == "BATCHED") f >> t_batched;
+            else if (tag == "READ") f >> t_read;
+            else if (tag == "MSD") {
+                std::int64_t k = 0;
+                double a = NAN, b = NAN;
+                f >> k >> a >> b;
+                np_msd[k] = a;
+            } else {
+                std::string rest;
+                std::getline(f, rest);
+                std::printf("numpy reference skipped: %s%s\n", tag.c_str(), rest.c_str());
+                break;
+            }
+        }
+    } else std::printf("numpy reference skipped: /usr/bin/python3 failed (see %s)\n", out.c_str());
+    auto ratio = [&](double t) {
+        char b[64];
+        std::snprintf(b, sizeof b, "%6.2f×", t_np / t);
+        return std::isfinite(t_np) ? std::string(b) : std::string("     —");
+    };
+    std::printf("numpy, reading the file and unwrapping (not counted)   %7.2f s\n", t_read);
+    std::printf("numpy FFT MSD per particle, compute only (reference)   %7.2f s\n", t_np);
+    std::printf("numpy, same sums batched over all particles (info)     %7.2f s\n", t_batched);
+
+    // in process: the file read into memory once, the particle-major copy built once (as
+    // `vibra analyze` shares it between its analyses), then each analysis' own work
+    auto t0 = std::chrono::steady_clock::now();
+    const InMemorySource src(store::TrajectoryReader(in).read_all());
+    const double t_load = seconds_since(t0);
+    analysis::TrackCache cache(src);
+    t0 = std::chrono::steady_clock::now();
+    cache.build();
+    const double t_copy = seconds_since(t0);
+    std::printf("vibra, reading the file into memory (not counted)      %7.2f s\n", t_load);
+    std::printf("vibra, particle-major copy, once per run (not counted) %7.2f s\n", t_copy);
+    struct Case {
+        const char* label;
+        std::string name;
+        std::map<std::string, std::string> extra;
+    };
+    const std::vector<Case> cases{{"msd (+ alpha2, van Hove)", "msd", {}},
+                                  {"msd, no van Hove", "msd", {{"msd-vanhove-lags", "none"}}},
+                                  {"vacf", "vacf", {}},
+                                  {"fs", "fs", {}},
+                                  {"vdos", "vdos", {}},
+                                  {"temperature", "temperature", {}},
+                                  {"velocity_distribution", "velocity_distribution", {}}};
+    std::printf("\nin process, compute only (trajectory and copy in memory; tracks unwrapped, velocities differenced):\n");
+    std::printf("%-28s %9s %9s %10s %12s\n", "analysis", "1 thread", "2 threads", "2 vs 1", "vs numpy");
+    for (const auto& c : cases) {
+        const InProcess a = run_in_process(src, cache, c.name, 1, c.extra);
+        const InProcess b = run_in_process(src, cache, c.name, 2, c.extra);
+        bool same = a.groups.size() == b.groups.size();
+        for (std::size_t q = 0; same && q < a.groups.size(); ++q) same = group_bytes(a.groups[q]) == group_bytes(b.groups[q]);
+        std::printf("%-28s %8.3f s %8.3f s %9.2f× %10s  %s\n", c.label, a.seconds, b.seconds, a.seconds / b.seconds,
+                    ratio(b.seconds).c_str(), same ? "(1 and 2 threads identical)" : "(1 and 2 threads DIFFER)");
+        if (c.name == "msd" && c.extra.empty() && !np_msd.empty()) {
+            const auto& m = std::get<std::vector<double>>(b.groups.at(0).find("msd")->data);
+            double worst = 0;
+            for (const auto& [k, v] : np_msd) worst = std::max(worst, std::abs(m.at(static_cast<std::size_t>(k)) / v - 1));
+            std::printf("%-28s max relative difference to numpy at lags 1, 10, 100, %lld: %.1e\n", "",
+                        static_cast<long long>(max_lag), worst);
+        }
+    }
+    std::printf("\nwhole process (vibra analyze --only X: start, read the file, copy, analysis, write):\n");
+    for (const auto& c : cases) {
+        std::vector<std::string> extra;
+        for (const auto& [k, v] : c.extra) extra.insert(extra.end(), {"--" + k, v});
+        const Run r = analyze(in, c.name, extra);
+        std::printf("%-28s %8.2f s %6.0f MB %10s%s\n", c.label, r.seconds, r.peak_mb, ratio(r.seconds).c_str(),
+                    r.status == 0 ? "" : ("  (exit " + std::to_string(r.status) + ")").c_str());
+    }
+    if (!keep) fs::remove(in);
+    else std::printf("kept %s\n", in.c_str());
+}
 
 }  // namespace
 
@@ -167,7 +336,7 @@ int main(int argc, char** argv) {
     std::vector<std::int64_t> frames{1000, 4000, 16000};
     std::vector<std::string> only;
     std::string threads = "2", memory = "", tmp;
-    bool numpy = false, scale = true;
+    bool numpy = false, scale = true, keep = false;
     std::string vibra_cli = VIBRA_CLI;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -183,20 +352,14 @@ int main(int argc, char** argv) {
         else if (a == "--frames") {
             frames.clear();
             for (const auto& s : split(next())) frames.push_back(std::stoll(s));
-        } else if (a == "--only")
-            only = split(next());
-        else if (a == "--threads")
-            threads = next();
-        else if (a == "--memory")
-            memory = next();
-        else if (a == "--tmp")
-            tmp = next();
-        else if (a == "--numpy")
-            numpy = true;
-        else if (a == "--vibra")
-            vibra_cli = next();
-        else if (a == "--no-scale")
-            scale = false;
+        } else if (a == "--only") only = split(next());
+        else if (a == "--threads") threads = next();
+        else if (a == "--memory") memory = next();
+        else if (a == "--tmp") tmp = next();
+        else if (a == "--numpy") numpy = true;
+        else if (a == "--vibra") vibra_cli = next();
+        else if (a == "--no-scale") scale = false;
+        else if (a == "--keep") keep = true;
         else {
             std::fprintf(stderr, "bench_scale: unknown argument '%s'\n", a.c_str());
             return 2;
@@ -248,7 +411,7 @@ int main(int argc, char** argv) {
                             r.status == 0 ? "" : ("  (exit " + std::to_string(r.status) + ")").c_str());
                 std::fflush(stdout);
             }
-            fs::remove(in);
+            if (!keep) fs::remove(in);
         }
         if (frames.size() >= 2) {
             std::printf("\n## growth of the time between consecutive sizes (linear = frame ratio)\n%-24s",
@@ -276,49 +439,7 @@ int main(int argc, char** argv) {
         }
     }
 
-    if (numpy) {
-        std::printf(
-            "\n## msd / vacf against a numpy FFT MSD per particle (tidynamics algorithm), 2000 × 1600 "
-            "frames\n");
-        const std::string in = (dir / "traj_numpy.h5").string();
-        generate(in, 2000, 1600, 7);
-        const double L = std::sqrt(2000.0) * 2.0;
-        fs::path script = dir / "numpy_msd.py";
-        std::ofstream(script) << kNumpyMsd;
-        const std::string out = (dir / "numpy.txt").string();
-        const std::string cmd = "/usr/bin/python3 '" + script.string() + "' '" + in + "' " +
-                                std::to_string(L) + " > '" + out + "' 2>&1";
-        double t_np = NAN;
-        if (std::system(cmd.c_str()) == 0) {
-            std::ifstream f(out);
-            std::string tag;
-            double t = NAN, m10 = NAN;
-            f >> tag >> t >> m10;
-            if (tag == "TIME") {
-                t_np = t;
-                std::printf("%-32s %8.2f s   (MSD(10 frames) = %.5f, expected 2·0.05²·10 = 0.05)\n",
-                            "numpy FFT MSD (compute only)", t, m10);
-            } else
-                std::printf("numpy reference skipped: %s\n", tag.c_str());
-        } else
-            std::printf("numpy reference skipped: /usr/bin/python3 failed (see %s)\n", out.c_str());
-        struct Case {
-            const char* label;
-            std::string name;
-            std::vector<std::string> extra;
-        };
-        const Case cases[] = {{"vibra msd (whole process)", "msd", {}},
-                              {"vibra msd, no van Hove", "msd", {"--msd-vanhove-lags", "none"}},
-                              {"vibra vacf (whole process)", "vacf", {}}};
-        for (const auto& c : cases) {
-            const Run r = analyze(in, c.name, c.extra);
-            std::printf("%-32s %8.2f s   %6.0f MB   %s\n", c.label, r.seconds, r.peak_mb,
-                        std::isfinite(t_np)
-                            ? (std::to_string(t_np / r.seconds).substr(0, 5) + "× faster than numpy").c_str()
-                            : "");
-        }
-        fs::remove(in);
-    }
-    fs::remove_all(dir);
+    if (numpy) compare_numpy(dir, analyze, keep);
+    if (!keep) fs::remove_all(dir);
     return 0;
 }

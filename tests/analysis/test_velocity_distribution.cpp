@@ -160,3 +160,27 @@ TEST_CASE("tail fit parameters are validated", "[unit]") {
     q.blocks = 0;
     REQUIRE_THROWS_AS(q.validate(), ParameterError);
 }
+
+TEST_CASE("tail fit: the bootstrap gives identical results on 1 and 3 threads", "[unit]") {
+    std::mt19937_64 rng(9);
+    std::normal_distribution<double> g(0.0, 1.0);
+    std::vector<double> x(200000);
+    std::vector<std::int64_t> blk(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::abs(g(rng)), blk[i] = static_cast<std::int64_t>(i * 20 / x.size());
+    const TailHistogram h = tail_histogram(x, blk, 20, 1.0, 6.0);
+    TailFitParams p;
+    p.bootstrap = 40;
+    const double thr[3] = {1.0, 1.5, 2.0};
+    const auto a = fit_tail_scan(h, thr, p);
+    p.threads = 3;
+    const auto b = fit_tail_scan(h, thr, p);
+    for (std::size_t i = 0; i < 3; ++i) {
+        CHECK(a[i].converged);
+        CHECK(std::abs(a[i].beta - 2.0) < 0.1);  // Gaussian tail
+        CHECK(a[i].beta == b[i].beta);
+        CHECK(a[i].beta_sigma == b[i].beta_sigma);
+        CHECK(a[i].beta_sigma > 0);
+        CHECK(a[i].beta_ci_low == b[i].beta_ci_low);
+        CHECK(a[i].beta_ci_high == b[i].beta_ci_high);
+    }
+}

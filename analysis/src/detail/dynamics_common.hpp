@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "detail/parallel.hpp"
 #include "vibra/analysis/track_cache.hpp"
 #include "vibra/analysis/velocities.hpp"
 #include "vibra/core/result.hpp"
@@ -110,6 +111,25 @@ inline void add_stream_attrs(ResultGroup& g, const TrackStreamInfo& info) {
     if (info.frame_times.size() >= 2)
         g.attrs["frame_interval"] = (info.frame_times.back() - info.frame_times.front()) /
                                     static_cast<double>(info.frame_times.size() - 1);
+}
+
+/// Streams the tracks; each track's contribution is computed into a partial of its own by
+/// work(track, partial, thread) on `threads` threads (a block's tracks in groups of 64), then
+/// merge(track, partial) is called in track order: the same additions as a serial loop over the
+/// tracks, so the result is identical for any thread count.
+template <class Part, class Work, class Merge>
+TrackStreamInfo stream_tracks_parallel(const TrajectorySource& src, const TrackStreamParams& tp, int threads, Work&& work,
+                                       Merge&& merge) {
+    const int nt = std::max(1, threads);
+    constexpr std::size_t kGroup = 64;
+    std::vector<Part> parts(kGroup);
+    return stream_track_blocks(src, tp, [&](std::vector<Track>& block) {
+        for (std::size_t g0 = 0; g0 < block.size(); g0 += kGroup) {
+            const std::size_t gn = std::min(kGroup, block.size() - g0);
+            parallel_for_each(gn, nt, [&](std::size_t j, int t) { work(block[g0 + j], parts[j], t); });
+            for (std::size_t j = 0; j < gn; ++j) merge(block[g0 + j], parts[j]);
+        }
+    });
 }
 
 }  // namespace vibra::analysis::detail

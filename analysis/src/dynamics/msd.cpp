@@ -117,84 +117,138 @@ void MsdSums::add(const MsdSums& o) {
     }
 }
 
+namespace {
+/// Per-thread scratch of accumulate_msd (no allocation per track once warm).
+struct MsdScratch {
+    std::vector<double> xs, ys, ms, w, buf, out, pre, suf;
+    void size(std::size_t L, std::size_t nl) {
+        for (auto* v : {&xs, &ys, &ms, &w, &buf, &pre, &suf})
+            if (v->size() < L + 1) v->resize(L + 1);
+        if (out.size() < nl) out.resize(nl);
+    }
+};
+
+/// Pair counts (all lags) and Σ|Δr|², Σ|Δr|⁴ for lags kd+1 … ml of one track (series in `sc`,
+/// length L, relative to the track mean, 0 in gaps) by FFT.
+void fft_lags(MsdScratch& sc, std::size_t L, std::size_t ml, std::size_t kd, bool gaps, MsdSums& sums,
+              FftCorrelator& corr) {
+    const double *xs = sc.xs.data(), *ys = sc.ys.data(), *ms = sc.ms.data(), *w = sc.w.data();
+    double* buf = sc.buf.data();
+    enum Slot : std::size_t { kX, kY, kW, kWX, kWY, kA, kB, kM, kW2, kSlots };
+    const std::size_t n_slots = gaps ? kSlots : kM;
+    corr.prepare(L, ml, n_slots);
+    auto put = [&](Slot s, auto f) {
+        for (std::size_t t = 0; t < L; ++t) buf[t] = f(t);
+        corr.forward(std::span<const double>(buf, L), s);
+    };
+    corr.forward(std::span<const double>(xs, L), kX);
+    corr.forward(std::span<const double>(ys, L), kY);
+    corr.forward(std::span<const double>(w, L), kW);
+    put(kWX, [&](std::size_t t) { return w[t] * xs[t]; });
+    put(kWY, [&](std::size_t t) { return w[t] * ys[t]; });
+    put(kA, [&](std::size_t t) { return xs[t] * xs[t] - ys[t] * ys[t]; });
+    put(kB, [&](std::size_t t) { return 2.0 * xs[t] * ys[t]; });
+    std::span<double> out(sc.out.data(), ml + 1);
+    if (gaps) {
+        corr.forward(std::span<const double>(ms, L), kM);
+        put(kW2, [&](std::size_t t) { return w[t] * w[t]; });
+        corr.add_cross(kM, kM, 1.0);
+        corr.inverse(out);
+        for (std::size_t k = 0; k <= ml; ++k) sums.pairs[k] += std::round(out[k]);
+    } else {
+        for (std::size_t k = 0; k <= ml; ++k) sums.pairs[k] += static_cast<double>(L - k);
+    }
+    // Σ_{t ≤ L−1−τ} (f(t+τ) + f(t)) for the terms against the mask of a track without gaps
+    auto add_ends = [&](const double* f, std::span<double> o) {
+        double* pre = sc.pre.data();  // pre[j] = Σ_{t<j} f, suf[j] = Σ_{t≥j} f
+        double* suf = sc.suf.data();
+        pre[0] = 0;
+        for (std::size_t t = 0; t < L; ++t) pre[t + 1] = pre[t] + f[t];
+        suf[L] = 0;
+        for (std::size_t t = L; t-- > 0;) suf[t] = suf[t + 1] + f[t];
+        for (std::size_t k = kd + 1; k <= ml; ++k) o[k] += suf[k] + pre[L - k];
+    };
+    // Σ Δr²
+    corr.add_cross(kX, kX, -2.0);
+    corr.add_cross(kY, kY, -2.0);
+    if (gaps) {
+        corr.add_cross(kM, kW, 1.0);
+        corr.add_cross(kW, kM, 1.0);
+    }
+    corr.inverse(out);
+    if (!gaps) add_ends(w, out);
+    for (std::size_t k = kd + 1; k <= ml; ++k) sums.s2[k] += out[k];
+    // Σ Δr⁴
+    corr.add_cross(kW, kW, 4.0);
+    corr.add_cross(kX, kWX, -4.0);
+    corr.add_cross(kWX, kX, -4.0);
+    corr.add_cross(kY, kWY, -4.0);
+    corr.add_cross(kWY, kY, -4.0);
+    corr.add_cross(kA, kA, 2.0);
+    corr.add_cross(kB, kB, 2.0);
+    if (gaps) {
+        corr.add_cross(kM, kW2, 1.0);
+        corr.add_cross(kW2, kM, 1.0);
+    }
+    corr.inverse(out);
+    if (!gaps) {
+        for (std::size_t t = 0; t < L; ++t) buf[t] = w[t] * w[t];
+        add_ends(buf, out);
+    }
+    for (std::size_t k = kd + 1; k <= ml; ++k) sums.s4[k] += out[k];
+}
+}  // namespace
+
 void accumulate_msd(std::span<const double> x, std::span<const double> y, std::size_t max_lag, MsdSums& sums,
                     FftCorrelator& corr) {
-    const std::size_t L = x.size();
-    if (L == 0 || y.size() != L || sums.pairs.empty()) return;
+    if (x.empty() || y.size() != x.size() || sums.pairs.empty()) return;
+    // leading and trailing gaps carry no pair: the series is trimmed to [t0, t1)
+    auto ok = [&](std::size_t t) { return !std::isnan(x[t]) && !std::isnan(y[t]); };
+    std::size_t t0 = 0, t1 = x.size();
+    while (t0 < t1 && !ok(t0)) ++t0;
+    while (t1 > t0 && !ok(t1 - 1)) --t1;
+    if (t0 == t1) return;
+    const std::size_t L = t1 - t0;
     double mx = 0, my = 0;
     std::size_t nv = 0;
-    for (std::size_t t = 0; t < L; ++t)
-        if (!std::isnan(x[t]) && !std::isnan(y[t])) {
+    for (std::size_t t = t0; t < t1; ++t)
+        if (ok(t)) {
             mx += x[t];
             my += y[t];
             ++nv;
         }
-    if (nv == 0) return;
     mx /= static_cast<double>(nv);
     my /= static_cast<double>(nv);
+    const bool gaps = nv < L;
     const std::size_t ml = std::min({max_lag, L - 1, sums.pairs.size() - 1});
-    // monomials x^a y^b (masked), slot order below
-    static constexpr int ax[13] = {0, 1, 2, 3, 4, 0, 0, 0, 0, 1, 2, 1, 2};
-    static constexpr int by[13] = {0, 0, 0, 0, 0, 1, 2, 3, 4, 1, 1, 2, 2};
-    auto slot = [](int a, int b) {
-        for (int s = 0; s < 13; ++s)
-            if (ax[s] == a && by[s] == b) return static_cast<std::size_t>(s);
-        return std::size_t{0};
-    };
-    corr.prepare(L, ml, 13);
-    std::vector<double> buf(L);
-    std::vector<double> xs(L), ys(L), ms(L);
+    thread_local MsdScratch sc;
+    sc.size(L, ml + 1);
+    double *xs = sc.xs.data(), *ys = sc.ys.data(), *ms = sc.ms.data(), *w = sc.w.data();
     for (std::size_t t = 0; t < L; ++t) {
-        const bool ok = !std::isnan(x[t]) && !std::isnan(y[t]);
-        ms[t] = ok ? 1.0 : 0.0;
-        xs[t] = ok ? x[t] - mx : 0.0;
-        ys[t] = ok ? y[t] - my : 0.0;
+        const bool v = ok(t0 + t);
+        ms[t] = v ? 1.0 : 0.0;
+        xs[t] = v ? x[t0 + t] - mx : 0.0;
+        ys[t] = v ? y[t0 + t] - my : 0.0;
+        w[t] = xs[t] * xs[t] + ys[t] * ys[t];
     }
-    // powers by multiplication (std::pow with integer exponents is slow)
-    std::vector<double> xp(5 * L), yp(5 * L);
-    for (std::size_t t = 0; t < L; ++t) {
-        xp[t] = yp[t] = ms[t];
-        for (std::size_t a = 1; a <= 4; ++a) {
-            xp[a * L + t] = xp[(a - 1) * L + t] * xs[t];
-            yp[a * L + t] = yp[(a - 1) * L + t] * ys[t];
-        }
-    }
-    for (std::size_t s = 0; s < 13; ++s) {
-        const double* px = xp.data() + static_cast<std::size_t>(ax[s]) * L;
-        const double* py = yp.data() + static_cast<std::size_t>(by[s]) * L;
-        for (std::size_t t = 0; t < L; ++t) buf[t] = px[t] * py[t] * ms[t];  // ms² = ms
-        corr.forward(buf, s);
-    }
-    std::vector<double> out(ml + 1);
-    // pairs
-    corr.add_cross(0, 0, 1.0);
-    corr.inverse(out);
-    for (std::size_t k = 0; k <= ml; ++k) sums.pairs[k] += std::round(out[k]);
-    // Σ Δr²
-    for (int c = 0; c < 2; ++c) {
-        const std::size_t s1 = c == 0 ? slot(1, 0) : slot(0, 1), s2 = c == 0 ? slot(2, 0) : slot(0, 2);
-        corr.add_cross(0, s2, 1.0);
-        corr.add_cross(s2, 0, 1.0);
-        corr.add_cross(s1, s1, -2.0);
-    }
+    // With w = x² + y², a = x² − y², b = 2xy (u = x + iy: a + ib = u²), for a pair r = r(t), r' = r(t+τ):
+    //   |Δr|² = w' + w − 2(x'x + y'y)
+    //   |Δr|⁴ = w'² + w² + 4w'w − 4(w'x')x − 4(w'y')y − 4x'(wx) − 4y'(wy) + 2(a'a + b'b)
+    // (4(r'·r)² = 2w'w + 2Re(u'²ū²)), so every pair sum is a sum of correlations of 7 series
+    // (x, y, w, wx, wy, a, b) plus the ones against the mask: by FFT when the track has gaps, as
+    // running sums when it has none (then pairs(τ) = L − τ).
     // Short lags (≤ kDirectLags) are summed directly below: there |Δr| is smallest relative to the
     // track extent, so the FFT's cancellation error (∝ extent²·ε for Σ Δr², extent⁴·ε for Σ Δr⁴)
-    // matters most; O(kDirectLags·L), negligible.
+    // matters most; O(kDirectLags·L), negligible. Without longer lags no transform is needed.
     constexpr std::size_t kDirectLags = 16;
     const std::size_t kd = std::min(ml, kDirectLags);
-    corr.inverse(out);
-    for (std::size_t k = kd + 1; k <= ml; ++k) sums.s2[k] += out[k];
-    // Σ Δr⁴ = Δx⁴ + Δy⁴ + 2Δx²Δy²
-    static constexpr double binom4[5] = {1, -4, 6, -4, 1};
-    for (int j = 0; j <= 4; ++j) {
-        corr.add_cross(slot(j, 0), slot(4 - j, 0), binom4[j]);
-        corr.add_cross(slot(0, j), slot(0, 4 - j), binom4[j]);
-    }
-    static constexpr double c2[3] = {1, -2, 1};
-    for (int a = 0; a <= 2; ++a)
-        for (int b = 0; b <= 2; ++b) corr.add_cross(slot(a, b), slot(2 - a, 2 - b), 2.0 * c2[a] * c2[b]);
-    corr.inverse(out);
-    for (std::size_t k = kd + 1; k <= ml; ++k) sums.s4[k] += out[k];
+    if (ml > kd) fft_lags(sc, L, ml, kd, gaps, sums, corr);
+    else
+        for (std::size_t k = 0; k <= ml; ++k) {
+            double n = 0;
+            for (std::size_t t = 0; t + k < L; ++t) n += ms[t] * ms[t + k];
+            sums.pairs[k] += n;
+        }
     for (std::size_t k = 1; k <= kd; ++k) {
         double a2 = 0, a4 = 0;
         for (std::size_t t = 0; t + k < L; ++t) {

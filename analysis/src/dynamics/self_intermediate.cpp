@@ -160,14 +160,17 @@ ResultGroup fs_analysis(const TrajectorySource& src, const FsParams& p, const Re
     TrackStreamParams tp = stream_params(p, false);
     detail::SpeciesSet<FsSums> sums;
     for (auto* s : sums.all()) s->resize(ks.size(), ml + 1);
-    FsSums one;
-    FftCorrelator corr;
-    const TrackStreamInfo info = stream_tracks(src, tp, [&](const Track& tk) {
-        one.resize(ks.size(), ml + 1);
-        accumulate_fs(tk.x, tk.y, ks, p.directions, ml, one, corr);
-        sums.total.add(one);
-        if (auto* s = sums.of(tk.species)) s->add(one);
-    });
+    std::vector<FftCorrelator> corr(static_cast<std::size_t>(std::max(1, p.threads)));
+    const TrackStreamInfo info = detail::stream_tracks_parallel<FsSums>(
+        src, tp, p.threads,
+        [&](const Track& tk, FsSums& one, int t) {
+            one.resize(ks.size(), ml + 1);
+            accumulate_fs(tk.x, tk.y, ks, p.directions, ml, one, corr[static_cast<std::size_t>(t)]);
+        },
+        [&](const Track& tk, const FsSums& one) {
+            sums.total.add(one);
+            if (auto* s = sums.of(tk.species)) s->add(one);
+        });
     const double dt = detail::mean_frame_interval(info, meta);
     ResultGroup g;
     g.name = "fs";

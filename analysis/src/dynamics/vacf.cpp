@@ -30,29 +30,41 @@ void VacfSums::add(const VacfSums& o) {
     }
 }
 
-void accumulate_vacf(std::span<const double> vx, std::span<const double> vy, std::size_t max_lag,
-                     VacfSums& sums, FftCorrelator& corr) {
-    const std::size_t L = vx.size();
-    if (L == 0 || vy.size() != L || sums.pairs.empty()) return;
-    std::vector<double> m(L), a(L), b(L);
+void accumulate_vacf(std::span<const double> vx, std::span<const double> vy, std::size_t max_lag, VacfSums& sums,
+                     FftCorrelator& corr) {
+    if (vx.empty() || vy.size() != vx.size() || sums.pairs.empty()) return;
+    // leading and trailing unknown velocities (track ends under finite differences) carry no
+    // pair: the series is trimmed to [t0, t1)
+    auto ok = [&](std::size_t t) { return std::isfinite(vx[t]) && std::isfinite(vy[t]); };
+    std::size_t t0 = 0, t1 = vx.size();
+    while (t0 < t1 && !ok(t0)) ++t0;
+    while (t1 > t0 && !ok(t1 - 1)) --t1;
+    if (t0 == t1) return;
+    const std::size_t L = t1 - t0;
+    thread_local std::vector<double> m, a, b, out;
+    m.resize(L), a.resize(L), b.resize(L);
     std::size_t nv = 0;
     for (std::size_t t = 0; t < L; ++t) {
-        const bool ok = std::isfinite(vx[t]) && std::isfinite(vy[t]);
-        m[t] = ok ? 1.0 : 0.0;
-        a[t] = ok ? vx[t] : 0.0;
-        b[t] = ok ? vy[t] : 0.0;
-        nv += ok;
+        const bool v = ok(t0 + t);
+        m[t] = v ? 1.0 : 0.0;
+        a[t] = v ? vx[t0 + t] : 0.0;
+        b[t] = v ? vy[t0 + t] : 0.0;
+        nv += v;
     }
-    if (nv == 0) return;
     const std::size_t ml = std::min({max_lag, L - 1, sums.pairs.size() - 1});
+    const bool gaps = nv < L;  // without gaps pairs(τ) = L − τ: no transform of the mask
     corr.prepare(L, ml, 3);
-    corr.forward(m, 0);
     corr.forward(a, 1);
     corr.forward(b, 2);
-    std::vector<double> out(ml + 1);
-    corr.add_cross(0, 0, 1.0);
-    corr.inverse(out);
-    for (std::size_t k = 0; k <= ml; ++k) sums.pairs[k] += std::round(out[k]);
+    out.resize(ml + 1);
+    if (gaps) {
+        corr.forward(m, 0);
+        corr.add_cross(0, 0, 1.0);
+        corr.inverse(out);
+        for (std::size_t k = 0; k <= ml; ++k) sums.pairs[k] += std::round(out[k]);
+    } else {
+        for (std::size_t k = 0; k <= ml; ++k) sums.pairs[k] += static_cast<double>(L - k);
+    }
     corr.add_cross(1, 1, 1.0);
     corr.add_cross(2, 2, 1.0);
     corr.inverse(out);

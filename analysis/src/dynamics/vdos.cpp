@@ -117,14 +117,17 @@ ResultGroup welch_vdos(const TrajectorySource& src, const VdosParams& p) {
     const auto min_run = static_cast<std::size_t>(p.min_run);
     detail::SpeciesSet<WelchSums> sums;
     for (auto* s : sums.all()) s->power.assign(static_cast<std::size_t>(M) + 1, 0.0);
-    WelchSums one;
-    const auto info = stream_tracks(src, detail::stream_params(p.vacf, true), [&](const Track& tk) {
-        one = WelchSums{};
-        one.power.assign(static_cast<std::size_t>(M) + 1, 0.0);
-        accumulate_welch(tk.vx, tk.vy, static_cast<std::size_t>(M), p.window, min_run, one);
-        sums.total.add(one);
-        if (auto* s = sums.of(tk.species)) s->add(one);
-    });
+    const auto info = detail::stream_tracks_parallel<WelchSums>(
+        src, detail::stream_params(p.vacf, true), p.vacf.threads,
+        [&](const Track& tk, WelchSums& one, int) {
+            one = WelchSums{};
+            one.power.assign(static_cast<std::size_t>(M) + 1, 0.0);
+            accumulate_welch(tk.vx, tk.vy, static_cast<std::size_t>(M), p.window, min_run, one);
+        },
+        [&](const Track& tk, const WelchSums& one) {
+            sums.total.add(one);
+            if (auto* s = sums.of(tk.species)) s->add(one);
+        });
     if (!(sums.total.energy > 0))
         throw InsufficientData("vdos: no run of >= " + std::to_string(min_run) +
                                " consecutive frames with finite, non-zero velocities (" + std::to_string(T) +

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "detail/dynamics_common.hpp"
+#include "detail/parallel.hpp"
 #include "vibra/core/error.hpp"
 
 namespace vibra::analysis {
@@ -52,6 +53,11 @@ TailHistogram::TailHistogram(double lo_, double hi_, std::int64_t nb, std::int64
     : lo(lo_), hi(hi_), n_bins(nb), n_blocks(nblk), counts(static_cast<std::size_t>(nb * nblk), 0.0) {
     if (!(lo > 0) || !(hi > lo) || nb < 1 || nblk < 1)
         throw ParameterError("TailHistogram: need 0 < lo < hi, n_bins >= 1, n_blocks >= 1");
+    log_ratio_ = std::log(hi / lo);
+}
+
+void TailHistogram::add_counts(const TailHistogram& o) {
+    for (std::size_t i = 0; i < counts.size() && i < o.counts.size(); ++i) counts[i] += o.counts[i];
 }
 
 double TailHistogram::edge(std::int64_t b) const {
@@ -60,7 +66,7 @@ double TailHistogram::edge(std::int64_t b) const {
 
 void TailHistogram::add(double x, std::int64_t block) {
     if (!(x >= lo) || block < 0 || block >= n_blocks) return;
-    auto b = static_cast<std::int64_t>(std::log(x / lo) / std::log(hi / lo) * static_cast<double>(n_bins));
+    auto b = static_cast<std::int64_t>(std::log(x / lo) / log_ratio_ * static_cast<double>(n_bins));
     b = std::clamp<std::int64_t>(b, 0, n_bins - 1);
     counts[static_cast<std::size_t>(block * n_bins + b)] += 1;
 }
@@ -210,16 +216,21 @@ std::vector<TailFit> fit_tail_scan(const TailHistogram& h, std::span<const doubl
         }
     }
     if (p.bootstrap > 0 && h.n_blocks > 1) {
+        // the resampled blocks are drawn in replicate order (the same draws for any thread count),
+        // the replicates fitted in parallel, their β collected in replicate order
         std::mt19937_64 rng(p.seed);
         std::uniform_int_distribution<std::int64_t> pick(0, h.n_blocks - 1);
-        std::vector<std::vector<double>> reps(nt);
-        std::vector<double> agg(static_cast<std::size_t>(h.n_bins));
+        const auto nr = static_cast<std::size_t>(p.bootstrap);
+        std::vector<std::int64_t> picks(nr * static_cast<std::size_t>(h.n_blocks));
+        for (auto& b : picks) b = pick(rng);
         std::int64_t bmin = h.n_bins;
         for (auto b : b0) bmin = std::min(bmin, b);
-        for (std::int64_t r = 0; r < p.bootstrap; ++r) {
-            std::fill(agg.begin(), agg.end(), 0.0);
+        std::vector<double> rep_beta(nr * nt, kNaN);
+        std::vector<char> rep_ok(nr * nt, 0);
+        detail::parallel_for_each(nr, p.threads, [&](std::size_t r, int) {
+            std::vector<double> agg(static_cast<std::size_t>(h.n_bins), 0.0);
             for (std::int64_t k = 0; k < h.n_blocks; ++k) {
-                const std::int64_t blk = pick(rng);
+                const std::int64_t blk = picks[r * static_cast<std::size_t>(h.n_blocks) + static_cast<std::size_t>(k)];
                 const double* c = h.counts.data() + blk * h.n_bins;
                 for (std::int64_t b = bmin; b < h.n_bins; ++b) agg[b] += c[b];
             }
@@ -227,9 +238,16 @@ std::vector<TailFit> fit_tail_scan(const TailHistogram& h, std::span<const doubl
                 if (!fits[i].converged) continue;
                 const Binned B = binned_from(h, agg, b0[i]);
                 double beta = fits[i].beta, ell = std::log(fits[i].c0);
-                if (newton_fit(B, beta, ell)) reps[i].push_back(beta);
+                if (newton_fit(B, beta, ell)) {
+                    rep_beta[r * nt + i] = beta;
+                    rep_ok[r * nt + i] = 1;
+                }
             }
-        }
+        });
+        std::vector<std::vector<double>> reps(nt);
+        for (std::size_t r = 0; r < nr; ++r)
+            for (std::size_t i = 0; i < nt; ++i)
+                if (rep_ok[r * nt + i]) reps[i].push_back(rep_beta[r * nt + i]);
         for (std::size_t i = 0; i < nt; ++i) {
             const auto& v = reps[i];
             if (v.size() < 2) continue;
@@ -390,18 +408,39 @@ ResultGroup velocity_distribution_analysis(const TrajectorySource& src, const Ve
             }
         }
     };
-    stream_tracks(src, tp, [&](const Track& tk) {
-        Hists* h = hs.of(tk.species);
-        const Scale* s = sc.of(tk.species);
-        for (std::size_t k = 0; k < tk.size(); ++k) {
-            if (!std::isfinite(tk.vx[k]) || !std::isfinite(tk.vy[k])) continue;
-            const std::int64_t f = tk.first_frame + static_cast<std::int64_t>(k);
-            const std::int64_t blk =
-                std::min<std::int64_t>(p.blocks - 1, f * p.blocks / std::max<std::int64_t>(T, 1));
-            add_h(hs.total, sc.total, tk.vx[k], tk.vy[k], blk);
-            if (h) add_h(*h, *s, tk.vx[k], tk.vy[k], blk);
-        }
+    // counts (integers in doubles: exact in any order), one set per thread, added at the end
+    const int nth = std::max(1, p.threads);
+    std::vector<detail::SpeciesSet<Hists>> hs_t(static_cast<std::size_t>(nth), hs);
+    stream_track_blocks(src, tp, [&](std::vector<Track>& block) {
+        detail::parallel_for_each(block.size(), nth, [&](std::size_t i, int th) {
+            const Track& tk = block[i];
+            auto& hst = hs_t[static_cast<std::size_t>(th)];
+            Hists* h = hst.of(tk.species);
+            const Scale* s = sc.of(tk.species);
+            for (std::size_t k = 0; k < tk.size(); ++k) {
+                if (!std::isfinite(tk.vx[k]) || !std::isfinite(tk.vy[k])) continue;
+                const std::int64_t f = tk.first_frame + static_cast<std::int64_t>(k);
+                const std::int64_t blk = std::min<std::int64_t>(p.blocks - 1, f * p.blocks / std::max<std::int64_t>(T, 1));
+                add_h(hst.total, sc.total, tk.vx[k], tk.vy[k], blk);
+                if (h) add_h(*h, *s, tk.vx[k], tk.vy[k], blk);
+            }
+        });
     });
+    {
+        const auto a = hs.all();
+        for (auto& part : hs_t) {
+            const auto b = part.all();
+            for (std::size_t q = 0; q < a.size(); ++q) {
+                for (std::size_t k = 0; k < a[q]->cx.size(); ++k) {
+                    a[q]->cx[k] += b[q]->cx[k];
+                    a[q]->cy[k] += b[q]->cy[k];
+                    a[q]->sp[k] += b[q]->sp[k];
+                }
+                a[q]->n += b[q]->n;
+                a[q]->tail.add_counts(b[q]->tail);
+            }
+        }
+    }
     // ---- output
     std::vector<double> cc(nb), ss(nb);
     for (std::size_t b = 0; b < nb; ++b) {
@@ -414,6 +453,7 @@ ResultGroup velocity_distribution_analysis(const TrajectorySource& src, const Ve
     fp.threshold = p.threshold;
     fp.bootstrap = p.bootstrap;
     fp.seed = p.seed;
+    fp.threads = p.threads;
     std::vector<double> thr{p.threshold};
     thr.insert(thr.end(), p.scan.begin(), p.scan.end());
     auto hn = hs.named();

@@ -5,7 +5,10 @@
 // pair sum over (t, t+τ) is a sum of FFT cross-correlations C(a,b)(τ) = Σ_t a_t b_{t+τ} of masked
 // monomials (docs/analysis-dynamics.md, "msd", mask-aware FFT):
 //   Σ m m Δx²  = C(m, m x²) + C(m x², m) − 2 C(m x, m x),   pairs(τ) = C(m, m),
-// and likewise Σ m m Δr⁴ from the binomial expansion of (Δx² + Δy²)² (13 monomials x^a y^b).
+// and likewise Σ m m Δr⁴ from the expansion of |Δr|⁴ in w = x² + y², wx, wy, x² − y², 2xy (7 series
+// and the mask). A track without gaps needs no transform of the mask: pairs(τ) = L − τ and the sums
+// against the mask are running sums (7 real FFTs and 2 inverse ones per track). Leading and trailing
+// gaps are trimmed first.
 // Positions are relative to the track mean, in double precision. Gaps never count as zeros:
 // lags without pairs are NaN. The ensemble average weights every (particle, t) pair equally.
 #pragma once
