@@ -188,14 +188,19 @@ std::string group_bytes(const ResultGroup& g) {
     std::string s = g.name + "|";
     for (const auto& [k, v] : g.attrs) {
         s += k + "=";
-        std::visit([&](const auto& x) {
-            using X = std::decay_t<decltype(x)>;
-            if constexpr (std::is_same_v<X, std::string>) s += x;
-            else if constexpr (std::is_same_v<X, std::vector<std::string>>)
-                for (const auto& e : x) s += e + ",";
-            else if constexpr (std::is_arithmetic_v<X>) s.append(reinterpret_cast<const char*>(&x), sizeof x);
-            else put_bytes(s, x);
-        }, v);
+        std::visit(
+            [&](const auto& x) {
+                using X = std::decay_t<decltype(x)>;
+                if constexpr (std::is_same_v<X, std::string>)
+                    s += x;
+                else if constexpr (std::is_same_v<X, std::vector<std::string>>)
+                    for (const auto& e : x) s += e + ",";
+                else if constexpr (std::is_arithmetic_v<X>)
+                    s.append(reinterpret_cast<const char*>(&x), sizeof x);
+                else
+                    put_bytes(s, x);
+            },
+            v);
     }
     for (const auto& a : g.arrays) {
         s += a.name + "|" + a.units + "|";
@@ -212,8 +217,8 @@ struct InProcess {
     double seconds = NAN;
     std::vector<ResultGroup> groups;
 };
-InProcess run_in_process(const TrajectorySource& src, analysis::TrackCache& cache, const std::string& name, int threads,
-                         const std::map<std::string, std::string>& extra) {
+InProcess run_in_process(const TrajectorySource& src, analysis::TrackCache& cache, const std::string& name,
+                         int threads, const std::map<std::string, std::string>& extra) {
     const auto specs = analysis::all_analyses();
     for (const auto& spec : specs) {
         if (spec.name != name) continue;
@@ -236,25 +241,29 @@ InProcess run_in_process(const TrajectorySource& src, analysis::TrackCache& cach
 template <class Analyze>
 void compare_numpy(const fs::path& dir, Analyze& analyze, bool keep) {
     const std::int64_t N = 2000, T = 1600, max_lag = T / 2;
-    std::printf("\n## per-track analyses against a numpy FFT MSD per particle (tidynamics), %lld × %lld frames\n",
-                static_cast<long long>(N), static_cast<long long>(T));
+    std::printf(
+        "\n## per-track analyses against a numpy FFT MSD per particle (tidynamics), %lld × %lld frames\n",
+        static_cast<long long>(N), static_cast<long long>(T));
     const std::string in = (dir / "traj_numpy.h5").string();
     generate(in, N, T, 7);
     const double L = std::sqrt(static_cast<double>(N)) * 2.0;
     const fs::path script = dir / "numpy_msd.py";
     std::ofstream(script) << kNumpyMsd;
     const std::string out = (dir / "numpy.txt").string();
-    const std::string cmd = "/usr/bin/python3 '" + script.string() + "' '" + in + "' " + std::to_string(L) + " " +
-                            std::to_string(max_lag) + " > '" + out + "' 2>&1";
+    const std::string cmd = "/usr/bin/python3 '" + script.string() + "' '" + in + "' " + std::to_string(L) +
+                            " " + std::to_string(max_lag) + " > '" + out + "' 2>&1";
     double t_np = NAN, t_batched = NAN, t_read = NAN;
     std::map<std::int64_t, double> np_msd;
     if (std::system(cmd.c_str()) == 0) {
         std::ifstream f(out);
         std::string tag;
         while (f >> tag) {
-            if (tag == "TIME") f >> t_np;
-            else if (tag == "BATCHED") f >> t_batched;
-            else if (tag == "READ") f >> t_read;
+            if (tag == "TIME")
+                f >> t_np;
+            else if (tag == "BATCHED")
+                f >> t_batched;
+            else if (tag == "READ")
+                f >> t_read;
             else if (tag == "MSD") {
                 std::int64_t k = 0;
                 double a = NAN, b = NAN;
@@ -267,7 +276,8 @@ void compare_numpy(const fs::path& dir, Analyze& analyze, bool keep) {
                 break;
             }
         }
-    } else std::printf("numpy reference skipped: /usr/bin/python3 failed (see %s)\n", out.c_str());
+    } else
+        std::printf("numpy reference skipped: /usr/bin/python3 failed (see %s)\n", out.c_str());
     auto ratio = [&](double t) {
         char b[64];
         std::snprintf(b, sizeof b, "%6.2f×", t_np / t);
@@ -300,19 +310,24 @@ void compare_numpy(const fs::path& dir, Analyze& analyze, bool keep) {
                                   {"vdos", "vdos", {}},
                                   {"temperature", "temperature", {}},
                                   {"velocity_distribution", "velocity_distribution", {}}};
-    std::printf("\nin process, compute only (trajectory and copy in memory; tracks unwrapped, velocities differenced):\n");
+    std::printf(
+        "\nin process, compute only (trajectory and copy in memory; tracks unwrapped, velocities "
+        "differenced):\n");
     std::printf("%-28s %9s %9s %10s %12s\n", "analysis", "1 thread", "2 threads", "2 vs 1", "vs numpy");
     for (const auto& c : cases) {
         const InProcess a = run_in_process(src, cache, c.name, 1, c.extra);
         const InProcess b = run_in_process(src, cache, c.name, 2, c.extra);
         bool same = a.groups.size() == b.groups.size();
-        for (std::size_t q = 0; same && q < a.groups.size(); ++q) same = group_bytes(a.groups[q]) == group_bytes(b.groups[q]);
-        std::printf("%-28s %8.3f s %8.3f s %9.2f× %10s  %s\n", c.label, a.seconds, b.seconds, a.seconds / b.seconds,
-                    ratio(b.seconds).c_str(), same ? "(1 and 2 threads identical)" : "(1 and 2 threads DIFFER)");
+        for (std::size_t q = 0; same && q < a.groups.size(); ++q)
+            same = group_bytes(a.groups[q]) == group_bytes(b.groups[q]);
+        std::printf("%-28s %8.3f s %8.3f s %9.2f× %10s  %s\n", c.label, a.seconds, b.seconds,
+                    a.seconds / b.seconds, ratio(b.seconds).c_str(),
+                    same ? "(1 and 2 threads identical)" : "(1 and 2 threads DIFFER)");
         if (c.name == "msd" && c.extra.empty() && !np_msd.empty()) {
             const auto& m = std::get<std::vector<double>>(b.groups.at(0).find("msd")->data);
             double worst = 0;
-            for (const auto& [k, v] : np_msd) worst = std::max(worst, std::abs(m.at(static_cast<std::size_t>(k)) / v - 1));
+            for (const auto& [k, v] : np_msd)
+                worst = std::max(worst, std::abs(m.at(static_cast<std::size_t>(k)) / v - 1));
             std::printf("%-28s max relative difference to numpy at lags 1, 10, 100, %lld: %.1e\n", "",
                         static_cast<long long>(max_lag), worst);
         }
@@ -322,11 +337,14 @@ void compare_numpy(const fs::path& dir, Analyze& analyze, bool keep) {
         std::vector<std::string> extra;
         for (const auto& [k, v] : c.extra) extra.insert(extra.end(), {"--" + k, v});
         const Run r = analyze(in, c.name, extra);
-        std::printf("%-28s %8.2f s %6.0f MB %10s%s\n", c.label, r.seconds, r.peak_mb, ratio(r.seconds).c_str(),
+        std::printf("%-28s %8.2f s %6.0f MB %10s%s\n", c.label, r.seconds, r.peak_mb,
+                    ratio(r.seconds).c_str(),
                     r.status == 0 ? "" : ("  (exit " + std::to_string(r.status) + ")").c_str());
     }
-    if (!keep) fs::remove(in);
-    else std::printf("kept %s\n", in.c_str());
+    if (!keep)
+        fs::remove(in);
+    else
+        std::printf("kept %s\n", in.c_str());
 }
 
 }  // namespace
@@ -352,14 +370,22 @@ int main(int argc, char** argv) {
         else if (a == "--frames") {
             frames.clear();
             for (const auto& s : split(next())) frames.push_back(std::stoll(s));
-        } else if (a == "--only") only = split(next());
-        else if (a == "--threads") threads = next();
-        else if (a == "--memory") memory = next();
-        else if (a == "--tmp") tmp = next();
-        else if (a == "--numpy") numpy = true;
-        else if (a == "--vibra") vibra_cli = next();
-        else if (a == "--no-scale") scale = false;
-        else if (a == "--keep") keep = true;
+        } else if (a == "--only")
+            only = split(next());
+        else if (a == "--threads")
+            threads = next();
+        else if (a == "--memory")
+            memory = next();
+        else if (a == "--tmp")
+            tmp = next();
+        else if (a == "--numpy")
+            numpy = true;
+        else if (a == "--vibra")
+            vibra_cli = next();
+        else if (a == "--no-scale")
+            scale = false;
+        else if (a == "--keep")
+            keep = true;
         else {
             std::fprintf(stderr, "bench_scale: unknown argument '%s'\n", a.c_str());
             return 2;

@@ -299,7 +299,8 @@ TEST_CASE("msd parameters are validated", "[unit]") {
     REQUIRE_THROWS_AS(p.validate(), ParameterError);
 }
 
-TEST_CASE("tracks without gaps (running sums) and with gaps (mask FFT) agree with the definition to 1e-12", "[unit]") {
+TEST_CASE("tracks without gaps (running sums) and with gaps (mask FFT) agree with the definition to 1e-12",
+          "[unit]") {
     // a 2000-frame random walk at pixel-like coordinates: gap-free, then with its ends cut off
     // (trimmed: still gap-free) and with interior gaps (the mask route)
     std::mt19937_64 rng(31);

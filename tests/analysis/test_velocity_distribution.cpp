@@ -166,7 +166,8 @@ TEST_CASE("tail fit: the bootstrap gives identical results on 1 and 3 threads", 
     std::normal_distribution<double> g(0.0, 1.0);
     std::vector<double> x(200000);
     std::vector<std::int64_t> blk(x.size());
-    for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::abs(g(rng)), blk[i] = static_cast<std::int64_t>(i * 20 / x.size());
+    for (std::size_t i = 0; i < x.size(); ++i)
+        x[i] = std::abs(g(rng)), blk[i] = static_cast<std::int64_t>(i * 20 / x.size());
     const TailHistogram h = tail_histogram(x, blk, 20, 1.0, 6.0);
     TailFitParams p;
     p.bootstrap = 40;

@@ -118,8 +118,8 @@ inline void add_stream_attrs(ResultGroup& g, const TrackStreamInfo& info) {
 /// merge(track, partial) is called in track order: the same additions as a serial loop over the
 /// tracks, so the result is identical for any thread count.
 template <class Part, class Work, class Merge>
-TrackStreamInfo stream_tracks_parallel(const TrajectorySource& src, const TrackStreamParams& tp, int threads, Work&& work,
-                                       Merge&& merge) {
+TrackStreamInfo stream_tracks_parallel(const TrajectorySource& src, const TrackStreamParams& tp, int threads,
+                                       Work&& work, Merge&& merge) {
     const int nt = std::max(1, threads);
     constexpr std::size_t kGroup = 64;
     std::vector<Part> parts(kGroup);

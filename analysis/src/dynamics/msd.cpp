@@ -242,7 +242,8 @@ void accumulate_msd(std::span<const double> x, std::span<const double> y, std::s
     // matters most; O(kDirectLags·L), negligible. Without longer lags no transform is needed.
     constexpr std::size_t kDirectLags = 16;
     const std::size_t kd = std::min(ml, kDirectLags);
-    if (ml > kd) fft_lags(sc, L, ml, kd, gaps, sums, corr);
+    if (ml > kd)
+        fft_lags(sc, L, ml, kd, gaps, sums, corr);
     else
         for (std::size_t k = 0; k <= ml; ++k) {
             double n = 0;

@@ -30,8 +30,8 @@ void VacfSums::add(const VacfSums& o) {
     }
 }
 
-void accumulate_vacf(std::span<const double> vx, std::span<const double> vy, std::size_t max_lag, VacfSums& sums,
-                     FftCorrelator& corr) {
+void accumulate_vacf(std::span<const double> vx, std::span<const double> vy, std::size_t max_lag,
+                     VacfSums& sums, FftCorrelator& corr) {
     if (vx.empty() || vy.size() != vx.size() || sums.pairs.empty()) return;
     // leading and trailing unknown velocities (track ends under finite differences) carry no
     // pair: the series is trimmed to [t0, t1)

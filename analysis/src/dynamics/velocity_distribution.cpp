@@ -230,7 +230,8 @@ std::vector<TailFit> fit_tail_scan(const TailHistogram& h, std::span<const doubl
         detail::parallel_for_each(nr, p.threads, [&](std::size_t r, int) {
             std::vector<double> agg(static_cast<std::size_t>(h.n_bins), 0.0);
             for (std::int64_t k = 0; k < h.n_blocks; ++k) {
-                const std::int64_t blk = picks[r * static_cast<std::size_t>(h.n_blocks) + static_cast<std::size_t>(k)];
+                const std::int64_t blk =
+                    picks[r * static_cast<std::size_t>(h.n_blocks) + static_cast<std::size_t>(k)];
                 const double* c = h.counts.data() + blk * h.n_bins;
                 for (std::int64_t b = bmin; b < h.n_bins; ++b) agg[b] += c[b];
             }
@@ -420,7 +421,8 @@ ResultGroup velocity_distribution_analysis(const TrajectorySource& src, const Ve
             for (std::size_t k = 0; k < tk.size(); ++k) {
                 if (!std::isfinite(tk.vx[k]) || !std::isfinite(tk.vy[k])) continue;
                 const std::int64_t f = tk.first_frame + static_cast<std::int64_t>(k);
-                const std::int64_t blk = std::min<std::int64_t>(p.blocks - 1, f * p.blocks / std::max<std::int64_t>(T, 1));
+                const std::int64_t blk =
+                    std::min<std::int64_t>(p.blocks - 1, f * p.blocks / std::max<std::int64_t>(T, 1));
                 add_h(hst.total, sc.total, tk.vx[k], tk.vy[k], blk);
                 if (h) add_h(*h, *s, tk.vx[k], tk.vy[k], blk);
             }

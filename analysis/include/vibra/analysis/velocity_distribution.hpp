@@ -32,8 +32,8 @@ struct TailHistogram {
     std::vector<double> counts;  ///< [block · n_bins + bin]
     TailHistogram() = default;
     TailHistogram(double lo, double hi, std::int64_t n_bins, std::int64_t n_blocks);
-    void add(double x, std::int64_t block);  ///< x < lo is ignored
-    double edge(std::int64_t b) const;       ///< lower edge of bin b (b = n_bins gives hi)
+    void add(double x, std::int64_t block);   ///< x < lo is ignored
+    double edge(std::int64_t b) const;        ///< lower edge of bin b (b = n_bins gives hi)
     void add_counts(const TailHistogram& o);  ///< counts += o.counts (same grid)
 
 private:
@@ -41,11 +41,11 @@ private:
 };
 
 struct TailFitParams {
-    double threshold = 1.5;          ///< c_min (in rms units); snapped to the grid edge at or above it
-    std::int64_t bootstrap = 200;    ///< bootstrap replicates (0 = none)
-    double confidence = 0.95;        ///< of the percentile interval
-    std::uint64_t seed = 20240601;   ///< bootstrap RNG seed
-    int threads = 1;                 ///< threads fitting the bootstrap replicates (results identical for any count)
+    double threshold = 1.5;         ///< c_min (in rms units); snapped to the grid edge at or above it
+    std::int64_t bootstrap = 200;   ///< bootstrap replicates (0 = none)
+    double confidence = 0.95;       ///< of the percentile interval
+    std::uint64_t seed = 20240601;  ///< bootstrap RNG seed
+    int threads = 1;  ///< threads fitting the bootstrap replicates (results identical for any count)
     void validate() const;
 };
 
