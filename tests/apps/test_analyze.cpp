@@ -99,7 +99,7 @@ TEST_CASE("analyze streams: 10x the frames does not take 10x the memory", "[inte
 }
 
 TEST_CASE(
-    "analyze --memory: copies beyond the budget go to temporary files, currents streams; results unchanged",
+    "analyze --memory: copies beyond the budget go to temporary files, currents streams, results unchanged",
     "[integration]") {
     test::TempDir dir("cli_analyze_budget");
     const auto sim = dir.file("sim.h5");
