@@ -53,6 +53,13 @@ void silence_hdf5() {
 }
 
 namespace {
+// H5dont_atexit works only before the library's first initialisation, and any HDF5 macro such as
+// H5F_ACC_RDONLY or H5T_NATIVE_DOUBLE, evaluated as an argument, initialises it. So it is set when
+// the program starts, before any reader or writer runs.
+[[maybe_unused]] const bool g_hdf5_silenced = (silence_hdf5(), true);
+}  // namespace
+
+namespace {
 struct Stack {
     std::string text;        // the innermost few entries say what happened
     bool no_space = false;   // some entry reports ENOSPC (the sec2 driver prints errno)
