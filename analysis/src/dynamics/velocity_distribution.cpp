@@ -13,12 +13,21 @@
 namespace vibra::analysis {
 
 namespace {
+/// ln Γ(s) without touching the global `signgam` that std::lgamma writes (a data race when the
+/// bootstrap fits run on several threads): glibc's reentrant lgamma_r, the same values.
+double log_gamma(double s) {
+    int sign = 0;
+    return ::lgamma_r(s, &sign);
+}
+}  // namespace
+
+namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 }
 
 double log_upper_gamma(double s, double x) {
     if (!(s > 0)) throw ParameterError("log_upper_gamma: s must be > 0");
-    if (x <= 0) return std::lgamma(s);
+    if (x <= 0) return log_gamma(s);
     if (x < s + 1) {
         // lower γ(s,x) = e^{−x} x^s Σ_n x^n / (s(s+1)…(s+n))
         double ap = s, term = 1.0 / s, sum = term;
@@ -28,8 +37,8 @@ double log_upper_gamma(double s, double x) {
             sum += term;
             if (std::abs(term) < std::abs(sum) * 1e-17) break;
         }
-        const double logP = -x + s * std::log(x) - std::lgamma(s) + std::log(sum);
-        return std::lgamma(s) + std::log1p(-std::exp(logP));
+        const double logP = -x + s * std::log(x) - log_gamma(s) + std::log(sum);
+        return log_gamma(s) + std::log1p(-std::exp(logP));
     }
     // continued fraction (modified Lentz) for Γ(s,x) = e^{−x} x^s · 1/(x+1−s− 1(1−s)/(x+3−s− …))
     constexpr double tiny = 1e-300;
