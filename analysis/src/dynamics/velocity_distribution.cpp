@@ -318,14 +318,7 @@ ResultGroup velocity_distribution_analysis(const TrajectorySource& src, const Ve
     p.validate();
     const Metadata& meta = src.meta();
     const std::int64_t T = src.n_frames();
-    TrackStreamParams tp;
-    tp.scheme = p.scheme;
-    tp.drift = p.drift;
-    tp.drift_window = p.drift_window;
-    tp.max_cells = p.max_cells;
-    tp.progress = p.progress;
-    tp.cache = p.cache;
-    tp.threads = p.threads;
+    TrackStreamParams tp = detail::stream_params(p, /*velocities=*/true);
     const auto own_cache = detail::ensure_cache(src, tp);  // one copy for both passes
     // ---- pass 1: moments
     detail::SpeciesSet<Moments> mom;
