@@ -23,6 +23,7 @@
 #include "vibra/core/checksum.hpp"
 #include "vibra/core/error.hpp"
 #include "vibra/core/interrupt.hpp"
+#include "vibra/core/units.hpp"
 #include "vibra/store/results_file.hpp"
 #include "vibra/store/trajectory_file.hpp"
 
@@ -42,7 +43,7 @@ double process_cpu_seconds() {
 
 struct Opts {
     std::vector<std::string> inputs;
-    std::string output, only, report;
+    std::string output, only, report, units = "auto";
     int threads = 0;
     std::int64_t memory_mb = 2048;
     bool force = false;
@@ -95,7 +96,10 @@ struct RunOutcome {
 RunOutcome analyze_one(const std::string& input, const std::string& output,
                        const std::vector<const AnalysisSpec*>& plan, const std::set<std::string>& wanted,
                        const Opts& o, const GlobalOptions& g) {
-    store::TrajectoryReader reader(input);
+    store::TrajectoryReader file(input);
+    // The analyses see the file in the units of --units (core/units.hpp): mm and s when it
+    // records the scale and the rate, by default; they label their results from its metadata.
+    const UnitSource reader(file, unit_conversion(file.meta(), unit_system_from_string(o.units), input));
     const std::string checksum = file_checksum(input);
     std::map<std::string, ResultGroup> done;
     std::vector<ResultGroup> groups;
@@ -209,6 +213,13 @@ void register_analyze(CLI::App& app, GlobalOptions& g) {
                     "(kgap → currents). Available: " +
                         names)
         ->type_name("LIST");
+    cmd->add_option("--units", o->units,
+                    "Units of the results: auto = mm when the file records its image scale (px_per_mm), s "
+                    "when it records a frame rate, else as recorded; mm = mm and s (an error when the file "
+                    "lacks either); px = pixels and frames, as measured. Length flags of the analyses "
+                    "(e.g. --gr-rmax) are in these units")
+        ->check(CLI::IsMember({"auto", "mm", "px"}))
+        ->capture_default_str();
     cmd->add_option("--threads", o->threads, "Worker threads (default: all cores)");
     cmd->add_option(
            "--memory", o->memory_mb,

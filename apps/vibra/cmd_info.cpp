@@ -117,6 +117,7 @@ void trajectory_info(const std::string& path, std::ostream& os) {
     if (c.brightness) cols += " brightness";
     if (c.quality) cols += " quality";
     if (c.species_confidence) cols += " species_confidence";
+    if (c.edge) cols += " edge";
     os << "columns:     frame particle x y species" << cols << "\n";
     os << "source:      " << (m.source.file.empty() ? "(unknown)" : m.source.file);
     if (!m.source.checksum.empty()) os << " (" << m.source.checksum << ")";

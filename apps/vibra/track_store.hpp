@@ -15,7 +15,7 @@ public:
     explicit StoreSink(std::string path) : path_(std::move(path)) {}
     void open(const Metadata& meta) override {
         store::ColumnSet cols;
-        cols.radius = cols.quality = cols.species_confidence = true;
+        cols.radius = cols.quality = cols.species_confidence = cols.edge = true;
         w_ = std::make_unique<store::TrajectoryWriter>(path_, meta, cols);
         w_->defer_species();
     }

@@ -52,6 +52,7 @@ void TrajectoryTable::append(const TrajectoryTable& o) {
     opt(brightness, o.brightness, "brightness");
     opt(quality, o.quality, "quality");
     opt(species_confidence, o.species_confidence, "species_confidence");
+    opt(edge, o.edge, "edge");
     append_col(frame, o.frame);
     append_col(particle, o.particle);
     append_col(x, o.x);
@@ -72,6 +73,7 @@ TrajectoryTable TrajectoryTable::slice(std::size_t b, std::size_t e) const {
     t.brightness = slice_col(brightness, b, e);
     t.quality = slice_col(quality, b, e);
     t.species_confidence = slice_col(species_confidence, b, e);
+    t.edge = slice_col(edge, b, e);
     return t;
 }
 
@@ -104,6 +106,7 @@ void TrajectoryTable::check_lengths(const std::string& source) const {
     check_optional(brightness, n, "brightness", source);
     check_optional(quality, n, "quality", source);
     check_optional(species_confidence, n, "species_confidence", source);
+    check_optional(edge, n, "edge", source);
 }
 
 void TrajectoryTable::validate(const std::string& source) const {
@@ -160,6 +163,7 @@ void TrajectoryTable::sort_rows(std::size_t b, std::size_t e) {
     permute_col(brightness, order, b);
     permute_col(quality, order, b);
     permute_col(species_confidence, order, b);
+    permute_col(edge, order, b);
 }
 
 FrameIndex build_frame_index(const TrajectoryTable& t, std::int64_t first_frame, std::int64_t n_frames,

@@ -92,7 +92,8 @@ ImportSummary import_csv(const std::string& in, const std::string& out, const Im
                 std::string("header has no '") + req + "' column (need at least frame,particle,x,y)"));
     const int c_frame = idx("frame"), c_part = idx("particle"), c_x = idx("x"), c_y = idx("y");
     const int c_sp = idx("species"), c_vx = idx("vx"), c_vy = idx("vy"), c_r = idx("radius"),
-              c_b = idx("brightness"), c_q = idx("quality"), c_sc = idx("species_confidence");
+              c_b = idx("brightness"), c_q = idx("quality"), c_sc = idx("species_confidence"),
+              c_e = idx("edge");
     if ((c_vx >= 0) != (c_vy >= 0))
         throw FormatError(at_line(in, lr.line_no(), "header has only one of vx, vy"));
 
@@ -118,6 +119,7 @@ ImportSummary import_csv(const std::string& in, const std::string& out, const Im
     cs.brightness = c_b >= 0;
     cs.quality = c_q >= 0;
     cs.species_confidence = c_sc >= 0;
+    cs.edge = c_e >= 0;
     TrajectoryWriter writer(out, meta, cs);
 
     TrajectoryTable block;
@@ -198,6 +200,11 @@ ImportSummary import_csv(const std::string& in, const std::string& out, const Im
         if (c_q >= 0) block.quality.push_back(parse_float(tk(c_q), in, ln, "quality"));
         if (c_sc >= 0)
             block.species_confidence.push_back(parse_float(tk(c_sc), in, ln, "species_confidence"));
+        if (c_e >= 0) {
+            const double e = parse_double(tk(c_e), in, ln, "edge");
+            if (e != 0 && e != 1) throw FormatError(at_line(in, ln, "field 'edge': must be 0 or 1"));
+            block.edge.push_back(static_cast<std::int8_t>(e));
+        }
         ++sum.rows;
         if ((sum.rows & 0xffff) == 0) progress.update(sum.rows);
     }
@@ -220,7 +227,7 @@ void export_csv(const std::string& in, const std::string& out, bool show_progres
     const ColumnSet& c = r.columns();
     os << "frame,particle,x,y,species" << (c.velocity ? ",vx,vy" : "") << (c.radius ? ",radius" : "")
        << (c.brightness ? ",brightness" : "") << (c.quality ? ",quality" : "")
-       << (c.species_confidence ? ",species_confidence" : "") << "\n";
+       << (c.species_confidence ? ",species_confidence" : "") << (c.edge ? ",edge" : "") << "\n";
     const std::int64_t T = r.n_frames();
     // Blocks of frames sized to ~1M rows keep memory bounded.
     std::int64_t f = 0;
@@ -250,6 +257,7 @@ void export_csv(const std::string& in, const std::string& out, bool show_progres
             if (c.brightness) field(t.brightness[i]);
             if (c.quality) field(t.quality[i]);
             if (c.species_confidence) field(t.species_confidence[i]);
+            if (c.edge) field(static_cast<std::int64_t>(t.edge[i]));
             buf += '\n';
         }
         os.write(buf.data(), static_cast<std::streamsize>(buf.size()));

@@ -121,6 +121,7 @@ std::vector<std::pair<std::string, std::string>> column_units(const Metadata& m,
     if (c.brightness) cols.emplace_back("brightness", "counts");
     if (c.quality) cols.emplace_back("quality", "1");
     if (c.species_confidence) cols.emplace_back("species_confidence", "1");
+    if (c.edge) cols.emplace_back("edge", "1");
     return cols;
 }
 

@@ -215,4 +215,11 @@ Attributes read_results_root(const std::string& path) {
     return out;
 }
 
+Metadata read_results_input_meta(const std::string& path) {
+    Handle f = open_results(path, H5F_ACC_RDONLY);
+    if (!exists(f, "input_meta")) throw FormatError(at_field(path, "/input_meta", "group is missing"));
+    Handle im(check(H5Gopen2(f, "input_meta", H5P_DEFAULT), path, "cannot open /input_meta"));
+    return detail::read_meta(im, path);
+}
+
 }  // namespace vibra::store

@@ -27,7 +27,7 @@ using detail::Handle;
 
 ColumnSet ColumnSet::of(const TrajectoryTable& t) {
     return {!t.vx.empty(), !t.radius.empty(), !t.brightness.empty(), !t.quality.empty(),
-            !t.species_confidence.empty()};
+            !t.species_confidence.empty(), !t.edge.empty()};
 }
 
 namespace {
@@ -67,7 +67,7 @@ struct TrajectoryWriter::Impl {
         Handle d;
         int id = -1;  // column number in `packed`
     };
-    Column frame, particle, x, y, species, vx, vy, radius, brightness, quality, species_confidence;
+    Column frame, particle, x, y, species, vx, vy, radius, brightness, quality, species_confidence, edge;
     template <class T>
     Column create(const char* name, const std::string& units, const std::string& path) {
         Column c{create_column<T>(traj, name, units, path)};
@@ -120,6 +120,7 @@ void TrajectoryWriter::create_columns() {
     if (cols_.quality) impl_->quality = impl_->create<float>("quality", "1", path);
     if (cols_.species_confidence)
         impl_->species_confidence = impl_->create<float>("species_confidence", "1", path);
+    if (cols_.edge) impl_->edge = impl_->create<std::int8_t>("edge", "1", path);
 }
 
 TrajectoryWriter::~TrajectoryWriter() {
@@ -175,6 +176,7 @@ void TrajectoryWriter::append(const TrajectoryTable& rows, std::int64_t n_frames
     if (cols_.quality) impl_->append(impl_->quality, rows.quality, path_);
     if (cols_.species_confidence && !species_deferred_)
         impl_->append(impl_->species_confidence, rows.species_confidence, path_);
+    if (cols_.edge) impl_->append(impl_->edge, rows.edge, path_);
     for (std::int64_t f = 0; f < n_frames; ++f)
         offsets_.push_back(n_rows_ + idx.offsets[static_cast<std::size_t>(f) + 1]);
     n_rows_ += static_cast<std::int64_t>(rows.size());
@@ -334,6 +336,7 @@ TrajectoryReader::TrajectoryReader(const std::string& path) : impl_(std::make_un
     cols_.brightness = opt("brightness");
     cols_.quality = opt("quality");
     cols_.species_confidence = opt("species_confidence");
+    cols_.edge = opt("edge");
 
     if (!exists(f, "index/frame_offsets"))
         throw FormatError(at_field(path, "/index/frame_offsets", "dataset is missing"));
@@ -413,8 +416,10 @@ TrajectoryTable TrajectoryReader::read_columns(const std::vector<std::string>& n
             t.quality = detail::read_dataset<float>(g, name, path_, r0, r1 - r0);
         else if (name == "species_confidence" && cols_.species_confidence)
             t.species_confidence = detail::read_dataset<float>(g, name, path_, r0, r1 - r0);
+        else if (name == "edge" && cols_.edge)
+            t.edge = detail::read_dataset<std::int8_t>(g, name, path_, r0, r1 - r0);
         else if (name != "vx" && name != "vy" && name != "radius" && name != "brightness" &&
-                 name != "quality" && name != "species_confidence")
+                 name != "quality" && name != "species_confidence" && name != "edge")
             throw ParameterError(path_ + ": unknown column '" + name + "'");
     }
     return t;
@@ -427,7 +432,7 @@ Trajectory TrajectoryReader::read_frames(std::int64_t first, std::int64_t count)
     Trajectory tr;
     tr.meta = meta_;
     tr.rows = read_columns({"frame", "particle", "x", "y", "species", "vx", "vy", "radius", "brightness",
-                            "quality", "species_confidence"},
+                            "quality", "species_confidence", "edge"},
                            first, count);
     tr.rows.validate(path_);
     // The frame column must agree with the index it was read through.

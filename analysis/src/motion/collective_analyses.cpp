@@ -887,7 +887,7 @@ ResultGroup run_evolution(const AnalysisContext& ctx) {
         g.add(n + "_time", t, meta.time_unit);
         g.add(n, v, units).attrs["origin"] = origin;
         g.add(n + "_change_times", ct, meta.time_unit);
-        g.add(n + "_segment_slopes", fit.slopes, "1").attrs["meaning"] =
+        g.add(n + "_segment_slopes", fit.slopes, positive ? "1" : units).attrs["meaning"] =
             std::string(positive ? "d log(value) / d log(t) per segment" : "d value / d log(t) per segment");
         g.attrs[n + "_log_scale"] = std::int64_t{positive ? 1 : 0};
     }

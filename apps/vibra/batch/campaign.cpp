@@ -126,7 +126,7 @@ void add_trajectory_facts(TableBuilder& b, const std::string& path, Units& u) {
     b.text("incomplete", m.incomplete ? "yes" : "no", "the input was truncated; what was read is kept");
 }
 
-void add_observables(TableBuilder& b, const std::string& path, const Units& u) {
+void add_observables(TableBuilder& b, const std::string& path, Units& u) {
     const auto groups = store::list_results(path);
     const auto has = [&](const std::string& g) {
         return std::find(groups.begin(), groups.end(), g) != groups.end();
@@ -134,6 +134,10 @@ void add_observables(TableBuilder& b, const std::string& path, const Units& u) {
     const auto attrs = [&](const std::string& g) {
         return has(g) ? store::read_results_attrs(path, g) : Attributes{};
     };
+    // The observables' units are those the analyses saw (vibra analyze --units: mm and s when
+    // the trajectory records the scale and the rate).
+    const Metadata im = store::read_results_input_meta(path);
+    u.L = im.length_unit, u.T = im.time_unit;
     const std::string L = u.L, T = u.T;
     {
         const auto g = has("voronoi") ? store::read_results(path, "voronoi") : ResultGroup{};

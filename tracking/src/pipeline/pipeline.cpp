@@ -284,6 +284,41 @@ std::string run_fingerprint(const std::string& input, const TrackParams& p) {
     return id;
 }
 
+// The region tracked: the image, or the ROI within it. A disk crossing its edge is flagged
+// (`edge` column: its centre is biased); the analysis window (Metadata::geometry) is the region
+// inset by the large radius, where a whole disk fits (docs/tracking.md, "Edges").
+struct EdgeRegion {
+    double x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // the image (pixel edges) ∩ a rectangular ROI
+    Geometry circle;                        // a circular ROI, else unbounded
+    double r_default = 0;                   // radius of a disk without a measured one
+    bool cut(double x, double y, double r) const {
+        if (!(r > 0)) r = r_default;
+        if (x - r < x0 || x + r > x1 || y - r < y0 || y + r > y1) return true;
+        return circle.kind == GeometryKind::window_circle && std::hypot(x - circle.cx, y - circle.cy) + r > circle.r;
+    }
+    // The analysis window: where the centre of a disk of radius R keeps the disk inside.
+    Geometry window(double R) const {
+        if (circle.kind == GeometryKind::window_circle && circle.r > R)
+            return Geometry::circle(circle.cx, circle.cy, circle.r - R);
+        if (circle.kind == GeometryKind::window_circle) return circle;
+        if (x1 - x0 > 2 * R && y1 - y0 > 2 * R) return Geometry::rect(x0 + R, y0 + R, x1 - R, y1 - R);
+        return Geometry::rect(x0, y0, x1, y1);  // smaller than a disk: the region itself
+    }
+};
+
+EdgeRegion edge_region(std::int64_t W, std::int64_t H, const Geometry& roi, double r_default) {
+    EdgeRegion e;
+    e.x0 = -0.5, e.y0 = -0.5, e.x1 = static_cast<double>(W) - 0.5, e.y1 = static_cast<double>(H) - 0.5;
+    if (roi.kind == GeometryKind::window_rect) {
+        e.x0 = std::max(e.x0, roi.x0), e.y0 = std::max(e.y0, roi.y0);
+        e.x1 = std::min(e.x1, roi.x1), e.y1 = std::min(e.y1, roi.y1);
+    } else if (roi.kind == GeometryKind::window_circle) {
+        e.circle = roi;
+    }
+    e.r_default = r_default;
+    return e;
+}
+
 bool inside_roi(const Geometry& g, double x, double y) {
     return g.kind == GeometryKind::unbounded || g.contains(x, y);
 }
@@ -305,6 +340,7 @@ struct RunPlan {
     bool by_strips = false;
     int n_pieces = 1, n_threads = 1;
     double seam_zone = 0;
+    EdgeRegion region;
     Metadata meta;
 };
 
@@ -380,6 +416,7 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
     plan.n_pieces = plan.by_strips ? static_cast<int>(strips.size()) : 1;
     plan.n_threads = plan.by_strips ? std::min(n_workers, static_cast<int>(strips.size())) : n_workers;
     plan.seam_zone = 0.5 * p.detect.r_small();
+    plan.region = edge_region(info.width, info.height, p.roi, p.detect.r_large());
     plan.meta = initial_metadata(input, plan);
     return plan;
 }
@@ -399,8 +436,11 @@ Metadata initial_metadata(const std::string& input, const RunPlan& plan) {
     meta.image_width = W;
     meta.image_height = H;
     meta.coordinate_convention = "image";
-    meta.geometry =
-        p.roi.kind == GeometryKind::unbounded ? Geometry::rect(-0.5, -0.5, W - 0.5, H - 0.5) : p.roi;
+    // The analysis window: the image or the ROI inset by the large radius (disks cut by the
+    // edge, flagged in the `edge` column, fall outside it).
+    meta.geometry = plan.region.window(p.detect.r_large());
+    meta.user["window"] = std::string(p.roi.kind == GeometryKind::unbounded ? "image" : "ROI") +
+                          " inset by the large radius " + std::to_string(p.detect.r_large()) + " px";
     for (double r : p.detect.radii) meta.species_diameters.push_back(2 * r);
     if (p.detect.radii.size() == 1) meta.species_names = {"disk"};
     meta.source.file = input;
@@ -446,7 +486,8 @@ public:
           linker(p.link),
           progress("track " + input, frames_in_range(info.n_frames, p.reader),
                    p.progress),  // the --frames range
-          same_disk(p.detect.r_small()) {}
+          same_disk(p.detect.r_small()),
+          region(plan.region) {}
     /// Frame `seq` (its strips' pieces, or the one piece) into the output.
     void consume(std::int64_t seq, Item& it, std::vector<std::vector<Particle>>& pieces);
     /// The complete segments of an earlier run into the sink, the spool, the vote and the
@@ -499,6 +540,7 @@ private:
     std::vector<double> xs, ys;
     std::vector<std::int8_t> sp;
     const double same_disk;  // two disks' centres are ≥ 2 r_small apart
+    const EdgeRegion& region;
     // The frame's rows (as the sink got them, species before the vote) into the checkpoint; at a
     // segment's last frame, its per-frame columns and the linker's state too.
     std::vector<detail::CheckpointRow> ckpt_rows;
@@ -513,6 +555,7 @@ void FrameConsumer::flush_block() {
     block.radius.clear();
     block.quality.clear();
     block.species_confidence.clear();
+    block.edge.clear();
     block_frames = 0;
 }
 
@@ -586,6 +629,7 @@ void FrameConsumer::consume(std::int64_t seq, Item& it, std::vector<std::vector<
         block.radius.push_back(q.radius);
         block.quality.push_back(q.quality);
         block.species_confidence.push_back(q.species_confidence);
+        block.edge.push_back(region.cut(q.x, q.y, q.radius) ? 1 : 0);
         spool_rows.push_back({ids[i], q.species_confidence, q.species});
     }
     ++block_frames;
@@ -637,6 +681,7 @@ void FrameConsumer::replay_checkpoint() {
             block.radius.push_back(r.radius);
             block.quality.push_back(r.quality);
             block.species_confidence.push_back(r.conf);
+            block.edge.push_back(region.cut(r.x, r.y, r.radius) ? 1 : 0);
             spool_rows.push_back({r.particle, r.conf, r.species});
             vote.add(r.particle, r.species, r.conf);
             --left;
@@ -652,13 +697,15 @@ void FrameConsumer::replay_checkpoint() {
 FrameColumns FrameConsumer::final_metadata(Metadata& meta, bool truncated) const {
     const auto n_frames = static_cast<std::int64_t>(d_det.size());
     // Final metadata. Physical time: camera time stamps win over the nominal rate (decimated
-    // saves), else --fps.
+    // saves), else --fps, else the rate the camera header or the container states.
+    bool stamped = false;
     if (any_time) {
         std::vector<double> dt;
         for (std::size_t i = 1; i < time_s.size(); ++i)
             if (time_s[i] >= 0 && time_s[i - 1] >= 0 && time_s[i] > time_s[i - 1])
                 dt.push_back(time_s[i] - time_s[i - 1]);
         if (!dt.empty()) {
+            stamped = true;
             std::nth_element(dt.begin(), dt.begin() + static_cast<std::ptrdiff_t>(dt.size() / 2), dt.end());
             meta.time_unit = "s";
             meta.frame_interval = dt[dt.size() / 2];
@@ -669,20 +716,28 @@ FrameColumns FrameConsumer::final_metadata(Metadata& meta, bool truncated) const
                                                   " frames/s, the header/--fps says " +
                                                   std::to_string(nominal) + " frames/s; the stamps are used";
         }
-    } else if (p.fps > 0) {
-        meta.time_unit = "s";
-        meta.frame_interval = 1.0 / p.fps;
     }
-
+    // Else the rate: --fps, else the camera header or the container's (docs/tracking.md, "Units").
+    const double rate = p.fps > 0 ? p.fps : info.fps;
+    if (meta.time_unit != "s" && rate > 0) {
+        meta.time_unit = "s";
+        meta.frame_interval = 1.0 / rate;
+    }
+    const bool camera = info.format == "cine" || info.format == "mraw";
+    meta.user["frame_rate_source"] = meta.time_unit != "s" ? "none: times in frames"
+                                     : stamped                ? "camera time stamps"
+                                     : p.fps > 0              ? "--fps"
+                                     : camera                 ? "camera header"
+                                                              : "video container";
     meta.incomplete = truncated;
 
     FrameColumns fc;
     if (any_time)
         fc.time_s = time_s;
-    else if (p.fps > 0) {
+    else if (rate > 0) {
         fc.time_s.resize(static_cast<std::size_t>(n_frames));
         for (std::int64_t f = 0; f < n_frames; ++f)
-            fc.time_s[static_cast<std::size_t>(f)] = static_cast<double>(f) / p.fps;
+            fc.time_s[static_cast<std::size_t>(f)] = static_cast<double>(f) / rate;
     }
     fc.image_number = image_numbers;
     return fc;

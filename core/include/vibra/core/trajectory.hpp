@@ -33,6 +33,9 @@ struct TrajectoryTable {
     std::vector<float> brightness;          ///< optional integrated brightness, counts
     std::vector<float> quality;             ///< optional detection quality in [0, 1]
     std::vector<float> species_confidence;  ///< optional confidence of `species` in [0, 1]
+    /// optional: 1 = the disk crosses the edge of the image or the region tracked (its centre is
+    /// biased, and it lies outside the analysis window Metadata::geometry), else 0
+    std::vector<std::int8_t> edge;
 
     std::size_t size() const { return frame.size(); }
     bool empty() const { return frame.empty(); }

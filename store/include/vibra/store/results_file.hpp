@@ -41,5 +41,8 @@ ResultGroup read_results(const std::string& path, const std::string& name);
 Attributes read_results_attrs(const std::string& path, const std::string& name);
 /// Root attributes (schema, input_path, input_checksum, …) of a results file.
 Attributes read_results_root(const std::string& path);
+/// The input's metadata as the analyses saw it (/input_meta: the units of the results, after
+/// `vibra analyze --units`). FormatError naming the file when it is missing.
+Metadata read_results_input_meta(const std::string& path);
 
 }  // namespace vibra::store

@@ -31,6 +31,7 @@ struct ColumnSet {
     bool brightness = false;
     bool quality = false;
     bool species_confidence = false;
+    bool edge = false;
     static ColumnSet of(const TrajectoryTable& t);
     bool operator==(const ColumnSet&) const = default;
 };
