@@ -8,7 +8,6 @@
 #include "commands.hpp"
 #include "vibra/core/error.hpp"
 #include "vibra/core/frame_range.hpp"
-#include "vibra/core/progress.hpp"
 #include "vibra/store/results_file.hpp"
 #include "vibra/store/trajectory_file.hpp"
 #include "vibra/tracking/overlay.hpp"
@@ -59,10 +58,7 @@ std::map<std::int64_t, std::vector<tracking::OverlayMarker>> defect_markers(cons
 void register_render(CLI::App& app, GlobalOptions& g) {
     struct Opts {
         std::string input, video, output, format, frames;
-        tracking::OverlayParams op;
-        std::int64_t offset = 0;
-        int channel = -1;
-        double fps = 25, radius = 5;
+        tracking::OverlayRunParams rp;
         std::string defects;
         std::int64_t defects_lag = -1;
     };
@@ -72,41 +68,49 @@ void register_render(CLI::App& app, GlobalOptions& g) {
                                    "optional ids and trails (AVI video or PNG frames)");
     cmd->add_option("input", o->input, "vibra HDF5 trajectory file")->required()->check(CLI::ExistingFile);
     cmd->add_option("--video", o->video,
-                    "The video (file, camera file, image folder or glob) the trajectories came from")
+                    "The video (file, camera file, image folder or glob) the trajectories came from; its size "
+                    "and frame count must be those the file records")
         ->required();
     cmd->add_option("-o,--output", o->output,
-                    "NAME.avi (Motion-JPEG), NAME.mkv (FFV1), or a folder (ending in /) for PNG frames")
+                    "NAME.avi (Motion-JPEG), NAME.mkv (FFV1), or a folder (ending in /) for PNG frames named "
+                    "after their trajectory frame (frame_000012.png)")
         ->required();
     cmd->add_option("--format", o->format, "mjpeg, ffv1 or png (default: from the output name)")
         ->check(CLI::IsMember({"mjpeg", "ffv1", "png"}));
-    cmd->add_flag("--ids", o->op.ids, "Draw trajectory ids");
-    cmd->add_option("--trails", o->op.trails, "Draw the last N positions of each trajectory")
+    auto& op = o->rp.overlay;
+    cmd->add_flag("--ids", op.ids, "Draw trajectory ids");
+    cmd->add_option("--trails", op.trails, "Draw the last N positions of each trajectory")->capture_default_str();
+    cmd->add_option("--thickness", op.thickness, "Circle line thickness (output px)")->capture_default_str();
+    cmd->add_option("--upscale", op.upscale, "Output size = video size x N (for small disks)")
         ->capture_default_str();
-    cmd->add_option("--thickness", o->op.thickness, "Circle line thickness (output px)")
-        ->capture_default_str();
-    cmd->add_option("--upscale", o->op.upscale, "Output size = video size x N (for small disks)")
-        ->capture_default_str();
+    cmd->add_flag_callback(
+        "--no-stretch", [o] { o->rp.overlay.stretch = false; },
+        "Show the frames as they are (default: each frame's 0.1-99.9 percentile range fills the grey scale)");
+    cmd->add_flag_callback(
+        "--no-legend", [o] { o->rp.overlay.legend = false; },
+        "No colour legend (default: top-left, orange = small, cyan = large, magenta = unknown)");
     cmd->add_option(
         "--frames", o->frames,
         "Trajectory frames A:B (0-based, B exclusive; A:, :B or a single frame A) to draw (default: all)");
-    cmd->add_option("--offset", o->offset,
-                    "Video frame = trajectory frame + OFFSET (e.g. tracked with --frames A:B → A)")
+    auto* opt_offset = cmd->add_option(
+        "--offset", o->rp.offset,
+        "Video frame = trajectory frame + OFFSET (default: the first video frame the file records, "
+        "e.g. A for a file tracked with --frames A:B)");
+    cmd->add_option("--channel", o->rp.channel, "Colour → grey: -1 luma, 0 R, 1 G, 2 B")->capture_default_str();
+    cmd->add_option("--radius", o->rp.radius, "Circle radius (px) when the file has neither radii nor species diameters")
         ->capture_default_str();
-    cmd->add_option("--channel", o->channel, "Colour → grey: -1 luma, 0 R, 1 G, 2 B")->capture_default_str();
-    cmd->add_option("--radius", o->radius,
-                    "Circle radius (px) when the file has neither radii nor species diameters")
-        ->capture_default_str();
-    cmd->add_option("--fps", o->fps, "Frame rate of the output video")->capture_default_str();
+    cmd->add_option("--fps", o->rp.fps, "Frame rate of the output video")->capture_default_str();
     cmd->add_option("--defects", o->defects,
                     "Results file with /analysis/defects: draw +1 (red circle) / -1 (blue cross) markers")
         ->check(CLI::ExistingFile);
     cmd->add_option("--defects-lag", o->defects_lag,
                     "Lag (frames) of the displacement field whose defects are drawn (default: smallest)");
-    cmd->callback([o, &g] {
-        o->op.validate();
-        if (!(o->fps > 0)) throw ParameterError("--fps must be > 0, got " + std::to_string(o->fps));
-        if (!(o->radius > 0)) throw ParameterError("--radius must be > 0, got " + std::to_string(o->radius));
-        if (o->offset < 0) throw ParameterError("--offset must be >= 0, got " + std::to_string(o->offset));
+    cmd->callback([o, &g, opt_offset] {
+        auto& rp = o->rp;
+        if (!(rp.fps > 0)) throw ParameterError("--fps must be > 0, got " + std::to_string(rp.fps));
+        if (!(rp.radius > 0)) throw ParameterError("--radius must be > 0, got " + std::to_string(rp.radius));
+        if (opt_offset->count() > 0 && rp.offset < 0)
+            throw ParameterError("--offset must be >= 0, got " + std::to_string(rp.offset));
         if (o->output.empty()) throw ParameterError("-o must not be empty");
         std::error_code ec;
         const bool want_folder = o->format == "png" || o->output.back() == '/' ||
@@ -120,102 +124,30 @@ void register_render(CLI::App& app, GlobalOptions& g) {
             if (ext != ".avi" && ext != ".mkv")
                 throw ParameterError("-o " + o->output + ": use NAME.avi, NAME.mkv or a folder ending in /");
         }
+        if (!o->frames.empty()) {
+            const auto [a, b] = parse_frame_range(o->frames);
+            rp.first = a;
+            rp.last = b;
+        }
+        rp.validate();
 
         store::TrajectoryReader tr(o->input);
-        const auto& meta = tr.meta();
         const auto markers = o->defects.empty()
                                  ? std::map<std::int64_t, std::vector<tracking::OverlayMarker>>{}
                                  : defect_markers(o->defects, o->defects_lag);
-        std::int64_t first = 0, last = tr.n_frames();
-        if (!o->frames.empty()) {
-            const auto [a, b] = parse_frame_range(o->frames);
-            first = a;
-            if (b >= 0) last = std::min(last, b);
-        }
-        if (first >= last)
-            throw ParameterError(o->input + ": no frames to draw (file has " + std::to_string(tr.n_frames()) +
-                                 " frames)");
-        tracking::ReaderParams rp;
-        rp.channel = o->channel;
-        rp.first = first + o->offset;
-        rp.last = last + o->offset;
-        auto src = tracking::open_video(o->video, rp);  // errors here leave no output
-        const auto& vi = src->info();
-        if (meta.image_width > 0 && meta.image_height > 0 &&
-            (meta.image_width != vi.width || meta.image_height != vi.height))
-            throw FormatError(o->video + ": video is " + std::to_string(vi.width) + "x" +
-                              std::to_string(vi.height) + " px but " + o->input + " was tracked on " +
-                              std::to_string(meta.image_width) + "x" + std::to_string(meta.image_height) +
-                              " px");
-        const bool has_radius = tr.columns().radius;
-        auto radius_of = [&](const TrajectoryTable& t, std::size_t r) {
-            if (has_radius && std::isfinite(t.radius[r]) && t.radius[r] > 0) return double(t.radius[r]);
-            const auto sp = t.species[r];
-            if (sp >= 0 && static_cast<std::size_t>(sp) < meta.species_diameters.size() &&
-                meta.species_diameters[sp] > 0)
-                return 0.5 * meta.species_diameters[static_cast<std::size_t>(sp)];
-            return o->radius;
-        };
-
-        // FrameSink writes a temporary (file or folder) renamed into place by close(); an error or
+        // The sink writes a temporary (file or folder) renamed into place at the end; an error or
         // Ctrl-C removes it.
         auto done = std::make_shared<std::int64_t>(0);
         on_interrupt(g, [o, done] {
-            return "after " + std::to_string(*done) + " frames; kept: nothing (" + o->output +
-                   " not written)";
+            return "after " + std::to_string(*done) + " frames; kept: nothing (" + o->output + " not written)";
         });
-        std::int64_t written = 0, skipped = 0;
-        {
-            tracking::FrameSink sink(o->output, fmt, o->fps);
-            tracking::OverlayRenderer ren(o->op);
-            Progress prog("render", last - first, g.progress());
-            const std::int64_t block = 64;
-            Trajectory chunk;
-            std::int64_t chunk_first = -1;
-            std::vector<std::vector<std::size_t>> rows_of;  // rows of each frame of the chunk
-            tracking::Frame fr;
-            for (;;) {
-                const auto st = src->next(fr);
-                if (st == tracking::ReadStatus::corrupt) {
-                    ++skipped;
-                    continue;
-                }
-                if (st != tracking::ReadStatus::ok) break;
-                const std::int64_t f = fr.index - o->offset;
-                if (f < first || f >= last) continue;
-                if (chunk_first < 0 || f >= chunk_first + block || f < chunk_first) {
-                    chunk_first = f;
-                    chunk = tr.read_frames(f, std::min(block, last - f));
-                    rows_of.assign(static_cast<std::size_t>(block), {});
-                    for (std::size_t r = 0; r < chunk.rows.size(); ++r) {
-                        const auto k = chunk.rows.frame[r] - chunk_first;
-                        if (k >= 0 && k < block) rows_of[static_cast<std::size_t>(k)].push_back(r);
-                    }
-                }
-                std::vector<tracking::OverlayDisk> disks;
-                for (const auto r : rows_of[static_cast<std::size_t>(f - chunk_first)]) {
-                    tracking::OverlayDisk d;
-                    d.x = chunk.rows.x[r];
-                    d.y = chunk.rows.y[r];
-                    d.radius = radius_of(chunk.rows, r);
-                    d.species = chunk.rows.species[r];
-                    d.id = chunk.rows.particle[r];
-                    disks.push_back(d);
-                }
-                const auto mk = markers.find(f);
-                sink.write(mk == markers.end() ? ren.render(fr.image, f, disks)
-                                               : ren.render(fr.image, f, disks, mk->second));
-                *done = ++written;
-                prog.update(written);
-            }
-            if (written == 0) throw FormatError(o->video + ": no frame of the range could be read");
-            sink.close();
-            prog.finish();
-        }
+        rp.progress = g.progress();
+        rp.on_frame = [done](std::int64_t n) { *done = n; };
+        const auto s = tracking::render_overlays(tr, o->input, o->video, o->output, fmt, rp, markers);
         if (!g.quiet)
-            std::cout << "render: " << written << " frames → " << o->output
-                      << (skipped ? " (" + std::to_string(skipped) + " undecodable frames skipped)"
-                                  : std::string())
+            std::cout << "render: " << s.written << " frames → " << o->output
+                      << (s.skipped ? " (" + std::to_string(s.skipped) + " undecodable frames skipped)"
+                                    : std::string())
                       << "\n";
     });
 }

@@ -205,18 +205,23 @@ void register_track(CLI::App& app, GlobalOptions& g) {
         tp.progress = g.progress();
         tp.validate();
 
-        const bool many = o->inputs.size() > 1;
-        if (many && looks_like_h5_file(o->output) && !fs::is_directory(o->output)) {
-            // An unquoted glob expands to many image files: one sequence was meant, and a folder
-            // named like the file, full of one-frame files, would be a silent surprise.
-            const bool images = std::all_of(o->inputs.begin(), o->inputs.end(), looks_like_image);
-            throw ParameterError("-o " + o->output + " is one file, but " + std::to_string(o->inputs.size()) +
-                                 (images ? " image files were given (an unquoted glob?): to track them as "
-                                           "one sequence, quote the pattern "
-                                           "(e.g. 'DIR/frame_*.png') or give their folder"
-                                         : " inputs were given") +
-                                 "; for one file per input, give an output folder (-o DIR)");
+        if (o->inputs.size() > 1 && looks_like_h5_file(o->output) && !fs::is_directory(o->output)) {
+            // Several image files to one -o FILE.h5 (an unquoted glob expanded by the shell): one
+            // sequence, as the quoted pattern would be. Anything else is an error, never a folder
+            // named like the file.
+            if (!std::all_of(o->inputs.begin(), o->inputs.end(), looks_like_image))
+                throw ParameterError("-o " + o->output + " is one file, but " +
+                                     std::to_string(o->inputs.size()) +
+                                     " inputs were given that are not all image files; for one file per "
+                                     "input, give an output folder (-o DIR)");
+            tp.input_files = o->inputs;
+            std::sort(tp.input_files.begin(), tp.input_files.end());
+            const std::string name = tp.input_files.front() + " … " +
+                                     fs::path(tp.input_files.back()).filename().string() + " (" +
+                                     std::to_string(tp.input_files.size()) + " image files)";
+            o->inputs = {name};
         }
+        const bool many = o->inputs.size() > 1;
         if (many) {
             std::error_code ec;
             fs::create_directories(o->output, ec);

@@ -67,8 +67,9 @@ namespace {
 
 class ImageSequenceSource final : public FrameSource {
 public:
-    ImageSequenceSource(const std::string& input, const ReaderParams& p) : params_(p) {
-        files_ = list_image_sequence(input);
+    ImageSequenceSource(std::vector<std::string> files, const std::string& input, const ReaderParams& p)
+        : params_(p) {
+        files_ = std::move(files);
         const auto n = static_cast<std::int64_t>(files_.size());
         info_.path = input;
         info_.format = "image-sequence";
@@ -159,7 +160,26 @@ private:
 
 std::unique_ptr<FrameSource> open_image_sequence(const std::string& input, const ReaderParams& p) {
     validate_reader_params(p);
-    return std::make_unique<ImageSequenceSource>(input, p);
+    return std::make_unique<ImageSequenceSource>(list_image_sequence(input), input, p);
 }
+
+}  // namespace vibra::tracking::detail
+
+namespace vibra::tracking {
+
+std::unique_ptr<FrameSource> open_image_files(std::vector<std::string> files, const std::string& name,
+                                              const ReaderParams& p) {
+    detail::validate_reader_params(p);
+    if (files.empty()) throw IoError(name + ": no image files");
+    std::error_code ec;
+    for (const auto& f : files) {
+        if (!detail::is_image_file(f))
+            throw IoError(f + ": not an image file (png, tif, jpg, bmp, pgm, ppm) of the sequence " + name);
+        if (!fs::is_regular_file(f, ec)) throw IoError(f + ": no such file");
+    }
+    std::sort(files.begin(), files.end(), [](const std::string& a, const std::string& b) {
+        return detail::natural_less(fs::path(a).filename().string(), fs::path(b).filename().string());
+    });
+    return std::make_unique<detail::ImageSequenceSource>(std::move(files), name, p);
 
 }  // namespace vibra::tracking::detail

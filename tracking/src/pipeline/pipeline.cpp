@@ -256,6 +256,9 @@ std::string run_fingerprint(const std::string& input, const TrackParams& p) {
     namespace fs = std::filesystem;
     std::error_code ec;
     std::string id = "input: " + input + "\n";
+    for (const auto& f : p.input_files) {  // a list of image files: each one's name and time
+        id += f + " " + std::to_string(fs::last_write_time(f, ec).time_since_epoch().count()) + "\n";
+    }
     if (fs::is_regular_file(input, ec)) {
         id += "bytes: " + std::to_string(fs::file_size(input, ec)) + "\n";
         id += "mtime: " + std::to_string(fs::last_write_time(input, ec).time_since_epoch().count()) + "\n";
@@ -353,6 +356,9 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
     plan.p = p_in;
     TrackParams& p = plan.p;
     auto& src = plan.src;
+    const auto open_video = [&](const std::string& in, const ReaderParams& rp) {
+        return p.input_files.empty() ? tracking::open_video(in, rp) : open_image_files(p.input_files, in, rp);
+    };
     src = open_video(input, p.reader);
     plan.info = src->info();
     const VideoInfo& info = plan.info;
@@ -447,6 +453,9 @@ Metadata initial_metadata(const std::string& input, const RunPlan& plan) {
     meta.source.vibra_version = vibra::version();
     meta.source.parameters = p.parameters;
     meta.user["video_format"] = info.format;
+    // What `vibra render` checks a video against, and where its frame numbers start.
+    if (info.n_frames >= 0) meta.user["video_frames"] = std::to_string(info.n_frames);
+    meta.user["first_video_frame"] = std::to_string(p.reader.first);
     if (plan.by_strips) meta.user["strips"] = std::to_string(plan.strips.size());
     if (p.fps > 0)
         meta.user["fps"] = std::to_string(p.fps);

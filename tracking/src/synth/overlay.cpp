@@ -9,6 +9,8 @@
 #include <string>
 
 #include "vibra/core/error.hpp"
+#include "vibra/core/progress.hpp"
+#include "vibra/tracking/video.hpp"
 
 namespace vibra::tracking {
 
@@ -70,23 +72,36 @@ void OverlayParams::validate() const {
         throw ParameterError("overlay: font_scale must be > 0, got " + std::to_string(font_scale));
 }
 
-cv::Mat to_display(const cv::Mat& grey) {
+cv::Mat to_display(const cv::Mat& grey, bool stretch) {
+    if (grey.depth() != CV_8U && grey.depth() != CV_16U)
+        throw FormatError("overlay: frames must be 8- or 16-bit");
+    if (grey.depth() == CV_16U && grey.channels() != 1) throw FormatError("overlay: 16-bit frames must be grey");
     cv::Mat g8;
-    if (grey.depth() == CV_8U) {
-        g8 = grey;
-    } else if (grey.depth() == CV_16U) {
-        // Percentile stretch from a 65536-bin histogram.
-        std::vector<std::int64_t> hist(65536, 0);
-        const cv::Mat g = grey.channels() == 1 ? grey : cv::Mat();
-        if (g.empty()) throw FormatError("overlay: 16-bit frames must be grey");
+    if (!stretch) {
+        if (grey.depth() == CV_8U)
+            g8 = grey;
+        else
+            grey.convertTo(g8, CV_8U, 255.0 / 65535.0);
+    } else {
+        // Percentile stretch (0.1–99.9 %) from a histogram of every level (of the grey of a
+        // colour frame: its channels stretched alike).
+        cv::Mat g = grey;
+        if (g.channels() == 3) cv::cvtColor(grey, g, cv::COLOR_BGR2GRAY);
+        const bool wide = g.depth() == CV_16U;
+        std::vector<std::int64_t> hist(wide ? 65536 : 256, 0);
         for (int j = 0; j < g.rows; ++j) {
-            const auto* r = g.ptr<std::uint16_t>(j);
-            for (int i = 0; i < g.cols; ++i) ++hist[r[i]];
+            if (wide) {
+                const auto* r = g.ptr<std::uint16_t>(j);
+                for (int i = 0; i < g.cols; ++i) ++hist[r[i]];
+            } else {
+                const auto* r = g.ptr<std::uint8_t>(j);
+                for (int i = 0; i < g.cols; ++i) ++hist[r[i]];
+            }
         }
         const auto n = static_cast<std::int64_t>(g.total());
         std::int64_t acc = 0;
-        int lo = 0, hi = 65535;
-        for (int v = 0; v < 65536; ++v) {
+        int lo = 0, hi = static_cast<int>(hist.size()) - 1;
+        for (int v = 0; v < static_cast<int>(hist.size()); ++v) {
             acc += hist[static_cast<std::size_t>(v)];
             if (acc * 1000 <= n) lo = v;
             if (acc * 1000 >= n * 999) {
@@ -95,9 +110,7 @@ cv::Mat to_display(const cv::Mat& grey) {
             }
         }
         if (hi <= lo) hi = lo + 1;
-        g.convertTo(g8, CV_8U, 255.0 / (hi - lo), -255.0 * lo / (hi - lo));
-    } else {
-        throw FormatError("overlay: frames must be 8- or 16-bit");
+        grey.convertTo(g8, CV_8U, 255.0 / (hi - lo), -255.0 * lo / (hi - lo));
     }
     cv::Mat bgr;
     if (g8.channels() == 1)
@@ -107,17 +120,49 @@ cv::Mat to_display(const cv::Mat& grey) {
     return bgr;
 }
 
+namespace {
+
+// The colour legend: a dark box in the top-left corner, one line per species (a circle in its
+// colour and its name), "unknown" when such a disk is drawn.
+void draw_legend(cv::Mat& img, bool any_unknown, const OverlayParams& p) {
+    std::vector<std::pair<std::string, cv::Scalar>> lines;
+    for (std::size_t k = 0; k < p.species_names.size() && k < 2; ++k)
+        lines.emplace_back(p.species_names[k], k == 0 ? p.colour_small : p.colour_large);
+    if (any_unknown) lines.emplace_back("unknown", p.colour_unknown);
+    if (lines.empty()) return;
+    const double fs = std::max(0.4, p.font_scale * 1.3);
+    int base = 0, w = 0;
+    const int line_h = cv::getTextSize("Mg", cv::FONT_HERSHEY_SIMPLEX, fs, 1, &base).height + 8;
+    for (const auto& [name, c] : lines)
+        w = std::max(w, cv::getTextSize(name, cv::FONT_HERSHEY_SIMPLEX, fs, 1, &base).width);
+    const int r = line_h / 3, pad = 4;
+    const cv::Rect box(0, 0, std::min(img.cols, 3 * pad + 2 * r + w + pad),
+                       std::min(img.rows, pad + line_h * static_cast<int>(lines.size())));
+    img(box) *= 0.3;
+    for (std::size_t k = 0; k < lines.size(); ++k) {
+        const int cy = pad + line_h * static_cast<int>(k) + line_h / 2;
+        cv::circle(img, {pad + r, cy}, r, lines[k].second, 2, cv::LINE_AA);
+        cv::putText(img, lines[k].first, {2 * pad + 2 * r, cy + line_h / 4}, cv::FONT_HERSHEY_SIMPLEX, fs,
+                    lines[k].second, 1, cv::LINE_AA);
+    }
+}
+
+}  // namespace
+
 cv::Mat draw_overlay(const cv::Mat& frame, std::span<const OverlayDisk> disks,
                      const std::map<std::int64_t, std::deque<cv::Point2d>>& trails,
                      std::span<const OverlayMarker> markers, const OverlayParams& p) {
     p.validate();
-    cv::Mat img = to_display(frame);
+    cv::Mat img = to_display(frame, p.stretch);
     const int s = p.upscale;
     if (s > 1) cv::resize(img, img, cv::Size(), s, s, cv::INTER_NEAREST);
     auto colour_of = [&](std::int8_t sp) {
         return sp == 0 ? p.colour_small : sp == 1 ? p.colour_large : p.colour_unknown;
     };
-    // Trails first (underneath).
+    // The legend and the trails first (underneath the circles).
+    if (p.legend)
+        draw_legend(img, std::any_of(disks.begin(), disks.end(), [](const OverlayDisk& d) { return d.species < 0; }),
+                    p);
     if (p.trails > 0) {
         std::map<std::int64_t, std::int8_t> species_of;
         for (const auto& d : disks) species_of[d.id] = d.species;
@@ -172,6 +217,130 @@ cv::Mat OverlayRenderer::render(const cv::Mat& frame, std::int64_t frame_number,
         }
     }
     return draw_overlay(frame, disks, trails_, markers, p_);
+}
+
+void OverlayRunParams::validate() const {
+    overlay.validate();
+    if (first < 0) throw ParameterError("render: first frame must be >= 0, got " + std::to_string(first));
+    if (last >= 0 && last <= first)
+        throw ParameterError("render: the frame range " + std::to_string(first) + ":" + std::to_string(last) +
+                             " is empty");
+    if (offset < -1) throw ParameterError("render: offset must be >= 0, got " + std::to_string(offset));
+    if (!(radius > 0)) throw ParameterError("render: radius must be > 0, got " + std::to_string(radius));
+    if (!(fps > 0)) throw ParameterError("render: fps must be > 0, got " + std::to_string(fps));
+}
+
+namespace {
+
+std::int64_t recorded_int(const Metadata& m, const char* key, std::int64_t fallback) {
+    const auto it = m.user.find(key);
+    if (it == m.user.end()) return fallback;
+    try {
+        return std::stoll(it->second);
+    } catch (const std::exception&) {
+        return fallback;
+    }
+}
+
+// The video against what the trajectory file records of the video it was tracked from.
+void check_video(const VideoInfo& vi, const Metadata& meta, std::int64_t n_traj, std::int64_t offset,
+                 const std::string& traj_name, const std::string& video) {
+    if (meta.image_width > 0 && meta.image_height > 0 &&
+        (meta.image_width != vi.width || meta.image_height != vi.height))
+        throw FormatError(video + ": video is " + std::to_string(vi.width) + "x" + std::to_string(vi.height) +
+                          " px but " + traj_name + " was tracked on " + std::to_string(meta.image_width) + "x" +
+                          std::to_string(meta.image_height) + " px");
+    if (vi.n_frames < 0) return;  // unknown (a stream): checked while reading
+    const std::int64_t recorded = recorded_int(meta, "video_frames", -1);
+    if (recorded >= 0 && recorded != vi.n_frames)
+        throw FormatError(video + ": video has " + std::to_string(vi.n_frames) + " frames but " + traj_name +
+                          " was tracked from a video of " + std::to_string(recorded) + " frames");
+    if (vi.n_frames < offset + n_traj)
+        throw FormatError(video + ": video has " + std::to_string(vi.n_frames) + " frames but " + traj_name +
+                          " holds " + std::to_string(n_traj) + " frames from video frame " +
+                          std::to_string(offset));
+}
+
+}  // namespace
+
+OverlaySummary render_overlays(const TrajectorySource& traj, const std::string& traj_name,
+                               const std::string& video, const std::string& output, VideoFormat format,
+                               const OverlayRunParams& p,
+                               const std::map<std::int64_t, std::vector<OverlayMarker>>& markers) {
+    p.validate();
+    const Metadata& meta = traj.meta();
+    const std::int64_t first = p.first, last = p.last < 0 ? traj.n_frames() : std::min(p.last, traj.n_frames());
+    if (first >= last)
+        throw ParameterError(traj_name + ": no frames to draw (" + std::to_string(first) + ":" +
+                             std::to_string(last) + "; the file has " + std::to_string(traj.n_frames()) +
+                             " frames)");
+    OverlaySummary sum;
+    sum.offset = p.offset >= 0 ? p.offset : recorded_int(meta, "first_video_frame", 0);
+    ReaderParams rp;
+    rp.channel = p.channel;
+    rp.first = first + sum.offset;
+    rp.last = last + sum.offset;
+    auto src = open_video(video, rp);  // errors here leave no output
+    check_video(src->info(), meta, traj.n_frames(), sum.offset, traj_name, video);
+    OverlayParams op = p.overlay;
+    if (!meta.species_names.empty()) op.species_names = meta.species_names;
+
+    auto radius_of = [&](const TrajectoryTable& t, std::size_t r) {
+        if (!t.radius.empty() && std::isfinite(t.radius[r]) && t.radius[r] > 0) return double(t.radius[r]);
+        const auto sp = t.species[r];
+        if (sp >= 0 && static_cast<std::size_t>(sp) < meta.species_diameters.size() &&
+            meta.species_diameters[static_cast<std::size_t>(sp)] > 0)
+            return 0.5 * meta.species_diameters[static_cast<std::size_t>(sp)];
+        return p.radius;
+    };
+    FrameSink sink(output, format, p.fps);  // a temporary, renamed into place by close()
+    OverlayRenderer ren(op);
+    Progress prog("render", last - first, p.progress);
+    const std::int64_t block = 64;
+    Trajectory chunk;
+    std::int64_t chunk_first = -1;
+    std::vector<std::vector<std::size_t>> rows_of;  // rows of each frame of the chunk
+    Frame fr;
+    std::vector<OverlayDisk> disks;
+    for (;;) {
+        const auto st = src->next(fr);
+        if (st == ReadStatus::corrupt) {
+            ++sum.skipped;
+            continue;
+        }
+        if (st != ReadStatus::ok) break;
+        const std::int64_t f = fr.index - sum.offset;
+        if (f < first || f >= last) continue;
+        if (chunk_first < 0 || f >= chunk_first + block || f < chunk_first) {
+            chunk_first = f;
+            chunk = traj.read_frames(f, std::min(block, last - f));
+            rows_of.assign(static_cast<std::size_t>(block), {});
+            for (std::size_t r = 0; r < chunk.rows.size(); ++r) {
+                const auto k = chunk.rows.frame[r] - chunk_first;
+                if (k >= 0 && k < block) rows_of[static_cast<std::size_t>(k)].push_back(r);
+            }
+        }
+        disks.clear();
+        for (const auto r : rows_of[static_cast<std::size_t>(f - chunk_first)]) {
+            OverlayDisk d;
+            d.x = chunk.rows.x[r];
+            d.y = chunk.rows.y[r];
+            d.radius = radius_of(chunk.rows, r);
+            d.species = chunk.rows.species[r];
+            d.id = chunk.rows.particle[r];
+            disks.push_back(d);
+        }
+        const auto mk = markers.find(f);
+        sink.write(mk == markers.end() ? ren.render(fr.image, f, disks) : ren.render(fr.image, f, disks, mk->second),
+                   f);
+        ++sum.written;
+        if (p.on_frame) p.on_frame(sum.written);
+        prog.update(sum.written);
+    }
+    if (sum.written == 0) throw FormatError(video + ": no frame of the range could be read");
+    sink.close();
+    prog.finish();
+    return sum;
 }
 
 }  // namespace vibra::tracking

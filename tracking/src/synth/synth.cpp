@@ -875,7 +875,9 @@ std::string FrameSink::sequence_file(const std::string& folder, VideoFormat f, s
     return (std::filesystem::path(folder) / name).string();
 }
 
-void FrameSink::write(const cv::Mat& image) {
+void FrameSink::write(const cv::Mat& image) { write(image, impl_->n); }
+
+void FrameSink::write(const cv::Mat& image, std::int64_t number) {
     auto& m = *impl_;
     if (m.closed) throw IoError(m.target + ": write after close");
     if (image.empty()) throw IoError(m.target + ": empty frame");
@@ -928,7 +930,7 @@ void FrameSink::write(const cv::Mat& image) {
                       " differs in size or type from the first frame");
     }
     if (m.format == VideoFormat::png || m.format == VideoFormat::tiff) {
-        const auto file = sequence_file(m.path, m.format, m.n);
+        const auto file = sequence_file(m.path, m.format, number);
         bool ok = false;
         try {
             ok = detail::imwrite(file, image);

@@ -31,6 +31,9 @@ struct TrackParams {
     LinkParams
         link;  ///< max_step 5 px by default (LinkParams); set 0 for automatic (0.5 × small radius), as `vibra track` does
     ReaderParams reader;
+    /// When not empty: the input is these image files, one sequence (open_image_files; the
+    /// `input` of track_video then only names it).
+    std::vector<std::string> input_files;
     int threads = 0;  ///< detection workers; 0 = all cores (the output does not depend on it)
     /// Each frame starts from the one before (DiskLocator: several times less work per frame,
     /// same accuracy); false = every frame from scratch (locate()), frames dealt to the workers in turn.

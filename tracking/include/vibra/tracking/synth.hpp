@@ -194,6 +194,9 @@ public:
     FrameSink& operator=(const FrameSink&) = delete;
     /// CV_8UC1, CV_16UC1 (png/tiff only) or CV_8UC3 (BGR; avi_ffv1, avi_mjpeg, png, tiff).
     void write(const cv::Mat& image);
+    /// The same; an image-sequence file is named after `number` (frame_%06d of it) instead of
+    /// the count written so far (`vibra render` keeps the trajectory's frame numbers).
+    void write(const cv::Mat& image, std::int64_t number);
     /// Flushes and closes; called by the destructor too (which swallows errors).
     void close();
     std::int64_t frames_written() const;

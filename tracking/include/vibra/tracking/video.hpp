@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace vibra::tracking {
 
@@ -61,6 +62,12 @@ public:
 /// Opens INPUT: a video file, a camera file (.cine, .mraw with .cih/.cihx), an image-sequence
 /// folder, or a glob ("frames/*.png"). Throws vibra::IoError / FormatError naming the input.
 std::unique_ptr<FrameSource> open_video(const std::string& input, const ReaderParams& params = {});
+
+/// Opens a list of image files as one sequence (natural-sorted by file name, as a quoted glob
+/// of the same files would be); `name` names it in messages and VideoInfo::path. Throws
+/// IoError naming a file that is missing or not an image.
+std::unique_ptr<FrameSource> open_image_files(std::vector<std::string> files, const std::string& name,
+                                              const ReaderParams& params = {});
 
 /// Writes one image file (format from the extension: .png, .tif, …; 8- or 16-bit) with OpenCV's
 /// image codecs, which vibra loads on first use (docs/performance.md, "start-up"); false when

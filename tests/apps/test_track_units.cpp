@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// vibra track → analyze → render on a synthetic clip: the frame rate from the container, mm and
+// s downstream (--units), the edge flag and the inset analysis window (g(r) against the truth),
+// image files given one by one as one sequence, render's frame numbers, legend and checks.
+#include <catch2/catch.hpp>
+
+#include <opencv2/imgcodecs.hpp>
+
+#include <cmath>
+#include <filesystem>
+
+#include "test_support.hpp"
+#include "vibra/store/results_file.hpp"
+#include "vibra/store/trajectory_file.hpp"
+
+using namespace vibra;
+namespace fs = std::filesystem;
+
+namespace {
+std::string q(const std::string& s) { return "'" + s + "'"; }
+
+const ResultArray& array(const ResultGroup& g, const std::string& name) {
+    const auto* a = g.find(name);
+    REQUIRE(a);
+    return *a;
+}
+double attr(const ResultGroup& g, const std::string& name) { return std::get<double>(g.attrs.at(name)); }
+
+// A synthetic clip (AVI at 25 frames/s, the synth default) and its truth file.
+struct Clip {
+    test::TempDir dir{"track_units"};
+    std::string video = dir.file("clip.avi"), truth = dir.file("clip.truth.h5");
+    explicit Clip(const std::string& more = "") {
+        const auto r = test::run_vibra("-q synth -o " + q(video) +
+                                       " --width 256 --height 256 --frames 12 --packing-fraction 0.6 "
+                                       "--radius-small 6 --radius-large 8 --seed 11 " +
+                                       more);
+        INFO(r.output);
+        REQUIRE(r.exit_code == 0);
+    }
+};
+}  // namespace
+
+TEST_CASE("track: the container's rate gives times in s; --px-per-mm gives mm downstream", "[integration]") {
+    Clip c;
+    const auto h5 = c.dir.file("t.h5");
+    auto r = test::run_vibra("-q track " + q(c.video) + " -o " + q(h5) +
+                             " --radius-small 6 --radius-large 8 --px-per-mm 4");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    store::TrajectoryReader tr(h5);
+    CHECK(tr.meta().time_unit == "s");
+    CHECK(tr.meta().frame_interval == Approx(1.0 / 25));
+    CHECK(tr.meta().user.at("frame_rate_source") == "video container");
+    CHECK(tr.meta().length_unit == "px");  // what was measured
+    REQUIRE(tr.meta().px_per_mm);
+    CHECK(*tr.meta().px_per_mm == 4);
+
+    const auto mm = c.dir.file("mm.h5"), px = c.dir.file("px.h5");
+    r = test::run_vibra("-q analyze " + q(h5) + " -o " + q(mm) + " --only gr,msd");
+    REQUIRE(r.exit_code == 0);
+    r = test::run_vibra("-q analyze " + q(h5) + " -o " + q(px) + " --only gr,msd --units px");
+    REQUIRE(r.exit_code == 0);
+    const auto gmm = store::read_results(mm, "gr"), gpx = store::read_results(px, "gr");
+    CHECK(array(gmm, "r").units == "mm");
+    CHECK(array(gpx, "r").units == "px");
+    CHECK(attr(gmm, "r_peak") == Approx(attr(gpx, "r_peak") / 4).epsilon(1e-9));
+    const auto mmm = store::read_results(mm, "msd"), mpx = store::read_results(px, "msd");
+    CHECK(array(mmm, "lag").units == "s");
+    CHECK(array(mpx, "lag").units == "frame");
+    CHECK(array(mmm, "msd").units == "mm^2");
+    CHECK(store::read_results_input_meta(mm).length_unit == "mm");
+    // --units mm needs both: this file has them; a file without a scale is an error naming it.
+    const auto bare = c.dir.file("bare.h5");
+    REQUIRE(test::run_vibra("-q track " + q(c.video) + " -o " + q(bare) + " --radius-small 6 --radius-large 8")
+                .exit_code == 0);
+    r = test::run_vibra("-q analyze " + q(bare) + " -o " + q(c.dir.file("x.h5")) + " --only gr --units mm");
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.output, Catch::Contains("bare.h5") && Catch::Contains("px_per_mm"));
+    r = test::run_vibra("-q analyze " + q(bare) + " -o " + q(c.dir.file("x.h5")) + " --units cm");
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("--units"));
+    // usage errors naming the flag
+    for (const std::string bad : {"--fps 0", "--px-per-mm -1", "--radius -3", "--roi 50,50,10,90"}) {
+        r = test::run_vibra("-q track " + q(c.video) + " -o " + q(c.dir.file("y.h5")) + " --radius 6 " + bad);
+        INFO(bad << ": " << r.output);
+        CHECK(r.exit_code == 2);
+        CHECK_THAT(r.output, Catch::Contains(bad.substr(0, bad.find(' '))));
+    }
+}
+
+TEST_CASE("track: disks cut by the edge of the region are flagged and outside the inset window", "[integration]") {
+    Clip c;
+    const auto h5 = c.dir.file("t.h5");
+    // the region: a ROI inside the image, so that disks cross its edge
+    auto r = test::run_vibra("-q track " + q(c.video) + " -o " + q(h5) +
+                             " --radius-small 6 --radius-large 8 --roi 40,40,216,200");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    store::TrajectoryReader tr(h5);
+    const auto& g = tr.meta().geometry;
+    REQUIRE(g.kind == GeometryKind::window_rect);
+    CHECK(g.x0 == Approx(48));
+    CHECK(g.y0 == Approx(48));
+    CHECK(g.x1 == Approx(208));
+    CHECK(g.y1 == Approx(192));
+    CHECK_THAT(tr.meta().user.at("window"), Catch::Contains("ROI inset by the large radius"));
+    REQUIRE(tr.columns().edge);
+    const auto t = tr.read_all();
+    std::size_t flagged = 0, whole = 0;
+    for (std::size_t i = 0; i < t.rows.size(); ++i) {
+        const double x = t.rows.x[i], y = t.rows.y[i], rad = t.rows.radius[i];
+        const bool cut = x - rad < 40 || y - rad < 40 || x + rad > 216 || y + rad > 200;
+        CHECK(int(t.rows.edge[i]) == int(cut));
+        if (t.rows.edge[i]) {
+            ++flagged;
+            CHECK_FALSE(g.contains(x, y));
+        } else {
+            ++whole;
+        }
+    }
+    CHECK(flagged > 12);  // more than one per frame
+    CHECK(whole > flagged);
+}
+
+TEST_CASE("track: g(r) of a tracked clip in its inset window as the truth's", "[integration]") {
+    Clip c;  // the synth default: walls 4 px inside the image
+    const auto h5 = c.dir.file("t.h5");
+    auto r = test::run_vibra("-q track " + q(c.video) + " -o " + q(h5) + " --radius-small 6 --radius-large 8");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    // g(r): the tracked file in its inset window against the truth file (exact centres) in the
+    // whole image: the first peak's height agrees within 3% (biased edge disks in the window pulled
+    // it 7% low).
+    const auto rt = c.dir.file("rt.h5"), rr = c.dir.file("rr.h5");
+    REQUIRE(test::run_vibra("-q analyze " + q(h5) + " -o " + q(rt) + " --only gr").exit_code == 0);
+    REQUIRE(test::run_vibra("-q analyze " + q(c.truth) + " -o " + q(rr) + " --only gr").exit_code == 0);
+    const double gt = attr(store::read_results(rt, "gr"), "g_peak");
+    const double gtruth = attr(store::read_results(rr, "gr"), "g_peak");
+    INFO("tracked " << gt << ", truth " << gtruth);
+    CHECK(std::abs(gt / gtruth - 1) < 0.03);
+}
+
+TEST_CASE("track: image files given one by one to -o FILE.h5 are one sequence", "[integration]") {
+    test::TempDir dir("track_files");
+    const auto png = dir.file("png");
+    REQUIRE(test::run_vibra("-q synth -o " + q(png) +
+                            " --format png --frames 5 --width 128 --height 128 --radius-small 6 "
+                            "--radius-large 8 --seed 3")
+                .exit_code == 0);
+    const auto a = dir.file("glob.h5"), b = dir.file("files.h5");
+    auto r = test::run_vibra("-q track " + q(png + "/frame_*.png") + " -o " + q(a) + " --radius-small 6 --radius-large 8");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    // the shell expands the glob: five arguments, given in reverse order on purpose
+    r = test::run("cd " + q(png) + " && " + q(VIBRA_CLI) + " -q track $(ls frame_*.png | sort -r) -o " + q(b) +
+                  " --radius-small 6 --radius-large 8");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    REQUIRE(fs::is_regular_file(b));
+    const auto ta = store::TrajectoryReader(a).read_all(), tb = store::TrajectoryReader(b).read_all();
+    CHECK(tb.index.n_frames() == 5);
+    CHECK(ta.rows.x == tb.rows.x);
+    CHECK(ta.rows.particle == tb.rows.particle);
+    // not all images: a usage error, no folder made
+    r = test::run_vibra("-q track " + q(png + "/frame_000000.png") + " " + q(a) + " -o " + q(dir.file("c.h5")) +
+                        " --radius 6");
+    CHECK(r.exit_code == 2);
+    CHECK_FALSE(fs::exists(dir.file("c.h5")));
+}
+
+TEST_CASE("render: real frame numbers, a legend, contrast stretch, and a video that must match", "[integration]") {
+    Clip c;
+    const auto h5 = c.dir.file("t.h5");
+    REQUIRE(test::run_vibra("-q track " + q(c.video) + " -o " + q(h5) + " --radius-small 6 --radius-large 8")
+                .exit_code == 0);
+    const auto out = c.dir.file("ov") + "/";
+    auto r = test::run_vibra("-q render " + q(h5) + " --video " + q(c.video) + " -o " + q(out) + " --frames 5:7");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(fs::exists(out + "frame_000005.png"));
+    CHECK(fs::exists(out + "frame_000006.png"));
+    CHECK_FALSE(fs::exists(out + "frame_000000.png"));
+    const cv::Mat img = cv::imread(out + "frame_000005.png", cv::IMREAD_COLOR);
+    REQUIRE(!img.empty());
+    // the legend: orange (small) and cyan (large) pixels in the top-left corner
+    int orange = 0, cyan = 0;
+    for (int y = 0; y < 40; ++y)
+        for (int x = 0; x < 70; ++x) {
+            const auto p = img.at<cv::Vec3b>(y, x);
+            orange += p[2] > 200 && p[1] > 100 && p[1] < 180 && p[0] < 60;
+            cyan += p[0] > 200 && p[1] > 150 && p[2] < 60;
+        }
+    CHECK(orange > 5);
+    CHECK(cyan > 5);
+    // stretch: the frame fills the grey scale; --no-stretch keeps the video's own levels
+    const auto raw = c.dir.file("raw") + "/";
+    REQUIRE(test::run_vibra("-q render " + q(h5) + " --video " + q(c.video) + " -o " + q(raw) +
+                            " --frames 5:6 --no-stretch --no-legend")
+                .exit_code == 0);
+    const cv::Mat a = cv::imread(raw + "frame_000005.png", cv::IMREAD_GRAYSCALE);
+    cv::Mat grey;
+    cv::cvtColor(img, grey, cv::COLOR_BGR2GRAY);
+    double lo_a, hi_a, lo_s, hi_s;
+    cv::minMaxLoc(a, &lo_a, &hi_a);
+    cv::minMaxLoc(grey(cv::Rect(80, 80, 96, 96)), &lo_s, &hi_s);
+    CHECK(hi_s - lo_s >= 250);  // stretched
+    CHECK(hi_a - lo_a < 250);   // the synthetic video's own contrast
+    // another video of the same size but fewer frames: refused, naming both
+    const auto other = c.dir.file("other.avi");
+    REQUIRE(test::run_vibra("-q synth -o " + q(other) + " --width 256 --height 256 --frames 6 --seed 2").exit_code ==
+            0);
+    r = test::run_vibra("-q render " + q(h5) + " --video " + q(other) + " -o " + q(c.dir.file("bad") + "/"));
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.output, Catch::Contains("other.avi") && Catch::Contains("t.h5") && Catch::Contains("6 frames") &&
+                             Catch::Contains("12 frames"));
+    CHECK_FALSE(fs::exists(c.dir.file("bad")));
+}
