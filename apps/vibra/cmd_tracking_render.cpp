@@ -67,9 +67,10 @@ void register_render(CLI::App& app, GlobalOptions& g) {
                                    "Overlay a trajectory file on its video: circles coloured by species, "
                                    "optional ids and trails (AVI video or PNG frames)");
     cmd->add_option("input", o->input, "vibra HDF5 trajectory file")->required()->check(CLI::ExistingFile);
-    cmd->add_option("--video", o->video,
-                    "The video (file, camera file, image folder or glob) the trajectories came from; its size "
-                    "and frame count must be those the file records")
+    cmd->add_option(
+           "--video", o->video,
+           "The video (file, camera file, image folder or glob) the trajectories came from; its size "
+           "and frame count must be those the file records")
         ->required();
     cmd->add_option("-o,--output", o->output,
                     "NAME.avi (Motion-JPEG), NAME.mkv (FFV1), or a folder (ending in /) for PNG frames named "
@@ -79,7 +80,8 @@ void register_render(CLI::App& app, GlobalOptions& g) {
         ->check(CLI::IsMember({"mjpeg", "ffv1", "png"}));
     auto& op = o->rp.overlay;
     cmd->add_flag("--ids", op.ids, "Draw trajectory ids");
-    cmd->add_option("--trails", op.trails, "Draw the last N positions of each trajectory")->capture_default_str();
+    cmd->add_option("--trails", op.trails, "Draw the last N positions of each trajectory")
+        ->capture_default_str();
     cmd->add_option("--thickness", op.thickness, "Circle line thickness (output px)")->capture_default_str();
     cmd->add_option("--upscale", op.upscale, "Output size = video size x N (for small disks)")
         ->capture_default_str();
@@ -96,8 +98,10 @@ void register_render(CLI::App& app, GlobalOptions& g) {
         "--offset", o->rp.offset,
         "Video frame = trajectory frame + OFFSET (default: the first video frame the file records, "
         "e.g. A for a file tracked with --frames A:B)");
-    cmd->add_option("--channel", o->rp.channel, "Colour → grey: -1 luma, 0 R, 1 G, 2 B")->capture_default_str();
-    cmd->add_option("--radius", o->rp.radius, "Circle radius (px) when the file has neither radii nor species diameters")
+    cmd->add_option("--channel", o->rp.channel, "Colour → grey: -1 luma, 0 R, 1 G, 2 B")
+        ->capture_default_str();
+    cmd->add_option("--radius", o->rp.radius,
+                    "Circle radius (px) when the file has neither radii nor species diameters")
         ->capture_default_str();
     cmd->add_option("--fps", o->rp.fps, "Frame rate of the output video")->capture_default_str();
     cmd->add_option("--defects", o->defects,
@@ -139,7 +143,8 @@ void register_render(CLI::App& app, GlobalOptions& g) {
         // Ctrl-C removes it.
         auto done = std::make_shared<std::int64_t>(0);
         on_interrupt(g, [o, done] {
-            return "after " + std::to_string(*done) + " frames; kept: nothing (" + o->output + " not written)";
+            return "after " + std::to_string(*done) + " frames; kept: nothing (" + o->output +
+                   " not written)";
         });
         rp.progress = g.progress();
         rp.on_frame = [done](std::int64_t n) { *done = n; };

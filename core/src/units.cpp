@@ -67,7 +67,8 @@ Metadata convert_metadata(const Metadata& m, const UnitConversion& c) {
     Metadata out = m;
     out.length_unit = c.length_unit;
     out.time_unit = c.time_unit;
-    if (c.time_factor != 1) out.frame_interval = c.time_unit == "frame" ? 1.0 : m.frame_interval * c.time_factor;
+    if (c.time_factor != 1)
+        out.frame_interval = c.time_unit == "frame" ? 1.0 : m.frame_interval * c.time_factor;
     const double a = c.length_factor;
     if (a != 1) {
         Geometry& g = out.geometry;

@@ -26,8 +26,12 @@ using detail::exists;
 using detail::Handle;
 
 ColumnSet ColumnSet::of(const TrajectoryTable& t) {
-    return {!t.vx.empty(), !t.radius.empty(), !t.brightness.empty(), !t.quality.empty(),
-            !t.species_confidence.empty(), !t.edge.empty()};
+    return {!t.vx.empty(),
+            !t.radius.empty(),
+            !t.brightness.empty(),
+            !t.quality.empty(),
+            !t.species_confidence.empty(),
+            !t.edge.empty()};
 }
 
 namespace {

@@ -186,7 +186,8 @@ void compare(const ResultGroup& px, const ResultGroup& mm, const std::string& pa
         }
         if (bad)
             FAIL_CHECK(where << ": " << bad << " of " << va.size() << " values do not scale by " << f
-                             << ", first at " << first_bad << ": " << va[first_bad] << " → " << vb[first_bad]);
+                             << ", first at " << first_bad << ": " << va[first_bad] << " → "
+                             << vb[first_bad]);
         if (d.L != 0 || d.T != 0) ++n_scaled;
     }
     REQUIRE(px.groups.size() == mm.groups.size());
@@ -250,7 +251,8 @@ TEST_CASE("units: --units px on a calibrated file gives the px/frame results bit
         for (const auto& o : sp.options) values[o.flag] = o.default_value;
     for (const std::string name : {"gr", "msd", "vacf", "vdos"}) {
         INFO(name);
-        const auto& s = *std::find_if(specs.begin(), specs.end(), [&](const auto& x) { return x.name == name; });
+        const auto& s =
+            *std::find_if(specs.begin(), specs.end(), [&](const auto& x) { return x.name == name; });
         AnalysisContext c1{px, values, false, 1, nullptr, nullptr, std::int64_t{1} << 30};
         AnalysisContext c2{back, values, false, 1, nullptr, nullptr, std::int64_t{1} << 30};
         const auto g1 = s.run(c1), g2 = s.run(c2);
@@ -258,7 +260,8 @@ TEST_CASE("units: --units px on a calibrated file gives the px/frame results bit
         for (std::size_t k = 0; k < g1.front().arrays.size(); ++k) {
             INFO(g1.front().arrays[k].name);
             CHECK(g1.front().arrays[k].units == g2.front().arrays[k].units);
-            if (g1.front().arrays[k].data != g2.front().arrays[k].data && g1.front().arrays[k].data.index() == 0) {
+            if (g1.front().arrays[k].data != g2.front().arrays[k].data &&
+                g1.front().arrays[k].data.index() == 0) {
                 const auto& a = std::get<0>(g1.front().arrays[k].data);
                 const auto& b = std::get<0>(g2.front().arrays[k].data);
                 for (std::size_t i = 0; i < a.size(); ++i)

@@ -167,6 +167,8 @@ std::unique_ptr<FrameSource> open_image_sequence(const std::string& input, const
 
 namespace vibra::tracking {
 
+namespace fs = std::filesystem;
+
 std::unique_ptr<FrameSource> open_image_files(std::vector<std::string> files, const std::string& name,
                                               const ReaderParams& p) {
     detail::validate_reader_params(p);
@@ -181,5 +183,6 @@ std::unique_ptr<FrameSource> open_image_files(std::vector<std::string> files, co
         return detail::natural_less(fs::path(a).filename().string(), fs::path(b).filename().string());
     });
     return std::make_unique<detail::ImageSequenceSource>(std::move(files), name, p);
+}
 
-}  // namespace vibra::tracking::detail
+}  // namespace vibra::tracking

@@ -297,7 +297,8 @@ struct EdgeRegion {
     bool cut(double x, double y, double r) const {
         if (!(r > 0)) r = r_default;
         if (x - r < x0 || x + r > x1 || y - r < y0 || y + r > y1) return true;
-        return circle.kind == GeometryKind::window_circle && std::hypot(x - circle.cx, y - circle.cy) + r > circle.r;
+        return circle.kind == GeometryKind::window_circle &&
+               std::hypot(x - circle.cx, y - circle.cy) + r > circle.r;
     }
     // The analysis window: where the centre of a disk of radius R keeps the disk inside.
     Geometry window(double R) const {
@@ -734,10 +735,10 @@ FrameColumns FrameConsumer::final_metadata(Metadata& meta, bool truncated) const
     }
     const bool camera = info.format == "cine" || info.format == "mraw";
     meta.user["frame_rate_source"] = meta.time_unit != "s" ? "none: times in frames"
-                                     : stamped                ? "camera time stamps"
-                                     : p.fps > 0              ? "--fps"
-                                     : camera                 ? "camera header"
-                                                              : "video container";
+                                     : stamped             ? "camera time stamps"
+                                     : p.fps > 0           ? "--fps"
+                                     : camera              ? "camera header"
+                                                           : "video container";
     meta.incomplete = truncated;
 
     FrameColumns fc;

@@ -75,7 +75,8 @@ void OverlayParams::validate() const {
 cv::Mat to_display(const cv::Mat& grey, bool stretch) {
     if (grey.depth() != CV_8U && grey.depth() != CV_16U)
         throw FormatError("overlay: frames must be 8- or 16-bit");
-    if (grey.depth() == CV_16U && grey.channels() != 1) throw FormatError("overlay: 16-bit frames must be grey");
+    if (grey.depth() == CV_16U && grey.channels() != 1)
+        throw FormatError("overlay: 16-bit frames must be grey");
     cv::Mat g8;
     if (!stretch) {
         if (grey.depth() == CV_8U)
@@ -161,8 +162,9 @@ cv::Mat draw_overlay(const cv::Mat& frame, std::span<const OverlayDisk> disks,
     };
     // The legend and the trails first (underneath the circles).
     if (p.legend)
-        draw_legend(img, std::any_of(disks.begin(), disks.end(), [](const OverlayDisk& d) { return d.species < 0; }),
-                    p);
+        draw_legend(
+            img, std::any_of(disks.begin(), disks.end(), [](const OverlayDisk& d) { return d.species < 0; }),
+            p);
     if (p.trails > 0) {
         std::map<std::int64_t, std::int8_t> species_of;
         for (const auto& d : disks) species_of[d.id] = d.species;
@@ -248,8 +250,8 @@ void check_video(const VideoInfo& vi, const Metadata& meta, std::int64_t n_traj,
     if (meta.image_width > 0 && meta.image_height > 0 &&
         (meta.image_width != vi.width || meta.image_height != vi.height))
         throw FormatError(video + ": video is " + std::to_string(vi.width) + "x" + std::to_string(vi.height) +
-                          " px but " + traj_name + " was tracked on " + std::to_string(meta.image_width) + "x" +
-                          std::to_string(meta.image_height) + " px");
+                          " px but " + traj_name + " was tracked on " + std::to_string(meta.image_width) +
+                          "x" + std::to_string(meta.image_height) + " px");
     if (vi.n_frames < 0) return;  // unknown (a stream): checked while reading
     const std::int64_t recorded = recorded_int(meta, "video_frames", -1);
     if (recorded >= 0 && recorded != vi.n_frames)
@@ -269,7 +271,8 @@ OverlaySummary render_overlays(const TrajectorySource& traj, const std::string& 
                                const std::map<std::int64_t, std::vector<OverlayMarker>>& markers) {
     p.validate();
     const Metadata& meta = traj.meta();
-    const std::int64_t first = p.first, last = p.last < 0 ? traj.n_frames() : std::min(p.last, traj.n_frames());
+    const std::int64_t first = p.first,
+                       last = p.last < 0 ? traj.n_frames() : std::min(p.last, traj.n_frames());
     if (first >= last)
         throw ParameterError(traj_name + ": no frames to draw (" + std::to_string(first) + ":" +
                              std::to_string(last) + "; the file has " + std::to_string(traj.n_frames()) +
@@ -331,8 +334,9 @@ OverlaySummary render_overlays(const TrajectorySource& traj, const std::string& 
             disks.push_back(d);
         }
         const auto mk = markers.find(f);
-        sink.write(mk == markers.end() ? ren.render(fr.image, f, disks) : ren.render(fr.image, f, disks, mk->second),
-                   f);
+        sink.write(
+            mk == markers.end() ? ren.render(fr.image, f, disks) : ren.render(fr.image, f, disks, mk->second),
+            f);
         ++sum.written;
         if (p.on_frame) p.on_frame(sum.written);
         prog.update(sum.written);

@@ -85,7 +85,7 @@ private:
 
 /// What render_overlays draws, from which frames, into what.
 struct OverlayRunParams {
-    OverlayParams overlay;  ///< legend: on by default here
+    OverlayParams overlay;              ///< legend: on by default here
     std::int64_t first = 0, last = -1;  ///< trajectory frames [first, last); −1 = to the end
     /// Video frame = trajectory frame + offset; −1 = the first video frame the trajectory file
     /// records (`vibra track --frames A:B` records A), else 0.
