@@ -39,6 +39,7 @@
 #include "vibra/tracking/pipeline.hpp"
 #include "vibra/tracking/strips.hpp"
 #include "vibra/tracking/synth.hpp"
+#include "vibra/tracking/video_writer.hpp"
 #include "vibra/tracking/video.hpp"
 
 using namespace vibra;

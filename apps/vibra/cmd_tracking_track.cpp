@@ -132,6 +132,10 @@ void register_track(CLI::App& app, GlobalOptions& g) {
     cmd->add_flag_callback(
         "--no-joint-fit", [o] { o->tp.detect.joint = false; },
         "Skip the joint template fit of all disks (touching disks then bias each other by ~0.1 px)");
+    cmd->add_flag_callback(
+        "--no-static-background", [o] { o->tp.static_background = false; },
+        "Do not measure the static background and stuck pixels (default: measured from frames spread "
+        "over the range and taken out of every frame when found; docs/tracking.md)");
     auto* opt_fps = cmd->add_option("--fps", o->tp.fps, "Frame rate (frames/s), recorded in the file");
     auto* opt_scale = cmd->add_option("--px-per-mm", o->tp.px_per_mm,
                                       "Image calibration (px per mm), recorded in the file");
@@ -249,6 +253,8 @@ void register_track(CLI::App& app, GlobalOptions& g) {
                                                                      (sig == SIGTERM ? "SIGTERM" : "SIGINT") +
                                                                      "); " + kept};
                 }
+                if (g.verbose > 0 && !g.quiet && !s.background.empty())
+                    std::cerr << in << ": " << s.background << "\n";
                 if (s.resumed_frames > 0 && !g.quiet)
                     std::cerr << in << ": resumed from the checkpoint in " << out << ".ckpt ("
                               << s.resumed_frames << " frames kept)\n";

@@ -24,6 +24,7 @@
 #include "vibra/tracking/species.hpp"
 #include "vibra/tracking/strips.hpp"
 #include "detail/checkpoint.hpp"
+#include "detail/static_background.hpp"
 
 namespace vibra::tracking {
 
@@ -36,6 +37,8 @@ void TrackParams::validate() const {
     if (!detect.radii.empty()) detect.validate();
     if (link.max_step != 0) link.validate();
     if (threads < 0) throw ParameterError("track: threads must be >= 0, got " + std::to_string(threads));
+    if (background_frames < 8 || background_frames > 1024)
+        throw ParameterError("track: background_frames must be in [8, 1024], got " + std::to_string(background_frames));
     if (n_strips < 0) throw ParameterError("track: n_strips must be >= 0, got " + std::to_string(n_strips));
     if (fps < 0) throw ParameterError("track: fps must be >= 0, got " + std::to_string(fps));
     if (px_per_mm < 0)
@@ -306,7 +309,45 @@ struct RunPlan {
     int n_pieces = 1, n_threads = 1;
     double seam_zone = 0;
     Metadata meta;
+    detail::StaticBackground background;  // taken out of every frame by the reader
 };
+
+// The static background and stuck pixels, measured from up to p.background_frames frames spread
+// over the range (the same frames for every run of the range, so the same correction whatever
+// the threads, the strips or a resumed checkpoint).
+detail::StaticBackground measure_background(const std::string& input, const TrackParams& p,
+                                            const VideoInfo& info) {
+    const std::int64_t n = frames_in_range(info.n_frames, p.reader);
+    const std::int64_t frame_bytes = std::max<std::int64_t>(1, info.width * info.height * 2);
+    const int k_mem = static_cast<int>(std::min<std::int64_t>(p.background_frames, (256LL << 20) / frame_bytes));
+    if (n < 0 || n < 16 || k_mem < 16) return {};
+    const auto wanted = detail::static_background_frames(p.reader.first, p.reader.first + n, k_mem);
+    std::vector<cv::Mat> frames;
+    Frame fr;
+    if (n <= 2 * static_cast<std::int64_t>(wanted.size())) {  // short range: read it through
+        auto src = open_video(input, p.reader);
+        std::size_t next = 0;
+        for (std::int64_t f = p.reader.first; next < wanted.size(); ++f) {
+            const auto st = src->next(fr);
+            if (st == ReadStatus::end || st == ReadStatus::truncated) break;
+            if (f != wanted[next]) continue;
+            ++next;
+            if (st == ReadStatus::ok && !fr.image.empty()) frames.push_back(fr.image.clone());
+        }
+    } else {
+        for (const auto f : wanted) {
+            ReaderParams one = p.reader;
+            one.first = f;
+            one.last = f + 1;
+            auto src = open_video(input, one);
+            if (src->next(fr) == ReadStatus::ok && !fr.image.empty()) frames.push_back(fr.image.clone());
+        }
+    }
+    detail::StaticBackgroundParams bp;
+    bp.invert = p.detect.invert;
+    bp.r_large = p.detect.r_large();
+    return detail::measure_static_background(frames, bp);
+}
 
 Metadata initial_metadata(const std::string& input, const RunPlan& plan);
 
@@ -380,7 +421,10 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
     plan.n_pieces = plan.by_strips ? static_cast<int>(strips.size()) : 1;
     plan.n_threads = plan.by_strips ? std::min(n_workers, static_cast<int>(strips.size())) : n_workers;
     plan.seam_zone = 0.5 * p.detect.r_small();
+    if (p.static_background) plan.background = measure_background(input, p, info);
+    sum.background = plan.background.frames_used > 0 ? plan.background.describe() : "";
     plan.meta = initial_metadata(input, plan);
+    if (!sum.background.empty()) plan.meta.user["static_background"] = sum.background;
     return plan;
 }
 
@@ -747,6 +791,7 @@ public:
           seam_zone(plan.seam_zone),
           W(plan.info.width),
           H(plan.info.height),
+          background(plan.background),
           tasks(strips.size(), 2 * strips.size() + 2, first_seq),
           strip_locators(strips.size(), DiskLocator(p.detect)),
           out(plan.n_pieces),
@@ -789,6 +834,7 @@ private:
     const std::vector<FrameStrip>& strips;
     const double seam_zone;
     const std::int64_t W, H;
+    const detail::StaticBackground& background;
     std::vector<std::unique_ptr<BoundedQueue<Item>>> in_qs;
     StripTasks tasks;
     std::vector<DiskLocator> strip_locators;
@@ -835,6 +881,10 @@ void FrameScheduler::read_frames() {
                         input, it.frame.index,
                         "frame size changed from " + std::to_string(W) + "x" + std::to_string(H) + " to " +
                             std::to_string(it.frame.image.cols) + "x" + std::to_string(it.frame.image.rows)));
+                } else if (background.active()) {
+                    const auto t1 = std::chrono::steady_clock::now();
+                    background.apply(it.frame.image);
+                    ns_decode += since(t1);
                 }
             }
             bool pushed = true;

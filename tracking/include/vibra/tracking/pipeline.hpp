@@ -40,6 +40,12 @@ struct TrackParams {
     /// (auto_strip_count: height and large radius). Never derived from `threads`, so that the
     /// output is bit-identical for any thread count; more strips than workers are taken in turn.
     int n_strips = 0;
+    /// Static background (plate texture, illumination) and stuck (hot/dead) pixels measured
+    /// from `background_frames` frames spread over the range and taken out of every frame before
+    /// detection — each only when the measurement finds it (docs/tracking.md, "Static
+    /// background"); false = never.
+    bool static_background = true;
+    int background_frames = 48;
     double fps = 0;        ///< frames/s when known (frame time stamps = frame / fps)
     double px_per_mm = 0;  ///< image calibration when known
     /// Region of interest: window_rect or window_circle (detections outside are dropped);
@@ -90,6 +96,7 @@ struct TrackSummary {
     /// locating disks (workers), linking, writing (the sink's appends, species and commit).
     double seconds_decode = 0, seconds_detect = 0, seconds_link = 0, seconds_write = 0;
     std::vector<double> radii;  ///< radii used (px)
+    std::string background;     ///< what the static-background measurement found ("" = not run)
 };
 
 /// Where the trajectories go. The tracking module does not depend on the HDF5 store; the
