@@ -125,8 +125,9 @@ MemorySink track(const std::string& input, TrackParams p, int threads, const tes
 
 }  // namespace
 
-TEST_CASE("static background: the hard case's texture and stuck pixels are found, clean footage is left alone",
-          "[unit]") {
+TEST_CASE(
+    "static background: the hard case's texture and stuck pixels are found, clean footage is left alone",
+    "[unit]") {
     test::TempDir dir("static_background_measure");
     detail::StaticBackgroundParams bp;
     SECTION("hard case: texture subtracted, the hot and dead pixels found") {
@@ -145,7 +146,8 @@ TEST_CASE("static background: the hard case's texture and stuck pixels are found
         REQUIRE(bg.stuck.size() <= 92);
     }
     SECTION("moderate case: nothing to correct") {
-        const auto clip = write_clip(reference_case(ReferenceCase::moderate, 384, 24, 32), dir.file("moderate.avi"));
+        const auto clip =
+            write_clip(reference_case(ReferenceCase::moderate, 384, 24, 32), dir.file("moderate.avi"));
         bp.r_large = 8;
         const auto bg = detail::measure_static_background(clip.frames, bp);
         INFO(bg.describe());
@@ -160,9 +162,10 @@ TEST_CASE("static background: the hard case's texture and stuck pixels are found
     }
 }
 
-TEST_CASE("track on hard footage (texture, vignetting, light blobs, defocus, noise 8%, hot/dead pixels) meets "
-          "its targets, the same for any thread count",
-          "[unit]") {
+TEST_CASE(
+    "track on hard footage (texture, vignetting, light blobs, defocus, noise 8%, hot/dead pixels) meets "
+    "its targets, the same for any thread count",
+    "[unit]") {
     test::TempDir dir("static_background_track");
     // 512², 40 frames: the 1024² case's disks and imaging, a quarter of its area (docs/tracking.md
     // gives the 1024² figures and the commands).
@@ -172,7 +175,8 @@ TEST_CASE("track on hard footage (texture, vignetting, light blobs, defocus, noi
     const auto one = track(clip.path, p, 1, dir);
     const auto s = score_tracks(one.rows, clip.truth, 40);
     INFO("recall " << s.recall() << ", precision " << s.precision() << ", RMS " << s.rms() << " px, complete "
-                   << s.complete_fraction() << " (" << s.tracks << " tracks for " << s.particles << " disks)");
+                   << s.complete_fraction() << " (" << s.tracks << " tracks for " << s.particles
+                   << " disks)");
     REQUIRE(one.meta.user.count("static_background") == 1);
     CHECK(s.recall() >= 0.995);
     CHECK(s.precision() >= 0.995);

@@ -7,11 +7,12 @@
 //
 //   I'(p) = ( I(p) − T(p)·(1 − ĉ(p)) ) · G₀ / G(p)      ĉ = clamp((I − G − T) / Δ, 0, 1)
 //
-// G: the smooth background level (block medians of a per-pixel low statistic, interpolated),
-// T: the fine static structure of the background (plate texture, dust), Δ = κ·G the local
-// disk − background contrast (κ measured), ĉ the disk's coverage of the pixel (a disk hides
-// the texture under it), G₀ the median of G (flat field: the disks' contrast the same over the
-// frame). Stuck pixels are replaced by the mean of their good neighbours.
+// G: the smooth background level (per block of 4 r_large px, interpolated), T: the fine static
+// structure of the background (plate texture, dust: each pixel's mean over the frames where no
+// disk is near it, minus G), Δ = κ·G the local disk − background contrast (κ measured), ĉ the
+// disk's coverage of the pixel (a disk hides the texture under it), G₀ the median of G (flat
+// field: the disks' contrast the same over the frame). Stuck pixels are replaced by the mean of
+// their good neighbours.
 //
 // Switched on from measured statistics: the background correction when the texture measured
 // from two disjoint halves of the frames agrees (split-half correlation ≥ 0.5) and is above
@@ -29,11 +30,11 @@
 namespace vibra::tracking::detail {
 
 struct StaticBackgroundParams {
-    bool invert = false;         ///< dark disks on a bright background
-    double r_large = 8;          ///< px: sets the block size of the smooth level (4 × r_large)
+    bool invert = false;  ///< dark disks on a bright background
+    double r_large = 8;   ///< px: sets the block size of the smooth level (4 × r_large, ≥ 16)
     double min_correlation = 0.5;
-    double min_texture = 0.01;   ///< texture RMS / contrast below which the correction is off
-    double stuck_sigma = 5;      ///< a stuck pixel differs from its neighbours by > this × noise
+    double min_texture = 0.01;  ///< texture RMS / contrast below which the correction is off
+    double stuck_sigma = 5;     ///< a stuck pixel differs from its neighbours by > this × noise
 };
 
 class StaticBackground {
@@ -42,20 +43,20 @@ public:
     std::vector<std::int64_t> stuck;  ///< pixel indices (row-major) replaced by their neighbours
     // Measured (reported in /meta):
     int frames_used = 0;
-    double noise = 0;          ///< temporal noise σ of a background pixel (grey levels)
-    double contrast = 0;       ///< median |Δ| (grey levels)
-    double texture_rms = 0;    ///< RMS of the static structure both halves agree on (grey levels)
-    double correlation = 0;    ///< split-half correlation of the fine structure
+    double noise = 0;        ///< temporal noise σ of a background pixel (grey levels)
+    double contrast = 0;     ///< median |Δ| (grey levels)
+    double texture_rms = 0;  ///< RMS of the static structure both halves agree on (grey levels)
+    double correlation = 0;  ///< split-half correlation of the fine structure
     bool active() const { return correct_background || !stuck.empty(); }
     /// The correction of one frame (same size and type as the frames measured), in place.
     void apply(cv::Mat& image) const;
     /// One line for stderr / the metadata.
     std::string describe() const;
 
-    cv::Mat level;    ///< G, CV_32F
-    cv::Mat texture;  ///< T, CV_32F (0 where unknown)
-    float kappa = 0;  ///< Δ = κ·G
-    float level0 = 0; ///< G₀
+    cv::Mat level;                         ///< G, CV_32F
+    cv::Mat texture;                       ///< T, CV_32F (0 where unknown)
+    float kappa = 0;                       ///< Δ = κ·G
+    float level0 = 0;                      ///< G₀
     std::vector<std::uint8_t> stuck_mask;  ///< W·H, 1 = stuck
 };
 

@@ -38,7 +38,8 @@ void TrackParams::validate() const {
     if (link.max_step != 0) link.validate();
     if (threads < 0) throw ParameterError("track: threads must be >= 0, got " + std::to_string(threads));
     if (background_frames < 8 || background_frames > 1024)
-        throw ParameterError("track: background_frames must be in [8, 1024], got " + std::to_string(background_frames));
+        throw ParameterError("track: background_frames must be in [8, 1024], got " +
+                             std::to_string(background_frames));
     if (n_strips < 0) throw ParameterError("track: n_strips must be >= 0, got " + std::to_string(n_strips));
     if (fps < 0) throw ParameterError("track: fps must be >= 0, got " + std::to_string(fps));
     if (px_per_mm < 0)
@@ -319,7 +320,8 @@ detail::StaticBackground measure_background(const std::string& input, const Trac
                                             const VideoInfo& info) {
     const std::int64_t n = frames_in_range(info.n_frames, p.reader);
     const std::int64_t frame_bytes = std::max<std::int64_t>(1, info.width * info.height * 2);
-    const int k_mem = static_cast<int>(std::min<std::int64_t>(p.background_frames, (256LL << 20) / frame_bytes));
+    const int k_mem =
+        static_cast<int>(std::min<std::int64_t>(p.background_frames, (256LL << 20) / frame_bytes));
     if (n < 0 || n < 16 || k_mem < 16) return {};
     const auto wanted = detail::static_background_frames(p.reader.first, p.reader.first + n, k_mem);
     std::vector<cv::Mat> frames;

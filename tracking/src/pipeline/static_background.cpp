@@ -114,7 +114,8 @@ Estimate estimate(std::span<const cv::Mat> frames, const cv::Rect& roi, const St
             const float* r = f.ptr<float>(j);
             const float* g = level1.ptr<float>(j);
             for (int i = 0; i < W; i += 2)
-                if (r[i] - g[i] > 8 * e.noise + 2 && std::abs(g[i]) > 0) ratio.push_back((r[i] - g[i]) / std::abs(g[i]));
+                if (r[i] - g[i] > 8 * e.noise + 2 && std::abs(g[i]) > 0)
+                    ratio.push_back((r[i] - g[i]) / std::abs(g[i]));
         }
     if (ratio.size() < 100) return e;
     e.kappa_abs = median_of(ratio);
@@ -170,8 +171,8 @@ Estimate estimate(std::span<const cv::Mat> frames, const cv::Rect& roi, const St
 // Pixels constant over the frames (`few` first, then confirmed over all) while the video's noise
 // is ≥ 2 grey levels, and far from their neighbours' median in at least half of the frames (a disk
 // passing over a hot pixel may hide it).
-std::vector<std::int64_t> find_stuck(std::span<const cv::Mat> frames, std::span<const cv::Mat> few, double noise,
-                                     double stuck_sigma) {
+std::vector<std::int64_t> find_stuck(std::span<const cv::Mat> frames, std::span<const cv::Mat> few,
+                                     double noise, double stuck_sigma) {
     std::vector<std::int64_t> out;
     // A constant pixel means nothing in a noise-free video (or one whose noise is below a grey level).
     if (!(noise >= 2) || frames.size() < 8) return out;
@@ -186,7 +187,8 @@ std::vector<std::int64_t> find_stuck(std::span<const cv::Mat> frames, std::span<
         for (int i = 0; i < W; ++i) {
             if (sample(mx, j, i) - sample(mn, j, i) > still) continue;
             float lo = sample(mn, j, i), hi = lo;
-            for (const auto& f : frames) lo = std::min(lo, sample(f, j, i)), hi = std::max(hi, sample(f, j, i));
+            for (const auto& f : frames)
+                lo = std::min(lo, sample(f, j, i)), hi = std::max(hi, sample(f, j, i));
             if (hi - lo > still) continue;
             // Far from its neighbours in (almost) every frame.
             int far = 0;
@@ -216,7 +218,8 @@ std::vector<std::int64_t> static_background_frames(std::int64_t first, std::int6
         for (std::int64_t k = 0; k < n; ++k) out.push_back(first + k);
         return out;
     }
-    for (int k = 0; k < max_frames; ++k) out.push_back(first + (std::int64_t(k) * (n - 1)) / (max_frames - 1));
+    for (int k = 0; k < max_frames; ++k)
+        out.push_back(first + (std::int64_t(k) * (n - 1)) / (max_frames - 1));
     return out;
 }
 
@@ -247,10 +250,13 @@ StaticBackground measure_static_background(std::span<const cv::Mat> frames, cons
         stuck_img.at<std::uint8_t>(static_cast<int>(k / W), static_cast<int>(k % W)) = 1;
     }
     if (quick.level.empty()) return bg;
-    bg.contrast = quick.kappa_abs * std::abs(median_of(std::vector<float>(quick.level.begin<float>(), quick.level.end<float>())));
+    bg.contrast =
+        quick.kappa_abs *
+        std::abs(median_of(std::vector<float>(quick.level.begin<float>(), quick.level.end<float>())));
     // Half the frames of the quick look are too few to see a faint texture through the noise:
     // the full measurement runs when the quick one shows some agreement.
-    if (!(quick.correlation >= 0.5 * p.min_correlation && bg.texture_rms >= 0.5 * p.min_texture * bg.contrast))
+    if (!(quick.correlation >= 0.5 * p.min_correlation &&
+          bg.texture_rms >= 0.5 * p.min_texture * bg.contrast))
         return bg;
     const Estimate full = estimate(frames, cv::Rect(0, 0, W, H), p, stuck_img);
     if (full.level.empty()) return bg;
@@ -262,7 +268,8 @@ StaticBackground measure_static_background(std::span<const cv::Mat> frames, cons
     bg.contrast = full.kappa_abs * std::abs(bg.level0);
     bg.correlation = full.correlation;
     bg.texture_rms = std::sqrt(full.texture_var);
-    if (!(full.correlation >= p.min_correlation && bg.texture_rms >= p.min_texture * bg.contrast && bg.level0 > 0))
+    if (!(full.correlation >= p.min_correlation && bg.texture_rms >= p.min_texture * bg.contrast &&
+          bg.level0 > 0))
         return bg;
     bg.correct_background = true;
     return bg;
@@ -328,18 +335,20 @@ void StaticBackground::apply(cv::Mat& image) const {
                 d[i] = static_cast<std::uint16_t>(std::clamp(std::nearbyint(v[i]), 0.f, maxv));
         } else {
             auto* d = image.ptr<std::uint8_t>(j);
-            for (int i = 0; i < W; ++i) d[i] = static_cast<std::uint8_t>(std::clamp(std::nearbyint(v[i]), 0.f, maxv));
+            for (int i = 0; i < W; ++i)
+                d[i] = static_cast<std::uint8_t>(std::clamp(std::nearbyint(v[i]), 0.f, maxv));
         }
     }
 }
 
 std::string StaticBackground::describe() const {
     char buf[256];
-    std::snprintf(buf, sizeof buf,
-                  "static background from %d frames: %s (texture %.2f grey levels RMS, split-half correlation "
-                  "%.2f, contrast %.1f, noise %.2f); %zu stuck pixels masked",
-                  frames_used, correct_background ? "subtracted, flat field" : "not corrected", texture_rms,
-                  correlation, contrast, noise, stuck.size());
+    std::snprintf(
+        buf, sizeof buf,
+        "static background from %d frames: %s (texture %.2f grey levels RMS, split-half correlation "
+        "%.2f, contrast %.1f, noise %.2f); %zu stuck pixels masked",
+        frames_used, correct_background ? "subtracted, flat field" : "not corrected", texture_rms,
+        correlation, contrast, noise, stuck.size());
     return buf;
 }
 

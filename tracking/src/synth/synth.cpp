@@ -323,7 +323,8 @@ cv::Mat illumination_gain(const RenderParams& p) {
         for (int i = 0; i < p.width; ++i) {
             const double u = ((i - xc) * c + (j - yc) * s) / extent;  // in [−½, ½]
             double g = 1.0 + p.gradient * u;
-            if (p.vignetting > 0) g *= 1.0 - p.vignetting * ((i - xc) * (i - xc) + (j - yc) * (j - yc)) / corner2;
+            if (p.vignetting > 0)
+                g *= 1.0 - p.vignetting * ((i - xc) * (i - xc) + (j - yc) * (j - yc)) / corner2;
             if (!blobs.empty()) {
                 double b = 0;
                 for (const auto& bl : blobs)
@@ -779,11 +780,11 @@ SynthParams reference_case(ReferenceCase c, int size, std::int64_t frames, std::
             sp.radius_small = 6;
             sp.radius_large = 7.7;
             sp.render.look = DiskLook::plain;
-            sp.render.blur_sigma = 1.1;         // defocus
+            sp.render.blur_sigma = 1.1;  // defocus
             sp.render.background = 0.3;  // a dim contrast: 64 grey levels
             sp.render.foreground = 0.55;
-            sp.render.plate_texture = 0.06;     // ≈ ±4 grey levels
-            sp.render.gradient = 0.889;         // gain 0.56 … 1.44: 2.6× across the frame
+            sp.render.plate_texture = 0.06;  // ≈ ±4 grey levels
+            sp.render.gradient = 0.889;      // gain 0.56 … 1.44: 2.6× across the frame
             sp.render.vignetting = 0.3;
             sp.render.light_blobs = 4;
             sp.render.light_blob_amplitude = 0.3;
