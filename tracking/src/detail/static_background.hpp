@@ -23,6 +23,7 @@
 #include <opencv2/core.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -60,8 +61,14 @@ public:
     std::vector<std::uint8_t> stuck_mask;  ///< W·H, 1 = stuck
 };
 
-/// Measures from `frames` (CV_8UC1 or CV_16UC1, same size; ≥ 8 of them, ideally spread over
-/// the video). Deterministic: a function of the frames and the parameters only.
+/// Measures from `few` frames (CV_8UC1 or CV_16UC1, same size; 8–16 of them spread over the
+/// video: the quick look and the stuck pixels) and, only when the quick look sees a texture,
+/// from the frames `load_all` returns (up to 48, spread). Deterministic: a function of the
+/// frames and the parameters only.
+StaticBackground measure_static_background(std::span<const cv::Mat> few,
+                                           const std::function<std::vector<cv::Mat>()>& load_all,
+                                           const StaticBackgroundParams& p);
+/// The same from one set of frames (`few` = up to 16 of them, evenly spaced).
 StaticBackground measure_static_background(std::span<const cv::Mat> frames, const StaticBackgroundParams& p);
 
 /// The frame indices (in the range [first, last)) the measurement reads: up to `max_frames`

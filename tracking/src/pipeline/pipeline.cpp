@@ -323,32 +323,39 @@ detail::StaticBackground measure_background(const std::string& input, const Trac
     const int k_mem =
         static_cast<int>(std::min<std::int64_t>(p.background_frames, (256LL << 20) / frame_bytes));
     if (n < 0 || n < 16 || k_mem < 16) return {};
-    const auto wanted = detail::static_background_frames(p.reader.first, p.reader.first + n, k_mem);
-    std::vector<cv::Mat> frames;
-    Frame fr;
-    if (n <= 2 * static_cast<std::int64_t>(wanted.size())) {  // short range: read it through
-        auto src = open_video(input, p.reader);
-        std::size_t next = 0;
-        for (std::int64_t f = p.reader.first; next < wanted.size(); ++f) {
-            const auto st = src->next(fr);
-            if (st == ReadStatus::end || st == ReadStatus::truncated) break;
-            if (f != wanted[next]) continue;
-            ++next;
-            if (st == ReadStatus::ok && !fr.image.empty()) frames.push_back(fr.image.clone());
+    // The frames numbered `wanted` (in order): read through when they are dense, else one by one.
+    const auto read = [&](const std::vector<std::int64_t>& wanted) {
+        std::vector<cv::Mat> frames;
+        Frame fr;
+        if (n <= 2 * static_cast<std::int64_t>(wanted.size())) {
+            auto src = open_video(input, p.reader);
+            std::size_t next = 0;
+            for (std::int64_t f = p.reader.first; next < wanted.size(); ++f) {
+                const auto st = src->next(fr);
+                if (st == ReadStatus::end || st == ReadStatus::truncated) break;
+                if (f != wanted[next]) continue;
+                ++next;
+                if (st == ReadStatus::ok && !fr.image.empty()) frames.push_back(fr.image.clone());
+            }
+        } else {
+            for (const auto f : wanted) {
+                ReaderParams one = p.reader;
+                one.first = f;
+                one.last = f + 1;
+                auto src = open_video(input, one);
+                if (src->next(fr) == ReadStatus::ok && !fr.image.empty()) frames.push_back(fr.image.clone());
+            }
         }
-    } else {
-        for (const auto f : wanted) {
-            ReaderParams one = p.reader;
-            one.first = f;
-            one.last = f + 1;
-            auto src = open_video(input, one);
-            if (src->next(fr) == ReadStatus::ok && !fr.image.empty()) frames.push_back(fr.image.clone());
-        }
-    }
+        return frames;
+    };
+    const auto few = read(detail::static_background_frames(p.reader.first, p.reader.first + n, 16));
     detail::StaticBackgroundParams bp;
     bp.invert = p.detect.invert;
     bp.r_large = p.detect.r_large();
-    return detail::measure_static_background(frames, bp);
+    return detail::measure_static_background(
+        few,
+        [&] { return read(detail::static_background_frames(p.reader.first, p.reader.first + n, k_mem)); },
+        bp);
 }
 
 Metadata initial_metadata(const std::string& input, const RunPlan& plan);

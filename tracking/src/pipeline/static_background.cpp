@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <numeric>
 
@@ -224,25 +225,39 @@ std::vector<std::int64_t> static_background_frames(std::int64_t first, std::int6
 }
 
 StaticBackground measure_static_background(std::span<const cv::Mat> frames, const StaticBackgroundParams& p) {
-    StaticBackground bg;
-    if (frames.size() < 8) return bg;
-    const int H = frames[0].rows, W = frames[0].cols;
-    for (const auto& f : frames)
-        if (f.rows != H || f.cols != W || f.type() != frames[0].type() ||
-            (f.type() != CV_8UC1 && f.type() != CV_16UC1))
-            return bg;
-    bg.frames_used = static_cast<int>(frames.size());
-    // The quick look: at most 16 frames, the central 256 × 256 px (most videos stop here).
     std::vector<cv::Mat> few;
-    const std::size_t stride = (frames.size() + 15) / 16;
+    const std::size_t stride = std::max<std::size_t>(1, (frames.size() + 15) / 16);
     for (std::size_t k = 0; k < frames.size(); k += stride) few.push_back(frames[k]);
+    return measure_static_background(
+        few, [&] { return std::vector<cv::Mat>(frames.begin(), frames.end()); }, p);
+}
+
+namespace {
+bool usable(std::span<const cv::Mat> frames) {
+    if (frames.size() < 8) return false;
+    for (const auto& f : frames)
+        if (f.size() != frames[0].size() || f.type() != frames[0].type() ||
+            (f.type() != CV_8UC1 && f.type() != CV_16UC1))
+            return false;
+    return true;
+}
+}  // namespace
+
+StaticBackground measure_static_background(std::span<const cv::Mat> few,
+                                           const std::function<std::vector<cv::Mat>()>& load_all,
+                                           const StaticBackgroundParams& p) {
+    StaticBackground bg;
+    if (!usable(few)) return bg;
+    const int H = few[0].rows, W = few[0].cols;
+    bg.frames_used = static_cast<int>(few.size());
+    // The quick look: the central 256 × 256 px of the few frames (most videos stop here).
     const int cw = std::min(W, 256), ch = std::min(H, 256);
     const cv::Rect centre((W - cw) / 2, (H - ch) / 2, cw, ch);
     const Estimate quick = estimate(few, centre, p, cv::Mat());
     bg.noise = quick.noise;
     bg.correlation = quick.correlation;
     bg.texture_rms = std::sqrt(quick.texture_var);
-    bg.stuck = find_stuck(frames, few, quick.noise, p.stuck_sigma);
+    bg.stuck = find_stuck(few, few, quick.noise, p.stuck_sigma);
     bg.stuck_mask.assign(static_cast<std::size_t>(W) * static_cast<std::size_t>(H), 0);
     cv::Mat stuck_img = cv::Mat::zeros(H, W, CV_8U);
     for (auto k : bg.stuck) {
@@ -258,6 +273,9 @@ StaticBackground measure_static_background(std::span<const cv::Mat> frames, cons
     if (!(quick.correlation >= 0.5 * p.min_correlation &&
           bg.texture_rms >= 0.5 * p.min_texture * bg.contrast))
         return bg;
+    const std::vector<cv::Mat> frames = load_all();
+    if (!usable(frames) || frames[0].size() != few[0].size() || frames[0].type() != few[0].type()) return bg;
+    bg.frames_used = static_cast<int>(frames.size());
     const Estimate full = estimate(frames, cv::Rect(0, 0, W, H), p, stuck_img);
     if (full.level.empty()) return bg;
     bg.level = full.level;
