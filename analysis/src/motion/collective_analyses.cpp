@@ -41,27 +41,8 @@ ResultArray& add3d(ResultGroup& g, std::string name, std::vector<double> v, std:
     return r;
 }
 
-void common_arrays(ResultGroup& g, const TrajectorySource& src, const FieldSettings& s,
-                   const std::string& frame_axis = "frame") {
-    g.add_int("lags", s.lags, "frame");
-    g.add("lag_times", detail::lag_times(src, s), s.T);
-    g.add_int(frame_axis, detail::start_frames(s), "frame");
-    g.add("time", detail::start_times(src, s), s.T);
-}
-
-double rms_valid(const GridField& f) {
-    double s = 0;
-    std::size_t n = 0;
-    for (std::size_t k = 0; k < f.ux.size(); ++k)
-        if (f.valid[k]) s += f.ux[k] * f.ux[k] + f.uy[k] * f.uy[k], ++n;
-    return n ? std::sqrt(s / static_cast<double>(n)) : kNaN;
-}
-
-double rms_vectors(std::span<const double> ux, std::span<const double> uy) {
-    double s = 0;
-    for (std::size_t i = 0; i < ux.size(); ++i) s += ux[i] * ux[i] + uy[i] * uy[i];
-    return ux.empty() ? kNaN : std::sqrt(s / static_cast<double>(ux.size()));
-}
+using detail::common_arrays;
+using detail::rms_valid;
 
 // ---------------------------------------------------------------------------------------------
 // field
@@ -224,238 +205,41 @@ std::vector<AnalysisOption> defects_spec_options() {
     return o;
 }
 
-/// Bytes the defect tables may take per grid node, start frame and lag (in memory while the run
-/// streams, then as result rows): about a defect on 10% of the plaquettes of a random field.
-constexpr double kDefectBytesPerNode = 16;
-
 ResultGroup run_defects(const AnalysisContext& ctx) {
-    auto s = detail::resolve_field_settings(ctx, "defects");
+    DefectAnalysisParams p;
+    p.field = detail::resolve_field_settings(ctx, "defects");
     if (!ctx.is_set("defects-stride")) {
-        // Tracking wants consecutive frames: every frame, unless the tables of a long run would
-        // not fit half the memory budget; then the smallest stride that makes them fit.
-        const double per_start =
-            kDefectBytesPerNode * static_cast<double>(s.grid.size()) * static_cast<double>(s.lags.size());
-        const std::int64_t span = s.n_frames - s.lags.front();
-        const auto fit = std::max<std::int64_t>(
-            1, static_cast<std::int64_t>(static_cast<double>(ctx.memory_bytes / 2) / per_start));
-        s.stride = std::max<std::int64_t>(1, (span + fit - 1) / fit);
-        s.n_times = (span + s.stride - 1) / s.stride;
+        p.field.stride = defect_stride_for_memory(p.field, ctx.memory_bytes);
+        p.field.n_times = (p.field.n_frames - p.field.lags.front() + p.field.stride - 1) / p.field.stride;
+        p.stride_from_memory = true;
     }
-    const auto& src = ctx.source;
+    const auto& s = p.field;
     const auto& route = ctx.text("defects-route");
     if (route != "grid" && route != "delaunay")
         throw ParameterError("--defects-route: '" + route + "' is not one of grid, delaunay");
-    const bool use_grid = route == "grid";
-    const double thr_abs = ctx.is_set("defects-threshold") ? ctx.number("defects-threshold") : -1.0;
-    const double thr_rel = ctx.number("defects-threshold-rms");
-    if (ctx.is_set("defects-threshold") && !(thr_abs >= 0))
+    p.delaunay = route == "delaunay";
+    p.threshold = ctx.is_set("defects-threshold") ? ctx.number("defects-threshold") : -1.0;
+    p.threshold_rms = ctx.number("defects-threshold-rms");
+    if (ctx.is_set("defects-threshold") && !(p.threshold >= 0))
         throw ParameterError("--defects-threshold must be ≥ 0");
-    if (!(thr_rel >= 0)) throw ParameterError("--defects-threshold-rms must be ≥ 0");
+    if (!(p.threshold_rms >= 0)) throw ParameterError("--defects-threshold-rms must be ≥ 0");
     const auto& merge = ctx.text("defects-merge");
     if (merge != "on" && merge != "off")
         throw ParameterError("--defects-merge: '" + merge + "' is not on or off");
+    p.merge = merge == "on";
     const double h = std::max(s.grid.hx, s.grid.hy);
-    const double max_edge =
-        ctx.is_set("defects-max-edge") ? ctx.number("defects-max-edge") : 3 * s.mean_spacing;
-    const double smooth = ctx.number("defects-smooth");
-    if (!(smooth >= 0)) throw ParameterError("--defects-smooth must be ≥ 0");
-    DefectTrackParams tp;
-    tp.max_step = ctx.is_set("defects-max-step") ? ctx.number("defects-max-step") : 3 * h;
-    tp.pair_distance = ctx.is_set("defects-pair-distance") ? ctx.number("defects-pair-distance") : 3 * h;
-    tp.geometry = s.geometry;
-    tp.validate();
-    const double rmax =
-        ctx.is_set("defects-rmax") ? ctx.number("defects-rmax") : 0.5 * std::min(s.grid.lx(), s.grid.ly());
-    const double dr = ctx.is_set("defects-dr") ? ctx.number("defects-dr") : h;
-    const auto msd_lags = ctx.integer("defects-msd-lags");
-    if (msd_lags < 0) throw ParameterError("--defects-msd-lags must be ≥ 0");
-
-    const std::size_t nl = s.lags.size(), nt = static_cast<std::size_t>(s.n_times);
-    std::vector<std::vector<DefectFrame>> frames(nl, std::vector<DefectFrame>(nt));
-    std::vector<std::uint8_t> done(nl * nt, 0);
-    std::vector<double> area(nl * nt, kNaN), thr_used(nl * nt, kNaN);
-    detail::stream_displacements(src, s, [&](std::size_t li, std::int64_t k, Displacements& d) {
-        const std::size_t at = li * nt + static_cast<std::size_t>(k);
-        DefectParams p;
-        p.merge = merge == "on";
-        DefectFrame& df = frames[li][static_cast<std::size_t>(k)];
-        df.frame = d.frame;
-        if (use_grid) {
-            const auto F = detail::field_of(s, d);
-            p.min_magnitude = thr_abs >= 0 ? thr_abs : thr_rel * rms_valid(F);
-            if (!std::isfinite(p.min_magnitude)) p.min_magnitude = 0;
-            df.defects = defects_on_grid(F, p);
-            area[at] = static_cast<double>(evaluated_plaquettes(F, p)) * s.grid.hx * s.grid.hy;
-        } else {
-            std::vector<double> vx, vy;
-            if (smooth > 0)
-                smooth_at_points(d.x, d.y, d.ux, d.uy, s.geometry, smooth, s.cg.cutoff, vx, vy);
-            else
-                vx = d.ux, vy = d.uy;
-            p.min_magnitude = thr_abs >= 0 ? thr_abs : thr_rel * rms_vectors(vx, vy);
-            if (!std::isfinite(p.min_magnitude)) p.min_magnitude = 0;
-            p.max_edge = max_edge;
-            const auto tri = delaunay(d.x, d.y);
-            df.defects = defects_on_triangulation(d.x, d.y, vx, vy, tri, p);
-            double a = 0;  // area of the evaluated triangles
-            for (const auto& t : tri.triangles) {
-                bool ok = true;
-                for (int e = 0; e < 3 && ok; ++e) {
-                    const auto u = static_cast<std::size_t>(t[e]),
-                               v = static_cast<std::size_t>(t[(e + 1) % 3]);
-                    const double m2 = vx[u] * vx[u] + vy[u] * vy[u];
-                    ok = m2 > 0 && m2 >= p.min_magnitude * p.min_magnitude &&
-                         std::hypot(d.x[v] - d.x[u], d.y[v] - d.y[u]) <= max_edge;
-                }
-                if (ok) a += 0.5 * orient2d(d.x[t[0]], d.y[t[0]], d.x[t[1]], d.y[t[1]], d.x[t[2]], d.y[t[2]]);
-            }
-            area[at] = a;
-        }
-        thr_used[at] = p.min_magnitude;
-        done[at] = 1;
-    });
-
-    // Reference points for the defect pair correlation: grid nodes inside the region.
-    std::vector<double> rx, ry;
-    for (std::size_t j = 0; j < s.grid.ny; ++j)
-        for (std::size_t i = 0; i < s.grid.nx; ++i)
-            if (s.region.kind != GeometryKind::window_circle || s.region.contains(s.grid.x(i), s.grid.y(j)))
-                rx.push_back(s.grid.x(i)), ry.push_back(s.grid.y(j));
-
-    ResultGroup g;
-    g.name = "defects";
-    detail::record_field_settings(s, g.attrs);
-    g.attrs["route"] = route;
-    g.attrs["stride_rule"] =
-        std::string(ctx.is_set("defects-stride") ? "given"
-                                                 : "every frame while the defect tables fit half of --memory "
-                                                   "(16 bytes per grid node, start frame and lag)");
-    g.attrs["threshold"] = thr_abs;
-    g.attrs["threshold_rms_factor"] = thr_rel;
-    g.attrs["threshold_rule"] =
-        std::string(thr_abs >= 0 ? "absolute" : "threshold_rms_factor x rms|u| per frame");
-    g.attrs["merge"] = merge;
-    g.attrs["max_edge"] = max_edge;
-    g.attrs["delaunay_smoothing"] = smooth;
-    g.attrs["track_max_step"] = tp.max_step;
-    g.attrs["pair_distance"] = tp.pair_distance;
-    g.attrs["charge_convention"] = std::string(
-        "+1 vortex-like, -1 saddle-like; winding of atan2(uy,ux), differences wrapped to (-pi,pi]");
-    g.attrs["event_frame_convention"] =
-        std::string("creation: first frame with the pair; annihilation: first frame without it");
-    common_arrays(g, src, s, "sample_frame");
-
-    std::vector<std::int64_t> rf, rl, rc, rcells, rtrack, offsets{0}, counts(nl * nt, 0), nplus(nl * nt, 0),
-        nminus(nl * nt, 0);
-    std::vector<double> rxv, ryv, rtime, density(nl * nt, kNaN);
-    const auto& fc = src.frame_columns();
-    for (std::size_t li = 0; li < nl; ++li) {
-        // Consecutive computed frames of this lag (computed start indices form a prefix 0…K−1).
-        std::vector<DefectFrame> seq;
-        for (std::size_t k = 0; k < nt; ++k)
-            if (done[li * nt + k]) seq.push_back(frames[li][k]);
-        const auto tracks = track_defects(seq, tp);
-        std::size_t q = 0;
-        for (std::size_t k = 0; k < nt; ++k) {
-            const std::size_t at = li * nt + k;
-            if (done[at]) {
-                const auto& df = frames[li][k];
-                for (std::size_t d = 0; d < df.defects.size(); ++d) {
-                    const auto& D = df.defects[d];
-                    rf.push_back(df.frame);
-                    rtime.push_back(frame_time(src.meta(), fc, 0, df.frame));
-                    rl.push_back(s.lags[li]);
-                    rxv.push_back(D.x);
-                    ryv.push_back(D.y);
-                    rc.push_back(D.charge);
-                    rcells.push_back(D.cells);
-                    rtrack.push_back(tracks.track_of[q][d]);
-                    if (D.charge > 0) ++nplus[at];
-                    if (D.charge < 0) ++nminus[at];
-                }
-                counts[at] = static_cast<std::int64_t>(df.defects.size());
-                density[at] = area[at] > 0 ? static_cast<double>(df.defects.size()) / area[at] : kNaN;
-                ++q;
-            }
-            offsets.push_back(static_cast<std::int64_t>(rf.size()));
-        }
-        // Per-lag tracking results.
-        ResultGroup sub;
-        sub.name = "lag_" + std::to_string(s.lags[li]);
-        sub.attrs["lag_frames"] = s.lags[li];
-        std::vector<std::int64_t> tc(tracks.charge.begin(), tracks.charge.end()),
-            cens(tracks.censored.begin(), tracks.censored.end());
-        std::vector<double> life;
-        for (std::size_t t = 0; t < tracks.n_tracks(); ++t)
-            life.push_back(frame_time(src.meta(), fc, 0, tracks.last_frame[t]) -
-                           frame_time(src.meta(), fc, 0, tracks.first_frame[t]));
-        sub.add_int("track_charge", tc, "1");
-        sub.add_int("track_first_frame", tracks.first_frame, "frame");
-        sub.add_int("track_last_frame", tracks.last_frame, "frame");
-        sub.add_int("track_length", tracks.length, "1").attrs["meaning"] =
-            std::string("sampled frames in which the track is seen");
-        sub.add("track_lifetime", life, s.T).attrs["meaning"] =
-            std::string("time(last) - time(first); censored tracks are lower bounds");
-        sub.add_int("track_censored", cens, "1");
-        std::vector<std::int64_t> ef, et;
-        std::vector<double> ex, ey, etime;
-        std::int64_t ncre = 0, nann = 0;
-        for (const auto& e : tracks.events) {
-            ef.push_back(e.frame);
-            etime.push_back(frame_time(src.meta(), fc, 0, e.frame));
-            et.push_back(e.type);
-            ex.push_back(e.x);
-            ey.push_back(e.y);
-            (e.type > 0 ? ncre : nann)++;
-        }
-        sub.add_int("event_frame", ef, "frame");
-        sub.add("event_time", etime, s.T);
-        sub.add_int("event_type", et, "1").attrs["meaning"] =
-            std::string("+1 pair creation, -1 pair annihilation");
-        sub.add("event_x", ex, s.L);
-        sub.add("event_y", ey, s.L);
-        sub.attrs["n_creations"] = ncre;
-        sub.attrs["n_annihilations"] = nann;
-        std::vector<double> msd, msd_t;
-        std::vector<std::int64_t> msd_n;
-        defect_msd(seq, tracks, static_cast<std::size_t>(msd_lags), msd, msd_n, s.geometry);
-        for (std::size_t m = 0; m < msd.size(); ++m)
-            msd_t.push_back(frame_time(src.meta(), fc, 0, static_cast<std::int64_t>(m) * s.stride) -
-                            frame_time(src.meta(), fc, 0, 0));
-        sub.add("msd_lag_time", msd_t, s.T);
-        sub.add("msd", msd, s.L + "^2");
-        sub.add_int("msd_count", msd_n, "1");
-        DefectPairCorrelation pc(rmax, dr, rx, ry);
-        for (const auto& df : seq) pc.add(df.defects);
-        sub.add("r", pc.r(), s.L);
-        sub.add("g_dd", pc.g_dd(), "1").attrs["normalisation"] = std::string(
-            "pair-distance probability of the grid nodes of the region (window geometry cancels)");
-        sub.add("c_qq", pc.c_qq(), "1").attrs["meaning"] =
-            std::string("mean q_i q_j of defect pairs per bin");
-        sub.add("pair_counts", pc.pair_counts(), "1");
-        g.groups.push_back(std::move(sub));
-    }
-    g.add_int("lag", rl, "frame");
-    g.add_int("frame", rf, "frame");
-    g.add("defect_time", rtime, s.T);
-    g.add("x", rxv, s.L);
-    g.add("y", ryv, s.L);
-    g.add_int("charge", rc, "1");
-    g.add_int("cells", rcells, "1");
-    g.add_int("track", rtrack, "1");
-    g.add_int("frame_offsets", offsets, "1").attrs["layout"] = std::string(
-        "rows of (lag index l, start index k) are [offsets[l*n_times+k], offsets[l*n_times+k+1])");
-    auto& c = g.add_int("counts", counts, "1");
-    c.shape = {nl, nt};
-    auto& cp = g.add_int("n_plus", nplus, "1");
-    cp.shape = {nl, nt};
-    auto& cm = g.add_int("n_minus", nminus, "1");
-    cm.shape = {nl, nt};
-    g.add2d("density", density, nl, nt, "1/" + s.L + "^2").attrs["meaning"] =
-        std::string("defects per evaluated area");
-    g.add2d("evaluated_area", area, nl, nt, s.L + "^2");
-    g.add2d("threshold_used", thr_used, nl, nt, s.field_unit());
-    return g;
+    p.max_edge = ctx.is_set("defects-max-edge") ? ctx.number("defects-max-edge") : 3 * s.mean_spacing;
+    p.smooth = ctx.number("defects-smooth");
+    if (!(p.smooth >= 0)) throw ParameterError("--defects-smooth must be ≥ 0");
+    p.tracks.max_step = ctx.is_set("defects-max-step") ? ctx.number("defects-max-step") : 3 * h;
+    p.tracks.pair_distance = ctx.is_set("defects-pair-distance") ? ctx.number("defects-pair-distance") : 3 * h;
+    p.tracks.geometry = s.geometry;
+    p.tracks.validate();
+    p.rmax = ctx.is_set("defects-rmax") ? ctx.number("defects-rmax") : 0.5 * std::min(s.grid.lx(), s.grid.ly());
+    p.dr = ctx.is_set("defects-dr") ? ctx.number("defects-dr") : h;
+    p.msd_lags = ctx.integer("defects-msd-lags");
+    if (p.msd_lags < 0) throw ParameterError("--defects-msd-lags must be ≥ 0");
+    return to_group(compute_defects(ctx.source, p), p, ctx.source);
 }
 
 // ---------------------------------------------------------------------------------------------

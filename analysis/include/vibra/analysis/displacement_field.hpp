@@ -100,4 +100,28 @@ void smooth_at_points(std::span<const double> x, std::span<const double> y, std:
                       std::span<const double> uy, const Geometry& g, double sigma, double cutoff,
                       std::vector<double>& sx, std::vector<double>& sy);
 
+/// The resolved settings every collective-motion analysis (field, defects, correlations, spectra,
+/// evolution) shares: the lags and start frames of the displacement field and the grid it is
+/// coarse-grained on, with defaults taken from the data (σ = one mean interparticle spacing, grid
+/// spacing = σ). `vibra analyze` fills it from the <name>-lags, -stride, -sigma, -spacing,
+/// -min-weight, -drift and -quantity flags.
+struct FieldSettings {
+    std::string name;                ///< the analysis (flag prefix of error messages)
+    std::vector<std::int64_t> lags;  ///< frames, ascending, unique
+    std::int64_t stride = 1;
+    DriftMode drift = DriftMode::none;
+    bool velocity = false;
+    CoarseGrainParams cg;
+    double spacing = 0;       ///< grid spacing asked for
+    double mean_spacing = 0;  ///< a = sqrt(area/N) of the first frame
+    Geometry geometry;        ///< of the data
+    Geometry region;          ///< what the grid covers
+    Grid grid;
+    std::int64_t n_frames = 0;
+    std::int64_t n_times = 0;  ///< start frames t_k = k·stride, k < n_times (t_k + min lag < T)
+    std::string L, T;          ///< units
+    std::string field_unit() const { return velocity ? L + "/" + T : L; }
+    std::string energy_unit() const { return velocity ? L + "^2/" + T + "^2" : L + "^2"; }
+};
+
 }  // namespace vibra::analysis
