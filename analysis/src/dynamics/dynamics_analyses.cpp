@@ -122,11 +122,7 @@ std::vector<AnalysisSpec> dynamics_analyses() {
             p.vanhove_bins = ctx.integer("msd-vanhove-bins");
             p.vanhove_range = ctx.number("msd-vanhove-range");
             p.sigma_fit_lags = ctx.integer("msd-sigma-fit-lags");
-            // Naming rule: one group per analysis, so G_s lives inside it as /analysis/msd/van_hove.
-            auto groups = msd_analysis(ctx.source, p);
-            for (std::size_t i = 1; i < groups.size(); ++i) groups[0].groups.push_back(std::move(groups[i]));
-            groups.resize(1);
-            return groups;
+            return std::vector<ResultGroup>{to_group(compute_msd(ctx.source, p), p, ctx.source.meta())};
         }});
 
     out.push_back(AnalysisSpec{
