@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
     vp.max_lag = static_cast<std::int64_t>(T) - 1;
     reset_hwm();
     t0 = std::chrono::steady_clock::now();
-    const auto vacf = vacf_analysis(src, vp);
+    const auto vacf = to_group(compute_vacf(src, vp), vp, src.meta());
     const double t_vacf = seconds_since(t0);
     const long hwm_vacf = status_kb("VmHWM:");
 
@@ -211,7 +211,7 @@ int main(int argc, char** argv) {
         VacfParams qv;
         qv.max_lag = 400;
         t0 = std::chrono::steady_clock::now();
-        const auto rv = vacf_analysis(ex, qv);
+        const auto rv = to_group(compute_vacf(ex, qv), qv, ex.meta());
         const double tv = seconds_since(t0);
         std::printf(
             "  MSD %.2f s (%lld tracks), VACF (central differences) %.2f s, MSD(lag 1) = %.4g px^2 (expect "

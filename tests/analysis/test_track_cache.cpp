@@ -184,7 +184,7 @@ TEST_CASE("msd and vacf: identical for any --threads and equal to the frame re-r
         VacfParams vp;
         vp.max_cells = 250;
         vp.rescan = true;
-        const auto vacf_old = vacf_analysis(src, vp);
+        const auto vacf_old = to_group(compute_vacf(src, vp), vp, src.meta());
         mp.rescan = vp.rescan = false;
         TrackCache shared(src);
         for (int threads : {1, 2, 3}) {
@@ -192,7 +192,7 @@ TEST_CASE("msd and vacf: identical for any --threads and equal to the frame re-r
             mp.threads = vp.threads = threads;
             mp.cache = vp.cache = threads == 3 ? nullptr : &shared;
             check_same_group(msd_old, to_group(compute_msd(src, mp), mp, src.meta()));  // with van_hove
-            check_same_group(vacf_old, vacf_analysis(src, vp));
+            check_same_group(vacf_old, to_group(compute_vacf(src, vp), vp, src.meta()));
         }
         CHECK(std::get<std::int64_t>(msd_old.attrs.at("particle_blocks")) > 3);
         CHECK(shared.built());

@@ -87,7 +87,7 @@ TEST_CASE("Ornstein-Uhlenbeck velocities: VACF = 2 sigma^2 exp(-t/tau) per speci
     auto src = test::make_source(s, m);
     VacfParams p;
     p.max_lag = 60;
-    const auto g = vacf_analysis(src, p);
+    const auto g = to_group(compute_vacf(src, p), p, src.meta());
     CHECK(std::get<std::string>(g.attrs.at("velocity_scheme")) == "given");
     const auto& lag = test::array(g, "lag");
     const auto& z = test::array(g, "vacf");
@@ -108,7 +108,7 @@ TEST_CASE("Ornstein-Uhlenbeck velocities: VACF = 2 sigma^2 exp(-t/tau) per speci
         q.vx.clear();
         q.vy.clear();
         auto src2 = test::make_source(q, m);
-        const auto g2 = vacf_analysis(src2, p);
+        const auto g2 = to_group(compute_vacf(src2, p), p, src2.meta());
         CHECK(std::get<std::string>(g2.attrs.at("velocity_scheme")) == "central");
         // central difference of x(t) = Σ v dt averages two velocities: Z(0) ≈ Z_true(0)(1+a)/2 for OU
         const double a = std::exp(-dt / tau);

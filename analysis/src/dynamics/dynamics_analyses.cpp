@@ -138,7 +138,7 @@ std::vector<AnalysisSpec> dynamics_analyses() {
             p.scheme = velocity_scheme_from_string(ctx.text("vacf-velocity"), "vacf-velocity");
             p.max_lag = lag_option(ctx, "vacf-max-lag");
             p.min_pairs = ctx.number("vacf-min-pairs");
-            return std::vector<ResultGroup>{vacf_analysis(ctx.source, p)};
+            return std::vector<ResultGroup>{to_group(compute_vacf(ctx.source, p), p, ctx.source.meta())};
         }});
 
     out.push_back(AnalysisSpec{

@@ -165,7 +165,7 @@ ResultGroup welch_vdos(const TrajectorySource& src, const VdosParams& p) {
 
 ResultGroup vacf_vdos(const TrajectorySource& src, const VdosParams& p) {
     const bool biased = p.estimator == VdosEstimator::biased;
-    const SpeciesVacf r = compute_vacf(src, p.vacf);
+    const VacfResult r = compute_vacf(src, p.vacf);
     const Metadata& meta = src.meta();
     ResultGroup g;
     g.name = "vdos";
