@@ -122,7 +122,7 @@ TEST_CASE("granular temperature per species and the non-equipartition ratio", "[
     Metadata m;
     m.species_diameters = {1.0, 1.4};
     auto src = test::make_source(s, m);
-    const auto g = temperature_analysis(src, TemperatureParams{});
+    const auto g = to_group(compute_temperature(src, TemperatureParams{}), src.meta());
     const double ml = 1.4 * 1.4;
     CHECK_THAT(test::attr(g, "mass_large"), WithinRel(ml, 1e-12));
     // T = m <|v|^2>/2 = m sigma^2 (2-D)

@@ -212,7 +212,7 @@ std::vector<AnalysisSpec> dynamics_analyses() {
             TemperatureParams p;
             read_stream(ctx, "temperature", p);
             p.scheme = velocity_scheme_from_string(ctx.text("temperature-velocity"), "temperature-velocity");
-            return std::vector<ResultGroup>{temperature_analysis(ctx.source, p)};
+            return std::vector<ResultGroup>{to_group(compute_temperature(ctx.source, p), ctx.source.meta())};
         }});
 
     out.push_back(AnalysisSpec{
