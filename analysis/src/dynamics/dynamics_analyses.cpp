@@ -181,7 +181,7 @@ std::vector<AnalysisSpec> dynamics_analyses() {
             p.min_run = ctx.integer("vdos-min-run");
             p.transfer_correction = flag_bool(ctx, "vdos-transfer-correction");
             p.transfer_cutoff = ctx.number("vdos-transfer-cutoff");
-            return std::vector<ResultGroup>{vdos_analysis(ctx.source, p)};
+            return std::vector<ResultGroup>{to_group(compute_vdos(ctx.source, p), p, ctx.source.meta())};
         }});
 
     out.push_back(AnalysisSpec{
