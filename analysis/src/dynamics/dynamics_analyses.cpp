@@ -203,7 +203,7 @@ std::vector<AnalysisSpec> dynamics_analyses() {
             const ResultGroup* sk = nullptr;
             if (ctx.earlier)
                 if (auto it = ctx.earlier->find("sk"); it != ctx.earlier->end()) sk = &it->second;
-            return std::vector<ResultGroup>{fs_analysis(ctx.source, p, sk)};
+            return std::vector<ResultGroup>{to_group(compute_fs(ctx.source, p, sk), p, ctx.source.meta())};
         }});
 
     out.push_back(AnalysisSpec{
