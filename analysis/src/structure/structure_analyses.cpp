@@ -22,47 +22,8 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-/// What the defaults are derived from: the first non-empty frame's window and particle count.
-struct FirstFrame {
-    Geometry window;
-    double spacing = 1;  ///< sqrt(|W|/N), length unit
-    std::int64_t n = 0;
-};
-
-FirstFrame first_frame(const TrajectorySource& src) {
-    FirstFrame ff;
-    const std::int64_t T = src.n_frames();
-    for (std::int64_t f = 0; f < T; f += std::max<std::int64_t>(1, T / 20)) {
-        const auto t = src.read_frames(f, 1);
-        const auto fr = structure_frame(t, f);
-        if (fr.size() < 2) continue;
-        ff.window = fr.window;
-        ff.n = static_cast<std::int64_t>(fr.size());
-        ff.spacing = std::sqrt(fr.window.area() / static_cast<double>(fr.size()));
-        return ff;
-    }
-    throw ParameterError(src.meta().source.file + ": no frame with at least two particles");
-}
-
-/// Largest sensible pair distance: half the periodic box, a quarter of the window's short side
-/// (Ripley's rule; circle: half its radius), capped at 10 mean spacings.
-double default_rmax(const FirstFrame& ff) {
-    const Geometry& w = ff.window;
-    double lim = 0;
-    if (w.periodic())
-        lim = 0.499 * std::min(w.lx(), w.ly());
-    else if (w.kind == GeometryKind::window_circle)
-        lim = 0.5 * w.r;
-    else
-        lim = 0.25 * std::min(w.lx(), w.ly());
-    return std::min(lim, 10 * ff.spacing);
-}
-
-std::string edge_name(const Geometry& w, EdgeCorrection e) {
-    if (w.periodic()) return "none (periodic, minimum image)";
-    if (e == EdgeCorrection::none) return "none";
-    return w.kind == GeometryKind::window_circle ? "isotropic (Ripley)" : "translation (Ohser-Stoyan)";
-}
+using FirstFrame = StructureDefaults;
+FirstFrame first_frame(const TrajectorySource& src) { return structure_defaults(src); }
 
 std::string geometry_name(const Geometry& w) { return to_string(w.kind); }
 
@@ -88,131 +49,29 @@ bool flag_bool(const AnalysisContext& ctx, const std::string& flag) {
 
 // ------------------------------------------------------------------------------------------ gr
 std::vector<ResultGroup> run_gr(const AnalysisContext& ctx) {
-    const auto& src = ctx.source;
-    const auto& m = src.meta();
-    const std::string L = m.length_unit;
-    const auto ff = first_frame(src);
-    PairCorrelationParams p;
-    p.r_max = ctx.is_set("gr-rmax") ? positive_number(ctx, "gr-rmax") : default_rmax(ff);
-    p.bins = positive(ctx, "gr-bins");
+    GrParams p;
+    p.pair.r_max = ctx.is_set("gr-rmax") ? positive_number(ctx, "gr-rmax") : 0.0;
+    p.pair.bins = positive(ctx, "gr-bins");
     const auto& edge = ctx.text("gr-edge");
     if (edge == "none")
-        p.edge = EdgeCorrection::none;
+        p.pair.edge = EdgeCorrection::none;
     else if (edge != "auto")
         throw ParameterError("--gr-edge must be 'auto' or 'none', got '" + edge + "'");
-    const auto stride = positive(ctx, "gr-stride");
-    const int threads = std::max(1, ctx.threads);
-    std::vector<PairCorrelation> accs(static_cast<std::size_t>(kStructureLanes),
-                                      PairCorrelation(p));  // one per lane
-    for_each_structure_frame_parallel(
-        src, stride, threads,
-        [&](const StructureFrame& f, int w) { accs[static_cast<std::size_t>(w)].accumulate(f); },
-        ctx.progress, "gr");
-    for (std::size_t w = 1; w < accs.size(); ++w) accs[0].merge(accs[w]);
-    const auto r = accs[0].result();
-
-    ResultGroup g;
-    g.name = "gr";
-    g.add("r", r.r, L);
-    g.add("r_edges", r.r_edges, L);
-    g.add("g", r.g, "1");
-    g.add("g_err", r.g_err, "1").attrs["meaning"] =
-        std::string("standard error of g from the frame-to-frame scatter");
-    g.attrs["r_max"] = p.r_max;
-    g.attrs["bins"] = p.bins;
-    g.attrs["frame_stride"] = stride;
-    g.attrs["frames"] = r.frames;
-    g.attrs["geometry"] = geometry_name(ff.window);
-    g.attrs["edge_correction"] = edge_name(ff.window, p.edge);
-    g.attrs["normalisation"] =
-        std::string("ratio of sums over frames: sum w_ij / (sum N_a (N_b - delta_ab)/|W| * annulus area)");
-    g.attrs["density"] = r.density;
-    const auto pk = gr_peak(r.r_edges, r.g, r.density);
-    g.attrs["r_peak"] = pk.r_peak;
-    g.attrs["g_peak"] = pk.g_peak;
-    g.attrs["r_min"] = pk.r_min;
-    g.attrs["coordination"] = pk.coordination;
-    if (r.has_partials()) {
-        g.add("g_small_small", r.g_ss, "1");
-        g.add("g_small_large", r.g_sl, "1");
-        g.add("g_large_large", r.g_ll, "1");
-        struct P {
-            const char* name;
-            const std::vector<double>* g;
-            double rho_nb;  // density of the neighbour species
-        };
-        const P parts[] = {{"small_small", &r.g_ss, r.density_small},
-                           {"small_large", &r.g_sl, r.density_large},
-                           {"large_large", &r.g_ll, r.density_large}};
-        for (const auto& q : parts) {
-            const auto k = gr_peak(r.r_edges, *q.g, q.rho_nb);
-            const std::string s = q.name;
-            g.attrs["r_peak_" + s] = k.r_peak;
-            g.attrs["g_peak_" + s] = k.g_peak;
-            g.attrs["r_min_" + s] = k.r_min;
-            g.attrs["coordination_" + s] =
-                k.coordination;  // neighbours of the second species around the first
-        }
-        const auto ls = gr_peak(r.r_edges, r.g_sl, r.density_small);
-        g.attrs["coordination_large_small"] = ls.coordination;
-        g.attrs["density_small"] = r.density_small;
-        g.attrs["density_large"] = r.density_large;
-    }
-    g.attrs["particle_frames_small"] = r.n_small;
-    g.attrs["particle_frames_large"] = r.n_large;
-    g.attrs["particle_frames_unknown"] = r.n_unknown;
-    return {g};
+    p.stride = positive(ctx, "gr-stride");
+    p.threads = std::max(1, ctx.threads);
+    p.progress = ctx.progress;
+    return {to_group(compute_gr(ctx.source, p), ctx.source.meta())};
 }
 
 // ------------------------------------------------------------------------------------------ sk
 std::vector<ResultGroup> run_sk(const AnalysisContext& ctx) {
-    const auto& src = ctx.source;
-    const std::string L = src.meta().length_unit;
-    const auto ff = first_frame(src);
-    StructureFactorParams p;
-    p.k_max = ctx.is_set("sk-kmax") ? positive_number(ctx, "sk-kmax") : 3 * 2 * M_PI / ff.spacing;
-    p.bins = positive(ctx, "sk-bins");
-    p.max_vectors_per_bin = ctx.integer("sk-max-vectors");
-    const std::int64_t stride = ctx.is_set("sk-stride")
-                                    ? positive(ctx, "sk-stride")
-                                    : std::max<std::int64_t>(1, (src.n_frames() + 199) / 200);
-    StructureFactor acc(p);
-    for_each_structure_frame(
-        src, stride, [&](const StructureFrame& f) { acc.accumulate(f); }, ctx.progress, "sk");
-    const auto r = acc.result();
-    ResultGroup g;
-    g.name = "sk";
-    const std::string ku = "1/" + L;
-    g.add("k", r.k, ku);
-    g.add("k_edges", r.k_edges, ku);
-    g.add("sk", r.sk, "1");
-    g.add_int("n_vectors", r.n_vectors, "1");
-    g.attrs["k_max"] = p.k_max;
-    g.attrs["bins"] = p.bins;
-    g.attrs["max_vectors_per_bin"] = p.max_vectors_per_bin;
-    g.attrs["frame_stride"] = stride;
-    g.attrs["frames"] = r.frames;
-    g.attrs["k_set"] = r.k_set;
-    g.attrs["geometry"] = geometry_name(ff.window);
-    g.attrs["taper"] = std::string(ff.window.periodic() ? "none" : "Hann sin^2(pi x/Lx) sin^2(pi y/Ly)");
-    if (ff.window.kind == GeometryKind::window_circle)
-        g.attrs["region"] = std::string("square inscribed in the circle");
-    g.attrs["normalisation"] =
-        std::string("Ashcroft-Langreth: <Re rho_a rho_b*> / sqrt(<sum_a w^2><sum_b w^2>)");
-    const double kmin = 0.5 * 2 * M_PI / ff.spacing;
-    g.attrs["peak_search_k_min"] = kmin;
-    const auto [kp, sp] = sk_first_peak(r, r.sk, kmin);
-    g.attrs["k_peak"] = kp;
-    g.attrs["s_peak"] = sp;
-    if (r.n_small > 0 && r.n_large > 0) {
-        g.add("sk_small_small", r.sk_ss, "1");
-        g.add("sk_small_large", r.sk_sl, "1");
-        g.add("sk_large_large", r.sk_ll, "1");
-        const auto a = sk_first_peak(r, r.sk_ss, kmin), b = sk_first_peak(r, r.sk_ll, kmin);
-        g.attrs["k_peak_small_small"] = a.first;
-        g.attrs["k_peak_large_large"] = b.first;
-    }
-    return {g};
+    SkParams p;
+    p.sk.k_max = ctx.is_set("sk-kmax") ? positive_number(ctx, "sk-kmax") : 0.0;
+    p.sk.bins = positive(ctx, "sk-bins");
+    p.sk.max_vectors_per_bin = ctx.integer("sk-max-vectors");
+    p.stride = ctx.is_set("sk-stride") ? positive(ctx, "sk-stride") : 0;
+    p.progress = ctx.progress;
+    return {to_group(compute_sk(ctx.source, p), ctx.source.meta())};
 }
 
 // ---------------------------------------------------------------------------------------- psi6
