@@ -76,115 +76,34 @@ std::vector<ResultGroup> run_sk(const AnalysisContext& ctx) {
 
 // ---------------------------------------------------------------------------------------- psi6
 std::vector<ResultGroup> run_psi6(const AnalysisContext& ctx) {
-    const auto& src = ctx.source;
-    const auto& m = src.meta();
-    const std::string L = m.length_unit, T = m.time_unit;
-    const auto ff = first_frame(src);
-    BondOrderAccumulatorParams p;
+    const auto& m = ctx.source.meta();
+    Psi6Params q;
+    auto& p = q.acc;
     p.bond.order = static_cast<int>(positive(ctx, "psi6-order"));
     p.bond.neighbours = bond_neighbours_from_string(ctx.text("psi6-neighbours"));
     p.bond.weighted = flag_bool(ctx, "psi6-weighted");
-    std::string rcut_source = "";
     if (p.bond.neighbours == BondNeighbours::cutoff) {
         if (ctx.is_set("psi6-rcut")) {
             p.bond.r_cut = positive_number(ctx, "psi6-rcut");
-            rcut_source = "option";
+            q.r_cut_source = "option";
         } else if (ctx.earlier && ctx.earlier->count("gr") && ctx.earlier->at("gr").attrs.count("r_min") &&
                    std::isfinite(std::get<double>(ctx.earlier->at("gr").attrs.at("r_min")))) {
             p.bond.r_cut = std::get<double>(ctx.earlier->at("gr").attrs.at("r_min"));
-            rcut_source = "first minimum of g(r)";
+            q.r_cut_source = "first minimum of g(r)";
         } else if (!m.species_diameters.empty()) {
             p.bond.r_cut = 1.4 * *std::max_element(m.species_diameters.begin(), m.species_diameters.end());
-            rcut_source = "1.4 x largest species diameter";
+            q.r_cut_source = "1.4 x largest species diameter";
         } else {
             throw ParameterError(
                 "psi6: cut-off neighbours need --psi6-rcut (no g(r) minimum or species diameters known)");
         }
     }
-    p.r_max = ctx.is_set("psi6-rmax") ? positive_number(ctx, "psi6-rmax") : default_rmax(ff);
+    p.r_max = ctx.is_set("psi6-rmax") ? positive_number(ctx, "psi6-rmax") : 0.0;
     p.bins = positive(ctx, "psi6-bins");
-    const auto stride = positive(ctx, "psi6-stride");
-    const bool per_particle = flag_bool(ctx, "psi6-per-particle");
-    BondOrderAccumulator acc(p);
-    // optional ragged per-particle table
-    std::vector<std::int64_t> lf, lp, offsets{0};
-    std::vector<double> lre, lim;
-    std::vector<std::int8_t> lvalid;
-    for_each_structure_frame(
-        src, stride,
-        [&](const StructureFrame& f) {
-            acc.accumulate(f);
-            if (!per_particle) return;
-            const auto loc = local_bond_order(f, p.bond);
-            for (std::size_t i = 0; i < f.size(); ++i) {
-                lf.push_back(f.frame), lp.push_back(f.particle[i]);
-                lre.push_back(loc.psi[i].real()), lim.push_back(loc.psi[i].imag());
-                lvalid.push_back(static_cast<std::int8_t>(loc.valid[i]));
-            }
-            offsets.push_back(static_cast<std::int64_t>(lf.size()));
-        },
-        ctx.progress, "psi6");
-    const auto r = acc.result();
-    ResultGroup g;
-    g.name = "psi6";
-    g.add("t", r.t, T);
-    g.add_int("t_frames", r.frame, "frame");
-    g.add("psi6_global", r.global, "1");
-    g.add("crystalline_fraction", r.crystalline_fraction, "1");
-    g.add("r", r.r, L);
-    g.add("g6", r.g6, "1").attrs["normalisation"] = std::string("sum Re psi_i psi_j* / pair count per bin");
-    g.add("g6_pairs", r.g6_pairs, "1");
-    g.add("abs_psi6_edges", r.hist_edges, "1");
-    g.add("abs_psi6_hist", r.hist, "1").attrs["meaning"] = std::string("probability density of |psi6(i)|");
-    if (r.n_small > 0 && r.n_large > 0) {
-        g.add("psi6_global_small", r.global_small, "1");
-        g.add("psi6_global_large", r.global_large, "1");
-        g.add("abs_psi6_hist_small", r.hist_small, "1");
-        g.add("abs_psi6_hist_large", r.hist_large, "1");
-    }
-    g.attrs["order"] = static_cast<std::int64_t>(p.bond.order);
-    g.attrs["neighbours"] = std::string(to_string(p.bond.neighbours));
-    if (p.bond.neighbours == BondNeighbours::cutoff) {
-        g.attrs["r_cut"] = p.bond.r_cut;
-        g.attrs["r_cut_source"] = rcut_source;
-    } else {
-        g.attrs["voronoi"] =
-            std::string(m.species_diameters.empty() ? "plain (or radical from the radius column)"
-                                                    : "radical (species diameters)");
-    }
-    g.attrs["weighted"] = static_cast<std::int64_t>(p.bond.weighted);
-    g.attrs["r_max"] = p.r_max;
-    g.attrs["bins"] = p.bins;
-    g.attrs["frame_stride"] = stride;
-    g.attrs["crystalline_threshold"] = p.crystalline;
-    g.attrs["mean_abs_psi6"] = r.mean_abs;
-    g.attrs["mean_abs2_psi6"] = r.mean_abs2;
-    g.attrs["particle_frames_valid"] = r.valid;
-    g.attrs["particle_frames_excluded_at_boundary"] = r.excluded;
-    g.attrs["psi6_global_mean"] = [&] {
-        double s = 0;
-        std::int64_t c = 0;
-        for (double v : r.global)
-            if (std::isfinite(v)) s += v, ++c;
-        return c ? s / static_cast<double>(c) : kNaN;
-    }();
-    if (per_particle) {
-        ResultGroup loc;
-        loc.name = "local";
-        loc.add_int("frame", lf, "frame");
-        loc.add_int("particle", lp, "1");
-        loc.add("psi6_re", lre, "1");
-        loc.add("psi6_im", lim, "1");
-        ResultArray v;
-        v.name = "valid";
-        v.units = "1";
-        v.shape = {lvalid.size()};
-        v.data = lvalid;
-        loc.arrays.push_back(std::move(v));
-        loc.add_int("frame_offsets", offsets, "rows");
-        g.groups.push_back(std::move(loc));
-    }
-    return {g};
+    q.stride = positive(ctx, "psi6-stride");
+    q.per_particle = flag_bool(ctx, "psi6-per-particle");
+    q.progress = ctx.progress;
+    return {to_group(compute_psi6(ctx.source, q), m)};
 }
 
 // ------------------------------------------------------------------------------------- voronoi
