@@ -202,4 +202,12 @@ inline double rms_valid(const GridField& f) {
     return n ? std::sqrt(s / static_cast<double>(n)) : std::numeric_limits<double>::quiet_NaN();
 }
 
+/// A [a][b][c] array.
+inline ResultArray& add3d(ResultGroup& g, std::string name, std::vector<double> v, std::size_t a, std::size_t b,
+                   std::size_t c, std::string units) {
+    ResultArray& r = g.add(std::move(name), std::move(v), std::move(units));
+    r.shape = {a, b, c};
+    return r;
+}
+
 }  // namespace vibra::analysis::detail

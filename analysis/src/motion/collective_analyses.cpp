@@ -34,12 +34,7 @@ std::string unit(const std::string& L, int lp, const std::string& T, int tp) {
     return s;
 }
 
-ResultArray& add3d(ResultGroup& g, std::string name, std::vector<double> v, std::size_t a, std::size_t b,
-                   std::size_t c, std::string units) {
-    ResultArray& r = g.add(std::move(name), std::move(v), std::move(units));
-    r.shape = {a, b, c};
-    return r;
-}
+using detail::add3d;
 
 using detail::common_arrays;
 using detail::rms_valid;
@@ -56,96 +51,11 @@ std::vector<AnalysisOption> field_spec_options() {
 }
 
 ResultGroup run_field(const AnalysisContext& ctx) {
-    const auto s = detail::resolve_field_settings(ctx, "field");
-    const auto& src = ctx.source;
-    const auto n_snap = ctx.integer("field-snapshots");
-    if (n_snap < 0) throw ParameterError("--field-snapshots must be ≥ 0");
-    const std::size_t nl = s.lags.size(), nt = static_cast<std::size_t>(s.n_times), M = s.grid.size();
-    std::vector<double> ke(nl * nt, kNaN), polar(nl * nt, kNaN), npart(nl * nt, kNaN), vfrac(nl * nt, kNaN),
-        rms(nl * nt, kNaN);
-    // Snapshot start indices per lag: evenly spaced over the start frames that lag allows.
-    std::vector<std::vector<std::int64_t>> snap_k(nl);
-    for (std::size_t li = 0; li < nl; ++li) {
-        const std::int64_t kmax = (s.n_frames - 1 - s.lags[li]) / s.stride;  // last usable start index
-        if (kmax < 0) continue;
-        for (std::int64_t q = 0; q < n_snap; ++q) {
-            const std::int64_t k = n_snap == 1 ? 0 : (q * kmax) / std::max<std::int64_t>(1, n_snap - 1);
-            if (snap_k[li].empty() || snap_k[li].back() != k) snap_k[li].push_back(k);
-        }
-    }
-    struct Snap {
-        std::vector<double> ux, uy, px, py, pux, puy;
-        std::vector<std::int64_t> offsets{0}, frames, tri, tri_offsets{0};
-    };
-    std::vector<Snap> snaps(nl);
-    detail::stream_displacements(src, s, [&](std::size_t li, std::int64_t k, Displacements& d) {
-        const std::size_t at = li * nt + static_cast<std::size_t>(k);
-        double e = 0;
-        for (std::size_t i = 0; i < d.size(); ++i) e += d.ux[i] * d.ux[i] + d.uy[i] * d.uy[i];
-        ke[at] = d.size() ? 0.5 * e / static_cast<double>(d.size()) : kNaN;
-        polar[at] = polar_order(d.ux, d.uy);
-        npart[at] = static_cast<double>(d.size());
-        const auto F = detail::field_of(s, d);
-        vfrac[at] = static_cast<double>(F.n_valid()) / static_cast<double>(M);
-        rms[at] = rms_valid(F);
-        if (std::find(snap_k[li].begin(), snap_k[li].end(), k) != snap_k[li].end()) {
-            auto& sn = snaps[li];
-            for (std::size_t m = 0; m < M; ++m) {
-                sn.ux.push_back(F.valid[m] ? F.ux[m] : kNaN);
-                sn.uy.push_back(F.valid[m] ? F.uy[m] : kNaN);
-            }
-            sn.px.insert(sn.px.end(), d.x.begin(), d.x.end());
-            sn.py.insert(sn.py.end(), d.y.begin(), d.y.end());
-            sn.pux.insert(sn.pux.end(), d.ux.begin(), d.ux.end());
-            sn.puy.insert(sn.puy.end(), d.uy.begin(), d.uy.end());
-            // The Delaunay alternative: the particle vectors on their triangulation (piecewise-linear
-            // field), vertex indices local to the snapshot.
-            for (const auto& t : delaunay(d.x, d.y).triangles)
-                for (auto v : t) sn.tri.push_back(v);
-            sn.tri_offsets.push_back(static_cast<std::int64_t>(sn.tri.size() / 3));
-            sn.offsets.push_back(static_cast<std::int64_t>(sn.px.size()));
-            sn.frames.push_back(d.frame);
-        }
-    });
-    ResultGroup g;
-    g.name = "field";
-    detail::record_field_settings(s, g.attrs);
-    g.attrs["kinetic_energy_definition"] = std::string("1/2 <|u|^2> over the particles of each start frame");
-    common_arrays(g, src, s);
-    std::vector<double> gx(s.grid.nx), gy(s.grid.ny);
-    for (std::size_t i = 0; i < s.grid.nx; ++i) gx[i] = s.grid.x(i);
-    for (std::size_t j = 0; j < s.grid.ny; ++j) gy[j] = s.grid.y(j);
-    g.add("grid_x", gx, s.L);
-    g.add("grid_y", gy, s.L);
-    g.add2d("kinetic_energy", ke, nl, nt, s.energy_unit());
-    g.add2d("polar_order", polar, nl, nt, "1");
-    g.add2d("n_particles", npart, nl, nt, "1");
-    g.add2d("valid_fraction", vfrac, nl, nt, "1");
-    g.add2d("grid_rms", rms, nl, nt, s.field_unit());
-    for (std::size_t li = 0; li < nl; ++li) {
-        auto& sn = snaps[li];
-        ResultGroup sub;
-        sub.name = "lag_" + std::to_string(s.lags[li]);
-        sub.attrs["lag_frames"] = s.lags[li];
-        const std::size_t ns = sn.frames.size();
-        sub.add_int("snapshot_frames", sn.frames, "frame");
-        add3d(sub, "ux", std::move(sn.ux), ns, s.grid.ny, s.grid.nx, s.field_unit());
-        add3d(sub, "uy", std::move(sn.uy), ns, s.grid.ny, s.grid.nx, s.field_unit());
-        sub.add_int("particle_offsets", sn.offsets, "1");
-        sub.add("particle_x", std::move(sn.px), s.L);
-        sub.add("particle_y", std::move(sn.py), s.L);
-        sub.add("particle_ux", std::move(sn.pux), s.field_unit());
-        sub.add("particle_uy", std::move(sn.puy), s.field_unit());
-        const std::size_t ntri = sn.tri.size() / 3;
-        auto& tr = sub.add_int("triangles", std::move(sn.tri), "1");
-        tr.shape = {ntri, 3};
-        tr.attrs["meaning"] = std::string(
-            "Delaunay triangles (counter-clockwise) of each snapshot's particles; indices local to the "
-            "snapshot");
-        sub.add_int("triangle_offsets", sn.tri_offsets, "1");
-        g.groups.push_back(std::move(sub));
-    }
-    return g;
+    FieldParams p;
+    p.field = detail::resolve_field_settings(ctx, "field");
+    p.snapshots = ctx.integer("field-snapshots");
+    if (p.snapshots < 0) throw ParameterError("--field-snapshots must be ≥ 0");
+    return to_group(compute_field(ctx.source, p), p, ctx.source);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "vibra/core/result.hpp"
 #include "vibra/core/trajectory.hpp"
+#include "vibra/core/trajectory_source.hpp"
 
 namespace vibra::analysis {
 
@@ -123,5 +125,29 @@ struct FieldSettings {
     std::string field_unit() const { return velocity ? L + "/" + T : L; }
     std::string energy_unit() const { return velocity ? L + "^2/" + T + "^2" : L + "^2"; }
 };
+
+/// The displacement field analysis (/analysis/field): per lag and start frame the particles'
+/// kinetic energy and polar order, the grid's valid fraction and rms; whole fields of a few
+/// start frames (snapshots).
+struct FieldParams {
+    FieldSettings field;
+    std::int64_t snapshots = 3;  ///< start frames (evenly spaced) whose grid and particle vectors are kept
+};
+struct FieldSnapshots {
+    std::vector<double> ux, uy;             ///< [snapshot][ny][nx], NaN where masked
+    std::vector<double> px, py, pux, puy;   ///< particles of every snapshot, in turn
+    std::vector<std::int64_t> offsets{0};   ///< particles of snapshot k: [offsets[k], offsets[k+1])
+    std::vector<std::int64_t> frames;       ///< start frame of each snapshot
+    std::vector<std::int64_t> tri;          ///< Delaunay triangles (3 local indices each), in turn
+    std::vector<std::int64_t> tri_offsets{0};
+};
+struct FieldResult {
+    /// [lag · n_times + k]
+    std::vector<double> kinetic_energy, polar_order, n_particles, valid_fraction, grid_rms;
+    std::vector<FieldSnapshots> snapshots;  ///< per lag
+};
+FieldResult compute_field(const TrajectorySource& src, const FieldParams& p);
+/// Group `field` with per-lag sub-groups of the snapshots; `src` gives the frame times.
+ResultGroup to_group(const FieldResult& r, const FieldParams& p, const TrajectorySource& src);
 
 }  // namespace vibra::analysis
