@@ -179,63 +179,18 @@ std::vector<AnalysisOption> correlations_spec_options() {
 }
 
 ResultGroup run_correlations(const AnalysisContext& ctx) {
-    const auto s = detail::resolve_field_settings(ctx, "correlations");
-    const auto& src = ctx.source;
-    VelocityCorrelationParams p;
-    p.r_max = ctx.is_set("correlations-rmax")
-                  ? ctx.number("correlations-rmax")
-                  : std::min(15 * s.mean_spacing, 0.25 * std::min(s.grid.lx(), s.grid.ly()));
-    p.dr = ctx.is_set("correlations-dr") ? ctx.number("correlations-dr") : 0.5 * s.mean_spacing;
+    CorrelationsParams p;
+    p.field = detail::resolve_field_settings(ctx, "correlations");
+    if (ctx.is_set("correlations-rmax")) p.corr.r_max = ctx.number("correlations-rmax");
+    if (ctx.is_set("correlations-dr")) p.corr.dr = ctx.number("correlations-dr");
     const auto& mean = ctx.text("correlations-mean");
     if (mean != "subtract" && mean != "keep")
         throw ParameterError("--correlations-mean: '" + mean + "' is not subtract or keep");
-    p.subtract_mean = mean == "subtract";
-    p.validate();
-    const double floor = ctx.number("correlations-fit-floor");
-    if (!(floor > 0 && floor < 1)) throw ParameterError("--correlations-fit-floor must be in (0, 1)");
-    const std::size_t nl = s.lags.size(), nt = static_cast<std::size_t>(s.n_times);
-    std::vector<VelocityCorrelation> acc(nl, VelocityCorrelation(p));
-    std::vector<double> xi(nl * nt, kNaN), polar(nl * nt, kNaN);
-    const auto r = acc[0].r();
-    detail::stream_displacements(src, s, [&](std::size_t li, std::int64_t k, Displacements& d) {
-        VelocityCorrelation one(p);
-        one.add(d.x, d.y, d.ux, d.uy, s.geometry);
-        xi[li * nt + static_cast<std::size_t>(k)] = correlation_length(r, one.c(), floor);
-        polar[li * nt + static_cast<std::size_t>(k)] = polar_order(d.ux, d.uy);
-        acc[li].merge(one);
-    });
-    ResultGroup g;
-    g.name = "correlations";
-    detail::record_field_settings(s, g.attrs);
-    g.attrs["r_max"] = p.r_max;
-    g.attrs["dr"] = p.dr;
-    g.attrs["mean"] = mean;
-    g.attrs["fit_floor"] = floor;
-    g.attrs["normalisation"] =
-        std::string("pair count per bin (window geometry cancels), divided by <|du|^2>");
-    g.attrs["xi_rule"] =
-        std::string("least squares of log C(r) from the first bin while C > fit_floor * C(first bin)");
-    common_arrays(g, src, s);
-    g.add("r", r, s.L);
-    std::vector<double> c, cl, ct, pc, xim, ms;
-    for (const auto& a : acc) {
-        const auto cc = a.c(), ll = a.c_long(), tt = a.c_trans();
-        c.insert(c.end(), cc.begin(), cc.end());
-        cl.insert(cl.end(), ll.begin(), ll.end());
-        ct.insert(ct.end(), tt.begin(), tt.end());
-        pc.insert(pc.end(), a.pair_counts().begin(), a.pair_counts().end());
-        xim.push_back(correlation_length(r, cc, floor));
-        ms.push_back(a.mean_square());
-    }
-    g.add2d("c_vv", c, nl, r.size(), "1");
-    g.add2d("c_long", cl, nl, r.size(), "1");
-    g.add2d("c_trans", ct, nl, r.size(), "1");
-    g.add2d("pair_counts", pc, nl, r.size(), "1");
-    g.add("xi_mean", xim, s.L).attrs["meaning"] = std::string("fit of the time-averaged C_vv(r), per lag");
-    g.add("mean_square", ms, s.energy_unit());
-    g.add2d("xi", xi, nl, nt, s.L);
-    g.add2d("polar_order", polar, nl, nt, "1");
-    return g;
+    p.corr.subtract_mean = mean == "subtract";
+    p.fit_floor = ctx.number("correlations-fit-floor");
+    if (!(p.fit_floor > 0 && p.fit_floor < 1))
+        throw ParameterError("--correlations-fit-floor must be in (0, 1)");
+    return to_group(compute_correlations(ctx.source, p), p, ctx.source);
 }
 
 // ---------------------------------------------------------------------------------------------
