@@ -236,177 +236,23 @@ std::vector<AnalysisOption> spectra_spec_options() {
 }
 
 ResultGroup run_spectra(const AnalysisContext& ctx) {
-    const auto s = detail::resolve_field_settings(ctx, "spectra");
-    const auto& src = ctx.source;
-    SpectrumParams sp;
-    sp.taper = taper_from_string(ctx.text("spectra-taper"));
-    sp.tukey_alpha = ctx.number("spectra-tukey-alpha");
-    sp.gradient = gradient_from_string(ctx.text("spectra-gradient"));
-    sp.validate();
+    SpectraParams p;
+    p.field = detail::resolve_field_settings(ctx, "spectra");
+    p.taper_name = ctx.text("spectra-taper");
+    p.gradient_name = ctx.text("spectra-gradient");
+    p.spectrum.taper = taper_from_string(p.taper_name);
+    p.spectrum.tukey_alpha = ctx.number("spectra-tukey-alpha");
+    p.spectrum.gradient = gradient_from_string(p.gradient_name);
+    p.spectrum.validate();
     const auto& dec = ctx.text("spectra-deconvolve");
     if (dec != "on" && dec != "off")
         throw ParameterError("--spectra-deconvolve: '" + dec + "' is not on or off");
-    SpectrumEstimator est(s.grid, sp);
-    const double h = std::max(s.grid.hx, s.grid.hy);
-    const double kmin = ctx.is_set("spectra-kmin") ? ctx.number("spectra-kmin") : 4 * est.dk();
-    const double kmax = ctx.is_set("spectra-kmax") ? ctx.number("spectra-kmax")
-                                                   : std::min(1.0 / s.cg.sigma, 0.5 * std::numbers::pi / h);
-    if ((ctx.is_set("spectra-kmin") || ctx.is_set("spectra-kmax")) && !(kmin > 0 && kmax > kmin))
-        throw ParameterError("--spectra-kmin/--spectra-kmax: need 0 < kmin < kmax");
-    std::vector<double> scales;
-    if (ctx.is_set("spectra-fst-scales")) {
-        scales = ctx.numbers("spectra-fst-scales");
-    } else {
-        for (double f : {1.0, 2.0, 4.0, 8.0})
-            if (f * s.cg.sigma < 0.25 * std::min(s.grid.lx(), s.grid.ly())) scales.push_back(f * s.cg.sigma);
-    }
-    const std::size_t nl = s.lags.size(), nt = static_cast<std::size_t>(s.n_times), nk = est.n_shells(),
-                      ns = scales.size();
-    std::vector<double> E(nl * nt * nk, kNaN), flux(nl * nt * nk, kNaN), fst(nl * nt * ns, kNaN);
-    std::vector<double> eiso(nl * nk, 0), el(nl * nk, 0), et(nl * nk, 0), tsum(nl * nk, 0),
-        energy(nl * nt, kNaN), mfe(nl * nt, kNaN), slope(nl * nt, kNaN);
-    std::vector<double> nsum(nl, 0);
-    std::vector<double> k_axis;
-    auto deconv = [&](std::vector<double>& e, const std::vector<double>& k) {
-        if (dec == "on")
-            for (std::size_t n = 0; n < e.size(); ++n)
-                e[n] *= std::exp(k[n] * k[n] * s.cg.sigma * s.cg.sigma);
-    };
-    detail::stream_displacements(src, s, [&](std::size_t li, std::int64_t k, Displacements& d) {
-        const auto F = detail::field_of(s, d);
-        // The filter-space flux is independent of the FFT work: overlap them when threads allow.
-        std::future<std::vector<double>> fst_job;
-        if (ns && ctx.threads > 1)
-            fst_job = std::async(std::launch::async, [&] { return fst_flux(F, scales); });
-        auto S = est.spectrum(F);
-        const auto Tr = est.transfer(F);
-        if (k_axis.empty()) k_axis = S.k;
-        deconv(S.e_iso, S.k);  // fits only: e, e_long, e_trans stay raw (Parseval)
-        const std::size_t at = li * nt + static_cast<std::size_t>(k);
-        std::copy(S.e.begin(), S.e.end(), E.begin() + static_cast<std::ptrdiff_t>(at * nk));
-        std::copy(Tr.flux.begin(), Tr.flux.end(), flux.begin() + static_cast<std::ptrdiff_t>(at * nk));
-        energy[at] = S.energy;
-        mfe[at] = S.mean_flow_energy;
-        slope[at] = fit_power_law(S.k, S.e_iso, kmin, kmax).exponent;
-        if (std::isfinite(S.energy)) {
-            for (std::size_t n = 0; n < nk; ++n) {
-                eiso[li * nk + n] += std::isfinite(S.e_iso[n]) ? S.e_iso[n] : 0.0;
-                el[li * nk + n] += S.e_long[n];
-                et[li * nk + n] += S.e_trans[n];
-                tsum[li * nk + n] += Tr.t[n];
-            }
-            nsum[li] += 1;
-        }
-        if (ns) {
-            const auto fl = fst_job.valid() ? fst_job.get() : fst_flux(F, scales);
-            std::copy(fl.begin(), fl.end(), fst.begin() + static_cast<std::ptrdiff_t>(at * ns));
-        }
-    });
-    if (k_axis.empty())
-        for (std::size_t n = 0; n < nk; ++n) k_axis.push_back(static_cast<double>(n) * est.dk());
-    ResultGroup g;
-    g.name = "spectra";
-    detail::record_field_settings(s, g.attrs);
-    g.attrs["taper"] = ctx.text("spectra-taper");
-    g.attrs["tukey_alpha"] = sp.tukey_alpha;
-    g.attrs["gradient"] = ctx.text("spectra-gradient");
-    g.attrs["fit_k_min"] = kmin;
-    g.attrs["fit_k_max"] = kmax;
-    g.attrs["fit_band_shells"] = static_cast<std::int64_t>(
-        kmax > kmin ? std::floor(kmax / est.dk()) - std::ceil(kmin / est.dk()) + 1 : 0);
-    g.attrs["deconvolve_kernel"] = dec;
-    g.attrs["fit_rule"] = std::string(
-        "least squares of log E_iso vs log k in [fit_k_min, fit_k_max]; E_iso = E compensated for the "
-        "lattice mode count per shell");
-    g.attrs["dk"] = est.dk();
-    g.attrs["mean_removed"] = std::string("mean over usable nodes removed before E(k) and T(k)");
-    g.attrs["normalisation"] = std::string(
-        "E(k_n) = 1/2 sum_shell |u_hat|^2 / (dk <(w m)^2>), sum_n E dk = 1/2 <|w m U|^2>/<(w m)^2>");
-    g.attrs["flux_sign"] = std::string(
-        "Pi(k) = sum_{k'>=k} T(k') dk; Pi > 0 forward (to small scales), Pi < 0 inverse (to large scales)");
-    common_arrays(g, src, s);
-    const auto fu = [&](int lp, int tp) {
-        return s.velocity ? unit(s.L, lp, s.T, tp) : unit(s.L, lp, s.T, 0);
-    };
-    g.add("k", k_axis, "rad/" + s.L);
-    add3d(g, "e", E, nl, nt, nk, fu(3, 2));
-    // Time means and fits per lag.
-    std::vector<double> em(nl * nk, kNaN), fm(nl * nk, kNaN), tm(nl * nk, kNaN), elm(nl * nk, kNaN),
-        etm(nl * nk, kNaN);
-    std::vector<double> sm(nl, kNaN), se(nl, kNaN), pref(nl, kNaN), fstm(nl * ns, kNaN);
-    for (std::size_t li = 0; li < nl; ++li) {
-        for (std::size_t n = 0; n < nk; ++n) {
-            double a = 0, b = 0;
-            std::size_t c = 0;
-            for (std::size_t k = 0; k < nt; ++k) {
-                const double v = E[(li * nt + k) * nk + n];
-                if (std::isfinite(v)) a += v, b += flux[(li * nt + k) * nk + n], ++c;
-            }
-            if (c) em[li * nk + n] = a / static_cast<double>(c), fm[li * nk + n] = b / static_cast<double>(c);
-            if (nsum[li] > 0) {
-                tm[li * nk + n] = tsum[li * nk + n] / nsum[li];
-                elm[li * nk + n] = el[li * nk + n] / nsum[li];
-                etm[li * nk + n] = et[li * nk + n] / nsum[li];
-            }
-        }
-        std::vector<double> iso(nk, kNaN);
-        if (nsum[li] > 0)
-            for (std::size_t n = 0; n < nk; ++n) iso[n] = eiso[li * nk + n] / nsum[li];
-        const auto fit = fit_power_law(k_axis, iso, kmin, kmax);
-        sm[li] = fit.exponent, se[li] = fit.exponent_error, pref[li] = fit.prefactor;
-        for (std::size_t q = 0; q < ns; ++q) {
-            double a = 0;
-            std::size_t c = 0;
-            for (std::size_t k = 0; k < nt; ++k) {
-                const double v = fst[(li * nt + k) * ns + q];
-                if (std::isfinite(v)) a += v, ++c;
-            }
-            if (c) fstm[li * ns + q] = a / static_cast<double>(c);
-        }
-    }
-    g.add2d("e_mean", em, nl, nk, fu(3, 2));
-    {
-        std::vector<double> isom(nl * nk, kNaN);
-        for (std::size_t li = 0; li < nl; ++li)
-            if (nsum[li] > 0)
-                for (std::size_t n = 0; n < nk; ++n) isom[li * nk + n] = eiso[li * nk + n] / nsum[li];
-        g.add2d("e_iso_mean", isom, nl, nk, fu(3, 2)).attrs["meaning"] = std::string(
-            "time-mean E compensated for the mode count per shell (and kernel-deconvolved when "
-            "deconvolve_kernel = on): what the fits use");
-    }
-    g.add2d("e_long_mean", elm, nl, nk, fu(3, 2));
-    g.add2d("e_trans_mean", etm, nl, nk, fu(3, 2));
-    g.add2d("energy", energy, nl, nt, fu(2, 2)).attrs["meaning"] =
-        std::string("sum_n E(k_n) dk (windowed, mean removed)");
-    g.add2d("mean_flow_energy", mfe, nl, nt, fu(2, 2));
-    g.add2d("slope", slope, nl, nt, "1").attrs["meaning"] =
-        std::string("power-law exponent of E(k) in [fit_k_min, fit_k_max]");
-    g.add("slope_mean", sm, "1").attrs["meaning"] =
-        std::string("exponent of the time-averaged E(k) per lag (exponent vs lag)");
-    g.add("slope_mean_error", se, "1");
-    g.add("prefactor_mean", pref, fu(3, 2));
-    g.add2d("transfer_mean", tm, nl, nk, fu(3, 3));
-    add3d(g, "flux", flux, nl, nt, nk, fu(2, 3));
-    g.add2d("flux_mean", fm, nl, nk, fu(2, 3));
-    g.add("fst_scales", scales, s.L);
-    add3d(g, "fst_flux", fst, nl, nt, ns, fu(2, 3)).attrs["meaning"] =
-        std::string("filter-space flux Pi_l = -<tau_ij d_j U_i,l> over interior nodes");
-    g.add2d("fst_flux_mean", fstm, nl, ns, fu(2, 3));
-    // Time-resolved change of E(k): literal "transfer across scales over time", not Π(k).
-    std::vector<double> dedt(nl * nt * nk, kNaN);
-    const auto times = detail::start_times(src, s);
-    for (std::size_t li = 0; li < nl; ++li)
-        for (std::size_t k = 1; k < nt; ++k) {
-            const double dt = times[k] - times[k - 1];
-            if (!(dt > 0)) continue;
-            for (std::size_t n = 0; n < nk; ++n)
-                dedt[(li * nt + k) * nk + n] =
-                    (E[(li * nt + k) * nk + n] - E[(li * nt + k - 1) * nk + n]) / dt;
-        }
-    add3d(g, "de_dt", dedt, nl, nt, nk, s.velocity ? unit(s.L, 3, s.T, 3) : unit(s.L, 3, s.T, 1))
-        .attrs["meaning"] =
-        std::string("backward difference of E(k,t) between consecutive start frames; NOT the flux Pi(k)");
-    return g;
+    p.deconvolve = dec == "on";
+    if (ctx.is_set("spectra-kmin")) p.k_min = ctx.number("spectra-kmin");
+    if (ctx.is_set("spectra-kmax")) p.k_max = ctx.number("spectra-kmax");
+    if (ctx.is_set("spectra-fst-scales")) p.fst_scales = ctx.numbers("spectra-fst-scales");
+    p.threads = ctx.threads;
+    return to_group(compute_spectra(ctx.source, p), p, ctx.source);
 }
 
 // ---------------------------------------------------------------------------------------------
