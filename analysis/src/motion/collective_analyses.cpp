@@ -1,14 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The collective-motion analyses of `vibra analyze` (docs/collective-motion.md §2–§4):
-// field, defects, correlations, spectra, evolution. Each streams over the input block by block
-// (detail/collective_stream.hpp) and keeps only the frames its largest lag needs. Definitions,
-// defaults and what is a choice rather than a confirmed method: docs/collective-motion.md.
+// field, defects, correlations, spectra, evolution: their flags mapped to the Params of
+// compute_field, compute_defects, … (each in its module, streaming through
+// detail/collective_stream.hpp). Definitions, defaults and what is a choice rather than a
+// confirmed method: docs/collective-motion.md.
 #include <algorithm>
 #include <cmath>
-#include <future>
-#include <limits>
-#include <numbers>
-#include <numeric>
+#include <map>
 #include <string>
 
 #include "detail/collective_stream.hpp"
@@ -22,22 +20,6 @@
 namespace vibra::analysis {
 
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-using detail::FieldSettings;
-
-/// "L^a/T^b" from the unit names (powers 1 written bare, 0 omitted).
-std::string unit(const std::string& L, int lp, const std::string& T, int tp) {
-    auto term = [](const std::string& u, int p) { return p == 1 ? u : u + "^" + std::to_string(p); };
-    std::string s = lp ? term(L, lp) : "1";
-    if (tp) s += "/" + term(T, tp);
-    return s;
-}
-
-using detail::add3d;
-
-using detail::common_arrays;
-using detail::rms_valid;
 
 // ---------------------------------------------------------------------------------------------
 // field
@@ -329,26 +311,23 @@ ResultGroup run_evolution(const AnalysisContext& ctx) {
                                      {"defect_density", "defects", "density", "1/" + L + "^2"},
                                      {"xi", "correlations", "xi", L},
                                      {"spectral_slope", "spectra", "slope", "1"}};
-    ResultGroup g;
-    g.name = "evolution";
-    g.attrs["lag_frames"] = lag;
-    g.attrs["segments"] = segs;
-    g.attrs["min_points"] = minp;
-    g.attrs["change_point_rule"] = std::string(
-        "optimal piecewise-linear least-squares fit (independent segments) of y vs log(t - t0 + "
-        "frame_interval); "
-        "y = log(value) when all values are > 0, else the value");
+    EvolutionParams ep;
+    ep.fit = pp;
+    ep.lag = lag;
+    ep.frame_interval = meta.frame_interval;
+    std::vector<EvolutionSeries> in;
     const auto all = specs();
     for (const auto& se : series) {
-        std::vector<double> t, v;
-        std::string origin = "earlier";
+        EvolutionSeries es;
+        es.name = se.out;
+        es.origin = "earlier";
         const ResultGroup* grp = nullptr;
         ResultGroup computed;
         if (ctx.earlier) {
             const auto it = ctx.earlier->find(se.group);
             if (it != ctx.earlier->end()) grp = &it->second;
         }
-        if (!grp || !extract_series(*grp, se.array, lag, t, v)) {
+        if (!grp || !extract_series(*grp, se.array, lag, es.time, es.value)) {
             // Compute with the analysis' own defaults for this lag.
             const auto sp = std::find_if(all.begin(), all.end(),
                                          [&](const AnalysisSpec& a) { return a.name == se.group; });
@@ -359,34 +338,16 @@ ResultGroup run_evolution(const AnalysisContext& ctx) {
                 opts[std::string(se.group) + "-stride"] = ctx.text("evolution-stride");
             AnalysisContext sub{src, opts, false, ctx.threads, nullptr};
             computed = sp->run(sub).front();
-            origin = "computed";
-            if (!extract_series(computed, se.array, lag, t, v)) continue;
+            es.origin = "computed";
+            if (!extract_series(computed, se.array, lag, es.time, es.value)) continue;
             grp = &computed;
         }
-        std::string units = se.units;
-        if (units.empty())
-            if (const auto* a = grp->find(se.array)) units = a->units;
-        const double t0 = t.empty() ? 0 : t.front();
-        std::vector<double> x(t.size()), y(v.size());
-        bool positive = true;
-        for (double q : v)
-            if (std::isfinite(q) && !(q > 0)) positive = false;
-        for (std::size_t i = 0; i < t.size(); ++i) {
-            x[i] = std::log(t[i] - t0 + meta.frame_interval);
-            y[i] = positive ? std::log(v[i]) : v[i];
-        }
-        const auto fit = piecewise_linear_fit(x, y, pp);
-        std::vector<double> ct;
-        for (double cx : fit.change_x) ct.push_back(std::exp(cx) + t0 - meta.frame_interval);
-        const std::string n = se.out;
-        g.add(n + "_time", t, meta.time_unit);
-        g.add(n, v, units).attrs["origin"] = origin;
-        g.add(n + "_change_times", ct, meta.time_unit);
-        g.add(n + "_segment_slopes", fit.slopes, "1").attrs["meaning"] =
-            std::string(positive ? "d log(value) / d log(t) per segment" : "d value / d log(t) per segment");
-        g.attrs[n + "_log_scale"] = std::int64_t{positive ? 1 : 0};
+        es.units = se.units;
+        if (es.units.empty())
+            if (const auto* a = grp->find(se.array)) es.units = a->units;
+        in.push_back(std::move(es));
     }
-    return g;
+    return to_group(compute_evolution(in, ep), ep, meta);
 }
 
 std::vector<AnalysisSpec> specs() {
