@@ -253,7 +253,8 @@ std::vector<AnalysisSpec> dynamics_analyses() {
             p.blocks = ctx.integer("velocity-distribution-blocks");
             p.bins = ctx.integer("velocity-distribution-bins");
             p.seed = static_cast<std::uint64_t>(ctx.integer("velocity-distribution-seed"));
-            return std::vector<ResultGroup>{velocity_distribution_analysis(ctx.source, p)};
+            return std::vector<ResultGroup>{
+                to_group(compute_velocity_distribution(ctx.source, p), p, ctx.source.meta())};
         }});
     return out;
 }
