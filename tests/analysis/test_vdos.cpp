@@ -208,7 +208,8 @@ TEST_CASE("biased estimator without window is a non-negative periodogram", "[uni
     CHECK_THAT(trapezoid(test::array(r, "omega"), d), WithinAbs(1.0, 1e-9));
     p.estimator =
         VdosEstimator::unbiased;  // the unbiased per-pair mean of white noise does go negative somewhere
-    const auto ru = to_group(compute_vdos(src, p), p, src.meta());  // kept alive: test::array returns a reference into it
+    const auto ru =
+        to_group(compute_vdos(src, p), p, src.meta());  // kept alive: test::array returns a reference into it
     const auto& du = test::array(ru, "vdos");
     double umin = 1e300;
     for (double v : du) umin = std::min(umin, v);

@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "../../tracking/src/detail/fit_kernels.hpp"    // internal row kernels, compared below
+#include "../../tracking/src/detail/fit_kernels.hpp"   // internal row kernels, compared below
 #include "../../tracking/src/detail/joint_fitter.hpp"  // the fit's internal performance switches
 #include "vibra/core/error.hpp"
 #include "vibra/tracking/joint_fit.hpp"

@@ -186,7 +186,7 @@ inline std::vector<std::int64_t> start_frames(const FieldSettings& s) {
 
 /// The axes every collective group has: lags, lag times, start frames (named `frame_axis`), their times.
 inline void common_arrays(ResultGroup& g, const TrajectorySource& src, const FieldSettings& s,
-                   const std::string& frame_axis = "frame") {
+                          const std::string& frame_axis = "frame") {
     g.add_int("lags", s.lags, "frame");
     g.add("lag_times", detail::lag_times(src, s), s.T);
     g.add_int(frame_axis, detail::start_frames(s), "frame");
@@ -203,8 +203,8 @@ inline double rms_valid(const GridField& f) {
 }
 
 /// A [a][b][c] array.
-inline ResultArray& add3d(ResultGroup& g, std::string name, std::vector<double> v, std::size_t a, std::size_t b,
-                   std::size_t c, std::string units) {
+inline ResultArray& add3d(ResultGroup& g, std::string name, std::vector<double> v, std::size_t a,
+                          std::size_t b, std::size_t c, std::string units) {
     ResultArray& r = g.add(std::move(name), std::move(v), std::move(units));
     r.shape = {a, b, c};
     return r;

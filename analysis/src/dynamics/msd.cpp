@@ -466,7 +466,8 @@ MsdResult compute_msd(const TrajectorySource& src, const MsdParams& p) {
     }
     r.vanhove_lags = std::move(lags);
     r.vanhove_range = std::move(range);
-    r.hist_total = std::move(hist.total), r.hist_small = std::move(hist.small), r.hist_large = std::move(hist.large);
+    r.hist_total = std::move(hist.total), r.hist_small = std::move(hist.small),
+    r.hist_large = std::move(hist.large);
     r.samples_total = std::move(n_samples.total), r.samples_small = std::move(n_samples.small),
     r.samples_large = std::move(n_samples.large);
     return r;

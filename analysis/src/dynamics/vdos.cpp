@@ -324,7 +324,8 @@ ResultGroup to_group(const VdosResult& r, const VdosParams& p, const Metadata& m
         g.attrs["window"] =
             std::string(p.window == VdosWindow::hann ? "hann: sin^2 on each velocity segment" : "none");
         g.attrs["definition"] = std::string(
-            "D(omega) = (dt/pi) sum_segments g |v~(omega)|^2 / sum v^2, g = (run samples/segment samples) n_s "
+            "D(omega) = (dt/pi) sum_segments g |v~(omega)|^2 / sum v^2, g = (run samples/segment samples) "
+            "n_s "
             "/ sum w^2; "
             "Wiener-Khinchin transform of the VACF");
         g.attrs["segment_frames"] = 2 * r.max_lag;

@@ -124,10 +124,12 @@ ResultGroup run_defects(const AnalysisContext& ctx) {
     p.smooth = ctx.number("defects-smooth");
     if (!(p.smooth >= 0)) throw ParameterError("--defects-smooth must be ≥ 0");
     p.tracks.max_step = ctx.is_set("defects-max-step") ? ctx.number("defects-max-step") : 3 * h;
-    p.tracks.pair_distance = ctx.is_set("defects-pair-distance") ? ctx.number("defects-pair-distance") : 3 * h;
+    p.tracks.pair_distance =
+        ctx.is_set("defects-pair-distance") ? ctx.number("defects-pair-distance") : 3 * h;
     p.tracks.geometry = s.geometry;
     p.tracks.validate();
-    p.rmax = ctx.is_set("defects-rmax") ? ctx.number("defects-rmax") : 0.5 * std::min(s.grid.lx(), s.grid.ly());
+    p.rmax =
+        ctx.is_set("defects-rmax") ? ctx.number("defects-rmax") : 0.5 * std::min(s.grid.lx(), s.grid.ly());
     p.dr = ctx.is_set("defects-dr") ? ctx.number("defects-dr") : h;
     p.msd_lags = ctx.integer("defects-msd-lags");
     if (p.msd_lags < 0) throw ParameterError("--defects-msd-lags must be ≥ 0");

@@ -580,7 +580,8 @@ namespace {
 double rms_vectors(std::span<const double> ux, std::span<const double> uy) {
     double s = 0;
     for (std::size_t i = 0; i < ux.size(); ++i) s += ux[i] * ux[i] + uy[i] * uy[i];
-    return ux.empty() ? std::numeric_limits<double>::quiet_NaN() : std::sqrt(s / static_cast<double>(ux.size()));
+    return ux.empty() ? std::numeric_limits<double>::quiet_NaN()
+                      : std::sqrt(s / static_cast<double>(ux.size()));
 }
 
 /// Area of the Delaunay triangles whose three edges were evaluated (vertices above the threshold,
@@ -615,8 +616,8 @@ std::int64_t defect_stride_for_memory(const FieldSettings& s, std::int64_t memor
     const double per_start =
         kDefectBytesPerNode * static_cast<double>(s.grid.size()) * static_cast<double>(s.lags.size());
     const std::int64_t span = s.n_frames - s.lags.front();
-    const auto fit =
-        std::max<std::int64_t>(1, static_cast<std::int64_t>(static_cast<double>(memory_bytes / 2) / per_start));
+    const auto fit = std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(static_cast<double>(memory_bytes / 2) / per_start));
     return std::max<std::int64_t>(1, (span + fit - 1) / fit);
 }
 
@@ -663,11 +664,13 @@ DefectAnalysisResult compute_defects(const TrajectorySource& src, const DefectAn
             if (s.region.kind != GeometryKind::window_circle || s.region.contains(s.grid.x(i), s.grid.y(j)))
                 r.ref_x.push_back(s.grid.x(i)), r.ref_y.push_back(s.grid.y(j));
     // Per lag: the consecutive computed frames, tracked.
-    for (std::size_t li = 0; li < nl; ++li) r.tracks.push_back(track_defects(sampled_frames(r, li), p.tracks));
+    for (std::size_t li = 0; li < nl; ++li)
+        r.tracks.push_back(track_defects(sampled_frames(r, li), p.tracks));
     return r;
 }
 
-ResultGroup to_group(const DefectAnalysisResult& r, const DefectAnalysisParams& p, const TrajectorySource& src) {
+ResultGroup to_group(const DefectAnalysisResult& r, const DefectAnalysisParams& p,
+                     const TrajectorySource& src) {
     constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
     const auto& s = p.field;
     const std::size_t nl = s.lags.size(), nt = r.n_times;

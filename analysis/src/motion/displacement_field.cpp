@@ -241,7 +241,8 @@ FieldResult compute_field(const TrajectorySource& src, const FieldParams& p) {
     const auto& s = p.field;
     const std::size_t nl = s.lags.size(), nt = static_cast<std::size_t>(s.n_times), M = s.grid.size();
     FieldResult r;
-    r.kinetic_energy.assign(nl * nt, kNaN), r.polar_order.assign(nl * nt, kNaN), r.n_particles.assign(nl * nt, kNaN);
+    r.kinetic_energy.assign(nl * nt, kNaN), r.polar_order.assign(nl * nt, kNaN),
+        r.n_particles.assign(nl * nt, kNaN);
     r.valid_fraction.assign(nl * nt, kNaN), r.grid_rms.assign(nl * nt, kNaN);
     auto& ke = r.kinetic_energy;
     auto& polar = r.polar_order;
@@ -254,7 +255,8 @@ FieldResult compute_field(const TrajectorySource& src, const FieldParams& p) {
         const std::int64_t kmax = (s.n_frames - 1 - s.lags[li]) / s.stride;  // last usable start index
         if (kmax < 0) continue;
         for (std::int64_t q = 0; q < p.snapshots; ++q) {
-            const std::int64_t k = p.snapshots == 1 ? 0 : (q * kmax) / std::max<std::int64_t>(1, p.snapshots - 1);
+            const std::int64_t k =
+                p.snapshots == 1 ? 0 : (q * kmax) / std::max<std::int64_t>(1, p.snapshots - 1);
             if (snap_k[li].empty() || snap_k[li].back() != k) snap_k[li].push_back(k);
         }
     }

@@ -461,7 +461,8 @@ SpectraResult compute_spectra(const TrajectorySource& src, const SpectraParams& 
     SpectrumEstimator est(s.grid, p.spectrum);
     const double h = std::max(s.grid.hx, s.grid.hy);
     const double kmin = !std::isnan(p.k_min) ? p.k_min : 4 * est.dk();
-    const double kmax = !std::isnan(p.k_max) ? p.k_max : std::min(1.0 / s.cg.sigma, 0.5 * std::numbers::pi / h);
+    const double kmax =
+        !std::isnan(p.k_max) ? p.k_max : std::min(1.0 / s.cg.sigma, 0.5 * std::numbers::pi / h);
     if ((!std::isnan(p.k_min) || !std::isnan(p.k_max)) && !(kmin > 0 && kmax > kmin))
         throw ParameterError("--spectra-kmin/--spectra-kmax: need 0 < kmin < kmax");
     std::vector<double> scales;
@@ -487,7 +488,8 @@ SpectraResult compute_spectra(const TrajectorySource& src, const SpectraParams& 
         const auto F = detail::field_of(s, d);
         // The filter-space flux is independent of the FFT work: overlap them when threads allow.
         std::future<std::vector<double>> fst_job;
-        if (ns && p.threads > 1) fst_job = std::async(std::launch::async, [&] { return fst_flux(F, scales); });
+        if (ns && p.threads > 1)
+            fst_job = std::async(std::launch::async, [&] { return fst_flux(F, scales); });
         auto S = est.spectrum(F);
         const auto Tr = est.transfer(F);
         if (k_axis.empty()) k_axis = S.k;
@@ -517,8 +519,8 @@ SpectraResult compute_spectra(const TrajectorySource& src, const SpectraParams& 
     R.dk = est.dk();
     R.k_min = kmin;
     R.k_max = kmax;
-    R.fit_band_shells =
-        static_cast<std::int64_t>(kmax > kmin ? std::floor(kmax / est.dk()) - std::ceil(kmin / est.dk()) + 1 : 0);
+    R.fit_band_shells = static_cast<std::int64_t>(
+        kmax > kmin ? std::floor(kmax / est.dk()) - std::ceil(kmin / est.dk()) + 1 : 0);
     // Time means and fits per lag.
     std::vector<double> em(nl * nk, kNaN), fm(nl * nk, kNaN), tm(nl * nk, kNaN), elm(nl * nk, kNaN),
         etm(nl * nk, kNaN);
@@ -565,7 +567,8 @@ SpectraResult compute_spectra(const TrajectorySource& src, const SpectraParams& 
             const double dt = times[k] - times[k - 1];
             if (!(dt > 0)) continue;
             for (std::size_t n = 0; n < nk; ++n)
-                dedt[(li * nt + k) * nk + n] = (E[(li * nt + k) * nk + n] - E[(li * nt + k - 1) * nk + n]) / dt;
+                dedt[(li * nt + k) * nk + n] =
+                    (E[(li * nt + k) * nk + n] - E[(li * nt + k - 1) * nk + n]) / dt;
         }
     R.k = std::move(k_axis);
     R.n_shells = nk;
@@ -641,7 +644,8 @@ ResultGroup to_group(const SpectraResult& R, const SpectraParams& p, const Traje
     detail::add3d(g, "fst_flux", R.fst_flux, nl, nt, ns, fu(2, 3)).attrs["meaning"] =
         std::string("filter-space flux Pi_l = -<tau_ij d_j U_i,l> over interior nodes");
     g.add2d("fst_flux_mean", R.fst_flux_mean, nl, ns, fu(2, 3));
-    detail::add3d(g, "de_dt", R.de_dt, nl, nt, nk, s.velocity ? unit_of(s.L, 3, s.T, 3) : unit_of(s.L, 3, s.T, 1))
+    detail::add3d(g, "de_dt", R.de_dt, nl, nt, nk,
+                  s.velocity ? unit_of(s.L, 3, s.T, 3) : unit_of(s.L, 3, s.T, 1))
         .attrs["meaning"] =
         std::string("backward difference of E(k,t) between consecutive start frames; NOT the flux Pi(k)");
     return g;

@@ -75,7 +75,6 @@ PiecewiseFit piecewise_linear_fit(std::span<const double> xs, std::span<const do
     return fit;
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // The evolution analysis
 

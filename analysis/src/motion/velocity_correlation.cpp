@@ -147,7 +147,8 @@ CorrelationsResult compute_correlations(const TrajectorySource& src, const Corre
     CorrelationsResult res;
     VelocityCorrelationParams& p = res.corr;
     p = q.corr;
-    if (std::isnan(p.r_max)) p.r_max = std::min(15 * s.mean_spacing, 0.25 * std::min(s.grid.lx(), s.grid.ly()));
+    if (std::isnan(p.r_max))
+        p.r_max = std::min(15 * s.mean_spacing, 0.25 * std::min(s.grid.lx(), s.grid.ly()));
     if (std::isnan(p.dr)) p.dr = 0.5 * s.mean_spacing;
     p.validate();
     const double floor = q.fit_floor;
@@ -169,7 +170,8 @@ CorrelationsResult compute_correlations(const TrajectorySource& src, const Corre
     return res;
 }
 
-ResultGroup to_group(const CorrelationsResult& res, const CorrelationsParams& q, const TrajectorySource& src) {
+ResultGroup to_group(const CorrelationsResult& res, const CorrelationsParams& q,
+                     const TrajectorySource& src) {
     const auto& s = q.field;
     const auto& p = res.corr;
     const auto& acc = res.acc;

@@ -139,7 +139,8 @@ NumberFluctuationsResult compute_number_fluctuations(const TrajectorySource& src
     res.stride = q.stride;
     NumberFluctuationAccumulator acc(q.boxes);
     for_each_structure_frame(
-        src, q.stride, [&](const StructureFrame& f) { acc.accumulate(f); }, q.progress, "number_fluctuations");
+        src, q.stride, [&](const StructureFrame& f) { acc.accumulate(f); }, q.progress,
+        "number_fluctuations");
     res.r = acc.result();
     return res;
 }
@@ -172,7 +173,7 @@ ResultGroup to_group(const NumberFluctuationsResult& res, const Metadata& m) {
     g.attrs["boxes_layout"] = std::string("non-overlapping square tiles centred in the region");
     g.attrs["region"] =
         std::string(res.window.kind == GeometryKind::window_circle ? "square inscribed in the circle"
-                                                                  : "whole box / window");
+                                                                   : "whole box / window");
     g.attrs["frame_stride"] = stride;
     g.attrs["frames"] = r.frames;
     return g;

@@ -368,7 +368,6 @@ std::string edge_name(const Geometry& w, EdgeCorrection e) {
     return w.kind == GeometryKind::window_circle ? "isotropic (Ripley)" : "translation (Ohser-Stoyan)";
 }
 
-
 GrResult compute_gr(const TrajectorySource& src, const GrParams& p) {
     GrResult out;
     const auto defaults = structure_defaults(src);
@@ -445,6 +444,5 @@ ResultGroup to_group(const GrResult& res, const Metadata& m) {
     g.attrs["particle_frames_unknown"] = r.n_unknown;
     return g;
 }
-
 
 }  // namespace vibra::analysis

@@ -9,8 +9,8 @@ int main(int argc, char** argv) try {
     if (argc != 2) return std::fprintf(stderr, "usage: %s TRAJECTORIES.h5\n", argv[0]), 2;
     const vibra::store::TrajectoryReader file(argv[1]);  // validates; reads frame blocks on demand
     vibra::analysis::MsdParams p;
-    p.max_lag = 4;                                               // frames
-    p.vanhove_lags = {};                                         // MSD only
+    p.max_lag = 4;                                                                   // frames
+    p.vanhove_lags = {};                                                             // MSD only
     const auto g = to_group(vibra::analysis::compute_msd(file, p), p, file.meta());  // /analysis/msd
     const auto& lag = std::get<std::vector<double>>(g.find("lag")->data);
     const auto& msd = std::get<std::vector<double>>(g.find("msd")->data);

@@ -426,8 +426,7 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
         std::vector<detail::DiskHessian> hk;
         hk.reserve(keep.size());
         for (auto i : keep)
-            hk.push_back(i < workspace_.hessians.size() ? workspace_.hessians[i]
-                                                        : detail::DiskHessian{});
+            hk.push_back(i < workspace_.hessians.size() ? workspace_.hessians[i] : detail::DiskHessian{});
         workspace_.hessians.swap(hk);
     }
     vx_.swap(vx);

@@ -824,8 +824,8 @@ void cross_rows(const P* im, const float* m, std::ptrdiff_t stride, const RowSpa
                 float cx_i, float qi, float qo, float b_i, float clip, float amp_i, float kappa_i,
                 const TemplateView& t_i, float cx_j, float dcy, float amp_j, float kappa_j,
                 const TemplateView& t_j, CrossSums& acc) {
-    VIBRA_DISPATCH(cross_rows, im, m, stride, rows, n_rows, cx_i, qi, qo, b_i, clip, amp_i, kappa_i, t_i, cx_j,
-                   dcy, amp_j, kappa_j, t_j, acc);
+    VIBRA_DISPATCH(cross_rows, im, m, stride, rows, n_rows, cx_i, qi, qo, b_i, clip, amp_i, kappa_i, t_i,
+                   cx_j, dcy, amp_j, kappa_j, t_j, acc);
 }
 
 template <class P>

@@ -147,9 +147,9 @@ struct DefectAnalysisParams {
     FieldSettings field;  ///< lags, start frames (stride), grid and coarse-graining
     /// field.stride was chosen by defect_stride_for_memory (recorded in the group), not given.
     bool stride_from_memory = false;
-    bool delaunay = false;     ///< loops: false = plaquettes of the coarse-grained field; true = Delaunay
-                               ///< triangles of the particles
-    double threshold = -1;     ///< skip loops touching |u| below this, field unit; < 0: threshold_rms × rms|u|
+    bool delaunay = false;  ///< loops: false = plaquettes of the coarse-grained field; true = Delaunay
+                            ///< triangles of the particles
+    double threshold = -1;  ///< skip loops touching |u| below this, field unit; < 0: threshold_rms × rms|u|
     double threshold_rms = 0.1;  ///< relative threshold, used when threshold < 0
     bool merge = true;           ///< merge adjacent charged cells into one defect
     double max_edge = 0;         ///< delaunay: skip triangles with a longer edge, length unit
@@ -174,8 +174,9 @@ struct DefectAnalysisResult {
     std::vector<std::uint8_t> done;                ///< [lag · n_times + k]: computed
     std::vector<double> area;                      ///< [lag · n_times + k]: evaluated area, length²
     std::vector<double> threshold_used;            ///< [lag · n_times + k]: field unit
-    std::vector<DefectTracks> tracks;  ///< per lag, over its computed frames in order
-    std::vector<double> ref_x, ref_y;  ///< reference points of the pair correlation (grid nodes in the region)
+    std::vector<DefectTracks> tracks;              ///< per lag, over its computed frames in order
+    std::vector<double> ref_x,
+        ref_y;  ///< reference points of the pair correlation (grid nodes in the region)
 };
 
 /// Streams the displacement fields of `src` and finds, then tracks, the defects of every sampled
@@ -184,6 +185,7 @@ DefectAnalysisResult compute_defects(const TrajectorySource& src, const DefectAn
 
 /// The group /analysis/defects (docs/hdf5-layout.md): one row per defect, per-lag sub-groups with
 /// tracks, events, defect MSD and pair correlations. `src` gives the frame times.
-ResultGroup to_group(const DefectAnalysisResult& r, const DefectAnalysisParams& p, const TrajectorySource& src);
+ResultGroup to_group(const DefectAnalysisResult& r, const DefectAnalysisParams& p,
+                     const TrajectorySource& src);
 
 }  // namespace vibra::analysis

@@ -134,11 +134,11 @@ struct FieldParams {
     std::int64_t snapshots = 3;  ///< start frames (evenly spaced) whose grid and particle vectors are kept
 };
 struct FieldSnapshots {
-    std::vector<double> ux, uy;             ///< [snapshot][ny][nx], NaN where masked
-    std::vector<double> px, py, pux, puy;   ///< particles of every snapshot, in turn
-    std::vector<std::int64_t> offsets{0};   ///< particles of snapshot k: [offsets[k], offsets[k+1])
-    std::vector<std::int64_t> frames;       ///< start frame of each snapshot
-    std::vector<std::int64_t> tri;          ///< Delaunay triangles (3 local indices each), in turn
+    std::vector<double> ux, uy;            ///< [snapshot][ny][nx], NaN where masked
+    std::vector<double> px, py, pux, puy;  ///< particles of every snapshot, in turn
+    std::vector<std::int64_t> offsets{0};  ///< particles of snapshot k: [offsets[k], offsets[k+1])
+    std::vector<std::int64_t> frames;      ///< start frame of each snapshot
+    std::vector<std::int64_t> tri;         ///< Delaunay triangles (3 local indices each), in turn
     std::vector<std::int64_t> tri_offsets{0};
 };
 struct FieldResult {

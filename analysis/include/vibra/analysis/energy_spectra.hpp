@@ -121,7 +121,8 @@ struct SpectraResult {
     std::vector<double> k, fst_scales;
     std::vector<double> e, flux, fst_flux, de_dt;
     std::vector<double> energy, mean_flow_energy, slope;
-    std::vector<double> e_mean, e_iso_mean, e_long_mean, e_trans_mean, transfer_mean, flux_mean, fst_flux_mean;
+    std::vector<double> e_mean, e_iso_mean, e_long_mean, e_trans_mean, transfer_mean, flux_mean,
+        fst_flux_mean;
     std::vector<double> slope_mean, slope_mean_error, prefactor_mean;
 };
 /// Throws ParameterError when a given fit band is not 0 < k_min < k_max.

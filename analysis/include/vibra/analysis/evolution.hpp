@@ -41,15 +41,15 @@ PiecewiseFit piecewise_linear_fit(std::span<const double> x, std::span<const dou
 /// analyses (kinetic energy, defect density, ξ, spectral slope), which `vibra analyze` gathers
 /// (from this run's groups, else computed with their defaults).
 struct EvolutionSeries {
-    std::string name;                ///< output name ("kinetic_energy", …)
+    std::string name;  ///< output name ("kinetic_energy", …)
     std::vector<double> time, value;
-    std::string units;               ///< of value
-    std::string origin;              ///< "earlier" (a group of the run) or "computed"
+    std::string units;   ///< of value
+    std::string origin;  ///< "earlier" (a group of the run) or "computed"
 };
 struct EvolutionParams {
     PiecewiseParams fit;
-    std::int64_t lag = 1;         ///< frames: the lag whose series are summarised (recorded)
-    double frame_interval = 1;    ///< time unit: the fit is in log(t − t0 + frame_interval)
+    std::int64_t lag = 1;       ///< frames: the lag whose series are summarised (recorded)
+    double frame_interval = 1;  ///< time unit: the fit is in log(t − t0 + frame_interval)
 };
 struct EvolutionResult {
     struct Stages {

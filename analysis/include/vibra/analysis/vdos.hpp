@@ -87,7 +87,7 @@ struct VdosResult {
     TrackStreamInfo info;  ///< what was streamed: velocity scheme, counts, drift, frame times
     double dt = 1;         ///< mean frame interval (time unit)
     std::int64_t max_lag = 0, max_lag_used = 0;  ///< M (welch: segments of 2M frames) / VACF lags
-    std::vector<double> omega;                    ///< rad/time unit, 0 … π/Δt
+    std::vector<double> omega;                   ///< rad/time unit, 0 … π/Δt
     std::vector<Part> parts;
     std::vector<Counted> counted;  ///< welch only
 };

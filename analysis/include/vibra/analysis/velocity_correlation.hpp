@@ -70,10 +70,10 @@ struct CorrelationsParams {
     double fit_floor = 0.1;  ///< ξ: fit of log C(r) while C > fit_floor × C(first bin), in (0, 1)
 };
 struct CorrelationsResult {
-    VelocityCorrelationParams corr;         ///< as used
-    std::vector<double> r;                  ///< bin centres
-    std::vector<VelocityCorrelation> acc;   ///< per lag, over all start frames
-    std::vector<double> xi, polar;          ///< [lag · n_times + k]
+    VelocityCorrelationParams corr;        ///< as used
+    std::vector<double> r;                 ///< bin centres
+    std::vector<VelocityCorrelation> acc;  ///< per lag, over all start frames
+    std::vector<double> xi, polar;         ///< [lag · n_times + k]
 };
 CorrelationsResult compute_correlations(const TrajectorySource& src, const CorrelationsParams& p);
 ResultGroup to_group(const CorrelationsResult& r, const CorrelationsParams& p, const TrajectorySource& src);

@@ -90,12 +90,12 @@ struct VelocityDistributionParams {
 /// Histograms of the rms-scaled velocities and tail fits, per part present (total, small, large).
 struct VelocityDistributionResult {
     struct Part {
-        std::string suffix;                           ///< "", "_small", "_large"
+        std::string suffix;                              ///< "", "_small", "_large"
         double n = 0, sxx = 0, syy = 0, c4 = 0, v4 = 0;  ///< samples, Σvx², Σvy², Σ(vx⁴+vy⁴), Σ|v|⁴
-        double rms_comp = 0;                          ///< sqrt(⟨vx² + vy²⟩/2)
-        double hist_n = 0;                            ///< samples histogrammed
-        std::vector<double> cx, cy, sp;               ///< counts per bin of c_x, c_y, speed
-        std::vector<TailFit> fits;                    ///< threshold, then the scan
+        double rms_comp = 0;                             ///< sqrt(⟨vx² + vy²⟩/2)
+        double hist_n = 0;                               ///< samples histogrammed
+        std::vector<double> cx, cy, sp;                  ///< counts per bin of c_x, c_y, speed
+        std::vector<TailFit> fits;                       ///< threshold, then the scan
         double tail_fraction = 0, tail_amplitude = 0;
     };
     TrackStreamInfo info;  ///< what was streamed
