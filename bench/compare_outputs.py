@@ -12,9 +12,10 @@ Runs two `vibra` programs (OLD and NEW) on the same inputs and compares everythi
   5. `vibra analyze` with EVERY analysis (--only with the whole list of `vibra analyze --help`) on
      the two tracked files and on the simulated trajectory.
 Each HDF5 file is compared dataset by dataset (the raw bytes of the values, so NaN == NaN with the
-same payload and -0.0 != 0.0) and attribute by attribute; videos byte by byte. Attributes that
-record when, where or how fast a run was (timestamps, paths, timings, versions) are listed in
-VOLATILE and not compared. Prints one table row per output file and exits 1 if anything differs.
+same payload and -0.0 != 0.0) and attribute by attribute; videos byte by byte. An attribute that
+differs and records when, where or how fast a run was (timestamps, paths, timings, versions: the
+names in VOLATILE) is counted as volatile, not as a difference; the names are listed. Prints one
+table row per output file and exits 1 if anything else differs.
 
 Usage: compare_outputs.py OLD_VIBRA NEW_VIBRA [--work DIR] [--frames N] [--sim-frames N] [--threads N]
        [--shared DIR]
@@ -50,8 +51,9 @@ def bits(v):
 
 
 def compare_h5(a_path, b_path):
-    """(datasets compared, attributes compared, list of differences)."""
+    """(datasets compared, attributes compared, list of differences, volatile attribute names)."""
     diffs = []
+    volatile_names = set()
     n_sets = n_attrs = 0
     with h5py.File(a_path, "r") as a, h5py.File(b_path, "r") as b:
         items_a, items_b = {}, {}
@@ -75,14 +77,15 @@ def compare_h5(a_path, b_path):
                     diffs.append(f"/{name}: values differ")
             keys = sorted(set(oa.attrs) | set(ob.attrs))
             for k in keys:
-                if volatile(k):
-                    continue
                 n_attrs += 1
                 if k not in oa.attrs or k not in ob.attrs:
                     diffs.append(f"/{name}@{k}: only in {'new' if k in ob.attrs else 'old'}")
                 elif bits(oa.attrs[k]) != bits(ob.attrs[k]):
-                    diffs.append(f"/{name}@{k}: {oa.attrs[k]!r} vs {ob.attrs[k]!r}")
-    return n_sets, n_attrs, diffs
+                    if volatile(k):
+                        volatile_names.add(k)
+                    else:
+                        diffs.append(f"/{name}@{k}: {oa.attrs[k]!r} vs {ob.attrs[k]!r}")
+    return n_sets, n_attrs, diffs, volatile_names
 
 
 def run(cmd, log):
@@ -110,31 +113,31 @@ def produce(vibra, out, args, shared):
     th = ["--threads", str(args.threads)]
     files = {}
     video = os.path.join(out, "bench.avi")
-    run([vibra, "synth", "-o", video, "--width", "1024", "--height", "1024", "--frames", str(args.frames),
+    run([vibra, "-q", "synth", "-o", video, "--width", "1024", "--height", "1024", "--frames", str(args.frames),
          "--seed", "42", "--look", "dark-ring", "--noise", "0.05", "--gradient", "0.1",
-         "--packing-fraction", "0.6", "-q"], log)
+         "--packing-fraction", "0.6"], log)
     files["synth video (bench)"] = video
     files["synth truth (bench)"] = os.path.join(out, "bench.truth.h5")
     tracked = os.path.join(out, "bench_tracked.h5")
-    run([vibra, "track", video, "-o", tracked, "--radius-small", "6", "--radius-large", "8", "-q"] + th, log)
+    run([vibra, "-q", "track", video, "-o", tracked, "--radius-small", "6", "--radius-large", "8"] + th, log)
     files["track (bench video)"] = tracked
     inputs = [("bench", tracked)]
     discs = os.path.join(shared, "data/real/particletracker_discs")
     if os.path.isdir(discs):
         d = os.path.join(out, "discs_tracked.h5")
-        run([vibra, "track", os.path.join(discs, "discs_luma_*.png"), "-o", d, "--radius-small", "46",
+        run([vibra, "-q", "track", os.path.join(discs, "discs_luma_*.png"), "-o", d, "--radius-small", "46",
              "--radius-large", "55", "--roi", "142,30,1082,846", "--edge-threshold", "0.06",
-             "--min-edge", "0.1", "-q"] + th, log)
+             "--min-edge", "0.1"] + th, log)
         files["track (real discs)"] = d
         inputs.append(("discs", d))
     sim = os.path.join(out, "sim.h5")
-    run([vibra, "simulate", "-o", sim, "--frames", str(args.sim_frames), "--seed", "7", "-q"], log)
+    run([vibra, "-q", "simulate", "-o", sim, "--frames", str(args.sim_frames), "--seed", "7"], log)
     files["simulate"] = sim
     inputs.append(("sim", sim))
     only = all_analyses(vibra)
     for label, path in inputs:
         res = os.path.join(out, f"{label}_results.h5")
-        run([vibra, "analyze", path, "-o", res, "--only", only, "-q"] + th, log)
+        run([vibra, "-q", "analyze", path, "-o", res, "--only", only] + th, log)
         files[f"analyze (all, {label})"] = res
     return files
 
@@ -168,8 +171,9 @@ def main():
             print(f"{label:28} {'(bytes)':>9} {'':>10}  {'identical' if same else 'DIFFERENT'}")
             bad += not same
             continue
-        n_sets, n_attrs, diffs = compare_h5(pa, pb)
-        print(f"{label:28} {n_sets:9d} {n_attrs:10d}  {'bit-identical' if not diffs else 'DIFFERENT'}")
+        n_sets, n_attrs, diffs, vol = compare_h5(pa, pb)
+        note = f" (volatile attributes: {', '.join(sorted(vol))})" if vol else ""
+        print(f"{label:28} {n_sets:9d} {n_attrs:10d}  {'bit-identical' if not diffs else 'DIFFERENT'}{note}")
         for d in diffs[:20]:
             print("    " + d)
         bad += bool(diffs)
