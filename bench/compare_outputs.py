@@ -15,8 +15,9 @@ Runs two `vibra` programs (OLD and NEW) on the same inputs and compares everythi
 Each HDF5 file is compared dataset by dataset (the raw bytes of the values, so NaN == NaN with the
 same payload and -0.0 != 0.0) and attribute by attribute; videos byte by byte. An attribute that
 differs and records when, where or how fast a run was (timestamps, paths, timings, versions: the
-names in VOLATILE) is counted as volatile, not as a difference; the names are listed. Prints one
-table row per output file and exits 1 if anything else differs.
+names in VOLATILE) is counted as volatile, not as a difference; the names are listed. In text
+values each side's program path and output folder are replaced by one token first (the recorded
+command lines). Prints one table row per output file and exits 1 if anything else differs.
 
 Usage: compare_outputs.py OLD_VIBRA NEW_VIBRA [--work DIR] [--frames N] [--sim-frames N] [--threads N]
        [--shared DIR]
@@ -44,10 +45,18 @@ def volatile(name):
     return any(re.fullmatch(p, name) for p in VOLATILE)
 
 
-def bits(v):
+# Text values name the program and the output folder of their run ("parameters": the command
+# line, "source_file"): each side's own paths are replaced by one token before comparing.
+PATHS = {"old": [], "new": []}
+
+
+def bits(v, side=None):
     a = np.asarray(v)
     if a.dtype.kind in "OSU":
-        return repr(a.tolist()).encode()
+        text = repr(a.tolist())
+        for path, token in PATHS.get(side, []):
+            text = text.replace(path, token)
+        return text.encode()
     return a.dtype.str.encode() + repr(a.shape).encode() + a.tobytes()
 
 
@@ -74,14 +83,14 @@ def compare_h5(a_path, b_path):
                 n_sets += 1
                 if oa.dtype != ob.dtype or oa.shape != ob.shape:
                     diffs.append(f"/{name}: {oa.dtype}{oa.shape} vs {ob.dtype}{ob.shape}")
-                elif bits(oa[()]) != bits(ob[()]):
+                elif bits(oa[()], "old") != bits(ob[()], "new"):
                     diffs.append(f"/{name}: values differ")
             keys = sorted(set(oa.attrs) | set(ob.attrs))
             for k in keys:
                 n_attrs += 1
                 if k not in oa.attrs or k not in ob.attrs:
                     diffs.append(f"/{name}@{k}: only in {'new' if k in ob.attrs else 'old'}")
-                elif bits(oa.attrs[k]) != bits(ob.attrs[k]):
+                elif bits(oa.attrs[k], "old") != bits(ob.attrs[k], "new"):
                     if volatile(k):
                         volatile_names.add(k)
                     else:
@@ -89,7 +98,7 @@ def compare_h5(a_path, b_path):
     return n_sets, n_attrs, diffs, volatile_names
 
 
-def run(cmd, log):
+def run_logged(cmd, log):
     with open(log, "a") as f:
         f.write("$ " + " ".join(cmd) + "\n")
         f.flush()
@@ -107,10 +116,16 @@ def all_analyses(vibra):
 
 
 def produce(vibra, out, args, shared):
-    """Every output of one build into folder `out`; returns {label: path}."""
+    """Every output of one build into folder `out`; returns {label: path}. With --compare-only,
+    the paths of an earlier run's outputs without running anything."""
     os.makedirs(out, exist_ok=True)
     log = os.path.join(out, "log.txt")
-    open(log, "w").close()
+    if args.compare_only:
+        def run(cmd, log_):  # noqa: F811 (the outputs are there already)
+            pass
+    else:
+        open(log, "w").close()
+        run = run_logged
     th = ["--threads", str(args.threads)]
     files = {}
     video = os.path.join(out, "bench.avi")
@@ -145,6 +160,8 @@ def produce(vibra, out, args, shared):
         if label == "bench":
             names = [n for n in names if n != "covariance_vdos"]
             extra = []
+        if label == "sim":  # segments of 64 frames: several time blocks, so kgap runs too
+            extra += ["--currents-segment", "64"]
         run([vibra, "-q", "analyze", path, "-o", res, "--only", ",".join(names)] + extra + th, log)
         files[f"analyze ({label})"] = res
     return files
@@ -158,12 +175,17 @@ def main():
     ap.add_argument("--frames", type=int, default=20, help="frames of the bench video (default 20)")
     ap.add_argument("--sim-frames", type=int, default=300, help="frames of the simulated run (default 300)")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--compare-only", action="store_true",
+                    help="compare the outputs of an earlier run in --work without running the programs")
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--shared", default=os.path.join(here, "..", "..", "shared"),
                     help="the shared data folder (default: ../shared beside the checkout)")
     args = ap.parse_args()
+    args.work = os.path.abspath(args.work)
     if not os.path.isdir(os.path.join(args.shared, "data/real/particletracker_discs")):
         print(f"{args.shared}/data/real/particletracker_discs not found: skipping the real discs")
+    for side, prog in (("old", args.old), ("new", args.new)):
+        PATHS[side] = [(os.path.abspath(prog), "<VIBRA>"), (os.path.join(args.work, side), "<OUT>")]
     a = produce(os.path.abspath(args.old), os.path.join(args.work, "old"), args, args.shared)
     b = produce(os.path.abspath(args.new), os.path.join(args.work, "new"), args, args.shared)
     print(f"{'output':28} {'datasets':>9} {'attributes':>10}  result")
