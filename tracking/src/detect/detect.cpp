@@ -9,6 +9,7 @@
 #include <string>
 
 #include "detail/detect_util.hpp"
+#include "detail/joint_fitter.hpp"
 #include "vibra/core/cell_list.hpp"
 #include "vibra/core/error.hpp"
 #include "vibra/tracking/species.hpp"
@@ -337,8 +338,9 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     stats_.coarse_sweeps = jp.coarse_sweeps;
     jp.remeasure_templates = refresh;
     // every warm_hessian_every-th warm frame takes full five-parameter steps (fresh JᵀJ)
-    jp.reuse_hessian = jp.reuse_hessian && !refresh && since_cold_ % p_.warm_hessian_every != 0;
-    const auto jf = joint_fit(image, parts, p_.radii, jp, &templates_, &workspace_);
+    detail::JointFitSwitches sw;
+    sw.reuse_hessian = !refresh && since_cold_ % p_.warm_hessian_every != 0;
+    const auto jf = detail::joint_fit(image, parts, p_.radii, jp, sw, &templates_, &workspace_);
     if (!jf.applied) return cold(image);
     stats_.relative_residual = jf.relative_residual;
     stats_.added_from_residual = jf.added, stats_.rescued = jf.rescued;
@@ -421,11 +423,10 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     }
     prev_ = out;
     {  // the fit's per-disk JᵀJ, in the order of the disks carried to the next frame
-        std::vector<JointFitWorkspace::Hessian> hk;
+        std::vector<detail::DiskHessian> hk;
         hk.reserve(keep.size());
         for (auto i : keep)
-            hk.push_back(i < workspace_.hessians.size() ? workspace_.hessians[i]
-                                                        : JointFitWorkspace::Hessian{});
+            hk.push_back(i < workspace_.hessians.size() ? workspace_.hessians[i] : detail::DiskHessian{});
         workspace_.hessians.swap(hk);
     }
     vx_.swap(vx);

@@ -22,10 +22,16 @@
 #include "vibra/core/progress.hpp"
 #include "vibra/core/version.hpp"
 #include "vibra/tracking/species.hpp"
-#include "vibra/tracking/strips.hpp"
 #include "detail/checkpoint.hpp"
+#include "detail/strips.hpp"
 
 namespace vibra::tracking {
+
+using detail::auto_strip_count;  // frame strips (detail/strips.hpp)
+using detail::FrameStrip;
+using detail::locate_in_strip;
+using detail::merge_strips;
+using detail::plan_strips;
 
 void TrackParams::validate() const {
     if (restart_every < 0)

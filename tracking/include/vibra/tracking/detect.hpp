@@ -67,7 +67,7 @@ struct DetectParams {
     double warm_tolerance =
         0.1;  ///< DiskLocator: px, JointFitParams::tolerance of a warm frame (cold frames keep the joint fit's own 0.01); after the Gauss–Seidel last sweep few disks move more (docs/tracking.md 4b)
     int warm_hessian_every =
-        8;  ///< DiskLocator: every this many warm frames the five-parameter steps accumulate JᵀJ afresh; in the others they take it from the disk's last full step (JointFitParams::reuse_hessian)
+        8;  ///< DiskLocator: every this many warm frames the five-parameter steps accumulate JᵀJ afresh; in the others they take it from the disk's last full step (the joint fit's internal reuse_hessian switch)
     int warm_refresh =
         100;  ///< DiskLocator: in every this many warm frames the joint fit re-measures its templates (light or focus that drifts), with the candidates and the residual search on; a frame is located from scratch only when the warm fit fails
     double new_disk_separation =
