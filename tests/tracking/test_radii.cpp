@@ -41,12 +41,13 @@ TEST_CASE("estimate_radii finds two sizes, or one", "[unit]") {
         bool dark;
     };
     // sizes 4–60 px, both polarities, every look; frames large enough for ≥ 15 disks
-    for (const auto& c : {Case{6, 8, DiskLook::dark_ring, 0.6, false}, Case{5, 7, DiskLook::plain, 0.4, false},
-                          Case{10, 13, DiskLook::marker_dot, 0.5, false}, Case{7, 7, DiskLook::plain, 0.5, false},
-                          Case{4, 4, DiskLook::plain, 0.4, true}, Case{4, 5.5, DiskLook::plain, 0.5, false},
-                          Case{16, 20, DiskLook::dark_ring, 0.55, true}, Case{25, 25, DiskLook::bright_rim, 0.5, false},
-                          Case{30, 38, DiskLook::plain, 0.5, true}, Case{48, 60, DiskLook::dark_ring, 0.5, false},
-                          Case{60, 60, DiskLook::plain, 0.4, true}}) {
+    for (const auto& c :
+         {Case{6, 8, DiskLook::dark_ring, 0.6, false}, Case{5, 7, DiskLook::plain, 0.4, false},
+          Case{10, 13, DiskLook::marker_dot, 0.5, false}, Case{7, 7, DiskLook::plain, 0.5, false},
+          Case{4, 4, DiskLook::plain, 0.4, true}, Case{4, 5.5, DiskLook::plain, 0.5, false},
+          Case{16, 20, DiskLook::dark_ring, 0.55, true}, Case{25, 25, DiskLook::bright_rim, 0.5, false},
+          Case{30, 38, DiskLook::plain, 0.5, true}, Case{48, 60, DiskLook::dark_ring, 0.5, false},
+          Case{60, 60, DiskLook::plain, 0.4, true}}) {
         SynthParams sp;
         const int side = std::max(320, static_cast<int>(std::ceil(12 * c.rl)));
         sp.render.width = sp.render.height = side;
@@ -62,8 +63,8 @@ TEST_CASE("estimate_radii finds two sizes, or one", "[unit]") {
         rp.invert = c.dark;
         const auto e = estimate_radius_classes(frames_of(sp), rp);
         const auto& r = e.radii;
-        INFO("truth " << c.rs << "/" << c.rl << " " << to_string(c.look) << (c.dark ? " dark" : " bright") << ": "
-                      << e.summary() << " (scan scale " << e.scale << " px)");
+        INFO("truth " << c.rs << "/" << c.rl << " " << to_string(c.look) << (c.dark ? " dark" : " bright")
+                      << ": " << e.summary() << " (scan scale " << e.scale << " px)");
         if (c.rs == c.rl) {
             REQUIRE(r.size() == 1);
             REQUIRE_THAT(r[0], Catch::Matchers::WithinRel(c.rs, 0.05));
@@ -107,7 +108,8 @@ std::vector<cv::Mat> real_frames(const std::string& rel, int n, int channel = -1
 }
 }  // namespace
 
-TEST_CASE("real data: estimated radii of the particletracker discs, the falling ball, the Phantom rings", "[unit]") {
+TEST_CASE("real data: estimated radii of the particletracker discs, the falling ball, the Phantom rings",
+          "[unit]") {
     if (test::shared_dir().empty()) {
         WARN("../shared not found: skipping the real-data radius estimates");
         return;
@@ -173,9 +175,10 @@ TEST_CASE("vibra track --radii auto", "[unit]") {
 TEST_CASE("vibra track without a radius estimates them, says what it found and records it", "[unit]") {
     test::TempDir dir("radii_default");
     const auto video = dir.file("v.avi"), out = dir.file("v.h5");
-    const auto syn = test::run_vibra("synth -o " + video +
-                                     " --width 256 --height 256 --frames 4 --seed 63 --look plain --noise 0.04"
-                                     " --radius-small 9 --radius-large 12 --packing-fraction 0.5 --invert -q");
+    const auto syn =
+        test::run_vibra("synth -o " + video +
+                        " --width 256 --height 256 --frames 4 --seed 63 --look plain --noise 0.04"
+                        " --radius-small 9 --radius-large 12 --packing-fraction 0.5 --invert -q");
     INFO(syn.output);
     REQUIRE(syn.exit_code == 0);
     const auto r = test::run_vibra("track " + video + " -o " + out + " --invert");
@@ -193,7 +196,8 @@ TEST_CASE("vibra track without a radius estimates them, says what it found and r
     REQUIRE_THAT(m.species_diameters[0], Catch::Matchers::WithinRel(18.0, 0.05));
     REQUIRE_THAT(m.species_diameters[1], Catch::Matchers::WithinRel(24.0, 0.05));
     // given radii: recorded as given, nothing estimated
-    const auto r2 = test::run_vibra("track " + video + " -o " + dir.file("g.h5") + " --invert --radius-small 9 "
+    const auto r2 = test::run_vibra("track " + video + " -o " + dir.file("g.h5") +
+                                    " --invert --radius-small 9 "
                                     "--radius-large 12");
     REQUIRE(r2.exit_code == 0);
     REQUIRE(r2.output.find("radii: small") == std::string::npos);
@@ -201,7 +205,8 @@ TEST_CASE("vibra track without a radius estimates them, says what it found and r
     REQUIRE(tg.meta().user.at("radii_source") == "given");
     REQUIRE(tg.meta().user.count("radii_estimate") == 0);
     // --radii auto with a radius is a usage error
-    const auto r3 = test::run_vibra("track " + video + " -o " + dir.file("x.h5") + " --radii auto --radius 9 -q");
+    const auto r3 =
+        test::run_vibra("track " + video + " -o " + dir.file("x.h5") + " --radii auto --radius 9 -q");
     REQUIRE(r3.exit_code == 2);
     REQUIRE(r3.output.find("--radii auto excludes") != std::string::npos);
 }

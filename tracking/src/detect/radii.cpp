@@ -15,7 +15,6 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -48,22 +47,23 @@ std::string RadiusEstimate::summary() const {
     else
         return "radii: none";
     char tail[120];
-    std::snprintf(tail, sizeof tail, " from %lld frame%s, %.0f disks per frame", static_cast<long long>(frames),
-                  frames == 1 ? "" : "s", disks_per_frame);
+    std::snprintf(tail, sizeof tail, " from %lld frame%s, %.0f disks per frame",
+                  static_cast<long long>(frames), frames == 1 ? "" : "s", disks_per_frame);
     return std::string(buf) + tail;
 }
 
 namespace {
 
 // Coarse scan constants (docs/tracking.md "Radii").
-constexpr double kGridStep = 1.1;       // radii r_min · 1.1^k
-constexpr double kMinLevelRadius = 4;   // a level is downsampled while r / d stays ≥ 4 px … 8 px
-constexpr float kVoteEdge = 0.05f;      // pixels with |∇I| ≥ this × local contrast vote
-constexpr float kMinPeak = 0.05f;       // vote maxima below this (× circumference) are not circles
-constexpr double kCircleFloor = 0.15;   // circle score counted above this
+constexpr double kGridStep = 1.1;      // radii r_min · 1.1^k
+constexpr double kMinLevelRadius = 4;  // a level is downsampled while r / d stays ≥ 4 px … 8 px
+constexpr float kVoteEdge = 0.05f;     // pixels with |∇I| ≥ this × local contrast vote
+constexpr float kMinPeak = 0.05f;      // vote maxima below this (× circumference) are not circles
+constexpr double kCircleFloor = 0.15;  // circle score counted above this
 constexpr int kAngles = 64;
 constexpr int kLevelBlock = 48;
-constexpr double kMinSecond = 5;        // a second size needs this many radii in its peak (±2 bins)         // contrast cells of a level (6 × its largest r / d)
+constexpr double kMinSecond =
+    5;  // a second size needs this many radii in its peak (±2 bins)         // contrast cells of a level (6 × its largest r / d)
 
 struct EdgeSample {
     int x, y;
@@ -138,8 +138,10 @@ double scale_score(const Level& lv, double r, const std::array<double, kAngles>&
                 for (double dr = -1; dr <= 1.001; dr += 0.5)
                     for (int a = 0; a < kAngles; ++a) {
                         const auto ux = static_cast<std::size_t>(a);
-                        const int X = std::clamp(static_cast<int>(std::lround(x + (rd + dr) * ca[ux])), 0, w - 1);
-                        const int Y = std::clamp(static_cast<int>(std::lround(y + (rd + dr) * sa[ux])), 0, h - 1);
+                        const int X =
+                            std::clamp(static_cast<int>(std::lround(x + (rd + dr) * ca[ux])), 0, w - 1);
+                        const int Y =
+                            std::clamp(static_cast<int>(std::lround(y + (rd + dr) * sa[ux])), 0, h - 1);
                         const float g = -static_cast<float>(sg) *
                                         (gx.at<float>(Y, X) * static_cast<float>(ca[ux]) +
                                          gy.at<float>(Y, X) * static_cast<float>(sa[ux])) /
@@ -156,7 +158,8 @@ double scale_score(const Level& lv, double r, const std::array<double, kAngles>&
 }
 
 // The coarse scan of one frame, added to `score` (one entry per radius of `grid`).
-void coarse_scan(const cv::Mat& frame, bool invert, const std::vector<double>& grid, std::vector<double>& score) {
+void coarse_scan(const cv::Mat& frame, bool invert, const std::vector<double>& grid,
+                 std::vector<double>& score) {
     std::array<double, kAngles> ca{}, sa{};
     for (int a = 0; a < kAngles; ++a)
         ca[static_cast<std::size_t>(a)] = std::cos(2 * M_PI * a / kAngles),
@@ -233,12 +236,6 @@ RadiusEstimate estimate_radius_classes(const std::vector<cv::Mat>& frames, const
     for (std::size_t k = 0; k < nb; ++k)
         for (std::size_t j = k >= 2 ? k - 2 : 0; j <= std::min(nb - 1, k + 2); ++j) sm[k] += hist[j];
     const auto k1 = static_cast<std::size_t>(std::max_element(sm.begin(), sm.end()) - sm.begin());
-    if (std::getenv("VIBRA_RADII_DEBUG")) {
-        for (std::size_t k = 0; k < grid.size(); ++k) std::fprintf(stderr, "%.1f:%.0f ", grid[k], score[k]);
-        std::fprintf(stderr, "\n");
-        for (std::size_t k = 0; k < nb; ++k) if (sm[k] > 0) std::fprintf(stderr, "%.2f:%.0f ", (k + 0.5) * bw, sm[k]);
-        std::fprintf(stderr, "\n");
-    }
     const double m1 = (static_cast<double>(k1) + 0.5) * bw;
     std::size_t k2 = nb, k_amb = nb;
     for (std::size_t k = 1; k + 1 < nb; ++k) {
@@ -267,7 +264,8 @@ RadiusEstimate estimate_radius_classes(const std::vector<cv::Mat>& frames, const
     // A second size is seen in most frames (on average one disk per frame at least, with an edge
     // as strong as the frame's median): scattered or faint false circles on a wall, a floor (the
     // falling ball's) or the halo of a ring (the Phantom sample's) are not a size class.
-    const auto min_second = static_cast<std::size_t>(std::max<double>(kMinSecond, static_cast<double>(est.frames)));
+    const auto min_second =
+        static_cast<std::size_t>(std::max<double>(kMinSecond, static_cast<double>(est.frames)));
     if (k2 != nb && near((static_cast<double>(k2) + 0.5) * bw, 1.0f).size() < min_second) k2 = nb;
     if (k_amb != nb && near((static_cast<double>(k_amb) + 0.5) * bw, 1.0f).size() < min_second) k_amb = nb;
     if (k2 == nb && k_amb != nb) {
@@ -290,9 +288,10 @@ RadiusEstimate estimate_radius_classes(const std::vector<cv::Mat>& frames, const
 
 std::string EdgeAdaptation::summary(const DetectParams& adapted) const {
     char buf[240];
-    std::snprintf(buf, sizeof buf,
-                  "%s edges (median strength %.3f x local contrast over %zu disks): edge threshold %.3g, min edge %.3g",
-                  factor < 1 ? "weak" : "sharp", median_strength, disks, adapted.edge_threshold, adapted.min_edge);
+    std::snprintf(
+        buf, sizeof buf,
+        "%s edges (median strength %.3f x local contrast over %zu disks): edge threshold %.3g, min edge %.3g",
+        factor < 1 ? "weak" : "sharp", median_strength, disks, adapted.edge_threshold, adapted.min_edge);
     return buf;
 }
 

@@ -152,21 +152,22 @@ private:
 
 /// Settings of the radius estimate (`vibra track --radii auto`, the default without a radius).
 struct RadiusEstimateParams {
-    bool invert = false;                ///< dark particles on a bright background
-    double r_min = 3, r_max = 80;       ///< px: the radii considered
-    std::size_t enough_disks = 300;     ///< the fine stage stops once this many disks are measured
-    double max_valley = 0.6;            ///< two sizes: the histogram dips below this × the lower peak
-    double ambiguous_valley = 0.85;     ///< a second peak whose dip lies between max_valley and this is ambiguous
-    void validate() const;              ///< throws ParameterError naming the field
+    bool invert = false;             ///< dark particles on a bright background
+    double r_min = 3, r_max = 80;    ///< px: the radii considered
+    std::size_t enough_disks = 300;  ///< the fine stage stops once this many disks are measured
+    double max_valley = 0.6;         ///< two sizes: the histogram dips below this × the lower peak
+    double ambiguous_valley =
+        0.85;               ///< a second peak whose dip lies between max_valley and this is ambiguous
+    void validate() const;  ///< throws ParameterError naming the field
 };
 
 /// What estimate_radius_classes found.
 struct RadiusEstimate {
-    std::vector<double> radii;       ///< {r} or {r_small, r_large}, px (outer edge, as refine.hpp measures it)
-    double scale = 0;                ///< px: the scale of the coarse scan (the best circles)
-    std::int64_t frames = 0;         ///< frames measured
-    double disks_per_frame = 0;      ///< median disks per frame found at the estimated radii
-    std::size_t measured = 0;        ///< radii in the histogram
+    std::vector<double> radii;   ///< {r} or {r_small, r_large}, px (outer edge, as refine.hpp measures it)
+    double scale = 0;            ///< px: the scale of the coarse scan (the best circles)
+    std::int64_t frames = 0;     ///< frames measured
+    double disks_per_frame = 0;  ///< median disks per frame found at the estimated radii
+    std::size_t measured = 0;    ///< radii in the histogram
     /// One line for people, e.g. "radii: small 46.1 px, large 55.3 px from 9 frames, 72 disks per frame".
     std::string summary() const;
 };

@@ -97,8 +97,8 @@ struct TrackSummary {
     /// Time in each part, summed over the threads doing it (s): decoding frames (reader thread),
     /// locating disks (workers), linking, writing (the sink's appends, species and commit).
     double seconds_decode = 0, seconds_detect = 0, seconds_link = 0, seconds_write = 0;
-    std::vector<double> radii;  ///< radii used (px)
-    std::string radii_estimate;  ///< the estimate's summary when the radii were estimated, else empty
+    std::vector<double> radii;    ///< radii used (px)
+    std::string radii_estimate;   ///< the estimate's summary when the radii were estimated, else empty
     std::string edge_thresholds;  ///< adapt_thresholds: what was measured and used, else empty
 };
 
