@@ -22,11 +22,17 @@
 #include "vibra/core/progress.hpp"
 #include "vibra/core/version.hpp"
 #include "vibra/tracking/species.hpp"
-#include "vibra/tracking/strips.hpp"
 #include "detail/checkpoint.hpp"
 #include "detail/static_background.hpp"
+#include "detail/strips.hpp"
 
 namespace vibra::tracking {
+
+using detail::auto_strip_count;  // frame strips (detail/strips.hpp)
+using detail::FrameStrip;
+using detail::locate_in_strip;
+using detail::merge_strips;
+using detail::plan_strips;
 
 void TrackParams::validate() const {
     if (restart_every < 0)
@@ -372,12 +378,14 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
     const VideoInfo& info = plan.info;
     if (info.n_frames == 0) throw FormatError(input + ": the input has no frames");
 
-    // Radii: given, or estimated from the first frames (which are then processed normally:
-    // the source is reopened).
-    if (p.detect.radii.empty()) {
+    // Radii: given, or estimated from the first frames; edge thresholds adapted to the first
+    // frame (TrackParams::adapt_thresholds). The frames are then processed normally: the source is
+    // reopened.
+    if (p.detect.radii.empty() || p.adapt_thresholds) {
         std::vector<cv::Mat> first;
         Frame fr;
-        while (static_cast<std::int64_t>(first.size()) < p.auto_radii_frames) {
+        const std::int64_t n_first = p.detect.radii.empty() ? p.auto_radii_frames : 1;
+        while (static_cast<std::int64_t>(first.size()) < n_first) {
             const auto st = src->next(fr);
             if (st == ReadStatus::ok)
                 first.push_back(fr.image.clone());
@@ -385,10 +393,24 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
                 break;
         }
         if (first.empty()) throw FormatError(input + ": no frame could be decoded");
-        try {
-            p.detect.radii = estimate_radii(first, p.detect.invert, p.auto_radius_min, p.auto_radius_max);
-        } catch (const FormatError& e) {
-            throw FormatError(input + ": " + e.what());
+        if (p.detect.radii.empty()) {
+            RadiusEstimateParams rp;
+            rp.invert = p.detect.invert;
+            rp.r_min = p.auto_radius_min, rp.r_max = p.auto_radius_max;
+            try {
+                const auto est = estimate_radius_classes(first, rp);
+                p.detect.radii = est.radii;
+                sum.radii_estimate = est.summary();
+            } catch (const FormatError& e) {
+                throw FormatError(input + ": " + e.what());
+            }
+            if (p.note) p.note(input + ": " + sum.radii_estimate);
+        }
+        if (p.adapt_thresholds) {
+            p.detect.validate();
+            const auto a = adapt_edge_thresholds(first.front(), p.detect);
+            sum.edge_thresholds = a.summary(p.detect);
+            if (p.note && a.factor < 1) p.note(input + ": " + sum.edge_thresholds);
         }
         src = open_video(input, p.reader);
     }
@@ -434,6 +456,9 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
     sum.background = plan.background.frames_used > 0 ? plan.background.describe() : "";
     plan.meta = initial_metadata(input, plan);
     if (!sum.background.empty()) plan.meta.user["static_background"] = sum.background;
+    plan.meta.user["radii_source"] = sum.radii_estimate.empty() ? "given" : "estimated";
+    if (!sum.radii_estimate.empty()) plan.meta.user["radii_estimate"] = sum.radii_estimate;
+    if (!sum.edge_thresholds.empty()) plan.meta.user["edge_thresholds"] = sum.edge_thresholds;
     return plan;
 }
 
