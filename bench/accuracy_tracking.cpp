@@ -306,7 +306,6 @@ int main(int argc, char** argv) {
     if (const char* e = std::getenv("JF_WAKE")) dp.joint_fit.wake = std::atof(e);
     if (const char* e = std::getenv("JF_EARLY_RESCUE")) dp.joint_fit.early_rescue = std::atoi(e) != 0;
     if (const char* e = std::getenv("JF_RESCUE_MSE")) dp.joint_fit.rescue_mse = std::atof(e);
-    if (const char* e = std::getenv("JF_SEIDEL_LAST")) dp.joint_fit.seidel_last_sweep = std::atoi(e) != 0;
     if (const char* e = std::getenv("JF_COARSE_CENTRE")) dp.joint_fit.coarse_centre_only = std::atoi(e) != 0;
     if (const char* e = std::getenv("JF_NEWTON")) dp.joint_fit.newton_steps = std::atoi(e);
     if (const char* e = std::getenv("JF_NEWTON_INNER")) dp.joint_fit.newton_inner = std::atoi(e);
@@ -317,7 +316,6 @@ int main(int argc, char** argv) {
     if (const char* e = std::getenv("WARM_MAX")) dp.warm_search_max_every = std::atoi(e);
     if (const char* e = std::getenv("WARM_REFRESH")) dp.warm_refresh = std::atoi(e);
     if (const char* e = std::getenv("WARM_HESS")) dp.warm_hessian_every = std::atoi(e);
-    if (const char* e = std::getenv("JF_REUSE_H")) dp.joint_fit.reuse_hessian = std::atoi(e) != 0;
     if (const char* e = std::getenv("WARM_TOL")) dp.warm_tolerance = std::atof(e);
     if (const char* e = std::getenv("WARM_COARSE")) dp.warm_coarse_sweeps = std::atoi(e);
     if (const char* e = std::getenv("WARM_ONE_COARSE")) dp.warm_one_coarse_below = std::atof(e);

@@ -120,7 +120,7 @@ int memory_run(std::size_t TT) {
     q.max_cells = 1 << 18;
     reset_hwm();
     const auto t0 = std::chrono::steady_clock::now();
-    const auto r = msd_analysis(s2, q);
+    const auto r = std::vector<ResultGroup>{to_group(compute_msd(s2, q), q, s2.meta())};
     const double tq = seconds_since(t0);
     const long hwm = status_kb("VmHWM:");
     std::printf(
@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
     mp.vanhove_lags = {};
     reset_hwm();
     t0 = std::chrono::steady_clock::now();
-    const auto msd = msd_analysis(src, mp);
+    const auto msd = std::vector<ResultGroup>{to_group(compute_msd(src, mp), mp, src.meta())};
     const double t_msd = seconds_since(t0);
     const long hwm_msd = status_kb("VmHWM:");
 
@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
     vp.max_lag = static_cast<std::int64_t>(T) - 1;
     reset_hwm();
     t0 = std::chrono::steady_clock::now();
-    const auto vacf = vacf_analysis(src, vp);
+    const auto vacf = to_group(compute_vacf(src, vp), vp, src.meta());
     const double t_vacf = seconds_since(t0);
     const long hwm_vacf = status_kb("VmHWM:");
 
@@ -206,12 +206,12 @@ int main(int argc, char** argv) {
         q.max_lag = 400;
         q.vanhove_lags = {};
         t0 = std::chrono::steady_clock::now();
-        const auto r = msd_analysis(ex, q);
+        const auto r = std::vector<ResultGroup>{to_group(compute_msd(ex, q), q, ex.meta())};
         const double tm = seconds_since(t0);
         VacfParams qv;
         qv.max_lag = 400;
         t0 = std::chrono::steady_clock::now();
-        const auto rv = vacf_analysis(ex, qv);
+        const auto rv = to_group(compute_vacf(ex, qv), qv, ex.meta());
         const double tv = seconds_since(t0);
         std::printf(
             "  MSD %.2f s (%lld tracks), VACF (central differences) %.2f s, MSD(lag 1) = %.4g px^2 (expect "

@@ -37,12 +37,16 @@
 #include "vibra/tracking/link.hpp"
 #include "track_store.hpp"  // apps/vibra: pipeline → HDF5 glue
 #include "vibra/tracking/pipeline.hpp"
-#include "vibra/tracking/strips.hpp"
+#include "../tracking/src/detail/strips.hpp"  // internal: the strips, measured as vibra track runs them
 #include "vibra/tracking/synth.hpp"
+#include "vibra/tracking/video_writer.hpp"
 #include "vibra/tracking/video.hpp"
 
 using namespace vibra;
 using namespace vibra::tracking;
+using vibra::tracking::detail::auto_strip_count;
+using vibra::tracking::detail::locate_in_strip;
+using vibra::tracking::detail::plan_strips;
 using clk = std::chrono::steady_clock;
 
 static double since(clk::time_point t) { return std::chrono::duration<double>(clk::now() - t).count(); }

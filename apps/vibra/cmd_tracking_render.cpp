@@ -12,6 +12,7 @@
 #include "vibra/store/trajectory_file.hpp"
 #include "vibra/tracking/overlay.hpp"
 #include "vibra/tracking/synth.hpp"
+#include "vibra/tracking/video_writer.hpp"
 #include "vibra/tracking/video.hpp"
 
 namespace vibra::app {

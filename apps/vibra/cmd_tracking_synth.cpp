@@ -9,6 +9,7 @@
 #include "vibra/core/progress.hpp"
 #include "vibra/store/trajectory_file.hpp"
 #include "vibra/tracking/synth.hpp"
+#include "vibra/tracking/video_writer.hpp"
 
 namespace vibra::app {
 
@@ -158,6 +159,28 @@ void register_synth(CLI::App& app, GlobalOptions& g) {
         ->capture_default_str()
         ->group(grp);
     cmd->add_option("--flicker", rp.flicker, "Relative RMS of the per-frame brightness")
+        ->capture_default_str()
+        ->group(grp);
+    cmd->add_option("--vignetting", rp.vignetting,
+                    "Vignetting: gain 1 - v (d/d_corner)^2 with the distance d from the centre")
+        ->capture_default_str()
+        ->group(grp);
+    cmd->add_option("--light-blobs", rp.light_blobs, "Number of Gaussian light spots at random places")
+        ->capture_default_str()
+        ->group(grp);
+    cmd->add_option("--light-blob-amplitude", rp.light_blob_amplitude,
+                    "Relative gain added at the centre of a light spot")
+        ->capture_default_str()
+        ->group(grp);
+    cmd->add_option("--light-blob-radius", rp.light_blob_radius, "Gaussian sigma of a light spot (px)")
+        ->capture_default_str()
+        ->group(grp);
+    cmd->add_option("--plate-texture", rp.plate_texture,
+                    "Static background texture RMS, in units of the disk/background contrast")
+        ->capture_default_str()
+        ->group(grp);
+    cmd->add_option("--plate-texture-scale", rp.plate_texture_scale,
+                    "Smoothness of the background texture (px; octaves at 1x and 4x)")
         ->capture_default_str()
         ->group(grp);
     cmd->add_option("--hot-pixels", rp.hot_pixel_fraction, "Fraction of pixels stuck at full scale")

@@ -101,15 +101,19 @@ void register_track(CLI::App& app, GlobalOptions& g) {
     auto* opt_radius = cmd->add_option("--radius", o->radius, "Disk radius (px), one size");
     auto* opt_small = cmd->add_option("--radius-small", o->radius_small, "Radius of the small disks (px)");
     auto* opt_large = cmd->add_option("--radius-large", o->radius_large, "Radius of the large disks (px)");
-    cmd->add_option("--radii", o->radii, "'auto': estimate one or two radii from the first frames");
+    cmd->add_option("--radii", o->radii,
+                    "'auto' (the default without a radius): estimate one or two radii from the first frames");
     cmd->add_flag("--invert", o->tp.detect.invert, "Dark particles on a bright background");
-    cmd->add_option("--edge-threshold", o->tp.detect.edge_threshold,
-                    "Voting edge: |gradient| / local contrast")
-        ->capture_default_str();
+    auto* opt_edge = cmd->add_option("--edge-threshold", o->tp.detect.edge_threshold,
+                                     "Voting edge: |gradient| / local contrast (default: 0.12, lower for "
+                                     "weak edges measured on the first frame)")
+                         ->capture_default_str();
     cmd->add_option("--min-score", o->tp.detect.min_score, "Keep vote maxima ≥ this × typical score")
         ->capture_default_str();
-    cmd->add_option("--min-edge", o->tp.detect.min_edge, "Keep disks with edge strength ≥ this × median")
-        ->capture_default_str();
+    auto* opt_min_edge =
+        cmd->add_option("--min-edge", o->tp.detect.min_edge,
+                        "Keep disks with edge strength ≥ this × median (default: 0.35, lower for weak edges)")
+            ->capture_default_str();
     cmd->add_option("--radius-tolerance", o->tp.detect.radius_tolerance, "Relative radius range searched")
         ->capture_default_str();
     cmd->add_option("--max-step", o->tp.link.max_step,
@@ -132,6 +136,10 @@ void register_track(CLI::App& app, GlobalOptions& g) {
     cmd->add_flag_callback(
         "--no-joint-fit", [o] { o->tp.detect.joint = false; },
         "Skip the joint template fit of all disks (touching disks then bias each other by ~0.1 px)");
+    cmd->add_flag_callback(
+        "--no-static-background", [o] { o->tp.static_background = false; },
+        "Do not measure the static background and stuck pixels (default: measured from frames spread "
+        "over the range and taken out of every frame when found; docs/tracking.md)");
     auto* opt_fps = cmd->add_option("--fps", o->tp.fps, "Frame rate (frames/s), recorded in the file");
     auto* opt_scale = cmd->add_option("--px-per-mm", o->tp.px_per_mm,
                                       "Image calibration (px per mm), recorded in the file");
@@ -151,7 +159,7 @@ void register_track(CLI::App& app, GlobalOptions& g) {
     // For `vibra batch`: the run's summary as `key = value` lines (one input only).
     cmd->add_option("--report", o->report, "Write the run's summary (frames, tracks, times) to this file")
         ->group("");
-    cmd->callback([o, &g, opt_radius, opt_small, opt_large, opt_fps, opt_scale] {
+    cmd->callback([o, &g, opt_radius, opt_small, opt_large, opt_fps, opt_scale, opt_edge, opt_min_edge] {
         auto& tp = o->tp;
         // Values that mean nothing, named by their flag (usage errors, exit 2).
         auto positive = [](const CLI::Option* opt, double v, const char* unit) {
@@ -177,11 +185,16 @@ void register_track(CLI::App& app, GlobalOptions& g) {
             if (!(o->radius_small > 0 && o->radius_large > 0))
                 throw ParameterError("--radius-small and --radius-large go together");
             tp.detect.radii = {o->radius_small, o->radius_large};
-        } else if (o->radii != "auto") {
-            throw ParameterError("give --radius R, --radius-small R1 --radius-large R2, or --radii auto");
         }
         if (!o->radii.empty() && o->radii != "auto")
             throw ParameterError("--radii accepts only 'auto', got '" + o->radii + "'");
+        if (o->radii == "auto" && !tp.detect.radii.empty())
+            throw ParameterError("--radii auto excludes --radius/--radius-small/--radius-large");
+        // No radius given: estimated from the first frames (TrackParams::auto_radii_frames), and
+        // what was found is said on stderr and recorded in /meta/user (radii_estimate).
+        if (!g.quiet) tp.note = [](const std::string& line) { std::cerr << line << "\n"; };
+        // Thresholds not given: scaled to the edge strength of the first frame (docs/tracking.md).
+        tp.adapt_thresholds = opt_edge->count() == 0 && opt_min_edge->count() == 0;
         if (!o->roi.empty() && !o->roi_circle.empty())
             throw ParameterError("--roi and --roi-circle exclude each other");
         if (!o->roi.empty()) {
@@ -254,6 +267,8 @@ void register_track(CLI::App& app, GlobalOptions& g) {
                                                                      (sig == SIGTERM ? "SIGTERM" : "SIGINT") +
                                                                      "); " + kept};
                 }
+                if (g.verbose > 0 && !g.quiet && !s.background.empty())
+                    std::cerr << in << ": " << s.background << "\n";
                 if (s.resumed_frames > 0 && !g.quiet)
                     std::cerr << in << ": resumed from the checkpoint in " << out << ".ckpt ("
                               << s.resumed_frames << " frames kept)\n";

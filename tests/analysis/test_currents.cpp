@@ -384,7 +384,7 @@ TEST_CASE("currents: series beyond the memory budget go to a temporary file, res
     p.blocks = 3;
     p.threads = 2;
     p.block_rows = 200;  // ≈ 7 frames per block read
-    const auto mem = currents_result_group(compute_currents(src, p), src.meta());
+    const auto mem = to_group(compute_currents(src, p), src.meta());
     for (std::int64_t budget :
          {std::int64_t{1}, std::int64_t{40000}}) {  // chunks of one block; of several blocks
         INFO("memory_bytes " << budget);
@@ -393,7 +393,7 @@ TEST_CASE("currents: series beyond the memory budget go to a temporary file, res
         const CurrentSeries s = compute_current_series(src, q);
         REQUIRE(s.file);      // spilled
         CHECK(s.jl.empty());  // nothing of the series left in memory
-        const auto disk = currents_result_group(currents_from_series(s, q), src.meta());
+        const auto disk = to_group(currents_from_series(s, q), src.meta());
         REQUIRE(disk.arrays.size() == mem.arrays.size());
         CHECK(mem.find("c_l_kt_mass"));
         for (std::size_t k = 0; k < mem.arrays.size(); ++k) {
@@ -431,7 +431,7 @@ TEST_CASE(
         p.blocks = 3;
         p.threads = 2;
         p.block_rows = 200;  // ≈ 7 frames per block read: chunks straddle blocks
-        const auto mem = currents_result_group(compute_currents(src, p), src.meta());
+        const auto mem = to_group(compute_currents(src, p), src.meta());
         REQUIRE(mem.find("c_t_kt_blocks"));
         REQUIRE(mem.find("c_l_kw_mass"));
         std::vector<ResultGroup> streamed;
@@ -442,7 +442,7 @@ TEST_CASE(
                 CurrentsParams q = p;
                 q.memory_bytes = budget;
                 q.threads = threads;
-                streamed.push_back(currents_result_group(compute_currents(src, q), src.meta()));
+                streamed.push_back(to_group(compute_currents(src, q), src.meta()));
                 const auto& st = streamed.back();
                 REQUIRE(st.arrays.size() == mem.arrays.size());
                 for (std::size_t k = 0; k < mem.arrays.size(); ++k) {

@@ -127,11 +127,11 @@ TEST_CASE(
     for (std::size_t s = 0; s < r.k.size(); ++s)
         if (r.pole.used[s]) REQUIRE(std::abs(r.gamma[s] - 1 / (2 * tau)) < 4 * r.gamma_err[s] + 0.02);
     // the same fit from the /analysis/currents group (the `vibra analyze` path via ctx.earlier)
-    const KgapResult r2 = fit_kgap(kgap_input(currents_result_group(cr, src.meta())), kp);
+    const KgapResult r2 = fit_kgap(kgap_input(to_group(cr, src.meta())), kp);
     REQUIRE_THAT(r2.pole.k_gap, WithinRel(r.pole.k_gap, 1e-12));
     REQUIRE_THAT(r2.peak.c, WithinRel(r.peak.c, 1e-12));
     // the group carries the attributes the issue asks for
-    const ResultGroup grp = kgap_result_group(r, src.meta());
+    const ResultGroup grp = to_group(r, src.meta());
     REQUIRE(grp.groups.size() == 2);
     for (const auto& sg : grp.groups)
         for (const char* a :

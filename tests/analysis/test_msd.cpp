@@ -133,9 +133,8 @@ TEST_CASE("ballistic motion in a periodic box: MSD = v^2 t^2, alpha2 = -1/2 for 
     p.max_lag = 150;
     p.vanhove_lags = {};
     p.max_cells = 500;  // several particle blocks
-    const auto groups = msd_analysis(src, p);
-    REQUIRE(groups.size() == 1);
-    const auto& g = groups[0];
+    const auto g = to_group(compute_msd(src, p), p, src.meta());
+    REQUIRE(g.groups.empty());  // no van Hove lags
     const auto& lag = test::array(g, "lag");
     const auto& msd = test::array(g, "msd");
     const auto& a2 = test::array(g, "alpha2");
@@ -160,8 +159,7 @@ TEST_CASE("random walk: MSD = 4 D t, alpha2 = 0, sigma_loc recovered", "[unit]")
     MsdParams p;
     p.max_lag = 100;
     p.vanhove_lags = {4, 50};
-    const auto groups = msd_analysis(src, p);
-    const auto& g = groups[0];
+    const auto g = to_group(compute_msd(src, p), p, src.meta());
     const auto& msd = test::array(g, "msd");
     const auto& a2 = test::array(g, "alpha2");
     for (std::size_t k : {1ul, 10ul, 50ul, 100ul}) {
@@ -178,8 +176,8 @@ TEST_CASE("random walk: MSD = 4 D t, alpha2 = 0, sigma_loc recovered", "[unit]")
     CHECK(std::get<std::string>(g.attrs.at("diffusion_coefficient_units")) == "px^2/frame");
 
     // van Hove: Gaussian with variance s^2·lag per component, normalised
-    REQUIRE(groups.size() == 2);
-    const auto& v = groups[1];
+    REQUIRE(g.groups.size() == 1);  // /analysis/msd/van_hove
+    const auto& v = g.groups[0];
     CHECK(v.name == "van_hove");
     const auto& dx = test::array(v, "dx");
     const auto& gs = test::array(v, "gs");
@@ -203,7 +201,7 @@ TEST_CASE("random walk: MSD = 4 D t, alpha2 = 0, sigma_loc recovered", "[unit]")
         for (auto& y : r) y += noise(rng);
     auto src2 = test::make_source(walks, m);
     p.vanhove_lags = {};
-    const auto g2 = msd_analysis(src2, p)[0];
+    const auto g2 = to_group(compute_msd(src2, p), p, src2.meta());
     CHECK_THAT(test::attr(g2, "sigma_loc"), WithinRel(0.3, 0.1));
 }
 
@@ -217,15 +215,15 @@ TEST_CASE("drift subtraction removes an imposed drift", "[unit]") {
     MsdParams p;
     p.max_lag = 100;
     p.vanhove_lags = {};
-    const auto none = test::array(msd_analysis(src, p)[0], "msd");
+    const auto none = test::array(to_group(compute_msd(src, p), p, src.meta()), "msd");
     p.drift = DriftMode::com;
-    const auto gcom = msd_analysis(src, p)[0];
+    const auto gcom = to_group(compute_msd(src, p), p, src.meta());
     const auto com = test::array(gcom, "msd");
-    const auto com_plain = test::array(msd_analysis(src_plain, p)[0], "msd");
+    const auto com_plain = test::array(to_group(compute_msd(src_plain, p), p, src_plain.meta()), "msd");
     p.drift = DriftMode::lowpass;
     p.drift_window = 21;
-    const auto low = test::array(msd_analysis(src, p)[0], "msd");
-    const auto low_plain = test::array(msd_analysis(src_plain, p)[0], "msd");
+    const auto low = test::array(to_group(compute_msd(src, p), p, src.meta()), "msd");
+    const auto low_plain = test::array(to_group(compute_msd(src_plain, p), p, src_plain.meta()), "msd");
     const double u2 = u * u * 1.25;
     for (std::size_t k : {10ul, 50ul, 100ul}) {
         const double diffusive = 2 * s * s * k;
@@ -266,7 +264,7 @@ TEST_CASE("experiment-like window: tracks that start, end and have gaps — stre
     p.max_lag = 60;
     p.vanhove_lags = {};
     p.max_cells = 100;
-    const auto g = msd_analysis(src, p)[0];
+    const auto g = to_group(compute_msd(src, p), p, src.meta());
     CHECK(std::get<std::int64_t>(g.attrs.at("particle_blocks")) > 3);
     const auto& msd = test::array(g, "msd");
     const auto& msd_small = test::array(g, "msd_small");

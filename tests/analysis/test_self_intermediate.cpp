@@ -20,7 +20,7 @@ TEST_CASE("F_s(k,t) = exp(-D k^2 t) for Brownian motion, tau_alpha = 1/(D k^2)",
     auto src = test::make_source(walks, m);
     FsParams p;
     p.max_lag = 200;
-    const auto g = fs_analysis(src, p);
+    const auto g = to_group(compute_fs(src, p), p, src.meta());
     const auto& k = test::array(g, "k");
     REQUIRE(k.size() == 1);
     CHECK_THAT(k[0], WithinRel(2 * M_PI / 4.0, 1e-12));  // default 2π/d_small

@@ -16,6 +16,7 @@
 #include "vibra/analysis/track_cache.hpp"
 #include "vibra/analysis/vacf.hpp"
 #include "vibra/analysis/velocities.hpp"
+#include "vibra/core/periodic.hpp"
 
 using namespace vibra;
 using namespace vibra::analysis;
@@ -179,23 +180,21 @@ TEST_CASE("msd and vacf: identical for any --threads and equal to the frame re-r
         mp.max_cells = 250;
         mp.vanhove_lags = {1, 3, 10};
         mp.rescan = true;
-        const auto msd_old = msd_analysis(src, mp);
+        const auto msd_old = to_group(compute_msd(src, mp), mp, src.meta());
         VacfParams vp;
         vp.max_cells = 250;
         vp.rescan = true;
-        const auto vacf_old = vacf_analysis(src, vp);
+        const auto vacf_old = to_group(compute_vacf(src, vp), vp, src.meta());
         mp.rescan = vp.rescan = false;
         TrackCache shared(src);
         for (int threads : {1, 2, 3}) {
             INFO("threads " << threads << ", velocities " << vel);
             mp.threads = vp.threads = threads;
             mp.cache = vp.cache = threads == 3 ? nullptr : &shared;
-            const auto m = msd_analysis(src, mp);
-            REQUIRE(m.size() == msd_old.size());
-            for (std::size_t k = 0; k < m.size(); ++k) check_same_group(msd_old[k], m[k]);
-            check_same_group(vacf_old, vacf_analysis(src, vp));
+            check_same_group(msd_old, to_group(compute_msd(src, mp), mp, src.meta()));  // with van_hove
+            check_same_group(vacf_old, to_group(compute_vacf(src, vp), vp, src.meta()));
         }
-        CHECK(std::get<std::int64_t>(msd_old[0].attrs.at("particle_blocks")) > 3);
+        CHECK(std::get<std::int64_t>(msd_old.attrs.at("particle_blocks")) > 3);
         CHECK(shared.built());
     }
 }
@@ -220,4 +219,40 @@ TEST_CASE("the per-track analyses of a run share one copy through the registry",
         for (std::size_t k = 0; k < a.size(); ++k) check_same_group(a[k], b[k]);
         CHECK(shared.built());
     }
+}
+
+TEST_CASE("drift of a uniform half-box jump: the scan and the unwrapping take the same image", "[unit]") {
+    // Every particle moves by exactly +L/2 between frames 1 and 2 (a tie of the minimum image).
+    // The scan's per-frame drift increment and each track's unwrapping both use core's
+    // minimum_image (ties to even: +L/2 stays +L/2), so subtracting the centre-of-mass drift
+    // leaves every track still. (With std::round in the scan, as before, the drift was −L/2 and
+    // the tracks jumped by a whole box.)
+    const double L = 20.0;
+    test::Series s;
+    const std::size_t N = 4, T = 4;
+    s.x.assign(N, std::vector<double>(T));
+    s.y = s.x;
+    for (std::size_t i = 0; i < N; ++i)
+        for (std::size_t t = 0; t < T; ++t) {
+            s.x[i][t] = 1.0 + 2.0 * static_cast<double>(i) + (t >= 2 ? L / 2 : 0.0);
+            s.y[i][t] = 3.0 + static_cast<double>(i);
+        }
+    Metadata m;
+    m.geometry = Geometry::periodic(0, 0, L, L);
+    const auto src = test::make_source(s, m);
+    for (bool rescan : {true, false}) {
+        INFO("rescan " << rescan);
+        TrackStreamParams p;
+        p.drift = DriftMode::com;
+        p.rescan = rescan;
+        const auto tracks = collect(src, p);
+        REQUIRE(tracks.size() == N);
+        for (const auto& tk : tracks) {
+            REQUIRE(tk.x.size() == T);
+            for (std::size_t t = 1; t < T; ++t) CHECK(tk.x[t] == tk.x[0]);
+        }
+    }
+    CHECK(minimum_image(L / 2, L) == L / 2);  // the tie rule itself
+    CHECK(minimum_image(-L / 2, L) == -L / 2);
+    CHECK(minimum_image(1.5 * L, L) == -L / 2);  // nearbyint(1.5) = 2: to even
 }

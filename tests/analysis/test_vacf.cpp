@@ -87,7 +87,7 @@ TEST_CASE("Ornstein-Uhlenbeck velocities: VACF = 2 sigma^2 exp(-t/tau) per speci
     auto src = test::make_source(s, m);
     VacfParams p;
     p.max_lag = 60;
-    const auto g = vacf_analysis(src, p);
+    const auto g = to_group(compute_vacf(src, p), p, src.meta());
     CHECK(std::get<std::string>(g.attrs.at("velocity_scheme")) == "given");
     const auto& lag = test::array(g, "lag");
     const auto& z = test::array(g, "vacf");
@@ -108,7 +108,7 @@ TEST_CASE("Ornstein-Uhlenbeck velocities: VACF = 2 sigma^2 exp(-t/tau) per speci
         q.vx.clear();
         q.vy.clear();
         auto src2 = test::make_source(q, m);
-        const auto g2 = vacf_analysis(src2, p);
+        const auto g2 = to_group(compute_vacf(src2, p), p, src2.meta());
         CHECK(std::get<std::string>(g2.attrs.at("velocity_scheme")) == "central");
         // central difference of x(t) = Σ v dt averages two velocities: Z(0) ≈ Z_true(0)(1+a)/2 for OU
         const double a = std::exp(-dt / tau);
@@ -122,7 +122,7 @@ TEST_CASE("granular temperature per species and the non-equipartition ratio", "[
     Metadata m;
     m.species_diameters = {1.0, 1.4};
     auto src = test::make_source(s, m);
-    const auto g = temperature_analysis(src, TemperatureParams{});
+    const auto g = to_group(compute_temperature(src, TemperatureParams{}), src.meta());
     const double ml = 1.4 * 1.4;
     CHECK_THAT(test::attr(g, "mass_large"), WithinRel(ml, 1e-12));
     // T = m <|v|^2>/2 = m sigma^2 (2-D)

@@ -71,7 +71,7 @@ TEST_CASE("harmonic oscillator trajectories give a VDOS peak at omega0", "[unit]
             p.estimator = est;
             p.vacf.max_lag = 1000;
             p.transfer_correction = !given;
-            const auto g = vdos_analysis(src, p);
+            const auto g = to_group(compute_vdos(src, p), p, src.meta());
             const auto& w = test::array(g, "omega");
             const auto& d = test::array(g, "vdos");
             const auto& dr = test::array(g, "vdos_reduced");
@@ -130,7 +130,7 @@ TEST_CASE("species with shorter tracks share one omega grid", "[unit]") {
     VdosParams p;
     p.estimator = VdosEstimator::unbiased;  // the VACF route: parts cut to the common finite lags
     p.vacf.max_lag = 600;
-    const auto r = vdos_analysis(src, p);
+    const auto r = to_group(compute_vdos(src, p), p, src.meta());
     const auto& w = test::array(r, "omega");
     CHECK(w.size() == 200);
     CHECK(std::get<std::int64_t>(r.attrs.at("max_lag_used")) == 199);
@@ -166,7 +166,7 @@ TEST_CASE("mass-weighted VDOS: species peaks weighted by m <v^2>", "[unit]") {
     auto src = test::make_source(s, m);
     VdosParams p;
     p.vacf.max_lag = 1000;
-    const auto r = vdos_analysis(src, p);
+    const auto r = to_group(compute_vdos(src, p), p, src.meta());
     const auto& w = test::array(r, "omega");
     const auto& dm = test::array(r, "vdos_mass");
     const auto& d = test::array(r, "vdos");
@@ -200,7 +200,7 @@ TEST_CASE("biased estimator without window is a non-negative periodogram", "[uni
     p.vacf.max_lag = T - 1;
     p.window = VdosWindow::none;
     p.estimator = VdosEstimator::biased;
-    const auto r = vdos_analysis(src, p);
+    const auto r = to_group(compute_vdos(src, p), p, src.meta());
     const auto& d = test::array(r, "vdos");
     double dmin = 1e300;
     for (double v : d) dmin = std::min(dmin, v);
@@ -208,7 +208,8 @@ TEST_CASE("biased estimator without window is a non-negative periodogram", "[uni
     CHECK_THAT(trapezoid(test::array(r, "omega"), d), WithinAbs(1.0, 1e-9));
     p.estimator =
         VdosEstimator::unbiased;  // the unbiased per-pair mean of white noise does go negative somewhere
-    const auto ru = vdos_analysis(src, p);  // kept alive: test::array returns a reference into it
+    const auto ru =
+        to_group(compute_vdos(src, p), p, src.meta());  // kept alive: test::array returns a reference into it
     const auto& du = test::array(ru, "vdos");
     double umin = 1e300;
     for (double v : du) umin = std::min(umin, v);
@@ -305,7 +306,7 @@ TEST_CASE("welch VDOS of a harmonic solid: non-negative, normalised, one line pe
     VdosParams p;  // the default estimator
     REQUIRE(p.estimator == VdosEstimator::welch);
     p.vacf.max_lag = 1024;  // segments of 2048 frames: Δω = π/(1024·0.5) ≈ 0.006, lines ≥ 0.04 apart
-    const auto g = vdos_analysis(src, p);
+    const auto g = to_group(compute_vdos(src, p), p, src.meta());
     const auto& w = test::array(g, "omega");
     const auto& d = test::array(g, "vdos");
     REQUIRE(w.size() == 1025);
@@ -342,7 +343,7 @@ TEST_CASE("welch VDOS of a gas: the Lorentzian of an Ornstein-Uhlenbeck velocity
     auto src = test::make_source(s, m);
     VdosParams p;
     p.vacf.max_lag = 128;
-    const auto g = vdos_analysis(src, p);
+    const auto g = to_group(compute_vdos(src, p), p, src.meta());
     const auto& w = test::array(g, "omega");
     for (const char* part : {"vdos", "vdos_small", "vdos_large"}) {
         INFO(part);
@@ -364,7 +365,7 @@ TEST_CASE("welch VDOS of a gas: the Lorentzian of an Ornstein-Uhlenbeck velocity
     // has negative bins; the Welch estimator has none
     p.estimator = VdosEstimator::unbiased;
     p.vacf.max_lag = 2000;
-    CHECK(min_of(test::array(vdos_analysis(src, p), "vdos")) < 0);
+    CHECK(min_of(test::array(to_group(compute_vdos(src, p), p, src.meta()), "vdos")) < 0);
 }
 
 TEST_CASE("vdos on too short an input throws InsufficientData instead of writing half a group", "[unit]") {
@@ -376,7 +377,7 @@ TEST_CASE("vdos on too short an input throws InsufficientData instead of writing
             VdosParams p;
             p.estimator = est;
             INFO("frames " << T << ", estimator " << int(est));
-            CHECK_THROWS_AS(vdos_analysis(src, p), InsufficientData);
+            CHECK_THROWS_AS(compute_vdos(src, p), InsufficientData);
         }
     }
 }

@@ -126,7 +126,7 @@ TEST_CASE("velocity_distribution analysis on Gaussian velocities", "[unit]") {
     auto src = test::make_source(s, m);
     VelocityDistributionParams p;
     p.bootstrap = 100;
-    const auto r = velocity_distribution_analysis(src, p);
+    const auto r = to_group(compute_velocity_distribution(src, p), p, src.meta());
     CHECK(std::get<std::string>(r.attrs.at("fitted_variable")).rfind("component", 0) == 0);
     for (const std::string suf : {"_small", "_large"}) {
         INFO(suf << " beta " << test::attr(r, "beta" + suf) << " sigma "

@@ -20,6 +20,7 @@
 #include "vibra/core/trajectory.hpp"
 #include "vibra/tracking/pipeline.hpp"
 #include "vibra/tracking/synth.hpp"
+#include "vibra/tracking/video_writer.hpp"
 #include "vibra/tracking/video.hpp"
 
 using namespace vibra;

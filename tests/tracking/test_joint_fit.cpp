@@ -9,7 +9,8 @@
 #include <random>
 #include <vector>
 
-#include "../../tracking/src/detail/fit_kernels.hpp"  // internal row kernels, compared below
+#include "../../tracking/src/detail/fit_kernels.hpp"   // internal row kernels, compared below
+#include "../../tracking/src/detail/joint_fitter.hpp"  // the fit's internal performance switches
 #include "vibra/core/error.hpp"
 #include "vibra/tracking/joint_fit.hpp"
 #include "vibra/core/trajectory.hpp"
@@ -188,9 +189,10 @@ TEST_CASE(
         JointFitParams p;
         p.coarse_sweeps = 2;
         p.coarse_centre_only = v >= 1;
-        p.seidel_last_sweep = v == 2;
+        tracking::detail::JointFitSwitches sw;
+        sw.seidel_last_sweep = v == 2;
         DiskTemplates t = tpl;
-        const auto r = joint_fit(sc.image, parts, radii, p, &t);
+        const auto r = tracking::detail::joint_fit(sc.image, parts, radii, p, sw, &t);
         REQUIRE(r.applied);
         REQUIRE(parts.size() == sc.disks.size());
         for (std::size_t i = 0; i < sc.disks.size(); ++i) REQUIRE(parts[i].species == sc.disks[i].species);
@@ -209,7 +211,7 @@ TEST_CASE(
 
 TEST_CASE("joint fit, warm start: JᵀJ carried over from the last frame gives the same fit", "[unit]") {
     // Two warm fits of the same frame from the same starts (0.5 px off), the second after a
-    // fit that left every disk's JᵀJ in the workspace: with reuse_hessian its five-parameter
+    // fit that left every disk's JᵀJ in the workspace: with the reuse_hessian switch its five-parameter
     // steps accumulate Jᵀr alone and take that JᵀJ (rescaled to the amplitude). Same fixed point
     // (Jᵀr = 0): converged tightly (steps < 0.001 px), every centre within 0.001 px of the fit
     // that accumulates JᵀJ itself.
@@ -223,9 +225,10 @@ TEST_CASE("joint fit, warm start: JᵀJ carried over from the last frame gives t
     auto warm0 = first;
     JointFitParams full;
     full.coarse_sweeps = 2;
-    full.reuse_hessian = false;
+    tracking::detail::JointFitSwitches no_reuse;
+    no_reuse.reuse_hessian = false;
     DiskTemplates t0 = tpl;
-    REQUIRE(joint_fit(sc.image, warm0, radii, full, &t0, &ws).applied);
+    REQUIRE(tracking::detail::joint_fit(sc.image, warm0, radii, full, no_reuse, &t0, &ws).applied);
     REQUIRE(ws.hessians.size() == warm0.size());
     for (const auto& hh : ws.hessians) REQUIRE(hh.a > 0);
     std::vector<Particle> res[2];
@@ -233,13 +236,14 @@ TEST_CASE("joint fit, warm start: JᵀJ carried over from the last frame gives t
     for (int reuse : {0, 1}) {
         auto parts = carried_starts(sc.disks, 0.5, 11, warm0);
         JointFitParams p = full;
-        p.reuse_hessian = reuse == 1;
+        tracking::detail::JointFitSwitches sw;
+        sw.reuse_hessian = reuse == 1;
         p.tolerance = 0.001;
         p.max_extra_sweeps = 40;
         JointFitWorkspace w = ws;  // a copy starts empty: carry the JᵀJ over by hand
         w.hessians = ws.hessians;
         DiskTemplates t = tpl;
-        const auto r = joint_fit(sc.image, parts, radii, p, &t, &w);
+        const auto r = tracking::detail::joint_fit(sc.image, parts, radii, p, sw, &t, &w);
         REQUIRE(r.applied);
         reused[reuse] = r.reused_hessian_steps;
         res[reuse] = parts;
@@ -567,7 +571,7 @@ TEST_CASE("joint fit row kernels: vectorised and portable versions agree", "[uni
 TEST_CASE(
     "joint fit, warm start: the model rendered ahead of each sweep gives the fit of a whole model first",
     "[unit]") {
-    // JointFitParams::render_ahead renders the disks in the order of their footprints' first
+    // The render_ahead switch (tracking::detail::JointFitSwitches) renders the disks in the order of their footprints' first
     // rows just before a sweep needs them. Disks not in image order (new disks appended at the
     // end, as a video's next frame has them) must still be in the model before any neighbour's
     // step reads it: the parts are given in a shuffled order, with the last few far up the image.
@@ -589,10 +593,11 @@ TEST_CASE(
     JointFitResult r[2];
     std::vector<Particle> out[2];
     for (int v = 0; v < 2; ++v) {
-        p.render_ahead = v == 1;
+        tracking::detail::JointFitSwitches sw;
+        sw.render_ahead = v == 1;
         DiskTemplates t = tpl;
         out[v] = shuffled;
-        r[v] = joint_fit(sc.image, out[v], radii, p, &t);
+        r[v] = tracking::detail::joint_fit(sc.image, out[v], radii, p, sw, &t);
         REQUIRE(r[v].applied);
     }
     REQUIRE(out[0].size() == out[1].size());

@@ -9,6 +9,7 @@
 #include "../../tracking/src/detail/opencv_codecs.hpp"
 #include "test_support.hpp"
 #include "vibra/tracking/synth.hpp"
+#include "vibra/tracking/video_writer.hpp"
 #include "vibra/tracking/video.hpp"
 
 using namespace vibra;

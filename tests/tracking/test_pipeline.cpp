@@ -152,7 +152,9 @@ TEST_CASE("vibra track: bad inputs exit 1 and leave no output", "[unit]") {
         REQUIRE(t.n_rows() == 2);
     }
     SECTION("usage errors exit 2") {
-        REQUIRE(test::run_vibra("track x.avi -o y.h5 -q").exit_code == 2);  // no radii
+        // no radius: estimated (test_radii), so only a bad --radii value is a usage error
+        REQUIRE(test::run_vibra("track x.avi -o y.h5 --radii 7 -q").exit_code == 2);
+        REQUIRE(test::run_vibra("track x.avi -o y.h5 --radii auto --radius 5 -q").exit_code == 2);
         REQUIRE(test::run_vibra("track x.avi -o y.h5 --radius 5 --roi 1,2,3 -q").exit_code == 2);
         // values that mean nothing: exit 2, the flag named as typed
         const std::pair<const char*, const char*> bad[] = {
@@ -259,4 +261,41 @@ TEST_CASE("real data: particletracker discs (bright rims, two sizes)", "[unit]")
     }
     std::set<std::int64_t> ids(a.rows.particle.begin(), a.rows.particle.end());
     REQUIRE(ids.size() == 72);
+}
+
+TEST_CASE("real data: particletracker discs with only --roi (radii and edge thresholds from the frames)",
+          "[unit]") {
+    const auto shared = test::shared_dir();
+    if (shared.empty()) {
+        WARN("../shared not found: skipping the discs-with-defaults test");
+        return;
+    }
+    test::TempDir dir("track_discs_defaults");
+    const auto in = (shared / "data/real/particletracker_discs/discs_luma_*.png").string();
+    const auto r = test::run_vibra("track '" + in + "' -o " + dir.file("d.h5") + " --roi 142,30,1082,846");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    REQUIRE(r.output.find("radii: small ") != std::string::npos);
+    REQUIRE(r.output.find("weak edges") != std::string::npos);
+    store::TrajectoryReader t(dir.file("d.h5"));
+    const auto a = t.read_all();
+    REQUIRE(a.index.n_frames() == 9);
+    // Measured 2026-12-02 (estimated radii 49.3 / 58.9 px, thresholds 0.051 / 0.15): 70–72 of the
+    // 72 discs per frame, both classes (30–32 small, 39–40 large: the truth has 34 / 38, two small
+    // discs with a hidden outer edge are called large), 75 trajectories. The target (72 in
+    // every frame, classes right) is met with the radii given as 46 / 55 (test above), not yet
+    // with the estimated ones.
+    for (std::int64_t f = 0; f < 9; ++f) {
+        int n = 0, small = 0, large = 0;
+        for (auto i = a.index.begin(f); i < a.index.end(f); ++i) {
+            const auto k = static_cast<std::size_t>(i);
+            ++n;
+            (a.rows.species[k] == 0 ? small : large)++;
+        }
+        INFO("frame " << f << ": " << n << " discs (" << small << " small, " << large << " large)");
+        REQUIRE(n >= 70);
+        REQUIRE(n <= 72);
+        REQUIRE(small >= 30);
+        REQUIRE(large >= 38);
+    }
 }

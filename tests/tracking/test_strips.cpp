@@ -20,11 +20,12 @@
 #include "vibra/core/error.hpp"
 #include "vibra/tracking/pipeline.hpp"
 #include "vibra/core/trajectory.hpp"
-#include "vibra/tracking/strips.hpp"
+#include "../../tracking/src/detail/strips.hpp"  // internal: how track shares a frame
 #include "vibra/tracking/synth.hpp"
 
 using namespace vibra;
 using namespace vibra::tracking;
+using namespace vibra::tracking::detail;
 
 TEST_CASE("plan_strips: strips tile the frame, margins inside it, fewer strips on low frames", "[unit]") {
     const double r_large = 8;

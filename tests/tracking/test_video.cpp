@@ -14,6 +14,7 @@
 #include "test_support.hpp"
 #include "vibra/core/error.hpp"
 #include "vibra/tracking/synth.hpp"
+#include "vibra/tracking/video_writer.hpp"
 #include "vibra/tracking/video.hpp"
 
 using namespace vibra;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -49,24 +50,7 @@ inline std::vector<AnalysisOption> field_options(const std::string& n, const std
     };
 }
 
-struct FieldSettings {
-    std::string name;
-    std::vector<std::int64_t> lags;  ///< frames, ascending, unique
-    std::int64_t stride = 1;
-    DriftMode drift = DriftMode::none;
-    bool velocity = false;
-    CoarseGrainParams cg;
-    double spacing = 0;       ///< grid spacing asked for
-    double mean_spacing = 0;  ///< a = sqrt(area/N) of the first frame
-    Geometry geometry;        ///< of the data
-    Geometry region;          ///< what the grid covers
-    Grid grid;
-    std::int64_t n_frames = 0;
-    std::int64_t n_times = 0;  ///< start frames t_k = k·stride, k < n_times (t_k + min lag < T)
-    std::string L, T;          ///< units
-    std::string field_unit() const { return velocity ? L + "/" + T : L; }
-    std::string energy_unit() const { return velocity ? L + "^2/" + T + "^2" : L + "^2"; }
-};
+using vibra::analysis::FieldSettings;  // displacement_field.hpp
 
 inline FieldSettings resolve_field_settings(const AnalysisContext& ctx, const std::string& n) {
     FieldSettings s;
@@ -198,6 +182,32 @@ inline std::vector<std::int64_t> start_frames(const FieldSettings& s) {
     std::vector<std::int64_t> v;
     for (std::int64_t k = 0; k < s.n_times; ++k) v.push_back(k * s.stride);
     return v;
+}
+
+/// The axes every collective group has: lags, lag times, start frames (named `frame_axis`), their times.
+inline void common_arrays(ResultGroup& g, const TrajectorySource& src, const FieldSettings& s,
+                          const std::string& frame_axis = "frame") {
+    g.add_int("lags", s.lags, "frame");
+    g.add("lag_times", detail::lag_times(src, s), s.T);
+    g.add_int(frame_axis, detail::start_frames(s), "frame");
+    g.add("time", detail::start_times(src, s), s.T);
+}
+
+/// RMS |U| over the valid nodes (NaN when none).
+inline double rms_valid(const GridField& f) {
+    double s = 0;
+    std::size_t n = 0;
+    for (std::size_t k = 0; k < f.ux.size(); ++k)
+        if (f.valid[k]) s += f.ux[k] * f.ux[k] + f.uy[k] * f.uy[k], ++n;
+    return n ? std::sqrt(s / static_cast<double>(n)) : std::numeric_limits<double>::quiet_NaN();
+}
+
+/// A [a][b][c] array.
+inline ResultArray& add3d(ResultGroup& g, std::string name, std::vector<double> v, std::size_t a,
+                          std::size_t b, std::size_t c, std::string units) {
+    ResultArray& r = g.add(std::move(name), std::move(v), std::move(units));
+    r.shape = {a, b, c};
+    return r;
 }
 
 }  // namespace vibra::analysis::detail

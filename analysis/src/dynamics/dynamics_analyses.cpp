@@ -122,11 +122,7 @@ std::vector<AnalysisSpec> dynamics_analyses() {
             p.vanhove_bins = ctx.integer("msd-vanhove-bins");
             p.vanhove_range = ctx.number("msd-vanhove-range");
             p.sigma_fit_lags = ctx.integer("msd-sigma-fit-lags");
-            // Naming rule: one group per analysis, so G_s lives inside it as /analysis/msd/van_hove.
-            auto groups = msd_analysis(ctx.source, p);
-            for (std::size_t i = 1; i < groups.size(); ++i) groups[0].groups.push_back(std::move(groups[i]));
-            groups.resize(1);
-            return groups;
+            return std::vector<ResultGroup>{to_group(compute_msd(ctx.source, p), p, ctx.source.meta())};
         }});
 
     out.push_back(AnalysisSpec{
@@ -142,7 +138,7 @@ std::vector<AnalysisSpec> dynamics_analyses() {
             p.scheme = velocity_scheme_from_string(ctx.text("vacf-velocity"), "vacf-velocity");
             p.max_lag = lag_option(ctx, "vacf-max-lag");
             p.min_pairs = ctx.number("vacf-min-pairs");
-            return std::vector<ResultGroup>{vacf_analysis(ctx.source, p)};
+            return std::vector<ResultGroup>{to_group(compute_vacf(ctx.source, p), p, ctx.source.meta())};
         }});
 
     out.push_back(AnalysisSpec{
@@ -185,7 +181,7 @@ std::vector<AnalysisSpec> dynamics_analyses() {
             p.min_run = ctx.integer("vdos-min-run");
             p.transfer_correction = flag_bool(ctx, "vdos-transfer-correction");
             p.transfer_cutoff = ctx.number("vdos-transfer-cutoff");
-            return std::vector<ResultGroup>{vdos_analysis(ctx.source, p)};
+            return std::vector<ResultGroup>{to_group(compute_vdos(ctx.source, p), p, ctx.source.meta())};
         }});
 
     out.push_back(AnalysisSpec{
@@ -207,7 +203,7 @@ std::vector<AnalysisSpec> dynamics_analyses() {
             const ResultGroup* sk = nullptr;
             if (ctx.earlier)
                 if (auto it = ctx.earlier->find("sk"); it != ctx.earlier->end()) sk = &it->second;
-            return std::vector<ResultGroup>{fs_analysis(ctx.source, p, sk)};
+            return std::vector<ResultGroup>{to_group(compute_fs(ctx.source, p, sk), p, ctx.source.meta())};
         }});
 
     out.push_back(AnalysisSpec{
@@ -216,7 +212,7 @@ std::vector<AnalysisSpec> dynamics_analyses() {
             TemperatureParams p;
             read_stream(ctx, "temperature", p);
             p.scheme = velocity_scheme_from_string(ctx.text("temperature-velocity"), "temperature-velocity");
-            return std::vector<ResultGroup>{temperature_analysis(ctx.source, p)};
+            return std::vector<ResultGroup>{to_group(compute_temperature(ctx.source, p), ctx.source.meta())};
         }});
 
     out.push_back(AnalysisSpec{
@@ -257,7 +253,8 @@ std::vector<AnalysisSpec> dynamics_analyses() {
             p.blocks = ctx.integer("velocity-distribution-blocks");
             p.bins = ctx.integer("velocity-distribution-bins");
             p.seed = static_cast<std::uint64_t>(ctx.integer("velocity-distribution-seed"));
-            return std::vector<ResultGroup>{velocity_distribution_analysis(ctx.source, p)};
+            return std::vector<ResultGroup>{
+                to_group(compute_velocity_distribution(ctx.source, p), p, ctx.source.meta())};
         }});
     return out;
 }

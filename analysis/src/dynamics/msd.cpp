@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <tuple>
 
 #include "detail/fftw_plan.hpp"
 #include "detail/dynamics_common.hpp"
@@ -371,7 +372,7 @@ void MsdParams::validate() const {
     if (max_cells < 1) throw ParameterError("msd max_cells must be >= 1, got " + std::to_string(max_cells));
 }
 
-std::vector<ResultGroup> msd_analysis(const TrajectorySource& src, const MsdParams& p) {
+MsdResult compute_msd(const TrajectorySource& src, const MsdParams& p) {
     p.validate();
     const Metadata& meta = src.meta();
     const std::int64_t T = src.n_frames();
@@ -386,7 +387,8 @@ std::vector<ResultGroup> msd_analysis(const TrajectorySource& src, const MsdPara
     std::vector<FftCorrelator> corr(static_cast<std::size_t>(nt));
     constexpr std::size_t kGroup = 64;
     std::vector<MsdSums> ones;
-    const TrackStreamInfo info = stream_track_blocks(src, tp, [&](std::vector<Track>& block) {
+    MsdResult r;
+    r.info = stream_track_blocks(src, tp, [&](std::vector<Track>& block) {
         // groups of tracks: memory of a group's sums, not of the block's
         for (std::size_t g0 = 0; g0 < block.size(); g0 += kGroup) {
             const std::size_t gn = std::min(kGroup, block.size() - g0);
@@ -403,19 +405,140 @@ std::vector<ResultGroup> msd_analysis(const TrajectorySource& src, const MsdPara
             }
         }
     });
-    const std::string L = meta.length_unit, Tu = meta.time_unit;
-    const double dt = mean_frame_interval(info, meta);
+    r.max_lag = ml;
+    r.dt = mean_frame_interval(r.info, meta);
+    const auto msd_total = msd_from_sums(sums.total, p.min_pairs);
+    r.total = std::move(sums.total), r.small = std::move(sums.small), r.large = std::move(sums.large);
 
+    // ---- van Hove (second pass): G_s(Δx, τ) of pooled x and y displacement components
+    std::vector<std::int64_t> lags;
+    for (auto l : p.vanhove_lags)
+        if (static_cast<std::size_t>(l) <= ml && std::isfinite(msd_total[static_cast<std::size_t>(l)]) &&
+            msd_total[static_cast<std::size_t>(l)] > 0)
+            lags.push_back(l);
+    if (lags.empty()) return r;
+    const std::size_t nb = static_cast<std::size_t>(p.vanhove_bins), nl = lags.size();
+    std::vector<double> range(nl);
+    for (std::size_t j = 0; j < nl; ++j)
+        range[j] = p.vanhove_range * std::sqrt(msd_total[static_cast<std::size_t>(lags[j])] / 2.0);
+    // counts (integers in doubles: exact in any order), one set per thread, added at the end
+    const int nth = std::max(1, p.threads);
+    std::vector<SpeciesSet<std::vector<double>>> hist_t(static_cast<std::size_t>(nth)), ns_t(hist_t.size());
+    for (std::size_t t = 0; t < hist_t.size(); ++t) {
+        for (auto* h : hist_t[t].all()) h->assign(nl * nb, 0.0);
+        for (auto* h : ns_t[t].all()) h->assign(nl, 0.0);
+    }
+    TrackStreamParams tp2 = tp;
+    tp2.progress = p.progress;
+    stream_track_blocks(src, tp2, [&](std::vector<Track>& block) {
+        detail::parallel_for_each(block.size(), nth, [&](std::size_t i, int th) {
+            const Track& tk = block[i];
+            auto& hist = hist_t[static_cast<std::size_t>(th)];
+            auto& n_samples = ns_t[static_cast<std::size_t>(th)];
+            auto* hs = hist.of(tk.species);
+            auto* ns = n_samples.of(tk.species);
+            for (std::size_t j = 0; j < nl; ++j) {
+                const auto l = static_cast<std::size_t>(lags[j]);
+                const double w = 2 * range[j] / static_cast<double>(nb);
+                for (std::size_t t = 0; t + l < tk.size(); ++t) {
+                    const double d[2] = {tk.x[t + l] - tk.x[t], tk.y[t + l] - tk.y[t]};
+                    if (std::isnan(d[0]) || std::isnan(d[1])) continue;
+                    for (double v : d) {
+                        n_samples.total[j] += 1;
+                        if (ns) (*ns)[j] += 1;
+                        const double u = (v + range[j]) / w;
+                        if (u < 0 || u >= static_cast<double>(nb)) continue;
+                        const auto b = static_cast<std::size_t>(u);
+                        hist.total[j * nb + b] += 1;
+                        if (hs) (*hs)[j * nb + b] += 1;
+                    }
+                }
+            }
+        });
+    });
+    SpeciesSet<std::vector<double>> hist = std::move(hist_t[0]), n_samples = std::move(ns_t[0]);
+    for (std::size_t t = 1; t < hist_t.size(); ++t) {
+        const auto a = hist.all(), b = hist_t[t].all(), c = n_samples.all(), d = ns_t[t].all();
+        for (std::size_t q = 0; q < a.size(); ++q) {
+            for (std::size_t k = 0; k < a[q]->size(); ++k) (*a[q])[k] += (*b[q])[k];
+            for (std::size_t k = 0; k < c[q]->size(); ++k) (*c[q])[k] += (*d[q])[k];
+        }
+    }
+    r.vanhove_lags = std::move(lags);
+    r.vanhove_range = std::move(range);
+    r.hist_total = std::move(hist.total), r.hist_small = std::move(hist.small),
+    r.hist_large = std::move(hist.large);
+    r.samples_total = std::move(n_samples.total), r.samples_small = std::move(n_samples.small),
+    r.samples_large = std::move(n_samples.large);
+    return r;
+}
+
+namespace {
+
+/// The sub-group van_hove {lag, lag_frames, dx, gs[_small|_large], fraction_outside[…]}.
+ResultGroup van_hove_group(const MsdResult& r, const MsdParams& p, const Metadata& meta) {
+    const std::string L = meta.length_unit, Tu = meta.time_unit;
+    const std::size_t nb = static_cast<std::size_t>(p.vanhove_bins), nl = r.vanhove_lags.size();
+    const auto& range = r.vanhove_range;
+    ResultGroup v;
+    v.name = "van_hove";
+    std::vector<double> lag(nl), dxs(nl * nb);
+    for (std::size_t j = 0; j < nl; ++j) {
+        lag[j] = static_cast<double>(r.vanhove_lags[j]) * r.dt;
+        const double w = 2 * range[j] / static_cast<double>(nb);
+        for (std::size_t b = 0; b < nb; ++b) dxs[j * nb + b] = -range[j] + (static_cast<double>(b) + 0.5) * w;
+    }
+    v.add("lag", lag, Tu);
+    v.add_int("lag_frames", r.vanhove_lags, "frame");
+    v.add2d("dx", dxs, nl, nb, L);
+    const std::tuple<const char*, const std::vector<double>*, const std::vector<double>*> species[] = {
+        {"", &r.hist_total, &r.samples_total},
+        {"_small", &r.hist_small, &r.samples_small},
+        {"_large", &r.hist_large, &r.samples_large}};
+    for (const auto& [sfx, hist, n_samples] : species) {
+        const std::string suffix = sfx;
+        if (suffix != "" && info_count(r.info, suffix) == 0) continue;
+        std::vector<double> gs(nl * nb);
+        const auto& ns = *n_samples;
+        std::vector<double> outside(nl);
+        for (std::size_t j = 0; j < nl; ++j) {
+            const double w = 2 * range[j] / static_cast<double>(nb);
+            double inside = 0;
+            for (std::size_t b = 0; b < nb; ++b) {
+                gs[j * nb + b] = ns[j] > 0 ? (*hist)[j * nb + b] / (ns[j] * w) : kNaN;
+                inside += (*hist)[j * nb + b];
+            }
+            outside[j] = ns[j] > 0 ? 1.0 - inside / ns[j] : kNaN;
+        }
+        v.add2d("gs" + suffix, gs, nl, nb, "1/" + L);
+        v.add("fraction_outside" + suffix, outside, "1");
+    }
+    v.attrs["definition"] = std::string("pdf of one displacement component (x and y pooled) at each lag");
+    v.attrs["bins"] = p.vanhove_bins;
+    v.attrs["range_in_sqrt_msd_half"] = p.vanhove_range;
+    v.attrs["drift"] = std::string(to_string(p.drift));
+    return v;
+}
+
+}  // namespace
+
+ResultGroup to_group(const MsdResult& r, const MsdParams& p, const Metadata& meta) {
+    const std::string L = meta.length_unit, Tu = meta.time_unit;
+    const std::size_t ml = r.max_lag;
+    const double dt = r.dt;
     ResultGroup g;
     g.name = "msd";
     add_lag_axes(g, ml + 1, dt, Tu);
-    add_stream_attrs(g, info);
+    add_stream_attrs(g, r.info);
     g.attrs["max_lag"] = static_cast<std::int64_t>(ml);
     g.attrs["min_pairs"] = p.min_pairs;
     g.attrs["algorithm"] = std::string("mask-aware FFT (double precision), positions relative to track mean");
     g.attrs["alpha2_definition"] = std::string("<dr^4>/(2 <dr^2>^2) - 1 (2-D)");
-    for (const auto& [suffix, ptr] : sums.named()) {
-        if (suffix != "" && info_count(info, suffix) == 0) continue;
+    const std::pair<const char*, const MsdSums*> species[] = {
+        {"", &r.total}, {"_small", &r.small}, {"_large", &r.large}};
+    for (const auto& [sfx, ptr] : species) {
+        const std::string suffix = sfx;
+        if (suffix != "" && info_count(r.info, suffix) == 0) continue;
         std::vector<std::int64_t> np(ptr->pairs.size());
         for (std::size_t k = 0; k < np.size(); ++k) np[k] = static_cast<std::int64_t>(ptr->pairs[k]);
         g.add_int("n_pairs" + suffix, np, "1");
@@ -430,7 +553,7 @@ std::vector<ResultGroup> msd_analysis(const TrajectorySource& src, const MsdPara
     g.attrs["diffusion_definition"] = std::string(
         "D = slope/4 of a least-squares line through MSD(t) over lags [max_lag/4, max_lag]; err = the "
         "slope's standard error / 4");
-    const auto msd_total = msd_from_sums(sums.total, p.min_pairs);
+    const auto msd_total = msd_from_sums(r.total, p.min_pairs);
     const auto [c0, sig] = localisation_noise(msd_total, p.sigma_fit_lags);
     g.attrs["msd_intercept"] = c0;
     g.attrs["sigma_loc"] = sig;
@@ -438,99 +561,9 @@ std::vector<ResultGroup> msd_analysis(const TrajectorySource& src, const MsdPara
     g.attrs["sigma_fit_lags"] = p.sigma_fit_lags;
     g.attrs["sigma_loc_method"] = std::string(
         "least-squares c + a*lag + b*lag^2 over lags 1..sigma_fit_lags; sigma_loc = sqrt(max(c,0)/4)");
-    std::vector<ResultGroup> out{std::move(g)};
-
-    // ---- van Hove (second pass): G_s(Δx, τ) of pooled x and y displacement components
-    std::vector<std::int64_t> lags;
-    for (auto l : p.vanhove_lags)
-        if (static_cast<std::size_t>(l) <= ml && std::isfinite(msd_total[static_cast<std::size_t>(l)]) &&
-            msd_total[static_cast<std::size_t>(l)] > 0)
-            lags.push_back(l);
-    if (!lags.empty()) {
-        const std::size_t nb = static_cast<std::size_t>(p.vanhove_bins), nl = lags.size();
-        std::vector<double> range(nl);
-        for (std::size_t j = 0; j < nl; ++j)
-            range[j] = p.vanhove_range * std::sqrt(msd_total[static_cast<std::size_t>(lags[j])] / 2.0);
-        // counts (integers in doubles: exact in any order), one set per thread, added at the end
-        const int nth = std::max(1, p.threads);
-        std::vector<SpeciesSet<std::vector<double>>> hist_t(static_cast<std::size_t>(nth)),
-            ns_t(hist_t.size());
-        for (std::size_t t = 0; t < hist_t.size(); ++t) {
-            for (auto* h : hist_t[t].all()) h->assign(nl * nb, 0.0);
-            for (auto* h : ns_t[t].all()) h->assign(nl, 0.0);
-        }
-        TrackStreamParams tp2 = tp;
-        tp2.progress = p.progress;
-        stream_track_blocks(src, tp2, [&](std::vector<Track>& block) {
-            detail::parallel_for_each(block.size(), nth, [&](std::size_t i, int th) {
-                const Track& tk = block[i];
-                auto& hist = hist_t[static_cast<std::size_t>(th)];
-                auto& n_samples = ns_t[static_cast<std::size_t>(th)];
-                auto* hs = hist.of(tk.species);
-                auto* ns = n_samples.of(tk.species);
-                for (std::size_t j = 0; j < nl; ++j) {
-                    const auto l = static_cast<std::size_t>(lags[j]);
-                    const double w = 2 * range[j] / static_cast<double>(nb);
-                    for (std::size_t t = 0; t + l < tk.size(); ++t) {
-                        const double d[2] = {tk.x[t + l] - tk.x[t], tk.y[t + l] - tk.y[t]};
-                        if (std::isnan(d[0]) || std::isnan(d[1])) continue;
-                        for (double v : d) {
-                            n_samples.total[j] += 1;
-                            if (ns) (*ns)[j] += 1;
-                            const double u = (v + range[j]) / w;
-                            if (u < 0 || u >= static_cast<double>(nb)) continue;
-                            const auto b = static_cast<std::size_t>(u);
-                            hist.total[j * nb + b] += 1;
-                            if (hs) (*hs)[j * nb + b] += 1;
-                        }
-                    }
-                }
-            });
-        });
-        SpeciesSet<std::vector<double>> hist = std::move(hist_t[0]), n_samples = std::move(ns_t[0]);
-        for (std::size_t t = 1; t < hist_t.size(); ++t) {
-            const auto a = hist.all(), b = hist_t[t].all(), c = n_samples.all(), d = ns_t[t].all();
-            for (std::size_t q = 0; q < a.size(); ++q) {
-                for (std::size_t k = 0; k < a[q]->size(); ++k) (*a[q])[k] += (*b[q])[k];
-                for (std::size_t k = 0; k < c[q]->size(); ++k) (*c[q])[k] += (*d[q])[k];
-            }
-        }
-        ResultGroup v;
-        v.name = "van_hove";
-        std::vector<double> lag(nl), dxs(nl * nb);
-        for (std::size_t j = 0; j < nl; ++j) {
-            lag[j] = static_cast<double>(lags[j]) * dt;
-            const double w = 2 * range[j] / static_cast<double>(nb);
-            for (std::size_t b = 0; b < nb; ++b)
-                dxs[j * nb + b] = -range[j] + (static_cast<double>(b) + 0.5) * w;
-        }
-        v.add("lag", lag, Tu);
-        v.add_int("lag_frames", lags, "frame");
-        v.add2d("dx", dxs, nl, nb, L);
-        for (const auto& [suffix, ptr] : hist.named()) {
-            if (suffix != "" && info_count(info, suffix) == 0) continue;
-            std::vector<double> gs(nl * nb);
-            const auto& ns = *n_samples.named_map().at(suffix);
-            std::vector<double> outside(nl);
-            for (std::size_t j = 0; j < nl; ++j) {
-                const double w = 2 * range[j] / static_cast<double>(nb);
-                double inside = 0;
-                for (std::size_t b = 0; b < nb; ++b) {
-                    gs[j * nb + b] = ns[j] > 0 ? (*ptr)[j * nb + b] / (ns[j] * w) : kNaN;
-                    inside += (*ptr)[j * nb + b];
-                }
-                outside[j] = ns[j] > 0 ? 1.0 - inside / ns[j] : kNaN;
-            }
-            v.add2d("gs" + suffix, gs, nl, nb, "1/" + L);
-            v.add("fraction_outside" + suffix, outside, "1");
-        }
-        v.attrs["definition"] = std::string("pdf of one displacement component (x and y pooled) at each lag");
-        v.attrs["bins"] = p.vanhove_bins;
-        v.attrs["range_in_sqrt_msd_half"] = p.vanhove_range;
-        v.attrs["drift"] = std::string(to_string(p.drift));
-        out.push_back(std::move(v));
-    }
-    return out;
+    // Naming rule: one group per analysis, so G_s lives inside it as /analysis/msd/van_hove.
+    if (!r.vanhove_lags.empty()) g.groups.push_back(van_hove_group(r, p, meta));
+    return g;
 }
 
 }  // namespace vibra::analysis

@@ -145,7 +145,7 @@ std::pair<double, std::string> default_fs_k(const TrajectorySource& src, const R
     return {2 * std::numbers::pi, "2 pi / (1 length unit): no diameters or geometry"};
 }
 
-ResultGroup fs_analysis(const TrajectorySource& src, const FsParams& p, const ResultGroup* sk) {
+FsResult compute_fs(const TrajectorySource& src, const FsParams& p, const ResultGroup* sk) {
     p.validate();
     const Metadata& meta = src.meta();
     std::vector<double> ks = p.k;
@@ -161,7 +161,8 @@ ResultGroup fs_analysis(const TrajectorySource& src, const FsParams& p, const Re
     detail::SpeciesSet<FsSums> sums;
     for (auto* s : sums.all()) s->resize(ks.size(), ml + 1);
     std::vector<FftCorrelator> corr(static_cast<std::size_t>(std::max(1, p.threads)));
-    const TrackStreamInfo info = detail::stream_tracks_parallel<FsSums>(
+    FsResult r;
+    r.info = detail::stream_tracks_parallel<FsSums>(
         src, tp, p.threads,
         [&](const Track& tk, FsSums& one, int t) {
             one.resize(ks.size(), ml + 1);
@@ -171,18 +172,32 @@ ResultGroup fs_analysis(const TrajectorySource& src, const FsParams& p, const Re
             sums.total.add(one);
             if (auto* s = sums.of(tk.species)) s->add(one);
         });
-    const double dt = detail::mean_frame_interval(info, meta);
+    r.dt = detail::mean_frame_interval(r.info, meta);
+    r.max_lag = ml;
+    r.k = std::move(ks);
+    r.k_source = std::move(k_source);
+    r.total = std::move(sums.total), r.small = std::move(sums.small), r.large = std::move(sums.large);
+    return r;
+}
+
+ResultGroup to_group(const FsResult& r, const FsParams& p, const Metadata& meta) {
+    const auto& info = r.info;
+    const auto& ks = r.k;
+    const std::size_t ml = r.max_lag;
+    const double dt = r.dt;
+    const std::pair<std::string, const FsSums*> parts[3] = {
+        {"", &r.total}, {"_small", &r.small}, {"_large", &r.large}};
     ResultGroup g;
     g.name = "fs";
     detail::add_lag_axes(g, ml + 1, dt, meta.time_unit);
     detail::add_stream_attrs(g, info);
     g.add("k", ks, "rad/" + meta.length_unit);
-    g.attrs["k_source"] = k_source;
+    g.attrs["k_source"] = r.k_source;
     g.attrs["directions"] = p.directions;
     g.attrs["max_lag"] = static_cast<std::int64_t>(ml);
     g.attrs["definition"] =
         std::string("<cos(k.dr)> averaged over pairs and over directions j*pi/directions");
-    for (const auto& [suffix, s] : sums.named()) {
+    for (const auto& [suffix, s] : parts) {
         if (suffix != "" && detail::info_count(info, suffix) == 0) continue;
         std::vector<double> f(ks.size() * (ml + 1), kNaN), tau(ks.size());
         for (std::size_t ik = 0; ik < ks.size(); ++ik) {

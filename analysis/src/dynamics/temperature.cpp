@@ -18,20 +18,22 @@ void TemperatureParams::validate() const {
         throw ParameterError("temperature max_cells must be >= 1, got " + std::to_string(max_cells));
 }
 
-ResultGroup temperature_analysis(const TrajectorySource& src, const TemperatureParams& p) {
+TemperatureResult compute_temperature(const TrajectorySource& src, const TemperatureParams& p) {
     p.validate();
-    constexpr double nan = std::numeric_limits<double>::quiet_NaN();
     const Metadata& meta = src.meta();
     const auto T = static_cast<std::size_t>(src.n_frames());
     TrackStreamParams tp = stream_params(p, true);
-    // per frame: [0] total Σ m v², [1] small Σ v², [2] large Σ v²; counts
-    std::vector<double> sum[3], cnt[3];
+    TemperatureResult r;
+    auto& sum = r.sum;
+    auto& cnt = r.count;
     for (int s = 0; s < 3; ++s) {
         sum[s].assign(T, 0.0);
         cnt[s].assign(T, 0.0);
     }
-    const double m_small = species_mass(meta, 0), m_large = species_mass(meta, 1);
-    const TrackStreamInfo info = stream_tracks(src, tp, [&](const Track& tk) {
+    r.mass_small = species_mass(meta, 0), r.mass_large = species_mass(meta, 1);
+    r.mass_known = meta.species_diameters.size() >= 2;
+    const double m_large = r.mass_large;
+    r.info = stream_tracks(src, tp, [&](const Track& tk) {
         const int slot = tk.species == kSpeciesSmall ? 1 : tk.species == kSpeciesLarge ? 2 : 0;
         const double m = slot == 2 ? m_large : 1.0;
         for (std::size_t s = 0; s < tk.size(); ++s) {
@@ -46,6 +48,16 @@ ResultGroup temperature_analysis(const TrajectorySource& src, const TemperatureP
             }
         }
     });
+    return r;
+}
+
+ResultGroup to_group(const TemperatureResult& r, const Metadata& meta) {
+    constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+    const auto& info = r.info;
+    const auto& sum = r.sum;
+    const auto& cnt = r.count;
+    const auto T = sum[0].size();
+    const double m_small = r.mass_small, m_large = r.mass_large;
     ResultGroup g;
     g.name = "temperature";
     detail::add_stream_attrs(g, info);
@@ -89,7 +101,7 @@ ResultGroup temperature_analysis(const TrajectorySource& src, const TemperatureP
         std::string("T_a(t) = m_a <|v|^2>_a(t) / 2 (2-D, k_B = 1); ratio = T_large/T_small");
     g.attrs["mass_unit"] = std::string("mass of a small disk (m proportional to diameter^2)");
     g.attrs["mass_large"] = m_large;
-    g.attrs["mass_known"] = static_cast<std::int64_t>(meta.species_diameters.size() >= 2 ? 1 : 0);
+    g.attrs["mass_known"] = static_cast<std::int64_t>(r.mass_known ? 1 : 0);
     return g;
 }
 

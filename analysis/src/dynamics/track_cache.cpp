@@ -12,6 +12,7 @@
 
 #include "detail/track_scan.hpp"
 #include "vibra/core/error.hpp"
+#include "vibra/core/periodic.hpp"
 #include "vibra/core/progress.hpp"
 
 namespace vibra::analysis {
@@ -19,9 +20,11 @@ namespace vibra::analysis {
 namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+// The minimum image of core/periodic.hpp, as the frame re-reading path (velocities.cpp) takes it:
+// a displacement of exactly half a box rounds to even there, so it must here too.
 double min_image(double d, double L) {
     if (L <= 0) return d;
-    return d - L * std::round(d / L);
+    return minimum_image(d, L);
 }
 
 struct IdInfo {

@@ -100,12 +100,12 @@ void VacfParams::validate() const {
     if (max_cells < 1) throw ParameterError("vacf max_cells must be >= 1, got " + std::to_string(max_cells));
 }
 
-SpeciesVacf compute_vacf(const TrajectorySource& src, const VacfParams& p) {
+VacfResult compute_vacf(const TrajectorySource& src, const VacfParams& p) {
     p.validate();
     const std::int64_t T = src.n_frames();
     const std::size_t ml = resolve_max_lag(p.max_lag, T);
     TrackStreamParams tp = stream_params(p, true);
-    SpeciesVacf r;
+    VacfResult r;
     r.total.resize(ml + 1);
     r.small.resize(ml + 1);
     r.large.resize(ml + 1);
@@ -137,9 +137,7 @@ SpeciesVacf compute_vacf(const TrajectorySource& src, const VacfParams& p) {
     return r;
 }
 
-ResultGroup vacf_analysis(const TrajectorySource& src, const VacfParams& p) {
-    const SpeciesVacf r = compute_vacf(src, p);
-    const Metadata& meta = src.meta();
+ResultGroup to_group(const VacfResult& r, const VacfParams& p, const Metadata& meta) {
     const std::string vunit = "(" + meta.length_unit + "/" + meta.time_unit + ")^2";
     ResultGroup g;
     g.name = "vacf";

@@ -48,11 +48,7 @@ void add_segment(std::span<const double> v, std::size_t a, std::size_t n, VdosWi
 }
 
 /// The parts (total, small, large) of the output, as raw (not yet normalised) D on one grid.
-struct VdosPart {
-    std::string suffix;
-    std::vector<double> d;
-    double weight = 0;  ///< Σ v² of the part: the kinetic-energy weight of the mass-weighted total
-};
+using VdosPart = VdosResult::Part;
 
 /// Transfer correction, normalisation, reduced VDOS and the mass-weighted total: the same for
 /// both routes.
@@ -106,7 +102,7 @@ void add_common_attrs(ResultGroup& g, const VdosParams& p) {
     (void)p;
 }
 
-ResultGroup welch_vdos(const TrajectorySource& src, const VdosParams& p) {
+VdosResult welch_vdos(const TrajectorySource& src, const VdosParams& p) {
     const std::int64_t T = src.n_frames();
     const std::int64_t half = T / 2;
     const std::int64_t M =
@@ -117,7 +113,8 @@ ResultGroup welch_vdos(const TrajectorySource& src, const VdosParams& p) {
     const auto min_run = static_cast<std::size_t>(p.min_run);
     detail::SpeciesSet<WelchSums> sums;
     for (auto* s : sums.all()) s->power.assign(static_cast<std::size_t>(M) + 1, 0.0);
-    const auto info = detail::stream_tracks_parallel<WelchSums>(
+    VdosResult r;
+    r.info = detail::stream_tracks_parallel<WelchSums>(
         src, detail::stream_params(p.vacf, true), p.vacf.threads,
         [&](const Track& tk, WelchSums& one, int) {
             one = WelchSums{};
@@ -132,60 +129,34 @@ ResultGroup welch_vdos(const TrajectorySource& src, const VdosParams& p) {
         throw InsufficientData("vdos: no run of >= " + std::to_string(min_run) +
                                " consecutive frames with finite, non-zero velocities (" + std::to_string(T) +
                                " frames)");
-    const Metadata& meta = src.meta();
-    const double dt = detail::mean_frame_interval(info, meta);
-    ResultGroup g;
-    g.name = "vdos";
-    detail::add_stream_attrs(g, info);
-    add_common_attrs(g, p);
-    g.attrs["estimator"] = std::string(
-        "welch: D(omega) ~ sum_i |FT of w x v_i over a segment|^2, segments of 2 max_lag frames, 50% "
-        "overlap; non-negative");
-    g.attrs["window"] =
-        std::string(p.window == VdosWindow::hann ? "hann: sin^2 on each velocity segment" : "none");
-    g.attrs["definition"] = std::string(
-        "D(omega) = (dt/pi) sum_segments g |v~(omega)|^2 / sum v^2, g = (run samples/segment samples) n_s / "
-        "sum w^2; "
-        "Wiener-Khinchin transform of the VACF");
-    g.attrs["max_lag"] = M;
-    g.attrs["max_lag_used"] = M;
-    g.attrs["segment_frames"] = 2 * M;
-    g.attrs["min_run"] = static_cast<std::int64_t>(min_run);
-    std::vector<VdosPart> parts;
+    r.dt = detail::mean_frame_interval(r.info, src.meta());
+    r.max_lag = r.max_lag_used = M;
     for (auto& [suffix, s] : sums.named()) {
-        if (suffix != "" && detail::info_count(info, suffix) == 0) continue;
-        g.attrs["segments" + suffix] = s->segments;
-        g.attrs["samples" + suffix] = s->samples;
+        if (suffix != "" && detail::info_count(r.info, suffix) == 0) continue;
+        r.counted.push_back({suffix, s->segments, s->samples});
         if (!(s->energy > 0)) continue;
-        parts.push_back({suffix, vdos_from_welch(*s, dt), s->energy});
+        r.parts.push_back({suffix, vdos_from_welch(*s, r.dt), s->energy});
     }
-    add_parts(g, parts, vdos_omega(static_cast<std::size_t>(M), dt), p, info.scheme, dt, meta);
-    return g;
+    r.omega = vdos_omega(static_cast<std::size_t>(M), r.dt);
+    return r;
 }
 
-ResultGroup vacf_vdos(const TrajectorySource& src, const VdosParams& p) {
+VdosResult vacf_vdos(const TrajectorySource& src, const VdosParams& p) {
     const bool biased = p.estimator == VdosEstimator::biased;
-    const SpeciesVacf r = compute_vacf(src, p.vacf);
-    const Metadata& meta = src.meta();
-    ResultGroup g;
-    g.name = "vdos";
-    detail::add_stream_attrs(g, r.info);
-    add_common_attrs(g, p);
-    g.attrs["window"] = std::string(p.window == VdosWindow::hann ? "hann: cos^2(pi t/(2 t_max))" : "none");
-    g.attrs["definition"] = std::string(
-        "D(omega) = (2/pi) int_0^tmax Z(t)/Z(0) w(t) cos(omega t) dt, normalised to int D domega = 1");
-    g.attrs["estimator"] =
-        std::string(biased ? "biased: sum v.v(lag) / sum v.v(0)" : "unbiased: mean over pairs per lag");
-    g.attrs["max_lag"] = static_cast<std::int64_t>(r.total.pairs.size()) - 1;
+    const VacfResult v = compute_vacf(src, p.vacf);
+    VdosResult r;
+    r.info = v.info;
+    r.dt = v.dt;
+    r.max_lag = static_cast<std::int64_t>(v.total.pairs.size()) - 1;
     // normalised VACFs of the present parts, truncated to a common length (the shortest run of
     // finite lags) so that every part shares one omega grid
     const std::pair<std::string, const VacfSums*> sums[3] = {
-        {"", &r.total}, {"_small", &r.small}, {"_large", &r.large}};
+        {"", &v.total}, {"_small", &v.small}, {"_large", &v.large}};
     std::vector<std::pair<std::string, std::vector<double>>> zs;
     std::vector<double> weights;
     std::size_t n = std::numeric_limits<std::size_t>::max();
     for (const auto& [suffix, s] : sums) {
-        if (suffix != "" && detail::info_count(r.info, suffix) == 0) continue;
+        if (suffix != "" && detail::info_count(v.info, suffix) == 0) continue;
         std::vector<double> z;
         if (biased) {
             if (s->s.empty() || !(s->s[0] > 0)) continue;
@@ -194,7 +165,7 @@ ResultGroup vacf_vdos(const TrajectorySource& src, const VdosParams& p) {
         } else {
             z = vacf_from_sums(*s, p.vacf.min_pairs);
             if (z.empty() || !(z[0] > 0)) continue;
-            for (double& v : z) v /= z.front();
+            for (double& x : z) x /= z.front();
         }
         std::size_t k = 0;
         while (k < z.size() && std::isfinite(z[k])) ++k;
@@ -205,14 +176,13 @@ ResultGroup vacf_vdos(const TrajectorySource& src, const VdosParams& p) {
     if (zs.empty() || n < 2)
         throw InsufficientData("vdos: fewer than 2 finite VACF lags (" + std::to_string(src.n_frames()) +
                                " frames)");
-    std::vector<VdosPart> parts;
     for (std::size_t i = 0; i < zs.size(); ++i) {
         zs[i].second.resize(n);
-        parts.push_back({zs[i].first, vdos_from_vacf(zs[i].second, r.dt, p.window), weights[i]});
+        r.parts.push_back({zs[i].first, vdos_from_vacf(zs[i].second, r.dt, p.window), weights[i]});
     }
-    g.attrs["max_lag_used"] = static_cast<std::int64_t>(n - 1);
-    add_parts(g, parts, vdos_omega(n - 1, r.dt), p, r.info.scheme, r.dt, meta);
-    return g;
+    r.max_lag_used = static_cast<std::int64_t>(n - 1);
+    r.omega = vdos_omega(n - 1, r.dt);
+    return r;
 }
 
 }  // namespace
@@ -337,9 +307,47 @@ void VdosParams::validate() const {
     if (min_run < 2) throw ParameterError("vdos min_run must be >= 2, got " + std::to_string(min_run));
 }
 
-ResultGroup vdos_analysis(const TrajectorySource& src, const VdosParams& p) {
+VdosResult compute_vdos(const TrajectorySource& src, const VdosParams& p) {
     p.validate();
     return p.estimator == VdosEstimator::welch ? welch_vdos(src, p) : vacf_vdos(src, p);
+}
+
+ResultGroup to_group(const VdosResult& r, const VdosParams& p, const Metadata& meta) {
+    ResultGroup g;
+    g.name = "vdos";
+    detail::add_stream_attrs(g, r.info);
+    add_common_attrs(g, p);
+    if (p.estimator == VdosEstimator::welch) {
+        g.attrs["estimator"] = std::string(
+            "welch: D(omega) ~ sum_i |FT of w x v_i over a segment|^2, segments of 2 max_lag frames, 50% "
+            "overlap; non-negative");
+        g.attrs["window"] =
+            std::string(p.window == VdosWindow::hann ? "hann: sin^2 on each velocity segment" : "none");
+        g.attrs["definition"] = std::string(
+            "D(omega) = (dt/pi) sum_segments g |v~(omega)|^2 / sum v^2, g = (run samples/segment samples) "
+            "n_s "
+            "/ sum w^2; "
+            "Wiener-Khinchin transform of the VACF");
+        g.attrs["segment_frames"] = 2 * r.max_lag;
+        g.attrs["min_run"] = static_cast<std::int64_t>(static_cast<std::size_t>(p.min_run));
+        for (const auto& c : r.counted) {
+            g.attrs["segments" + c.suffix] = c.segments;
+            g.attrs["samples" + c.suffix] = c.samples;
+        }
+    } else {
+        const bool biased = p.estimator == VdosEstimator::biased;
+        g.attrs["window"] =
+            std::string(p.window == VdosWindow::hann ? "hann: cos^2(pi t/(2 t_max))" : "none");
+        g.attrs["definition"] = std::string(
+            "D(omega) = (2/pi) int_0^tmax Z(t)/Z(0) w(t) cos(omega t) dt, normalised to int D domega = 1");
+        g.attrs["estimator"] =
+            std::string(biased ? "biased: sum v.v(lag) / sum v.v(0)" : "unbiased: mean over pairs per lag");
+    }
+    g.attrs["max_lag"] = r.max_lag;
+    g.attrs["max_lag_used"] = r.max_lag_used;
+    auto parts = r.parts;
+    add_parts(g, parts, r.omega, p, r.info.scheme, r.dt, meta);
+    return g;
 }
 
 }  // namespace vibra::analysis

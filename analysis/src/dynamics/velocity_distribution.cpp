@@ -314,9 +314,9 @@ struct Hists {
 };
 }  // namespace
 
-ResultGroup velocity_distribution_analysis(const TrajectorySource& src, const VelocityDistributionParams& p) {
+VelocityDistributionResult compute_velocity_distribution(const TrajectorySource& src,
+                                                         const VelocityDistributionParams& p) {
     p.validate();
-    const Metadata& meta = src.meta();
     const std::int64_t T = src.n_frames();
     TrackStreamParams tp = detail::stream_params(p, /*velocities=*/true);
     const auto own_cache = detail::ensure_cache(src, tp);  // one copy for both passes
@@ -340,10 +340,6 @@ ResultGroup velocity_distribution_analysis(const TrajectorySource& src, const Ve
             if (ms) add_m(*ms, tk.vx[s], tk.vy[s]);
         }
     });
-    ResultGroup g;
-    g.name = "velocity_distribution";
-    detail::add_stream_attrs(g, info);
-    const std::string vunit = meta.length_unit + "/" + meta.time_unit;
     // scaled ranges
     double cmax = 0, smax = 0;
     struct Scale {
@@ -445,14 +441,11 @@ ResultGroup velocity_distribution_analysis(const TrajectorySource& src, const Ve
             }
         }
     }
-    // ---- output
-    std::vector<double> cc(nb), ss(nb);
-    for (std::size_t b = 0; b < nb; ++b) {
-        cc[b] = -cmax + (static_cast<double>(b) + 0.5) * wc;
-        ss[b] = (static_cast<double>(b) + 0.5) * ws;
-    }
-    g.add("c", cc, "1");
-    g.add("speed", ss, "1");
+    // ---- tail fits per part
+    VelocityDistributionResult res;
+    res.info = info;
+    res.n_frames = T;
+    res.cmax = cmax, res.smax = smax, res.wc = wc, res.ws = ws;
     TailFitParams fp;
     fp.threshold = p.threshold;
     fp.bootstrap = p.bootstrap;
@@ -469,31 +462,66 @@ ResultGroup velocity_distribution_analysis(const TrajectorySource& src, const Ve
         const Moments& m = *mn[i].second;
         if (suf != "" && detail::info_count(info, suf) == 0) continue;
         if (h.n <= 0) continue;
+        VelocityDistributionResult::Part part;
+        part.suffix = suf;
+        part.n = m.n, part.sxx = m.sxx, part.syy = m.syy, part.c4 = m.c4, part.v4 = m.v4;
+        part.rms_comp = sn[i].second->rms_comp;
+        part.hist_n = h.n, part.cx = h.cx, part.cy = h.cy, part.sp = h.sp;
+        if (h.tail.n_bins > 0)
+            part.fits = fit_tail_scan(h.tail, thr, fp);
+        else
+            part.fits.assign(thr.size(), TailFit{kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, 0, false});
+        const TailFit& f = part.fits.front();
+        const double n_x = p.fit_speed ? m.n : 2 * m.n;
+        part.tail_fraction = f.n_tail / n_x;
+        part.tail_amplitude = kNaN;
+        if (f.converged) {
+            const double lz = log_z(f.beta, std::log(f.c0), std::log(f.threshold));
+            part.tail_amplitude = part.tail_fraction / (p.fit_speed ? 1.0 : 2.0) / std::exp(lz);
+        }
+        res.parts.push_back(std::move(part));
+    }
+    return res;
+}
+
+ResultGroup to_group(const VelocityDistributionResult& res, const VelocityDistributionParams& p,
+                     const Metadata& meta) {
+    const std::int64_t T = res.n_frames;
+    const double cmax = res.cmax, wc = res.wc, ws = res.ws;
+    const auto nb = static_cast<std::size_t>(p.bins);
+    ResultGroup g;
+    g.name = "velocity_distribution";
+    detail::add_stream_attrs(g, res.info);
+    const std::string vunit = meta.length_unit + "/" + meta.time_unit;
+    std::vector<double> cc(nb), ss(nb);
+    for (std::size_t b = 0; b < nb; ++b) {
+        cc[b] = -cmax + (static_cast<double>(b) + 0.5) * wc;
+        ss[b] = (static_cast<double>(b) + 0.5) * ws;
+    }
+    g.add("c", cc, "1");
+    g.add("speed", ss, "1");
+    for (const auto& part : res.parts) {
+        const std::string& suf = part.suffix;
         std::vector<double> pc(nb), px(nb), py(nb), psp(nb);
         for (std::size_t b = 0; b < nb; ++b) {
-            px[b] = h.cx[b] / (h.n * wc);
-            py[b] = h.cy[b] / (h.n * wc);
-            pc[b] = (h.cx[b] + h.cy[b]) / (2 * h.n * wc);
-            psp[b] = h.sp[b] / (h.n * ws);
+            px[b] = part.cx[b] / (part.hist_n * wc);
+            py[b] = part.cy[b] / (part.hist_n * wc);
+            pc[b] = (part.cx[b] + part.cy[b]) / (2 * part.hist_n * wc);
+            psp[b] = part.sp[b] / (part.hist_n * ws);
         }
         g.add("p_c" + suf, pc, "1");
         g.add("p_cx" + suf, px, "1");
         g.add("p_cy" + suf, py, "1");
         g.add("p_speed" + suf, psp, "1");
-        const double rc = sn[i].second->rms_comp;
-        g.attrs["rms_velocity" + suf] = rc;
-        g.attrs["rms_vx" + suf] = std::sqrt(m.sxx / m.n);
-        g.attrs["rms_vy" + suf] = std::sqrt(m.syy / m.n);
-        const double c2 = (m.sxx + m.syy) / (2 * m.n), c4 = m.c4 / (2 * m.n);
+        g.attrs["rms_velocity" + suf] = part.rms_comp;
+        g.attrs["rms_vx" + suf] = std::sqrt(part.sxx / part.n);
+        g.attrs["rms_vy" + suf] = std::sqrt(part.syy / part.n);
+        const double c2 = (part.sxx + part.syy) / (2 * part.n), c4 = part.c4 / (2 * part.n);
         g.attrs["kurtosis" + suf] = c4 / (c2 * c2);
-        const double v2 = (m.sxx + m.syy) / m.n, v4 = m.v4 / m.n;
+        const double v2 = (part.sxx + part.syy) / part.n, v4 = part.v4 / part.n;
         g.attrs["sonine_a2" + suf] = v4 / (v2 * v2) / 2.0 - 1.0;
-        g.attrs["n_samples" + suf] = static_cast<std::int64_t>(m.n);
-        std::vector<TailFit> fits;
-        if (h.tail.n_bins > 0)
-            fits = fit_tail_scan(h.tail, thr, fp);
-        else
-            fits.assign(thr.size(), TailFit{kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, 0, false});
+        g.attrs["n_samples" + suf] = static_cast<std::int64_t>(part.n);
+        const auto& fits = part.fits;
         const TailFit& f = fits.front();
         g.attrs["beta" + suf] = f.beta;
         g.attrs["beta_ci_low" + suf] = f.beta_ci_low;
@@ -502,15 +530,8 @@ ResultGroup velocity_distribution_analysis(const TrajectorySource& src, const Ve
         g.attrs["beta_threshold" + suf] = f.threshold;
         g.attrs["c0" + suf] = f.c0;
         g.attrs["n_tail" + suf] = f.n_tail;
-        const double n_x = p.fit_speed ? m.n : 2 * m.n;
-        const double frac = f.n_tail / n_x;
-        g.attrs["tail_fraction" + suf] = frac;
-        double amp = kNaN;
-        if (f.converged) {
-            const double lz = log_z(f.beta, std::log(f.c0), std::log(f.threshold));
-            amp = frac / (p.fit_speed ? 1.0 : 2.0) / std::exp(lz);
-        }
-        g.attrs["tail_amplitude" + suf] = amp;
+        g.attrs["tail_fraction" + suf] = part.tail_fraction;
+        g.attrs["tail_amplitude" + suf] = part.tail_amplitude;
         std::vector<double> st, sb, sl, sh, sn_;
         for (std::size_t k = 1; k < fits.size(); ++k) {
             st.push_back(fits[k].threshold);

@@ -180,7 +180,7 @@ CovarianceVdosResult compute_covariance_vdos(const TrajectorySource& src, const 
     return r;
 }
 
-ResultGroup covariance_vdos_result_group(const CovarianceVdosResult& r, const Metadata& meta) {
+ResultGroup to_group(const CovarianceVdosResult& r, const Metadata& meta) {
     const std::string L = meta.length_unit, T = meta.time_unit;
     ResultGroup g;
     g.name = "covariance_vdos";

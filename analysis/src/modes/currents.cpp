@@ -734,7 +734,7 @@ CurrentsResult compute_currents(const TrajectorySource& src, CurrentsParams p) {
     return currents_from_series(s, p);
 }
 
-ResultGroup currents_result_group(const CurrentsResult& r, const Metadata& meta) {
+ResultGroup to_group(const CurrentsResult& r, const Metadata& meta) {
     const std::string L = meta.length_unit, T = meta.time_unit;
     const std::string v2 = L + "^2/" + T + "^2", spec = L + "^2/" + T;
     ResultGroup g;

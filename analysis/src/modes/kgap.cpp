@@ -352,7 +352,7 @@ KgapResult fit_kgap(const KgapInput& in, KgapParams p) {
     return r;
 }
 
-ResultGroup kgap_result_group(const KgapResult& r, const Metadata& meta) {
+ResultGroup to_group(const KgapResult& r, const Metadata& meta) {
     const std::string L = meta.length_unit, T = meta.time_unit;
     ResultGroup g;
     g.name = "kgap";

@@ -85,7 +85,7 @@ std::vector<AnalysisSpec> modes_analyses() {
           {"auto", "given", "central", "forward"}}},
         [](const AnalysisContext& ctx) {
             const auto r = compute_currents(ctx.source, currents_params(ctx));
-            return std::vector<ResultGroup>{currents_result_group(r, ctx.source.meta())};
+            return std::vector<ResultGroup>{to_group(r, ctx.source.meta())};
         }});
 
     out.push_back(AnalysisSpec{
@@ -125,7 +125,7 @@ std::vector<AnalysisSpec> modes_analyses() {
                     "kgap needs the currents group of the same run (run with --only currents,kgap)");
             const KgapInput in = kgap_input(ctx.earlier->at("currents"));
             const std::string from = "earlier currents group";
-            ResultGroup g = kgap_result_group(fit_kgap(in, p), ctx.source.meta());
+            ResultGroup g = to_group(fit_kgap(in, p), ctx.source.meta());
             g.attrs["currents_source"] = from;
             return std::vector<ResultGroup>{g};
         },
@@ -188,7 +188,7 @@ std::vector<AnalysisSpec> modes_analyses() {
             p.per_particle = boolean(ctx, "tvdos-per-particle");
             p.velocity = velocity_scheme_from_string(ctx.text("tvdos-velocity"), "tvdos-velocity");
             p.threads = std::max(1, ctx.threads);
-            ResultGroup g = tvdos_result_group(compute_transverse_vdos(ctx.source, p), ctx.source.meta());
+            ResultGroup g = to_group(compute_transverse_vdos(ctx.source, p), ctx.source.meta());
             g.attrs["sound_speed_source"] = cs;
             return std::vector<ResultGroup>{g};
         }});
@@ -211,7 +211,7 @@ std::vector<AnalysisSpec> modes_analyses() {
             p.mass_weighted = boolean(ctx, "covariance-vdos-mass");
             p.bins = ctx.integer("covariance-vdos-bins");
             return std::vector<ResultGroup>{
-                covariance_vdos_result_group(compute_covariance_vdos(ctx.source, p), ctx.source.meta())};
+                to_group(compute_covariance_vdos(ctx.source, p), ctx.source.meta())};
         },
         false});
 

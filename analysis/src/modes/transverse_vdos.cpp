@@ -283,7 +283,7 @@ TransverseVdosResult compute_transverse_vdos(const TrajectorySource& src, Transv
     return r;
 }
 
-ResultGroup tvdos_result_group(const TransverseVdosResult& r, const Metadata& meta) {
+ResultGroup to_group(const TransverseVdosResult& r, const Metadata& meta) {
     const std::string L = meta.length_unit, T = meta.time_unit;
     ResultGroup g;
     g.name = "tvdos";

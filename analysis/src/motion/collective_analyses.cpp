@@ -1,14 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The collective-motion analyses of `vibra analyze` (docs/collective-motion.md §2–§4):
-// field, defects, correlations, spectra, evolution. Each streams over the input block by block
-// (detail/collective_stream.hpp) and keeps only the frames its largest lag needs. Definitions,
-// defaults and what is a choice rather than a confirmed method: docs/collective-motion.md.
+// field, defects, correlations, spectra, evolution: their flags mapped to the Params of
+// compute_field, compute_defects, … (each in its module, streaming through
+// detail/collective_stream.hpp). Definitions, defaults and what is a choice rather than a
+// confirmed method: docs/collective-motion.md.
 #include <algorithm>
 #include <cmath>
-#include <future>
-#include <limits>
-#include <numbers>
-#include <numeric>
+#include <map>
 #include <string>
 
 #include "detail/collective_stream.hpp"
@@ -23,46 +21,6 @@ namespace vibra::analysis {
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-using detail::FieldSettings;
-
-/// "L^a/T^b" from the unit names (powers 1 written bare, 0 omitted).
-std::string unit(const std::string& L, int lp, const std::string& T, int tp) {
-    auto term = [](const std::string& u, int p) { return p == 1 ? u : u + "^" + std::to_string(p); };
-    std::string s = lp ? term(L, lp) : "1";
-    if (tp) s += "/" + term(T, tp);
-    return s;
-}
-
-ResultArray& add3d(ResultGroup& g, std::string name, std::vector<double> v, std::size_t a, std::size_t b,
-                   std::size_t c, std::string units) {
-    ResultArray& r = g.add(std::move(name), std::move(v), std::move(units));
-    r.shape = {a, b, c};
-    return r;
-}
-
-void common_arrays(ResultGroup& g, const TrajectorySource& src, const FieldSettings& s,
-                   const std::string& frame_axis = "frame") {
-    g.add_int("lags", s.lags, "frame");
-    g.add("lag_times", detail::lag_times(src, s), s.T);
-    g.add_int(frame_axis, detail::start_frames(s), "frame");
-    g.add("time", detail::start_times(src, s), s.T);
-}
-
-double rms_valid(const GridField& f) {
-    double s = 0;
-    std::size_t n = 0;
-    for (std::size_t k = 0; k < f.ux.size(); ++k)
-        if (f.valid[k]) s += f.ux[k] * f.ux[k] + f.uy[k] * f.uy[k], ++n;
-    return n ? std::sqrt(s / static_cast<double>(n)) : kNaN;
-}
-
-double rms_vectors(std::span<const double> ux, std::span<const double> uy) {
-    double s = 0;
-    for (std::size_t i = 0; i < ux.size(); ++i) s += ux[i] * ux[i] + uy[i] * uy[i];
-    return ux.empty() ? kNaN : std::sqrt(s / static_cast<double>(ux.size()));
-}
-
 // ---------------------------------------------------------------------------------------------
 // field
 
@@ -75,96 +33,11 @@ std::vector<AnalysisOption> field_spec_options() {
 }
 
 ResultGroup run_field(const AnalysisContext& ctx) {
-    const auto s = detail::resolve_field_settings(ctx, "field");
-    const auto& src = ctx.source;
-    const auto n_snap = ctx.integer("field-snapshots");
-    if (n_snap < 0) throw ParameterError("--field-snapshots must be ≥ 0");
-    const std::size_t nl = s.lags.size(), nt = static_cast<std::size_t>(s.n_times), M = s.grid.size();
-    std::vector<double> ke(nl * nt, kNaN), polar(nl * nt, kNaN), npart(nl * nt, kNaN), vfrac(nl * nt, kNaN),
-        rms(nl * nt, kNaN);
-    // Snapshot start indices per lag: evenly spaced over the start frames that lag allows.
-    std::vector<std::vector<std::int64_t>> snap_k(nl);
-    for (std::size_t li = 0; li < nl; ++li) {
-        const std::int64_t kmax = (s.n_frames - 1 - s.lags[li]) / s.stride;  // last usable start index
-        if (kmax < 0) continue;
-        for (std::int64_t q = 0; q < n_snap; ++q) {
-            const std::int64_t k = n_snap == 1 ? 0 : (q * kmax) / std::max<std::int64_t>(1, n_snap - 1);
-            if (snap_k[li].empty() || snap_k[li].back() != k) snap_k[li].push_back(k);
-        }
-    }
-    struct Snap {
-        std::vector<double> ux, uy, px, py, pux, puy;
-        std::vector<std::int64_t> offsets{0}, frames, tri, tri_offsets{0};
-    };
-    std::vector<Snap> snaps(nl);
-    detail::stream_displacements(src, s, [&](std::size_t li, std::int64_t k, Displacements& d) {
-        const std::size_t at = li * nt + static_cast<std::size_t>(k);
-        double e = 0;
-        for (std::size_t i = 0; i < d.size(); ++i) e += d.ux[i] * d.ux[i] + d.uy[i] * d.uy[i];
-        ke[at] = d.size() ? 0.5 * e / static_cast<double>(d.size()) : kNaN;
-        polar[at] = polar_order(d.ux, d.uy);
-        npart[at] = static_cast<double>(d.size());
-        const auto F = detail::field_of(s, d);
-        vfrac[at] = static_cast<double>(F.n_valid()) / static_cast<double>(M);
-        rms[at] = rms_valid(F);
-        if (std::find(snap_k[li].begin(), snap_k[li].end(), k) != snap_k[li].end()) {
-            auto& sn = snaps[li];
-            for (std::size_t m = 0; m < M; ++m) {
-                sn.ux.push_back(F.valid[m] ? F.ux[m] : kNaN);
-                sn.uy.push_back(F.valid[m] ? F.uy[m] : kNaN);
-            }
-            sn.px.insert(sn.px.end(), d.x.begin(), d.x.end());
-            sn.py.insert(sn.py.end(), d.y.begin(), d.y.end());
-            sn.pux.insert(sn.pux.end(), d.ux.begin(), d.ux.end());
-            sn.puy.insert(sn.puy.end(), d.uy.begin(), d.uy.end());
-            // The Delaunay alternative: the particle vectors on their triangulation (piecewise-linear
-            // field), vertex indices local to the snapshot.
-            for (const auto& t : delaunay(d.x, d.y).triangles)
-                for (auto v : t) sn.tri.push_back(v);
-            sn.tri_offsets.push_back(static_cast<std::int64_t>(sn.tri.size() / 3));
-            sn.offsets.push_back(static_cast<std::int64_t>(sn.px.size()));
-            sn.frames.push_back(d.frame);
-        }
-    });
-    ResultGroup g;
-    g.name = "field";
-    detail::record_field_settings(s, g.attrs);
-    g.attrs["kinetic_energy_definition"] = std::string("1/2 <|u|^2> over the particles of each start frame");
-    common_arrays(g, src, s);
-    std::vector<double> gx(s.grid.nx), gy(s.grid.ny);
-    for (std::size_t i = 0; i < s.grid.nx; ++i) gx[i] = s.grid.x(i);
-    for (std::size_t j = 0; j < s.grid.ny; ++j) gy[j] = s.grid.y(j);
-    g.add("grid_x", gx, s.L);
-    g.add("grid_y", gy, s.L);
-    g.add2d("kinetic_energy", ke, nl, nt, s.energy_unit());
-    g.add2d("polar_order", polar, nl, nt, "1");
-    g.add2d("n_particles", npart, nl, nt, "1");
-    g.add2d("valid_fraction", vfrac, nl, nt, "1");
-    g.add2d("grid_rms", rms, nl, nt, s.field_unit());
-    for (std::size_t li = 0; li < nl; ++li) {
-        auto& sn = snaps[li];
-        ResultGroup sub;
-        sub.name = "lag_" + std::to_string(s.lags[li]);
-        sub.attrs["lag_frames"] = s.lags[li];
-        const std::size_t ns = sn.frames.size();
-        sub.add_int("snapshot_frames", sn.frames, "frame");
-        add3d(sub, "ux", std::move(sn.ux), ns, s.grid.ny, s.grid.nx, s.field_unit());
-        add3d(sub, "uy", std::move(sn.uy), ns, s.grid.ny, s.grid.nx, s.field_unit());
-        sub.add_int("particle_offsets", sn.offsets, "1");
-        sub.add("particle_x", std::move(sn.px), s.L);
-        sub.add("particle_y", std::move(sn.py), s.L);
-        sub.add("particle_ux", std::move(sn.pux), s.field_unit());
-        sub.add("particle_uy", std::move(sn.puy), s.field_unit());
-        const std::size_t ntri = sn.tri.size() / 3;
-        auto& tr = sub.add_int("triangles", std::move(sn.tri), "1");
-        tr.shape = {ntri, 3};
-        tr.attrs["meaning"] = std::string(
-            "Delaunay triangles (counter-clockwise) of each snapshot's particles; indices local to the "
-            "snapshot");
-        sub.add_int("triangle_offsets", sn.tri_offsets, "1");
-        g.groups.push_back(std::move(sub));
-    }
-    return g;
+    FieldParams p;
+    p.field = detail::resolve_field_settings(ctx, "field");
+    p.snapshots = ctx.integer("field-snapshots");
+    if (p.snapshots < 0) throw ParameterError("--field-snapshots must be ≥ 0");
+    return to_group(compute_field(ctx.source, p), p, ctx.source);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -224,238 +97,43 @@ std::vector<AnalysisOption> defects_spec_options() {
     return o;
 }
 
-/// Bytes the defect tables may take per grid node, start frame and lag (in memory while the run
-/// streams, then as result rows): about a defect on 10% of the plaquettes of a random field.
-constexpr double kDefectBytesPerNode = 16;
-
 ResultGroup run_defects(const AnalysisContext& ctx) {
-    auto s = detail::resolve_field_settings(ctx, "defects");
+    DefectAnalysisParams p;
+    p.field = detail::resolve_field_settings(ctx, "defects");
     if (!ctx.is_set("defects-stride")) {
-        // Tracking wants consecutive frames: every frame, unless the tables of a long run would
-        // not fit half the memory budget; then the smallest stride that makes them fit.
-        const double per_start =
-            kDefectBytesPerNode * static_cast<double>(s.grid.size()) * static_cast<double>(s.lags.size());
-        const std::int64_t span = s.n_frames - s.lags.front();
-        const auto fit = std::max<std::int64_t>(
-            1, static_cast<std::int64_t>(static_cast<double>(ctx.memory_bytes / 2) / per_start));
-        s.stride = std::max<std::int64_t>(1, (span + fit - 1) / fit);
-        s.n_times = (span + s.stride - 1) / s.stride;
+        p.field.stride = defect_stride_for_memory(p.field, ctx.memory_bytes);
+        p.field.n_times = (p.field.n_frames - p.field.lags.front() + p.field.stride - 1) / p.field.stride;
+        p.stride_from_memory = true;
     }
-    const auto& src = ctx.source;
+    const auto& s = p.field;
     const auto& route = ctx.text("defects-route");
     if (route != "grid" && route != "delaunay")
         throw ParameterError("--defects-route: '" + route + "' is not one of grid, delaunay");
-    const bool use_grid = route == "grid";
-    const double thr_abs = ctx.is_set("defects-threshold") ? ctx.number("defects-threshold") : -1.0;
-    const double thr_rel = ctx.number("defects-threshold-rms");
-    if (ctx.is_set("defects-threshold") && !(thr_abs >= 0))
+    p.delaunay = route == "delaunay";
+    p.threshold = ctx.is_set("defects-threshold") ? ctx.number("defects-threshold") : -1.0;
+    p.threshold_rms = ctx.number("defects-threshold-rms");
+    if (ctx.is_set("defects-threshold") && !(p.threshold >= 0))
         throw ParameterError("--defects-threshold must be ≥ 0");
-    if (!(thr_rel >= 0)) throw ParameterError("--defects-threshold-rms must be ≥ 0");
+    if (!(p.threshold_rms >= 0)) throw ParameterError("--defects-threshold-rms must be ≥ 0");
     const auto& merge = ctx.text("defects-merge");
     if (merge != "on" && merge != "off")
         throw ParameterError("--defects-merge: '" + merge + "' is not on or off");
+    p.merge = merge == "on";
     const double h = std::max(s.grid.hx, s.grid.hy);
-    const double max_edge =
-        ctx.is_set("defects-max-edge") ? ctx.number("defects-max-edge") : 3 * s.mean_spacing;
-    const double smooth = ctx.number("defects-smooth");
-    if (!(smooth >= 0)) throw ParameterError("--defects-smooth must be ≥ 0");
-    DefectTrackParams tp;
-    tp.max_step = ctx.is_set("defects-max-step") ? ctx.number("defects-max-step") : 3 * h;
-    tp.pair_distance = ctx.is_set("defects-pair-distance") ? ctx.number("defects-pair-distance") : 3 * h;
-    tp.geometry = s.geometry;
-    tp.validate();
-    const double rmax =
+    p.max_edge = ctx.is_set("defects-max-edge") ? ctx.number("defects-max-edge") : 3 * s.mean_spacing;
+    p.smooth = ctx.number("defects-smooth");
+    if (!(p.smooth >= 0)) throw ParameterError("--defects-smooth must be ≥ 0");
+    p.tracks.max_step = ctx.is_set("defects-max-step") ? ctx.number("defects-max-step") : 3 * h;
+    p.tracks.pair_distance =
+        ctx.is_set("defects-pair-distance") ? ctx.number("defects-pair-distance") : 3 * h;
+    p.tracks.geometry = s.geometry;
+    p.tracks.validate();
+    p.rmax =
         ctx.is_set("defects-rmax") ? ctx.number("defects-rmax") : 0.5 * std::min(s.grid.lx(), s.grid.ly());
-    const double dr = ctx.is_set("defects-dr") ? ctx.number("defects-dr") : h;
-    const auto msd_lags = ctx.integer("defects-msd-lags");
-    if (msd_lags < 0) throw ParameterError("--defects-msd-lags must be ≥ 0");
-
-    const std::size_t nl = s.lags.size(), nt = static_cast<std::size_t>(s.n_times);
-    std::vector<std::vector<DefectFrame>> frames(nl, std::vector<DefectFrame>(nt));
-    std::vector<std::uint8_t> done(nl * nt, 0);
-    std::vector<double> area(nl * nt, kNaN), thr_used(nl * nt, kNaN);
-    detail::stream_displacements(src, s, [&](std::size_t li, std::int64_t k, Displacements& d) {
-        const std::size_t at = li * nt + static_cast<std::size_t>(k);
-        DefectParams p;
-        p.merge = merge == "on";
-        DefectFrame& df = frames[li][static_cast<std::size_t>(k)];
-        df.frame = d.frame;
-        if (use_grid) {
-            const auto F = detail::field_of(s, d);
-            p.min_magnitude = thr_abs >= 0 ? thr_abs : thr_rel * rms_valid(F);
-            if (!std::isfinite(p.min_magnitude)) p.min_magnitude = 0;
-            df.defects = defects_on_grid(F, p);
-            area[at] = static_cast<double>(evaluated_plaquettes(F, p)) * s.grid.hx * s.grid.hy;
-        } else {
-            std::vector<double> vx, vy;
-            if (smooth > 0)
-                smooth_at_points(d.x, d.y, d.ux, d.uy, s.geometry, smooth, s.cg.cutoff, vx, vy);
-            else
-                vx = d.ux, vy = d.uy;
-            p.min_magnitude = thr_abs >= 0 ? thr_abs : thr_rel * rms_vectors(vx, vy);
-            if (!std::isfinite(p.min_magnitude)) p.min_magnitude = 0;
-            p.max_edge = max_edge;
-            const auto tri = delaunay(d.x, d.y);
-            df.defects = defects_on_triangulation(d.x, d.y, vx, vy, tri, p);
-            double a = 0;  // area of the evaluated triangles
-            for (const auto& t : tri.triangles) {
-                bool ok = true;
-                for (int e = 0; e < 3 && ok; ++e) {
-                    const auto u = static_cast<std::size_t>(t[e]),
-                               v = static_cast<std::size_t>(t[(e + 1) % 3]);
-                    const double m2 = vx[u] * vx[u] + vy[u] * vy[u];
-                    ok = m2 > 0 && m2 >= p.min_magnitude * p.min_magnitude &&
-                         std::hypot(d.x[v] - d.x[u], d.y[v] - d.y[u]) <= max_edge;
-                }
-                if (ok) a += 0.5 * orient2d(d.x[t[0]], d.y[t[0]], d.x[t[1]], d.y[t[1]], d.x[t[2]], d.y[t[2]]);
-            }
-            area[at] = a;
-        }
-        thr_used[at] = p.min_magnitude;
-        done[at] = 1;
-    });
-
-    // Reference points for the defect pair correlation: grid nodes inside the region.
-    std::vector<double> rx, ry;
-    for (std::size_t j = 0; j < s.grid.ny; ++j)
-        for (std::size_t i = 0; i < s.grid.nx; ++i)
-            if (s.region.kind != GeometryKind::window_circle || s.region.contains(s.grid.x(i), s.grid.y(j)))
-                rx.push_back(s.grid.x(i)), ry.push_back(s.grid.y(j));
-
-    ResultGroup g;
-    g.name = "defects";
-    detail::record_field_settings(s, g.attrs);
-    g.attrs["route"] = route;
-    g.attrs["stride_rule"] =
-        std::string(ctx.is_set("defects-stride") ? "given"
-                                                 : "every frame while the defect tables fit half of --memory "
-                                                   "(16 bytes per grid node, start frame and lag)");
-    g.attrs["threshold"] = thr_abs;
-    g.attrs["threshold_rms_factor"] = thr_rel;
-    g.attrs["threshold_rule"] =
-        std::string(thr_abs >= 0 ? "absolute" : "threshold_rms_factor x rms|u| per frame");
-    g.attrs["merge"] = merge;
-    g.attrs["max_edge"] = max_edge;
-    g.attrs["delaunay_smoothing"] = smooth;
-    g.attrs["track_max_step"] = tp.max_step;
-    g.attrs["pair_distance"] = tp.pair_distance;
-    g.attrs["charge_convention"] = std::string(
-        "+1 vortex-like, -1 saddle-like; winding of atan2(uy,ux), differences wrapped to (-pi,pi]");
-    g.attrs["event_frame_convention"] =
-        std::string("creation: first frame with the pair; annihilation: first frame without it");
-    common_arrays(g, src, s, "sample_frame");
-
-    std::vector<std::int64_t> rf, rl, rc, rcells, rtrack, offsets{0}, counts(nl * nt, 0), nplus(nl * nt, 0),
-        nminus(nl * nt, 0);
-    std::vector<double> rxv, ryv, rtime, density(nl * nt, kNaN);
-    const auto& fc = src.frame_columns();
-    for (std::size_t li = 0; li < nl; ++li) {
-        // Consecutive computed frames of this lag (computed start indices form a prefix 0…K−1).
-        std::vector<DefectFrame> seq;
-        for (std::size_t k = 0; k < nt; ++k)
-            if (done[li * nt + k]) seq.push_back(frames[li][k]);
-        const auto tracks = track_defects(seq, tp);
-        std::size_t q = 0;
-        for (std::size_t k = 0; k < nt; ++k) {
-            const std::size_t at = li * nt + k;
-            if (done[at]) {
-                const auto& df = frames[li][k];
-                for (std::size_t d = 0; d < df.defects.size(); ++d) {
-                    const auto& D = df.defects[d];
-                    rf.push_back(df.frame);
-                    rtime.push_back(frame_time(src.meta(), fc, 0, df.frame));
-                    rl.push_back(s.lags[li]);
-                    rxv.push_back(D.x);
-                    ryv.push_back(D.y);
-                    rc.push_back(D.charge);
-                    rcells.push_back(D.cells);
-                    rtrack.push_back(tracks.track_of[q][d]);
-                    if (D.charge > 0) ++nplus[at];
-                    if (D.charge < 0) ++nminus[at];
-                }
-                counts[at] = static_cast<std::int64_t>(df.defects.size());
-                density[at] = area[at] > 0 ? static_cast<double>(df.defects.size()) / area[at] : kNaN;
-                ++q;
-            }
-            offsets.push_back(static_cast<std::int64_t>(rf.size()));
-        }
-        // Per-lag tracking results.
-        ResultGroup sub;
-        sub.name = "lag_" + std::to_string(s.lags[li]);
-        sub.attrs["lag_frames"] = s.lags[li];
-        std::vector<std::int64_t> tc(tracks.charge.begin(), tracks.charge.end()),
-            cens(tracks.censored.begin(), tracks.censored.end());
-        std::vector<double> life;
-        for (std::size_t t = 0; t < tracks.n_tracks(); ++t)
-            life.push_back(frame_time(src.meta(), fc, 0, tracks.last_frame[t]) -
-                           frame_time(src.meta(), fc, 0, tracks.first_frame[t]));
-        sub.add_int("track_charge", tc, "1");
-        sub.add_int("track_first_frame", tracks.first_frame, "frame");
-        sub.add_int("track_last_frame", tracks.last_frame, "frame");
-        sub.add_int("track_length", tracks.length, "1").attrs["meaning"] =
-            std::string("sampled frames in which the track is seen");
-        sub.add("track_lifetime", life, s.T).attrs["meaning"] =
-            std::string("time(last) - time(first); censored tracks are lower bounds");
-        sub.add_int("track_censored", cens, "1");
-        std::vector<std::int64_t> ef, et;
-        std::vector<double> ex, ey, etime;
-        std::int64_t ncre = 0, nann = 0;
-        for (const auto& e : tracks.events) {
-            ef.push_back(e.frame);
-            etime.push_back(frame_time(src.meta(), fc, 0, e.frame));
-            et.push_back(e.type);
-            ex.push_back(e.x);
-            ey.push_back(e.y);
-            (e.type > 0 ? ncre : nann)++;
-        }
-        sub.add_int("event_frame", ef, "frame");
-        sub.add("event_time", etime, s.T);
-        sub.add_int("event_type", et, "1").attrs["meaning"] =
-            std::string("+1 pair creation, -1 pair annihilation");
-        sub.add("event_x", ex, s.L);
-        sub.add("event_y", ey, s.L);
-        sub.attrs["n_creations"] = ncre;
-        sub.attrs["n_annihilations"] = nann;
-        std::vector<double> msd, msd_t;
-        std::vector<std::int64_t> msd_n;
-        defect_msd(seq, tracks, static_cast<std::size_t>(msd_lags), msd, msd_n, s.geometry);
-        for (std::size_t m = 0; m < msd.size(); ++m)
-            msd_t.push_back(frame_time(src.meta(), fc, 0, static_cast<std::int64_t>(m) * s.stride) -
-                            frame_time(src.meta(), fc, 0, 0));
-        sub.add("msd_lag_time", msd_t, s.T);
-        sub.add("msd", msd, s.L + "^2");
-        sub.add_int("msd_count", msd_n, "1");
-        DefectPairCorrelation pc(rmax, dr, rx, ry);
-        for (const auto& df : seq) pc.add(df.defects);
-        sub.add("r", pc.r(), s.L);
-        sub.add("g_dd", pc.g_dd(), "1").attrs["normalisation"] = std::string(
-            "pair-distance probability of the grid nodes of the region (window geometry cancels)");
-        sub.add("c_qq", pc.c_qq(), "1").attrs["meaning"] =
-            std::string("mean q_i q_j of defect pairs per bin");
-        sub.add("pair_counts", pc.pair_counts(), "1");
-        g.groups.push_back(std::move(sub));
-    }
-    g.add_int("lag", rl, "frame");
-    g.add_int("frame", rf, "frame");
-    g.add("defect_time", rtime, s.T);
-    g.add("x", rxv, s.L);
-    g.add("y", ryv, s.L);
-    g.add_int("charge", rc, "1");
-    g.add_int("cells", rcells, "1");
-    g.add_int("track", rtrack, "1");
-    g.add_int("frame_offsets", offsets, "1").attrs["layout"] = std::string(
-        "rows of (lag index l, start index k) are [offsets[l*n_times+k], offsets[l*n_times+k+1])");
-    auto& c = g.add_int("counts", counts, "1");
-    c.shape = {nl, nt};
-    auto& cp = g.add_int("n_plus", nplus, "1");
-    cp.shape = {nl, nt};
-    auto& cm = g.add_int("n_minus", nminus, "1");
-    cm.shape = {nl, nt};
-    g.add2d("density", density, nl, nt, "1/" + s.L + "^2").attrs["meaning"] =
-        std::string("defects per evaluated area");
-    g.add2d("evaluated_area", area, nl, nt, s.L + "^2");
-    g.add2d("threshold_used", thr_used, nl, nt, s.field_unit());
-    return g;
+    p.dr = ctx.is_set("defects-dr") ? ctx.number("defects-dr") : h;
+    p.msd_lags = ctx.integer("defects-msd-lags");
+    if (p.msd_lags < 0) throw ParameterError("--defects-msd-lags must be ≥ 0");
+    return to_group(compute_defects(ctx.source, p), p, ctx.source);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -485,63 +163,18 @@ std::vector<AnalysisOption> correlations_spec_options() {
 }
 
 ResultGroup run_correlations(const AnalysisContext& ctx) {
-    const auto s = detail::resolve_field_settings(ctx, "correlations");
-    const auto& src = ctx.source;
-    VelocityCorrelationParams p;
-    p.r_max = ctx.is_set("correlations-rmax")
-                  ? ctx.number("correlations-rmax")
-                  : std::min(15 * s.mean_spacing, 0.25 * std::min(s.grid.lx(), s.grid.ly()));
-    p.dr = ctx.is_set("correlations-dr") ? ctx.number("correlations-dr") : 0.5 * s.mean_spacing;
+    CorrelationsParams p;
+    p.field = detail::resolve_field_settings(ctx, "correlations");
+    if (ctx.is_set("correlations-rmax")) p.corr.r_max = ctx.number("correlations-rmax");
+    if (ctx.is_set("correlations-dr")) p.corr.dr = ctx.number("correlations-dr");
     const auto& mean = ctx.text("correlations-mean");
     if (mean != "subtract" && mean != "keep")
         throw ParameterError("--correlations-mean: '" + mean + "' is not subtract or keep");
-    p.subtract_mean = mean == "subtract";
-    p.validate();
-    const double floor = ctx.number("correlations-fit-floor");
-    if (!(floor > 0 && floor < 1)) throw ParameterError("--correlations-fit-floor must be in (0, 1)");
-    const std::size_t nl = s.lags.size(), nt = static_cast<std::size_t>(s.n_times);
-    std::vector<VelocityCorrelation> acc(nl, VelocityCorrelation(p));
-    std::vector<double> xi(nl * nt, kNaN), polar(nl * nt, kNaN);
-    const auto r = acc[0].r();
-    detail::stream_displacements(src, s, [&](std::size_t li, std::int64_t k, Displacements& d) {
-        VelocityCorrelation one(p);
-        one.add(d.x, d.y, d.ux, d.uy, s.geometry);
-        xi[li * nt + static_cast<std::size_t>(k)] = correlation_length(r, one.c(), floor);
-        polar[li * nt + static_cast<std::size_t>(k)] = polar_order(d.ux, d.uy);
-        acc[li].merge(one);
-    });
-    ResultGroup g;
-    g.name = "correlations";
-    detail::record_field_settings(s, g.attrs);
-    g.attrs["r_max"] = p.r_max;
-    g.attrs["dr"] = p.dr;
-    g.attrs["mean"] = mean;
-    g.attrs["fit_floor"] = floor;
-    g.attrs["normalisation"] =
-        std::string("pair count per bin (window geometry cancels), divided by <|du|^2>");
-    g.attrs["xi_rule"] =
-        std::string("least squares of log C(r) from the first bin while C > fit_floor * C(first bin)");
-    common_arrays(g, src, s);
-    g.add("r", r, s.L);
-    std::vector<double> c, cl, ct, pc, xim, ms;
-    for (const auto& a : acc) {
-        const auto cc = a.c(), ll = a.c_long(), tt = a.c_trans();
-        c.insert(c.end(), cc.begin(), cc.end());
-        cl.insert(cl.end(), ll.begin(), ll.end());
-        ct.insert(ct.end(), tt.begin(), tt.end());
-        pc.insert(pc.end(), a.pair_counts().begin(), a.pair_counts().end());
-        xim.push_back(correlation_length(r, cc, floor));
-        ms.push_back(a.mean_square());
-    }
-    g.add2d("c_vv", c, nl, r.size(), "1");
-    g.add2d("c_long", cl, nl, r.size(), "1");
-    g.add2d("c_trans", ct, nl, r.size(), "1");
-    g.add2d("pair_counts", pc, nl, r.size(), "1");
-    g.add("xi_mean", xim, s.L).attrs["meaning"] = std::string("fit of the time-averaged C_vv(r), per lag");
-    g.add("mean_square", ms, s.energy_unit());
-    g.add2d("xi", xi, nl, nt, s.L);
-    g.add2d("polar_order", polar, nl, nt, "1");
-    return g;
+    p.corr.subtract_mean = mean == "subtract";
+    p.fit_floor = ctx.number("correlations-fit-floor");
+    if (!(p.fit_floor > 0 && p.fit_floor < 1))
+        throw ParameterError("--correlations-fit-floor must be in (0, 1)");
+    return to_group(compute_correlations(ctx.source, p), p, ctx.source);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -587,177 +220,23 @@ std::vector<AnalysisOption> spectra_spec_options() {
 }
 
 ResultGroup run_spectra(const AnalysisContext& ctx) {
-    const auto s = detail::resolve_field_settings(ctx, "spectra");
-    const auto& src = ctx.source;
-    SpectrumParams sp;
-    sp.taper = taper_from_string(ctx.text("spectra-taper"));
-    sp.tukey_alpha = ctx.number("spectra-tukey-alpha");
-    sp.gradient = gradient_from_string(ctx.text("spectra-gradient"));
-    sp.validate();
+    SpectraParams p;
+    p.field = detail::resolve_field_settings(ctx, "spectra");
+    p.taper_name = ctx.text("spectra-taper");
+    p.gradient_name = ctx.text("spectra-gradient");
+    p.spectrum.taper = taper_from_string(p.taper_name);
+    p.spectrum.tukey_alpha = ctx.number("spectra-tukey-alpha");
+    p.spectrum.gradient = gradient_from_string(p.gradient_name);
+    p.spectrum.validate();
     const auto& dec = ctx.text("spectra-deconvolve");
     if (dec != "on" && dec != "off")
         throw ParameterError("--spectra-deconvolve: '" + dec + "' is not on or off");
-    SpectrumEstimator est(s.grid, sp);
-    const double h = std::max(s.grid.hx, s.grid.hy);
-    const double kmin = ctx.is_set("spectra-kmin") ? ctx.number("spectra-kmin") : 4 * est.dk();
-    const double kmax = ctx.is_set("spectra-kmax") ? ctx.number("spectra-kmax")
-                                                   : std::min(1.0 / s.cg.sigma, 0.5 * std::numbers::pi / h);
-    if ((ctx.is_set("spectra-kmin") || ctx.is_set("spectra-kmax")) && !(kmin > 0 && kmax > kmin))
-        throw ParameterError("--spectra-kmin/--spectra-kmax: need 0 < kmin < kmax");
-    std::vector<double> scales;
-    if (ctx.is_set("spectra-fst-scales")) {
-        scales = ctx.numbers("spectra-fst-scales");
-    } else {
-        for (double f : {1.0, 2.0, 4.0, 8.0})
-            if (f * s.cg.sigma < 0.25 * std::min(s.grid.lx(), s.grid.ly())) scales.push_back(f * s.cg.sigma);
-    }
-    const std::size_t nl = s.lags.size(), nt = static_cast<std::size_t>(s.n_times), nk = est.n_shells(),
-                      ns = scales.size();
-    std::vector<double> E(nl * nt * nk, kNaN), flux(nl * nt * nk, kNaN), fst(nl * nt * ns, kNaN);
-    std::vector<double> eiso(nl * nk, 0), el(nl * nk, 0), et(nl * nk, 0), tsum(nl * nk, 0),
-        energy(nl * nt, kNaN), mfe(nl * nt, kNaN), slope(nl * nt, kNaN);
-    std::vector<double> nsum(nl, 0);
-    std::vector<double> k_axis;
-    auto deconv = [&](std::vector<double>& e, const std::vector<double>& k) {
-        if (dec == "on")
-            for (std::size_t n = 0; n < e.size(); ++n)
-                e[n] *= std::exp(k[n] * k[n] * s.cg.sigma * s.cg.sigma);
-    };
-    detail::stream_displacements(src, s, [&](std::size_t li, std::int64_t k, Displacements& d) {
-        const auto F = detail::field_of(s, d);
-        // The filter-space flux is independent of the FFT work: overlap them when threads allow.
-        std::future<std::vector<double>> fst_job;
-        if (ns && ctx.threads > 1)
-            fst_job = std::async(std::launch::async, [&] { return fst_flux(F, scales); });
-        auto S = est.spectrum(F);
-        const auto Tr = est.transfer(F);
-        if (k_axis.empty()) k_axis = S.k;
-        deconv(S.e_iso, S.k);  // fits only: e, e_long, e_trans stay raw (Parseval)
-        const std::size_t at = li * nt + static_cast<std::size_t>(k);
-        std::copy(S.e.begin(), S.e.end(), E.begin() + static_cast<std::ptrdiff_t>(at * nk));
-        std::copy(Tr.flux.begin(), Tr.flux.end(), flux.begin() + static_cast<std::ptrdiff_t>(at * nk));
-        energy[at] = S.energy;
-        mfe[at] = S.mean_flow_energy;
-        slope[at] = fit_power_law(S.k, S.e_iso, kmin, kmax).exponent;
-        if (std::isfinite(S.energy)) {
-            for (std::size_t n = 0; n < nk; ++n) {
-                eiso[li * nk + n] += std::isfinite(S.e_iso[n]) ? S.e_iso[n] : 0.0;
-                el[li * nk + n] += S.e_long[n];
-                et[li * nk + n] += S.e_trans[n];
-                tsum[li * nk + n] += Tr.t[n];
-            }
-            nsum[li] += 1;
-        }
-        if (ns) {
-            const auto fl = fst_job.valid() ? fst_job.get() : fst_flux(F, scales);
-            std::copy(fl.begin(), fl.end(), fst.begin() + static_cast<std::ptrdiff_t>(at * ns));
-        }
-    });
-    if (k_axis.empty())
-        for (std::size_t n = 0; n < nk; ++n) k_axis.push_back(static_cast<double>(n) * est.dk());
-    ResultGroup g;
-    g.name = "spectra";
-    detail::record_field_settings(s, g.attrs);
-    g.attrs["taper"] = ctx.text("spectra-taper");
-    g.attrs["tukey_alpha"] = sp.tukey_alpha;
-    g.attrs["gradient"] = ctx.text("spectra-gradient");
-    g.attrs["fit_k_min"] = kmin;
-    g.attrs["fit_k_max"] = kmax;
-    g.attrs["fit_band_shells"] = static_cast<std::int64_t>(
-        kmax > kmin ? std::floor(kmax / est.dk()) - std::ceil(kmin / est.dk()) + 1 : 0);
-    g.attrs["deconvolve_kernel"] = dec;
-    g.attrs["fit_rule"] = std::string(
-        "least squares of log E_iso vs log k in [fit_k_min, fit_k_max]; E_iso = E compensated for the "
-        "lattice mode count per shell");
-    g.attrs["dk"] = est.dk();
-    g.attrs["mean_removed"] = std::string("mean over usable nodes removed before E(k) and T(k)");
-    g.attrs["normalisation"] = std::string(
-        "E(k_n) = 1/2 sum_shell |u_hat|^2 / (dk <(w m)^2>), sum_n E dk = 1/2 <|w m U|^2>/<(w m)^2>");
-    g.attrs["flux_sign"] = std::string(
-        "Pi(k) = sum_{k'>=k} T(k') dk; Pi > 0 forward (to small scales), Pi < 0 inverse (to large scales)");
-    common_arrays(g, src, s);
-    const auto fu = [&](int lp, int tp) {
-        return s.velocity ? unit(s.L, lp, s.T, tp) : unit(s.L, lp, s.T, 0);
-    };
-    g.add("k", k_axis, "rad/" + s.L);
-    add3d(g, "e", E, nl, nt, nk, fu(3, 2));
-    // Time means and fits per lag.
-    std::vector<double> em(nl * nk, kNaN), fm(nl * nk, kNaN), tm(nl * nk, kNaN), elm(nl * nk, kNaN),
-        etm(nl * nk, kNaN);
-    std::vector<double> sm(nl, kNaN), se(nl, kNaN), pref(nl, kNaN), fstm(nl * ns, kNaN);
-    for (std::size_t li = 0; li < nl; ++li) {
-        for (std::size_t n = 0; n < nk; ++n) {
-            double a = 0, b = 0;
-            std::size_t c = 0;
-            for (std::size_t k = 0; k < nt; ++k) {
-                const double v = E[(li * nt + k) * nk + n];
-                if (std::isfinite(v)) a += v, b += flux[(li * nt + k) * nk + n], ++c;
-            }
-            if (c) em[li * nk + n] = a / static_cast<double>(c), fm[li * nk + n] = b / static_cast<double>(c);
-            if (nsum[li] > 0) {
-                tm[li * nk + n] = tsum[li * nk + n] / nsum[li];
-                elm[li * nk + n] = el[li * nk + n] / nsum[li];
-                etm[li * nk + n] = et[li * nk + n] / nsum[li];
-            }
-        }
-        std::vector<double> iso(nk, kNaN);
-        if (nsum[li] > 0)
-            for (std::size_t n = 0; n < nk; ++n) iso[n] = eiso[li * nk + n] / nsum[li];
-        const auto fit = fit_power_law(k_axis, iso, kmin, kmax);
-        sm[li] = fit.exponent, se[li] = fit.exponent_error, pref[li] = fit.prefactor;
-        for (std::size_t q = 0; q < ns; ++q) {
-            double a = 0;
-            std::size_t c = 0;
-            for (std::size_t k = 0; k < nt; ++k) {
-                const double v = fst[(li * nt + k) * ns + q];
-                if (std::isfinite(v)) a += v, ++c;
-            }
-            if (c) fstm[li * ns + q] = a / static_cast<double>(c);
-        }
-    }
-    g.add2d("e_mean", em, nl, nk, fu(3, 2));
-    {
-        std::vector<double> isom(nl * nk, kNaN);
-        for (std::size_t li = 0; li < nl; ++li)
-            if (nsum[li] > 0)
-                for (std::size_t n = 0; n < nk; ++n) isom[li * nk + n] = eiso[li * nk + n] / nsum[li];
-        g.add2d("e_iso_mean", isom, nl, nk, fu(3, 2)).attrs["meaning"] = std::string(
-            "time-mean E compensated for the mode count per shell (and kernel-deconvolved when "
-            "deconvolve_kernel = on): what the fits use");
-    }
-    g.add2d("e_long_mean", elm, nl, nk, fu(3, 2));
-    g.add2d("e_trans_mean", etm, nl, nk, fu(3, 2));
-    g.add2d("energy", energy, nl, nt, fu(2, 2)).attrs["meaning"] =
-        std::string("sum_n E(k_n) dk (windowed, mean removed)");
-    g.add2d("mean_flow_energy", mfe, nl, nt, fu(2, 2));
-    g.add2d("slope", slope, nl, nt, "1").attrs["meaning"] =
-        std::string("power-law exponent of E(k) in [fit_k_min, fit_k_max]");
-    g.add("slope_mean", sm, "1").attrs["meaning"] =
-        std::string("exponent of the time-averaged E(k) per lag (exponent vs lag)");
-    g.add("slope_mean_error", se, "1");
-    g.add("prefactor_mean", pref, fu(3, 2));
-    g.add2d("transfer_mean", tm, nl, nk, fu(3, 3));
-    add3d(g, "flux", flux, nl, nt, nk, fu(2, 3));
-    g.add2d("flux_mean", fm, nl, nk, fu(2, 3));
-    g.add("fst_scales", scales, s.L);
-    add3d(g, "fst_flux", fst, nl, nt, ns, fu(2, 3)).attrs["meaning"] =
-        std::string("filter-space flux Pi_l = -<tau_ij d_j U_i,l> over interior nodes");
-    g.add2d("fst_flux_mean", fstm, nl, ns, fu(2, 3));
-    // Time-resolved change of E(k): literal "transfer across scales over time", not Π(k).
-    std::vector<double> dedt(nl * nt * nk, kNaN);
-    const auto times = detail::start_times(src, s);
-    for (std::size_t li = 0; li < nl; ++li)
-        for (std::size_t k = 1; k < nt; ++k) {
-            const double dt = times[k] - times[k - 1];
-            if (!(dt > 0)) continue;
-            for (std::size_t n = 0; n < nk; ++n)
-                dedt[(li * nt + k) * nk + n] =
-                    (E[(li * nt + k) * nk + n] - E[(li * nt + k - 1) * nk + n]) / dt;
-        }
-    add3d(g, "de_dt", dedt, nl, nt, nk, s.velocity ? unit(s.L, 3, s.T, 3) : unit(s.L, 3, s.T, 1))
-        .attrs["meaning"] =
-        std::string("backward difference of E(k,t) between consecutive start frames; NOT the flux Pi(k)");
-    return g;
+    p.deconvolve = dec == "on";
+    if (ctx.is_set("spectra-kmin")) p.k_min = ctx.number("spectra-kmin");
+    if (ctx.is_set("spectra-kmax")) p.k_max = ctx.number("spectra-kmax");
+    if (ctx.is_set("spectra-fst-scales")) p.fst_scales = ctx.numbers("spectra-fst-scales");
+    p.threads = ctx.threads;
+    return to_group(compute_spectra(ctx.source, p), p, ctx.source);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -834,26 +313,23 @@ ResultGroup run_evolution(const AnalysisContext& ctx) {
                                      {"defect_density", "defects", "density", "1/" + L + "^2"},
                                      {"xi", "correlations", "xi", L},
                                      {"spectral_slope", "spectra", "slope", "1"}};
-    ResultGroup g;
-    g.name = "evolution";
-    g.attrs["lag_frames"] = lag;
-    g.attrs["segments"] = segs;
-    g.attrs["min_points"] = minp;
-    g.attrs["change_point_rule"] = std::string(
-        "optimal piecewise-linear least-squares fit (independent segments) of y vs log(t - t0 + "
-        "frame_interval); "
-        "y = log(value) when all values are > 0, else the value");
+    EvolutionParams ep;
+    ep.fit = pp;
+    ep.lag = lag;
+    ep.frame_interval = meta.frame_interval;
+    std::vector<EvolutionSeries> in;
     const auto all = specs();
     for (const auto& se : series) {
-        std::vector<double> t, v;
-        std::string origin = "earlier";
+        EvolutionSeries es;
+        es.name = se.out;
+        es.origin = "earlier";
         const ResultGroup* grp = nullptr;
         ResultGroup computed;
         if (ctx.earlier) {
             const auto it = ctx.earlier->find(se.group);
             if (it != ctx.earlier->end()) grp = &it->second;
         }
-        if (!grp || !extract_series(*grp, se.array, lag, t, v)) {
+        if (!grp || !extract_series(*grp, se.array, lag, es.time, es.value)) {
             // Compute with the analysis' own defaults for this lag.
             const auto sp = std::find_if(all.begin(), all.end(),
                                          [&](const AnalysisSpec& a) { return a.name == se.group; });
@@ -864,34 +340,16 @@ ResultGroup run_evolution(const AnalysisContext& ctx) {
                 opts[std::string(se.group) + "-stride"] = ctx.text("evolution-stride");
             AnalysisContext sub{src, opts, false, ctx.threads, nullptr};
             computed = sp->run(sub).front();
-            origin = "computed";
-            if (!extract_series(computed, se.array, lag, t, v)) continue;
+            es.origin = "computed";
+            if (!extract_series(computed, se.array, lag, es.time, es.value)) continue;
             grp = &computed;
         }
-        std::string units = se.units;
-        if (units.empty())
-            if (const auto* a = grp->find(se.array)) units = a->units;
-        const double t0 = t.empty() ? 0 : t.front();
-        std::vector<double> x(t.size()), y(v.size());
-        bool positive = true;
-        for (double q : v)
-            if (std::isfinite(q) && !(q > 0)) positive = false;
-        for (std::size_t i = 0; i < t.size(); ++i) {
-            x[i] = std::log(t[i] - t0 + meta.frame_interval);
-            y[i] = positive ? std::log(v[i]) : v[i];
-        }
-        const auto fit = piecewise_linear_fit(x, y, pp);
-        std::vector<double> ct;
-        for (double cx : fit.change_x) ct.push_back(std::exp(cx) + t0 - meta.frame_interval);
-        const std::string n = se.out;
-        g.add(n + "_time", t, meta.time_unit);
-        g.add(n, v, units).attrs["origin"] = origin;
-        g.add(n + "_change_times", ct, meta.time_unit);
-        g.add(n + "_segment_slopes", fit.slopes, positive ? "1" : units).attrs["meaning"] =
-            std::string(positive ? "d log(value) / d log(t) per segment" : "d value / d log(t) per segment");
-        g.attrs[n + "_log_scale"] = std::int64_t{positive ? 1 : 0};
+        es.units = se.units;
+        if (es.units.empty())
+            if (const auto* a = grp->find(se.array)) es.units = a->units;
+        in.push_back(std::move(es));
     }
-    return g;
+    return to_group(compute_evolution(in, ep), ep, meta);
 }
 
 std::vector<AnalysisSpec> specs() {

@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <numeric>
 #include <string>
 
+#include "detail/collective_stream.hpp"
 #include "vibra/core/assignment.hpp"
 #include "vibra/core/cell_list.hpp"
 #include "vibra/core/error.hpp"
@@ -564,6 +566,245 @@ std::vector<double> DefectPairCorrelation::c_qq() const {
     for (std::size_t b = 0; b < c.size(); ++b)
         if (pairs_[b] > 0) c[b] = qq_[b] / pairs_[b];
     return c;
+}
+
+}  // namespace vibra::analysis
+
+// ---------------------------------------------------------------------------------------------
+// The defects analysis (/analysis/defects)
+
+namespace vibra::analysis {
+
+namespace {
+
+double rms_vectors(std::span<const double> ux, std::span<const double> uy) {
+    double s = 0;
+    for (std::size_t i = 0; i < ux.size(); ++i) s += ux[i] * ux[i] + uy[i] * uy[i];
+    return ux.empty() ? std::numeric_limits<double>::quiet_NaN()
+                      : std::sqrt(s / static_cast<double>(ux.size()));
+}
+
+/// Area of the Delaunay triangles whose three edges were evaluated (vertices above the threshold,
+/// edges up to max_edge): the area the defect density refers to.
+double evaluated_triangle_area(const Displacements& d, std::span<const double> vx, std::span<const double> vy,
+                               const Triangulation& tri, const DefectParams& p) {
+    double a = 0;
+    for (const auto& t : tri.triangles) {
+        bool ok = true;
+        for (int e = 0; e < 3 && ok; ++e) {
+            const auto u = static_cast<std::size_t>(t[e]), v = static_cast<std::size_t>(t[(e + 1) % 3]);
+            const double m2 = vx[u] * vx[u] + vy[u] * vy[u];
+            ok = m2 > 0 && m2 >= p.min_magnitude * p.min_magnitude &&
+                 std::hypot(d.x[v] - d.x[u], d.y[v] - d.y[u]) <= p.max_edge;
+        }
+        if (ok) a += 0.5 * orient2d(d.x[t[0]], d.y[t[0]], d.x[t[1]], d.y[t[1]], d.x[t[2]], d.y[t[2]]);
+    }
+    return a;
+}
+
+/// The computed frames of lag li, in order (computed start indices form a prefix 0…K−1).
+std::vector<DefectFrame> sampled_frames(const DefectAnalysisResult& r, std::size_t li) {
+    std::vector<DefectFrame> seq;
+    for (std::size_t k = 0; k < r.n_times; ++k)
+        if (r.done[li * r.n_times + k]) seq.push_back(r.frames[li][k]);
+    return seq;
+}
+
+}  // namespace
+
+std::int64_t defect_stride_for_memory(const FieldSettings& s, std::int64_t memory_bytes) {
+    const double per_start =
+        kDefectBytesPerNode * static_cast<double>(s.grid.size()) * static_cast<double>(s.lags.size());
+    const std::int64_t span = s.n_frames - s.lags.front();
+    const auto fit = std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(static_cast<double>(memory_bytes / 2) / per_start));
+    return std::max<std::int64_t>(1, (span + fit - 1) / fit);
+}
+
+DefectAnalysisResult compute_defects(const TrajectorySource& src, const DefectAnalysisParams& p) {
+    const auto& s = p.field;
+    const std::size_t nl = s.lags.size(), nt = static_cast<std::size_t>(s.n_times);
+    DefectAnalysisResult r;
+    r.n_times = nt;
+    r.frames.assign(nl, std::vector<DefectFrame>(nt));
+    r.done.assign(nl * nt, 0);
+    r.area.assign(nl * nt, std::numeric_limits<double>::quiet_NaN());
+    r.threshold_used.assign(nl * nt, std::numeric_limits<double>::quiet_NaN());
+    detail::stream_displacements(src, s, [&](std::size_t li, std::int64_t k, Displacements& d) {
+        const std::size_t at = li * nt + static_cast<std::size_t>(k);
+        DefectParams dp;
+        dp.merge = p.merge;
+        DefectFrame& df = r.frames[li][static_cast<std::size_t>(k)];
+        df.frame = d.frame;
+        if (!p.delaunay) {
+            const auto F = detail::field_of(s, d);
+            dp.min_magnitude = p.threshold >= 0 ? p.threshold : p.threshold_rms * detail::rms_valid(F);
+            if (!std::isfinite(dp.min_magnitude)) dp.min_magnitude = 0;
+            df.defects = defects_on_grid(F, dp);
+            r.area[at] = static_cast<double>(evaluated_plaquettes(F, dp)) * s.grid.hx * s.grid.hy;
+        } else {
+            std::vector<double> vx, vy;
+            if (p.smooth > 0)
+                smooth_at_points(d.x, d.y, d.ux, d.uy, s.geometry, p.smooth, s.cg.cutoff, vx, vy);
+            else
+                vx = d.ux, vy = d.uy;
+            dp.min_magnitude = p.threshold >= 0 ? p.threshold : p.threshold_rms * rms_vectors(vx, vy);
+            if (!std::isfinite(dp.min_magnitude)) dp.min_magnitude = 0;
+            dp.max_edge = p.max_edge;
+            const auto tri = delaunay(d.x, d.y);
+            df.defects = defects_on_triangulation(d.x, d.y, vx, vy, tri, dp);
+            r.area[at] = evaluated_triangle_area(d, vx, vy, tri, dp);
+        }
+        r.threshold_used[at] = dp.min_magnitude;
+        r.done[at] = 1;
+    });
+    // Reference points for the defect pair correlation: grid nodes inside the region.
+    for (std::size_t j = 0; j < s.grid.ny; ++j)
+        for (std::size_t i = 0; i < s.grid.nx; ++i)
+            if (s.region.kind != GeometryKind::window_circle || s.region.contains(s.grid.x(i), s.grid.y(j)))
+                r.ref_x.push_back(s.grid.x(i)), r.ref_y.push_back(s.grid.y(j));
+    // Per lag: the consecutive computed frames, tracked.
+    for (std::size_t li = 0; li < nl; ++li)
+        r.tracks.push_back(track_defects(sampled_frames(r, li), p.tracks));
+    return r;
+}
+
+ResultGroup to_group(const DefectAnalysisResult& r, const DefectAnalysisParams& p,
+                     const TrajectorySource& src) {
+    constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+    const auto& s = p.field;
+    const std::size_t nl = s.lags.size(), nt = r.n_times;
+    ResultGroup g;
+    g.name = "defects";
+    detail::record_field_settings(s, g.attrs);
+    g.attrs["route"] = std::string(p.delaunay ? "delaunay" : "grid");
+    g.attrs["stride_rule"] =
+        std::string(!p.stride_from_memory ? "given"
+                                          : "every frame while the defect tables fit half of --memory "
+                                            "(16 bytes per grid node, start frame and lag)");
+    g.attrs["threshold"] = p.threshold;
+    g.attrs["threshold_rms_factor"] = p.threshold_rms;
+    g.attrs["threshold_rule"] =
+        std::string(p.threshold >= 0 ? "absolute" : "threshold_rms_factor x rms|u| per frame");
+    g.attrs["merge"] = std::string(p.merge ? "on" : "off");
+    g.attrs["max_edge"] = p.max_edge;
+    g.attrs["delaunay_smoothing"] = p.smooth;
+    g.attrs["track_max_step"] = p.tracks.max_step;
+    g.attrs["pair_distance"] = p.tracks.pair_distance;
+    g.attrs["charge_convention"] = std::string(
+        "+1 vortex-like, -1 saddle-like; winding of atan2(uy,ux), differences wrapped to (-pi,pi]");
+    g.attrs["event_frame_convention"] =
+        std::string("creation: first frame with the pair; annihilation: first frame without it");
+    detail::common_arrays(g, src, s, "sample_frame");
+
+    std::vector<std::int64_t> rf, rl, rc, rcells, rtrack, offsets{0}, counts(nl * nt, 0), nplus(nl * nt, 0),
+        nminus(nl * nt, 0);
+    std::vector<double> rxv, ryv, rtime, density(nl * nt, kNaN);
+    const auto& fc = src.frame_columns();
+    for (std::size_t li = 0; li < nl; ++li) {
+        const auto seq = sampled_frames(r, li);
+        const auto& tracks = r.tracks[li];
+        std::size_t q = 0;
+        for (std::size_t k = 0; k < nt; ++k) {
+            const std::size_t at = li * nt + k;
+            if (r.done[at]) {
+                const auto& df = r.frames[li][k];
+                for (std::size_t d = 0; d < df.defects.size(); ++d) {
+                    const auto& D = df.defects[d];
+                    rf.push_back(df.frame);
+                    rtime.push_back(frame_time(src.meta(), fc, 0, df.frame));
+                    rl.push_back(s.lags[li]);
+                    rxv.push_back(D.x);
+                    ryv.push_back(D.y);
+                    rc.push_back(D.charge);
+                    rcells.push_back(D.cells);
+                    rtrack.push_back(tracks.track_of[q][d]);
+                    if (D.charge > 0) ++nplus[at];
+                    if (D.charge < 0) ++nminus[at];
+                }
+                counts[at] = static_cast<std::int64_t>(df.defects.size());
+                density[at] = r.area[at] > 0 ? static_cast<double>(df.defects.size()) / r.area[at] : kNaN;
+                ++q;
+            }
+            offsets.push_back(static_cast<std::int64_t>(rf.size()));
+        }
+        // Per-lag tracking results.
+        ResultGroup sub;
+        sub.name = "lag_" + std::to_string(s.lags[li]);
+        sub.attrs["lag_frames"] = s.lags[li];
+        std::vector<std::int64_t> tc(tracks.charge.begin(), tracks.charge.end()),
+            cens(tracks.censored.begin(), tracks.censored.end());
+        std::vector<double> life;
+        for (std::size_t t = 0; t < tracks.n_tracks(); ++t)
+            life.push_back(frame_time(src.meta(), fc, 0, tracks.last_frame[t]) -
+                           frame_time(src.meta(), fc, 0, tracks.first_frame[t]));
+        sub.add_int("track_charge", tc, "1");
+        sub.add_int("track_first_frame", tracks.first_frame, "frame");
+        sub.add_int("track_last_frame", tracks.last_frame, "frame");
+        sub.add_int("track_length", tracks.length, "1").attrs["meaning"] =
+            std::string("sampled frames in which the track is seen");
+        sub.add("track_lifetime", life, s.T).attrs["meaning"] =
+            std::string("time(last) - time(first); censored tracks are lower bounds");
+        sub.add_int("track_censored", cens, "1");
+        std::vector<std::int64_t> ef, et;
+        std::vector<double> ex, ey, etime;
+        std::int64_t ncre = 0, nann = 0;
+        for (const auto& e : tracks.events) {
+            ef.push_back(e.frame);
+            etime.push_back(frame_time(src.meta(), fc, 0, e.frame));
+            et.push_back(e.type);
+            ex.push_back(e.x);
+            ey.push_back(e.y);
+            (e.type > 0 ? ncre : nann)++;
+        }
+        sub.add_int("event_frame", ef, "frame");
+        sub.add("event_time", etime, s.T);
+        sub.add_int("event_type", et, "1").attrs["meaning"] =
+            std::string("+1 pair creation, -1 pair annihilation");
+        sub.add("event_x", ex, s.L);
+        sub.add("event_y", ey, s.L);
+        sub.attrs["n_creations"] = ncre;
+        sub.attrs["n_annihilations"] = nann;
+        std::vector<double> msd, msd_t;
+        std::vector<std::int64_t> msd_n;
+        defect_msd(seq, tracks, static_cast<std::size_t>(p.msd_lags), msd, msd_n, s.geometry);
+        for (std::size_t m = 0; m < msd.size(); ++m)
+            msd_t.push_back(frame_time(src.meta(), fc, 0, static_cast<std::int64_t>(m) * s.stride) -
+                            frame_time(src.meta(), fc, 0, 0));
+        sub.add("msd_lag_time", msd_t, s.T);
+        sub.add("msd", msd, s.L + "^2");
+        sub.add_int("msd_count", msd_n, "1");
+        DefectPairCorrelation pc(p.rmax, p.dr, r.ref_x, r.ref_y);
+        for (const auto& df : seq) pc.add(df.defects);
+        sub.add("r", pc.r(), s.L);
+        sub.add("g_dd", pc.g_dd(), "1").attrs["normalisation"] = std::string(
+            "pair-distance probability of the grid nodes of the region (window geometry cancels)");
+        sub.add("c_qq", pc.c_qq(), "1").attrs["meaning"] =
+            std::string("mean q_i q_j of defect pairs per bin");
+        sub.add("pair_counts", pc.pair_counts(), "1");
+        g.groups.push_back(std::move(sub));
+    }
+    g.add_int("lag", rl, "frame");
+    g.add_int("frame", rf, "frame");
+    g.add("defect_time", rtime, s.T);
+    g.add("x", rxv, s.L);
+    g.add("y", ryv, s.L);
+    g.add_int("charge", rc, "1");
+    g.add_int("cells", rcells, "1");
+    g.add_int("track", rtrack, "1");
+    g.add_int("frame_offsets", offsets, "1").attrs["layout"] = std::string(
+        "rows of (lag index l, start index k) are [offsets[l*n_times+k], offsets[l*n_times+k+1])");
+    auto& c = g.add_int("counts", counts, "1");
+    c.shape = {nl, nt};
+    auto& cp = g.add_int("n_plus", nplus, "1");
+    cp.shape = {nl, nt};
+    auto& cm = g.add_int("n_minus", nminus, "1");
+    cm.shape = {nl, nt};
+    g.add2d("density", density, nl, nt, "1/" + s.L + "^2").attrs["meaning"] =
+        std::string("defects per evaluated area");
+    g.add2d("evaluated_area", r.area, nl, nt, s.L + "^2");
+    g.add2d("threshold_used", r.threshold_used, nl, nt, s.field_unit());
+    return g;
 }
 
 }  // namespace vibra::analysis

@@ -6,6 +6,9 @@
 #include <limits>
 #include <string>
 
+#include "detail/collective_stream.hpp"
+#include "vibra/analysis/delaunay.hpp"
+#include "vibra/analysis/velocity_correlation.hpp"
 #include "vibra/core/cell_list.hpp"
 #include "vibra/core/error.hpp"
 #include "vibra/core/periodic.hpp"
@@ -228,6 +231,111 @@ void smooth_at_points(std::span<const double> x, std::span<const double> y, std:
         sx[j] += e * ux[i], sy[j] += e * uy[i];
     });
     for (std::size_t i = 0; i < n; ++i) sx[i] /= w[i], sy[i] /= w[i];
+}
+
+// ---------------------------------------------------------------------------------------------
+// The field analysis
+
+FieldResult compute_field(const TrajectorySource& src, const FieldParams& p) {
+    constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+    const auto& s = p.field;
+    const std::size_t nl = s.lags.size(), nt = static_cast<std::size_t>(s.n_times), M = s.grid.size();
+    FieldResult r;
+    r.kinetic_energy.assign(nl * nt, kNaN), r.polar_order.assign(nl * nt, kNaN),
+        r.n_particles.assign(nl * nt, kNaN);
+    r.valid_fraction.assign(nl * nt, kNaN), r.grid_rms.assign(nl * nt, kNaN);
+    auto& ke = r.kinetic_energy;
+    auto& polar = r.polar_order;
+    auto& npart = r.n_particles;
+    auto& vfrac = r.valid_fraction;
+    auto& rms = r.grid_rms;
+    // Snapshot start indices per lag: evenly spaced over the start frames that lag allows.
+    std::vector<std::vector<std::int64_t>> snap_k(nl);
+    for (std::size_t li = 0; li < nl; ++li) {
+        const std::int64_t kmax = (s.n_frames - 1 - s.lags[li]) / s.stride;  // last usable start index
+        if (kmax < 0) continue;
+        for (std::int64_t q = 0; q < p.snapshots; ++q) {
+            const std::int64_t k =
+                p.snapshots == 1 ? 0 : (q * kmax) / std::max<std::int64_t>(1, p.snapshots - 1);
+            if (snap_k[li].empty() || snap_k[li].back() != k) snap_k[li].push_back(k);
+        }
+    }
+    auto& snaps = r.snapshots;
+    snaps.resize(nl);
+    detail::stream_displacements(src, s, [&](std::size_t li, std::int64_t k, Displacements& d) {
+        const std::size_t at = li * nt + static_cast<std::size_t>(k);
+        double e = 0;
+        for (std::size_t i = 0; i < d.size(); ++i) e += d.ux[i] * d.ux[i] + d.uy[i] * d.uy[i];
+        ke[at] = d.size() ? 0.5 * e / static_cast<double>(d.size()) : kNaN;
+        polar[at] = polar_order(d.ux, d.uy);
+        npart[at] = static_cast<double>(d.size());
+        const auto F = detail::field_of(s, d);
+        vfrac[at] = static_cast<double>(F.n_valid()) / static_cast<double>(M);
+        rms[at] = detail::rms_valid(F);
+        if (std::find(snap_k[li].begin(), snap_k[li].end(), k) != snap_k[li].end()) {
+            auto& sn = snaps[li];
+            for (std::size_t m = 0; m < M; ++m) {
+                sn.ux.push_back(F.valid[m] ? F.ux[m] : kNaN);
+                sn.uy.push_back(F.valid[m] ? F.uy[m] : kNaN);
+            }
+            sn.px.insert(sn.px.end(), d.x.begin(), d.x.end());
+            sn.py.insert(sn.py.end(), d.y.begin(), d.y.end());
+            sn.pux.insert(sn.pux.end(), d.ux.begin(), d.ux.end());
+            sn.puy.insert(sn.puy.end(), d.uy.begin(), d.uy.end());
+            // The Delaunay alternative: the particle vectors on their triangulation (piecewise-linear
+            // field), vertex indices local to the snapshot.
+            for (const auto& t : delaunay(d.x, d.y).triangles)
+                for (auto v : t) sn.tri.push_back(v);
+            sn.tri_offsets.push_back(static_cast<std::int64_t>(sn.tri.size() / 3));
+            sn.offsets.push_back(static_cast<std::int64_t>(sn.px.size()));
+            sn.frames.push_back(d.frame);
+        }
+    });
+    return r;
+}
+
+ResultGroup to_group(const FieldResult& r, const FieldParams& p, const TrajectorySource& src) {
+    const auto& s = p.field;
+    const std::size_t nl = s.lags.size(), nt = static_cast<std::size_t>(s.n_times);
+    ResultGroup g;
+    g.name = "field";
+    detail::record_field_settings(s, g.attrs);
+    g.attrs["kinetic_energy_definition"] = std::string("1/2 <|u|^2> over the particles of each start frame");
+    detail::common_arrays(g, src, s);
+    std::vector<double> gx(s.grid.nx), gy(s.grid.ny);
+    for (std::size_t i = 0; i < s.grid.nx; ++i) gx[i] = s.grid.x(i);
+    for (std::size_t j = 0; j < s.grid.ny; ++j) gy[j] = s.grid.y(j);
+    g.add("grid_x", gx, s.L);
+    g.add("grid_y", gy, s.L);
+    g.add2d("kinetic_energy", r.kinetic_energy, nl, nt, s.energy_unit());
+    g.add2d("polar_order", r.polar_order, nl, nt, "1");
+    g.add2d("n_particles", r.n_particles, nl, nt, "1");
+    g.add2d("valid_fraction", r.valid_fraction, nl, nt, "1");
+    g.add2d("grid_rms", r.grid_rms, nl, nt, s.field_unit());
+    for (std::size_t li = 0; li < nl; ++li) {
+        const auto& sn = r.snapshots[li];
+        ResultGroup sub;
+        sub.name = "lag_" + std::to_string(s.lags[li]);
+        sub.attrs["lag_frames"] = s.lags[li];
+        const std::size_t ns = sn.frames.size();
+        sub.add_int("snapshot_frames", sn.frames, "frame");
+        detail::add3d(sub, "ux", sn.ux, ns, s.grid.ny, s.grid.nx, s.field_unit());
+        detail::add3d(sub, "uy", sn.uy, ns, s.grid.ny, s.grid.nx, s.field_unit());
+        sub.add_int("particle_offsets", sn.offsets, "1");
+        sub.add("particle_x", sn.px, s.L);
+        sub.add("particle_y", sn.py, s.L);
+        sub.add("particle_ux", sn.pux, s.field_unit());
+        sub.add("particle_uy", sn.puy, s.field_unit());
+        const std::size_t ntri = sn.tri.size() / 3;
+        auto& tr = sub.add_int("triangles", sn.tri, "1");
+        tr.shape = {ntri, 3};
+        tr.attrs["meaning"] = std::string(
+            "Delaunay triangles (counter-clockwise) of each snapshot's particles; indices local to the "
+            "snapshot");
+        sub.add_int("triangle_offsets", sn.tri_offsets, "1");
+        g.groups.push_back(std::move(sub));
+    }
+    return g;
 }
 
 }  // namespace vibra::analysis

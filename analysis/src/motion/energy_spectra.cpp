@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <limits>
 #include <mutex>
 #include <numbers>
 #include <string>
 
+#include "detail/collective_stream.hpp"
 #include "detail/fftw_plan.hpp"
 #include "vibra/core/error.hpp"
 
@@ -447,6 +449,206 @@ std::vector<double> fst_flux(const GridField& f, std::span<const double> scales)
         out.push_back(n ? s / static_cast<double>(n) : kNaN);
     }
     return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The spectra analysis
+
+SpectraResult compute_spectra(const TrajectorySource& src, const SpectraParams& p) {
+    constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+    const auto& s = p.field;
+    SpectraResult R;
+    SpectrumEstimator est(s.grid, p.spectrum);
+    const double h = std::max(s.grid.hx, s.grid.hy);
+    const double kmin = !std::isnan(p.k_min) ? p.k_min : 4 * est.dk();
+    const double kmax =
+        !std::isnan(p.k_max) ? p.k_max : std::min(1.0 / s.cg.sigma, 0.5 * std::numbers::pi / h);
+    if ((!std::isnan(p.k_min) || !std::isnan(p.k_max)) && !(kmin > 0 && kmax > kmin))
+        throw ParameterError("--spectra-kmin/--spectra-kmax: need 0 < kmin < kmax");
+    std::vector<double> scales;
+    if (!p.fst_scales.empty()) {
+        scales = p.fst_scales;
+    } else {
+        for (double f : {1.0, 2.0, 4.0, 8.0})
+            if (f * s.cg.sigma < 0.25 * std::min(s.grid.lx(), s.grid.ly())) scales.push_back(f * s.cg.sigma);
+    }
+    const std::size_t nl = s.lags.size(), nt = static_cast<std::size_t>(s.n_times), nk = est.n_shells(),
+                      ns = scales.size();
+    std::vector<double> E(nl * nt * nk, kNaN), flux(nl * nt * nk, kNaN), fst(nl * nt * ns, kNaN);
+    std::vector<double> eiso(nl * nk, 0), el(nl * nk, 0), et(nl * nk, 0), tsum(nl * nk, 0),
+        energy(nl * nt, kNaN), mfe(nl * nt, kNaN), slope(nl * nt, kNaN);
+    std::vector<double> nsum(nl, 0);
+    std::vector<double> k_axis;
+    auto deconv = [&](std::vector<double>& e, const std::vector<double>& k) {
+        if (p.deconvolve)
+            for (std::size_t n = 0; n < e.size(); ++n)
+                e[n] *= std::exp(k[n] * k[n] * s.cg.sigma * s.cg.sigma);
+    };
+    detail::stream_displacements(src, s, [&](std::size_t li, std::int64_t k, Displacements& d) {
+        const auto F = detail::field_of(s, d);
+        // The filter-space flux is independent of the FFT work: overlap them when threads allow.
+        std::future<std::vector<double>> fst_job;
+        if (ns && p.threads > 1)
+            fst_job = std::async(std::launch::async, [&] { return fst_flux(F, scales); });
+        auto S = est.spectrum(F);
+        const auto Tr = est.transfer(F);
+        if (k_axis.empty()) k_axis = S.k;
+        deconv(S.e_iso, S.k);  // fits only: e, e_long, e_trans stay raw (Parseval)
+        const std::size_t at = li * nt + static_cast<std::size_t>(k);
+        std::copy(S.e.begin(), S.e.end(), E.begin() + static_cast<std::ptrdiff_t>(at * nk));
+        std::copy(Tr.flux.begin(), Tr.flux.end(), flux.begin() + static_cast<std::ptrdiff_t>(at * nk));
+        energy[at] = S.energy;
+        mfe[at] = S.mean_flow_energy;
+        slope[at] = fit_power_law(S.k, S.e_iso, kmin, kmax).exponent;
+        if (std::isfinite(S.energy)) {
+            for (std::size_t n = 0; n < nk; ++n) {
+                eiso[li * nk + n] += std::isfinite(S.e_iso[n]) ? S.e_iso[n] : 0.0;
+                el[li * nk + n] += S.e_long[n];
+                et[li * nk + n] += S.e_trans[n];
+                tsum[li * nk + n] += Tr.t[n];
+            }
+            nsum[li] += 1;
+        }
+        if (ns) {
+            const auto fl = fst_job.valid() ? fst_job.get() : fst_flux(F, scales);
+            std::copy(fl.begin(), fl.end(), fst.begin() + static_cast<std::ptrdiff_t>(at * ns));
+        }
+    });
+    if (k_axis.empty())
+        for (std::size_t n = 0; n < nk; ++n) k_axis.push_back(static_cast<double>(n) * est.dk());
+    R.dk = est.dk();
+    R.k_min = kmin;
+    R.k_max = kmax;
+    R.fit_band_shells = static_cast<std::int64_t>(
+        kmax > kmin ? std::floor(kmax / est.dk()) - std::ceil(kmin / est.dk()) + 1 : 0);
+    // Time means and fits per lag.
+    std::vector<double> em(nl * nk, kNaN), fm(nl * nk, kNaN), tm(nl * nk, kNaN), elm(nl * nk, kNaN),
+        etm(nl * nk, kNaN);
+    std::vector<double> sm(nl, kNaN), se(nl, kNaN), pref(nl, kNaN), fstm(nl * ns, kNaN);
+    for (std::size_t li = 0; li < nl; ++li) {
+        for (std::size_t n = 0; n < nk; ++n) {
+            double a = 0, b = 0;
+            std::size_t c = 0;
+            for (std::size_t k = 0; k < nt; ++k) {
+                const double v = E[(li * nt + k) * nk + n];
+                if (std::isfinite(v)) a += v, b += flux[(li * nt + k) * nk + n], ++c;
+            }
+            if (c) em[li * nk + n] = a / static_cast<double>(c), fm[li * nk + n] = b / static_cast<double>(c);
+            if (nsum[li] > 0) {
+                tm[li * nk + n] = tsum[li * nk + n] / nsum[li];
+                elm[li * nk + n] = el[li * nk + n] / nsum[li];
+                etm[li * nk + n] = et[li * nk + n] / nsum[li];
+            }
+        }
+        std::vector<double> iso(nk, kNaN);
+        if (nsum[li] > 0)
+            for (std::size_t n = 0; n < nk; ++n) iso[n] = eiso[li * nk + n] / nsum[li];
+        const auto fit = fit_power_law(k_axis, iso, kmin, kmax);
+        sm[li] = fit.exponent, se[li] = fit.exponent_error, pref[li] = fit.prefactor;
+        for (std::size_t q = 0; q < ns; ++q) {
+            double a = 0;
+            std::size_t c = 0;
+            for (std::size_t k = 0; k < nt; ++k) {
+                const double v = fst[(li * nt + k) * ns + q];
+                if (std::isfinite(v)) a += v, ++c;
+            }
+            if (c) fstm[li * ns + q] = a / static_cast<double>(c);
+        }
+    }
+    std::vector<double> isom(nl * nk, kNaN);
+    for (std::size_t li = 0; li < nl; ++li)
+        if (nsum[li] > 0)
+            for (std::size_t n = 0; n < nk; ++n) isom[li * nk + n] = eiso[li * nk + n] / nsum[li];
+    // Time-resolved change of E(k): literal "transfer across scales over time", not Π(k).
+    std::vector<double> dedt(nl * nt * nk, kNaN);
+    const auto times = detail::start_times(src, s);
+    for (std::size_t li = 0; li < nl; ++li)
+        for (std::size_t k = 1; k < nt; ++k) {
+            const double dt = times[k] - times[k - 1];
+            if (!(dt > 0)) continue;
+            for (std::size_t n = 0; n < nk; ++n)
+                dedt[(li * nt + k) * nk + n] =
+                    (E[(li * nt + k) * nk + n] - E[(li * nt + k - 1) * nk + n]) / dt;
+        }
+    R.k = std::move(k_axis);
+    R.n_shells = nk;
+    R.fst_scales = std::move(scales);
+    R.e = std::move(E), R.flux = std::move(flux), R.fst_flux = std::move(fst);
+    R.energy = std::move(energy), R.mean_flow_energy = std::move(mfe), R.slope = std::move(slope);
+    R.e_mean = std::move(em), R.flux_mean = std::move(fm), R.transfer_mean = std::move(tm);
+    R.e_long_mean = std::move(elm), R.e_trans_mean = std::move(etm), R.e_iso_mean = std::move(isom);
+    R.slope_mean = std::move(sm), R.slope_mean_error = std::move(se), R.prefactor_mean = std::move(pref);
+    R.fst_flux_mean = std::move(fstm);
+    R.de_dt = std::move(dedt);
+    return R;
+}
+
+namespace {
+/// "L^a/T^b" from the unit names (powers 1 written bare, 0 omitted).
+std::string unit_of(const std::string& L, int lp, const std::string& T, int tp) {
+    auto term = [](const std::string& u, int p) { return p == 1 ? u : u + "^" + std::to_string(p); };
+    std::string s = lp ? term(L, lp) : "1";
+    if (tp) s += "/" + term(T, tp);
+    return s;
+}
+}  // namespace
+
+ResultGroup to_group(const SpectraResult& R, const SpectraParams& p, const TrajectorySource& src) {
+    const auto& s = p.field;
+    const std::size_t nl = s.lags.size(), nt = static_cast<std::size_t>(s.n_times), nk = R.n_shells,
+                      ns = R.fst_scales.size();
+    ResultGroup g;
+    g.name = "spectra";
+    detail::record_field_settings(s, g.attrs);
+    g.attrs["taper"] = p.taper_name;
+    g.attrs["tukey_alpha"] = p.spectrum.tukey_alpha;
+    g.attrs["gradient"] = p.gradient_name;
+    g.attrs["fit_k_min"] = R.k_min;
+    g.attrs["fit_k_max"] = R.k_max;
+    g.attrs["fit_band_shells"] = R.fit_band_shells;
+    g.attrs["deconvolve_kernel"] = std::string(p.deconvolve ? "on" : "off");
+    g.attrs["fit_rule"] = std::string(
+        "least squares of log E_iso vs log k in [fit_k_min, fit_k_max]; E_iso = E compensated for the "
+        "lattice mode count per shell");
+    g.attrs["dk"] = R.dk;
+    g.attrs["mean_removed"] = std::string("mean over usable nodes removed before E(k) and T(k)");
+    g.attrs["normalisation"] = std::string(
+        "E(k_n) = 1/2 sum_shell |u_hat|^2 / (dk <(w m)^2>), sum_n E dk = 1/2 <|w m U|^2>/<(w m)^2>");
+    g.attrs["flux_sign"] = std::string(
+        "Pi(k) = sum_{k'>=k} T(k') dk; Pi > 0 forward (to small scales), Pi < 0 inverse (to large scales)");
+    detail::common_arrays(g, src, s);
+    const auto fu = [&](int lp, int tp) {
+        return s.velocity ? unit_of(s.L, lp, s.T, tp) : unit_of(s.L, lp, s.T, 0);
+    };
+    g.add("k", R.k, "rad/" + s.L);
+    detail::add3d(g, "e", R.e, nl, nt, nk, fu(3, 2));
+    g.add2d("e_mean", R.e_mean, nl, nk, fu(3, 2));
+    g.add2d("e_iso_mean", R.e_iso_mean, nl, nk, fu(3, 2)).attrs["meaning"] = std::string(
+        "time-mean E compensated for the mode count per shell (and kernel-deconvolved when "
+        "deconvolve_kernel = on): what the fits use");
+    g.add2d("e_long_mean", R.e_long_mean, nl, nk, fu(3, 2));
+    g.add2d("e_trans_mean", R.e_trans_mean, nl, nk, fu(3, 2));
+    g.add2d("energy", R.energy, nl, nt, fu(2, 2)).attrs["meaning"] =
+        std::string("sum_n E(k_n) dk (windowed, mean removed)");
+    g.add2d("mean_flow_energy", R.mean_flow_energy, nl, nt, fu(2, 2));
+    g.add2d("slope", R.slope, nl, nt, "1").attrs["meaning"] =
+        std::string("power-law exponent of E(k) in [fit_k_min, fit_k_max]");
+    g.add("slope_mean", R.slope_mean, "1").attrs["meaning"] =
+        std::string("exponent of the time-averaged E(k) per lag (exponent vs lag)");
+    g.add("slope_mean_error", R.slope_mean_error, "1");
+    g.add("prefactor_mean", R.prefactor_mean, fu(3, 2));
+    g.add2d("transfer_mean", R.transfer_mean, nl, nk, fu(3, 3));
+    detail::add3d(g, "flux", R.flux, nl, nt, nk, fu(2, 3));
+    g.add2d("flux_mean", R.flux_mean, nl, nk, fu(2, 3));
+    g.add("fst_scales", R.fst_scales, s.L);
+    detail::add3d(g, "fst_flux", R.fst_flux, nl, nt, ns, fu(2, 3)).attrs["meaning"] =
+        std::string("filter-space flux Pi_l = -<tau_ij d_j U_i,l> over interior nodes");
+    g.add2d("fst_flux_mean", R.fst_flux_mean, nl, ns, fu(2, 3));
+    detail::add3d(g, "de_dt", R.de_dt, nl, nt, nk,
+                  s.velocity ? unit_of(s.L, 3, s.T, 3) : unit_of(s.L, 3, s.T, 1))
+        .attrs["meaning"] =
+        std::string("backward difference of E(k,t) between consecutive start frames; NOT the flux Pi(k)");
+    return g;
 }
 
 }  // namespace vibra::analysis

@@ -75,4 +75,55 @@ PiecewiseFit piecewise_linear_fit(std::span<const double> xs, std::span<const do
     return fit;
 }
 
+// ---------------------------------------------------------------------------------------------
+// The evolution analysis
+
+EvolutionResult compute_evolution(const std::vector<EvolutionSeries>& series, const EvolutionParams& p) {
+    EvolutionResult r;
+    for (const auto& se : series) {
+        EvolutionResult::Stages st;
+        st.series = se;
+        const auto& t = se.time;
+        const auto& v = se.value;
+        const double t0 = t.empty() ? 0 : t.front();
+        std::vector<double> x(t.size()), y(v.size());
+        bool positive = true;
+        for (double q : v)
+            if (std::isfinite(q) && !(q > 0)) positive = false;
+        for (std::size_t i = 0; i < t.size(); ++i) {
+            x[i] = std::log(t[i] - t0 + p.frame_interval);
+            y[i] = positive ? std::log(v[i]) : v[i];
+        }
+        const auto fit = piecewise_linear_fit(x, y, p.fit);
+        for (double cx : fit.change_x) st.change_times.push_back(std::exp(cx) + t0 - p.frame_interval);
+        st.segment_slopes = fit.slopes;
+        st.log_scale = positive;
+        r.stages.push_back(std::move(st));
+    }
+    return r;
+}
+
+ResultGroup to_group(const EvolutionResult& r, const EvolutionParams& p, const Metadata& meta) {
+    ResultGroup g;
+    g.name = "evolution";
+    g.attrs["lag_frames"] = p.lag;
+    g.attrs["segments"] = static_cast<std::int64_t>(p.fit.segments);
+    g.attrs["min_points"] = static_cast<std::int64_t>(p.fit.min_points);
+    g.attrs["change_point_rule"] = std::string(
+        "optimal piecewise-linear least-squares fit (independent segments) of y vs log(t - t0 + "
+        "frame_interval); "
+        "y = log(value) when all values are > 0, else the value");
+    for (const auto& st : r.stages) {
+        const std::string n = st.series.name;
+        const bool positive = st.log_scale;
+        g.add(n + "_time", st.series.time, meta.time_unit);
+        g.add(n, st.series.value, st.series.units).attrs["origin"] = st.series.origin;
+        g.add(n + "_change_times", st.change_times, meta.time_unit);
+        g.add(n + "_segment_slopes", st.segment_slopes, positive ? "1" : st.series.units).attrs["meaning"] =
+            std::string(positive ? "d log(value) / d log(t) per segment" : "d value / d log(t) per segment");
+        g.attrs[n + "_log_scale"] = std::int64_t{positive ? 1 : 0};
+    }
+    return g;
+}
+
 }  // namespace vibra::analysis

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "vibra/analysis/velocity_correlation.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 
+#include "detail/collective_stream.hpp"
 #include "vibra/core/cell_list.hpp"
 #include "vibra/core/error.hpp"
 
@@ -134,6 +136,80 @@ double polar_order(std::span<const double> ux, std::span<const double> uy) {
         ++n;
     }
     return n ? std::hypot(sx, sy) / static_cast<double>(n) : kNaN;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The correlations analysis
+
+CorrelationsResult compute_correlations(const TrajectorySource& src, const CorrelationsParams& q) {
+    constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+    const auto& s = q.field;
+    CorrelationsResult res;
+    VelocityCorrelationParams& p = res.corr;
+    p = q.corr;
+    if (std::isnan(p.r_max))
+        p.r_max = std::min(15 * s.mean_spacing, 0.25 * std::min(s.grid.lx(), s.grid.ly()));
+    if (std::isnan(p.dr)) p.dr = 0.5 * s.mean_spacing;
+    p.validate();
+    const double floor = q.fit_floor;
+    const std::size_t nl = s.lags.size(), nt = static_cast<std::size_t>(s.n_times);
+    res.acc.assign(nl, VelocityCorrelation(p));
+    auto& acc = res.acc;
+    res.xi.assign(nl * nt, kNaN), res.polar.assign(nl * nt, kNaN);
+    auto& xi = res.xi;
+    auto& polar = res.polar;
+    res.r = acc[0].r();
+    const auto& r = res.r;
+    detail::stream_displacements(src, s, [&](std::size_t li, std::int64_t k, Displacements& d) {
+        VelocityCorrelation one(p);
+        one.add(d.x, d.y, d.ux, d.uy, s.geometry);
+        xi[li * nt + static_cast<std::size_t>(k)] = correlation_length(r, one.c(), floor);
+        polar[li * nt + static_cast<std::size_t>(k)] = polar_order(d.ux, d.uy);
+        acc[li].merge(one);
+    });
+    return res;
+}
+
+ResultGroup to_group(const CorrelationsResult& res, const CorrelationsParams& q,
+                     const TrajectorySource& src) {
+    const auto& s = q.field;
+    const auto& p = res.corr;
+    const auto& acc = res.acc;
+    const auto& r = res.r;
+    const double floor = q.fit_floor;
+    const std::size_t nl = s.lags.size(), nt = static_cast<std::size_t>(s.n_times);
+    ResultGroup g;
+    g.name = "correlations";
+    detail::record_field_settings(s, g.attrs);
+    g.attrs["r_max"] = p.r_max;
+    g.attrs["dr"] = p.dr;
+    g.attrs["mean"] = std::string(p.subtract_mean ? "subtract" : "keep");
+    g.attrs["fit_floor"] = floor;
+    g.attrs["normalisation"] =
+        std::string("pair count per bin (window geometry cancels), divided by <|du|^2>");
+    g.attrs["xi_rule"] =
+        std::string("least squares of log C(r) from the first bin while C > fit_floor * C(first bin)");
+    detail::common_arrays(g, src, s);
+    g.add("r", r, s.L);
+    std::vector<double> c, cl, ct, pc, xim, ms;
+    for (const auto& a : acc) {
+        const auto cc = a.c(), ll = a.c_long(), tt = a.c_trans();
+        c.insert(c.end(), cc.begin(), cc.end());
+        cl.insert(cl.end(), ll.begin(), ll.end());
+        ct.insert(ct.end(), tt.begin(), tt.end());
+        pc.insert(pc.end(), a.pair_counts().begin(), a.pair_counts().end());
+        xim.push_back(correlation_length(r, cc, floor));
+        ms.push_back(a.mean_square());
+    }
+    g.add2d("c_vv", c, nl, r.size(), "1");
+    g.add2d("c_long", cl, nl, r.size(), "1");
+    g.add2d("c_trans", ct, nl, r.size(), "1");
+    g.add2d("pair_counts", pc, nl, r.size(), "1");
+    g.add("xi_mean", xim, s.L).attrs["meaning"] = std::string("fit of the time-averaged C_vv(r), per lag");
+    g.add("mean_square", ms, s.energy_unit());
+    g.add2d("xi", res.xi, nl, nt, s.L);
+    g.add2d("polar_order", res.polar, nl, nt, "1");
+    return g;
 }
 
 }  // namespace vibra::analysis

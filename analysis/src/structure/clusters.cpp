@@ -216,4 +216,50 @@ ClusterResult ClusterAccumulator::result() const {
     return out;
 }
 
+// ---------------------------------------------------------------------------------------------
+// The clusters analysis
+
+ClustersResult compute_clusters(const TrajectorySource& src, const ClustersParams& q) {
+    ClustersResult res;
+    res.clusters = q.clusters;
+    res.stride = q.stride;
+    res.r_cut_source = q.r_cut_source;
+    ClusterAccumulator acc(q.clusters);
+    for_each_structure_frame(
+        src, q.stride, [&](const StructureFrame& f) { acc.accumulate(f); }, q.progress, "clusters");
+    res.r = acc.result();
+    return res;
+}
+
+ResultGroup to_group(const ClustersResult& res, const Metadata& m) {
+    const std::string T = m.time_unit;
+    const auto& r = res.r;
+    const auto& p = res.clusters;
+    const auto stride = res.stride;
+    const auto& rcut_source = res.r_cut_source;
+    ResultGroup g;
+    g.name = "clusters";
+    g.add_int("size", r.size, "1");
+    g.add("count", r.count, "1");
+    g.add("count_interior", r.count_interior, "1").attrs["meaning"] =
+        std::string("clusters not reaching the window boundary (all of them in a periodic box)");
+    g.add("probability", r.probability, "1");
+    g.add("t", r.t, T);
+    g.add_int("t_frames", r.frame, "frame");
+    g.add("largest", r.largest, "1");
+    g.add("largest_fraction", r.largest_fraction, "1");
+    g.add("n_clusters", r.n_clusters, "1");
+    g.add("weight_average_size", r.weight_average, "1");
+    g.add("spanning", r.spanning, "1").attrs["meaning"] =
+        std::string("1 when a cluster wraps around the periodic box / reaches opposite window edges");
+    g.add("largest_rg", r.largest_rg, m.length_unit);
+    g.attrs["criterion"] = std::string(p.r_cut > 0 ? "r_ij < r_cut" : "r_ij < lambda (d_i + d_j)/2");
+    g.attrs["lambda"] = p.lambda;
+    g.attrs["r_cut"] = p.r_cut;
+    if (!rcut_source.empty()) g.attrs["r_cut_source"] = rcut_source;
+    g.attrs["frame_stride"] = stride;
+    g.attrs["mean_size"] = r.mean_size;
+    return g;
+}
+
 }  // namespace vibra::analysis

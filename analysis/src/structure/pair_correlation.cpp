@@ -332,4 +332,117 @@ GrPeak gr_peak(std::span<const double> edges, std::span<const double> g, double 
     return pk;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Structure defaults and the g(r) analysis
+
+StructureDefaults structure_defaults(const TrajectorySource& src) {
+    StructureDefaults ff;
+    const std::int64_t T = src.n_frames();
+    for (std::int64_t f = 0; f < T; f += std::max<std::int64_t>(1, T / 20)) {
+        const auto t = src.read_frames(f, 1);
+        const auto fr = structure_frame(t, f);
+        if (fr.size() < 2) continue;
+        ff.window = fr.window;
+        ff.n = static_cast<std::int64_t>(fr.size());
+        ff.spacing = std::sqrt(fr.window.area() / static_cast<double>(fr.size()));
+        return ff;
+    }
+    throw ParameterError(src.meta().source.file + ": no frame with at least two particles");
+}
+
+double default_rmax(const StructureDefaults& ff) {
+    const Geometry& w = ff.window;
+    double lim = 0;
+    if (w.periodic())
+        lim = 0.499 * std::min(w.lx(), w.ly());
+    else if (w.kind == GeometryKind::window_circle)
+        lim = 0.5 * w.r;
+    else
+        lim = 0.25 * std::min(w.lx(), w.ly());
+    return std::min(lim, 10 * ff.spacing);
+}
+
+std::string edge_name(const Geometry& w, EdgeCorrection e) {
+    if (w.periodic()) return "none (periodic, minimum image)";
+    if (e == EdgeCorrection::none) return "none";
+    return w.kind == GeometryKind::window_circle ? "isotropic (Ripley)" : "translation (Ohser-Stoyan)";
+}
+
+GrResult compute_gr(const TrajectorySource& src, const GrParams& p) {
+    GrResult out;
+    const auto defaults = structure_defaults(src);
+    out.window = defaults.window;
+    out.pair = p.pair;
+    if (!(out.pair.r_max > 0)) out.pair.r_max = default_rmax(defaults);
+    out.stride = p.stride;
+    const int threads = std::max(1, p.threads);
+    std::vector<PairCorrelation> accs(static_cast<std::size_t>(kStructureLanes),
+                                      PairCorrelation(out.pair));  // one per lane
+    for_each_structure_frame_parallel(
+        src, out.stride, threads,
+        [&](const StructureFrame& f, int w) { accs[static_cast<std::size_t>(w)].accumulate(f); }, p.progress,
+        "gr");
+    for (std::size_t w = 1; w < accs.size(); ++w) accs[0].merge(accs[w]);
+    out.g = accs[0].result();
+    return out;
+}
+
+ResultGroup to_group(const GrResult& res, const Metadata& m) {
+    const std::string L = m.length_unit;
+    const auto& r = res.g;
+    const auto& p = res.pair;
+    const auto stride = res.stride;
+    ResultGroup g;
+    g.name = "gr";
+    g.add("r", r.r, L);
+    g.add("r_edges", r.r_edges, L);
+    g.add("g", r.g, "1");
+    g.add("g_err", r.g_err, "1").attrs["meaning"] =
+        std::string("standard error of g from the frame-to-frame scatter");
+    g.attrs["r_max"] = p.r_max;
+    g.attrs["bins"] = p.bins;
+    g.attrs["frame_stride"] = stride;
+    g.attrs["frames"] = r.frames;
+    g.attrs["geometry"] = std::string(to_string(res.window.kind));
+    g.attrs["edge_correction"] = edge_name(res.window, p.edge);
+    g.attrs["normalisation"] =
+        std::string("ratio of sums over frames: sum w_ij / (sum N_a (N_b - delta_ab)/|W| * annulus area)");
+    g.attrs["density"] = r.density;
+    const auto pk = gr_peak(r.r_edges, r.g, r.density);
+    g.attrs["r_peak"] = pk.r_peak;
+    g.attrs["g_peak"] = pk.g_peak;
+    g.attrs["r_min"] = pk.r_min;
+    g.attrs["coordination"] = pk.coordination;
+    if (r.has_partials()) {
+        g.add("g_small_small", r.g_ss, "1");
+        g.add("g_small_large", r.g_sl, "1");
+        g.add("g_large_large", r.g_ll, "1");
+        struct P {
+            const char* name;
+            const std::vector<double>* g;
+            double rho_nb;  // density of the neighbour species
+        };
+        const P parts[] = {{"small_small", &r.g_ss, r.density_small},
+                           {"small_large", &r.g_sl, r.density_large},
+                           {"large_large", &r.g_ll, r.density_large}};
+        for (const auto& q : parts) {
+            const auto k = gr_peak(r.r_edges, *q.g, q.rho_nb);
+            const std::string s = q.name;
+            g.attrs["r_peak_" + s] = k.r_peak;
+            g.attrs["g_peak_" + s] = k.g_peak;
+            g.attrs["r_min_" + s] = k.r_min;
+            g.attrs["coordination_" + s] =
+                k.coordination;  // neighbours of the second species around the first
+        }
+        const auto ls = gr_peak(r.r_edges, r.g_sl, r.density_small);
+        g.attrs["coordination_large_small"] = ls.coordination;
+        g.attrs["density_small"] = r.density_small;
+        g.attrs["density_large"] = r.density_large;
+    }
+    g.attrs["particle_frames_small"] = r.n_small;
+    g.attrs["particle_frames_large"] = r.n_large;
+    g.attrs["particle_frames_unknown"] = r.n_unknown;
+    return g;
+}
+
 }  // namespace vibra::analysis

@@ -20,52 +20,6 @@ namespace vibra::analysis {
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-/// What the defaults are derived from: the first non-empty frame's window and particle count.
-struct FirstFrame {
-    Geometry window;
-    double spacing = 1;  ///< sqrt(|W|/N), length unit
-    std::int64_t n = 0;
-};
-
-FirstFrame first_frame(const TrajectorySource& src) {
-    FirstFrame ff;
-    const std::int64_t T = src.n_frames();
-    for (std::int64_t f = 0; f < T; f += std::max<std::int64_t>(1, T / 20)) {
-        const auto t = src.read_frames(f, 1);
-        const auto fr = structure_frame(t, f);
-        if (fr.size() < 2) continue;
-        ff.window = fr.window;
-        ff.n = static_cast<std::int64_t>(fr.size());
-        ff.spacing = std::sqrt(fr.window.area() / static_cast<double>(fr.size()));
-        return ff;
-    }
-    throw ParameterError(src.meta().source.file + ": no frame with at least two particles");
-}
-
-/// Largest sensible pair distance: half the periodic box, a quarter of the window's short side
-/// (Ripley's rule; circle: half its radius), capped at 10 mean spacings.
-double default_rmax(const FirstFrame& ff) {
-    const Geometry& w = ff.window;
-    double lim = 0;
-    if (w.periodic())
-        lim = 0.499 * std::min(w.lx(), w.ly());
-    else if (w.kind == GeometryKind::window_circle)
-        lim = 0.5 * w.r;
-    else
-        lim = 0.25 * std::min(w.lx(), w.ly());
-    return std::min(lim, 10 * ff.spacing);
-}
-
-std::string edge_name(const Geometry& w, EdgeCorrection e) {
-    if (w.periodic()) return "none (periodic, minimum image)";
-    if (e == EdgeCorrection::none) return "none";
-    return w.kind == GeometryKind::window_circle ? "isotropic (Ripley)" : "translation (Ohser-Stoyan)";
-}
-
-std::string geometry_name(const Geometry& w) { return to_string(w.kind); }
-
 std::int64_t positive(const AnalysisContext& ctx, const std::string& flag) {
     const auto v = ctx.integer(flag);
     if (v < 1) throw ParameterError("--" + flag + " must be >= 1, got " + std::to_string(v));
@@ -88,445 +42,105 @@ bool flag_bool(const AnalysisContext& ctx, const std::string& flag) {
 
 // ------------------------------------------------------------------------------------------ gr
 std::vector<ResultGroup> run_gr(const AnalysisContext& ctx) {
-    const auto& src = ctx.source;
-    const auto& m = src.meta();
-    const std::string L = m.length_unit;
-    const auto ff = first_frame(src);
-    PairCorrelationParams p;
-    p.r_max = ctx.is_set("gr-rmax") ? positive_number(ctx, "gr-rmax") : default_rmax(ff);
-    p.bins = positive(ctx, "gr-bins");
+    GrParams p;
+    p.pair.r_max = ctx.is_set("gr-rmax") ? positive_number(ctx, "gr-rmax") : 0.0;
+    p.pair.bins = positive(ctx, "gr-bins");
     const auto& edge = ctx.text("gr-edge");
     if (edge == "none")
-        p.edge = EdgeCorrection::none;
+        p.pair.edge = EdgeCorrection::none;
     else if (edge != "auto")
         throw ParameterError("--gr-edge must be 'auto' or 'none', got '" + edge + "'");
-    const auto stride = positive(ctx, "gr-stride");
-    const int threads = std::max(1, ctx.threads);
-    std::vector<PairCorrelation> accs(static_cast<std::size_t>(kStructureLanes),
-                                      PairCorrelation(p));  // one per lane
-    for_each_structure_frame_parallel(
-        src, stride, threads,
-        [&](const StructureFrame& f, int w) { accs[static_cast<std::size_t>(w)].accumulate(f); },
-        ctx.progress, "gr");
-    for (std::size_t w = 1; w < accs.size(); ++w) accs[0].merge(accs[w]);
-    const auto r = accs[0].result();
-
-    ResultGroup g;
-    g.name = "gr";
-    g.add("r", r.r, L);
-    g.add("r_edges", r.r_edges, L);
-    g.add("g", r.g, "1");
-    g.add("g_err", r.g_err, "1").attrs["meaning"] =
-        std::string("standard error of g from the frame-to-frame scatter");
-    g.attrs["r_max"] = p.r_max;
-    g.attrs["bins"] = p.bins;
-    g.attrs["frame_stride"] = stride;
-    g.attrs["frames"] = r.frames;
-    g.attrs["geometry"] = geometry_name(ff.window);
-    g.attrs["edge_correction"] = edge_name(ff.window, p.edge);
-    g.attrs["normalisation"] =
-        std::string("ratio of sums over frames: sum w_ij / (sum N_a (N_b - delta_ab)/|W| * annulus area)");
-    g.attrs["density"] = r.density;
-    const auto pk = gr_peak(r.r_edges, r.g, r.density);
-    g.attrs["r_peak"] = pk.r_peak;
-    g.attrs["g_peak"] = pk.g_peak;
-    g.attrs["r_min"] = pk.r_min;
-    g.attrs["coordination"] = pk.coordination;
-    if (r.has_partials()) {
-        g.add("g_small_small", r.g_ss, "1");
-        g.add("g_small_large", r.g_sl, "1");
-        g.add("g_large_large", r.g_ll, "1");
-        struct P {
-            const char* name;
-            const std::vector<double>* g;
-            double rho_nb;  // density of the neighbour species
-        };
-        const P parts[] = {{"small_small", &r.g_ss, r.density_small},
-                           {"small_large", &r.g_sl, r.density_large},
-                           {"large_large", &r.g_ll, r.density_large}};
-        for (const auto& q : parts) {
-            const auto k = gr_peak(r.r_edges, *q.g, q.rho_nb);
-            const std::string s = q.name;
-            g.attrs["r_peak_" + s] = k.r_peak;
-            g.attrs["g_peak_" + s] = k.g_peak;
-            g.attrs["r_min_" + s] = k.r_min;
-            g.attrs["coordination_" + s] =
-                k.coordination;  // neighbours of the second species around the first
-        }
-        const auto ls = gr_peak(r.r_edges, r.g_sl, r.density_small);
-        g.attrs["coordination_large_small"] = ls.coordination;
-        g.attrs["density_small"] = r.density_small;
-        g.attrs["density_large"] = r.density_large;
-    }
-    g.attrs["particle_frames_small"] = r.n_small;
-    g.attrs["particle_frames_large"] = r.n_large;
-    g.attrs["particle_frames_unknown"] = r.n_unknown;
-    return {g};
+    p.stride = positive(ctx, "gr-stride");
+    p.threads = std::max(1, ctx.threads);
+    p.progress = ctx.progress;
+    return {to_group(compute_gr(ctx.source, p), ctx.source.meta())};
 }
 
 // ------------------------------------------------------------------------------------------ sk
 std::vector<ResultGroup> run_sk(const AnalysisContext& ctx) {
-    const auto& src = ctx.source;
-    const std::string L = src.meta().length_unit;
-    const auto ff = first_frame(src);
-    StructureFactorParams p;
-    p.k_max = ctx.is_set("sk-kmax") ? positive_number(ctx, "sk-kmax") : 3 * 2 * M_PI / ff.spacing;
-    p.bins = positive(ctx, "sk-bins");
-    p.max_vectors_per_bin = ctx.integer("sk-max-vectors");
-    const std::int64_t stride = ctx.is_set("sk-stride")
-                                    ? positive(ctx, "sk-stride")
-                                    : std::max<std::int64_t>(1, (src.n_frames() + 199) / 200);
-    StructureFactor acc(p);
-    for_each_structure_frame(
-        src, stride, [&](const StructureFrame& f) { acc.accumulate(f); }, ctx.progress, "sk");
-    const auto r = acc.result();
-    ResultGroup g;
-    g.name = "sk";
-    const std::string ku = "1/" + L;
-    g.add("k", r.k, ku);
-    g.add("k_edges", r.k_edges, ku);
-    g.add("sk", r.sk, "1");
-    g.add_int("n_vectors", r.n_vectors, "1");
-    g.attrs["k_max"] = p.k_max;
-    g.attrs["bins"] = p.bins;
-    g.attrs["max_vectors_per_bin"] = p.max_vectors_per_bin;
-    g.attrs["frame_stride"] = stride;
-    g.attrs["frames"] = r.frames;
-    g.attrs["k_set"] = r.k_set;
-    g.attrs["geometry"] = geometry_name(ff.window);
-    g.attrs["taper"] = std::string(ff.window.periodic() ? "none" : "Hann sin^2(pi x/Lx) sin^2(pi y/Ly)");
-    if (ff.window.kind == GeometryKind::window_circle)
-        g.attrs["region"] = std::string("square inscribed in the circle");
-    g.attrs["normalisation"] =
-        std::string("Ashcroft-Langreth: <Re rho_a rho_b*> / sqrt(<sum_a w^2><sum_b w^2>)");
-    const double kmin = 0.5 * 2 * M_PI / ff.spacing;
-    g.attrs["peak_search_k_min"] = kmin;
-    const auto [kp, sp] = sk_first_peak(r, r.sk, kmin);
-    g.attrs["k_peak"] = kp;
-    g.attrs["s_peak"] = sp;
-    if (r.n_small > 0 && r.n_large > 0) {
-        g.add("sk_small_small", r.sk_ss, "1");
-        g.add("sk_small_large", r.sk_sl, "1");
-        g.add("sk_large_large", r.sk_ll, "1");
-        const auto a = sk_first_peak(r, r.sk_ss, kmin), b = sk_first_peak(r, r.sk_ll, kmin);
-        g.attrs["k_peak_small_small"] = a.first;
-        g.attrs["k_peak_large_large"] = b.first;
-    }
-    return {g};
+    SkParams p;
+    p.sk.k_max = ctx.is_set("sk-kmax") ? positive_number(ctx, "sk-kmax") : 0.0;
+    p.sk.bins = positive(ctx, "sk-bins");
+    p.sk.max_vectors_per_bin = ctx.integer("sk-max-vectors");
+    p.stride = ctx.is_set("sk-stride") ? positive(ctx, "sk-stride") : 0;
+    p.progress = ctx.progress;
+    return {to_group(compute_sk(ctx.source, p), ctx.source.meta())};
 }
 
 // ---------------------------------------------------------------------------------------- psi6
 std::vector<ResultGroup> run_psi6(const AnalysisContext& ctx) {
-    const auto& src = ctx.source;
-    const auto& m = src.meta();
-    const std::string L = m.length_unit, T = m.time_unit;
-    const auto ff = first_frame(src);
-    BondOrderAccumulatorParams p;
+    const auto& m = ctx.source.meta();
+    Psi6Params q;
+    auto& p = q.acc;
     p.bond.order = static_cast<int>(positive(ctx, "psi6-order"));
     p.bond.neighbours = bond_neighbours_from_string(ctx.text("psi6-neighbours"));
     p.bond.weighted = flag_bool(ctx, "psi6-weighted");
-    std::string rcut_source = "";
     if (p.bond.neighbours == BondNeighbours::cutoff) {
         if (ctx.is_set("psi6-rcut")) {
             p.bond.r_cut = positive_number(ctx, "psi6-rcut");
-            rcut_source = "option";
+            q.r_cut_source = "option";
         } else if (ctx.earlier && ctx.earlier->count("gr") && ctx.earlier->at("gr").attrs.count("r_min") &&
                    std::isfinite(std::get<double>(ctx.earlier->at("gr").attrs.at("r_min")))) {
             p.bond.r_cut = std::get<double>(ctx.earlier->at("gr").attrs.at("r_min"));
-            rcut_source = "first minimum of g(r)";
+            q.r_cut_source = "first minimum of g(r)";
         } else if (!m.species_diameters.empty()) {
             p.bond.r_cut = 1.4 * *std::max_element(m.species_diameters.begin(), m.species_diameters.end());
-            rcut_source = "1.4 x largest species diameter";
+            q.r_cut_source = "1.4 x largest species diameter";
         } else {
             throw ParameterError(
                 "psi6: cut-off neighbours need --psi6-rcut (no g(r) minimum or species diameters known)");
         }
     }
-    p.r_max = ctx.is_set("psi6-rmax") ? positive_number(ctx, "psi6-rmax") : default_rmax(ff);
+    p.r_max = ctx.is_set("psi6-rmax") ? positive_number(ctx, "psi6-rmax") : 0.0;
     p.bins = positive(ctx, "psi6-bins");
-    const auto stride = positive(ctx, "psi6-stride");
-    const bool per_particle = flag_bool(ctx, "psi6-per-particle");
-    BondOrderAccumulator acc(p);
-    // optional ragged per-particle table
-    std::vector<std::int64_t> lf, lp, offsets{0};
-    std::vector<double> lre, lim;
-    std::vector<std::int8_t> lvalid;
-    for_each_structure_frame(
-        src, stride,
-        [&](const StructureFrame& f) {
-            acc.accumulate(f);
-            if (!per_particle) return;
-            const auto loc = local_bond_order(f, p.bond);
-            for (std::size_t i = 0; i < f.size(); ++i) {
-                lf.push_back(f.frame), lp.push_back(f.particle[i]);
-                lre.push_back(loc.psi[i].real()), lim.push_back(loc.psi[i].imag());
-                lvalid.push_back(static_cast<std::int8_t>(loc.valid[i]));
-            }
-            offsets.push_back(static_cast<std::int64_t>(lf.size()));
-        },
-        ctx.progress, "psi6");
-    const auto r = acc.result();
-    ResultGroup g;
-    g.name = "psi6";
-    g.add("t", r.t, T);
-    g.add_int("t_frames", r.frame, "frame");
-    g.add("psi6_global", r.global, "1");
-    g.add("crystalline_fraction", r.crystalline_fraction, "1");
-    g.add("r", r.r, L);
-    g.add("g6", r.g6, "1").attrs["normalisation"] = std::string("sum Re psi_i psi_j* / pair count per bin");
-    g.add("g6_pairs", r.g6_pairs, "1");
-    g.add("abs_psi6_edges", r.hist_edges, "1");
-    g.add("abs_psi6_hist", r.hist, "1").attrs["meaning"] = std::string("probability density of |psi6(i)|");
-    if (r.n_small > 0 && r.n_large > 0) {
-        g.add("psi6_global_small", r.global_small, "1");
-        g.add("psi6_global_large", r.global_large, "1");
-        g.add("abs_psi6_hist_small", r.hist_small, "1");
-        g.add("abs_psi6_hist_large", r.hist_large, "1");
-    }
-    g.attrs["order"] = static_cast<std::int64_t>(p.bond.order);
-    g.attrs["neighbours"] = std::string(to_string(p.bond.neighbours));
-    if (p.bond.neighbours == BondNeighbours::cutoff) {
-        g.attrs["r_cut"] = p.bond.r_cut;
-        g.attrs["r_cut_source"] = rcut_source;
-    } else {
-        g.attrs["voronoi"] =
-            std::string(m.species_diameters.empty() ? "plain (or radical from the radius column)"
-                                                    : "radical (species diameters)");
-    }
-    g.attrs["weighted"] = static_cast<std::int64_t>(p.bond.weighted);
-    g.attrs["r_max"] = p.r_max;
-    g.attrs["bins"] = p.bins;
-    g.attrs["frame_stride"] = stride;
-    g.attrs["crystalline_threshold"] = p.crystalline;
-    g.attrs["mean_abs_psi6"] = r.mean_abs;
-    g.attrs["mean_abs2_psi6"] = r.mean_abs2;
-    g.attrs["particle_frames_valid"] = r.valid;
-    g.attrs["particle_frames_excluded_at_boundary"] = r.excluded;
-    g.attrs["psi6_global_mean"] = [&] {
-        double s = 0;
-        std::int64_t c = 0;
-        for (double v : r.global)
-            if (std::isfinite(v)) s += v, ++c;
-        return c ? s / static_cast<double>(c) : kNaN;
-    }();
-    if (per_particle) {
-        ResultGroup loc;
-        loc.name = "local";
-        loc.add_int("frame", lf, "frame");
-        loc.add_int("particle", lp, "1");
-        loc.add("psi6_re", lre, "1");
-        loc.add("psi6_im", lim, "1");
-        ResultArray v;
-        v.name = "valid";
-        v.units = "1";
-        v.shape = {lvalid.size()};
-        v.data = lvalid;
-        loc.arrays.push_back(std::move(v));
-        loc.add_int("frame_offsets", offsets, "rows");
-        g.groups.push_back(std::move(loc));
-    }
-    return {g};
+    q.stride = positive(ctx, "psi6-stride");
+    q.per_particle = flag_bool(ctx, "psi6-per-particle");
+    q.progress = ctx.progress;
+    return {to_group(compute_psi6(ctx.source, q), m)};
 }
 
 // ------------------------------------------------------------------------------------- voronoi
 std::vector<ResultGroup> run_voronoi(const AnalysisContext& ctx) {
-    const auto& src = ctx.source;
-    const auto& m = src.meta();
-    const std::string L = m.length_unit, T = m.time_unit;
-    const auto ff = first_frame(src);
-    VoronoiParams vp;
-    vp.radical = flag_bool(ctx, "voronoi-radical");
-    const auto stride = positive(ctx, "voronoi-stride");
-    const auto hb = static_cast<std::size_t>(positive(ctx, "voronoi-bins"));
-    const bool keep_boundary = flag_bool(ctx, "voronoi-include-boundary");
-    std::vector<double> t, phi, phi_vor, n_in, n_bd, rho_vor;
-    std::vector<std::int64_t> tf;
-    std::vector<double> hist[3];
-    for (auto& h : hist) h.assign(hb, 0.0);
-    double cnt[3] = {0, 0, 0}, area_sum[3] = {0, 0, 0}, phi_cnt[3] = {0, 0, 0}, phi_sum[3] = {0, 0, 0},
-           phi_sum2[3] = {0, 0, 0};
-    std::int64_t brute = 0;
-    bool sizes_checked = false, any_sizes = false;
-    for_each_structure_frame(
-        src, stride,
-        [&](const StructureFrame& f) {
-            if (!sizes_checked && vp.radical && (f.radius.empty()))
-                throw ParameterError(src.meta().source.file +
-                                     ": voronoi: packing fractions need particle sizes "
-                                     "(metadata species_diameters or a radius column); none are given");
-            sizes_checked = true;
-            const auto v = radical_voronoi(f, vp);
-            brute += v.brute_force_cells;
-            // Packing fractions need the particles' sizes (either tessellation); without them
-            // (plain cells only) the cells' areas and density are still measured, φ is NaN.
-            const bool sized = !v.particle_radius.empty();
-            any_sizes = any_sizes || sized;
-            const auto lphi = local_packing_fraction(v);
-            double disk = 0, disk_in = 0, cell_in = 0, nin = 0, nbd = 0;
-            for (std::size_t i = 0; i < f.size(); ++i) {
-                const double a = sized ? M_PI * v.particle_radius[i] * v.particle_radius[i] : 0.0;
-                disk += a;
-                if (v.boundary[i] && !keep_boundary) {
-                    ++nbd;
-                    continue;
-                }
-                if (!(v.area[i] > 0)) continue;  // an empty power cell
-                nin += 1;
-                disk_in += a, cell_in += v.area[i];
-                const int s = f.species[i] == kSpeciesSmall ? 0 : f.species[i] == kSpeciesLarge ? 1 : -1;
-                for (int k : {s, 2}) {
-                    if (k < 0) continue;
-                    cnt[k] += 1, area_sum[k] += v.area[i];
-                    if (!sized) continue;
-                    const auto bin = std::min(
-                        hb - 1, static_cast<std::size_t>(std::max(0.0, lphi[i]) * static_cast<double>(hb)));
-                    hist[k][bin] += 1, phi_cnt[k] += 1;
-                    phi_sum[k] += lphi[i], phi_sum2[k] += lphi[i] * lphi[i];
-                }
-            }
-            t.push_back(f.time), tf.push_back(f.frame);
-            phi.push_back(sized ? disk / f.window.area() : kNaN);
-            phi_vor.push_back(sized && cell_in > 0 ? disk_in / cell_in : kNaN);
-            rho_vor.push_back(cell_in > 0 ? nin / cell_in : kNaN);
-            n_in.push_back(nin), n_bd.push_back(nbd);
-        },
-        ctx.progress, "voronoi");
-    ResultGroup g;
-    g.name = "voronoi";
-    g.add("t", t, T);
-    g.add_int("t_frames", tf, "frame");
-    g.add("phi", phi, "1").attrs["meaning"] =
-        std::string("sum of particle areas (centres in the window) / window area");
-    g.add("phi_voronoi", phi_vor, "1").attrs["meaning"] =
-        std::string("particle area / cell area over the cells used");
-    g.add("density_voronoi", rho_vor, "1/" + L + "^2");
-    g.add("n_cells", n_in, "1");
-    g.add("n_boundary", n_bd, "1");
-    std::vector<double> edges(hb + 1);
-    for (std::size_t k = 0; k <= hb; ++k) edges[k] = static_cast<double>(k) / static_cast<double>(hb);
-    g.add("phi_local_edges", edges, "1");
-    const bool partials = cnt[0] > 0 && cnt[1] > 0;
-    const char* suffix[3] = {"_small", "_large", ""};
-    for (int s = 2; s >= 0; --s) {
-        if (s < 2 && !partials) continue;
-        std::vector<double> h(hb);
-        for (std::size_t k = 0; k < hb; ++k)
-            h[k] = phi_cnt[s] > 0 ? hist[s][k] / phi_cnt[s] * static_cast<double>(hb) : kNaN;
-        g.add(std::string("phi_local_hist") + suffix[s], h, "1");
-        const double mean = phi_cnt[s] > 0 ? phi_sum[s] / phi_cnt[s] : kNaN;
-        g.attrs[std::string("phi_local_mean") + suffix[s]] = mean;
-        g.attrs[std::string("phi_local_var") + suffix[s]] =
-            phi_cnt[s] > 1 ? phi_sum2[s] / phi_cnt[s] - mean * mean : kNaN;
-        g.attrs[std::string("cell_area_mean") + suffix[s]] = cnt[s] > 0 ? area_sum[s] / cnt[s] : kNaN;
-    }
-    double pm = 0, pn = 0;
-    for (double v : phi)
-        if (std::isfinite(v)) pm += v, pn += 1;
-    g.attrs["phi_mean"] = pn > 0 ? pm / pn : kNaN;
-    g.attrs["tessellation"] = std::string(vp.radical ? "radical (power)" : "plain");
-    g.attrs["sizes"] = std::string(!any_sizes                     ? "none (packing fractions NaN)"
-                                   : !m.species_diameters.empty() ? "species_diameters"
-                                                                  : "radius column");
-    g.attrs["boundary_cells"] =
-        std::string(keep_boundary ? "included (clipped to the window bounding box)" : "excluded");
-    g.attrs["geometry"] = geometry_name(ff.window);
-    g.attrs["frame_stride"] = stride;
-    g.attrs["bins"] = static_cast<std::int64_t>(hb);
-    g.attrs["brute_force_cells"] = brute;
-    return {g};
+    VoronoiAnalysisParams q;
+    q.cells.radical = flag_bool(ctx, "voronoi-radical");
+    q.stride = positive(ctx, "voronoi-stride");
+    q.bins = positive(ctx, "voronoi-bins");
+    q.include_boundary = flag_bool(ctx, "voronoi-include-boundary");
+    q.progress = ctx.progress;
+    return {to_group(compute_voronoi_analysis(ctx.source, q), ctx.source.meta())};
 }
 
 // ------------------------------------------------------------------------------------ clusters
 std::vector<ResultGroup> run_clusters(const AnalysisContext& ctx) {
     const auto& src = ctx.source;
-    const std::string T = src.meta().time_unit;
-    ClusterParams p;
+    ClustersParams q;
+    auto& p = q.clusters;
     p.lambda = positive_number(ctx, "clusters-lambda");
-    std::string rcut_source = "";
     if (ctx.is_set("clusters-rcut")) {
         p.r_cut = positive_number(ctx, "clusters-rcut");
-        rcut_source = "option";
+        q.r_cut_source = "option";
     } else {
         const auto t0 = src.read_frames(0, 1);
         const bool sizes = !src.meta().species_diameters.empty() || !t0.rows.radius.empty();
         if (!sizes && ctx.earlier && ctx.earlier->count("gr") && ctx.earlier->at("gr").attrs.count("r_min") &&
             std::isfinite(std::get<double>(ctx.earlier->at("gr").attrs.at("r_min")))) {
             p.r_cut = std::get<double>(ctx.earlier->at("gr").attrs.at("r_min"));
-            rcut_source = "first minimum of g(r) (no particle sizes known)";
+            q.r_cut_source = "first minimum of g(r) (no particle sizes known)";
         }
     }
-    const auto stride = positive(ctx, "clusters-stride");
-    ClusterAccumulator acc(p);
-    for_each_structure_frame(
-        src, stride, [&](const StructureFrame& f) { acc.accumulate(f); }, ctx.progress, "clusters");
-    const auto r = acc.result();
-    ResultGroup g;
-    g.name = "clusters";
-    g.add_int("size", r.size, "1");
-    g.add("count", r.count, "1");
-    g.add("count_interior", r.count_interior, "1").attrs["meaning"] =
-        std::string("clusters not reaching the window boundary (all of them in a periodic box)");
-    g.add("probability", r.probability, "1");
-    g.add("t", r.t, T);
-    g.add_int("t_frames", r.frame, "frame");
-    g.add("largest", r.largest, "1");
-    g.add("largest_fraction", r.largest_fraction, "1");
-    g.add("n_clusters", r.n_clusters, "1");
-    g.add("weight_average_size", r.weight_average, "1");
-    g.add("spanning", r.spanning, "1").attrs["meaning"] =
-        std::string("1 when a cluster wraps around the periodic box / reaches opposite window edges");
-    g.add("largest_rg", r.largest_rg, src.meta().length_unit);
-    g.attrs["criterion"] = std::string(p.r_cut > 0 ? "r_ij < r_cut" : "r_ij < lambda (d_i + d_j)/2");
-    g.attrs["lambda"] = p.lambda;
-    g.attrs["r_cut"] = p.r_cut;
-    if (!rcut_source.empty()) g.attrs["r_cut_source"] = rcut_source;
-    g.attrs["frame_stride"] = stride;
-    g.attrs["mean_size"] = r.mean_size;
-    return {g};
+    q.stride = positive(ctx, "clusters-stride");
+    q.progress = ctx.progress;
+    return {to_group(compute_clusters(src, q), src.meta())};
 }
 
 // ------------------------------------------------------------------------- number_fluctuations
 std::vector<ResultGroup> run_nf(const AnalysisContext& ctx) {
-    const auto& src = ctx.source;
-    const std::string L = src.meta().length_unit;
-    const auto ff = first_frame(src);
-    NumberFluctuationParams p;
-    if (ctx.is_set("number-fluctuations-sizes")) p.sizes = ctx.numbers("number-fluctuations-sizes");
-    p.n_sizes = positive(ctx, "number-fluctuations-n-sizes");
-    const auto stride = positive(ctx, "number-fluctuations-stride");
-    NumberFluctuationAccumulator acc(p);
-    for_each_structure_frame(
-        src, stride, [&](const StructureFrame& f) { acc.accumulate(f); }, ctx.progress,
-        "number_fluctuations");
-    const auto r = acc.result();
-    ResultGroup g;
-    g.name = "number_fluctuations";
-    g.add("ell", r.ell, L);
-    g.add("boxes", r.boxes, "1");
-    g.add("mean_n", r.mean, "1");
-    g.add("var_n", r.var, "1");
-    const bool partials =
-        std::any_of(r.mean_small.begin(), r.mean_small.end(), [](double v) { return v > 0; }) &&
-        std::any_of(r.mean_large.begin(), r.mean_large.end(), [](double v) { return v > 0; });
-    if (partials) {
-        g.add("mean_n_small", r.mean_small, "1");
-        g.add("var_n_small", r.var_small, "1");
-        g.add("mean_n_large", r.mean_large, "1");
-        g.add("var_n_large", r.var_large, "1");
-        g.attrs["exponent_small"] = r.exponent_small;
-        g.attrs["exponent_large"] = r.exponent_large;
-    }
-    g.attrs["exponent"] = r.exponent;
-    g.attrs["exponent_meaning"] = std::string("a in var_n ~ mean_n^a (Poisson 1); dN ~ <N>^(a/2)");
-    g.attrs["alpha"] = 0.5 * r.exponent;
-    g.attrs["fit"] = std::string("least squares in log-log over sizes with mean_n >= 1");
-    g.attrs["boxes_layout"] = std::string("non-overlapping square tiles centred in the region");
-    g.attrs["region"] =
-        std::string(ff.window.kind == GeometryKind::window_circle ? "square inscribed in the circle"
-                                                                  : "whole box / window");
-    g.attrs["frame_stride"] = stride;
-    g.attrs["frames"] = r.frames;
-    return {g};
+    NumberFluctuationsParams q;
+    if (ctx.is_set("number-fluctuations-sizes")) q.boxes.sizes = ctx.numbers("number-fluctuations-sizes");
+    q.boxes.n_sizes = positive(ctx, "number-fluctuations-n-sizes");
+    q.stride = positive(ctx, "number-fluctuations-stride");
+    q.progress = ctx.progress;
+    return {to_group(compute_number_fluctuations(ctx.source, q), ctx.source.meta())};
 }
 
 }  // namespace

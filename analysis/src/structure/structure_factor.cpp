@@ -167,4 +167,61 @@ std::pair<double, double> sk_first_peak(const StructureFactorResult& r, const st
     return {r.k[best], s[best]};
 }
 
+// ---------------------------------------------------------------------------------------------
+// The S(k) analysis
+
+SkResult compute_sk(const TrajectorySource& src, const SkParams& p) {
+    SkResult out;
+    out.defaults = structure_defaults(src);
+    out.sk = p.sk;
+    if (!(out.sk.k_max > 0)) out.sk.k_max = 3 * 2 * M_PI / out.defaults.spacing;
+    out.stride = p.stride > 0 ? p.stride : std::max<std::int64_t>(1, (src.n_frames() + 199) / 200);
+    StructureFactor acc(out.sk);
+    for_each_structure_frame(
+        src, out.stride, [&](const StructureFrame& f) { acc.accumulate(f); }, p.progress, "sk");
+    out.s = acc.result();
+    return out;
+}
+
+ResultGroup to_group(const SkResult& res, const Metadata& m) {
+    const std::string L = m.length_unit;
+    const auto& r = res.s;
+    const auto& p = res.sk;
+    const auto& ff = res.defaults;
+    const auto stride = res.stride;
+    ResultGroup g;
+    g.name = "sk";
+    const std::string ku = "1/" + L;
+    g.add("k", r.k, ku);
+    g.add("k_edges", r.k_edges, ku);
+    g.add("sk", r.sk, "1");
+    g.add_int("n_vectors", r.n_vectors, "1");
+    g.attrs["k_max"] = p.k_max;
+    g.attrs["bins"] = p.bins;
+    g.attrs["max_vectors_per_bin"] = p.max_vectors_per_bin;
+    g.attrs["frame_stride"] = stride;
+    g.attrs["frames"] = r.frames;
+    g.attrs["k_set"] = r.k_set;
+    g.attrs["geometry"] = std::string(to_string(ff.window.kind));
+    g.attrs["taper"] = std::string(ff.window.periodic() ? "none" : "Hann sin^2(pi x/Lx) sin^2(pi y/Ly)");
+    if (ff.window.kind == GeometryKind::window_circle)
+        g.attrs["region"] = std::string("square inscribed in the circle");
+    g.attrs["normalisation"] =
+        std::string("Ashcroft-Langreth: <Re rho_a rho_b*> / sqrt(<sum_a w^2><sum_b w^2>)");
+    const double kmin = 0.5 * 2 * M_PI / ff.spacing;
+    g.attrs["peak_search_k_min"] = kmin;
+    const auto [kp, sp] = sk_first_peak(r, r.sk, kmin);
+    g.attrs["k_peak"] = kp;
+    g.attrs["s_peak"] = sp;
+    if (r.n_small > 0 && r.n_large > 0) {
+        g.add("sk_small_small", r.sk_ss, "1");
+        g.add("sk_small_large", r.sk_sl, "1");
+        g.add("sk_large_large", r.sk_ll, "1");
+        const auto a = sk_first_peak(r, r.sk_ss, kmin), b = sk_first_peak(r, r.sk_ll, kmin);
+        g.attrs["k_peak_small_small"] = a.first;
+        g.attrs["k_peak_large_large"] = b.first;
+    }
+    return g;
+}
+
 }  // namespace vibra::analysis

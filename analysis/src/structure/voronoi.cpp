@@ -284,4 +284,147 @@ std::vector<double> local_packing_fraction(const VoronoiTessellation& v) {
     return phi;
 }
 
+// ---------------------------------------------------------------------------------------------
+// The voronoi analysis
+
+VoronoiAnalysisResult compute_voronoi_analysis(const TrajectorySource& src, const VoronoiAnalysisParams& q) {
+    constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+    VoronoiAnalysisResult res;
+    res.params = q;
+    res.window = structure_defaults(src).window;
+    const VoronoiParams& vp = q.cells;
+    const auto stride = q.stride;
+    const auto hb = static_cast<std::size_t>(q.bins);
+    const bool keep_boundary = q.include_boundary;
+    auto& t = res.t;
+    auto& phi = res.phi;
+    auto& phi_vor = res.phi_voronoi;
+    auto& n_in = res.n_cells;
+    auto& n_bd = res.n_boundary;
+    auto& rho_vor = res.density_voronoi;
+    auto& tf = res.frame;
+    auto& hist = res.hist;
+    for (auto& h : hist) h.assign(hb, 0.0);
+    auto& cnt = res.cells;
+    auto& area_sum = res.area_sum;
+    auto& phi_cnt = res.phi_count;
+    auto& phi_sum = res.phi_sum;
+    auto& phi_sum2 = res.phi_sum2;
+    auto& brute = res.brute_force_cells;
+    bool sizes_checked = false;
+    auto& any_sizes = res.any_sizes;
+    for_each_structure_frame(
+        src, stride,
+        [&](const StructureFrame& f) {
+            if (!sizes_checked && vp.radical && (f.radius.empty()))
+                throw ParameterError(src.meta().source.file +
+                                     ": voronoi: packing fractions need particle sizes "
+                                     "(metadata species_diameters or a radius column); none are given");
+            sizes_checked = true;
+            const auto v = radical_voronoi(f, vp);
+            brute += v.brute_force_cells;
+            // Packing fractions need the particles' sizes (either tessellation); without them
+            // (plain cells only) the cells' areas and density are still measured, φ is NaN.
+            const bool sized = !v.particle_radius.empty();
+            any_sizes = any_sizes || sized;
+            const auto lphi = local_packing_fraction(v);
+            double disk = 0, disk_in = 0, cell_in = 0, nin = 0, nbd = 0;
+            for (std::size_t i = 0; i < f.size(); ++i) {
+                const double a = sized ? M_PI * v.particle_radius[i] * v.particle_radius[i] : 0.0;
+                disk += a;
+                if (v.boundary[i] && !keep_boundary) {
+                    ++nbd;
+                    continue;
+                }
+                if (!(v.area[i] > 0)) continue;  // an empty power cell
+                nin += 1;
+                disk_in += a, cell_in += v.area[i];
+                const int s = f.species[i] == kSpeciesSmall ? 0 : f.species[i] == kSpeciesLarge ? 1 : -1;
+                for (int k : {s, 2}) {
+                    if (k < 0) continue;
+                    cnt[k] += 1, area_sum[k] += v.area[i];
+                    if (!sized) continue;
+                    const auto bin = std::min(
+                        hb - 1, static_cast<std::size_t>(std::max(0.0, lphi[i]) * static_cast<double>(hb)));
+                    hist[k][bin] += 1, phi_cnt[k] += 1;
+                    phi_sum[k] += lphi[i], phi_sum2[k] += lphi[i] * lphi[i];
+                }
+            }
+            t.push_back(f.time), tf.push_back(f.frame);
+            phi.push_back(sized ? disk / f.window.area() : kNaN);
+            phi_vor.push_back(sized && cell_in > 0 ? disk_in / cell_in : kNaN);
+            rho_vor.push_back(cell_in > 0 ? nin / cell_in : kNaN);
+            n_in.push_back(nin), n_bd.push_back(nbd);
+        },
+        q.progress, "voronoi");
+    return res;
+}
+
+ResultGroup to_group(const VoronoiAnalysisResult& res, const Metadata& m) {
+    constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+    const std::string L = m.length_unit, T = m.time_unit;
+    const VoronoiParams& vp = res.params.cells;
+    const auto stride = res.params.stride;
+    const auto hb = static_cast<std::size_t>(res.params.bins);
+    const bool keep_boundary = res.params.include_boundary;
+    const auto& t = res.t;
+    const auto& phi = res.phi;
+    const auto& phi_vor = res.phi_voronoi;
+    const auto& n_in = res.n_cells;
+    const auto& n_bd = res.n_boundary;
+    const auto& rho_vor = res.density_voronoi;
+    const auto& tf = res.frame;
+    const auto& hist = res.hist;
+    const auto& cnt = res.cells;
+    const auto& area_sum = res.area_sum;
+    const auto& phi_cnt = res.phi_count;
+    const auto& phi_sum = res.phi_sum;
+    const auto& phi_sum2 = res.phi_sum2;
+    const auto brute = res.brute_force_cells;
+    const bool any_sizes = res.any_sizes;
+    ResultGroup g;
+    g.name = "voronoi";
+    g.add("t", t, T);
+    g.add_int("t_frames", tf, "frame");
+    g.add("phi", phi, "1").attrs["meaning"] =
+        std::string("sum of particle areas (centres in the window) / window area");
+    g.add("phi_voronoi", phi_vor, "1").attrs["meaning"] =
+        std::string("particle area / cell area over the cells used");
+    g.add("density_voronoi", rho_vor, "1/" + L + "^2");
+    g.add("n_cells", n_in, "1");
+    g.add("n_boundary", n_bd, "1");
+    std::vector<double> edges(hb + 1);
+    for (std::size_t k = 0; k <= hb; ++k) edges[k] = static_cast<double>(k) / static_cast<double>(hb);
+    g.add("phi_local_edges", edges, "1");
+    const bool partials = cnt[0] > 0 && cnt[1] > 0;
+    const char* suffix[3] = {"_small", "_large", ""};
+    for (int s = 2; s >= 0; --s) {
+        if (s < 2 && !partials) continue;
+        std::vector<double> h(hb);
+        for (std::size_t k = 0; k < hb; ++k)
+            h[k] = phi_cnt[s] > 0 ? hist[s][k] / phi_cnt[s] * static_cast<double>(hb) : kNaN;
+        g.add(std::string("phi_local_hist") + suffix[s], h, "1");
+        const double mean = phi_cnt[s] > 0 ? phi_sum[s] / phi_cnt[s] : kNaN;
+        g.attrs[std::string("phi_local_mean") + suffix[s]] = mean;
+        g.attrs[std::string("phi_local_var") + suffix[s]] =
+            phi_cnt[s] > 1 ? phi_sum2[s] / phi_cnt[s] - mean * mean : kNaN;
+        g.attrs[std::string("cell_area_mean") + suffix[s]] = cnt[s] > 0 ? area_sum[s] / cnt[s] : kNaN;
+    }
+    double pm = 0, pn = 0;
+    for (double v : phi)
+        if (std::isfinite(v)) pm += v, pn += 1;
+    g.attrs["phi_mean"] = pn > 0 ? pm / pn : kNaN;
+    g.attrs["tessellation"] = std::string(vp.radical ? "radical (power)" : "plain");
+    g.attrs["sizes"] = std::string(!any_sizes                     ? "none (packing fractions NaN)"
+                                   : !m.species_diameters.empty() ? "species_diameters"
+                                                                  : "radius column");
+    g.attrs["boundary_cells"] =
+        std::string(keep_boundary ? "included (clipped to the window bounding box)" : "excluded");
+    g.attrs["geometry"] = std::string(to_string(res.window.kind));
+    g.attrs["frame_stride"] = stride;
+    g.attrs["bins"] = static_cast<std::int64_t>(hb);
+    g.attrs["brute_force_cells"] = brute;
+    return g;
+}
+
 }  // namespace vibra::analysis

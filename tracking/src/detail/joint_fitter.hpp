@@ -5,7 +5,7 @@
 //   1. templates       measure_first_templates (from scratch) or use_carried_templates (warm)
 //   2. light           start_light: b and a of disks that bring none (warm)
 //   3. full sweeps     full_sweep → jacobi_sweep / seidel_sweep, each rendering the model first
-//                      (render_model, or render-ahead); after the first one repair: add_missing
+//                      (render_model, or render-ahead: JointFitSwitches); after the first one repair: add_missing
 //                      and rescue; later ones may rebuild_templates and reconsider_species
 //   4. check           residual_ok: the model explains the image, or the fit is not applied
 //   5. Newton          newton: joint steps of touching disks (JointFitParams::newton_steps)
@@ -28,6 +28,31 @@
 
 #include "fit_kernels.hpp"
 #include "vibra/tracking/joint_fit.hpp"
+
+namespace vibra::tracking::detail {
+
+/// Performance switches of the joint fit, internal (the CLI leaves them on; tests and benches turn
+/// them off to check that each reaches the same fixed point). Each acts on a warm start only
+/// (templates carried over from the previous frame).
+struct JointFitSwitches {
+    /// The last full sweep is Gauss–Seidel (each step patches the model at once, no render after
+    /// it), which leaves the extra sweeps little to do.
+    bool seidel_last_sweep = true;
+    /// With a workspace holding the disks' JᵀJ: a five-parameter step of a disk whose band lies
+    /// inside the image accumulates Jᵀr alone (7 sums, not 21) and takes JᵀJ from its last full
+    /// step (rescaled to its amplitude); same fixed point.
+    bool reuse_hessian = true;
+    /// A sweep renders the model just ahead of itself, in image order, instead of the whole model
+    /// first (the rows it reads are then in the core's cache; the same model image).
+    bool render_ahead = true;
+};
+
+/// joint_fit() with its performance switches (DiskLocator decides reuse_hessian per frame).
+JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std::span<const double> radii,
+                         const JointFitParams& p, const JointFitSwitches& switches,
+                         DiskTemplates* templates = nullptr, JointFitWorkspace* workspace = nullptr);
+
+}  // namespace vibra::tracking::detail
 
 namespace vibra::tracking::detail::joint {
 
@@ -161,7 +186,8 @@ struct DiskState {
 class JointFitter {
 public:
     JointFitter(const cv::Mat& image, std::vector<Particle>& parts, std::span<const double> radii,
-                const JointFitParams& params, DiskTemplates* templates, JointFitWorkspace* workspace);
+                const JointFitParams& params, DiskTemplates* templates, JointFitWorkspace* workspace,
+                const JointFitSwitches& switches = {});
     JointFitter(const JointFitter&) = delete;
     JointFitter& operator=(const JointFitter&) = delete;
 
@@ -288,6 +314,7 @@ private:
 
     // The frame's state, shared by the steps (named as in the equations of joint_fit.hpp).
     const JointFitParams& p;
+    JointFitSwitches sw;
     std::vector<Particle>& parts;
     std::span<const double> radii;
     DiskTemplates* templates;

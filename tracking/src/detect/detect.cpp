@@ -9,6 +9,7 @@
 #include <string>
 
 #include "detail/detect_util.hpp"
+#include "detail/joint_fitter.hpp"
 #include "vibra/core/cell_list.hpp"
 #include "vibra/core/error.hpp"
 #include "vibra/tracking/species.hpp"
@@ -337,8 +338,9 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     stats_.coarse_sweeps = jp.coarse_sweeps;
     jp.remeasure_templates = refresh;
     // every warm_hessian_every-th warm frame takes full five-parameter steps (fresh JᵀJ)
-    jp.reuse_hessian = jp.reuse_hessian && !refresh && since_cold_ % p_.warm_hessian_every != 0;
-    const auto jf = joint_fit(image, parts, p_.radii, jp, &templates_, &workspace_);
+    detail::JointFitSwitches sw;
+    sw.reuse_hessian = !refresh && since_cold_ % p_.warm_hessian_every != 0;
+    const auto jf = detail::joint_fit(image, parts, p_.radii, jp, sw, &templates_, &workspace_);
     if (!jf.applied) return cold(image);
     stats_.relative_residual = jf.relative_residual;
     stats_.added_from_residual = jf.added, stats_.rescued = jf.rescued;
@@ -421,11 +423,10 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     }
     prev_ = out;
     {  // the fit's per-disk JᵀJ, in the order of the disks carried to the next frame
-        std::vector<JointFitWorkspace::Hessian> hk;
+        std::vector<detail::DiskHessian> hk;
         hk.reserve(keep.size());
         for (auto i : keep)
-            hk.push_back(i < workspace_.hessians.size() ? workspace_.hessians[i]
-                                                        : JointFitWorkspace::Hessian{});
+            hk.push_back(i < workspace_.hessians.size() ? workspace_.hessians[i] : detail::DiskHessian{});
         workspace_.hessians.swap(hk);
     }
     vx_.swap(vx);
@@ -461,67 +462,6 @@ std::vector<Particle> DiskLocator::cold(const cv::Mat& image) {
     vx_.assign(parts.size(), 0.0);
     vy_.assign(parts.size(), 0.0);
     return parts;
-}
-
-std::vector<double> estimate_radii(const std::vector<cv::Mat>& frames, bool invert, double r_min,
-                                   double r_max) {
-    if (frames.empty()) throw ParameterError("estimate_radii: no frames");
-    if (!(r_min >= 1.5 && r_max > r_min)) throw ParameterError("estimate_radii: need 1.5 <= r_min < r_max");
-    DetectParams p;
-    p.radii = {r_min, r_max};
-    p.radius_tolerance = 0;
-    p.invert = invert;
-    p.min_separation = 1.2;
-    p.joint = false;  // templates at r_min and r_max would describe nothing
-    std::vector<float> radii;
-    for (const auto& fr : frames) {
-        if (radii.size() >= 200) break;  // enough disks from the first frames
-        auto parts = locate(fr, p);
-        std::vector<float> st;
-        for (const auto& q : parts) st.push_back(q.strength);
-        const float med = quantile(st, 0.5);
-        for (const auto& q : parts)
-            if (q.strength >= med && q.radius > r_min + 0.25 && q.radius < r_max - 0.25)
-                radii.push_back(q.radius);
-    }
-    if (radii.size() < 3)
-        throw FormatError("estimate_radii: too few disks found to estimate their radii (give --radius)");
-    // Modes of the radius histogram (0.25 px bins, smoothed over ±0.5 px): the highest is one
-    // size; a second peak within a factor 1.6 of it, ≥ 10% away, at least 10% as high and
-    // separated from it by a dip (valley ≤ 60% of the lower peak), is the other. Candidates
-    // between disks (voids, pairs) measure scattered larger radii and make a long, low tail,
-    // which must not pull the estimate (a two-cluster split of all values did). Each size is
-    // then the median of the radii within ±7% of its peak.
-    const double bw = 0.25;
-    const auto nb = static_cast<std::size_t>(std::ceil((r_max + 1) / bw));
-    std::vector<double> hist(nb, 0.0), sm(nb, 0.0);
-    for (float r : radii) hist[std::min(nb - 1, static_cast<std::size_t>(r / bw))] += 1;
-    for (std::size_t k = 0; k < nb; ++k)
-        for (std::size_t j = k >= 2 ? k - 2 : 0; j <= std::min(nb - 1, k + 2); ++j) sm[k] += hist[j];
-    const std::size_t k1 = static_cast<std::size_t>(std::max_element(sm.begin(), sm.end()) - sm.begin());
-    const double m1 = (static_cast<double>(k1) + 0.5) * bw;
-    std::size_t k2 = nb;
-    for (std::size_t k = 1; k + 1 < nb; ++k) {
-        const double r = (static_cast<double>(k) + 0.5) * bw;
-        if (r < m1 / 1.6 || r > m1 * 1.6 || std::abs(r - m1) < 0.1 * m1) continue;
-        if (sm[k] < sm[k - 1] || sm[k] < sm[k + 1] || sm[k] < 0.1 * sm[k1]) continue;
-        // a real second size: the histogram dips between the two peaks (valley ≤ 60% of this one)
-        const auto lo = std::min(k, k1), hi = std::max(k, k1);
-        const double valley = *std::min_element(sm.begin() + static_cast<std::ptrdiff_t>(lo),
-                                                sm.begin() + static_cast<std::ptrdiff_t>(hi) + 1);
-        if (valley > 0.6 * sm[k]) continue;
-        if (k2 == nb || sm[k] > sm[k2]) k2 = k;
-    }
-    auto median_near = [&](double m) {
-        std::vector<float> v;
-        for (float r : radii)
-            if (std::abs(r - m) <= 0.07 * m) v.push_back(r);
-        return v.empty() ? m : static_cast<double>(quantile(v, 0.5));
-    };
-    const double a = median_near(m1);
-    if (k2 == nb) return {a};
-    const double b = median_near((static_cast<double>(k2) + 0.5) * bw);
-    return {std::min(a, b), std::max(a, b)};
 }
 
 }  // namespace vibra::tracking

@@ -742,35 +742,51 @@ bool use_avx2() {
 #endif
 }
 
+// The portable versions of the multi-row kernels that have one only for a row.
+void splat_rows_portable(float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx,
+                         float amp, float kappa, const TemplateView& t) {
+    for (int ri = 0; ri < n_rows; ++ri)
+        splat_row_portable(m + static_cast<std::ptrdiff_t>(rows[ri].y) * stride, rows[ri].x0, rows[ri].x1, cx,
+                           rows[ri].dy * rows[ri].dy, amp, kappa, t);
+}
+
+template <class P>
+void normal_rows_portable(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows,
+                          float cx, float qi, float qo, float b, float clip, float amp, float kappa,
+                          const TemplateView& t, NormalSums& acc) {
+    for (int ri = 0; ri < n_rows; ++ri) {
+        const auto& r = rows[ri];
+        const auto off = static_cast<std::ptrdiff_t>(r.y) * stride;
+        normal_row_portable(im + off, m + off, r.x0, r.x1, cx, r.dy, r.dy * r.dy, qi, qo, b, clip, amp, kappa,
+                            t, acc);
+    }
+}
+
 }  // namespace
 
-void splat_row(float* m, int x0, int x1, float cx, float dy2, float amp, float kappa, const TemplateView& t) {
+// Every kernel below is `name_avx2` when the CPU has AVX2 and FMA (decided once), else
+// `name_portable`: the same arguments, and the same results to the last bit where the tests
+// compare them (test_joint_fit).
 #ifdef VIBRA_FIT_AVX2
-    if (use_avx2()) return splat_row_avx2(m, x0, x1, cx, dy2, amp, kappa, t);
+#define VIBRA_DISPATCH(name, ...) (use_avx2() ? name##_avx2(__VA_ARGS__) : name##_portable(__VA_ARGS__))
+#else
+#define VIBRA_DISPATCH(name, ...) name##_portable(__VA_ARGS__)
 #endif
-    splat_row_portable(m, x0, x1, cx, dy2, amp, kappa, t);
+
+void splat_row(float* m, int x0, int x1, float cx, float dy2, float amp, float kappa, const TemplateView& t) {
+    VIBRA_DISPATCH(splat_row, m, x0, x1, cx, dy2, amp, kappa, t);
 }
 
 void move_rows(float* m, std::ptrdiff_t stride, const MoveRowSpan* rows, int n_rows, float cx_old,
                float amp_old, float kappa_old, const TemplateView& t_old, float cx_new, float amp_new,
                float kappa_new, const TemplateView& t_new) {
-#ifdef VIBRA_FIT_AVX2
-    if (use_avx2())
-        return move_rows_avx2(m, stride, rows, n_rows, cx_old, amp_old, kappa_old, t_old, cx_new, amp_new,
-                              kappa_new, t_new);
-#endif
-    move_rows_portable(m, stride, rows, n_rows, cx_old, amp_old, kappa_old, t_old, cx_new, amp_new, kappa_new,
-                       t_new);
+    VIBRA_DISPATCH(move_rows, m, stride, rows, n_rows, cx_old, amp_old, kappa_old, t_old, cx_new, amp_new,
+                   kappa_new, t_new);
 }
 
 void splat_rows(float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows, float cx, float amp,
                 float kappa, const TemplateView& t) {
-#ifdef VIBRA_FIT_AVX2
-    if (use_avx2()) return splat_rows_avx2(m, stride, rows, n_rows, cx, amp, kappa, t);
-#endif
-    for (int ri = 0; ri < n_rows; ++ri)
-        splat_row_portable(m + static_cast<std::ptrdiff_t>(rows[ri].y) * stride, rows[ri].x0, rows[ri].x1, cx,
-                           rows[ri].dy * rows[ri].dy, amp, kappa, t);
+    VIBRA_DISPATCH(splat_rows, m, stride, rows, n_rows, cx, amp, kappa, t);
 }
 
 template <class P>
@@ -786,38 +802,21 @@ template <class P>
 void normal_rows(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows,
                  float cx, float qi, float qo, float b, float clip, float amp, float kappa,
                  const TemplateView& t, NormalSums& acc) {
-#ifdef VIBRA_FIT_AVX2
-    if (use_avx2())
-        return normal_rows_avx2(im, m, stride, rows, n_rows, cx, qi, qo, b, clip, amp, kappa, t, acc);
-#endif
-    for (int ri = 0; ri < n_rows; ++ri) {
-        const auto& r = rows[ri];
-        const auto off = static_cast<std::ptrdiff_t>(r.y) * stride;
-        normal_row_portable(im + off, m + off, r.x0, r.x1, cx, r.dy, r.dy * r.dy, qi, qo, b, clip, amp, kappa,
-                            t, acc);
-    }
+    VIBRA_DISPATCH(normal_rows, im, m, stride, rows, n_rows, cx, qi, qo, b, clip, amp, kappa, t, acc);
 }
 
 template <class P>
 void centre_rows(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows,
                  float cx, float qi, float qo, float b, float clip, float amp, float kappa,
                  const TemplateView& t, CentreSums& acc) {
-#ifdef VIBRA_FIT_AVX2
-    if (use_avx2())
-        return centre_rows_avx2(im, m, stride, rows, n_rows, cx, qi, qo, b, clip, amp, kappa, t, acc);
-#endif
-    centre_rows_portable(im, m, stride, rows, n_rows, cx, qi, qo, b, clip, amp, kappa, t, acc);
+    VIBRA_DISPATCH(centre_rows, im, m, stride, rows, n_rows, cx, qi, qo, b, clip, amp, kappa, t, acc);
 }
 
 template <class P>
 void residual_rows(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows,
                    float cx, float qi, float qo, float b, float clip, float amp, float kappa,
                    const TemplateView& t, ResidualSums& acc) {
-#ifdef VIBRA_FIT_AVX2
-    if (use_avx2())
-        return residual_rows_avx2(im, m, stride, rows, n_rows, cx, qi, qo, b, clip, amp, kappa, t, acc);
-#endif
-    residual_rows_portable(im, m, stride, rows, n_rows, cx, qi, qo, b, clip, amp, kappa, t, acc);
+    VIBRA_DISPATCH(residual_rows, im, m, stride, rows, n_rows, cx, qi, qo, b, clip, amp, kappa, t, acc);
 }
 
 template <class P>
@@ -825,39 +824,27 @@ void cross_rows(const P* im, const float* m, std::ptrdiff_t stride, const RowSpa
                 float cx_i, float qi, float qo, float b_i, float clip, float amp_i, float kappa_i,
                 const TemplateView& t_i, float cx_j, float dcy, float amp_j, float kappa_j,
                 const TemplateView& t_j, CrossSums& acc) {
-#ifdef VIBRA_FIT_AVX2
-    if (use_avx2())
-        return cross_rows_avx2(im, m, stride, rows, n_rows, cx_i, qi, qo, b_i, clip, amp_i, kappa_i, t_i,
-                               cx_j, dcy, amp_j, kappa_j, t_j, acc);
-#endif
-    cross_rows_portable(im, m, stride, rows, n_rows, cx_i, qi, qo, b_i, clip, amp_i, kappa_i, t_i, cx_j, dcy,
-                        amp_j, kappa_j, t_j, acc);
+    VIBRA_DISPATCH(cross_rows, im, m, stride, rows, n_rows, cx_i, qi, qo, b_i, clip, amp_i, kappa_i, t_i,
+                   cx_j, dcy, amp_j, kappa_j, t_j, acc);
 }
 
 template <class P>
 void light_sums_rows(const P* im, const float* m, std::ptrdiff_t stride, const RowSpan* rows, int n_rows,
                      float cx, float qi, float qo, const TemplateView& t, LightSums& acc) {
-#ifdef VIBRA_FIT_AVX2
-    if (use_avx2()) return light_sums_rows_avx2(im, m, stride, rows, n_rows, cx, qi, qo, t, acc);
-#endif
-    light_sums_rows_portable(im, m, stride, rows, n_rows, cx, qi, qo, t, acc);
+    VIBRA_DISPATCH(light_sums_rows, im, m, stride, rows, n_rows, cx, qi, qo, t, acc);
 }
 
 void annulus_spans(int w, int h, double cx, double cy, float q_in, float q_out, int row_step,
                    std::vector<RowSpan>& rows) {
-#ifdef VIBRA_FIT_AVX2
-    if (use_avx2()) return annulus_spans_avx2(w, h, cx, cy, q_in, q_out, row_step, rows);
-#endif
-    annulus_spans_portable(w, h, cx, cy, q_in, q_out, row_step, rows);
+    VIBRA_DISPATCH(annulus_spans, w, h, cx, cy, q_in, q_out, row_step, rows);
 }
 
 void move_spans(int w, int h, double cx0, double cy0, float q0, double cx1, double cy1, float q1,
                 int row_step, std::vector<MoveRowSpan>& rows) {
-#ifdef VIBRA_FIT_AVX2
-    if (use_avx2()) return move_spans_avx2(w, h, cx0, cy0, q0, cx1, cy1, q1, row_step, rows);
-#endif
-    move_spans_portable(w, h, cx0, cy0, q0, cx1, cy1, q1, row_step, rows);
+    VIBRA_DISPATCH(move_spans, w, h, cx0, cy0, q0, cx1, cy1, q1, row_step, rows);
 }
+
+#undef VIBRA_DISPATCH
 
 // The band kernels for the two pixel types of a frame (8- and 16-bit).
 #define VIBRA_BAND_KERNELS(P)                                                                                \

@@ -134,8 +134,10 @@ constexpr int upper[5][5] = {
 
 JointFitter::JointFitter(const cv::Mat& image, std::vector<Particle>& parts_in,
                          std::span<const double> radii_in, const JointFitParams& params,
-                         DiskTemplates* templates_in, JointFitWorkspace* workspace_in)
+                         DiskTemplates* templates_in, JointFitWorkspace* workspace_in,
+                         const JointFitSwitches& switches)
     : p(params),
+      sw(switches),
       parts(parts_in),
       radii(radii_in),
       templates(templates_in),
@@ -480,7 +482,7 @@ void JointFitter::rebuild_templates() {
 
 // JᵀJ carried over from the previous frame's fit (the workspace keeps it aligned with parts)
 void JointFitter::carry_hessians() {
-    reuse_H = warm && p.reuse_hessian && workspace != nullptr;
+    reuse_H = warm && sw.reuse_hessian && workspace != nullptr;
     if (reuse_H)
         for (std::size_t i = 0; i < std::min(n, ws.hessians.size()); ++i)
             if (ws.hessians[i].a > 0) {
@@ -921,7 +923,7 @@ bool JointFitter::full_sweep(int sweep) {
     const bool remeasure_now = (!warm && (sweep >= 2 || (sweep == 1 && p.sweeps == 2))) ||
                                (warm && p.remeasure_templates && sweep == p.sweeps - 1 && row_step == 1);
     // warm sweeps render ahead of themselves (a whole model first where templates are measured from it)
-    const bool ahead = warm && p.render_ahead && !repairing && !remeasure_now;
+    const bool ahead = warm && sw.render_ahead && !repairing && !remeasure_now;
     if (ahead)
         ahead_begin(row_step);
     else if (!repairing)
@@ -937,7 +939,7 @@ bool JointFitter::full_sweep(int sweep) {
     // With carried templates the last full sweep is Gauss–Seidel: each step patches M at once
     // (one pass over the union of the old and new footprints), so the next disk sees it and
     // no render follows.
-    if (p.seidel_last_sweep && warm && row_step == 1 && sweep == p.sweeps - 1) {
+    if (sw.seidel_last_sweep && warm && row_step == 1 && sweep == p.sweeps - 1) {
         seidel_sweep(ahead);
         last_gs = true;
     } else {
@@ -1298,8 +1300,10 @@ JointFitResult JointFitter::run(double t_start) {
 
 }  // namespace detail::joint
 
-JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std::span<const double> radii,
-                         const JointFitParams& p, DiskTemplates* templates, JointFitWorkspace* workspace) {
+JointFitResult detail::joint_fit(const cv::Mat& image, std::vector<Particle>& parts,
+                                 std::span<const double> radii, const JointFitParams& p,
+                                 const JointFitSwitches& switches, DiskTemplates* templates,
+                                 JointFitWorkspace* workspace) {
     JointFitResult result;
     const double t_start = cpu_seconds();
     p.validate();
@@ -1307,8 +1311,13 @@ JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std
         throw ParameterError("joint_fit: need a non-empty grey 8- or 16-bit image");
     if (radii.empty() || radii.size() > 2) throw ParameterError("joint_fit: need 1 or 2 radii");
     if (parts.empty()) return result;
-    detail::joint::JointFitter fit(image, parts, radii, p, templates, workspace);
+    detail::joint::JointFitter fit(image, parts, radii, p, templates, workspace, switches);
     return fit.run(t_start);
+}
+
+JointFitResult joint_fit(const cv::Mat& image, std::vector<Particle>& parts, std::span<const double> radii,
+                         const JointFitParams& p, DiskTemplates* templates, JointFitWorkspace* workspace) {
+    return detail::joint_fit(image, parts, radii, p, detail::JointFitSwitches{}, templates, workspace);
 }
 
 }  // namespace vibra::tracking

@@ -22,10 +22,17 @@
 #include "vibra/core/progress.hpp"
 #include "vibra/core/version.hpp"
 #include "vibra/tracking/species.hpp"
-#include "vibra/tracking/strips.hpp"
 #include "detail/checkpoint.hpp"
+#include "detail/static_background.hpp"
+#include "detail/strips.hpp"
 
 namespace vibra::tracking {
+
+using detail::auto_strip_count;  // frame strips (detail/strips.hpp)
+using detail::FrameStrip;
+using detail::locate_in_strip;
+using detail::merge_strips;
+using detail::plan_strips;
 
 void TrackParams::validate() const {
     if (restart_every < 0)
@@ -36,6 +43,9 @@ void TrackParams::validate() const {
     if (!detect.radii.empty()) detect.validate();
     if (link.max_step != 0) link.validate();
     if (threads < 0) throw ParameterError("track: threads must be >= 0, got " + std::to_string(threads));
+    if (background_frames < 8 || background_frames > 1024)
+        throw ParameterError("track: background_frames must be in [8, 1024], got " +
+                             std::to_string(background_frames));
     if (n_strips < 0) throw ParameterError("track: n_strips must be >= 0, got " + std::to_string(n_strips));
     if (fps < 0) throw ParameterError("track: fps must be >= 0, got " + std::to_string(fps));
     if (px_per_mm < 0)
@@ -346,7 +356,53 @@ struct RunPlan {
     double seam_zone = 0;
     EdgeRegion region;
     Metadata meta;
+    detail::StaticBackground background;  // taken out of every frame by the reader
 };
+
+// The static background and stuck pixels, measured from up to p.background_frames frames spread
+// over the range (the same frames for every run of the range, so the same correction whatever
+// the threads, the strips or a resumed checkpoint).
+detail::StaticBackground measure_background(const std::string& input, const TrackParams& p,
+                                            const VideoInfo& info) {
+    const std::int64_t n = frames_in_range(info.n_frames, p.reader);
+    const std::int64_t frame_bytes = std::max<std::int64_t>(1, info.width * info.height * 2);
+    const int k_mem =
+        static_cast<int>(std::min<std::int64_t>(p.background_frames, (256LL << 20) / frame_bytes));
+    if (n < 0 || n < 16 || k_mem < 16) return {};
+    // The frames numbered `wanted` (in order): read through when they are dense, else one by one.
+    const auto read = [&](const std::vector<std::int64_t>& wanted) {
+        std::vector<cv::Mat> frames;
+        Frame fr;
+        if (n <= 2 * static_cast<std::int64_t>(wanted.size())) {
+            auto src = open_video(input, p.reader);
+            std::size_t next = 0;
+            for (std::int64_t f = p.reader.first; next < wanted.size(); ++f) {
+                const auto st = src->next(fr);
+                if (st == ReadStatus::end || st == ReadStatus::truncated) break;
+                if (f != wanted[next]) continue;
+                ++next;
+                if (st == ReadStatus::ok && !fr.image.empty()) frames.push_back(fr.image.clone());
+            }
+        } else {
+            for (const auto f : wanted) {
+                ReaderParams one = p.reader;
+                one.first = f;
+                one.last = f + 1;
+                auto src = open_video(input, one);
+                if (src->next(fr) == ReadStatus::ok && !fr.image.empty()) frames.push_back(fr.image.clone());
+            }
+        }
+        return frames;
+    };
+    const auto few = read(detail::static_background_frames(p.reader.first, p.reader.first + n, 16));
+    detail::StaticBackgroundParams bp;
+    bp.invert = p.detect.invert;
+    bp.r_large = p.detect.r_large();
+    return detail::measure_static_background(
+        few,
+        [&] { return read(detail::static_background_frames(p.reader.first, p.reader.first + n, k_mem)); },
+        bp);
+}
 
 Metadata initial_metadata(const std::string& input, const RunPlan& plan);
 
@@ -365,12 +421,14 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
     const VideoInfo& info = plan.info;
     if (info.n_frames == 0) throw FormatError(input + ": the input has no frames");
 
-    // Radii: given, or estimated from the first frames (which are then processed normally:
-    // the source is reopened).
-    if (p.detect.radii.empty()) {
+    // Radii: given, or estimated from the first frames; edge thresholds adapted to the first
+    // frame (TrackParams::adapt_thresholds). The frames are then processed normally: the source is
+    // reopened.
+    if (p.detect.radii.empty() || p.adapt_thresholds) {
         std::vector<cv::Mat> first;
         Frame fr;
-        while (static_cast<std::int64_t>(first.size()) < p.auto_radii_frames) {
+        const std::int64_t n_first = p.detect.radii.empty() ? p.auto_radii_frames : 1;
+        while (static_cast<std::int64_t>(first.size()) < n_first) {
             const auto st = src->next(fr);
             if (st == ReadStatus::ok)
                 first.push_back(fr.image.clone());
@@ -378,10 +436,24 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
                 break;
         }
         if (first.empty()) throw FormatError(input + ": no frame could be decoded");
-        try {
-            p.detect.radii = estimate_radii(first, p.detect.invert, p.auto_radius_min, p.auto_radius_max);
-        } catch (const FormatError& e) {
-            throw FormatError(input + ": " + e.what());
+        if (p.detect.radii.empty()) {
+            RadiusEstimateParams rp;
+            rp.invert = p.detect.invert;
+            rp.r_min = p.auto_radius_min, rp.r_max = p.auto_radius_max;
+            try {
+                const auto est = estimate_radius_classes(first, rp);
+                p.detect.radii = est.radii;
+                sum.radii_estimate = est.summary();
+            } catch (const FormatError& e) {
+                throw FormatError(input + ": " + e.what());
+            }
+            if (p.note) p.note(input + ": " + sum.radii_estimate);
+        }
+        if (p.adapt_thresholds) {
+            p.detect.validate();
+            const auto a = adapt_edge_thresholds(first.front(), p.detect);
+            sum.edge_thresholds = a.summary(p.detect);
+            if (p.note && a.factor < 1) p.note(input + ": " + sum.edge_thresholds);
         }
         src = open_video(input, p.reader);
     }
@@ -424,7 +496,13 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
     plan.n_threads = plan.by_strips ? std::min(n_workers, static_cast<int>(strips.size())) : n_workers;
     plan.seam_zone = 0.5 * p.detect.r_small();
     plan.region = edge_region(info.width, info.height, p.roi, p.detect.r_large());
+    if (p.static_background) plan.background = measure_background(input, p, info);
+    sum.background = plan.background.frames_used > 0 ? plan.background.describe() : "";
     plan.meta = initial_metadata(input, plan);
+    if (!sum.background.empty()) plan.meta.user["static_background"] = sum.background;
+    plan.meta.user["radii_source"] = sum.radii_estimate.empty() ? "given" : "estimated";
+    if (!sum.radii_estimate.empty()) plan.meta.user["radii_estimate"] = sum.radii_estimate;
+    if (!sum.edge_thresholds.empty()) plan.meta.user["edge_thresholds"] = sum.edge_thresholds;
     return plan;
 }
 
@@ -812,6 +890,7 @@ public:
           seam_zone(plan.seam_zone),
           W(plan.info.width),
           H(plan.info.height),
+          background(plan.background),
           tasks(strips.size(), 2 * strips.size() + 2, first_seq),
           strip_locators(strips.size(), DiskLocator(p.detect)),
           out(plan.n_pieces),
@@ -854,6 +933,7 @@ private:
     const std::vector<FrameStrip>& strips;
     const double seam_zone;
     const std::int64_t W, H;
+    const detail::StaticBackground& background;
     std::vector<std::unique_ptr<BoundedQueue<Item>>> in_qs;
     StripTasks tasks;
     std::vector<DiskLocator> strip_locators;
@@ -900,6 +980,10 @@ void FrameScheduler::read_frames() {
                         input, it.frame.index,
                         "frame size changed from " + std::to_string(W) + "x" + std::to_string(H) + " to " +
                             std::to_string(it.frame.image.cols) + "x" + std::to_string(it.frame.image.rows)));
+                } else if (background.active()) {
+                    const auto t1 = std::chrono::steady_clock::now();
+                    background.apply(it.frame.image);
+                    ns_decode += since(t1);
                 }
             }
             bool pushed = true;

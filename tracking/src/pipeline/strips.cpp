@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "vibra/tracking/strips.hpp"
+#include "detail/strips.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-namespace vibra::tracking {
+namespace vibra::tracking::detail {
 
 int strip_margin(double r_large) { return static_cast<int>(std::ceil(4 * r_large)) + 2; }
 
@@ -100,4 +100,4 @@ std::vector<Particle> merge_strips(std::span<const std::vector<Particle>> per_st
     return out;
 }
 
-}  // namespace vibra::tracking
+}  // namespace vibra::tracking::detail

@@ -4,23 +4,16 @@
 #include "vibra/tracking/synth.hpp"
 
 #include <opencv2/imgproc.hpp>
-#include <opencv2/videoio.hpp>  // constants only: the writers go through detail::VideoWriter (opencv_codecs.hpp)
 
 #include <algorithm>
-#include <cerrno>
 #include <array>
 #include <cmath>
-#include <cstdio>
-#include <filesystem>
 #include <random>
-#include <exception>
 #include <memory>
 #include <string>
 #include <thread>
 
-#include "detail/opencv_codecs.hpp"
 #include "vibra/core/error.hpp"
-#include "vibra/core/output_file.hpp"
 #include "vibra/core/soft_disk.hpp"
 #include "vibra/core/workers.hpp"
 
@@ -270,6 +263,80 @@ std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
     return z ^ (z >> 31);
 }
 
+// Static plate texture, unit RMS: white noise blurred at σ = scale and at 4·scale (two
+// octaves, equal weight), fixed by the seed. Cached per thread (the same field every frame).
+const cv::Mat& plate_texture_field(std::uint64_t seed, int w, int h, double scale) {
+    struct Cached {
+        std::uint64_t seed;
+        int w, h;
+        double scale;
+        cv::Mat field;
+    };
+    thread_local std::vector<Cached> cache;
+    for (const auto& e : cache)
+        if (e.seed == seed && e.w == w && e.h == h && e.scale == scale) return e.field;
+    std::mt19937_64 rng(mix(seed, 0x7E87u));
+    std::normal_distribution<double> gauss(0.0, 1.0);
+    cv::Mat white(h, w, CV_64FC1);
+    for (int j = 0; j < h; ++j) {
+        auto* row = white.ptr<double>(j);
+        for (int i = 0; i < w; ++i) row[i] = gauss(rng);
+    }
+    auto octave = [&](double s) {
+        cv::Mat o;
+        cv::GaussianBlur(white, o, cv::Size(0, 0), s, s, cv::BORDER_REFLECT);
+        cv::Scalar mean, sd;
+        cv::meanStdDev(o, mean, sd);
+        o = (o - mean[0]) / std::max(1e-300, sd[0]);
+        return o;
+    };
+    cv::Mat f = octave(scale) + octave(4 * scale);
+    cv::Scalar mean, sd;
+    cv::meanStdDev(f, mean, sd);
+    f = (f - mean[0]) / std::max(1e-300, sd[0]);
+    if (cache.size() > 4) cache.clear();
+    cache.push_back({seed, w, h, scale, f});
+    return cache.back().field;
+}
+
+// Illumination gain at every pixel (without the per-frame flicker): linear gradient ×
+// vignetting × light blobs.
+cv::Mat illumination_gain(const RenderParams& p) {
+    const double c = std::cos(p.gradient_angle), s = std::sin(p.gradient_angle);
+    const double xc = 0.5 * (p.width - 1), yc = 0.5 * (p.height - 1);
+    const double extent = std::max(1e-12, std::abs(c) * (p.width - 1) + std::abs(s) * (p.height - 1));
+    const double corner2 = std::max(1e-12, xc * xc + yc * yc);
+    struct Blob {
+        double x, y;
+    };
+    std::vector<Blob> blobs;
+    std::mt19937_64 brng(mix(p.seed, 0xB10Bu));
+    std::uniform_real_distribution<double> ux(0.0, p.width - 1.0), uy(0.0, p.height - 1.0);
+    for (int k = 0; k < p.light_blobs; ++k) {
+        const double x = ux(brng), y = uy(brng);
+        blobs.push_back({x, y});
+    }
+    const double inv2s2 = 1.0 / (2.0 * p.light_blob_radius * p.light_blob_radius);
+    cv::Mat gain(p.height, p.width, CV_64FC1);
+    for (int j = 0; j < p.height; ++j) {
+        auto* row = gain.ptr<double>(j);
+        for (int i = 0; i < p.width; ++i) {
+            const double u = ((i - xc) * c + (j - yc) * s) / extent;  // in [−½, ½]
+            double g = 1.0 + p.gradient * u;
+            if (p.vignetting > 0)
+                g *= 1.0 - p.vignetting * ((i - xc) * (i - xc) + (j - yc) * (j - yc)) / corner2;
+            if (!blobs.empty()) {
+                double b = 0;
+                for (const auto& bl : blobs)
+                    b += std::exp(-((i - bl.x) * (i - bl.x) + (j - bl.y) * (j - bl.y)) * inv2s2);
+                g *= 1.0 + p.light_blob_amplitude * b;
+            }
+            row[i] = std::max(0.0, g);
+        }
+    }
+    return gain;
+}
+
 }  // namespace
 
 const char* to_string(DiskLook look) {
@@ -315,6 +382,15 @@ void RenderParams::validate() const {
         bad(w, "hot_pixel_fraction", hot_pixel_fraction, "in [0, 0.1]");
     if (!(dead_pixel_fraction >= 0 && dead_pixel_fraction <= 0.1))
         bad(w, "dead_pixel_fraction", dead_pixel_fraction, "in [0, 0.1]");
+    if (!(vignetting >= 0 && vignetting < 1)) bad(w, "vignetting", vignetting, "in [0, 1)");
+    if (light_blobs < 0 || light_blobs > 1000) bad(w, "light_blobs", light_blobs, "in [0, 1000]");
+    if (!(light_blob_amplitude >= 0 && light_blob_amplitude <= 10))
+        bad(w, "light_blob_amplitude", light_blob_amplitude, "in [0, 10]");
+    if (!(light_blob_radius > 0 && light_blob_radius <= 1e5))
+        bad(w, "light_blob_radius", light_blob_radius, "in (0, 1e5] px");
+    if (!(plate_texture >= 0 && plate_texture <= 1)) bad(w, "plate_texture", plate_texture, "in [0, 1]");
+    if (!(plate_texture_scale >= 0.3 && plate_texture_scale <= 1000))
+        bad(w, "plate_texture_scale", plate_texture_scale, "in [0.3, 1000] px");
 }
 
 double circle_rect_area(double cx, double cy, double r, double x0, double y0, double x1, double y1) {
@@ -394,18 +470,37 @@ cv::Mat render_frame(std::span<const std::vector<Disk>> subframes, const RenderP
     std::mt19937_64 rng(mix(p.seed, static_cast<std::uint64_t>(frame) + 1));
     std::normal_distribution<double> gauss(0.0, 1.0);
     const double flick = p.flicker > 0 ? std::max(0.0, 1.0 + p.flicker * gauss(rng)) : 1.0;
+    const double contrast = std::abs(fg - bg);
+    const bool plain_gain = p.vignetting <= 0 && p.light_blobs <= 0;
+    const cv::Mat gain_map = plain_gain ? cv::Mat() : illumination_gain(p);
     const double c = std::cos(p.gradient_angle), s = std::sin(p.gradient_angle);
     const double xc = 0.5 * (p.width - 1), yc = 0.5 * (p.height - 1);
     const double extent = std::max(1e-12, std::abs(c) * (p.width - 1) + std::abs(s) * (p.height - 1));
-    for (int j = 0; j < img.rows; ++j) {
-        auto* row = img.ptr<double>(j);
-        for (int i = 0; i < img.cols; ++i) {
-            const double u = ((i - xc) * c + (j - yc) * s) / extent;  // in [−½, ½]
-            const double gain = 1.0 + p.gradient * u;
-            row[i] = flick * gain * (bg + (fg - bg) * row[i]);
+    // The plate texture shows where the disks do not cover the plate (their outlines' coverage).
+    cv::Mat texture, occlusion;
+    if (p.plate_texture > 0) {
+        texture = plate_texture_field(p.seed, p.width, p.height, p.plate_texture_scale);
+        if (p.look == DiskLook::plain) {
+            occlusion = img;
+        } else {
+            RenderParams outline = p;
+            outline.look = DiskLook::plain;
+            occlusion = render_coverage(subframes, outline);
         }
     }
-    const double contrast = std::abs(fg - bg);
+    for (int j = 0; j < img.rows; ++j) {
+        auto* row = img.ptr<double>(j);
+        const double* grow = plain_gain ? nullptr : gain_map.ptr<double>(j);
+        const double* trow = texture.empty() ? nullptr : texture.ptr<double>(j);
+        const double* orow = occlusion.empty() ? nullptr : occlusion.ptr<double>(j);
+        for (int i = 0; i < img.cols; ++i) {
+            const double u = ((i - xc) * c + (j - yc) * s) / extent;  // in [−½, ½]
+            const double gain = plain_gain ? 1.0 + p.gradient * u : grow[i];
+            double level = bg + (fg - bg) * row[i];
+            if (trow) level += p.plate_texture * contrast * trow[i] * (1.0 - std::clamp(orow[i], 0.0, 1.0));
+            row[i] = flick * gain * level;
+        }
+    }
     if (p.photons_full_scale > 0 || p.noise_sigma > 0) {
         for (int j = 0; j < img.rows; ++j) {
             auto* row = img.ptr<double>(j);
@@ -644,322 +739,14 @@ Metadata SynthGenerator::metadata() const {
     u["synth_exposure"] = std::to_string(m.p.exposure);
     u["synth_exposure_subframes"] = std::to_string(m.p.exposure_subframes);
     u["synth_noise_sigma"] = std::to_string(m.p.render.noise_sigma);
+    u["synth_blur_sigma_px"] = std::to_string(m.p.render.blur_sigma);
+    if (m.p.render.plate_texture > 0) u["synth_plate_texture"] = std::to_string(m.p.render.plate_texture);
+    if (m.p.render.vignetting > 0) u["synth_vignetting"] = std::to_string(m.p.render.vignetting);
+    if (m.p.render.light_blobs > 0) u["synth_light_blobs"] = std::to_string(m.p.render.light_blobs);
     u["synth_max_overlap_px"] = std::to_string(m.worst_overlap);
     u["truth"] = "centre averaged over the exposure; radius = true radius";
     return md;
 }
-
-// ---- frame sink ---------------------------------------------------------------------------
-
-const char* to_string(VideoFormat f) {
-    switch (f) {
-        case VideoFormat::avi_raw:
-            return "avi";
-        case VideoFormat::avi_ffv1:
-            return "ffv1";
-        case VideoFormat::png:
-            return "png";
-        case VideoFormat::tiff:
-            return "tiff";
-        case VideoFormat::avi_mjpeg:
-            return "mjpeg";
-    }
-    return "avi";
-}
-
-VideoFormat video_format_from_string(const std::string& s) {
-    if (s == "avi" || s == "raw" || s == "avi-raw") return VideoFormat::avi_raw;
-    if (s == "ffv1" || s == "avi-ffv1") return VideoFormat::avi_ffv1;
-    if (s == "png") return VideoFormat::png;
-    if (s == "tiff" || s == "tif") return VideoFormat::tiff;
-    if (s == "mjpeg" || s == "mjpg") return VideoFormat::avi_mjpeg;
-    throw ParameterError("video format must be avi, ffv1, mjpeg, png or tiff, got '" + s + "'");
-}
-
-namespace {
-
-// Minimal uncompressed AVI writer (RIFF AVI 1.0, one 'Y800' 8-bit grey video stream, rows top
-// down, no padding, idx1 index). Used for frame sizes OpenCV's FFmpeg writer cannot represent
-// exactly (it crops odd widths/heights to even).
-class Y800AviWriter {
-public:
-    Y800AviWriter(const std::string& path, int w, int h, double fps) : path_(path), w_(w), h_(h), fps_(fps) {
-        f_ = std::fopen(path.c_str(), "wb");
-        if (!f_) throw IoError(path + ": cannot create the file");
-        write_headers(0);
-        movi_pos_ = std::ftell(f_) - 4;  // position of the 'movi' fourcc
-    }
-    ~Y800AviWriter() {
-        if (f_) std::fclose(f_);
-    }
-    void write(const cv::Mat& img) {
-        const auto size = static_cast<std::uint32_t>(w_) * static_cast<std::uint32_t>(h_);
-        const long off = std::ftell(f_) - movi_pos_;
-        put4("00dc");
-        put32(size);
-        for (int j = 0; j < h_; ++j)
-            check(std::fwrite(img.ptr<std::uint8_t>(j), 1, static_cast<std::size_t>(w_), f_) ==
-                  static_cast<std::size_t>(w_));
-        if (size % 2) std::fputc(0, f_);
-        index_.push_back({static_cast<std::uint32_t>(off), size});
-        if (std::ftell(f_) > 0x7FF00000L)
-            throw IoError(path_ + ": uncompressed AVI larger than 2 GB; use a png/tiff sequence");
-    }
-    void close() {
-        if (!f_) return;
-        const long movi_end = std::ftell(f_);
-        put4("idx1");
-        put32(static_cast<std::uint32_t>(index_.size() * 16));
-        for (const auto& e : index_) {
-            put4("00dc");
-            put32(0x10);
-            put32(e.first);
-            put32(e.second);
-        }
-        const long end = std::ftell(f_);
-        // Patch RIFF size, the headers (frame count) and the movi LIST size.
-        std::fseek(f_, 0, SEEK_SET);
-        write_headers(static_cast<std::uint32_t>(end - 8));
-        std::fseek(f_, movi_pos_ - 4, SEEK_SET);
-        put32(static_cast<std::uint32_t>(movi_end - movi_pos_));
-        const bool ok = std::fflush(f_) == 0;
-        const int err = errno;
-        std::fclose(f_);
-        f_ = nullptr;
-        if (!ok) throw IoError(path_ + ": " + write_failure(path_, err));
-    }
-
-private:
-    void check(bool ok) {
-        if (!ok) throw IoError(path_ + ": " + write_failure(path_, errno));
-    }
-    void put4(const char* s) { check(std::fwrite(s, 1, 4, f_) == 4); }
-    void put32(std::uint32_t v) {
-        const unsigned char b[4] = {static_cast<unsigned char>(v), static_cast<unsigned char>(v >> 8),
-                                    static_cast<unsigned char>(v >> 16), static_cast<unsigned char>(v >> 24)};
-        check(std::fwrite(b, 1, 4, f_) == 4);
-    }
-    void put16(std::uint16_t v) {
-        const unsigned char b[2] = {static_cast<unsigned char>(v), static_cast<unsigned char>(v >> 8)};
-        check(std::fwrite(b, 1, 2, f_) == 2);
-    }
-    void write_headers(std::uint32_t riff_size) {
-        const auto n = static_cast<std::uint32_t>(index_.size());
-        const auto frame = static_cast<std::uint32_t>(w_) * static_cast<std::uint32_t>(h_);
-        const auto rate = static_cast<std::uint32_t>(std::llround(fps_ * 1000));
-        put4("RIFF");
-        put32(riff_size);
-        put4("AVI ");
-        put4("LIST");
-        put32(4 + 8 + 56 + 8 + 4 + 8 + 56 + 8 + 40);
-        put4("hdrl");
-        put4("avih");
-        put32(56);
-        put32(static_cast<std::uint32_t>(std::llround(1e6 / fps_)));
-        put32(static_cast<std::uint32_t>(frame * fps_));
-        put32(0);
-        put32(0x10);  // AVIF_HASINDEX
-        put32(n);
-        put32(0);
-        put32(1);
-        put32(frame);
-        put32(static_cast<std::uint32_t>(w_));
-        put32(static_cast<std::uint32_t>(h_));
-        for (int k = 0; k < 4; ++k) put32(0);
-        put4("LIST");
-        put32(4 + 8 + 56 + 8 + 40);
-        put4("strl");
-        put4("strh");
-        put32(56);
-        put4("vids");
-        put4("Y800");
-        put32(0);
-        put16(0);
-        put16(0);
-        put32(0);
-        put32(1000);
-        put32(rate);
-        put32(0);
-        put32(n);
-        put32(frame);
-        put32(0xFFFFFFFFu);
-        put32(0);
-        put16(0), put16(0), put16(static_cast<std::uint16_t>(w_)), put16(static_cast<std::uint16_t>(h_));
-        put4("strf");
-        put32(40);
-        put32(40);
-        put32(static_cast<std::uint32_t>(w_));
-        put32(static_cast<std::uint32_t>(h_));
-        put16(1);
-        put16(8);
-        put4("Y800");
-        put32(frame);
-        for (int k = 0; k < 4; ++k) put32(0);
-        put4("LIST");
-        put32(4);  // patched at close
-        put4("movi");
-    }
-
-    std::string path_;
-    int w_, h_;
-    double fps_;
-    std::FILE* f_ = nullptr;
-    long movi_pos_ = 0;
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> index_;
-};
-
-}  // namespace
-
-struct FrameSink::Impl {
-    std::unique_ptr<AtomicOutput> out;  // frames go to out->path(), renamed into place by close()
-    int unwinding_at_start = 0;         // std::uncaught_exceptions() when constructed
-    std::string path, target;           // where frames are written (the temporary); the name the user gave
-    VideoFormat format;
-    double fps;
-    std::unique_ptr<detail::VideoWriter>
-        writer;  // created when a format needs OpenCV (loads its codecs module)
-    std::unique_ptr<Y800AviWriter> native;
-    std::int64_t n = 0;
-    int type = -1;
-    cv::Size size;
-    bool closed = false;
-};
-
-FrameSink::FrameSink(const std::string& path, VideoFormat format, double fps)
-    : impl_(std::make_unique<Impl>()) {
-    impl_->format = format;
-    impl_->fps = fps > 0 ? fps : 25.0;
-    impl_->unwinding_at_start = std::uncaught_exceptions();
-    const bool folder = format == VideoFormat::png || format == VideoFormat::tiff;
-    if (!folder) {
-        const auto parent = std::filesystem::path(path).parent_path();
-        if (!parent.empty() && !std::filesystem::is_directory(parent))
-            throw IoError(path + ": the output folder " + parent.string() + " does not exist");
-    }
-    std::string target = path;  // "frames/" names the folder "frames"
-    while (target.size() > 1 && target.back() == '/') target.pop_back();
-    if (const auto parent = std::filesystem::path(target).parent_path(); folder && !parent.empty()) {
-        std::error_code ec;
-        std::filesystem::create_directories(parent, ec);
-    }
-    AtomicOutput::Options opt;
-    opt.kind = folder ? AtomicOutput::Kind::folder : AtomicOutput::Kind::file;
-    opt.keep_extension = true;  // OpenCV picks the container by the extension
-    impl_->out = std::make_unique<AtomicOutput>(target, opt);
-    impl_->path = impl_->out->path();
-    impl_->target = path;
-}
-
-FrameSink::~FrameSink() {
-    if (std::uncaught_exceptions() > impl_->unwinding_at_start) {
-        // Leaving by an exception (an error, an interruption): close the writers, publish nothing.
-        auto& m = *impl_;
-        m.closed = true;
-        if (m.writer && m.writer->isOpened()) m.writer->release();
-        if (m.native) {
-            try {
-                m.native->close();
-            } catch (...) {}
-        }
-        return;  // ~AtomicOutput removes the temporary
-    }
-    try {
-        close();
-    } catch (...) {}
-}
-
-std::string FrameSink::sequence_file(const std::string& folder, VideoFormat f, std::int64_t k) {
-    char name[64];
-    std::snprintf(name, sizeof name, "frame_%06lld.%s", static_cast<long long>(k),
-                  f == VideoFormat::tiff ? "tif" : "png");
-    return (std::filesystem::path(folder) / name).string();
-}
-
-void FrameSink::write(const cv::Mat& image) { write(image, impl_->n); }
-
-void FrameSink::write(const cv::Mat& image, std::int64_t number) {
-    auto& m = *impl_;
-    if (m.closed) throw IoError(m.target + ": write after close");
-    if (image.empty()) throw IoError(m.target + ": empty frame");
-    if (m.n == 0) {
-        m.type = image.type();
-        m.size = image.size();
-        const bool grey8 = m.type == CV_8UC1, bgr8 = m.type == CV_8UC3, grey16 = m.type == CV_16UC1;
-        if (m.format == VideoFormat::avi_raw && !grey8)
-            throw IoError(
-                m.target +
-                ": uncompressed AVI output takes 8-bit grey frames only (use png/tiff for 16 bits)");
-        if (m.format == VideoFormat::avi_ffv1 && !(grey8 || bgr8))
-            throw IoError(m.target + ": FFV1 output takes 8-bit frames (use png/tiff for 16 bits)");
-        if (m.format == VideoFormat::avi_mjpeg && !(grey8 || bgr8))
-            throw IoError(m.target + ": MJPEG output takes 8-bit frames");
-        if (!(grey8 || bgr8 || grey16)) throw IoError(m.target + ": unsupported frame type");
-        const bool odd = (m.size.width % 2) != 0 || (m.size.height % 2) != 0;
-        if (m.format == VideoFormat::avi_ffv1 && odd)
-            throw IoError(m.target + ": FFV1 output needs even width and height (got " +
-                          std::to_string(m.size.width) + "x" + std::to_string(m.size.height) +
-                          "); use avi, png or tiff");
-        if (m.format == VideoFormat::avi_mjpeg) {
-            bool ok = false;
-            try {
-                m.writer = std::make_unique<detail::VideoWriter>();
-                ok = m.writer->open(m.path, cv::CAP_OPENCV_MJPEG, detail::fourcc('M', 'J', 'P', 'G'), m.fps,
-                                    m.size, !grey8);
-            } catch (const cv::Exception&) {
-                ok = false;
-            }
-            if (!ok) throw IoError(m.target + ": cannot open the MJPEG video writer");
-        } else if (m.format == VideoFormat::avi_raw && odd) {
-            m.native = std::make_unique<Y800AviWriter>(m.path, m.size.width, m.size.height, m.fps);
-        } else if (m.format == VideoFormat::avi_raw || m.format == VideoFormat::avi_ffv1) {
-            const int fourcc = m.format == VideoFormat::avi_raw ? 0 : detail::fourcc('F', 'F', 'V', '1');
-            bool ok = false;
-            try {
-                m.writer = std::make_unique<detail::VideoWriter>();
-                ok = m.writer->open(m.path, cv::CAP_FFMPEG, fourcc, m.fps, m.size, !grey8);
-            } catch (const cv::Exception&) {
-                ok = false;
-            }
-            if (!ok || !m.writer->isOpened())
-                throw IoError(
-                    m.target + ": cannot open the video writer (" + std::string(to_string(m.format)) +
-                    (m.format == VideoFormat::avi_ffv1 ? "; FFV1 needs OpenCV built with FFmpeg" : "") + ")");
-        }
-    } else if (image.type() != m.type || image.size() != m.size) {
-        throw IoError(m.target + ": frame " + std::to_string(m.n) +
-                      " differs in size or type from the first frame");
-    }
-    if (m.format == VideoFormat::png || m.format == VideoFormat::tiff) {
-        const auto file = sequence_file(m.path, m.format, number);
-        bool ok = false;
-        try {
-            ok = detail::imwrite(file, image);
-        } catch (const cv::Exception& e) {
-            throw IoError(file + ": cannot write the image: " + e.what());
-        }
-        if (!ok)
-            throw IoError(m.target + ": cannot write frame " + std::to_string(m.n) + ": " +
-                          write_failure(file));
-    } else if (m.native) {
-        m.native->write(image);
-    } else {
-        m.writer->write(image);
-    }
-    ++m.n;
-}
-
-void FrameSink::close() {
-    auto& m = *impl_;
-    if (m.closed) return;
-    m.closed = true;
-    if (m.writer && m.writer->isOpened()) m.writer->release();
-    if (m.native) m.native->close();
-    // OpenCV's writers do not report a failed write: a full file system is checked here.
-    if (file_system_full(m.path)) throw IoError(m.out->target() + ": " + write_failure(m.path, ENOSPC));
-    m.out->commit();
-}
-
-std::int64_t FrameSink::frames_written() const { return impl_->n; }
 
 SynthParams reference_case(ReferenceCase c, int size, std::int64_t frames, std::uint64_t seed) {
     SynthParams sp;
@@ -988,6 +775,26 @@ SynthParams reference_case(ReferenceCase c, int size, std::int64_t frames, std::
             sp.packing_fraction = 0.3;
             sp.active_speed = 2.0;  // ≈ 2 px of motion blur over the exposure
             sp.exposure_subframes = 5;
+            break;
+        case ReferenceCase::hard:
+            sp.radius_small = 6;
+            sp.radius_large = 7.7;
+            sp.render.look = DiskLook::plain;
+            sp.render.blur_sigma = 1.1;  // defocus
+            sp.render.background = 0.3;  // a dim contrast: 64 grey levels
+            sp.render.foreground = 0.55;
+            sp.render.plate_texture = 0.06;  // ≈ ±4 grey levels
+            sp.render.gradient = 0.889;      // gain 0.56 … 1.44: 2.6× across the frame
+            sp.render.vignetting = 0.3;
+            sp.render.light_blobs = 4;
+            sp.render.light_blob_amplitude = 0.3;
+            sp.render.light_blob_radius = 0.08 * size;
+            sp.render.noise_sigma = 0.08;
+            sp.render.hot_pixel_fraction = 0.0003;  // ≈ 300 + 300 at 1024²
+            sp.render.dead_pixel_fraction = 0.0003;
+            sp.packing_fraction = 0.3;
+            sp.active_speed = 1.5;  // 1-frame exposure: ≈ 1.5 px of motion blur
+            sp.exposure_subframes = 4;
             break;
     }
     return sp;

@@ -12,6 +12,7 @@
 
 #include "vibra/analysis/pair_correlation.hpp"
 #include "vibra/analysis/voronoi.hpp"
+#include "vibra/core/result.hpp"
 
 namespace vibra::analysis {
 
@@ -76,5 +77,30 @@ private:
     std::vector<double> sum_, cnt_;
     std::vector<double> h_[3];
 };
+
+/// ψ6 over a whole source (/analysis/psi6).
+struct Psi6Params {
+    BondOrderAccumulatorParams acc;  ///< acc.r_max ≤ 0: default_rmax of the data
+    std::int64_t stride = 1;         ///< every n-th frame
+    bool per_particle = false;       ///< also the ragged table of every particle's ψ6 (sub-group `local`)
+    std::string r_cut_source;        ///< cut-off neighbours: where acc.bond.r_cut came from (recorded)
+    bool progress = false;
+};
+struct Psi6Result {
+    BondOrderResult r;
+    BondOrderAccumulatorParams acc;  ///< as used (r_max resolved)
+    std::int64_t stride = 1;
+    bool per_particle = false;
+    std::string r_cut_source;
+    /// per_particle: rows (frame, particle, Re ψ6, Im ψ6, valid), frame f's rows at
+    /// [local_offsets[k], local_offsets[k+1]) of the k-th sampled frame
+    std::vector<std::int64_t> local_frame, local_particle, local_offsets;
+    std::vector<double> local_re, local_im;
+    std::vector<std::int8_t> local_valid;
+};
+Psi6Result compute_psi6(const TrajectorySource& src, const Psi6Params& p);
+/// Group `psi6` {t, psi6_global, crystalline_fraction, r, g6, abs_psi6_hist, …} and, per
+/// particle, its sub-group `local`.
+ResultGroup to_group(const Psi6Result& r, const Metadata& meta);
 
 }  // namespace vibra::analysis

@@ -6,9 +6,11 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "vibra/analysis/pair_correlation.hpp"
+#include "vibra/core/result.hpp"
 
 namespace vibra::analysis {
 
@@ -61,5 +63,22 @@ private:
     ClusterParams p_;
     ClusterResult r_;
 };
+
+/// Clusters over a whole source (/analysis/clusters).
+struct ClustersParams {
+    ClusterParams clusters;
+    std::int64_t stride = 1;   ///< every n-th frame
+    std::string r_cut_source;  ///< where clusters.r_cut came from, when set (recorded)
+    bool progress = false;
+};
+struct ClustersResult {
+    ClusterResult r;
+    ClusterParams clusters;
+    std::int64_t stride = 1;
+    std::string r_cut_source;
+};
+ClustersResult compute_clusters(const TrajectorySource& src, const ClustersParams& p);
+/// Group `clusters` {size, count, probability, t, largest, …}.
+ResultGroup to_group(const ClustersResult& r, const Metadata& meta);
 
 }  // namespace vibra::analysis

@@ -39,6 +39,6 @@ struct CovarianceVdosResult {
 
 CovarianceVdosResult compute_covariance_vdos(const TrajectorySource& src, const CovarianceVdosParams& p);
 
-ResultGroup covariance_vdos_result_group(const CovarianceVdosResult& r, const Metadata& meta);
+ResultGroup to_group(const CovarianceVdosResult& r, const Metadata& meta);
 
 }  // namespace vibra::analysis

@@ -138,7 +138,7 @@ CurrentsResult compute_currents(const TrajectorySource& src, CurrentsParams p);
 CurrentsResult currents_from_series(const CurrentSeries& s, const CurrentsParams& p);
 
 /// /analysis/currents group (units from the metadata).
-ResultGroup currents_result_group(const CurrentsResult& r, const Metadata& meta);
+ResultGroup to_group(const CurrentsResult& r, const Metadata& meta);
 
 /// ω of the maximum of y over a uniform grid ω_j = j·dω (parabolic refinement around the
 /// largest sample; 0 when the maximum is at ω = 0).

@@ -8,11 +8,14 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <span>
 #include <vector>
 
 #include "vibra/analysis/delaunay.hpp"
 #include "vibra/analysis/displacement_field.hpp"
+#include "vibra/core/result.hpp"
+#include "vibra/core/trajectory_source.hpp"
 
 namespace vibra::analysis {
 
@@ -136,5 +139,53 @@ private:
     std::vector<double> ref_p_, pairs_, qq_;
     double total_pairs_ = 0;
 };
+
+// ---------------------------------------------------------------------------------------------
+// The defects analysis of `vibra analyze` (/analysis/defects, docs/collective-motion.md §3)
+
+struct DefectAnalysisParams {
+    FieldSettings field;  ///< lags, start frames (stride), grid and coarse-graining
+    /// field.stride was chosen by defect_stride_for_memory (recorded in the group), not given.
+    bool stride_from_memory = false;
+    bool delaunay = false;  ///< loops: false = plaquettes of the coarse-grained field; true = Delaunay
+                            ///< triangles of the particles
+    double threshold = -1;  ///< skip loops touching |u| below this, field unit; < 0: threshold_rms × rms|u|
+    double threshold_rms = 0.1;  ///< relative threshold, used when threshold < 0
+    bool merge = true;           ///< merge adjacent charged cells into one defect
+    double max_edge = 0;         ///< delaunay: skip triangles with a longer edge, length unit
+    double smooth = 0;           ///< delaunay: Gaussian smoothing width at the particles (0 = raw)
+    DefectTrackParams tracks;    ///< linking, creation/annihilation pairs
+    double rmax = 0, dr = 0;     ///< pair correlations: range and bin width, length unit
+    std::int64_t msd_lags = 50;  ///< defect MSD up to this many sampled steps
+};
+
+/// Bytes the defect tables may take per grid node, start frame and lag (in memory while the run
+/// streams, then as result rows): about a defect on 10% of the plaquettes of a random field.
+inline constexpr double kDefectBytesPerNode = 16;
+
+/// Tracking wants consecutive frames: 1 (every frame) unless the tables of a long run would not
+/// fit half of `memory_bytes`; then the smallest stride that makes them fit.
+std::int64_t defect_stride_for_memory(const FieldSettings& s, std::int64_t memory_bytes);
+
+/// Every sampled frame's defects (per lag and start index), tracked per lag.
+struct DefectAnalysisResult {
+    std::size_t n_times = 0;                       ///< start indices per lag
+    std::vector<std::vector<DefectFrame>> frames;  ///< [lag][start index]; meaningful where done
+    std::vector<std::uint8_t> done;                ///< [lag · n_times + k]: computed
+    std::vector<double> area;                      ///< [lag · n_times + k]: evaluated area, length²
+    std::vector<double> threshold_used;            ///< [lag · n_times + k]: field unit
+    std::vector<DefectTracks> tracks;              ///< per lag, over its computed frames in order
+    std::vector<double> ref_x,
+        ref_y;  ///< reference points of the pair correlation (grid nodes in the region)
+};
+
+/// Streams the displacement fields of `src` and finds, then tracks, the defects of every sampled
+/// frame and lag.
+DefectAnalysisResult compute_defects(const TrajectorySource& src, const DefectAnalysisParams& p);
+
+/// The group /analysis/defects (docs/hdf5-layout.md): one row per defect, per-lag sub-groups with
+/// tracks, events, defect MSD and pair correlations. `src` gives the frame times.
+ResultGroup to_group(const DefectAnalysisResult& r, const DefectAnalysisParams& p,
+                     const TrajectorySource& src);
 
 }  // namespace vibra::analysis

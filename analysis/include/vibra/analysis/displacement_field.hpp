@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "vibra/core/result.hpp"
 #include "vibra/core/trajectory.hpp"
+#include "vibra/core/trajectory_source.hpp"
 
 namespace vibra::analysis {
 
@@ -99,5 +101,53 @@ GridField coarse_grain(const Grid& grid, std::span<const double> x, std::span<co
 void smooth_at_points(std::span<const double> x, std::span<const double> y, std::span<const double> ux,
                       std::span<const double> uy, const Geometry& g, double sigma, double cutoff,
                       std::vector<double>& sx, std::vector<double>& sy);
+
+/// The resolved settings every collective-motion analysis (field, defects, correlations, spectra,
+/// evolution) shares: the lags and start frames of the displacement field and the grid it is
+/// coarse-grained on, with defaults taken from the data (σ = one mean interparticle spacing, grid
+/// spacing = σ). `vibra analyze` fills it from the <name>-lags, -stride, -sigma, -spacing,
+/// -min-weight, -drift and -quantity flags.
+struct FieldSettings {
+    std::string name;                ///< the analysis (flag prefix of error messages)
+    std::vector<std::int64_t> lags;  ///< frames, ascending, unique
+    std::int64_t stride = 1;
+    DriftMode drift = DriftMode::none;
+    bool velocity = false;
+    CoarseGrainParams cg;
+    double spacing = 0;       ///< grid spacing asked for
+    double mean_spacing = 0;  ///< a = sqrt(area/N) of the first frame
+    Geometry geometry;        ///< of the data
+    Geometry region;          ///< what the grid covers
+    Grid grid;
+    std::int64_t n_frames = 0;
+    std::int64_t n_times = 0;  ///< start frames t_k = k·stride, k < n_times (t_k + min lag < T)
+    std::string L, T;          ///< units
+    std::string field_unit() const { return velocity ? L + "/" + T : L; }
+    std::string energy_unit() const { return velocity ? L + "^2/" + T + "^2" : L + "^2"; }
+};
+
+/// The displacement field analysis (/analysis/field): per lag and start frame the particles'
+/// kinetic energy and polar order, the grid's valid fraction and rms; whole fields of a few
+/// start frames (snapshots).
+struct FieldParams {
+    FieldSettings field;
+    std::int64_t snapshots = 3;  ///< start frames (evenly spaced) whose grid and particle vectors are kept
+};
+struct FieldSnapshots {
+    std::vector<double> ux, uy;            ///< [snapshot][ny][nx], NaN where masked
+    std::vector<double> px, py, pux, puy;  ///< particles of every snapshot, in turn
+    std::vector<std::int64_t> offsets{0};  ///< particles of snapshot k: [offsets[k], offsets[k+1])
+    std::vector<std::int64_t> frames;      ///< start frame of each snapshot
+    std::vector<std::int64_t> tri;         ///< Delaunay triangles (3 local indices each), in turn
+    std::vector<std::int64_t> tri_offsets{0};
+};
+struct FieldResult {
+    /// [lag · n_times + k]
+    std::vector<double> kinetic_energy, polar_order, n_particles, valid_fraction, grid_rms;
+    std::vector<FieldSnapshots> snapshots;  ///< per lag
+};
+FieldResult compute_field(const TrajectorySource& src, const FieldParams& p);
+/// Group `field` with per-lag sub-groups of the snapshots; `src` gives the frame times.
+ResultGroup to_group(const FieldResult& r, const FieldParams& p, const TrajectorySource& src);
 
 }  // namespace vibra::analysis

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -98,5 +99,34 @@ PowerLawFit fit_power_law(std::span<const double> k, std::span<const double> e, 
 /// periodic grid). Gaussian G of standard deviation ℓ (length unit), cut at 3ℓ; fd2 gradients.
 /// Returns NaN for a scale with no interior node.
 std::vector<double> fst_flux(const GridField& f, std::span<const double> scales);
+
+/// The spectra analysis (/analysis/spectra): E(k), T(k), Π(k) and the filter-space flux of every
+/// start frame and lag, their time means and power-law fits.
+struct SpectraParams {
+    FieldSettings field;
+    SpectrumParams spectrum;
+    std::string taper_name = "hann", gradient_name = "fd2";  ///< as recorded
+    bool deconvolve = false;  ///< fits: E_iso × exp(k²σ²) (undo the Gaussian kernel)
+    double k_min = std::numeric_limits<double>::quiet_NaN();  ///< fit band; NaN: 4 Δk
+    double k_max = std::numeric_limits<double>::quiet_NaN();  ///< NaN: min(1/σ, π/(2h))
+    std::vector<double> fst_scales;  ///< filter-space flux scales; empty: σ·{1,2,4,8} below a quarter side
+    int threads = 1;                 ///< > 1: the filter-space flux overlaps the FFT work
+};
+/// Arrays [lag][start][shell] (e, flux, de_dt), [lag][start][scale] (fst_flux), [lag][start]
+/// (energy, mean_flow_energy, slope), [lag][shell] (time means), [lag] (fits of the mean).
+struct SpectraResult {
+    double dk = 0, k_min = 0, k_max = 0;
+    std::int64_t fit_band_shells = 0;
+    std::size_t n_shells = 0;
+    std::vector<double> k, fst_scales;
+    std::vector<double> e, flux, fst_flux, de_dt;
+    std::vector<double> energy, mean_flow_energy, slope;
+    std::vector<double> e_mean, e_iso_mean, e_long_mean, e_trans_mean, transfer_mean, flux_mean,
+        fst_flux_mean;
+    std::vector<double> slope_mean, slope_mean_error, prefactor_mean;
+};
+/// Throws ParameterError when a given fit band is not 0 < k_min < k_max.
+SpectraResult compute_spectra(const TrajectorySource& src, const SpectraParams& p);
+ResultGroup to_group(const SpectraResult& r, const SpectraParams& p, const TrajectorySource& src);
 
 }  // namespace vibra::analysis

@@ -6,8 +6,13 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <string>
 #include <span>
 #include <vector>
+
+#include "vibra/core/result.hpp"
+#include "vibra/core/trajectory.hpp"
 
 namespace vibra::analysis {
 
@@ -31,5 +36,31 @@ struct PiecewiseFit {
 /// segments are used when there are not enough points. O(segments · n²).
 PiecewiseFit piecewise_linear_fit(std::span<const double> x, std::span<const double> y,
                                   const PiecewiseParams& p);
+
+/// The evolution analysis (/analysis/evolution): stages of series taken from the other collective
+/// analyses (kinetic energy, defect density, ξ, spectral slope), which `vibra analyze` gathers
+/// (from this run's groups, else computed with their defaults).
+struct EvolutionSeries {
+    std::string name;  ///< output name ("kinetic_energy", …)
+    std::vector<double> time, value;
+    std::string units;   ///< of value
+    std::string origin;  ///< "earlier" (a group of the run) or "computed"
+};
+struct EvolutionParams {
+    PiecewiseParams fit;
+    std::int64_t lag = 1;       ///< frames: the lag whose series are summarised (recorded)
+    double frame_interval = 1;  ///< time unit: the fit is in log(t − t0 + frame_interval)
+};
+struct EvolutionResult {
+    struct Stages {
+        EvolutionSeries series;
+        std::vector<double> change_times;    ///< time unit
+        std::vector<double> segment_slopes;  ///< per segment, in (log t, y)
+        bool log_scale = false;              ///< y = log(value) (all finite values > 0)
+    };
+    std::vector<Stages> stages;  ///< per series, in order
+};
+EvolutionResult compute_evolution(const std::vector<EvolutionSeries>& series, const EvolutionParams& p);
+ResultGroup to_group(const EvolutionResult& r, const EvolutionParams& p, const Metadata& meta);
 
 }  // namespace vibra::analysis

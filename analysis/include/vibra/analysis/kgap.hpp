@@ -41,7 +41,7 @@ struct KgapInput {
     std::size_t n_blocks = 0;
 };
 KgapInput kgap_input(const CurrentsResult& r);
-/// From a /analysis/currents group (as returned by currents_result_group or read back).
+/// From a /analysis/currents group (as returned by to_group or read back).
 KgapInput kgap_input(const ResultGroup& currents);
 
 /// One dispersion fit ω² = c²k² − 1/(4τ²).
@@ -73,6 +73,6 @@ std::vector<double> fit_damped_oscillator(const std::vector<double>& t, const do
                                           const std::vector<double>* start = nullptr);
 
 /// /analysis/kgap with sub-groups pole and peak.
-ResultGroup kgap_result_group(const KgapResult& r, const Metadata& meta);
+ResultGroup to_group(const KgapResult& r, const Metadata& meta);
 
 }  // namespace vibra::analysis

@@ -94,10 +94,29 @@ struct MsdParams {
     void validate() const;  ///< throws ParameterError naming the field
 };
 
-/// Group `msd` {lag, lag_frames, n_pairs[_small|_large], msd[_small|_large], alpha2[_small|_large]}
-/// with attributes (drift, sigma_loc, …), and group `van_hove` {lag, lag_frames, dx, gs[_small|_large]}
-/// when van Hove lags remain (a second pass over the data, ranges from the MSD).
-std::vector<ResultGroup> msd_analysis(const TrajectorySource& src, const MsdParams& p);
+/// The MSD of the tracks, pooled (total: every track, unknown species included) and per species,
+/// and the self van Hove function G_s(Δx, τ) of x and y displacement components pooled.
+struct MsdResult {
+    TrackStreamInfo info;     ///< what was streamed: track counts, drift, frame times
+    std::size_t max_lag = 0;  ///< frames
+    double dt = 0;            ///< mean frame interval (time unit)
+    MsdSums total, small, large;
+    /// Van Hove lags kept (≤ max_lag, with MSD > 0; empty = none) and the half-range of each
+    /// (vanhove_range · sqrt(MSD(τ)/2)); per species the counts [lag · bins + bin] and the
+    /// samples per lag (those outside the range included).
+    std::vector<std::int64_t> vanhove_lags;
+    std::vector<double> vanhove_range;
+    std::vector<double> hist_total, hist_small, hist_large;
+    std::vector<double> samples_total, samples_small, samples_large;
+};
+
+/// One pass for the MSD sums, and a second for G_s when van Hove lags remain (ranges from the MSD).
+MsdResult compute_msd(const TrajectorySource& src, const MsdParams& p);
+
+/// Group `msd` {lag, lag_frames, n_pairs[_small|_large], msd[…], alpha2[…]} with attributes (drift,
+/// D, sigma_loc, …) and, when van Hove lags remain, its sub-group `van_hove` {lag, lag_frames, dx,
+/// gs[_small|_large], fraction_outside[…]}.
+ResultGroup to_group(const MsdResult& r, const MsdParams& p, const Metadata& meta);
 
 /// Least-squares fit MSD(τ) ≈ c + aτ + bτ² over lags 1 … n_fit (frames) → σ_loc = sqrt(max(c,0)/4)
 /// (2-D: localisation noise adds 4σ_loc² at every lag). Returns {c, σ_loc}.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "vibra/analysis/pair_correlation.hpp"
+#include "vibra/core/result.hpp"
 
 namespace vibra::analysis {
 
@@ -46,5 +47,21 @@ private:
     std::vector<double> n_, s1_[3], s2_[3];
     std::int64_t frames_ = 0;
 };
+
+/// Number fluctuations over a whole source (/analysis/number_fluctuations).
+struct NumberFluctuationsParams {
+    NumberFluctuationParams boxes;
+    std::int64_t stride = 1;  ///< every n-th frame
+    bool progress = false;
+};
+struct NumberFluctuationsResult {
+    NumberFluctuationResult r;
+    std::int64_t stride = 1;
+    Geometry window;  ///< the first frame's (recorded region)
+};
+NumberFluctuationsResult compute_number_fluctuations(const TrajectorySource& src,
+                                                     const NumberFluctuationsParams& p);
+/// Group `number_fluctuations` {ell, boxes, mean_n, var_n, …} with the exponent as attributes.
+ResultGroup to_group(const NumberFluctuationsResult& r, const Metadata& meta);
 
 }  // namespace vibra::analysis

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "vibra/core/result.hpp"
 #include "vibra/core/trajectory.hpp"
 #include "vibra/core/trajectory_source.hpp"
 
@@ -124,5 +125,38 @@ private:
     double sum_density_ = 0, sum_density_s_ = 0, sum_density_l_ = 0;
     std::int64_t frames_ = 0, ns_ = 0, nl_ = 0, nu_ = 0;
 };
+
+/// What the structure analyses' defaults are derived from: the first frame with at least two
+/// particles (of frames 0, T/20, 2T/20, …): its window and the mean spacing sqrt(|W|/N).
+struct StructureDefaults {
+    Geometry window;
+    double spacing = 1;  ///< length unit
+    std::int64_t n = 0;  ///< particles in that frame
+};
+/// Throws ParameterError naming the file when no sampled frame has two particles.
+StructureDefaults structure_defaults(const TrajectorySource& src);
+/// Largest sensible pair distance: half the periodic box, a quarter of the window's short side
+/// (Ripley's rule; circle: half its radius), capped at 10 mean spacings.
+double default_rmax(const StructureDefaults& d);
+/// The edge correction applied in window `w` with the choice `e`, as recorded ("translation (Ohser-Stoyan)").
+std::string edge_name(const Geometry& w, EdgeCorrection e);
+
+/// g(r) over a whole source (/analysis/gr).
+struct GrParams {
+    PairCorrelationParams pair;  ///< pair.r_max ≤ 0: default_rmax of the data
+    std::int64_t stride = 1;     ///< every n-th frame
+    int threads = 1;             ///< worker threads (kStructureLanes lanes: identical for any count)
+    bool progress = false;
+};
+struct GrResult {
+    PairCorrelationResult g;
+    PairCorrelationParams pair;  ///< as used (r_max resolved)
+    std::int64_t stride = 1;
+    Geometry window;  ///< the first frame's (defaults, recorded geometry)
+};
+GrResult compute_gr(const TrajectorySource& src, const GrParams& p);
+/// Group `gr` {r, r_edges, g, g_err, g_small_small, …} with the peak summary (r_peak, g_peak,
+/// r_min, coordination, per partial) as attributes.
+ResultGroup to_group(const GrResult& r, const Metadata& meta);
 
 }  // namespace vibra::analysis

@@ -55,7 +55,19 @@ struct FsParams {
 /// 2π/d_small, else 2π/(mean spacing) from the geometry area and particles per frame.
 std::pair<double, std::string> default_fs_k(const TrajectorySource& src, const ResultGroup* sk);
 
+/// F_s sums per species (total: every track) for each k, and what the stream saw.
+struct FsResult {
+    TrackStreamInfo info;     ///< what was streamed: track counts, drift, frame times
+    double dt = 1;            ///< mean frame interval (time unit)
+    std::size_t max_lag = 0;  ///< frames
+    std::vector<double> k;    ///< rad/length: p.k, or the default
+    std::string k_source;     ///< "option", or where the default k came from (default_fs_k)
+    FsSums total, small, large;
+};
+/// `sk`: an `sk` group of the same run for the default k (may be null).
+FsResult compute_fs(const TrajectorySource& src, const FsParams& p, const ResultGroup* sk = nullptr);
+
 /// Group `fs` {lag, lag_frames, k, fs, fs_small, fs_large ([n_k × n_lags]), tau_alpha* [n_k]}.
-ResultGroup fs_analysis(const TrajectorySource& src, const FsParams& p, const ResultGroup* sk = nullptr);
+ResultGroup to_group(const FsResult& r, const FsParams& p, const Metadata& meta);
 
 }  // namespace vibra::analysis

@@ -61,4 +61,20 @@ private:
     std::string kset_;
 };
 
+/// S(k) over a whole source (/analysis/sk).
+struct SkParams {
+    StructureFactorParams sk;  ///< sk.k_max ≤ 0: 3 × 2π / mean spacing of the data
+    std::int64_t stride = 0;   ///< every n-th frame; 0 = at most 200 frames
+    bool progress = false;
+};
+struct SkResult {
+    StructureFactorResult s;
+    StructureFactorParams sk;  ///< as used (k_max resolved)
+    std::int64_t stride = 1;
+    StructureDefaults defaults;  ///< window and mean spacing (peak search from half 2π/spacing)
+};
+SkResult compute_sk(const TrajectorySource& src, const SkParams& p);
+/// Group `sk` {k, k_edges, sk, n_vectors, sk_small_small, …} with the first peak as attributes.
+ResultGroup to_group(const SkResult& r, const Metadata& meta);
+
 }  // namespace vibra::analysis

@@ -27,8 +27,18 @@ struct TemperatureParams {
     void validate() const;
 };
 
+/// Per-frame sums of the kinetic energy: slot 0 all tracks (Σ m v², m = 1 for small and unknown
+/// disks, mass_large for large ones), 1 small (Σ v²), 2 large (Σ v²); counts of velocities.
+struct TemperatureResult {
+    TrackStreamInfo info;  ///< what was streamed: track counts, drift, frame times
+    std::vector<double> sum[3], count[3];
+    double mass_small = 1, mass_large = 1;  ///< relative to a small disk (m ∝ d²)
+    bool mass_known = false;                ///< the metadata give both diameters
+};
+TemperatureResult compute_temperature(const TrajectorySource& src, const TemperatureParams& p);
+
 /// Group `temperature` {t, frame, temperature, temperature_small, temperature_large, ratio,
 /// n_small, n_large} plus time-averaged attributes (temperature_mean*, ratio_mean).
-ResultGroup temperature_analysis(const TrajectorySource& src, const TemperatureParams& p);
+ResultGroup to_group(const TemperatureResult& r, const Metadata& meta);
 
 }  // namespace vibra::analysis

@@ -55,6 +55,6 @@ struct TransverseVdosResult {
 TransverseVdosResult compute_transverse_vdos(const TrajectorySource& src, TransverseVdosParams p);
 
 /// /analysis/tvdos group.
-ResultGroup tvdos_result_group(const TransverseVdosResult& r, const Metadata& meta);
+ResultGroup to_group(const TransverseVdosResult& r, const Metadata& meta);
 
 }  // namespace vibra::analysis

@@ -51,15 +51,15 @@ struct VacfParams {
     void validate() const;  ///< throws ParameterError naming the field
 };
 
-/// Species-resolved VACF sums and what the stream saw.
-struct SpeciesVacf {
+/// Species-resolved VACF sums (total: every track) and what the stream saw.
+struct VacfResult {
     TrackStreamInfo info;
     VacfSums total, small, large;
     double dt = 1;  ///< mean frame interval (time unit)
 };
-SpeciesVacf compute_vacf(const TrajectorySource& src, const VacfParams& p);
+VacfResult compute_vacf(const TrajectorySource& src, const VacfParams& p);
 
 /// Group `vacf` {lag, lag_frames, n_pairs*, vacf, vacf_small, vacf_large, vacf_norm*} (units <L>^2/<T>^2).
-ResultGroup vacf_analysis(const TrajectorySource& src, const VacfParams& p);
+ResultGroup to_group(const VacfResult& r, const VacfParams& p, const Metadata& meta);
 
 }  // namespace vibra::analysis

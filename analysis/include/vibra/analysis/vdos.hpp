@@ -71,9 +71,32 @@ struct VdosParams {
     void validate() const;
 };
 
+/// The spectra of the parts present (total, small, large) on one ω grid, before the transfer
+/// correction and the normalisation ∫ D dω = 1 (done by to_group, which records both).
+struct VdosResult {
+    struct Part {
+        std::string suffix;     ///< "", "_small", "_large"
+        std::vector<double> d;  ///< D(ω), time unit/rad
+        double weight = 0;      ///< Σ v² of the part: the kinetic-energy weight of the mass-weighted total
+    };
+    /// welch: segments and velocity samples of every species present (with or without a spectrum)
+    struct Counted {
+        std::string suffix;
+        std::int64_t segments = 0, samples = 0;
+    };
+    TrackStreamInfo info;  ///< what was streamed: velocity scheme, counts, drift, frame times
+    double dt = 1;         ///< mean frame interval (time unit)
+    std::int64_t max_lag = 0, max_lag_used = 0;  ///< M (welch: segments of 2M frames) / VACF lags
+    std::vector<double> omega;                   ///< rad/time unit, 0 … π/Δt
+    std::vector<Part> parts;
+    std::vector<Counted> counted;  ///< welch only
+};
+
+/// Throws InsufficientData when no part has a usable spectrum (too few frames or velocity runs).
+VdosResult compute_vdos(const TrajectorySource& src, const VdosParams& p);
+
 /// Group `vdos` {omega, vdos, vdos_small, vdos_large, vdos_reduced, vdos_reduced_small, …,
 /// vdos_mass, vdos_reduced_mass (species weighted by m_a Σv_a², both species present)}.
-/// Throws InsufficientData when no part has a usable spectrum (too few frames or velocity runs).
-ResultGroup vdos_analysis(const TrajectorySource& src, const VdosParams& p);
+ResultGroup to_group(const VdosResult& r, const VdosParams& p, const Metadata& meta);
 
 }  // namespace vibra::analysis

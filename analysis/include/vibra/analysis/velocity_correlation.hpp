@@ -7,10 +7,14 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
+#include "vibra/analysis/displacement_field.hpp"
+#include "vibra/core/result.hpp"
 #include "vibra/core/trajectory.hpp"
+#include "vibra/core/trajectory_source.hpp"
 
 namespace vibra::analysis {
 
@@ -55,5 +59,23 @@ double correlation_length(std::span<const double> r, std::span<const double> c,
 /// Polar order of the directions: |Σ u_i/|u_i|| / N over vectors with |u| > 0 (1 = all parallel,
 /// ~1/√N for random directions). NaN when no vector is non-zero.
 double polar_order(std::span<const double> ux, std::span<const double> uy);
+
+/// The correlations analysis (/analysis/correlations): C_vv(r) per lag (time-averaged) and the
+/// correlation length and polar order of every start frame.
+struct CorrelationsParams {
+    FieldSettings field;
+    /// r_max NaN: min(15 mean spacings, a quarter of the grid's shorter side); dr NaN: half a spacing.
+    VelocityCorrelationParams corr{std::numeric_limits<double>::quiet_NaN(),
+                                   std::numeric_limits<double>::quiet_NaN(), true};
+    double fit_floor = 0.1;  ///< ξ: fit of log C(r) while C > fit_floor × C(first bin), in (0, 1)
+};
+struct CorrelationsResult {
+    VelocityCorrelationParams corr;        ///< as used
+    std::vector<double> r;                 ///< bin centres
+    std::vector<VelocityCorrelation> acc;  ///< per lag, over all start frames
+    std::vector<double> xi, polar;         ///< [lag · n_times + k]
+};
+CorrelationsResult compute_correlations(const TrajectorySource& src, const CorrelationsParams& p);
+ResultGroup to_group(const CorrelationsResult& r, const CorrelationsParams& p, const TrajectorySource& src);
 
 }  // namespace vibra::analysis

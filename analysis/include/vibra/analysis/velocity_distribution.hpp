@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "vibra/analysis/velocities.hpp"
@@ -87,10 +88,32 @@ struct VelocityDistributionParams {
     void validate() const;
 };
 
+/// Histograms of the rms-scaled velocities and tail fits, per part present (total, small, large).
+struct VelocityDistributionResult {
+    struct Part {
+        std::string suffix;                              ///< "", "_small", "_large"
+        double n = 0, sxx = 0, syy = 0, c4 = 0, v4 = 0;  ///< samples, Σvx², Σvy², Σ(vx⁴+vy⁴), Σ|v|⁴
+        double rms_comp = 0;                             ///< sqrt(⟨vx² + vy²⟩/2)
+        double hist_n = 0;                               ///< samples histogrammed
+        std::vector<double> cx, cy, sp;                  ///< counts per bin of c_x, c_y, speed
+        std::vector<TailFit> fits;                       ///< threshold, then the scan
+        double tail_fraction = 0, tail_amplitude = 0;
+    };
+    TrackStreamInfo info;  ///< what was streamed
+    std::int64_t n_frames = 0;
+    double cmax = 1, smax = 1;  ///< histogram ranges [−cmax, cmax], [0, smax] (rms units)
+    double wc = 0, ws = 0;      ///< bin widths
+    std::vector<Part> parts;
+};
+/// Two passes (moments, then histograms and tail grids), then the tail fits.
+VelocityDistributionResult compute_velocity_distribution(const TrajectorySource& src,
+                                                         const VelocityDistributionParams& p);
+
 /// Group `velocity_distribution`: arrays c, p_c, p_cx, p_cy, speed, p_speed (+ _small/_large),
 /// scan_threshold, scan_beta, scan_beta_ci_low, scan_beta_ci_high, scan_n_tail (+ suffixes);
 /// attributes beta, beta_ci_low, beta_ci_high, beta_sigma, beta_threshold, c0, tail_amplitude,
-/// kurtosis, sonine_a2, rms_velocity, fitted_variable, … (+ _small/_large). Two passes.
-ResultGroup velocity_distribution_analysis(const TrajectorySource& src, const VelocityDistributionParams& p);
+/// kurtosis, sonine_a2, rms_velocity, fitted_variable, … (+ _small/_large).
+ResultGroup to_group(const VelocityDistributionResult& r, const VelocityDistributionParams& p,
+                     const Metadata& meta);
 
 }  // namespace vibra::analysis

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "vibra/analysis/pair_correlation.hpp"
+#include "vibra/core/result.hpp"
 
 namespace vibra::analysis {
 
@@ -45,5 +46,31 @@ VoronoiTessellation radical_voronoi(const StructureFrame& frame, const VoronoiPa
 /// Local packing fraction φ_i = π R_i² / A_i with R_i = particle_radius (NaN for empty cells, and
 /// for every cell when the frame had no sizes).
 std::vector<double> local_packing_fraction(const VoronoiTessellation& v);
+
+/// Local and global packing fractions over a whole source (/analysis/voronoi).
+struct VoronoiAnalysisParams {
+    VoronoiParams cells;            ///< radical (power) or plain cells
+    std::int64_t stride = 1;        ///< every n-th frame
+    std::int64_t bins = 100;        ///< histogram bins of the local packing fraction over [0, 1]
+    bool include_boundary = false;  ///< keep cells touching the window boundary
+    bool progress = false;
+};
+/// Per sampled frame: φ, φ over the cells used, their density and counts; over all frames, per
+/// part [0 small, 1 large, 2 all]: the local-φ histogram counts, cells, cell areas, φ moments.
+struct VoronoiAnalysisResult {
+    VoronoiAnalysisParams params;
+    Geometry window;  ///< the first frame's (recorded geometry)
+    std::vector<double> t, phi, phi_voronoi, density_voronoi, n_cells, n_boundary;
+    std::vector<std::int64_t> frame;
+    std::vector<double> hist[3];
+    double cells[3] = {0, 0, 0}, area_sum[3] = {0, 0, 0}, phi_count[3] = {0, 0, 0}, phi_sum[3] = {0, 0, 0},
+           phi_sum2[3] = {0, 0, 0};
+    std::int64_t brute_force_cells = 0;
+    bool any_sizes = false;  ///< some frame had particle sizes (else every φ is NaN)
+};
+/// Throws ParameterError when radical cells are asked for and the data give no particle sizes.
+VoronoiAnalysisResult compute_voronoi_analysis(const TrajectorySource& src, const VoronoiAnalysisParams& p);
+/// Group `voronoi` {t, phi, phi_voronoi, density_voronoi, n_cells, phi_local_hist*, …}.
+ResultGroup to_group(const VoronoiAnalysisResult& r, const Metadata& meta);
 
 }  // namespace vibra::analysis

@@ -17,6 +17,8 @@
 
 #include <opencv2/core.hpp>
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "vibra/tracking/joint_fit.hpp"
@@ -67,7 +69,7 @@ struct DetectParams {
     double warm_tolerance =
         0.1;  ///< DiskLocator: px, JointFitParams::tolerance of a warm frame (cold frames keep the joint fit's own 0.01); after the Gauss–Seidel last sweep few disks move more (docs/tracking.md 4b)
     int warm_hessian_every =
-        8;  ///< DiskLocator: every this many warm frames the five-parameter steps accumulate JᵀJ afresh; in the others they take it from the disk's last full step (JointFitParams::reuse_hessian)
+        8;  ///< DiskLocator: every this many warm frames the five-parameter steps accumulate JᵀJ afresh; in the others they take it from the disk's last full step (the joint fit's internal reuse_hessian switch)
     int warm_refresh =
         100;  ///< DiskLocator: in every this many warm frames the joint fit re-measures its templates (light or focus that drifts), with the candidates and the residual search on; a frame is located from scratch only when the warm fit fails
     double new_disk_separation =
@@ -148,11 +150,61 @@ private:
     Stats stats_;
 };
 
-/// Estimates one or two radii (px) from frames: votes over a wide radius range, the measured
-/// radii of the stronger half of the detections, and the modes of their histogram (0.25 px
-/// bins): the highest is one size; a second peak within a factor 1.6, ≥ 10% away, ≥ 10% as high
-/// and separated by a dip is the other; each size is the median of the radii within ±7% of its
-/// peak (docs/tracking.md).
+/// Settings of the radius estimate (`vibra track --radii auto`, the default without a radius).
+struct RadiusEstimateParams {
+    bool invert = false;             ///< dark particles on a bright background
+    double r_min = 3, r_max = 80;    ///< px: the radii considered
+    std::size_t enough_disks = 300;  ///< the fine stage stops once this many disks are measured
+    double max_valley = 0.6;         ///< two sizes: the histogram dips below this × the lower peak
+    double ambiguous_valley =
+        0.85;               ///< a second peak whose dip lies between max_valley and this is ambiguous
+    void validate() const;  ///< throws ParameterError naming the field
+};
+
+/// What estimate_radius_classes found.
+struct RadiusEstimate {
+    std::vector<double> radii;   ///< {r} or {r_small, r_large}, px (outer edge, as refine.hpp measures it)
+    double scale = 0;            ///< px: the scale of the coarse scan (the best circles)
+    std::int64_t frames = 0;     ///< frames measured
+    double disks_per_frame = 0;  ///< median disks per frame found at the estimated radii
+    std::size_t measured = 0;    ///< radii in the histogram
+    /// One line for people, e.g. "radii: small 46.1 px, large 55.3 px from 9 frames, 72 disks per frame".
+    std::string summary() const;
+};
+
+/// Estimates one or two radii (px) from frames in two stages (docs/tracking.md, "Radii"):
+///  1. coarse scan: for radii r on a 10% grid in [r_min, r_max], on an image downsampled so that
+///     r spans 4–8 px, every edge pixel votes at ±r along its gradient; each maximum of the vote
+///     map is scored by how well a circle of radius r about it is an edge all around (the lower
+///     quartile, over 64 directions, of the signed radial gradient / local contrast); the scale
+///     whose circles explain the most edge (Σ (score − 0.15)₊ · r) wins — texture, noise and
+///     voids make broken circles, disks whole ones;
+///  2. fine stage: locate() over [scale/1.5, 1.5·scale] on the frames (until enough_disks), the
+///     measured radii of the stronger half, the modes of their histogram (2% bins): one size, or
+///     two when a second peak within a factor 1.6 is separated by a clear dip.
+/// Throws FormatError when no disk is found, or when the histogram is ambiguous (a second peak
+/// with an unclear dip): the message says to give the radii.
+RadiusEstimate estimate_radius_classes(const std::vector<cv::Mat>& frames, const RadiusEstimateParams& p);
+
+/// Edge thresholds adapted to the frames (`vibra track` without --edge-threshold/--min-edge).
+/// The defaults (edge_threshold 0.12, min_edge 0.35) suit sharp edges: disks whose edge is 1–3 px
+/// wide have a median strength (peak inward gradient / local contrast) of ≈ 0.3 — every synthetic
+/// case, bulk water, the falling ball. Soft, wide or textured edges are weaker (the
+/// particletracker discs, MPEG-4 rims ≈ 9 px wide: ≈ 0.09), and with the default thresholds a
+/// third of those discs got no candidate. Both thresholds are therefore scaled by
+/// f = min(1, median strength / 0.2), measured on a frame with the frame's radii.
+struct EdgeAdaptation {
+    double median_strength = 0;  ///< of the disks found on the frame (× local contrast per px)
+    double factor = 1;           ///< f applied to edge_threshold and min_edge (1 = unchanged)
+    std::size_t disks = 0;       ///< disks measured
+    /// e.g. "weak edges (median strength 0.086 × local contrast): edge threshold 0.052, min edge 0.15"
+    std::string summary(const DetectParams& adapted) const;
+};
+/// Measures the frame's edge strength with `p` (its radii; joint fit off, no min_edge) and scales
+/// p.edge_threshold and p.min_edge by the factor. Deterministic; one locate() of the frame.
+EdgeAdaptation adapt_edge_thresholds(const cv::Mat& frame, DetectParams& p);
+
+/// The radii of estimate_radius_classes (compatibility wrapper).
 std::vector<double> estimate_radii(const std::vector<cv::Mat>& frames, bool invert, double r_min = 3,
                                    double r_max = 80);
 

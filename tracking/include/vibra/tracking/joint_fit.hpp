@@ -34,18 +34,23 @@
 
 namespace vibra::tracking {
 
+namespace detail {
+/// JᵀJ (upper triangle, NormalSums order) of a disk's last five-parameter step, the amplitude it
+/// was taken at (a = 0: none) and its Cholesky factor (lower triangle, row-major packed; l[0] = 0:
+/// none). Internal to the joint fit; kept in JointFitWorkspace between frames.
+struct DiskHessian {
+    float h[15] = {};
+    float a = 0;
+    float l[15] = {};
+};
+}  // namespace detail
+
 struct JointFitParams {
     int sweeps = 3;  ///< full sweeps (one Gauss–Newton step per disk); ≥ 1
     int coarse_sweeps =
         0;  ///< of the full sweeps, the first this many use every other image row (half the pixels; enough for the first steps from a start ~1 px off)
     bool coarse_centre_only =
         true;  ///< with templates carried over (warm start), the coarse sweeps step the centres alone (κ, b and a as the last frame left them; the full sweeps then fit all five)
-    bool seidel_last_sweep =
-        true;  ///< with templates carried over (warm start): the last full sweep is Gauss–Seidel (each step patches the model at once, no render after it), which leaves the extra sweeps little to do
-    bool reuse_hessian =
-        true;  ///< with templates carried over and a workspace holding the disks' JᵀJ: a five-parameter step of a disk whose band lies inside the image accumulates Jᵀr alone (7 sums, not 21) and takes JᵀJ from its last full step (rescaled to its amplitude); same fixed point
-    bool render_ahead =
-        true;  ///< with templates carried over (warm start): a sweep renders the model just ahead of itself, in image order, instead of the whole model first (the rows it reads are then in the core's cache; the same model image)
     bool remeasure_templates =
         false;  ///< with templates carried over (warm start): re-measure them before the last full sweep, as a fit from scratch does
     int newton_steps =
@@ -109,16 +114,10 @@ struct JointFitWorkspace {
     /// buffer (fresh pages cost ≈ 3 ms each on a virtual machine, docs/performance.md).
     cv::Mat slab;
     int slab_w = 0, slab_h = 0;
-    /// Per disk, in the order of the parts: JᵀJ (upper triangle, NormalSums order) of its last
-    /// five-parameter step and the amplitude it was taken at (a = 0: none). A warm fit with
-    /// `reuse_hessian` starts from these; the caller keeps them aligned with the parts it passes
-    /// next (DiskLocator does).
-    struct Hessian {
-        float h[15] = {};
-        float a = 0;
-        float l[15] = {};  ///< its Cholesky factor (lower triangle, row-major packed); l[0] = 0: none
-    };
-    std::vector<Hessian> hessians;
+    /// Per disk, in the order of the parts: JᵀJ of its last five-parameter step (detail::DiskHessian).
+    /// A warm fit may start from these; the caller keeps them aligned with the parts it passes next
+    /// (DiskLocator does).
+    std::vector<detail::DiskHessian> hessians;
     JointFitWorkspace() = default;
     // A copy starts empty: copies of a cv::Mat share its pixels, and two fits (two threads'
     // locators) must never share buffers.
@@ -142,7 +141,7 @@ struct JointFitResult {
     std::size_t extra_sweeps = 0, extra_steps = 0;  ///< sweeps over moving disks, and disk steps in them
     std::size_t newton_steps = 0;                   ///< joint Newton steps taken
     std::size_t reused_hessian_steps =
-        0;  ///< five-parameter steps that took JᵀJ carried over (reuse_hessian)
+        0;  ///< five-parameter steps that took JᵀJ carried over from the workspace
     bool templates_remeasured =
         false;  ///< the templates were measured in this fit (always from scratch; warm: remeasure_templates)
     /// CPU s of this thread in: first templates, full sweeps, repair (missing disks, fresh

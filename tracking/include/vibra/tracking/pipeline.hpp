@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,8 +27,15 @@ namespace vibra::tracking {
 
 struct TrackParams {
     DetectParams detect;                               ///< radii empty = estimate them from the first frames
-    std::int64_t auto_radii_frames = 3;                ///< frames used by the radius estimate
+    std::int64_t auto_radii_frames = 9;                ///< frames read for the radius estimate (at most)
     double auto_radius_min = 3, auto_radius_max = 80;  ///< px range of the estimate
+    /// When set: receives one line per note for the user (the radius estimate, e.g. "IN: radii:
+    /// small 51.0 px, large 59.4 px from 9 frames, 72 disks per frame"); `vibra track` prints it.
+    std::function<void(const std::string&)> note;
+    /// Scale detect.edge_threshold and detect.min_edge to the edge strength measured on the first
+    /// frame (adapt_edge_thresholds, detect.hpp); `vibra track` sets it unless --edge-threshold or
+    /// --min-edge is given.
+    bool adapt_thresholds = false;
     LinkParams
         link;  ///< max_step 5 px by default (LinkParams); set 0 for automatic (0.5 × small radius), as `vibra track` does
     ReaderParams reader;
@@ -43,6 +51,12 @@ struct TrackParams {
     /// (auto_strip_count: height and large radius). Never derived from `threads`, so that the
     /// output is bit-identical for any thread count; more strips than workers are taken in turn.
     int n_strips = 0;
+    /// Static background (plate texture, illumination) and stuck (hot/dead) pixels measured
+    /// from `background_frames` frames spread over the range and taken out of every frame before
+    /// detection — each only when the measurement finds it (docs/tracking.md, "Static
+    /// background"); false = never.
+    bool static_background = true;
+    int background_frames = 48;
     double fps = 0;        ///< frames/s when known (frame time stamps = frame / fps)
     double px_per_mm = 0;  ///< image calibration when known
     /// Region of interest: window_rect or window_circle (detections outside are dropped);
@@ -92,7 +106,10 @@ struct TrackSummary {
     /// Time in each part, summed over the threads doing it (s): decoding frames (reader thread),
     /// locating disks (workers), linking, writing (the sink's appends, species and commit).
     double seconds_decode = 0, seconds_detect = 0, seconds_link = 0, seconds_write = 0;
-    std::vector<double> radii;  ///< radii used (px)
+    std::vector<double> radii;    ///< radii used (px)
+    std::string radii_estimate;   ///< the estimate's summary when the radii were estimated, else empty
+    std::string edge_thresholds;  ///< adapt_thresholds: what was measured and used, else empty
+    std::string background;       ///< what the static-background measurement found ("" = not run)
 };
 
 /// Where the trajectories go. The tracking module does not depend on the HDF5 store; the

@@ -6,7 +6,7 @@
 // ever touch the same model image. A disk near a seam is fitted by both neighbours;
 // merge_strips keeps one of the two. The strips depend on the image alone (auto_strip_count),
 // never on the number of workers: the output is the same for any thread count. Pure functions
-// over plain data.
+// over plain data. Internal (namespace detail): tests and bench_tracking include this private header.
 #pragma once
 
 #include <cstddef>
@@ -18,7 +18,7 @@
 #include "vibra/tracking/detect.hpp"
 #include "vibra/tracking/refine.hpp"
 
-namespace vibra::tracking {
+namespace vibra::tracking::detail {
 
 /// Rows [own_begin, own_end) belong to the strip; rows [fit_begin, fit_end) are what its locator
 /// sees (own rows plus the margin, clipped to the frame).
@@ -57,4 +57,4 @@ std::vector<Particle> locate_in_strip(DiskLocator& locator, const cv::Mat& frame
 std::vector<Particle> merge_strips(std::span<const std::vector<Particle>> per_strip,
                                    std::span<const FrameStrip> strips, double seam_zone, double same_disk);
 
-}  // namespace vibra::tracking
+}  // namespace vibra::tracking::detail

@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The static background of a video (plate texture, illumination) and its stuck pixels: measured
+// from a fixed set of frames, taken out of every frame. See detail/static_background.hpp.
+#include "detail/static_background.hpp"
+
+#include <opencv2/imgproc.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <numeric>
+
+namespace vibra::tracking::detail {
+
+namespace {
+
+float sample(const cv::Mat& m, int j, int i) {
+    return m.depth() == CV_16U ? float(m.ptr<std::uint16_t>(j)[i]) : float(m.ptr<std::uint8_t>(j)[i]);
+}
+
+double median_of(std::vector<float> v) {
+    if (v.empty()) return 0;
+    const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+    std::nth_element(v.begin(), mid, v.end());
+    return *mid;
+}
+
+// Per L×L block the q-quantile of `u` (CV_32F) over the pixels where `valid` (CV_8U, or
+// everything when empty), interpolated bilinearly between the block centres to every pixel.
+// Blocks without a valid pixel take the median of the others.
+cv::Mat block_quantile_map(const cv::Mat& u, const cv::Mat& valid, int L, double q) {
+    const int H = u.rows, W = u.cols;
+    const int nbx = std::max(1, (W + L - 1) / L), nby = std::max(1, (H + L - 1) / L);
+    cv::Mat grid(nby, nbx, CV_32F);
+    std::vector<float> vals, found;
+    for (int by = 0; by < nby; ++by)
+        for (int bx = 0; bx < nbx; ++bx) {
+            vals.clear();
+            for (int j = by * L; j < std::min(H, (by + 1) * L); ++j) {
+                const float* r = u.ptr<float>(j);
+                const std::uint8_t* m = valid.empty() ? nullptr : valid.ptr<std::uint8_t>(j);
+                for (int i = bx * L; i < std::min(W, (bx + 1) * L); ++i)
+                    if (!m || m[i]) vals.push_back(r[i]);
+            }
+            float v = std::numeric_limits<float>::quiet_NaN();
+            if (!vals.empty()) {
+                const auto k = static_cast<std::ptrdiff_t>(q * double(vals.size() - 1));
+                std::nth_element(vals.begin(), vals.begin() + k, vals.end());
+                v = vals[static_cast<std::size_t>(k)];
+                found.push_back(v);
+            }
+            grid.at<float>(by, bx) = v;
+        }
+    const float fill = found.empty() ? 0.f : float(median_of(found));
+    for (int by = 0; by < nby; ++by)
+        for (int bx = 0; bx < nbx; ++bx)
+            if (std::isnan(grid.at<float>(by, bx))) grid.at<float>(by, bx) = fill;
+    cv::Mat big;  // block centres at (b + ½)·L − ½ px: resize to nb·L (centre-aligned), then crop
+    cv::resize(grid, big, cv::Size(nbx * L, nby * L), 0, 0, cv::INTER_LINEAR);
+    return big(cv::Rect(0, 0, W, H)).clone();
+}
+
+// The measurement on one region of the frames. Signed values u = ±v (+ for bright disks), so
+// that the disks are always brighter than the background.
+struct Estimate {
+    cv::Mat level, texture;  // G and T (v-space, CV_32F)
+    double noise = 0, kappa_abs = 0, correlation = 0, texture_var = 0;
+};
+
+Estimate estimate(std::span<const cv::Mat> frames, const cv::Rect& roi, const StaticBackgroundParams& p,
+                  const cv::Mat& stuck) {
+    Estimate e;
+    const float s = p.invert ? -1.f : 1.f;
+    const int L = std::max(16, static_cast<int>(std::lround(4 * p.r_large)));
+    std::vector<cv::Mat> u(frames.size());
+    for (std::size_t k = 0; k < frames.size(); ++k) frames[k](roi).convertTo(u[k], CV_32F, s);
+    const cv::Mat good = stuck.empty() ? cv::Mat() : (stuck(roi) == 0);
+    // Pass 1: per block the background's quartiles of all samples: level and noise.
+    const int H = roi.height, W = roi.width;
+    cv::Mat q1;
+    {
+        // quantiles 0.125 and 0.25 of every block over every frame
+        const int nbx = std::max(1, (W + L - 1) / L), nby = std::max(1, (H + L - 1) / L);
+        cv::Mat g25(nby, nbx, CV_32F);
+        std::vector<float> vals, noises;
+        for (int by = 0; by < nby; ++by)
+            for (int bx = 0; bx < nbx; ++bx) {
+                vals.clear();
+                for (const auto& f : u)  // every other row and column: plenty of samples
+                    for (int j = by * L; j < std::min(H, (by + 1) * L); j += 2) {
+                        const float* r = f.ptr<float>(j);
+                        for (int i = bx * L; i < std::min(W, (bx + 1) * L); i += 2) vals.push_back(r[i]);
+                    }
+                const auto ka = static_cast<std::ptrdiff_t>(vals.size() / 8),
+                           kb = static_cast<std::ptrdiff_t>(vals.size() / 4);
+                std::nth_element(vals.begin(), vals.begin() + kb, vals.end());
+                const float b = vals[static_cast<std::size_t>(kb)];
+                std::nth_element(vals.begin(), vals.begin() + ka, vals.begin() + kb);
+                const float a = vals[static_cast<std::size_t>(ka)];
+                const float sd = (b - a) / 0.4758f;
+                g25.at<float>(by, bx) = b + 0.6745f * sd;  // the background's median
+                noises.push_back(sd);
+            }
+        e.noise = median_of(noises);
+        cv::resize(g25, q1, cv::Size(nbx * L, nby * L), 0, 0, cv::INTER_LINEAR);
+        q1 = q1(cv::Rect(0, 0, W, H)).clone();
+    }
+    const cv::Mat& level1 = q1;  // u-space background level
+    // κ: disk samples (far above the noise) relative to the level.
+    std::vector<float> ratio;
+    for (const auto& f : u)
+        for (int j = 0; j < H; j += 2) {
+            const float* r = f.ptr<float>(j);
+            const float* g = level1.ptr<float>(j);
+            for (int i = 0; i < W; i += 2)
+                if (r[i] - g[i] > 8 * e.noise + 2 && std::abs(g[i]) > 0)
+                    ratio.push_back((r[i] - g[i]) / std::abs(g[i]));
+        }
+    if (ratio.size() < 100) return e;
+    e.kappa_abs = median_of(ratio);
+    // Pass 2: every frame's samples away from the disks (the light above the level, smoothed,
+    // below a fifth of the contrast, 3 px beyond), summed per half of the frames.
+    cv::Mat sum[2], cnt[2];
+    for (int h = 0; h < 2; ++h) sum[h] = cv::Mat::zeros(H, W, CV_32F), cnt[h] = cv::Mat::zeros(H, W, CV_32F);
+    const cv::Mat thr = 0.2 * e.kappa_abs * cv::abs(level1);
+    const cv::Mat disk_r = cv::getStructuringElement(cv::MORPH_ELLIPSE, cv::Size(7, 7));
+    cv::Mat d, near, free_px;
+    for (std::size_t k = 0; k < u.size(); ++k) {
+        cv::GaussianBlur(u[k] - level1, d, cv::Size(0, 0), 1.0);
+        cv::compare(d, thr, near, cv::CMP_GT);
+        cv::dilate(near, near, disk_r);
+        cv::bitwise_not(near, free_px);
+        cv::add(sum[k % 2], u[k], sum[k % 2], free_px);
+        cv::add(cnt[k % 2], cv::Scalar(1), cnt[k % 2], free_px);
+    }
+    cv::Mat ba = sum[0] / cv::max(cnt[0], 1), bb = sum[1] / cv::max(cnt[1], 1);
+    cv::Mat both = (sum[0] + sum[1]) / cv::max(cnt[0] + cnt[1], 1);
+    cv::Mat valid = (cnt[0] >= 2) & (cnt[1] >= 2);
+    if (!good.empty()) valid &= good;
+    const cv::Mat level2 = block_quantile_map(both, valid, L, 0.5);
+    double sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0, n = 0;
+    for (int j = 0; j < H; ++j) {
+        const float *a = ba.ptr<float>(j), *b = bb.ptr<float>(j), *g = level2.ptr<float>(j);
+        const std::uint8_t* m = valid.ptr<std::uint8_t>(j);
+        for (int i = 0; i < W; ++i) {
+            if (!m[i]) continue;
+            const double ha = a[i] - g[i], hb = b[i] - g[i];
+            sa += ha, sb += hb, saa += ha * ha, sbb += hb * hb, sab += ha * hb, n += 1;
+        }
+    }
+    if (n < 100) return e;
+    const double va = saa / n - (sa / n) * (sa / n), vb = sbb / n - (sb / n) * (sb / n);
+    const double cab = sab / n - (sa / n) * (sb / n);
+    e.correlation = va > 0 && vb > 0 ? cab / std::sqrt(va * vb) : 0;
+    e.texture_var = std::max(0.0, cab);
+    const double v_avg = 0.25 * (va + vb) + 0.5 * cab;  // of the mean of the halves
+    const double shrink = v_avg > 0 ? std::clamp(e.texture_var / v_avg, 0.0, 1.0) : 0;
+    e.texture = cv::Mat::zeros(H, W, CV_32F);
+    for (int j = 0; j < H; ++j) {
+        const float *b = both.ptr<float>(j), *g = level2.ptr<float>(j);
+        const std::uint8_t* m = valid.ptr<std::uint8_t>(j);
+        float* t = e.texture.ptr<float>(j);
+        for (int i = 0; i < W; ++i)
+            if (m[i]) t[i] = s * float(shrink) * (b[i] - g[i]);
+    }
+    e.level = s * level2;  // v-space
+    return e;
+}
+
+// Pixels constant over the frames (`few` first, then confirmed over all) while the video's noise
+// is ≥ 2 grey levels, and far from their neighbours' median in at least half of the frames (a disk
+// passing over a hot pixel may hide it).
+std::vector<std::int64_t> find_stuck(std::span<const cv::Mat> frames, std::span<const cv::Mat> few,
+                                     double noise, double stuck_sigma) {
+    std::vector<std::int64_t> out;
+    // A constant pixel means nothing in a noise-free video (or one whose noise is below a grey level).
+    if (!(noise >= 2) || frames.size() < 8) return out;
+    cv::Mat mn = few[0].clone(), mx = few[0].clone();
+    for (const auto& f : few.subspan(1)) {
+        cv::min(mn, f, mn);
+        cv::max(mx, f, mx);
+    }
+    const int H = mn.rows, W = mn.cols;
+    const float still = std::max(1.0f, float(0.1 * noise));
+    for (int j = 0; j < H; ++j)
+        for (int i = 0; i < W; ++i) {
+            if (sample(mx, j, i) - sample(mn, j, i) > still) continue;
+            float lo = sample(mn, j, i), hi = lo;
+            for (const auto& f : frames)
+                lo = std::min(lo, sample(f, j, i)), hi = std::max(hi, sample(f, j, i));
+            if (hi - lo > still) continue;
+            // Far from its neighbours in (almost) every frame.
+            int far = 0;
+            for (const auto& f : frames) {
+                float nb[8];
+                int m = 0;
+                for (int dj = -1; dj <= 1; ++dj)
+                    for (int di = -1; di <= 1; ++di) {
+                        const int jj = j + dj, ii = i + di;
+                        if ((dj || di) && jj >= 0 && jj < H && ii >= 0 && ii < W) nb[m++] = sample(f, jj, ii);
+                    }
+                std::nth_element(nb, nb + m / 2, nb + m);
+                if (std::abs(sample(f, j, i) - nb[m / 2]) > stuck_sigma * noise) ++far;
+            }
+            if (far * 2 >= static_cast<int>(frames.size())) out.push_back(std::int64_t(j) * W + i);
+        }
+    return out;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> static_background_frames(std::int64_t first, std::int64_t last, int max_frames) {
+    std::vector<std::int64_t> out;
+    const std::int64_t n = last - first;
+    if (n <= 0 || max_frames <= 0) return out;
+    if (n <= max_frames) {
+        for (std::int64_t k = 0; k < n; ++k) out.push_back(first + k);
+        return out;
+    }
+    for (int k = 0; k < max_frames; ++k)
+        out.push_back(first + (std::int64_t(k) * (n - 1)) / (max_frames - 1));
+    return out;
+}
+
+StaticBackground measure_static_background(std::span<const cv::Mat> frames, const StaticBackgroundParams& p) {
+    std::vector<cv::Mat> few;
+    const std::size_t stride = std::max<std::size_t>(1, (frames.size() + 15) / 16);
+    for (std::size_t k = 0; k < frames.size(); k += stride) few.push_back(frames[k]);
+    return measure_static_background(
+        few, [&] { return std::vector<cv::Mat>(frames.begin(), frames.end()); }, p);
+}
+
+namespace {
+bool usable(std::span<const cv::Mat> frames) {
+    if (frames.size() < 8) return false;
+    for (const auto& f : frames)
+        if (f.size() != frames[0].size() || f.type() != frames[0].type() ||
+            (f.type() != CV_8UC1 && f.type() != CV_16UC1))
+            return false;
+    return true;
+}
+}  // namespace
+
+StaticBackground measure_static_background(std::span<const cv::Mat> few,
+                                           const std::function<std::vector<cv::Mat>()>& load_all,
+                                           const StaticBackgroundParams& p) {
+    StaticBackground bg;
+    if (!usable(few)) return bg;
+    const int H = few[0].rows, W = few[0].cols;
+    bg.frames_used = static_cast<int>(few.size());
+    // The quick look: the central 256 × 256 px of the few frames (most videos stop here).
+    const int cw = std::min(W, 256), ch = std::min(H, 256);
+    const cv::Rect centre((W - cw) / 2, (H - ch) / 2, cw, ch);
+    const Estimate quick = estimate(few, centre, p, cv::Mat());
+    bg.noise = quick.noise;
+    bg.correlation = quick.correlation;
+    bg.texture_rms = std::sqrt(quick.texture_var);
+    bg.stuck = find_stuck(few, few, quick.noise, p.stuck_sigma);
+    bg.stuck_mask.assign(static_cast<std::size_t>(W) * static_cast<std::size_t>(H), 0);
+    cv::Mat stuck_img = cv::Mat::zeros(H, W, CV_8U);
+    for (auto k : bg.stuck) {
+        bg.stuck_mask[static_cast<std::size_t>(k)] = 1;
+        stuck_img.at<std::uint8_t>(static_cast<int>(k / W), static_cast<int>(k % W)) = 1;
+    }
+    if (quick.level.empty()) return bg;
+    bg.contrast =
+        quick.kappa_abs *
+        std::abs(median_of(std::vector<float>(quick.level.begin<float>(), quick.level.end<float>())));
+    // Half the frames of the quick look are too few to see a faint texture through the noise:
+    // the full measurement runs when the quick one shows some agreement.
+    if (!(quick.correlation >= 0.5 * p.min_correlation &&
+          bg.texture_rms >= 0.5 * p.min_texture * bg.contrast))
+        return bg;
+    const std::vector<cv::Mat> frames = load_all();
+    if (!usable(frames) || frames[0].size() != few[0].size() || frames[0].type() != few[0].type()) return bg;
+    bg.frames_used = static_cast<int>(frames.size());
+    const Estimate full = estimate(frames, cv::Rect(0, 0, W, H), p, stuck_img);
+    if (full.level.empty()) return bg;
+    bg.level = full.level;
+    bg.texture = full.texture;
+    bg.noise = full.noise;
+    bg.level0 = float(median_of(std::vector<float>(bg.level.begin<float>(), bg.level.end<float>())));
+    bg.kappa = float((p.invert ? -1 : 1) * full.kappa_abs);
+    bg.contrast = full.kappa_abs * std::abs(bg.level0);
+    bg.correlation = full.correlation;
+    bg.texture_rms = std::sqrt(full.texture_var);
+    if (!(full.correlation >= p.min_correlation && bg.texture_rms >= p.min_texture * bg.contrast &&
+          bg.level0 > 0))
+        return bg;
+    bg.correct_background = true;
+    return bg;
+}
+
+namespace {
+
+// Each stuck pixel ← the mean of its good 8-neighbours (read from `f`, written to `f`: stuck
+// pixels are never read).
+template <class T>
+void fill_stuck(cv::Mat& f, const std::vector<std::int64_t>& stuck, const std::vector<std::uint8_t>& mask,
+                bool round) {
+    const int H = f.rows, W = f.cols;
+    for (auto k : stuck) {
+        const int j = static_cast<int>(k / W), i = static_cast<int>(k % W);
+        double s = 0;
+        int m = 0;
+        for (int dj = -1; dj <= 1; ++dj)
+            for (int di = -1; di <= 1; ++di) {
+                const int jj = j + dj, ii = i + di;
+                if ((dj || di) && jj >= 0 && jj < H && ii >= 0 && ii < W &&
+                    !mask[std::size_t(jj) * std::size_t(W) + std::size_t(ii)]) {
+                    s += double(f.at<T>(jj, ii));
+                    ++m;
+                }
+            }
+        if (m > 0) f.at<T>(j, i) = static_cast<T>(round ? std::nearbyint(s / m) : s / m);
+    }
+}
+
+}  // namespace
+
+void StaticBackground::apply(cv::Mat& image) const {
+    if (!active()) return;
+    const int H = image.rows, W = image.cols;
+    const bool u16 = image.depth() == CV_16U;
+    if (!correct_background || level.rows != H || level.cols != W) {
+        if (u16)
+            fill_stuck<std::uint16_t>(image, stuck, stuck_mask, true);
+        else
+            fill_stuck<std::uint8_t>(image, stuck, stuck_mask, true);
+        return;
+    }
+    const float maxv = u16 ? 65535.f : 255.f;
+    cv::Mat f;
+    image.convertTo(f, CV_32F);
+    for (int j = 0; j < H; ++j) {
+        float* v = f.ptr<float>(j);
+        const float* g = level.ptr<float>(j);
+        const float* t = texture.ptr<float>(j);
+        for (int i = 0; i < W; ++i) {
+            const float gi = std::max(g[i], 1e-3f);
+            const float c = std::clamp((v[i] - gi - t[i]) / (kappa * gi), 0.f, 1.f);
+            v[i] = (v[i] - t[i] * (1.f - c)) * (level0 / gi);
+        }
+    }
+    fill_stuck<float>(f, stuck, stuck_mask, false);
+    for (int j = 0; j < H; ++j) {
+        const float* v = f.ptr<float>(j);
+        if (u16) {
+            auto* d = image.ptr<std::uint16_t>(j);
+            for (int i = 0; i < W; ++i)
+                d[i] = static_cast<std::uint16_t>(std::clamp(std::nearbyint(v[i]), 0.f, maxv));
+        } else {
+            auto* d = image.ptr<std::uint8_t>(j);
+            for (int i = 0; i < W; ++i)
+                d[i] = static_cast<std::uint8_t>(std::clamp(std::nearbyint(v[i]), 0.f, maxv));
+        }
+    }
+}
+
+std::string StaticBackground::describe() const {
+    char buf[256];
+    std::snprintf(
+        buf, sizeof buf,
+        "static background from %d frames: %s (texture %.2f grey levels RMS, split-half correlation "
+        "%.2f, contrast %.1f, noise %.2f); %zu stuck pixels masked",
+        frames_used, correct_background ? "subtracted, flat field" : "not corrected", texture_rms,
+        correlation, contrast, noise, stuck.size());
+    return buf;
+}
+
+}  // namespace vibra::tracking::detail
