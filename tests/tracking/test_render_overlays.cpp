@@ -29,13 +29,15 @@ struct Clip {
 };
 }  // namespace
 
-TEST_CASE("render: real frame numbers, a legend, contrast stretch, and a video that must match", "[integration]") {
+TEST_CASE("render: real frame numbers, a legend, contrast stretch, and a video that must match",
+          "[integration]") {
     Clip c;
     const auto h5 = c.dir.file("t.h5");
     REQUIRE(test::run_vibra("-q track " + q(c.video) + " -o " + q(h5) + " --radius-small 6 --radius-large 8")
                 .exit_code == 0);
     const auto out = c.dir.file("ov") + "/";
-    auto r = test::run_vibra("-q render " + q(h5) + " --video " + q(c.video) + " -o " + q(out) + " --frames 5:7");
+    auto r =
+        test::run_vibra("-q render " + q(h5) + " --video " + q(c.video) + " -o " + q(out) + " --frames 5:7");
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     CHECK(fs::exists(out + "frame_000005.png"));
@@ -68,11 +70,11 @@ TEST_CASE("render: real frame numbers, a legend, contrast stretch, and a video t
     CHECK(hi_a - lo_a < 250);   // the synthetic video's own contrast
     // another video of the same size but fewer frames: refused, naming both
     const auto other = c.dir.file("other.avi");
-    REQUIRE(test::run_vibra("-q synth -o " + q(other) + " --width 256 --height 256 --frames 6 --seed 2").exit_code ==
-            0);
+    REQUIRE(test::run_vibra("-q synth -o " + q(other) + " --width 256 --height 256 --frames 6 --seed 2")
+                .exit_code == 0);
     r = test::run_vibra("-q render " + q(h5) + " --video " + q(other) + " -o " + q(c.dir.file("bad") + "/"));
     CHECK(r.exit_code == 1);
-    CHECK_THAT(r.output, Catch::Contains("other.avi") && Catch::Contains("t.h5") && Catch::Contains("6 frames") &&
-                             Catch::Contains("12 frames"));
+    CHECK_THAT(r.output, Catch::Contains("other.avi") && Catch::Contains("t.h5") &&
+                             Catch::Contains("6 frames") && Catch::Contains("12 frames"));
     CHECK_FALSE(fs::exists(c.dir.file("bad")));
 }
