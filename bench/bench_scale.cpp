@@ -305,14 +305,15 @@ void compare_numpy(const fs::path& dir, Analyze& analyze, bool keep, const std::
         std::map<std::string, std::string> extra;
     };
     std::vector<Case> cases{{"msd (+ alpha2, van Hove)", "msd", {}},
-                                  {"msd, no van Hove", "msd", {{"msd-vanhove-lags", "none"}}},
-                                  {"vacf", "vacf", {}},
-                                  {"fs", "fs", {}},
-                                  {"vdos", "vdos", {}},
-                                  {"temperature", "temperature", {}},
-                                  {"velocity_distribution", "velocity_distribution", {}}};
+                            {"msd, no van Hove", "msd", {{"msd-vanhove-lags", "none"}}},
+                            {"vacf", "vacf", {}},
+                            {"fs", "fs", {}},
+                            {"vdos", "vdos", {}},
+                            {"temperature", "temperature", {}},
+                            {"velocity_distribution", "velocity_distribution", {}}};
     if (!only.empty())  // --only: those analyses alone
-        std::erase_if(cases, [&](const Case& c) { return std::find(only.begin(), only.end(), c.name) == only.end(); });
+        std::erase_if(
+            cases, [&](const Case& c) { return std::find(only.begin(), only.end(), c.name) == only.end(); });
     std::printf(
         "\nin process, compute only (trajectory and copy in memory; tracks unwrapped, velocities "
         "differenced):\n");

@@ -30,10 +30,10 @@ inline v4d splat(double a) { return v4d{a, a, a, a}; }
 /// Lanes 0..3 of (c, s) = (cos φ, sin φ).
 inline void sincos4(v4d phi, v4d& c, v4d& s) {
     constexpr double two_over_pi = 6.36619772367581382433e-01;
-    constexpr double magic = 0x1.8p52;                   // adding it rounds to an integer in the low bits
-    constexpr double p1 = 1.57079632673412561417e+00;   // π/2, first 33 bits
-    constexpr double p2 = 6.07710050630396597660e-11;   // second 33 bits
-    constexpr double p3 = 2.02226624871116645580e-21;   // third 33 bits
+    constexpr double magic = 0x1.8p52;                 // adding it rounds to an integer in the low bits
+    constexpr double p1 = 1.57079632673412561417e+00;  // π/2, first 33 bits
+    constexpr double p2 = 6.07710050630396597660e-11;  // second 33 bits
+    constexpr double p3 = 2.02226624871116645580e-21;  // third 33 bits
     const v4d t = phi * splat(two_over_pi) + splat(magic);
     const v4d q = t - splat(magic);  // nearest integer to φ·2/π
     v4l n;
@@ -41,18 +41,20 @@ inline void sincos4(v4d phi, v4d& c, v4d& s) {
     const v4d x = ((phi - q * splat(p1)) - q * splat(p2)) - q * splat(p3);
     const v4d z = x * x;
     // fdlibm __kernel_sin(x, 0)
-    const v4d rs = splat(8.33333333332248946124e-03) +
-                   z * (splat(-1.98412698298579493134e-04) +
-                        z * (splat(2.75573137070700676789e-06) +
-                             z * (splat(-2.50507602534068634195e-08) + z * splat(1.58969099521155010221e-10))));
+    const v4d rs =
+        splat(8.33333333332248946124e-03) +
+        z * (splat(-1.98412698298579493134e-04) +
+             z * (splat(2.75573137070700676789e-06) +
+                  z * (splat(-2.50507602534068634195e-08) + z * splat(1.58969099521155010221e-10))));
     const v4d sk = x + (z * x) * (splat(-1.66666666666666324348e-01) + z * rs);
     // fdlibm __kernel_cos(x, 0)
     const v4d rc =
-        z * (splat(4.16666666666666019037e-02) +
-             z * (splat(-1.38888888888741095749e-03) +
-                  z * (splat(2.48015872894767294178e-05) +
-                       z * (splat(-2.75573143513906633035e-07) +
-                            z * (splat(2.08757232129817482790e-09) + z * splat(-1.13596475577881948265e-11))))));
+        z *
+        (splat(4.16666666666666019037e-02) +
+         z * (splat(-1.38888888888741095749e-03) +
+              z * (splat(2.48015872894767294178e-05) +
+                   z * (splat(-2.75573143513906633035e-07) +
+                        z * (splat(2.08757232129817482790e-09) + z * splat(-1.13596475577881948265e-11))))));
     const v4d hz = splat(0.5) * z;
     const v4d w = splat(1.0) - hz;
     const v4d ck = w + (((splat(1.0) - w) - hz) + z * rc);

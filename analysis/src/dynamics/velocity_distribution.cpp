@@ -174,8 +174,10 @@ bool newton_fit(const Binned& B, double& beta, double& ell) {
         const double hb = 1e-4 * std::max(1.0, beta), hl = 1e-4;
         const double lg0 = log_gamma(1.0 / beta), lgp = log_gamma(1.0 / (beta + hb)),
                      lgm = log_gamma(1.0 / (beta - hb));
-        const double zbp = log_z_lg(beta + hb, ell, B.lxmin, lgp), zbm = log_z_lg(beta - hb, ell, B.lxmin, lgm);
-        const double zlp = log_z_lg(beta, ell + hl, B.lxmin, lg0), zlm = log_z_lg(beta, ell - hl, B.lxmin, lg0);
+        const double zbp = log_z_lg(beta + hb, ell, B.lxmin, lgp),
+                     zbm = log_z_lg(beta - hb, ell, B.lxmin, lgm);
+        const double zlp = log_z_lg(beta, ell + hl, B.lxmin, lg0),
+                     zlm = log_z_lg(beta, ell - hl, B.lxmin, lg0);
         const double zpp = log_z_lg(beta + hb, ell + hl, B.lxmin, lgp),
                      zpm = log_z_lg(beta + hb, ell - hl, B.lxmin, lgp);
         const double zmp = log_z_lg(beta - hb, ell + hl, B.lxmin, lgm),
