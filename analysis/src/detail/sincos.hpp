@@ -16,7 +16,7 @@
 
 // The 32-byte vector types live only inside these inline functions (no ABI crosses a library
 // boundary): GCC's note that their passing convention differs without AVX does not apply.
-#pragma GCC diagnostic push
+// (The note is emitted where the inline functions are used, so it stays off for the includer.)
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace vibra::analysis::detail {
@@ -105,5 +105,3 @@ inline void sincos_many(const double* phi, double* c, double* s, std::size_t n) 
 }
 
 }  // namespace vibra::analysis::detail
-
-#pragma GCC diagnostic pop
