@@ -7,7 +7,8 @@
 // second against reading the columns alone (TrajectoryReader over all frames) in the same run.
 // Optionally (--numpy) the speed of msd/vacf against a plain numpy FFT MSD per particle (the
 // algorithm of tidynamics, MDAnalysis' fft=True) on 2000 × 1600 frames, timed in the same run
-// with Debian's /usr/bin/python3 (skipped with a message when numpy or h5py is absent).
+// with Debian's /usr/bin/python3 (skipped with a message when numpy or h5py is absent); with
+// --only, the per-track analyses named there alone.
 //
 //   bench_scale [--particles 10000] [--frames 1000,4000,16000] [--only msd,vacf,...]
 //               [--threads 2] [--memory MIB] [--tmp DIR] [--numpy] [--no-scale] [--vibra PATH]
@@ -239,7 +240,7 @@ InProcess run_in_process(const TrajectorySource& src, analysis::TrackCache& cach
 
 /// --numpy: every per-track analysis against the tidynamics FFT MSD in numpy, same data, same run.
 template <class Analyze>
-void compare_numpy(const fs::path& dir, Analyze& analyze, bool keep) {
+void compare_numpy(const fs::path& dir, Analyze& analyze, bool keep, const std::vector<std::string>& only) {
     const std::int64_t N = 2000, T = 1600, max_lag = T / 2;
     std::printf(
         "\n## per-track analyses against a numpy FFT MSD per particle (tidynamics), %lld × %lld frames\n",
@@ -303,13 +304,16 @@ void compare_numpy(const fs::path& dir, Analyze& analyze, bool keep) {
         std::string name;
         std::map<std::string, std::string> extra;
     };
-    const std::vector<Case> cases{{"msd (+ alpha2, van Hove)", "msd", {}},
-                                  {"msd, no van Hove", "msd", {{"msd-vanhove-lags", "none"}}},
-                                  {"vacf", "vacf", {}},
-                                  {"fs", "fs", {}},
-                                  {"vdos", "vdos", {}},
-                                  {"temperature", "temperature", {}},
-                                  {"velocity_distribution", "velocity_distribution", {}}};
+    std::vector<Case> cases{{"msd (+ alpha2, van Hove)", "msd", {}},
+                            {"msd, no van Hove", "msd", {{"msd-vanhove-lags", "none"}}},
+                            {"vacf", "vacf", {}},
+                            {"fs", "fs", {}},
+                            {"vdos", "vdos", {}},
+                            {"temperature", "temperature", {}},
+                            {"velocity_distribution", "velocity_distribution", {}}};
+    if (!only.empty())  // --only: those analyses alone
+        std::erase_if(
+            cases, [&](const Case& c) { return std::find(only.begin(), only.end(), c.name) == only.end(); });
     std::printf(
         "\nin process, compute only (trajectory and copy in memory; tracks unwrapped, velocities "
         "differenced):\n");
@@ -391,6 +395,7 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
+    const std::vector<std::string> only_given = only;
     if (only.empty()) {
         for (const auto& s : analysis::all_analyses())
             if (s.default_on) only.push_back(s.name);
@@ -465,7 +470,7 @@ int main(int argc, char** argv) {
         }
     }
 
-    if (numpy) compare_numpy(dir, analyze, keep);
+    if (numpy) compare_numpy(dir, analyze, keep, only_given);
     if (!keep) fs::remove_all(dir);
     return 0;
 }

@@ -5,6 +5,8 @@
 #include <random>
 
 #include "dynamics_synth.hpp"
+#pragma GCC diagnostic ignored "-Wpsabi"  // sincos.hpp: 32-byte vectors inside inline functions only
+#include "detail/sincos.hpp"              // analysis/src (the test target adds it to its include path)
 #include "vibra/analysis/self_intermediate.hpp"
 
 using namespace vibra;
@@ -76,4 +78,75 @@ TEST_CASE("F_s default k from an earlier S(k) result", "[unit]") {
     CHECK(k == 3.0);
     sk.attrs["k_peak"] = 3.3;
     CHECK(default_fs_k(src, &sk).first == 3.3);
+}
+
+TEST_CASE("phase factors: the vectorised sincos is within 1e-16 of libm, libm itself beyond 2^18", "[unit]") {
+    std::mt19937_64 rng(3);
+    std::uniform_real_distribution<double> u(-2e4, 2e4), s(-1, 1);
+    std::vector<double> phi;
+    for (int i = 0; i < 200000; ++i) phi.push_back(u(rng));
+    for (int q = -40; q <= 40; ++q)  // near multiples of π/4 (quadrant edges and the kernel's range ends)
+        for (double e : {0.0, 1e-15, -1e-15, 1e-9, -1e-9}) phi.push_back(q * M_PI / 4 + e);
+    for (double a : {0.0, -0.0, 1e-300, -1e-20, 3e5, -1e7, 262143.9, 262144.0}) phi.push_back(a);
+    phi.push_back(s(rng));  // an odd count: the last group of four is padded
+    std::vector<double> c(phi.size()), sn(phi.size());
+    detail::sincos_many(phi.data(), c.data(), sn.data(), phi.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < phi.size(); ++i) {
+        worst = std::max({worst, std::abs(c[i] - std::cos(phi[i])), std::abs(sn[i] - std::sin(phi[i]))});
+        if (std::abs(phi[i]) >= 262144.0) {  // libm's own values
+            CHECK(c[i] == std::cos(phi[i]));
+            CHECK(sn[i] == std::sin(phi[i]));
+        }
+    }
+    CHECK(worst <= 2.3e-16);  // ≤ 2 ulp of 1 (both within ≈ 1 ulp of the exact value)
+    // an angle's result does not depend on its place in the array
+    std::vector<double> c1(1), s1(1);
+    for (std::size_t i : {0ul, 1ul, 2ul, 3ul, 4ul, 5ul, 6ul, 7ul}) {
+        detail::sincos_many(phi.data() + i, c1.data(), s1.data(), 1);
+        CHECK(c1[0] == c[i]);
+        CHECK(s1[0] == sn[i]);
+    }
+}
+
+TEST_CASE("F_s of gap-free tracks (no mask transform) equals the direct definition to 1e-12", "[unit]") {
+    std::mt19937_64 rng(12);
+    std::normal_distribution<double> g(0.0, 0.5);
+    const std::size_t L = 301;
+    std::vector<double> x(L), y(L);
+    double a = 250, b = -120;  // positions far from 0: phases of several hundred radians
+    for (std::size_t t = 0; t < L; ++t) {
+        a += g(rng);
+        b += g(rng);
+        x[t] = a;
+        y[t] = b;
+    }
+    const std::vector<double> ks{0.7, 3.1, 6.3};
+    FsSums f1, f2;
+    f1.resize(3, 151);
+    f2.resize(3, 151);
+    FftCorrelator corr;
+    accumulate_fs(x, y, ks, 8, 150, f1, corr);
+    accumulate_fs_direct(x, y, ks, 8, 150, f2);
+    CHECK(f1.pairs == f2.pairs);
+    for (std::size_t i = 0; i < f1.s.size(); ++i) {
+        const double pairs = f2.pairs[i % 151];  // F_s = s / pairs: compare on that scale
+        CHECK_THAT(f1.s[i] / pairs, WithinAbs(f2.s[i] / pairs, 1e-12));
+    }
+}
+
+TEST_CASE("fs: identical results on 1 and 3 threads", "[unit]") {
+    auto walks = test::random_walks(150, 200, 0.3, 4);
+    Metadata m;
+    m.species_diameters = {1.0, 1.4};
+    auto src = test::make_source(walks, m);
+    FsParams p;
+    p.k = {2.0, 6.0};
+    const auto g1 = fs_analysis(src, p);
+    p.threads = 3;
+    const auto g3 = fs_analysis(src, p);
+    for (const char* n : {"fs", "fs_small", "fs_large", "tau_alpha"}) {
+        INFO(n);
+        CHECK(test::array(g1, n) == test::array(g3, n));
+    }
 }

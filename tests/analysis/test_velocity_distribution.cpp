@@ -185,3 +185,138 @@ TEST_CASE("tail fit: the bootstrap gives identical results on 1 and 3 threads", 
         CHECK(a[i].beta_ci_high == b[i].beta_ci_high);
     }
 }
+
+namespace {
+// The tail fit as it was written before its sums were shared (one likelihood sum per Newton step
+// and one per line-search trial, ln Γ inside every ln Z, bin centres recomputed per fit): the
+// definition the faster fit must reproduce bit for bit.
+struct OldBinned {
+    std::vector<double> lx, n;
+    double total = 0, lxmin = 0;
+};
+double old_log_z(double beta, double ell, double lxmin) {
+    return ell - std::log(beta) + log_upper_gamma(1.0 / beta, std::exp(beta * (lxmin - ell)));
+}
+double old_nll(const OldBinned& B, double beta, double ell) {
+    double S = 0;
+    for (std::size_t i = 0; i < B.lx.size(); ++i) S += B.n[i] * std::exp(beta * (B.lx[i] - ell));
+    return S + B.total * old_log_z(beta, ell, B.lxmin);
+}
+bool old_newton_fit(const OldBinned& B, double& beta, double& ell) {
+    if (B.total < 3 || B.lx.size() < 2) return false;
+    for (int it = 0; it < 200; ++it) {
+        double S = 0, S1 = 0, S2 = 0;
+        for (std::size_t i = 0; i < B.lx.size(); ++i) {
+            const double w = B.n[i] * std::exp(beta * (B.lx[i] - ell));
+            const double u = B.lx[i] - ell;
+            S += w;
+            S1 += w * u;
+            S2 += w * u * u;
+        }
+        double g0 = S1, g1 = -beta * S;
+        double h00 = S2, h11 = beta * beta * S, h01 = -S - beta * S1;
+        const double hb = 1e-4 * std::max(1.0, beta), hl = 1e-4;
+        const double zc = old_log_z(beta, ell, B.lxmin);
+        const double zbp = old_log_z(beta + hb, ell, B.lxmin), zbm = old_log_z(beta - hb, ell, B.lxmin);
+        const double zlp = old_log_z(beta, ell + hl, B.lxmin), zlm = old_log_z(beta, ell - hl, B.lxmin);
+        const double zpp = old_log_z(beta + hb, ell + hl, B.lxmin),
+                     zpm = old_log_z(beta + hb, ell - hl, B.lxmin);
+        const double zmp = old_log_z(beta - hb, ell + hl, B.lxmin),
+                     zmm = old_log_z(beta - hb, ell - hl, B.lxmin);
+        const double n = B.total;
+        g0 += n * (zbp - zbm) / (2 * hb);
+        g1 += n * (zlp - zlm) / (2 * hl);
+        h00 += n * (zbp - 2 * zc + zbm) / (hb * hb);
+        h11 += n * (zlp - 2 * zc + zlm) / (hl * hl);
+        h01 += n * (zpp - zpm - zmp + zmm) / (4 * hb * hl);
+        double d0, d1;
+        const double det = h00 * h11 - h01 * h01;
+        if (h00 > 0 && det > 0) {
+            d0 = -(h11 * g0 - h01 * g1) / det;
+            d1 = -(-h01 * g0 + h00 * g1) / det;
+        } else {
+            const double sc = std::max({std::abs(h00), std::abs(h11), 1e-300});
+            d0 = -g0 / sc;
+            d1 = -g1 / sc;
+        }
+        const double f0 = S + n * zc;
+        double t = 1.0;
+        for (; t > 1e-12; t *= 0.5) {
+            const double nb = beta + t * d0, nl = ell + t * d1;
+            if (!(nb > 0.05 && nb < 50)) continue;
+            const double f1 = old_nll(B, nb, nl);
+            if (std::isfinite(f1) && f1 <= f0 + 1e-4 * t * (g0 * d0 + g1 * d1)) break;
+        }
+        if (t <= 1e-12) return std::abs(g0) + std::abs(g1) < 1e-6 * n;
+        beta += t * d0;
+        ell += t * d1;
+        if (std::abs(t * d0) < 1e-10 && std::abs(t * d1) < 1e-10) return true;
+    }
+    return false;
+}
+TailFit old_fit(const TailHistogram& h, double thr) {
+    std::vector<double> pooled(static_cast<std::size_t>(h.n_bins), 0.0);
+    for (std::int64_t k = 0; k < h.n_blocks; ++k)
+        for (std::int64_t b = 0; b < h.n_bins; ++b)
+            pooled[static_cast<std::size_t>(b)] += h.counts[static_cast<std::size_t>(k * h.n_bins + b)];
+    std::int64_t b0 = 0;
+    while (b0 < h.n_bins && h.edge(b0) < thr * (1 - 1e-12)) ++b0;
+    TailFit f;
+    f.threshold = h.edge(b0);
+    OldBinned B;
+    B.lxmin = std::log(h.edge(b0));
+    for (std::int64_t b = b0; b < h.n_bins; ++b) {
+        const double c = pooled[static_cast<std::size_t>(b)];
+        if (c <= 0) continue;
+        B.lx.push_back(0.5 * (std::log(h.edge(b)) + std::log(h.edge(b + 1))));
+        B.n.push_back(c);
+        B.total += c;
+    }
+    f.n_tail = B.total;
+    double beta = 1.5, ell = std::log(std::max(f.threshold, 1e-3));
+    f.converged = old_newton_fit(B, beta, ell);
+    f.beta = beta;
+    f.c0 = std::exp(ell);
+    return f;
+}
+}  // namespace
+
+TEST_CASE("tail fit: the same bits as the fit before its sums were shared", "[unit]") {
+    // stretched exponentials (β = 1, 1.5, 2) and a Gaussian mixture, every threshold of a scan
+    for (const double beta : {1.0, 1.5, 2.0, 0.0}) {
+        std::vector<double> v;
+        if (beta > 0)
+            v = gen_normal_exp(300000, beta, 17);
+        else {
+            std::mt19937_64 rng(5);
+            std::normal_distribution<double> g(0.0, 1.0);
+            v.resize(300000);
+            for (std::size_t i = 0; i < v.size(); ++i) v[i] = g(rng) * (i % 3 == 0 ? 2.0 : 1.0);
+        }
+        double s2 = 0, mx = 0;
+        for (double x : v) s2 += x * x;
+        const double rms = std::sqrt(s2 / static_cast<double>(v.size()));
+        std::vector<double> c(v.size());
+        std::vector<std::int64_t> blk(v.size());
+        for (std::size_t i = 0; i < v.size(); ++i) {
+            c[i] = std::abs(v[i]) / rms;
+            mx = std::max(mx, c[i]);
+            blk[i] = static_cast<std::int64_t>(i * 10 / v.size());
+        }
+        const auto h = tail_histogram(c, blk, 10, 1.0, mx * (1 + 1e-9));
+        const double thr[5] = {1.0, 1.5, 2.0, 2.5, 3.0};
+        TailFitParams p;
+        p.bootstrap = 0;
+        const auto fits = fit_tail_scan(h, thr, p);
+        for (std::size_t i = 0; i < 5; ++i) {
+            const TailFit o = old_fit(h, thr[i]);
+            INFO("beta " << beta << ", threshold " << thr[i]);
+            REQUIRE(o.converged);
+            CHECK(fits[i].converged);
+            CHECK(fits[i].beta == o.beta);
+            CHECK(fits[i].c0 == o.c0);
+            CHECK(fits[i].threshold == o.threshold);
+            CHECK(fits[i].n_tail == o.n_tail);
+        }
+    }
+}

@@ -95,6 +95,18 @@ void FftCorrelator::add_cross(std::size_t a, std::size_t b, double coef) {
     }
 }
 
+void FftCorrelator::add_power(std::size_t a, std::size_t b, double coef) {
+    Impl& m = *impl_;
+    const fftw_complex* A = m.slots.at(a)->p;
+    const fftw_complex* B = m.slots.at(b)->p;
+    fftw_complex* acc = m.acc->p;
+    const std::size_t nc = m.n / 2 + 1;
+    for (std::size_t k = 0; k < nc; ++k) {
+        const double r = acc[k][0] + coef * (A[k][0] * A[k][0] + A[k][1] * A[k][1]);
+        acc[k][0] = r + coef * (B[k][0] * B[k][0] + B[k][1] * B[k][1]);
+    }
+}
+
 void FftCorrelator::inverse(std::span<double> out) {
     Impl& m = *impl_;
     m.plan->backward(m.acc->p, m.real->p);

@@ -7,6 +7,7 @@
 #include <numbers>
 
 #include "detail/dynamics_common.hpp"
+#include "detail/sincos.hpp"
 #include "vibra/core/error.hpp"
 
 namespace vibra::analysis {
@@ -30,37 +31,64 @@ void FsSums::add(const FsSums& o) {
     for (std::size_t i = 0; i < s.size() && i < o.s.size(); ++i) s[i] += o.s[i];
 }
 
+namespace {
+/// Per-thread scratch of accumulate_fs (no allocation per track once warm).
+struct FsScratch {
+    std::vector<double> m, ph, c, sn, out;
+    void size(std::size_t L, std::size_t nl) {
+        for (auto* v : {&m, &ph, &c, &sn})
+            if (v->size() < L) v->resize(L);
+        if (out.size() < nl) out.resize(nl);
+    }
+};
+FsScratch& fs_scratch() {
+    thread_local FsScratch s;
+    return s;
+}
+}  // namespace
+
 void accumulate_fs(std::span<const double> x, std::span<const double> y, std::span<const double> k,
                    std::int64_t n_dir, std::size_t max_lag, FsSums& sums, FftCorrelator& corr) {
     const std::size_t L = x.size();
     if (L == 0 || sums.n_lags == 0) return;
-    std::vector<double> m(L);
+    FsScratch& sc = fs_scratch();
+    const std::size_t ml = std::min({max_lag, L - 1, sums.n_lags - 1});
+    sc.size(L, ml + 1);
+    double* m = sc.m.data();
     std::size_t nv = 0;
     for (std::size_t t = 0; t < L; ++t) {
         m[t] = std::isfinite(x[t]) && std::isfinite(y[t]) ? 1.0 : 0.0;
         nv += m[t] > 0;
     }
     if (nv == 0) return;
-    const std::size_t ml = std::min({max_lag, L - 1, sums.n_lags - 1});
+    const bool gaps = nv < L;
     corr.prepare(L, ml, 3);
-    std::vector<double> out(ml + 1), c(L), sn(L);
-    corr.forward(m, 0);
-    corr.add_cross(0, 0, 1.0);
-    corr.inverse(out);
-    for (std::size_t l = 0; l <= ml; ++l) sums.pairs[l] += std::round(out[l]);
+    std::span<double> out(sc.out.data(), ml + 1);
+    if (gaps) {
+        corr.forward(std::span<const double>(m, L), 0);
+        corr.add_cross(0, 0, 1.0);
+        corr.inverse(out);
+        for (std::size_t l = 0; l <= ml; ++l) sums.pairs[l] += std::round(out[l]);
+    } else {
+        // no gap: L − τ pairs at lag τ (what the rounded mask correlation gives)
+        for (std::size_t l = 0; l <= ml; ++l) sums.pairs[l] += static_cast<double>(L - l);
+    }
+    double *ph = sc.ph.data(), *c = sc.c.data(), *sn = sc.sn.data();
+    const double w = 1.0 / static_cast<double>(n_dir);
     for (std::size_t ik = 0; ik < k.size(); ++ik) {
         for (std::int64_t j = 0; j < n_dir; ++j) {
             const double th = std::numbers::pi * static_cast<double>(j) / static_cast<double>(n_dir);
             const double kx = k[ik] * std::cos(th), ky = k[ik] * std::sin(th);
-            for (std::size_t t = 0; t < L; ++t) {
-                const double ph = m[t] > 0 ? kx * x[t] + ky * y[t] : 0.0;
-                c[t] = m[t] * std::cos(ph);
-                sn[t] = m[t] * std::sin(ph);
-            }
-            corr.forward(c, 1);
-            corr.forward(sn, 2);
-            corr.add_cross(1, 1, 1.0 / static_cast<double>(n_dir));
-            corr.add_cross(2, 2, 1.0 / static_cast<double>(n_dir));
+            for (std::size_t t = 0; t < L; ++t) ph[t] = m[t] > 0 ? kx * x[t] + ky * y[t] : 0.0;
+            detail::sincos_many(ph, c, sn, L);
+            if (gaps)
+                for (std::size_t t = 0; t < L; ++t) {
+                    c[t] *= m[t];
+                    sn[t] *= m[t];
+                }
+            corr.forward(std::span<const double>(c, L), 1);
+            corr.forward(std::span<const double>(sn, L), 2);
+            corr.add_power(1, 2, w);
         }
         corr.inverse(out);
         for (std::size_t l = 0; l <= ml; ++l) sums.s[ik * sums.n_lags + l] += out[l];

@@ -25,9 +25,11 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 }
 
-double log_upper_gamma(double s, double x) {
-    if (!(s > 0)) throw ParameterError("log_upper_gamma: s must be > 0");
-    if (x <= 0) return log_gamma(s);
+namespace {
+/// ln Γ(s, x) given lg = ln Γ(s) (the fits evaluate it at three values of s per Newton step,
+/// nine times: computed once per s, the same values).
+double log_upper_gamma_lg(double s, double x, double lg) {
+    if (x <= 0) return lg;
     if (x < s + 1) {
         // lower γ(s,x) = e^{−x} x^s Σ_n x^n / (s(s+1)…(s+n))
         double ap = s, term = 1.0 / s, sum = term;
@@ -37,8 +39,8 @@ double log_upper_gamma(double s, double x) {
             sum += term;
             if (std::abs(term) < std::abs(sum) * 1e-17) break;
         }
-        const double logP = -x + s * std::log(x) - log_gamma(s) + std::log(sum);
-        return log_gamma(s) + std::log1p(-std::exp(logP));
+        const double logP = -x + s * std::log(x) - lg + std::log(sum);
+        return lg + std::log1p(-std::exp(logP));
     }
     // continued fraction (modified Lentz) for Γ(s,x) = e^{−x} x^s · 1/(x+1−s− 1(1−s)/(x+3−s− …))
     constexpr double tiny = 1e-300;
@@ -56,6 +58,12 @@ double log_upper_gamma(double s, double x) {
         if (std::abs(del - 1) < 1e-16) break;
     }
     return -x + s * std::log(x) + std::log(h);
+}
+}  // namespace
+
+double log_upper_gamma(double s, double x) {
+    if (!(s > 0)) throw ParameterError("log_upper_gamma: s must be > 0");
+    return log_upper_gamma_lg(s, x, log_gamma(s));
 }
 
 TailHistogram::TailHistogram(double lo_, double hi_, std::int64_t nb, std::int64_t nblk)
@@ -104,51 +112,76 @@ struct Binned {
     double lxmin = 0;  // ln(threshold edge)
 };
 
-Binned binned_from(const TailHistogram& h, const std::vector<double>& pooled, std::int64_t b0) {
-    Binned B;
+/// ln(bin centre) of every bin, computed once per histogram (every fit and replicate reads them).
+std::vector<double> log_centres(const TailHistogram& h) {
+    std::vector<double> lc(static_cast<std::size_t>(h.n_bins));
+    for (std::int64_t b = 0; b < h.n_bins; ++b)
+        lc[static_cast<std::size_t>(b)] = 0.5 * (std::log(h.edge(b)) + std::log(h.edge(b + 1)));
+    return lc;
+}
+
+void binned_from(const TailHistogram& h, const std::vector<double>& lc, const std::vector<double>& pooled,
+                 std::int64_t b0, Binned& B) {
+    B.lx.clear();
+    B.n.clear();
+    B.total = 0;
     B.lxmin = std::log(h.edge(b0));
     for (std::int64_t b = b0; b < h.n_bins; ++b) {
         const double c = pooled[static_cast<std::size_t>(b)];
         if (c <= 0) continue;
-        B.lx.push_back(0.5 * (std::log(h.edge(b)) + std::log(h.edge(b + 1))));
+        B.lx.push_back(lc[static_cast<std::size_t>(b)]);
         B.n.push_back(c);
         B.total += c;
     }
-    return B;
 }
 
-// ln Z(β, ℓ) = ℓ − ln β + ln Γ(1/β, exp(β(ln x_min − ℓ)))
+// ln Z(β, ℓ) = ℓ − ln β + ln Γ(1/β, exp(β(ln x_min − ℓ))); lg = ln Γ(1/β)
+double log_z_lg(double beta, double ell, double lxmin, double lg) {
+    return ell - std::log(beta) + log_upper_gamma_lg(1.0 / beta, std::exp(beta * (lxmin - ell)), lg);
+}
+
 double log_z(double beta, double ell, double lxmin) {
-    return ell - std::log(beta) + log_upper_gamma(1.0 / beta, std::exp(beta * (lxmin - ell)));
+    return log_z_lg(beta, ell, lxmin, log_gamma(1.0 / beta));
 }
 
-double nll(const Binned& B, double beta, double ell) {
-    double S = 0;
-    for (std::size_t i = 0; i < B.lx.size(); ++i) S += B.n[i] * std::exp(beta * (B.lx[i] - ell));
-    return S + B.total * log_z(beta, ell, B.lxmin);
+/// Σ n w, Σ n w u, Σ n w u² over the bins, w = exp(β u), u = ln x − ℓ (one exp per bin). The
+/// line search evaluates them at its trial point; the step it accepts reuses them (same values).
+struct TailSums {
+    double S = 0, S1 = 0, S2 = 0;
+};
+TailSums tail_sums(const Binned& B, double beta, double ell) {
+    TailSums t;
+    for (std::size_t i = 0; i < B.lx.size(); ++i) {
+        const double w = B.n[i] * std::exp(beta * (B.lx[i] - ell));
+        const double u = B.lx[i] - ell;
+        t.S += w;
+        t.S1 += w * u;
+        t.S2 += w * u * u;
+    }
+    return t;
 }
 
 // Newton in θ = (β, ℓ = ln c₀) with backtracking; returns converged flag.
 bool newton_fit(const Binned& B, double& beta, double& ell) {
     if (B.total < 3 || B.lx.size() < 2) return false;
+    TailSums cur = tail_sums(B, beta, ell);
+    double zc = log_z(beta, ell, B.lxmin);
     for (int it = 0; it < 200; ++it) {
-        double S = 0, S1 = 0, S2 = 0;
-        for (std::size_t i = 0; i < B.lx.size(); ++i) {
-            const double w = B.n[i] * std::exp(beta * (B.lx[i] - ell));
-            const double u = B.lx[i] - ell;
-            S += w;
-            S1 += w * u;
-            S2 += w * u * u;
-        }
+        const double S = cur.S, S1 = cur.S1, S2 = cur.S2;
         // A = Σ n (x/c0)^β = S: ∂β = S1, ∂ℓ = −βS, ∂ββ = S2, ∂ℓℓ = β²S, ∂βℓ = −S − βS1
         double g0 = S1, g1 = -beta * S;
         double h00 = S2, h11 = beta * beta * S, h01 = -S - beta * S1;
         const double hb = 1e-4 * std::max(1.0, beta), hl = 1e-4;
-        const double zc = log_z(beta, ell, B.lxmin);
-        const double zbp = log_z(beta + hb, ell, B.lxmin), zbm = log_z(beta - hb, ell, B.lxmin);
-        const double zlp = log_z(beta, ell + hl, B.lxmin), zlm = log_z(beta, ell - hl, B.lxmin);
-        const double zpp = log_z(beta + hb, ell + hl, B.lxmin), zpm = log_z(beta + hb, ell - hl, B.lxmin);
-        const double zmp = log_z(beta - hb, ell + hl, B.lxmin), zmm = log_z(beta - hb, ell - hl, B.lxmin);
+        const double lg0 = log_gamma(1.0 / beta), lgp = log_gamma(1.0 / (beta + hb)),
+                     lgm = log_gamma(1.0 / (beta - hb));
+        const double zbp = log_z_lg(beta + hb, ell, B.lxmin, lgp),
+                     zbm = log_z_lg(beta - hb, ell, B.lxmin, lgm);
+        const double zlp = log_z_lg(beta, ell + hl, B.lxmin, lg0),
+                     zlm = log_z_lg(beta, ell - hl, B.lxmin, lg0);
+        const double zpp = log_z_lg(beta + hb, ell + hl, B.lxmin, lgp),
+                     zpm = log_z_lg(beta + hb, ell - hl, B.lxmin, lgp);
+        const double zmp = log_z_lg(beta - hb, ell + hl, B.lxmin, lgm),
+                     zmm = log_z_lg(beta - hb, ell - hl, B.lxmin, lgm);
         const double n = B.total;
         g0 += n * (zbp - zbm) / (2 * hb);
         g1 += n * (zlp - zlm) / (2 * hl);
@@ -168,15 +201,21 @@ bool newton_fit(const Binned& B, double& beta, double& ell) {
         // keep β in a sane range
         const double f0 = S + n * zc;
         double t = 1.0;
+        TailSums trial;
+        double ztrial = 0;
         for (; t > 1e-12; t *= 0.5) {
             const double nb = beta + t * d0, nl = ell + t * d1;
             if (!(nb > 0.05 && nb < 50)) continue;
-            const double f1 = nll(B, nb, nl);
+            trial = tail_sums(B, nb, nl);
+            ztrial = log_z(nb, nl, B.lxmin);
+            const double f1 = trial.S + B.total * ztrial;  // nll(B, nb, nl)
             if (std::isfinite(f1) && f1 <= f0 + 1e-4 * t * (g0 * d0 + g1 * d1)) break;
         }
         if (t <= 1e-12) return std::abs(g0) + std::abs(g1) < 1e-6 * n;
         beta += t * d0;
         ell += t * d1;
+        cur = trial;
+        zc = ztrial;
         if (std::abs(t * d0) < 1e-10 && std::abs(t * d1) < 1e-10) return true;
     }
     return false;
@@ -206,6 +245,7 @@ std::vector<TailFit> fit_tail_scan(const TailHistogram& h, std::span<const doubl
     std::vector<TailFit> fits(nt);
     std::vector<std::int64_t> b0(nt);
     std::vector<double> pooled(static_cast<std::size_t>(h.n_bins), 0.0);
+    const std::vector<double> lc = log_centres(h);
     for (std::int64_t k = 0; k < h.n_blocks; ++k)
         for (std::int64_t b = 0; b < h.n_bins; ++b)
             pooled[b] += h.counts[static_cast<std::size_t>(k * h.n_bins + b)];
@@ -215,7 +255,8 @@ std::vector<TailFit> fit_tail_scan(const TailHistogram& h, std::span<const doubl
         f.beta = f.c0 = f.beta_ci_low = f.beta_ci_high = f.beta_sigma = kNaN;
         if (b0[i] >= h.n_bins) continue;
         f.threshold = h.edge(b0[i]);
-        const Binned B = binned_from(h, pooled, b0[i]);
+        Binned B;
+        binned_from(h, lc, pooled, b0[i], B);
         f.n_tail = B.total;
         double beta = 1.5, ell = std::log(std::max(f.threshold, 1e-3));
         f.converged = newton_fit(B, beta, ell);
@@ -238,6 +279,7 @@ std::vector<TailFit> fit_tail_scan(const TailHistogram& h, std::span<const doubl
         std::vector<char> rep_ok(nr * nt, 0);
         detail::parallel_for_each(nr, p.threads, [&](std::size_t r, int) {
             std::vector<double> agg(static_cast<std::size_t>(h.n_bins), 0.0);
+            Binned B;
             for (std::int64_t k = 0; k < h.n_blocks; ++k) {
                 const std::int64_t blk =
                     picks[r * static_cast<std::size_t>(h.n_blocks) + static_cast<std::size_t>(k)];
@@ -246,7 +288,7 @@ std::vector<TailFit> fit_tail_scan(const TailHistogram& h, std::span<const doubl
             }
             for (std::size_t i = 0; i < nt; ++i) {
                 if (!fits[i].converged) continue;
-                const Binned B = binned_from(h, agg, b0[i]);
+                binned_from(h, lc, agg, b0[i], B);
                 double beta = fits[i].beta, ell = std::log(fits[i].c0);
                 if (newton_fit(B, beta, ell)) {
                     rep_beta[r * nt + i] = beta;

@@ -44,6 +44,9 @@ public:
     void forward(std::span<const double> series, std::size_t slot);
     /// acc += coef · conj(S_a) · S_b  (↔ coef · Σ_t a_t b_{t+τ}).
     void add_cross(std::size_t a, std::size_t b, double coef);
+    /// acc += coef·|S_a|², then acc += coef·|S_b|² (the same sums as add_cross(a, a, coef),
+    /// add_cross(b, b, coef): the imaginary parts they add are exactly 0).
+    void add_power(std::size_t a, std::size_t b, double coef);
     /// Σ of the accumulated correlations at lags 0 … min(max_lag, length−1) into out (out
     /// must have at least that many + 1 entries; further entries untouched); clears the accumulator.
     void inverse(std::span<double> out);
