@@ -37,7 +37,7 @@ struct TrackParams {
     /// --min-edge is given.
     bool adapt_thresholds = false;
     LinkParams
-        link;  ///< max_step 5 px by default (LinkParams); set 0 for automatic (0.5 × small radius), as `vibra track` does
+        link;  ///< max_step 5 px by default (LinkParams); set 0 for automatic (0.5 × small radius, ≥ 2 px), as `vibra track` does
     ReaderParams reader;
     int threads = 0;  ///< detection workers; 0 = all cores (the output does not depend on it)
     /// Each frame starts from the one before (DiskLocator: several times less work per frame,
