@@ -43,7 +43,7 @@ std::string RadiusEstimate::summary() const {
     if (radii.size() == 2)
         std::snprintf(buf, sizeof buf, "radii: small %.1f px, large %.1f px", radii[0], radii[1]);
     else if (radii.size() == 1)
-        std::snprintf(buf, sizeof buf, "radius: %.1f px (one size%s)", radii[0], blob ? ", blobs" : "");
+        std::snprintf(buf, sizeof buf, "radius: %.1f px (one size)", radii[0]);
     else
         return "radii: none";
     char tail[120];
@@ -348,7 +348,6 @@ RadiusEstimate estimate_radius_classes(const std::vector<cv::Mat>& frames, const
     const double a = median_near(m1);
     if (k2 == nb) {
         const double b = blob_radius(frames.front(), p.invert, first, a);
-        est.blob = b > 0;
         est.radii = {b > 0 ? b : a};
     } else {
         const double b = median_near((static_cast<double>(k2) + 0.5) * bw);

@@ -168,7 +168,6 @@ struct RadiusEstimate {
     std::int64_t frames = 0;     ///< frames measured
     double disks_per_frame = 0;  ///< median disks per frame found at the estimated radii
     std::size_t measured = 0;    ///< radii in the histogram
-    bool blob = false;  ///< one size of blurred blobs (no flat interior): radius where the profile meets the background
     /// One line for people, e.g. "radii: small 46.1 px, large 55.3 px from 9 frames, 72 disks per frame".
     std::string summary() const;
 };
