@@ -177,13 +177,13 @@ void coarse_scan(const cv::Mat& frame, bool invert, const std::vector<double>& g
 
 // Blob rule (docs/tracking.md "Radii"): the median radial profile (intensity, dark spots
 // inverted) of the stronger half of `parts` about their centres, relative to the background ring
-// (3a…4a). A disk has a flat interior: the profile at a/2 is still ≈ its centre value (drop ≤ 0.23
-// for r 4 px under a PSF of σ 1.5 px). A blurred
-// blob (e.g. colloids in a microscope) has none: its steepest edge a is near its half depth, well
-// inside the spot. Then the radius is where the profile's excess over the background falls to
-// kBlobTail of its depth. Returns 0 when the spots are disks (or too few to tell).
-constexpr double kBlobDrop = 0.3;   // (I(0) − I(a/2)) / (I(0) − I(a)) above this: no flat interior
-constexpr double kBlobTail = 0.03;  // blob radius: excess down to 3% of the depth
+// (3a…4a), normalised by its centre depth. A disk's edge is narrow beside its radius: 1.5 a out,
+// the profile is ≈ background (≤ 0.08 for r 4 px under a PSF of σ 1.5 px). A blurred blob (e.g.
+// colloids in a microscope) has a tail as wide as its core (a Gaussian: 0.21; bulk water ≈ 0.22)
+// and its steepest edge a lies near half depth, well inside the spot. Then the radius is where the
+// profile falls to kBlobTail of its depth. Returns 0 when the spots are disks (or too few to tell).
+constexpr double kBlobShoulder = 0.15;  // profile at 1.5 a above this: a blob
+constexpr double kBlobTail = 0.03;      // blob radius: excess down to 3% of the depth
 
 double blob_radius(const cv::Mat& frame, bool invert, const std::vector<Particle>& parts, double a) {
     cv::Mat f;
@@ -231,11 +231,10 @@ double blob_radius(const cv::Mat& frame, bool invert, const std::vector<Particle
         const auto k = std::min(nr - 2, static_cast<std::size_t>(u));
         return m[k] + (u - static_cast<double>(k)) * (m[k + 1] - m[k]);
     };
-    // A blob peaks at its centre (a bright rim or a marker dot does not) and its steepest edge is
-    // near half depth.
+    // A blob peaks at its centre (a bright rim or a marker dot does not), its steepest edge is near
+    // half depth, and it has a shoulder outside that edge.
     if (*std::max_element(m.begin(), m.end()) > 1.05 || !(at(a) > 0.2 && at(a) < 0.8)) return 0;
-    const double drop = (m[0] - at(a / 2)) / (m[0] - at(a));
-    if (!(drop > kBlobDrop)) return 0;
+    if (!(at(1.5 * a) > kBlobShoulder)) return 0;
     for (std::size_t k = 1; k < nr; ++k)
         if (m[k] <= kBlobTail)
             return static_cast<double>(k - 1) * step + step * (m[k - 1] - kBlobTail) / (m[k - 1] - m[k]);
