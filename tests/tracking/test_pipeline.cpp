@@ -201,8 +201,8 @@ TEST_CASE("real data: trackpy bulk water (dark colloids, green channel)", "[unit
     }
     test::TempDir dir("track_water");
     const auto in = (shared / "data/real/trackpy_bulk_water/*.png").string();
-    const auto r =
-        test::run_vibra("track '" + in + "' -o " + dir.file("w.h5") + " --invert --channel 1 -q");  // defaults
+    const auto r = test::run_vibra("track '" + in + "' -o " + dir.file("w.h5") +
+                                   " --invert --channel 1 -q");  // defaults
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     store::TrajectoryReader t(dir.file("w.h5"));
