@@ -90,7 +90,7 @@ void register_track(CLI::App& app, GlobalOptions& g) {
         tracking::TrackParams tp;
     };
     auto o = std::make_shared<Opts>();
-    o->tp.link.max_step = 0;  // automatic: half the small radius (TrackParams)
+    o->tp.link.max_step = 0;  // automatic: half the small radius, ≥ 2 px (TrackParams)
     auto* cmd =
         app.add_subcommand("track", "Video → detections → linked trajectories (one HDF5 file per input)");
     cmd->add_option("INPUT", o->inputs,
@@ -117,7 +117,7 @@ void register_track(CLI::App& app, GlobalOptions& g) {
     cmd->add_option("--radius-tolerance", o->tp.detect.radius_tolerance, "Relative radius range searched")
         ->capture_default_str();
     cmd->add_option("--max-step", o->tp.link.max_step,
-                    "Linking search radius (px per frame); 0 = half the small radius")
+                    "Linking search radius (px per frame); 0 = half the small radius, at least 2 px")
         ->capture_default_str();
     cmd->add_option("--memory", o->tp.link.memory, "Frames a particle may vanish and keep its id")
         ->capture_default_str();

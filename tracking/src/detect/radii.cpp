@@ -175,6 +175,72 @@ void coarse_scan(const cv::Mat& frame, bool invert, const std::vector<double>& g
     }
 }
 
+// Blob rule (docs/tracking.md "Radii"): the median radial profile (intensity, dark spots
+// inverted) of the stronger half of `parts` about their centres, relative to the background ring
+// (3a…4a), normalised by its centre depth. A disk's edge is narrow beside its radius: 1.5 a out,
+// the profile is ≈ background (≤ 0.08 for r 4 px under a PSF of σ 1.5 px). A blurred blob (e.g.
+// colloids in a microscope) has a tail as wide as its core (a Gaussian: 0.21; bulk water ≈ 0.22)
+// and its steepest edge a lies near half depth, well inside the spot. Then the radius is where the
+// profile falls to kBlobTail of its depth. Returns 0 when the spots are disks (or too few to tell).
+constexpr double kBlobShoulder = 0.15;  // profile at 1.5 a above this: a blob
+constexpr double kBlobTail = 0.03;      // blob radius: excess down to 3% of the depth
+
+double blob_radius(const cv::Mat& frame, bool invert, const std::vector<Particle>& parts, double a) {
+    cv::Mat f;
+    frame.convertTo(f, CV_32F);
+    if (invert) f = -f;
+    const double step = 0.25, rmax = 4 * a;
+    const auto nr = static_cast<std::size_t>(rmax / step) + 1;
+    std::vector<float> st;
+    for (const auto& q : parts) st.push_back(q.strength);
+    const float med = quantile(st, 0.5);
+    std::vector<std::vector<float>> rings(nr);
+    constexpr int kDirs = 32;
+    std::size_t used = 0;
+    for (const auto& q : parts) {
+        if (q.strength < med) continue;
+        if (q.x - rmax < 1 || q.y - rmax < 1 || q.x + rmax > f.cols - 2 || q.y + rmax > f.rows - 2) continue;
+        std::vector<double> prof(nr);
+        for (std::size_t k = 0; k < nr; ++k) {
+            const double r = static_cast<double>(k) * step;
+            double sum = 0;
+            for (int d = 0; d < kDirs; ++d) {
+                const double t = 2 * M_PI * d / kDirs;
+                const double X = q.x + r * std::cos(t), Y = q.y + r * std::sin(t);
+                const int x0 = static_cast<int>(std::floor(X)), y0 = static_cast<int>(std::floor(Y));
+                const double fx = X - x0, fy = Y - y0;
+                sum += (1 - fy) * ((1 - fx) * f.at<float>(y0, x0) + fx * f.at<float>(y0, x0 + 1)) +
+                       fy * ((1 - fx) * f.at<float>(y0 + 1, x0) + fx * f.at<float>(y0 + 1, x0 + 1));
+            }
+            prof[k] = sum / kDirs;
+        }
+        double bg = 0;
+        std::size_t nbg = 0;
+        for (std::size_t k = static_cast<std::size_t>(3 * a / step); k < nr; ++k) bg += prof[k], ++nbg;
+        bg /= static_cast<double>(std::max<std::size_t>(1, nbg));
+        const double depth = prof[0] - bg;
+        if (!(depth > 0)) continue;
+        for (std::size_t k = 0; k < nr; ++k) rings[k].push_back(static_cast<float>((prof[k] - bg) / depth));
+        ++used;
+    }
+    if (used < 10) return 0;
+    std::vector<double> m(nr);
+    for (std::size_t k = 0; k < nr; ++k) m[k] = quantile(rings[k], 0.5);
+    auto at = [&](double r) {
+        const double u = r / step;
+        const auto k = std::min(nr - 2, static_cast<std::size_t>(u));
+        return m[k] + (u - static_cast<double>(k)) * (m[k + 1] - m[k]);
+    };
+    // A blob peaks at its centre (a bright rim or a marker dot does not), its steepest edge is near
+    // half depth, and it has a shoulder outside that edge.
+    if (*std::max_element(m.begin(), m.end()) > 1.05 || !(at(a) > 0.2 && at(a) < 0.8)) return 0;
+    if (!(at(1.5 * a) > kBlobShoulder)) return 0;
+    for (std::size_t k = 1; k < nr; ++k)
+        if (m[k] <= kBlobTail)
+            return static_cast<double>(k - 1) * step + step * (m[k - 1] - kBlobTail) / (m[k - 1] - m[k]);
+    return 0;
+}
+
 }  // namespace
 
 RadiusEstimate estimate_radius_classes(const std::vector<cv::Mat>& frames, const RadiusEstimateParams& p) {
@@ -203,9 +269,11 @@ RadiusEstimate estimate_radius_classes(const std::vector<cv::Mat>& frames, const
     const double lo = dp.radii[0] * 1.02, hi = dp.radii[1] / 1.02;
     std::vector<float> radii, weight;  // measured radius, its edge strength / the frame's median (≤ 2)
     std::vector<float> per_frame;
+    std::vector<Particle> first;  // the first frame's disks (blob rule)
     for (const auto& fr : frames) {
         if (radii.size() >= p.enough_disks) break;
         const auto parts = locate(fr, dp);
+        if (est.frames == 0) first = parts;
         ++est.frames;
         std::vector<float> st;
         for (const auto& q : parts) st.push_back(q.strength);
@@ -278,7 +346,8 @@ RadiusEstimate estimate_radius_classes(const std::vector<cv::Mat>& frames, const
     }
     const double a = median_near(m1);
     if (k2 == nb) {
-        est.radii = {a};
+        const double b = blob_radius(frames.front(), p.invert, first, a);
+        est.radii = {b > 0 ? b : a};
     } else {
         const double b = median_near((static_cast<double>(k2) + 0.5) * bw);
         est.radii = {std::min(a, b), std::max(a, b)};

@@ -458,7 +458,8 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
         src = open_video(input, p.reader);
     }
     p.detect.validate();
-    if (p.link.max_step == 0) p.link.max_step = 0.5 * p.detect.r_small();
+    // Automatic step: half the small radius, at least 2 px (spots of a few px still move by pixels).
+    if (p.link.max_step == 0) p.link.max_step = std::max(2.0, 0.5 * p.detect.r_small());
     p.link.validate();
     sum.radii = p.detect.radii;
 

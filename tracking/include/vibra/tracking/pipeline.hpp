@@ -37,7 +37,7 @@ struct TrackParams {
     /// --min-edge is given.
     bool adapt_thresholds = false;
     LinkParams
-        link;  ///< max_step 5 px by default (LinkParams); set 0 for automatic (0.5 × small radius), as `vibra track` does
+        link;  ///< max_step 5 px by default (LinkParams); set 0 for automatic (0.5 × small radius, ≥ 2 px), as `vibra track` does
     ReaderParams reader;
     /// When not empty: the input is these image files, one sequence (open_image_files; the
     /// `input` of track_video then only names it).
