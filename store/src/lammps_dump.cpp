@@ -320,6 +320,8 @@ private:
                 in_, lr_.line_no(),
                 "expected " + std::to_string(cols.n) + " columns, got " + std::to_string(tok_.size())));
         const std::int64_t id = parse_int(tok_[static_cast<std::size_t>(cols.id)], in_, lr_.line_no(), "id");
+        if (id < 0)  // found by fuzz_lammps_dump: written, then refused by the trajectory reader
+            throw FormatError(at_line(in_, lr_.line_no(), "atom id " + std::to_string(id) + " is negative"));
         const std::int64_t type =
             parse_int(tok_[static_cast<std::size_t>(cols.type)], in_, lr_.line_no(), "type");
         const auto sp = opt_.species_map.find(type);

@@ -341,3 +341,22 @@ TEST_CASE("LAMMPS: a dump of only ITEM: TIME / UNITS items is an error naming th
         CHECK_FALSE(fs::exists(out));
     }
 }
+
+TEST_CASE("LAMMPS: a negative atom id is an error naming the line, not a file the reader refuses", "[unit]") {
+    // Found by fuzz_lammps_dump in the long run (tests/fuzz/seeds/fuzz_lammps_dump/regress-negative-id):
+    // the importer wrote id -5 as a particle id, which the trajectory reader then refused.
+    test::TempDir dir("lammps_negative_id");
+    const std::string in = dir.file("neg.dump"), out = dir.file("t.h5");
+    test::write_text(in,
+                     "ITEM: TIMESTEP\n0\nITEM: NUMBER OF ATOMS\n2\nITEM: BOX BOUNDS pp pp pp\n0 10\n0 10\n"
+                     "-0.5 0.5\nITEM: ATOMS id type xu yu\n1 1 1 1\n-5 1 2 2\n");
+    try {
+        store::import_lammps(in, out, {});
+        FAIL("no error");
+    } catch (const FormatError& e) {
+        const std::string what = e.what();
+        CHECK(what.find(in + ": line 11") != std::string::npos);
+        CHECK(what.find("atom id -5 is negative") != std::string::npos);
+    }
+    CHECK_FALSE(fs::exists(out));
+}

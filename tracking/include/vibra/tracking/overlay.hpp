@@ -17,6 +17,7 @@
 
 #include "vibra/core/trajectory_source.hpp"
 #include "vibra/tracking/synth.hpp"
+#include "vibra/tracking/video_writer.hpp"
 
 namespace vibra::tracking {
 
