@@ -142,9 +142,9 @@ TEST_CASE("fs: identical results on 1 and 3 threads", "[unit]") {
     auto src = test::make_source(walks, m);
     FsParams p;
     p.k = {2.0, 6.0};
-    const auto g1 = fs_analysis(src, p);
+    const auto g1 = to_group(compute_fs(src, p), p, m);
     p.threads = 3;
-    const auto g3 = fs_analysis(src, p);
+    const auto g3 = to_group(compute_fs(src, p), p, m);
     for (const char* n : {"fs", "fs_small", "fs_large", "tau_alpha"}) {
         INFO(n);
         CHECK(test::array(g1, n) == test::array(g3, n));
