@@ -39,7 +39,7 @@ struct Clip {
 };
 }  // namespace
 
-TEST_CASE("track: the container's rate gives times in s; --px-per-mm gives mm downstream", "[integration]") {
+TEST_CASE("track: the container's rate gives times in s, --px-per-mm gives mm downstream", "[integration]") {
     Clip c;
     const auto h5 = c.dir.file("t.h5");
     auto r = test::run_vibra("-q track " + q(c.video) + " -o " + q(h5) +

@@ -197,7 +197,7 @@ class ReportTest(unittest.TestCase):
             r_peak = float(f["analysis/gr"].attrs["r_peak"])
         self.assertRegex(self.text, r"velocity-tail exponent β</td><td class=\"num\">" + re.escape(beta) + "</td>")
         self.assertRegex(self.text, r"first peak of g\(r\)</td><td class=\"num\">" + re.escape(f"{r_peak:.4g}") +
-                         r"</td><td>px</td>")
+                         r"</td><td>mm</td>")
 
     def test_provenance_checksums(self):
         digest = "sha256:" + hashlib.sha256(open(self.results, "rb").read()).hexdigest()

@@ -1086,16 +1086,18 @@ void FrameScheduler::join_all() {
 
 template <class F>
 void FrameScheduler::run(F&& open_sink) {
-    reader = std::thread([this] { read_frames(); });
-    for (int k = 0; k < n_threads; ++k)
-        workers.emplace_back([this, k] {
-            if (by_strips)
-                locate_strips();
-            else
-                locate_frames(k);
-            if (--workers_left == 0) out.finish();
-        });
     try {
+        // Inside the try: a thread that cannot start (ulimit -v, ulimit -u) stops and joins
+        // the ones already running instead of destroying them joinable (std::terminate).
+        reader = std::thread([this] { read_frames(); });
+        for (int k = 0; k < n_threads; ++k)
+            workers.emplace_back([this, k] {
+                if (by_strips)
+                    locate_strips();
+                else
+                    locate_frames(k);
+                if (--workers_left == 0) out.finish();
+            });
         open_sink();
         sink_ready = true;
         if (by_strips) {
