@@ -346,5 +346,5 @@ TEST_CASE("tail fit: within 1e-8 of the likelihood's maximum, 1e-6 of the first 
             worst_first = std::max(worst_first, std::abs(o.first.beta / o.best.beta - 1));
         }
     }
-    CHECK(worst_first > 1e-8);  // the first version's stopping rule: what the 1e-7 above allows
+    CHECK(worst_first > 1e-8);  // the first version's stopping rule: why 1e-6 above, not 1e-8
 }
