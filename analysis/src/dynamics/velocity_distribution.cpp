@@ -220,9 +220,9 @@ Step newton_step(const Binned& B, const TailSums& cur, double zc, double beta, d
 /// Near the maximum (a Newton step below kNear) the steps are taken whole, without a line search:
 /// there the likelihood changes at its rounding level and a line search only rejects trials (or
 /// stalls short of the maximum). The fit ends when a step is below kFinal (the error after it is
-/// ≈ step², quadratic convergence) or stops shrinking (the finite-difference gradient's noise,
-/// ≈ 1e-9 relative, is reached).
-constexpr double kNear = 1e-3, kFinal = 1e-8;
+/// ≈ step², quadratic convergence) or, below kNoise, stops shrinking (the finite-difference
+/// gradient's noise, ≈ 1e-9 relative, is reached).
+constexpr double kNear = 1e-3, kNoise = 1e-6, kFinal = 1e-8;
 
 // Newton in θ = (β, ℓ = ln c₀): whole steps near the maximum, backtracking further away.
 bool newton_fit(const Binned& B, double& beta, double& ell) {
@@ -236,7 +236,7 @@ bool newton_fit(const Binned& B, double& beta, double& ell) {
         if (st.newton && size < kNear && beta + st.d0 > 0.05 && beta + st.d0 < 50) {
             beta += st.d0;
             ell += st.d1;
-            if (size < kFinal || size > 0.5 * last) return true;
+            if (size < kFinal || (size < kNoise && size > 0.5 * last)) return true;
             last = size;
             cur = tail_sums(B, beta, ell);
             zc = log_z(beta, ell, B.lxmin);
@@ -508,8 +508,9 @@ detail::SpeciesSet<Hists> empty_hists(detail::SpeciesSet<Moments>& mom, detail::
 
 /// Pass 2: histograms and tail grids (counts: integers in doubles, exact in any order; one set
 /// per thread, added at the end).
-void histogram_pass(const TrajectorySource& src, const TrackStreamParams& tp, const VelocityDistributionParams& p,
-                    detail::SpeciesSet<Scale>& sc, const Ranges& rg, detail::SpeciesSet<Hists>& hs) {
+void histogram_pass(const TrajectorySource& src, const TrackStreamParams& tp,
+                    const VelocityDistributionParams& p, detail::SpeciesSet<Scale>& sc, const Ranges& rg,
+                    detail::SpeciesSet<Hists>& hs) {
     const std::int64_t T = src.n_frames();
     auto bin = [&](double v, double lo_, double w) -> std::int64_t {
         const auto b = static_cast<std::int64_t>(std::floor((v - lo_) / w));
@@ -517,7 +518,8 @@ void histogram_pass(const TrajectorySource& src, const TrackStreamParams& tp, co
     };
     auto add_h = [&](Hists& h, const Scale& s, double vx, double vy, std::int64_t blk) {
         if (!(s.rms_comp > 0)) return;
-        const double cx = vx / s.rms_comp, cy = vy / s.rms_comp, sp = std::sqrt(vx * vx + vy * vy) / s.rms_speed;
+        const double cx = vx / s.rms_comp, cy = vy / s.rms_comp,
+                     sp = std::sqrt(vx * vx + vy * vy) / s.rms_speed;
         h.n += 1;
         if (auto b = bin(cx, -rg.cmax, rg.wc); b >= 0) h.cx[b] += 1;
         if (auto b = bin(cy, -rg.cmax, rg.wc); b >= 0) h.cy[b] += 1;
