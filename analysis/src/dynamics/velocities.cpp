@@ -8,6 +8,7 @@
 
 #include "detail/parallel.hpp"
 #include "detail/track_scan.hpp"
+#include "detail/numeric.hpp"
 #include "vibra/analysis/track_cache.hpp"
 #include "vibra/core/error.hpp"
 #include "vibra/core/periodic.hpp"
@@ -16,7 +17,7 @@
 namespace vibra::analysis {
 
 namespace {
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using detail::kNaN;
 
 double min_image(double d, double L) {
     if (L <= 0) return d;

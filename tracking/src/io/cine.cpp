@@ -378,13 +378,6 @@ std::string time64_iso(std::uint64_t t) {
     return std::string(buf) + (frac + 1) + "Z";  // frac = "0.xxxxxxxxx" → ".xxxxxxxxx"
 }
 
-std::string num(double v) {
-    std::ostringstream os;
-    os.precision(10);
-    os << v;
-    return os.str();
-}
-
 class CineSource final : public detail::CameraSource {
 public:
     CineSource(const std::string& path, const ReaderParams& params) : CameraSource(path) {
@@ -407,7 +400,7 @@ public:
         x["first_image_number"] = std::to_string(h_.first_image_no);
         x["trigger_time"] = time64_iso(h_.trigger_time) + " (camera clock)";
         x["frame_rate_setup"] = std::to_string(h_.frame_rate) + " frames/s";
-        x["exposure_s"] = num(h_.shutter_ns * 1e-9);
+        x["exposure_s"] = header_number(h_.shutter_ns * 1e-9);
         x["bit_depth_container"] = std::to_string(h_.bit_count);
         x["real_bpp"] = std::to_string(h_.real_bpp);
         x["rows"] = h_.bottom_up ? "stored bottom-up (returned top row first)" : "stored top-down";
@@ -427,18 +420,19 @@ public:
             x["levels"] = "black " + std::to_string(h_.black_level) + ", white " +
                           std::to_string(h_.white_level) + " (not applied)";
 
-        if (!h_.exposures.empty()) x["exposure_s"] = num(h_.exposures[0] / 4294967296.0);
+        if (!h_.exposures.empty()) x["exposure_s"] = header_number(h_.exposures[0] / 4294967296.0);
         if (h_.time_stamps.size() >= 2) {
             const double span = time64_diff(h_.time_stamps.front(), h_.time_stamps.back());
             if (span > 0) info_.fps = double(h_.time_stamps.size() - 1) / span;
             x["time_origin"] = "time_s = 0 at image " + std::to_string(h_.first_image_no) + ", " +
                                time64_iso(h_.time_stamps.front()) + " (camera clock); trigger " +
-                               num(time64_diff(h_.time_stamps.front(), h_.trigger_time)) + " s later";
+                               header_number(time64_diff(h_.time_stamps.front(), h_.trigger_time)) +
+                               " s later";
         }
         if (info_.fps <= 0) {
             info_.fps = h_.frame_rate;
         } else if (h_.frame_rate > 0 && std::abs(info_.fps - h_.frame_rate) > 0.01 * h_.frame_rate) {
-            x["warning"] = "frame rate from the time stamps (" + num(info_.fps) +
+            x["warning"] = "frame rate from the time stamps (" + header_number(info_.fps) +
                            " frames/s) disagrees with the setup's " + std::to_string(h_.frame_rate) +
                            " frames/s (saved with decimation?); the time stamps are used";
         }
