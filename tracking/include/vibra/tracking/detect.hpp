@@ -113,9 +113,9 @@ std::vector<Particle> locate(const cv::Mat& image, const DetectParams& p);
 /// templates and each disk's JᵀJ; disks that were not there come from the frame's candidates
 /// (votes, every warm_candidates_every-th frame) and the residual search (every
 /// warm_missing_every-th), and every warm_refresh-th frame re-measures the templates
-/// (docs/tracking.md 4b, "Frame to frame"). The first frame, a frame of another size and any
-/// frame where the warm fit fails are located from scratch (locate()). Needs `joint`; without
-/// it every frame is located from scratch.
+/// (docs/tracking.md 4b, "Frame to frame"; those settings are LocatorParams). The first frame, a
+/// frame of another size and any frame where the warm fit fails are located from scratch
+/// (locate(), DetectParams). Needs `joint`; without it every frame is located from scratch.
 class DiskLocator {
 public:
     /// What the last next() did (for diagnostics and benchmarks; CPU s of the calling thread).
