@@ -61,9 +61,8 @@ constexpr float kVoteEdge = 0.05f;     // pixels with |∇I| ≥ this × local c
 constexpr float kMinPeak = 0.05f;      // vote maxima below this (× circumference) are not circles
 constexpr double kCircleFloor = 0.15;  // circle score counted above this
 constexpr int kAngles = 64;
-constexpr int kLevelBlock = 48;
-constexpr double kMinSecond =
-    5;  // a second size needs this many radii in its peak (±2 bins)         // contrast cells of a level (6 × its largest r / d)
+constexpr int kLevelBlock = 48;   // contrast cells of a level (6 × its largest r / d)
+constexpr double kMinSecond = 5;  // a second size needs this many radii in its peak (±2 bins)
 
 struct EdgeSample {
     int x, y;

@@ -67,32 +67,49 @@ struct DetectParams {
 /// located from scratch use DetectParams alone. Not exposed as flags: the defaults are the
 /// measured trade-off of docs/tracking.md 4b (bench/accuracy_tracking reads WARM_* etc.).
 struct LocatorParams {
-    int warm_sweeps =
-        3;  ///< full joint-fit sweeps of a warm-started frame (its own count, not joint_fit.sweeps)
-    int warm_coarse_sweeps =
-        2;  ///< of those, the first this many on every other row (JointFitParams::coarse_sweeps)
-    double warm_one_coarse_below =
-        0.45;  ///< px; while the carried disks' last displacements are this small (RMS), a warm frame takes one coarse sweep instead of warm_coarse_sweeps (a locator that sees every frame of a high-speed video) — unless its starts moved (disks snapped to candidates or new ones from them) or it is a refresh frame; 0 = never. A frame where that left more than 20% of the disks to extra steps (tightly coupled, dense packings) puts the locator back on warm_coarse_sweeps for 16 warm frames
-    double drop_amplitude =
-        0.35;  ///< a carried disk fainter than this × median (or 2× this without a candidate) is dropped
-    int warm_missing_every =
-        4;  ///< the residual search for disks missing from the start (JointFitParams::find_missing) runs in every this many warm frames
-    int warm_candidates_every =
-        4;  ///< the frame's own candidates (votes: new disks, starts for disks whose prediction missed) in every this many warm frames, half way between the residual searches: a disk not yet carried is found within max(this, warm_missing_every) / 2 frames of the locator
-    int warm_search_max_every =
-        16;  ///< each search (candidates, residual) that finds no new disk doubles its own interval, up to this many warm frames; a new disk found by either (in the locator's own rows) brings both back to warm_candidates_every / warm_missing_every. Set it to those to keep them fixed
-    double warm_tolerance =
-        0.1;  ///< px, JointFitParams::tolerance of a warm frame (cold frames keep the joint fit's own 0.01); after the Gauss–Seidel last sweep few disks move more (docs/tracking.md 4b)
-    int warm_hessian_every =
-        8;  ///< every this many warm frames the five-parameter steps accumulate JᵀJ afresh; in the others they take it from the disk's last full step (the joint fit's internal reuse_hessian switch)
-    int warm_refresh =
-        100;  ///< in every this many warm frames the joint fit re-measures its templates (light or focus that drifts), with the candidates and the residual search on; a frame is located from scratch only when the warm fit fails
-    double new_disk_separation =
-        1.5;  ///< a candidate this far (× r_small) from every carried disk is a new disk (disks do not overlap: a real new disk is ≥ 2 r_small from every other)
-    double warm_max_residual =
-        0.5;  ///< a frame whose joint fit leaves a relative residual above this (JointFitResult::relative_residual; synthetic frames 0.05–0.3, the falling ball with a false disk on the floor 0.78) is no start for the next frame, which is located from scratch: templates polluted by a poorly fitting disk let a warm fit stall short of a fast disk
-    double snap_distance =
-        1.0;  ///< px; a carried disk predicted farther than this from its candidate starts at the candidate
+    /// full joint-fit sweeps of a warm-started frame (its own count, not joint_fit.sweeps)
+    int warm_sweeps = 3;
+    /// of those, the first this many on every other row (JointFitParams::coarse_sweeps)
+    int warm_coarse_sweeps = 2;
+    /// px; while the carried disks' last displacements are this small (RMS), a warm frame takes one coarse
+    /// sweep instead of warm_coarse_sweeps (a locator that sees every frame of a high-speed video) — unless
+    /// its starts moved (disks snapped to candidates or new ones from them) or it is a refresh frame; 0 =
+    /// never. A frame where that left more than 20% of the disks to extra steps (tightly coupled, dense
+    /// packings) puts the locator back on warm_coarse_sweeps for 16 warm frames
+    double warm_one_coarse_below = 0.45;
+    /// a carried disk fainter than this × median (or 2× this without a candidate) is dropped
+    double drop_amplitude = 0.35;
+    /// the residual search for disks missing from the start (JointFitParams::find_missing) runs in every this
+    /// many warm frames
+    int warm_missing_every = 4;
+    /// the frame's own candidates (votes: new disks, starts for disks whose prediction missed) in every this
+    /// many warm frames, half way between the residual searches: a disk not yet carried is found within
+    /// max(this, warm_missing_every) / 2 frames of the locator
+    int warm_candidates_every = 4;
+    /// each search (candidates, residual) that finds no new disk doubles its own interval, up to this many
+    /// warm frames; a new disk found by either (in the locator's own rows) brings both back to
+    /// warm_candidates_every / warm_missing_every. Set it to those to keep them fixed
+    int warm_search_max_every = 16;
+    /// px, JointFitParams::tolerance of a warm frame (cold frames keep the joint fit's own 0.01); after the
+    /// Gauss–Seidel last sweep few disks move more (docs/tracking.md 4b)
+    double warm_tolerance = 0.1;
+    /// every this many warm frames the five-parameter steps accumulate JᵀJ afresh; in the others they take it
+    /// from the disk's last full step (the joint fit's internal reuse_hessian switch)
+    int warm_hessian_every = 8;
+    /// in every this many warm frames the joint fit re-measures its templates (light or focus that drifts),
+    /// with the candidates and the residual search on; a frame is located from scratch only when the warm fit
+    /// fails
+    int warm_refresh = 100;
+    /// a candidate this far (× r_small) from every carried disk is a new disk (disks do not overlap: a real
+    /// new disk is ≥ 2 r_small from every other)
+    double new_disk_separation = 1.5;
+    /// a frame whose joint fit leaves a relative residual above this (JointFitResult::relative_residual;
+    /// synthetic frames 0.05–0.3, the falling ball with a false disk on the floor 0.78) is no start for the
+    /// next frame, which is located from scratch: templates polluted by a poorly fitting disk let a warm fit
+    /// stall short of a fast disk
+    double warm_max_residual = 0.5;
+    /// px; a carried disk predicted farther than this from its candidate starts at the candidate
+    double snap_distance = 1.0;
     void validate() const;  ///< throws ParameterError naming the field
 };
 
