@@ -171,7 +171,7 @@ struct FrameSource {
     }
 };
 
-void run(const char* name, SynthParams sp, const DetectParams& dp) {
+void run(const char* name, SynthParams sp, const DetectParams& dp, const LocatorParams& lp) {
     FrameSource gen(name, sp);
     Stats s;
     cv::Mat img;
@@ -179,7 +179,7 @@ void run(const char* name, SynthParams sp, const DetectParams& dp) {
     // ACC_VIDEO=k: frames go to k DiskLocators in turn (as k pipeline workers would see them)
     const int stride = std::getenv("ACC_VIDEO") ? std::max(1, std::atoi(std::getenv("ACC_VIDEO"))) : 0;
     std::vector<DiskLocator> locators;
-    for (int k = 0; k < stride; ++k) locators.emplace_back(dp);
+    for (int k = 0; k < stride; ++k) locators.emplace_back(dp, lp);
     while (true) {
         const std::size_t row0 = truth.size();
         if (!gen.next(img, truth)) break;
@@ -247,7 +247,7 @@ void run(const char* name, SynthParams sp, const DetectParams& dp) {
         const int k = std::atoi(e);
         for (int r = 0; r < k; ++r) {
             std::vector<DiskLocator> ls;
-            for (int j = 0; j < stride; ++j) ls.emplace_back(dp);
+            for (int j = 0; j < stride; ++j) ls.emplace_back(dp, lp);
             for (std::size_t f = 0; f < frames.size(); ++f)
                 (void)ls[f % static_cast<std::size_t>(stride)].next(frames[f]);
         }
@@ -290,6 +290,7 @@ int main(int argc, char** argv) {
     const std::string which = argc > 3 ? argv[3] : "all";
     DetectParams dp;
     dp.radii = {6, 8};
+    LocatorParams lp;
     if (const char* e = std::getenv("JF_SWEEPS")) dp.joint_fit.sweeps = std::atoi(e);
     if (const char* e = std::getenv("JF_COARSE")) dp.joint_fit.coarse_sweeps = std::atoi(e);
     if (const char* e = std::getenv("JF_INNER")) dp.joint_fit.inner = std::atof(e);
@@ -310,25 +311,25 @@ int main(int argc, char** argv) {
     if (const char* e = std::getenv("JF_NEWTON")) dp.joint_fit.newton_steps = std::atoi(e);
     if (const char* e = std::getenv("JF_NEWTON_INNER")) dp.joint_fit.newton_inner = std::atoi(e);
     if (const char* e = std::getenv("JF_NEWTON_GAP")) dp.joint_fit.newton_gap = std::atof(e);
-    if (const char* e = std::getenv("WARM_SWEEPS")) dp.warm_sweeps = std::atoi(e);
-    if (const char* e = std::getenv("WARM_MISSING")) dp.warm_missing_every = std::atoi(e);
-    if (const char* e = std::getenv("WARM_CAND")) dp.warm_candidates_every = std::atoi(e);
-    if (const char* e = std::getenv("WARM_MAX")) dp.warm_search_max_every = std::atoi(e);
-    if (const char* e = std::getenv("WARM_REFRESH")) dp.warm_refresh = std::atoi(e);
-    if (const char* e = std::getenv("WARM_HESS")) dp.warm_hessian_every = std::atoi(e);
-    if (const char* e = std::getenv("WARM_TOL")) dp.warm_tolerance = std::atof(e);
-    if (const char* e = std::getenv("WARM_COARSE")) dp.warm_coarse_sweeps = std::atoi(e);
-    if (const char* e = std::getenv("WARM_ONE_COARSE")) dp.warm_one_coarse_below = std::atof(e);
-    if (const char* e = std::getenv("SNAP")) dp.snap_distance = std::atof(e);
-    if (const char* e = std::getenv("NEWSEP")) dp.new_disk_separation = std::atof(e);
-    if (const char* e = std::getenv("DROPAMP")) dp.drop_amplitude = std::atof(e);
+    if (const char* e = std::getenv("WARM_SWEEPS")) lp.warm_sweeps = std::atoi(e);
+    if (const char* e = std::getenv("WARM_MISSING")) lp.warm_missing_every = std::atoi(e);
+    if (const char* e = std::getenv("WARM_CAND")) lp.warm_candidates_every = std::atoi(e);
+    if (const char* e = std::getenv("WARM_MAX")) lp.warm_search_max_every = std::atoi(e);
+    if (const char* e = std::getenv("WARM_REFRESH")) lp.warm_refresh = std::atoi(e);
+    if (const char* e = std::getenv("WARM_HESS")) lp.warm_hessian_every = std::atoi(e);
+    if (const char* e = std::getenv("WARM_TOL")) lp.warm_tolerance = std::atof(e);
+    if (const char* e = std::getenv("WARM_COARSE")) lp.warm_coarse_sweeps = std::atoi(e);
+    if (const char* e = std::getenv("WARM_ONE_COARSE")) lp.warm_one_coarse_below = std::atof(e);
+    if (const char* e = std::getenv("SNAP")) lp.snap_distance = std::atof(e);
+    if (const char* e = std::getenv("NEWSEP")) lp.new_disk_separation = std::atof(e);
+    if (const char* e = std::getenv("DROPAMP")) lp.drop_amplitude = std::atof(e);
     if (const char* e = std::getenv("JF_OFF")) dp.joint = std::atoi(e) == 0;
     if (which == "all" || which == "moderate")
-        run("moderate", reference_case(ReferenceCase::moderate, size, frames, 21), dp);
+        run("moderate", reference_case(ReferenceCase::moderate, size, frames, 21), dp, lp);
     if (which == "all" || which == "dense")
-        run("dense", reference_case(ReferenceCase::dense, size, frames, 22), dp);
+        run("dense", reference_case(ReferenceCase::dense, size, frames, 22), dp, lp);
     if (which == "all" || which == "noisy")
-        run("noisy", reference_case(ReferenceCase::noisy, size, frames, 23), dp);
+        run("noisy", reference_case(ReferenceCase::noisy, size, frames, 23), dp, lp);
     if (which == "discs") {  // ../shared real discs (not part of "all")
         DetectParams rp = dp;
         rp.radii = {46, 55};

@@ -12,6 +12,13 @@ if(VIBRA_WERROR)
   target_compile_options(vibra_warnings INTERFACE -Werror)
 endif()
 
+# VIBRA_UNITY: compile each module in unity batches of VIBRA_UNITY_BATCH sources. The sources of a
+# module share headers (the standard library, Eigen, FFTW, OpenCV) and the templates instantiated
+# from them; a batch parses and generates them once. Sources keep their file-local helpers in
+# distinct names (or in namespaces named for the file) so that they compile together.
+option(VIBRA_UNITY "Compile the modules in unity batches" ON)
+set(VIBRA_UNITY_BATCH 8 CACHE STRING "Sources per unity batch (VIBRA_UNITY)")
+
 # vibra_add_module(NAME SOURCES...) — static library vibra_NAME with alias vibra::NAME,
 # public headers under NAME/include (included as "vibra/NAME/..."). The library, its headers and
 # its usage requirements are installed and exported as vibra::NAME (cmake/VibraInstall.cmake):
@@ -26,6 +33,9 @@ function(vibra_add_module name)
                                       PUBLIC $<BUILD_INTERFACE:vibra_options>)
   target_compile_features(vibra_${name} PUBLIC cxx_std_20)
   set_target_properties(vibra_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON EXPORT_NAME ${name})
+  if(VIBRA_UNITY)
+    set_target_properties(vibra_${name} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${VIBRA_UNITY_BATCH})
+  endif()
   if(VIBRA_SANITIZE)   # an instrumented static library needs the sanitizer runtime wherever it is linked
     target_link_options(vibra_${name} INTERFACE -fsanitize=${VIBRA_SANITIZE})
   endif()

@@ -422,12 +422,8 @@ void write_slurm(const BatchOptions& o, const Dataset& ds, const std::string& ex
                   << ", --mem=" << mem << ", --time=" << time << "), collect.sbatch and submit.sh\n";
 }
 
-}  // namespace
-
-void register_batch(CLI::App& app, GlobalOptions& g) {
-    auto o = std::make_shared<BatchOptions>();
-    auto* cmd = app.add_subcommand(
-        "batch", "A dataset of videos → per-video trajectories, results, figures + the campaign table");
+// The dataset, the output, what runs per video, sharding and collecting.
+void add_batch_options(CLI::App* cmd, const std::shared_ptr<BatchOptions>& o) {
     cmd->add_option("DATASET", o->dataset,
                     "Folder of videos (image sequences as sub-folders) or manifest (.toml, .csv)")
         ->required();
@@ -449,6 +445,10 @@ void register_batch(CLI::App& app, GlobalOptions& g) {
                   "Only rebuild the campaign table (and --plot figures) from what is in OUTDIR");
     cmd->add_option("--plot", o->plot,
                     "Draw every observable against this control parameter into OUTDIR/figures/ (repeatable)");
+}
+
+// A Slurm job array instead of running here.
+void add_slurm_options(CLI::App* cmd, const std::shared_ptr<BatchOptions>& o) {
     cmd->add_flag("--slurm", o->slurm,
                   "Write OUTDIR/slurm/{batch.sbatch,collect.sbatch,submit.sh}: a job array + a collect job");
     cmd->add_flag("--submit", o->submit, "With --slurm: submit them (sbatch) too");
@@ -458,6 +458,10 @@ void register_batch(CLI::App& app, GlobalOptions& g) {
     cmd->add_option("--slurm-mem", o->slurm_mem,
                     "With --slurm: memory per task (default: from the measured cost)");
     cmd->add_option("--slurm-partition", o->slurm_partition, "With --slurm: partition");
+}
+
+// Defaults for every video (a manifest's own settings win).
+void add_video_defaults(CLI::App* cmd, const std::shared_ptr<BatchOptions>& o) {
     auto* d = cmd->add_option_group("Defaults for every video (a manifest's own settings win)");
     d->add_option("--fps", o->fps, "Frame rate (frames/s)");
     d->add_option("--px-per-mm", o->px_per_mm, "Image calibration (px per mm)");
@@ -470,112 +474,150 @@ void register_batch(CLI::App& app, GlobalOptions& g) {
     d->add_flag("--invert", o->invert, "Dark particles on a bright background");
     d->add_option("--channel", o->channel, "Colour → grey: -1 luma, 0 R, 1 G, 2 B");
     d->add_option("--frames", o->frames, "Frame range A:B");
-    cmd->callback([o, &g] {
-        if (o->threads < 0) throw ParameterError("--threads must be >= 0, got " + std::to_string(o->threads));
-        if (o->submit && !o->slurm) throw ParameterError("--submit goes with --slurm");
-        if (o->checkpoint_every < 0)
-            throw ParameterError("--checkpoint-every must be >= 1 frame, got " +
-                                 std::to_string(o->checkpoint_every));
-        if (o->shards < 0) throw ParameterError("--shards must be >= 1, got " + std::to_string(o->shards));
-        if (!o->no_figures || !o->plot.empty())
-            use_python_package();  // the stages run python3 -m vibra.figures
-        std::pair<int, int> sh{0, 1};
-        if (!o->shard.empty()) sh = parse_shard(o->shard);
-        const Dataset ds = load_dataset(o->dataset, defaults_from(*o));
-        std::error_code ec;
-        fs::create_directories(o->outdir, ec);
-        if (!fs::is_directory(o->outdir)) throw IoError(o->outdir + ": cannot create the output folder");
-        if (o->slurm) {
-            write_slurm(*o, ds, self_executable(), g.quiet);
-            if (o->submit) {
-                const auto r =
-                    run_stage({"/bin/bash", (fs::path(o->outdir) / "slurm" / "submit.sh").string()},
-                              (fs::path(o->outdir) / "slurm" / "submit.log").string());
-                if (r.exit_code != 0) throw IoError("sbatch failed: " + r.error);
-                if (!g.quiet)
-                    std::cerr << "batch: submitted ("
-                              << (fs::path(o->outdir) / "slurm" / "submit.log").string() << ")\n";
-            }
-            return;
+}
+
+// Values that mean nothing, named by their flag (usage errors, exit 2).
+void check_batch_options(const BatchOptions& o) {
+    if (o.threads < 0) throw ParameterError("--threads must be >= 0, got " + std::to_string(o.threads));
+    if (o.submit && !o.slurm) throw ParameterError("--submit goes with --slurm");
+    if (o.checkpoint_every < 0)
+        throw ParameterError("--checkpoint-every must be >= 1 frame, got " +
+                             std::to_string(o.checkpoint_every));
+    if (o.shards < 0) throw ParameterError("--shards must be >= 1, got " + std::to_string(o.shards));
+}
+
+// --slurm: the job scripts written, and with --submit submitted.
+void slurm_batch(const BatchOptions& o, const Dataset& ds, const GlobalOptions& g) {
+    write_slurm(o, ds, self_executable(), g.quiet);
+    if (!o.submit) return;
+    const auto r = run_stage({"/bin/bash", (fs::path(o.outdir) / "slurm" / "submit.sh").string()},
+                             (fs::path(o.outdir) / "slurm" / "submit.log").string());
+    if (r.exit_code != 0) throw IoError("sbatch failed: " + r.error);
+    if (!g.quiet)
+        std::cerr << "batch: submitted (" << (fs::path(o.outdir) / "slurm" / "submit.log").string() << ")\n";
+}
+
+// What this run did with its share of the videos.
+struct BatchRun {
+    int n_ok = 0, n_skipped = 0, n_busy = 0;
+    std::vector<std::string> failed;  // "name (why)"
+    std::string interrupted;          // "during NAME" / "after NAME" when a signal stopped the run
+};
+
+// This shard's videos, one after the other (a line each), until the end or a stop signal.
+BatchRun process_videos(const BatchOptions& o, const Dataset& ds, std::pair<int, int> sh,
+                        const GlobalOptions& g) {
+    BatchRun run;
+    install_stop_handlers();
+    const auto mine = shard(ds.videos, sh.first, sh.second);
+    DatasetProgress progress(mine.size(), g.progress());
+    for (const auto& v : mine) {
+        std::string msg;
+        VideoJob job(v, o);
+        const auto out = job.run(msg);
+        if (out == Outcome::ok) ++run.n_ok;
+        if (out == Outcome::skipped) ++run.n_skipped;
+        if (out == Outcome::busy) ++run.n_busy;
+        if (out == Outcome::failed) run.failed.push_back(v.name + " (" + msg + ")");
+        progress.clear();
+        if (!g.quiet && out != Outcome::ok && out != Outcome::skipped)
+            std::cerr << "batch: " << v.name << ": " << (out == Outcome::busy ? "" : "failed: ") << msg
+                      << "\n";
+        if (!g.quiet && (out == Outcome::ok || out == Outcome::skipped))
+            std::cerr << "batch: " << v.name << ": " << (out == Outcome::ok ? "done" : "unchanged, skipped")
+                      << "\n";
+        progress.video_done(job.frames_tracked(), run.failed.size());
+        if (out == Outcome::interrupted || stop_signal()) {
+            run.interrupted = (out == Outcome::interrupted ? "during " : "after ") + v.name;
+            break;
         }
-        int n_ok = 0, n_skipped = 0, n_busy = 0;
-        std::vector<std::string> failed;
-        std::string interrupted;
-        if (!o->collect) {
-            install_stop_handlers();
-            const auto mine = shard(ds.videos, sh.first, sh.second);
-            DatasetProgress progress(mine.size(), g.progress());
-            for (const auto& v : mine) {
-                std::string msg;
-                VideoJob job(v, *o);
-                const auto out = job.run(msg);
-                if (out == Outcome::ok) ++n_ok;
-                if (out == Outcome::skipped) ++n_skipped;
-                if (out == Outcome::busy) ++n_busy;
-                if (out == Outcome::failed) failed.push_back(v.name + " (" + msg + ")");
-                progress.clear();
-                if (!g.quiet && out != Outcome::ok && out != Outcome::skipped)
-                    std::cerr << "batch: " << v.name << ": " << (out == Outcome::busy ? "" : "failed: ")
-                              << msg << "\n";
-                if (!g.quiet && (out == Outcome::ok || out == Outcome::skipped))
-                    std::cerr << "batch: " << v.name << ": "
-                              << (out == Outcome::ok ? "done" : "unchanged, skipped") << "\n";
-                progress.video_done(job.frames_tracked(), failed.size());
-                if (out == Outcome::interrupted || stop_signal()) {
-                    interrupted = (out == Outcome::interrupted ? "during " : "after ") + v.name;
-                    break;
-                }
-            }
-            progress.clear();
-        }
-        // The table covers the whole dataset; shards running at once take turns (lock) and each
-        // writes it atomically.
-        FileLock table_lock((fs::path(o->outdir) / ".campaign.lock").string());
-        table_lock.lock();
-        const auto table = collect_campaign(ds, o->outdir);
-        write_campaign(table, o->outdir);
-        if (!o->plot.empty()) {
-            std::vector<std::string> argv{"/usr/bin/python3", "-m", "vibra.figures.campaign",
-                                          (fs::path(o->outdir) / "campaign.h5").string(),
-                                          (fs::path(o->outdir) / "figures").string()};
-            argv.insert(argv.end(), o->plot.begin(), o->plot.end());
-            const auto r = run_stage(argv, (fs::path(o->outdir) / "figures.log").string());
-            if (r.exit_code != 0)
-                throw IoError("campaign figures failed (" + (fs::path(o->outdir) / "figures.log").string() +
-                              "): " + r.error);
-        }
-        int table_failed = 0, table_pending = 0;
-        const auto& status = std::get<std::vector<std::string>>(table.find("status")->data);
-        for (const auto& s : status)
-            table_failed += s == "failed", table_pending += s != "ok" && s != "failed";
-        if (!g.quiet) {
-            for (const auto& line : straggler_report(table))
-                std::cerr << "batch: straggler: " << line << "\n";
-            if (!o->collect)
-                std::cerr << "batch: " << n_ok << " done, " << n_skipped << " unchanged, " << failed.size()
-                          << " failed"
-                          << (n_busy ? ", " + std::to_string(n_busy) + " busy in another process" : "")
-                          << "\n";
-            std::cerr << "batch: campaign table " << (fs::path(o->outdir) / "campaign.h5").string() << ": "
-                      << status.size() << " videos, "
-                      << status.size() - static_cast<std::size_t>(table_failed + table_pending) << " ok, "
-                      << table_failed << " failed, " << table_pending << " not done\n";
-        }
-        if (!interrupted.empty()) {
-            const int sig = stop_signal();
-            throw ExitStatus{128 + (sig ? sig : 2), "batch: interrupted " + interrupted + "; kept " +
-                                                        std::to_string(n_ok) +
-                                                        " finished video(s) this run and the campaign table; "
-                                                        "rerun the same command to resume"};
-        }
-        if (!failed.empty()) {
-            std::string msg = "batch: " + std::to_string(failed.size()) + " video(s) failed:";
-            for (const auto& f : failed) msg += " " + f;
-            throw ExitStatus{1, msg};
-        }
-        if (o->collect && table_failed > 0)
-            throw ExitStatus{1, "batch: " + std::to_string(table_failed) + " video(s) in the table failed"};
-    });
+    }
+    progress.clear();
+    return run;
+}
+
+// The campaign table of the whole dataset (and the --plot figures). Shards running at once take
+// turns (lock) and each writes it atomically.
+store::Table update_campaign(const BatchOptions& o, const Dataset& ds) {
+    FileLock table_lock((fs::path(o.outdir) / ".campaign.lock").string());
+    table_lock.lock();
+    auto table = collect_campaign(ds, o.outdir);
+    write_campaign(table, o.outdir);
+    if (!o.plot.empty()) {
+        std::vector<std::string> argv{"/usr/bin/python3", "-m", "vibra.figures.campaign",
+                                      (fs::path(o.outdir) / "campaign.h5").string(),
+                                      (fs::path(o.outdir) / "figures").string()};
+        argv.insert(argv.end(), o.plot.begin(), o.plot.end());
+        const auto r = run_stage(argv, (fs::path(o.outdir) / "figures.log").string());
+        if (r.exit_code != 0)
+            throw IoError("campaign figures failed (" + (fs::path(o.outdir) / "figures.log").string() +
+                          "): " + r.error);
+    }
+    return table;
+}
+
+// The lines for the user (stragglers, this run, the table) and the exit status: 128 + signal
+// when interrupted, 1 when a video failed (this run's, or with --collect the table's).
+void finish_batch(const BatchOptions& o, const BatchRun& run, const store::Table& table,
+                  const GlobalOptions& g) {
+    int table_failed = 0, table_pending = 0;
+    const auto& status = std::get<std::vector<std::string>>(table.find("status")->data);
+    for (const auto& s : status) table_failed += s == "failed", table_pending += s != "ok" && s != "failed";
+    if (!g.quiet) {
+        for (const auto& line : straggler_report(table)) std::cerr << "batch: straggler: " << line << "\n";
+        if (!o.collect)
+            std::cerr << "batch: " << run.n_ok << " done, " << run.n_skipped << " unchanged, "
+                      << run.failed.size() << " failed"
+                      << (run.n_busy ? ", " + std::to_string(run.n_busy) + " busy in another process" : "")
+                      << "\n";
+        std::cerr << "batch: campaign table " << (fs::path(o.outdir) / "campaign.h5").string() << ": "
+                  << status.size() << " videos, "
+                  << status.size() - static_cast<std::size_t>(table_failed + table_pending) << " ok, "
+                  << table_failed << " failed, " << table_pending << " not done\n";
+    }
+    if (!run.interrupted.empty()) {
+        const int sig = stop_signal();
+        throw ExitStatus{128 + (sig ? sig : 2), "batch: interrupted " + run.interrupted + "; kept " +
+                                                    std::to_string(run.n_ok) +
+                                                    " finished video(s) this run and the campaign table; "
+                                                    "rerun the same command to resume"};
+    }
+    if (!run.failed.empty()) {
+        std::string msg = "batch: " + std::to_string(run.failed.size()) + " video(s) failed:";
+        for (const auto& f : run.failed) msg += " " + f;
+        throw ExitStatus{1, msg};
+    }
+    if (o.collect && table_failed > 0)
+        throw ExitStatus{1, "batch: " + std::to_string(table_failed) + " video(s) in the table failed"};
+}
+
+void run_batch(const BatchOptions& o, const GlobalOptions& g) {
+    check_batch_options(o);
+    if (!o.no_figures || !o.plot.empty()) use_python_package();  // the stages run python3 -m vibra.figures
+    std::pair<int, int> sh{0, 1};
+    if (!o.shard.empty()) sh = parse_shard(o.shard);
+    const Dataset ds = load_dataset(o.dataset, defaults_from(o));
+    std::error_code ec;
+    fs::create_directories(o.outdir, ec);
+    if (!fs::is_directory(o.outdir)) throw IoError(o.outdir + ": cannot create the output folder");
+    if (o.slurm) {
+        slurm_batch(o, ds, g);
+        return;
+    }
+    const BatchRun run = o.collect ? BatchRun{} : process_videos(o, ds, sh, g);
+    finish_batch(o, run, update_campaign(o, ds), g);
+}
+
+}  // namespace
+
+void register_batch(CLI::App& app, GlobalOptions& g) {
+    auto o = std::make_shared<BatchOptions>();
+    auto* cmd = app.add_subcommand(
+        "batch", "A dataset of videos → per-video trajectories, results, figures + the campaign table");
+    add_batch_options(cmd, o);
+    add_slurm_options(cmd, o);
+    add_video_defaults(cmd, o);
+    cmd->callback([o, &g] { run_batch(*o, g); });
 }
 
 }  // namespace vibra::app

@@ -37,23 +37,16 @@ std::string default_truth_path(const std::string& out) {
     return base + ".truth.h5";
 }
 
-}  // namespace
+// Everything `vibra synth` reads from its command line.
+struct SynthOpts {
+    tracking::SynthParams sp;
+    std::string output, truth, format, look = "plain";
+    double fps = 25;
+};
+using SynthOptsPtr = std::shared_ptr<SynthOpts>;
 
-void register_synth(CLI::App& app, GlobalOptions& g) {
-    struct Opts {
-        tracking::SynthParams sp;
-        std::string output, truth, format, look = "plain";
-        double fps = 25;
-        int overlap_check = 1;
-    };
-    auto o = std::make_shared<Opts>();
-    auto& sp = o->sp;
-    auto& rp = sp.render;
-    rp.width = rp.height = 512;
-    auto* cmd = app.add_subcommand(
-        "synth",
-        "Synthetic video of bi-disperse disks (soft-disk dynamics, exact sub-pixel rendering) "
-        "with its ground truth as a vibra HDF5 trajectory file");
+// The video and truth files.
+void add_output_options(CLI::App* cmd, const SynthOptsPtr& o) {
     cmd->add_option(
            "-o,--output", o->output,
            "Video: NAME.avi (uncompressed 8-bit grey), NAME.mkv/--format ffv1 (lossless), or a folder "
@@ -63,7 +56,13 @@ void register_synth(CLI::App& app, GlobalOptions& g) {
                     "Ground-truth trajectory file (default: NAME.truth.h5 beside the video)");
     cmd->add_option("--format", o->format, "avi, ffv1, png or tiff (default: from the output name)")
         ->check(CLI::IsMember({"avi", "ffv1", "png", "tiff"}));
-    auto* grp = "Scene";
+}
+
+// The box and its disks.
+void add_scene_options(CLI::App* cmd, const SynthOptsPtr& o) {
+    auto& sp = o->sp;
+    auto& rp = sp.render;
+    const char* grp = "Scene";
     cmd->add_option("--width", rp.width, "Image width (px)")
         ->capture_default_str()
         ->check(CLI::Range(1, std::numeric_limits<int>::max()))
@@ -95,7 +94,12 @@ void register_synth(CLI::App& app, GlobalOptions& g) {
     cmd->add_option("--margin", sp.margin, "Distance of the box walls from the image border (px)")
         ->capture_default_str()
         ->group(grp);
-    grp = "Dynamics (px, frames)";
+}
+
+// The soft-disk dynamics.
+void add_dynamics_options(CLI::App* cmd, const SynthOptsPtr& o) {
+    auto& sp = o->sp;
+    const char* grp = "Dynamics (px, frames)";
     cmd->add_option("--step-rms", sp.step_rms,
                     "Per-axis RMS displacement per frame of a free small disk (px)")
         ->capture_default_str()
@@ -117,7 +121,13 @@ void register_synth(CLI::App& app, GlobalOptions& g) {
     cmd->add_option("--equilibrate", sp.equilibrate, "Frames simulated before the first recorded one")
         ->capture_default_str()
         ->group(grp);
-    grp = "Rendering";
+}
+
+// How a disk looks: look, levels, blur, exposure.
+void add_look_options(CLI::App* cmd, const SynthOptsPtr& o) {
+    auto& sp = o->sp;
+    auto& rp = sp.render;
+    const char* grp = "Rendering";
     cmd->add_option("--look", o->look, "Disk look: plain, dark-ring, marker-dot, bright-rim")
         ->capture_default_str()
         ->check(CLI::IsMember({"plain", "dark-ring", "ring", "marker-dot", "dot", "bright-rim", "rim"}))
@@ -145,6 +155,13 @@ void register_synth(CLI::App& app, GlobalOptions& g) {
     cmd->add_option("--exposure", sp.exposure, "Exposure time / frame interval, in (0, 1]")
         ->capture_default_str()
         ->group(grp);
+}
+
+// What the camera and the light add: noise, illumination, plate texture, stuck pixels; the
+// frame rate of the AVI header.
+void add_camera_options(CLI::App* cmd, const SynthOptsPtr& o) {
+    auto& rp = o->sp.render;
+    const char* grp = "Rendering";
     cmd->add_option("--noise", rp.noise_sigma,
                     "Gaussian noise sigma, in units of the disk/background contrast")
         ->capture_default_str()
@@ -195,68 +212,88 @@ void register_synth(CLI::App& app, GlobalOptions& g) {
     cmd->add_option("--fps", o->fps, "Frame rate written into the AVI header")
         ->capture_default_str()
         ->group(grp);
+}
 
-    cmd->callback([o, &g] {
-        auto& sp = o->sp;
-        sp.render.look = tracking::disk_look_from_string(o->look);
-        if (!(o->fps > 0)) throw ParameterError("--fps must be > 0, got " + std::to_string(o->fps));
-        sp.validate();
-        const auto fmt = guess_video_format(o->output, o->format);
-        if (sp.render.bit_depth == 16 &&
-            (fmt == tracking::VideoFormat::avi_raw || fmt == tracking::VideoFormat::avi_ffv1))
-            throw ParameterError("--bit-depth 16 needs a png or tiff sequence (AVI output is 8-bit)");
-        const std::string truth = o->truth.empty() ? default_truth_path(o->output) : o->truth;
-        const bool folder = fmt == tracking::VideoFormat::png || fmt == tracking::VideoFormat::tiff;
-        std::error_code ec;
-        if (!folder && fs::exists(o->output, ec) && fs::is_directory(o->output, ec))
-            throw IoError(o->output + ": is a folder; give a file name for AVI output");
-        auto written_frames = std::make_shared<std::int64_t>(0);
-        on_interrupt(g, [o, truth, written_frames, fmt] {
-            return "after " + std::to_string(*written_frames) + " of " + std::to_string(o->sp.frames) +
-                   " frames; kept: nothing (" + o->output + " and " + truth + " not written)";
-        });
-
-        tracking::SynthGenerator gen(sp);
-        const auto md0 = gen.metadata();
-        Metadata meta = md0;
-        meta.source.file = o->output;
-        meta.source.parameters = g.command_line;
-        store::ColumnSet cols;
-        cols.velocity = true;
-        cols.radius = true;
-        std::int64_t written = 0;
-        {  // both outputs are temporaries until the end: an error or Ctrl-C removes them
-            store::TrajectoryWriter tw(truth, meta, cols);
-            tracking::FrameSink sink(o->output, fmt, o->fps);
-            Progress prog("synth", sp.frames, g.progress());
-            cv::Mat img;
-            TrajectoryTable rows;
-            while (true) {
-                rows.clear();
-                if (!gen.next(img, rows)) break;
-                sink.write(img);
-                *written_frames = ++written;
-                tw.append(rows, 1);
-                prog.update(written);
-            }
-            sink.close();
-            prog.finish();
-            tw.meta().user["synth_max_overlap_px"] = std::to_string(gen.max_overlap());
-            tw.commit();
-        }
-        if (gen.max_overlap() > 0.2)
-            std::cerr << "vibra synth: warning: largest disk overlap " << gen.max_overlap()
-                      << " px exceeds 0.2 px; raise --stiffness or lower --packing-fraction\n";
-        if (!g.quiet) {
-            const auto& u = gen.metadata().user;
-            std::cout << "synth: " << gen.n_disks() << " disks (" << u.at("synth_n_small")
-                      << " small r=" << sp.radius_small << " px, " << u.at("synth_n_large")
-                      << " large r=" << sp.radius_large << " px), " << written << " frames "
-                      << sp.render.width << "x" << sp.render.height << " " << to_string(sp.render.look)
-                      << " → " << o->output << " (" << tracking::to_string(fmt) << "); truth → " << truth
-                      << "; max overlap " << gen.max_overlap() << " px\n";
-        }
+// The video and its truth written (both temporaries until the end: an error or Ctrl-C removes
+// them), with a line for the user.
+void run_synth(const SynthOptsPtr& op, GlobalOptions& g) {
+    SynthOpts& o = *op;
+    auto& sp = o.sp;
+    sp.render.look = tracking::disk_look_from_string(o.look);
+    if (!(o.fps > 0)) throw ParameterError("--fps must be > 0, got " + std::to_string(o.fps));
+    sp.validate();
+    const auto fmt = guess_video_format(o.output, o.format);
+    if (sp.render.bit_depth == 16 &&
+        (fmt == tracking::VideoFormat::avi_raw || fmt == tracking::VideoFormat::avi_ffv1))
+        throw ParameterError("--bit-depth 16 needs a png or tiff sequence (AVI output is 8-bit)");
+    const std::string truth = o.truth.empty() ? default_truth_path(o.output) : o.truth;
+    const bool folder = fmt == tracking::VideoFormat::png || fmt == tracking::VideoFormat::tiff;
+    std::error_code ec;
+    if (!folder && fs::exists(o.output, ec) && fs::is_directory(o.output, ec))
+        throw IoError(o.output + ": is a folder; give a file name for AVI output");
+    auto written_frames = std::make_shared<std::int64_t>(0);
+    on_interrupt(g, [op, truth, written_frames, fmt] {
+        return "after " + std::to_string(*written_frames) + " of " + std::to_string(op->sp.frames) +
+               " frames; kept: nothing (" + op->output + " and " + truth + " not written)";
     });
+
+    tracking::SynthGenerator gen(sp);
+    const auto md0 = gen.metadata();
+    Metadata meta = md0;
+    meta.source.file = o.output;
+    meta.source.parameters = g.command_line;
+    store::ColumnSet cols;
+    cols.velocity = true;
+    cols.radius = true;
+    std::int64_t written = 0;
+    {  // both outputs are temporaries until the end: an error or Ctrl-C removes them
+        store::TrajectoryWriter tw(truth, meta, cols);
+        tracking::FrameSink sink(o.output, fmt, o.fps);
+        Progress prog("synth", sp.frames, g.progress());
+        cv::Mat img;
+        TrajectoryTable rows;
+        while (true) {
+            rows.clear();
+            if (!gen.next(img, rows)) break;
+            sink.write(img);
+            *written_frames = ++written;
+            tw.append(rows, 1);
+            prog.update(written);
+        }
+        sink.close();
+        prog.finish();
+        tw.meta().user["synth_max_overlap_px"] = std::to_string(gen.max_overlap());
+        tw.commit();
+    }
+    if (gen.max_overlap() > 0.2)
+        std::cerr << "vibra synth: warning: largest disk overlap " << gen.max_overlap()
+                  << " px exceeds 0.2 px; raise --stiffness or lower --packing-fraction\n";
+    if (!g.quiet) {
+        const auto& u = gen.metadata().user;
+        std::cout << "synth: " << gen.n_disks() << " disks (" << u.at("synth_n_small")
+                  << " small r=" << sp.radius_small << " px, " << u.at("synth_n_large")
+                  << " large r=" << sp.radius_large << " px), " << written << " frames " << sp.render.width
+                  << "x" << sp.render.height << " " << to_string(sp.render.look) << " → " << o.output << " ("
+                  << tracking::to_string(fmt) << "); truth → " << truth << "; max overlap "
+                  << gen.max_overlap() << " px\n";
+    }
+}
+
+}  // namespace
+
+void register_synth(CLI::App& app, GlobalOptions& g) {
+    auto o = std::make_shared<SynthOpts>();
+    o->sp.render.width = o->sp.render.height = 512;
+    auto* cmd = app.add_subcommand(
+        "synth",
+        "Synthetic video of bi-disperse disks (soft-disk dynamics, exact sub-pixel rendering) "
+        "with its ground truth as a vibra HDF5 trajectory file");
+    add_output_options(cmd, o);
+    add_scene_options(cmd, o);
+    add_dynamics_options(cmd, o);
+    add_look_options(cmd, o);
+    add_camera_options(cmd, o);
+    cmd->callback([o, &g] { run_synth(o, g); });
 }
 
 }  // namespace vibra::app

@@ -24,10 +24,10 @@ TEST_CASE("displacements are matched by particle id, with minimum image when per
     REQUIRE(d.x == std::vector<double>{2.0, 9.5, 4.0});
     const auto p = displacements(a, b, Geometry::periodic(0, 0, 10, 10));
     REQUIRE_THAT(p.ux[1], WithinAbs(1.0, 1e-12));  // 9.5 → 0.5 across the boundary
-    const auto m = displacements(a, b, Geometry::rect(0, 0, 10, 10), DriftMode::mean);
+    const auto m = displacements(a, b, Geometry::rect(0, 0, 10, 10), FieldDrift::mean);
     REQUIRE_THAT(m.drift_x, WithinAbs(-8.5 / 3, 1e-12));
     REQUIRE_THAT(m.ux[0] + m.ux[1] + m.ux[2], WithinAbs(0.0, 1e-12));
-    REQUIRE_THROWS_AS(drift_mode_from_string("median"), ParameterError);
+    REQUIRE_THROWS_AS(field_drift_from_string("median"), ParameterError);
 }
 
 TEST_CASE("grid covers the region exactly", "[unit]") {

@@ -70,13 +70,26 @@ TEST_CASE("detect parameters are validated", "[unit]") {
         REQUIRE_THROWS_WITH(q.validate(), Catch::Contains(field));
     };
     refused("edge_threshold", &DetectParams::edge_threshold, 0.0);
-    refused("warm_missing_every", &DetectParams::warm_missing_every, 0);
-    refused("warm_coarse_sweeps", &DetectParams::warm_coarse_sweeps, -1);
-    refused("warm_candidates_every", &DetectParams::warm_candidates_every, 0);
-    refused("warm_tolerance", &DetectParams::warm_tolerance, 0.0);
-    refused("warm_search_max_every", &DetectParams::warm_search_max_every, 0);
-    refused("warm_one_coarse_below", &DetectParams::warm_one_coarse_below, -0.1);
     REQUIRE_NOTHROW(p.validate());
+    // The locator's own settings (LocatorParams) likewise, and DiskLocator checks both.
+    REQUIRE_NOTHROW(LocatorParams{}.validate());
+    auto refused_locator = [&](const char* field, auto LocatorParams::*member, auto bad) {
+        LocatorParams q;
+        q.*member = bad;
+        INFO(field);
+        REQUIRE_THROWS_WITH(q.validate(), Catch::Contains(field));
+        REQUIRE_THROWS_WITH(DiskLocator(p, q), Catch::Contains(field));
+    };
+    refused_locator("warm_missing_every", &LocatorParams::warm_missing_every, 0);
+    refused_locator("warm_coarse_sweeps", &LocatorParams::warm_coarse_sweeps, -1);
+    refused_locator("warm_candidates_every", &LocatorParams::warm_candidates_every, 0);
+    refused_locator("warm_tolerance", &LocatorParams::warm_tolerance, 0.0);
+    refused_locator("warm_search_max_every", &LocatorParams::warm_search_max_every, 0);
+    refused_locator("warm_one_coarse_below", &LocatorParams::warm_one_coarse_below, -0.1);
+    refused_locator("snap_distance", &LocatorParams::snap_distance, 0.0);
+    refused_locator("drop_amplitude", &LocatorParams::drop_amplitude, 1.0);
+    refused_locator("new_disk_separation", &LocatorParams::new_disk_separation, 2.5);
+    refused_locator("warm_max_residual", &LocatorParams::warm_max_residual, 0.0);
     cv::Mat colour(10, 10, CV_8UC3);
     REQUIRE_THROWS_AS(compute_gradients(colour, false, 16), ParameterError);
 }

@@ -28,9 +28,9 @@ struct VideoScore : test::Stats {
     std::int64_t warm_frames = 0;
 };
 
-VideoScore run_video(const SynthParams& sp, const DetectParams& dp) {
+VideoScore run_video(const SynthParams& sp, const DetectParams& dp, const LocatorParams& lp = {}) {
     SynthGenerator gen(sp);
-    std::vector<DiskLocator> loc{DiskLocator(dp), DiskLocator(dp)};
+    std::vector<DiskLocator> loc{DiskLocator(dp, lp), DiskLocator(dp, lp)};
     VideoScore s;
     cv::Mat img;
     TrajectoryTable truth;
@@ -143,10 +143,10 @@ TEST_CASE("DiskLocator: one coarse sweep while the disks move little between fra
     }
     REQUIRE(one2 == 0);
     // off: never
-    DetectParams off = dp;
+    LocatorParams off;
     off.warm_one_coarse_below = 0;
     SynthGenerator gen3(sp);
-    DiskLocator L3(off);
+    DiskLocator L3(dp, off);
     int one3 = 0;
     while (gen3.next(img, truth)) {
         (void)L3.next(img);
@@ -162,8 +162,9 @@ TEST_CASE("DiskLocator: templates re-measured in warm frames keep the targets", 
     SynthParams sp = reference_case(ReferenceCase::moderate, 384, 8, 55);
     DetectParams dp;
     dp.radii = {6, 8};
-    dp.warm_refresh = 2;
-    const auto s = run_video(sp, dp);
+    LocatorParams lp;
+    lp.warm_refresh = 2;
+    const auto s = run_video(sp, dp, lp);
     WARN("locator, moderate, templates re-measured every 2nd warm frame: RMS "
          << s.rms() << " px, warm frames " << s.warm_frames);
     REQUIRE(s.warm_frames == 6);
@@ -189,12 +190,12 @@ TEST_CASE("DiskLocator: fast disks with motion blur (noisy case)", "[unit]") {
     // A disk predicted a few px off (it turned) must not be doubled by a "new" disk at its own
     // candidate: with new disks only beyond 0.6 r_small (the old default) this case was worse.
     // Candidates in every warm frame here, so that every frame can show it.
-    DetectParams every = dp;
+    LocatorParams every;
     every.warm_candidates_every = 1;
-    DetectParams close = every;
+    LocatorParams close = every;
     close.new_disk_separation = 0.6;
-    auto s06 = run_video(sp, close);
-    auto s15 = run_video(sp, every);
+    auto s06 = run_video(sp, dp, close);
+    auto s15 = run_video(sp, dp, every);
     WARN("locator, noisy, new disks beyond 0.6 r_small: RMS "
          << s06.rms() << " px, p99 " << s06.quantile(0.99) << " px; default (1.5 r_small): RMS " << s15.rms()
          << " px, p99 " << s15.quantile(0.99) << " px");
@@ -209,8 +210,10 @@ TEST_CASE("DiskLocator: a disk not carried is found within half the candidate/re
     const auto v = hidden_disk_video(6, 54);
     cv::Mat first = v.frames[0].clone();
     v.paint_out(0, first);
-    auto first_found = [&](const DetectParams& dp) {
-        DiskLocator L(dp);
+    DetectParams dp;
+    dp.radii = {6, 8};
+    auto first_found = [&](const LocatorParams& lp) {
+        DiskLocator L(dp, lp);
         if (v.found_in(L.next(first), 0)) return std::int64_t(-1);
         for (std::size_t f = 1; f < v.frames.size(); ++f) {
             const auto parts = L.next(v.frames[f]);
@@ -219,15 +222,14 @@ TEST_CASE("DiskLocator: a disk not carried is found within half the candidate/re
         }
         return std::int64_t(99);
     };
-    DetectParams dp;
-    dp.radii = {6, 8};
-    CHECK(first_found(dp) == 2);  // candidates in warm frame 2 (the residual search would find it in frame 4)
-    dp.warm_candidates_every = 1;
-    CHECK(first_found(dp) == 1);
-    dp.warm_candidates_every = 8;
-    CHECK(first_found(dp) == 4);  // candidates only in warm frame 4, and the residual search there too
-    dp.warm_missing_every = 2;
-    CHECK(first_found(dp) == 2);  // the residual search alone (every 2nd warm frame)
+    LocatorParams lp;
+    CHECK(first_found(lp) == 2);  // candidates in warm frame 2 (the residual search would find it in frame 4)
+    lp.warm_candidates_every = 1;
+    CHECK(first_found(lp) == 1);
+    lp.warm_candidates_every = 8;
+    CHECK(first_found(lp) == 4);  // candidates only in warm frame 4, and the residual search there too
+    lp.warm_missing_every = 2;
+    CHECK(first_found(lp) == 2);  // the residual search alone (every 2nd warm frame)
 }
 
 // While the searches for new disks find nothing (a closed box), each backs off to every 16th warm
@@ -243,9 +245,11 @@ TEST_CASE("DiskLocator: the searches back off while nothing is new and come back
         std::vector<int> searches;  // warm frames with a search for new disks
         int found = -1;
     };
-    auto run = [&](const DetectParams& dp) {
+    DetectParams dp;
+    dp.radii = {6, 8};
+    auto run = [&](const LocatorParams& lp) {
         Run r;
-        DiskLocator L(dp);
+        DiskLocator L(dp, lp);
         for (int f = 0; f < 48; ++f) {
             const auto parts = L.next(v.frames[static_cast<std::size_t>(f)]);
             REQUIRE(L.last().warm == (f > 0));
@@ -256,12 +260,11 @@ TEST_CASE("DiskLocator: the searches back off while nothing is new and come back
         }
         return r;
     };
-    DetectParams fixed;
-    fixed.radii = {6, 8};
+    LocatorParams fixed;
     fixed.warm_search_max_every = 4;  // the cadence kept at candidates every 4th (from 2), residual every 4th
-    DetectParams backoff = fixed;
+    LocatorParams backoff = fixed;
     backoff.warm_search_max_every = 16;  // the default
-    REQUIRE(DetectParams{}.warm_search_max_every == 16);
+    REQUIRE(LocatorParams{}.warm_search_max_every == 16);
     const auto a = run(fixed), b = run(backoff);
     auto before = [&](const Run& r, int f) {
         return std::count_if(r.searches.begin(), r.searches.end(), [&](int s) { return s < f; });
@@ -308,9 +311,9 @@ TEST_CASE("DiskLocator: a reset or a frame of another size starts from scratch",
     (void)L.next(crop);
     REQUIRE_FALSE(L.last().warm);
     // every warm_refresh-th warm frame re-measures the templates, warm (not from scratch)
-    DetectParams dr = dp;
+    LocatorParams dr;
     dr.warm_refresh = 2;
-    DiskLocator L3(dr);
+    DiskLocator L3(dp, dr);
     std::vector<bool> warm, remeasured;
     for (const auto* im : {&a, &b, &c, &b, &c}) {
         (void)L3.next(*im);

@@ -216,7 +216,7 @@ TEST_CASE("real data: trackpy bulk water (dark colloids, green channel)", "[unit
     int full = 0;
     for (const auto& [p, n] : len) full += n == 30;
     WARN("bulk water: " << full << " tracks span all 30 frames");
-    REQUIRE(full >= 250);  // issue 20: ≥ 250 (trackpy's walkthrough: 255)
+    REQUIRE(full >= 250);  // at least 250 tracks over all frames (trackpy's walkthrough: 255)
 }
 
 TEST_CASE("real data: particletracker discs (bright rims, two sizes)", "[unit]") {

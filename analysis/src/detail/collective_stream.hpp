@@ -80,7 +80,7 @@ inline FieldSettings resolve_field_settings(const AnalysisContext& ctx, const st
         s.stride = std::max<std::int64_t>(1, (span + 99) / 100);
     }
     s.n_times = (span + s.stride - 1) / s.stride;
-    s.drift = drift_mode_from_string(ctx.text(n + "-drift"));
+    s.drift = field_drift_from_string(ctx.text(n + "-drift"));
     const auto& q = ctx.text(n + "-quantity");
     if (q != "displacement" && q != "velocity")
         throw ParameterError("--" + n + "-quantity: '" + q + "' is not one of displacement, velocity");
@@ -121,7 +121,7 @@ inline void record_field_settings(const FieldSettings& s, Attributes& a) {
     a["grid_nx"] = static_cast<std::int64_t>(s.grid.nx);
     a["grid_ny"] = static_cast<std::int64_t>(s.grid.ny);
     a["mean_spacing"] = s.mean_spacing;
-    a["drift"] = std::string(s.drift == DriftMode::none ? "none" : "mean");
+    a["drift"] = std::string(s.drift == FieldDrift::none ? "none" : "mean");
     a["quantity"] = std::string(s.velocity ? "velocity" : "displacement");
     a["field_position"] = std::string("start position r(t)");
     a["length_unit"] = s.L;

@@ -89,12 +89,8 @@ std::vector<AnalysisOption> concat(std::vector<AnalysisOption> a, const std::vec
     return a;
 }
 
-}  // namespace
-
-std::vector<AnalysisSpec> dynamics_analyses() {
-    std::vector<AnalysisSpec> out;
-
-    out.push_back(AnalysisSpec{
+AnalysisSpec msd_spec() {
+    return AnalysisSpec{
         "msd",
         "mean square displacement (gap-aware FFT), alpha2, sigma_loc; self van Hove (sub-group msd/van_hove)",
         concat({{"msd-max-lag", "largest lag, frames (default n_frames/2)", "", OptionType::integer, 0, kInf},
@@ -123,9 +119,11 @@ std::vector<AnalysisSpec> dynamics_analyses() {
             p.vanhove_range = ctx.number("msd-vanhove-range");
             p.sigma_fit_lags = ctx.integer("msd-sigma-fit-lags");
             return std::vector<ResultGroup>{to_group(compute_msd(ctx.source, p), p, ctx.source.meta())};
-        }});
+        }};
+}
 
-    out.push_back(AnalysisSpec{
+AnalysisSpec vacf_spec() {
+    return AnalysisSpec{
         "vacf", "velocity autocorrelation <v(0).v(t)> (FFT, gap-aware), per species",
         concat(
             {{"vacf-max-lag", "largest lag, frames (default n_frames/2)", "", OptionType::integer, 0, kInf},
@@ -139,9 +137,11 @@ std::vector<AnalysisSpec> dynamics_analyses() {
             p.max_lag = lag_option(ctx, "vacf-max-lag");
             p.min_pairs = ctx.number("vacf-min-pairs");
             return std::vector<ResultGroup>{to_group(compute_vacf(ctx.source, p), p, ctx.source.meta())};
-        }});
+        }};
+}
 
-    out.push_back(AnalysisSpec{
+AnalysisSpec vdos_spec() {
+    return AnalysisSpec{
         "vdos",
         "vibrational density of states (default: Welch-averaged |FT of the velocities|^2 per particle, "
         "non-negative); reduced D/omega",
@@ -182,9 +182,11 @@ std::vector<AnalysisSpec> dynamics_analyses() {
             p.transfer_correction = flag_bool(ctx, "vdos-transfer-correction");
             p.transfer_cutoff = ctx.number("vdos-transfer-cutoff");
             return std::vector<ResultGroup>{to_group(compute_vdos(ctx.source, p), p, ctx.source.meta())};
-        }});
+        }};
+}
 
-    out.push_back(AnalysisSpec{
+AnalysisSpec fs_spec() {
+    return AnalysisSpec{
         "fs", "self intermediate scattering function F_s(k,t) and tau_alpha",
         concat({{"fs-k", "wave numbers, rad/length, comma-separated (default: S(k) peak, else 2 pi/d_small)",
                  "", OptionType::list, 0, kInf},
@@ -204,18 +206,22 @@ std::vector<AnalysisSpec> dynamics_analyses() {
             if (ctx.earlier)
                 if (auto it = ctx.earlier->find("sk"); it != ctx.earlier->end()) sk = &it->second;
             return std::vector<ResultGroup>{to_group(compute_fs(ctx.source, p, sk), p, ctx.source.meta())};
-        }});
+        }};
+}
 
-    out.push_back(AnalysisSpec{
+AnalysisSpec temperature_spec() {
+    return AnalysisSpec{
         "temperature", "granular temperature per species vs time and T_large/T_small (mass ~ d^2)",
         stream_options("temperature", true), [](const AnalysisContext& ctx) {
             TemperatureParams p;
             read_stream(ctx, "temperature", p);
             p.scheme = velocity_scheme_from_string(ctx.text("temperature-velocity"), "temperature-velocity");
             return std::vector<ResultGroup>{to_group(compute_temperature(ctx.source, p), ctx.source.meta())};
-        }});
+        }};
+}
 
-    out.push_back(AnalysisSpec{
+AnalysisSpec velocity_distribution_spec() {
+    return AnalysisSpec{
         "velocity_distribution",
         "P(v) of rms-scaled components and speeds; tail exponent beta by MLE with block bootstrap",
         concat(
@@ -255,8 +261,16 @@ std::vector<AnalysisSpec> dynamics_analyses() {
             p.seed = static_cast<std::uint64_t>(ctx.integer("velocity-distribution-seed"));
             return std::vector<ResultGroup>{
                 to_group(compute_velocity_distribution(ctx.source, p), p, ctx.source.meta())};
-        }});
-    return out;
+        }};
+}
+
+}  // namespace
+
+// One AnalysisSpec per analysis (its flags, their defaults and ranges, and how they map to its
+// Params), in the order `vibra analyze` runs them.
+std::vector<AnalysisSpec> dynamics_analyses() {
+    return {msd_spec(), vacf_spec(),        vdos_spec(),
+            fs_spec(),  temperature_spec(), velocity_distribution_spec()};
 }
 
 }  // namespace vibra::analysis

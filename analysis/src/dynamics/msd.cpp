@@ -10,6 +10,7 @@
 #include "detail/fftw_plan.hpp"
 #include "detail/dynamics_common.hpp"
 #include "detail/parallel.hpp"
+#include "detail/numeric.hpp"
 #include "vibra/core/error.hpp"
 
 namespace vibra::analysis {
@@ -23,7 +24,7 @@ using detail::SpeciesSet;
 using detail::stream_params;
 
 namespace {
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using detail::kNaN;
 
 std::size_t smooth_length(std::size_t n) {
     auto smooth = [](std::size_t m) {

@@ -8,6 +8,7 @@
 
 #include "detail/dynamics_common.hpp"
 #include "detail/sincos.hpp"
+#include "detail/numeric.hpp"
 #include "vibra/core/error.hpp"
 
 namespace vibra::analysis {
@@ -16,7 +17,7 @@ using detail::resolve_max_lag;
 using detail::stream_params;
 
 namespace {
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using detail::kNaN;
 }
 
 void FsSums::resize(std::size_t nk, std::size_t nl) {

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "detail/track_scan.hpp"
+#include "detail/numeric.hpp"
 #include "vibra/core/error.hpp"
 #include "vibra/core/periodic.hpp"
 #include "vibra/core/progress.hpp"
@@ -18,7 +19,7 @@
 namespace vibra::analysis {
 
 namespace {
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using detail::kNaN;
 
 // The minimum image of core/periodic.hpp, as the frame re-reading path (velocities.cpp) takes it:
 // a displacement of exactly half a box rounds to even there, so it must here too.

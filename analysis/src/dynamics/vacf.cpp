@@ -7,6 +7,7 @@
 
 #include "detail/dynamics_common.hpp"
 #include "detail/parallel.hpp"
+#include "detail/numeric.hpp"
 #include "vibra/core/error.hpp"
 
 namespace vibra::analysis {
@@ -15,7 +16,7 @@ using detail::resolve_max_lag;
 using detail::stream_params;
 
 namespace {
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using detail::kNaN;
 }
 
 void VacfSums::resize(std::size_t n) {

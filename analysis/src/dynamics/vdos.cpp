@@ -9,13 +9,14 @@
 
 #include "detail/dynamics_common.hpp"
 #include "detail/fftw_plan.hpp"
+#include "detail/numeric.hpp"
 #include "vibra/core/error.hpp"
 
 namespace vibra::analysis {
 
 namespace {
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kPi = std::numbers::pi;
+using detail::kNaN;
+using detail::kPi;
 
 /// One FFT plan and buffers of length 2M, reused for every segment of a run of the analysis.
 struct WelchFft {

@@ -8,6 +8,7 @@
 
 #include "detail/parallel.hpp"
 #include "detail/track_scan.hpp"
+#include "detail/numeric.hpp"
 #include "vibra/analysis/track_cache.hpp"
 #include "vibra/core/error.hpp"
 #include "vibra/core/periodic.hpp"
@@ -16,7 +17,7 @@
 namespace vibra::analysis {
 
 namespace {
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using detail::kNaN;
 
 double min_image(double d, double L) {
     if (L <= 0) return d;
@@ -192,6 +193,178 @@ void fill_from_cache(const TrackCache::Impl& c, std::size_t i0, bool want_given,
 }
 }  // namespace
 
+namespace {
+
+/// The time of every frame, checked increasing.
+std::vector<double> checked_frame_times(const TrajectorySource& src) {
+    const Metadata& meta = src.meta();
+    const std::int64_t T = src.n_frames();
+    std::vector<double> times(static_cast<std::size_t>(T));
+    for (std::int64_t f = 0; f < T; ++f) times[f] = frame_time(meta, src.frame_columns(), 0, f);
+    for (std::int64_t f = 1; f < T; ++f)
+        if (!(times[f] > times[f - 1]))
+            throw FormatError(at_frame(meta.source.file.empty() ? "trajectory" : meta.source.file, f,
+                                       "frame times are not increasing"));
+    return times;
+}
+
+/// The scan (ids, lifetimes, species votes, drift, mean given velocity): from the shared
+/// particle-major copy, a private one, or (rescan) a pass of our own.
+struct ScanSource {
+    std::unique_ptr<TrackCache> own;
+    TrackCache::Impl* cache = nullptr;  ///< the particle-major copy; null with rescan
+    detail::TrackScan own_scan;
+    const detail::TrackScan& scan() const { return cache ? cache->scan : own_scan; }
+};
+
+ScanSource obtain_scan(const TrajectorySource& src, const TrackStreamParams& p) {
+    ScanSource s;
+    if (!p.rescan) {
+        TrackCache* c = p.cache && &p.cache->source() == &src ? p.cache : nullptr;
+        if (!c) {
+            TrackCacheParams cp;
+            cp.block_rows = p.block_rows;
+            cp.progress = p.progress;
+            s.own = std::make_unique<TrackCache>(src, cp);
+            c = s.own.get();
+        }
+        c->build();
+        s.cache = &c->impl();
+    } else {
+        s.own_scan = detail::scan_tracks(src, p.block_rows, p.progress);
+    }
+    return s;
+}
+
+/// Cumulative drift into info.drift_x/y; returns the mean flow per frame (smoothed with the
+/// low-pass drift) that is subtracted from given velocities.
+std::pair<std::vector<double>, std::vector<double>> cumulative_drift(const detail::TrackScan& sc,
+                                                                     const TrackStreamParams& p,
+                                                                     std::int64_t T, TrackStreamInfo& info) {
+    std::vector<double> dx = sc.dx, dy = sc.dy;
+    info.drift_x.assign(static_cast<std::size_t>(T), 0.0);
+    info.drift_y.assign(static_cast<std::size_t>(T), 0.0);
+    std::vector<double> uxs(static_cast<std::size_t>(T), 0.0), uys(static_cast<std::size_t>(T), 0.0);
+    if (p.drift == DriftMode::none) return {std::move(uxs), std::move(uys)};
+    if (p.drift == DriftMode::lowpass) {
+        dx = moving_average(dx, sc.d_ok, p.drift_window);
+        dy = moving_average(dy, sc.d_ok, p.drift_window);
+        uxs = moving_average(sc.ux, sc.u_ok, p.drift_window);
+        uys = moving_average(sc.uy, sc.u_ok, p.drift_window);
+    } else {
+        uxs = sc.ux;
+        uys = sc.uy;
+    }
+    double cx = 0, cy = 0;
+    for (std::int64_t f = 0; f < T; ++f) {
+        if (f > 0) {
+            cx += dx[f];
+            cy += dy[f];
+        }
+        info.drift_x[f] = cx;
+        info.drift_y[f] = cy;
+    }
+    return {std::move(uxs), std::move(uys)};
+}
+
+/// A particle block: tracks [i0, i1) of the scan, their cells and the frames they span.
+struct BlockExtent {
+    std::size_t i1 = 0;
+    std::int64_t cells = 0, fmin = 0, fmax = -1;
+};
+
+/// The largest block from i0 on with at most max_cells cells (at least one track).
+BlockExtent next_block(const detail::TrackScan& sc, std::size_t i0, std::int64_t max_cells, std::int64_t T) {
+    BlockExtent b;
+    b.i1 = i0;
+    b.fmin = T;
+    while (b.i1 < sc.ids.size()) {
+        const std::int64_t len = sc.last[b.i1] - sc.first[b.i1] + 1;
+        if (b.i1 > i0 && b.cells + len > max_cells) break;
+        b.cells += len;
+        b.fmin = std::min(b.fmin, sc.first[b.i1]);
+        b.fmax = std::max(b.fmax, sc.last[b.i1]);
+        ++b.i1;
+    }
+    return b;
+}
+
+/// Tracks [i0, i1) with their ids, first frames and species, all positions (velocities) NaN.
+std::vector<Track> empty_tracks(const detail::TrackScan& sc, std::size_t i0, std::size_t i1,
+                                bool velocities) {
+    std::vector<Track> tracks(i1 - i0);
+    for (std::size_t j = 0; j < tracks.size(); ++j) {
+        const std::size_t q = i0 + j;
+        Track& tk = tracks[j];
+        tk.id = sc.ids[q];
+        tk.first_frame = sc.first[q];
+        tk.species = sc.n_small[q] == 0 && sc.n_large[q] == 0 ? kSpeciesUnknown
+                     : sc.n_large[q] > sc.n_small[q]          ? kSpeciesLarge
+                                                              : kSpeciesSmall;
+        const auto len = static_cast<std::size_t>(sc.last[q] - sc.first[q] + 1);
+        tk.x.assign(len, kNaN);
+        tk.y.assign(len, kNaN);
+        if (velocities) {
+            tk.vx.assign(len, kNaN);
+            tk.vy.assign(len, kNaN);
+        }
+    }
+    return tracks;
+}
+
+/// One track as read → as streamed: unwrapped (periodic), the drift subtracted, velocities
+/// (given minus the mean flow u, or finite differences of the corrected positions).
+void correct_track(Track& tk, const TrackStreamInfo& info, const std::vector<double>& uxs,
+                   const std::vector<double>& uys, bool want_given, double Lx, double Ly) {
+    double px = kNaN, py = kNaN, ux_ = 0, uy_ = 0;
+    for (std::size_t s = 0; s < tk.size(); ++s) {
+        const auto f = static_cast<std::size_t>(tk.first_frame) + s;
+        if (want_given) {  // given velocities minus the (smoothed) mean flow
+            tk.vx[s] -= uxs[f];
+            tk.vy[s] -= uys[f];
+        }
+        if (std::isnan(tk.x[s]) || std::isnan(tk.y[s])) {
+            tk.x[s] = tk.y[s] = kNaN;
+            continue;
+        }
+        if (info.periodic) {
+            if (!std::isnan(px)) {
+                ux_ += min_image(tk.x[s] - px, Lx);
+                uy_ += min_image(tk.y[s] - py, Ly);
+            } else {
+                ux_ = tk.x[s];
+                uy_ = tk.y[s];
+            }
+            px = tk.x[s];
+            py = tk.y[s];
+            tk.x[s] = ux_;
+            tk.y[s] = uy_;
+        }
+        tk.x[s] -= info.drift_x[f];
+        tk.y[s] -= info.drift_y[f];
+    }
+    if (info.velocities && !want_given) {
+        const std::span<const double> tt(info.frame_times.data() + tk.first_frame, tk.size());
+        finite_difference(tk.x, tt, info.scheme, tk.vx);
+        finite_difference(tk.y, tt, info.scheme, tk.vy);
+    }
+}
+
+void count_species(const std::vector<Track>& tracks, TrackStreamInfo& info) {
+    for (const Track& tk : tracks) {
+        if (tk.species == kSpeciesSmall)
+            ++info.n_small;
+        else if (tk.species == kSpeciesLarge)
+            ++info.n_large;
+        else
+            ++info.n_unknown;
+    }
+}
+
+}  // namespace
+
+// Steps: frame times → scan → drift → per particle block: extent → read (cache or rescan) →
+// correct each track (any thread) → fn.
 TrackStreamInfo stream_track_blocks(const TrajectorySource& src, const TrackStreamParams& p,
                                     const std::function<void(std::vector<Track>&)>& fn) {
     p.validate();
@@ -203,35 +376,11 @@ TrackStreamInfo stream_track_blocks(const TrajectorySource& src, const TrackStre
     info.drift_window = p.drift == DriftMode::lowpass ? p.drift_window : 0;
     info.periodic = meta.geometry.periodic();
     const double Lx = info.periodic ? meta.geometry.lx() : 0.0, Ly = info.periodic ? meta.geometry.ly() : 0.0;
-    info.frame_times.resize(static_cast<std::size_t>(T));
-    for (std::int64_t f = 0; f < T; ++f) info.frame_times[f] = frame_time(meta, src.frame_columns(), 0, f);
-    for (std::int64_t f = 1; f < T; ++f)
-        if (!(info.frame_times[f] > info.frame_times[f - 1]))
-            throw FormatError(at_frame(meta.source.file.empty() ? "trajectory" : meta.source.file, f,
-                                       "frame times are not increasing"));
-
+    info.frame_times = checked_frame_times(src);
     const std::int64_t fpb = std::max<std::int64_t>(1, frames_per_block(src, p.block_rows));
 
-    // ---- the scan (ids, lifetimes, species votes, drift, mean given velocity): from the shared
-    // particle-major copy, a private one, or (rescan) a pass of our own
-    std::unique_ptr<TrackCache> own;
-    TrackCache::Impl* cache = nullptr;
-    detail::TrackScan own_scan;
-    if (!p.rescan) {
-        TrackCache* c = p.cache && &p.cache->source() == &src ? p.cache : nullptr;
-        if (!c) {
-            TrackCacheParams cp;
-            cp.block_rows = p.block_rows;
-            cp.progress = p.progress;
-            own = std::make_unique<TrackCache>(src, cp);
-            c = own.get();
-        }
-        c->build();
-        cache = &c->impl();
-    } else {
-        own_scan = detail::scan_tracks(src, p.block_rows, p.progress);
-    }
-    const detail::TrackScan& sc = cache ? cache->scan : own_scan;
+    const ScanSource scan = obtain_scan(src, p);
+    const detail::TrackScan& sc = scan.scan();
     const bool has_vel = sc.has_vel;
     if (p.scheme == VelocityScheme::given && !has_vel)
         throw ParameterError("velocity scheme 'given' requested but the input has no vx/vy columns");
@@ -239,125 +388,31 @@ TrackStreamInfo stream_track_blocks(const TrajectorySource& src, const TrackStre
                       ? (has_vel ? VelocityScheme::given : VelocityScheme::central)
                       : p.scheme;
     info.velocities = p.velocities;
+    const auto flow = cumulative_drift(sc, p, T, info);  // (u_x, u_y) per frame
 
-    // cumulative drift
-    std::vector<double> dx = sc.dx, dy = sc.dy;
-    info.drift_x.assign(static_cast<std::size_t>(T), 0.0);
-    info.drift_y.assign(static_cast<std::size_t>(T), 0.0);
-    std::vector<double> uxs(static_cast<std::size_t>(T), 0.0), uys(static_cast<std::size_t>(T), 0.0);
-    if (p.drift != DriftMode::none) {
-        if (p.drift == DriftMode::lowpass) {
-            dx = moving_average(dx, sc.d_ok, p.drift_window);
-            dy = moving_average(dy, sc.d_ok, p.drift_window);
-            uxs = moving_average(sc.ux, sc.u_ok, p.drift_window);
-            uys = moving_average(sc.uy, sc.u_ok, p.drift_window);
-        } else {
-            uxs = sc.ux;
-            uys = sc.uy;
-        }
-        double cx = 0, cy = 0;
-        for (std::int64_t f = 0; f < T; ++f) {
-            if (f > 0) {
-                cx += dx[f];
-                cy += dy[f];
-            }
-            info.drift_x[f] = cx;
-            info.drift_y[f] = cy;
-        }
-    }
-
-    // ---- particle blocks
-    const std::vector<std::int64_t>& sorted = sc.ids;
-    info.n_tracks = static_cast<std::int64_t>(sorted.size());
+    info.n_tracks = static_cast<std::int64_t>(sc.ids.size());
     Progress prog("tracks", info.n_tracks, p.progress);
     std::size_t done = 0;
-    std::size_t i0 = 0;
     std::vector<double> buf;
     const bool want_given = p.velocities && info.scheme == VelocityScheme::given;
-    while (i0 < sorted.size()) {
-        std::size_t i1 = i0;
-        std::int64_t cells = 0, fmin = T, fmax = -1;
-        while (i1 < sorted.size()) {
-            const std::int64_t len = sc.last[i1] - sc.first[i1] + 1;
-            if (i1 > i0 && cells + len > p.max_cells) break;
-            cells += len;
-            fmin = std::min(fmin, sc.first[i1]);
-            fmax = std::max(fmax, sc.last[i1]);
-            ++i1;
-        }
+    for (std::size_t i0 = 0; i0 < sc.ids.size();) {
+        const BlockExtent blk = next_block(sc, i0, p.max_cells, T);
         ++info.particle_blocks;
-        info.max_block_cells = std::max(info.max_block_cells, cells);
-        std::vector<Track> tracks(i1 - i0);
-        for (std::size_t j = 0; j < tracks.size(); ++j) {
-            const std::size_t q = i0 + j;
-            Track& tk = tracks[j];
-            tk.id = sorted[q];
-            tk.first_frame = sc.first[q];
-            tk.species = sc.n_small[q] == 0 && sc.n_large[q] == 0 ? kSpeciesUnknown
-                         : sc.n_large[q] > sc.n_small[q]          ? kSpeciesLarge
-                                                                  : kSpeciesSmall;
-            const auto len = static_cast<std::size_t>(sc.last[q] - sc.first[q] + 1);
-            tk.x.assign(len, kNaN);
-            tk.y.assign(len, kNaN);
-            if (p.velocities) {
-                tk.vx.assign(len, kNaN);
-                tk.vy.assign(len, kNaN);
-            }
-        }
-        if (cache)
-            fill_from_cache(*cache, i0, want_given, buf, tracks);
+        info.max_block_cells = std::max(info.max_block_cells, blk.cells);
+        std::vector<Track> tracks = empty_tracks(sc, i0, blk.i1, p.velocities);
+        if (scan.cache)
+            fill_from_cache(*scan.cache, i0, want_given, buf, tracks);
         else
-            fill_by_rescan(src, sc, i0, fmin, fmax, fpb, want_given, tracks);
-        // unwrap (periodic), subtract the drift, velocities: each track on its own (any thread)
+            fill_by_rescan(src, sc, i0, blk.fmin, blk.fmax, fpb, want_given, tracks);
         detail::parallel_for(tracks.size(), p.threads, [&](std::size_t b, std::size_t e, int) {
-            for (std::size_t j = b; j < e; ++j) {
-                Track& tk = tracks[j];
-                double px = kNaN, py = kNaN, ux_ = 0, uy_ = 0;
-                for (std::size_t s = 0; s < tk.size(); ++s) {
-                    const auto f = static_cast<std::size_t>(tk.first_frame) + s;
-                    if (want_given) {  // given velocities minus the (smoothed) mean flow
-                        tk.vx[s] -= uxs[f];
-                        tk.vy[s] -= uys[f];
-                    }
-                    if (std::isnan(tk.x[s]) || std::isnan(tk.y[s])) {
-                        tk.x[s] = tk.y[s] = kNaN;
-                        continue;
-                    }
-                    if (info.periodic) {
-                        if (!std::isnan(px)) {
-                            ux_ += min_image(tk.x[s] - px, Lx);
-                            uy_ += min_image(tk.y[s] - py, Ly);
-                        } else {
-                            ux_ = tk.x[s];
-                            uy_ = tk.y[s];
-                        }
-                        px = tk.x[s];
-                        py = tk.y[s];
-                        tk.x[s] = ux_;
-                        tk.y[s] = uy_;
-                    }
-                    tk.x[s] -= info.drift_x[f];
-                    tk.y[s] -= info.drift_y[f];
-                }
-                if (p.velocities && !want_given) {
-                    const std::span<const double> tt(info.frame_times.data() + tk.first_frame, tk.size());
-                    finite_difference(tk.x, tt, info.scheme, tk.vx);
-                    finite_difference(tk.y, tt, info.scheme, tk.vy);
-                }
-            }
+            for (std::size_t j = b; j < e; ++j)
+                correct_track(tracks[j], info, flow.first, flow.second, want_given, Lx, Ly);
         });
-        for (const Track& tk : tracks) {
-            if (tk.species == kSpeciesSmall)
-                ++info.n_small;
-            else if (tk.species == kSpeciesLarge)
-                ++info.n_large;
-            else
-                ++info.n_unknown;
-        }
+        count_species(tracks, info);
         fn(tracks);
         done += tracks.size();
         prog.update(static_cast<std::int64_t>(done));
-        i0 = i1;
+        i0 = blk.i1;
     }
     return info;
 }

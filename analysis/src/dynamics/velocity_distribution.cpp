@@ -8,6 +8,7 @@
 
 #include "detail/dynamics_common.hpp"
 #include "detail/parallel.hpp"
+#include "detail/numeric.hpp"
 #include "vibra/core/error.hpp"
 
 namespace vibra::analysis {
@@ -22,7 +23,7 @@ double log_gamma(double s) {
 }  // namespace
 
 namespace {
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using detail::kNaN;
 }
 
 namespace {

@@ -553,172 +553,237 @@ struct RawSums {
 /// max(L, S) frames of the previous one. C(k,t) and the block C(k,t) are direct lag sums of the
 /// pairs whose later frame lies in the chunk; C(k,ω) adds the Welch segments that end in the
 /// chunk. The sums are those of currents_from_series (equal up to rounding: direct sums instead
-/// of zero-padded FFTs).
-CurrentsResult currents_streamed(const TrajectorySource& src, const CurrentsParams& p0) {
-    std::vector<double> masses;
-    CurrentSeries s = series_header(src, p0, masses);
-    const Plan pl = plan_currents(p0, s.n_frames, s.dt);
-    const CurrentsParams& p = pl.p;
-    const std::size_t T = pl.T, S = pl.S, L = pl.L, n_omega = pl.n_omega, B = pl.B, TB = pl.TB;
-    const auto& ks = s.ks;
-    const std::size_t K = ks.size(), NS = ks.shell_k.size(), nser = s.has_mass ? 4 : 2;
-    const std::size_t H = std::max(L, S);  // frames carried over from one chunk to the next
-    const double per_frame = static_cast<double>(K * nser * sizeof(cplx));
-    const auto fit = static_cast<std::size_t>(static_cast<double>(p.memory_bytes / 2) / per_frame);
-    const std::size_t F = std::min(T, std::max(H, fit > H ? fit - H : 0));  // frames per chunk
-    const std::size_t W = H + F;                                            // buffer frames per k-vector
-    std::vector<std::vector<cplx>> buf(nser, std::vector<cplx>(K * W));
-    std::vector<double> khx(K), khy(K);
-    for (std::size_t q = 0; q < K; ++q) {
-        khx[q] = ks.kx[q] / ks.kabs[q];
-        khy[q] = ks.ky[q] / ks.kabs[q];
+/// of zero-padded FFTs). Steps: frames → currents (into the buffer) → per chunk: lag sums and
+/// segment spectra, carry-over → normalise.
+class StreamedCurrents {
+public:
+    StreamedCurrents(const TrajectorySource& src, const CurrentsParams& p0)
+        : s_(series_header(src, p0, masses_)),
+          pl_(plan_currents(p0, s_.n_frames, s_.dt)),
+          p_(pl_.p),
+          T_(pl_.T),
+          S_(pl_.S),
+          L_(pl_.L),
+          n_omega_(pl_.n_omega),
+          B_(pl_.B),
+          TB_(pl_.TB),
+          K_(s_.ks.size()),
+          NS_(s_.ks.shell_k.size()),
+          nser_(s_.has_mass ? 4 : 2),
+          H_(std::max(L_, S_)),
+          F_(chunk_frames()),
+          W_(H_ + F_),
+          hop_(S_ / 2),
+          n_seg_((T_ - S_) / hop_ + 1),
+          buf_(nser_, std::vector<cplx>(K_ * W_)),
+          fftS_(static_cast<int>(S_), FFTW_BACKWARD) {  // e^{+iωt}
+        const auto& ks = s_.ks;
+        khx_.resize(K_);
+        khy_.resize(K_);
+        for (std::size_t q = 0; q < K_; ++q) {
+            khx_[q] = ks.kx[q] / ks.kabs[q];
+            khy_[q] = ks.ky[q] / ks.kabs[q];
+        }
+        win_.resize(S_);
+        for (std::size_t t = 0; t < S_; ++t) {
+            win_[t] = detail::hann(t, S_);
+            sum_win2_ += win_[t] * win_[t];
+        }
+        const int nc = detail::kReduceChunks;
+        sums_.resize(nser_);
+        for (std::size_t w = 0; w < nser_; ++w) {
+            sums_[w].ckt.assign(static_cast<std::size_t>(nc), std::vector<double>(NS_ * L_, 0.0));
+            sums_[w].blk.assign(static_cast<std::size_t>(nc),
+                                std::vector<double>(w < 2 ? B_ * NS_ * L_ : 0, 0.0));
+            sums_[w].ckw.assign(static_cast<std::size_t>(nc), std::vector<double>(NS_ * n_omega_, 0.0));
+        }
     }
-    std::vector<double> win(S);
-    double sum_win2 = 0;
-    for (std::size_t t = 0; t < S; ++t) {
-        win[t] = detail::hann(t, S);
-        sum_win2 += win[t] * win[t];
+
+    CurrentsResult run(const TrajectorySource& src) {
+        const detail::CurrentEngine eng(s_.ks);
+        detail::stream_frames(
+            src, [&](std::vector<detail::FrameParticles>& block) { add_block(eng, block); },
+            &s_.velocity_source, p_.velocity, p_.block_rows);
+        s_.mean_n = sum_n_ / static_cast<double>(T_);
+        s_.density = s_.mean_n / s_.region.area;
+        s_.norm = sum_w2_ / static_cast<double>(T_);
+        s_.norm_mass = sum_w2m_ / static_cast<double>(T_);
+        if (!(s_.norm > 0)) throw FormatError("currents: no particle with a velocity inside the region");
+        return result();
     }
-    const std::size_t hop = S / 2, n_seg = (T - S) / hop + 1;
-    const int nc = detail::kReduceChunks;
-    std::vector<RawSums> sums(nser);
-    for (std::size_t w = 0; w < nser; ++w) {
-        sums[w].ckt.assign(static_cast<std::size_t>(nc), std::vector<double>(NS * L, 0.0));
-        sums[w].blk.assign(static_cast<std::size_t>(nc), std::vector<double>(w < 2 ? B * NS * L : 0, 0.0));
-        sums[w].ckw.assign(static_cast<std::size_t>(nc), std::vector<double>(NS * n_omega, 0.0));
+
+private:
+    /// Frames per chunk: what fits half the memory budget beside the carried-over H (at least H).
+    std::size_t chunk_frames() const {
+        const double per_frame = static_cast<double>(K_ * nser_ * sizeof(cplx));
+        const auto fit = static_cast<std::size_t>(static_cast<double>(p_.memory_bytes / 2) / per_frame);
+        return std::min(T_, std::max(H_, fit > H_ ? fit - H_ : 0));
     }
-    detail::ComplexFft fftS(static_cast<int>(S), FFTW_BACKWARD);  // e^{+iωt}
-    std::size_t b0 = 0, c0 = 0, next = 0;  // the buffer holds frames [b0, next); the chunk starts at c0
-    const auto process = [&]() {
-        const std::size_t c1 = next;
-        const std::size_t sg_lo = c0 < S ? 0 : (c0 - S) / hop + 1;  // first segment ending after c0
+
+    /// The currents of the block's frames into the buffer, a chunk processed whenever it is full.
+    void add_block(const detail::CurrentEngine& eng, std::vector<detail::FrameParticles>& block) {
+        std::size_t pos = 0;
+        while (pos < block.size()) {
+            const std::size_t n = std::min(block.size() - pos, c0_ + F_ - next_);
+            std::vector<double> bw(n, 0.0), bwm(n, 0.0);
+            detail::parallel_for(n, p_.threads, [&](std::size_t b, std::size_t e, int) {
+                FrameWork fw;
+                for (std::size_t i = b; i < e; ++i) {
+                    const std::size_t col = next_ + i - b0_;
+                    cplx* out[4] = {buf_[0].data() + col, buf_[1].data() + col,
+                                    nser_ > 2 ? buf_[2].data() + col : nullptr,
+                                    nser_ > 2 ? buf_[3].data() + col : nullptr};
+                    frame_currents(eng, block[pos + i], s_.region, s_.has_mass ? &masses_ : nullptr,
+                                   p_.subtract_mean, khx_, khy_, W_, out, bw[i], bwm[i], fw);
+                }
+            });
+            for (std::size_t i = 0; i < n; ++i) {
+                sum_n_ += static_cast<double>(block[pos + i].x.size());
+                sum_w2_ += bw[i];
+                sum_w2m_ += bwm[i];
+            }
+            pos += n;
+            next_ += n;
+            if (next_ == c0_ + F_ || next_ == T_) {
+                process_chunk();
+                carry_over();
+            }
+        }
+    }
+
+    /// Lag sums and segment spectra of the chunk [c0, next), per chunk of k-vectors.
+    void process_chunk() {
+        const std::size_t c1 = next_;
+        const std::size_t sg_lo = c0_ < S_ ? 0 : (c0_ - S_) / hop_ + 1;  // first segment ending after c0
         const std::size_t sg_end =
-            c1 < S ? 0 : std::min(n_seg, (c1 - S) / hop + 1);  // … and ending at or before c1
-        detail::parallel_for_chunks(K, p.threads, [&](std::size_t b, std::size_t e, int c) {
-            detail::FftwBuffer<fftw_complex> sa(S), sc(S);
-            for (std::size_t w = 0; w < nser; ++w) {
-                auto& CKT = sums[w].ckt[static_cast<std::size_t>(c)];
-                auto& BLK = sums[w].blk[static_cast<std::size_t>(c)];
-                auto& CKW = sums[w].ckw[static_cast<std::size_t>(c)];
-                const bool blocks = w < 2 && B > 0;
+            c1 < S_ ? 0 : std::min(n_seg_, (c1 - S_) / hop_ + 1);  // … and ending at or before c1
+        detail::parallel_for_chunks(K_, p_.threads, [&](std::size_t b, std::size_t e, int c) {
+            detail::FftwBuffer<fftw_complex> sa(S_), sc(S_);
+            for (std::size_t w = 0; w < nser_; ++w) {
+                auto& CKT = sums_[w].ckt[static_cast<std::size_t>(c)];
+                auto& BLK = sums_[w].blk[static_cast<std::size_t>(c)];
+                auto& CKW = sums_[w].ckw[static_cast<std::size_t>(c)];
+                const bool blocks = w < 2 && B_ > 0;
                 for (std::size_t q = b; q < e; ++q) {
-                    const cplx* z = buf[w].data() + q * W;  // z[f − b0] = frame f, f ∈ [b0, c1)
-                    const auto sh = static_cast<std::size_t>(ks.shell[q]);
-                    double* ck = &CKT[sh * L];
-                    for (std::size_t u = c0; u < c1; ++u) {
-                        const cplx zu = z[u - b0];
-                        const std::size_t mf = std::min(L - 1, u);
-                        const std::size_t bl = blocks ? u / TB : B;
-                        double* bk = bl < B ? &BLK[(bl * NS + sh) * L] : nullptr;
-                        const std::size_t mb = bk ? std::min(mf, u - bl * TB) : 0;
-                        for (std::size_t m = 0; m <= mf; ++m) {
-                            const cplx zv = z[u - m - b0];
-                            const double v =
-                                zu.real() * zv.real() + zu.imag() * zv.imag();  // Re z(u) z*(u−m)
-                            ck[m] += v;
-                            if (bk && m <= mb) bk[m] += v;
-                        }
-                    }
-                    for (std::size_t sg = sg_lo; sg < sg_end; ++sg) {
-                        for (std::size_t t = 0; t < S; ++t) {
-                            sa.p[t][0] = win[t] * z[sg * hop + t - b0].real();
-                            sa.p[t][1] = win[t] * z[sg * hop + t - b0].imag();
-                        }
-                        fftS.run(sa.p, sc.p);
-                        for (std::size_t f = 0; f < n_omega; ++f) {
-                            const std::size_t fm = (S - f) % S;
-                            CKW[sh * n_omega + f] +=
-                                0.5 * (sc.p[f][0] * sc.p[f][0] + sc.p[f][1] * sc.p[f][1] +
-                                       sc.p[fm][0] * sc.p[fm][0] + sc.p[fm][1] * sc.p[fm][1]);
-                        }
-                    }
+                    const cplx* z = buf_[w].data() + q * W_;  // z[f − b0] = frame f, f ∈ [b0, c1)
+                    const auto sh = static_cast<std::size_t>(s_.ks.shell[q]);
+                    lag_sums(z, c1, &CKT[sh * L_], blocks ? &BLK[sh * L_] : nullptr);
+                    for (std::size_t sg = sg_lo; sg < sg_end; ++sg)
+                        segment_power(z, sg, sa, sc, &CKW[sh * n_omega_]);
                 }
             }
         });
-        // keep the last H frames for the pairs and segments that reach back into this chunk
-        const std::size_t keep = std::min(H, c1 - b0), nb0 = c1 - keep;
-        for (auto& v : buf)
-            for (std::size_t q = 0; q < K; ++q)
-                std::copy(v.begin() + static_cast<std::ptrdiff_t>(q * W + (nb0 - b0)),
-                          v.begin() + static_cast<std::ptrdiff_t>(q * W + (c1 - b0)),
-                          v.begin() + static_cast<std::ptrdiff_t>(q * W));
-        b0 = nb0;
-        c0 = c1;
-    };
-    double sum_n = 0, sum_w2 = 0, sum_w2m = 0;
-    const detail::CurrentEngine eng(ks);
-    detail::stream_frames(
-        src,
-        [&](std::vector<detail::FrameParticles>& block) {
-            std::size_t pos = 0;
-            while (pos < block.size()) {
-                const std::size_t n = std::min(block.size() - pos, c0 + F - next);
-                std::vector<double> bw(n, 0.0), bwm(n, 0.0);
-                detail::parallel_for(n, p.threads, [&](std::size_t b, std::size_t e, int) {
-                    FrameWork fw;
-                    for (std::size_t i = b; i < e; ++i) {
-                        const std::size_t col = next + i - b0;
-                        cplx* out[4] = {buf[0].data() + col, buf[1].data() + col,
-                                        nser > 2 ? buf[2].data() + col : nullptr,
-                                        nser > 2 ? buf[3].data() + col : nullptr};
-                        frame_currents(eng, block[pos + i], s.region, s.has_mass ? &masses : nullptr,
-                                       p.subtract_mean, khx, khy, W, out, bw[i], bwm[i], fw);
-                    }
-                });
-                for (std::size_t i = 0; i < n; ++i) {
-                    sum_n += static_cast<double>(block[pos + i].x.size());
-                    sum_w2 += bw[i];
-                    sum_w2m += bwm[i];
-                }
-                pos += n;
-                next += n;
-                if (next == c0 + F || next == T) process();
-            }
-        },
-        &s.velocity_source, p.velocity, p.block_rows);
-    s.mean_n = sum_n / static_cast<double>(T);
-    s.density = s.mean_n / s.region.area;
-    s.norm = sum_w2 / static_cast<double>(T);
-    s.norm_mass = sum_w2m / static_cast<double>(T);
-    if (!(s.norm > 0)) throw FormatError("currents: no particle with a velocity inside the region");
+    }
 
-    CurrentsResult r = result_header(s, pl);
-    auto finish = [&](std::size_t w, double norm, std::vector<double>& ckt, std::vector<double>& ckw,
-                      std::vector<double>* blocks) {
-        ckt = sums[w].total(sums[w].ckt);
-        ckw = sums[w].total(sums[w].ckw);
-        if (blocks) *blocks = sums[w].total(sums[w].blk);
-        for (std::size_t sh = 0; sh < NS; ++sh) {
+    /// ck[m] += Re z(u) z*(u−m) for the frames u of the chunk (and the same into the time block of
+    /// u, blk = that shell's row of block 0, when the pair lies in one block).
+    void lag_sums(const cplx* z, std::size_t c1, double* ck, double* blk) const {
+        for (std::size_t u = c0_; u < c1; ++u) {
+            const cplx zu = z[u - b0_];
+            const std::size_t mf = std::min(L_ - 1, u);
+            const std::size_t bl = blk ? u / TB_ : B_;
+            double* bk = bl < B_ ? blk + bl * NS_ * L_ : nullptr;
+            const std::size_t mb = bk ? std::min(mf, u - bl * TB_) : 0;
+            for (std::size_t m = 0; m <= mf; ++m) {
+                const cplx zv = z[u - m - b0_];
+                const double v = zu.real() * zv.real() + zu.imag() * zv.imag();  // Re z(u) z*(u−m)
+                ck[m] += v;
+                if (bk && m <= mb) bk[m] += v;
+            }
+        }
+    }
+
+    /// ckw[f] += ½ (|ĵ(f)|² + |ĵ(−f)|²) of Welch segment sg (Hann window).
+    void segment_power(const cplx* z, std::size_t sg, detail::FftwBuffer<fftw_complex>& sa,
+                       detail::FftwBuffer<fftw_complex>& sc, double* ckw) const {
+        for (std::size_t t = 0; t < S_; ++t) {
+            sa.p[t][0] = win_[t] * z[sg * hop_ + t - b0_].real();
+            sa.p[t][1] = win_[t] * z[sg * hop_ + t - b0_].imag();
+        }
+        fftS_.run(sa.p, sc.p);
+        for (std::size_t f = 0; f < n_omega_; ++f) {
+            const std::size_t fm = (S_ - f) % S_;
+            ckw[f] += 0.5 * (sc.p[f][0] * sc.p[f][0] + sc.p[f][1] * sc.p[f][1] + sc.p[fm][0] * sc.p[fm][0] +
+                             sc.p[fm][1] * sc.p[fm][1]);
+        }
+    }
+
+    /// Keeps the last H frames for the pairs and segments that reach back into this chunk.
+    void carry_over() {
+        const std::size_t c1 = next_;
+        const std::size_t keep = std::min(H_, c1 - b0_), nb0 = c1 - keep;
+        for (auto& v : buf_)
+            for (std::size_t q = 0; q < K_; ++q)
+                std::copy(v.begin() + static_cast<std::ptrdiff_t>(q * W_ + (nb0 - b0_)),
+                          v.begin() + static_cast<std::ptrdiff_t>(q * W_ + (c1 - b0_)),
+                          v.begin() + static_cast<std::ptrdiff_t>(q * W_));
+        b0_ = nb0;
+        c0_ = c1;
+    }
+
+    /// The chunk sums of series w, added in chunk order and normalised per shell.
+    void finish(std::size_t w, double norm, std::vector<double>& ckt, std::vector<double>& ckw,
+                std::vector<double>* blocks) const {
+        const auto& ks = s_.ks;
+        ckt = sums_[w].total(sums_[w].ckt);
+        ckw = sums_[w].total(sums_[w].ckw);
+        if (blocks) *blocks = sums_[w].total(sums_[w].blk);
+        for (std::size_t sh = 0; sh < NS_; ++sh) {
             const double c = static_cast<double>(ks.shell_count[sh]);
-            for (std::size_t m = 0; m < L; ++m)
-                ckt[sh * L + m] = ckt[sh * L + m] / static_cast<double>(T - m) / (c * norm);
-            for (std::size_t f = 0; f < n_omega; ++f)
-                ckw[sh * n_omega + f] *= s.dt / (c * norm * sum_win2 * static_cast<double>(n_seg));
+            for (std::size_t m = 0; m < L_; ++m)
+                ckt[sh * L_ + m] = ckt[sh * L_ + m] / static_cast<double>(T_ - m) / (c * norm);
+            for (std::size_t f = 0; f < n_omega_; ++f)
+                ckw[sh * n_omega_ + f] *= s_.dt / (c * norm * sum_win2_ * static_cast<double>(n_seg_));
             if (blocks)
-                for (std::size_t bb = 0; bb < B; ++bb)
-                    for (std::size_t m = 0; m < L; ++m) {
-                        double& v = (*blocks)[(bb * NS + sh) * L + m];
-                        v = v / static_cast<double>(TB - m) / (c * norm);
+                for (std::size_t bb = 0; bb < B_; ++bb)
+                    for (std::size_t m = 0; m < L_; ++m) {
+                        double& v = (*blocks)[(bb * NS_ + sh) * L_ + m];
+                        v = v / static_cast<double>(TB_ - m) / (c * norm);
                     }
         }
-    };
-    auto peaks = [&](const std::vector<double>& ckw) {
-        std::vector<double> out(NS);
-        for (std::size_t sh = 0; sh < NS; ++sh)
-            out[sh] = spectral_peak(&ckw[sh * n_omega], n_omega, pl.domega);
-        return out;
-    };
-    finish(CurrentSeries::T_, s.norm, r.c_t_kt, r.c_t_kw, B ? &r.c_t_kt_blocks : nullptr);
-    finish(CurrentSeries::L, s.norm, r.c_l_kt, r.c_l_kw, B ? &r.c_l_kt_blocks : nullptr);
-    r.omega_t_peak = peaks(r.c_t_kw);
-    r.omega_l_peak = peaks(r.c_l_kw);
-    if (s.has_mass) {
-        finish(CurrentSeries::T_mass, s.norm_mass, r.c_t_kt_mass, r.c_t_kw_mass, nullptr);
-        finish(CurrentSeries::L_mass, s.norm_mass, r.c_l_kt_mass, r.c_l_kw_mass, nullptr);
-        r.omega_t_peak_mass = peaks(r.c_t_kw_mass);
-        r.omega_l_peak_mass = peaks(r.c_l_kw_mass);
     }
-    return r;
+
+    std::vector<double> peaks(const std::vector<double>& ckw) const {
+        std::vector<double> out(NS_);
+        for (std::size_t sh = 0; sh < NS_; ++sh)
+            out[sh] = spectral_peak(&ckw[sh * n_omega_], n_omega_, pl_.domega);
+        return out;
+    }
+
+    CurrentsResult result() const {
+        CurrentsResult r = result_header(s_, pl_);
+        finish(CurrentSeries::T_, s_.norm, r.c_t_kt, r.c_t_kw, B_ ? &r.c_t_kt_blocks : nullptr);
+        finish(CurrentSeries::L, s_.norm, r.c_l_kt, r.c_l_kw, B_ ? &r.c_l_kt_blocks : nullptr);
+        r.omega_t_peak = peaks(r.c_t_kw);
+        r.omega_l_peak = peaks(r.c_l_kw);
+        if (s_.has_mass) {
+            finish(CurrentSeries::T_mass, s_.norm_mass, r.c_t_kt_mass, r.c_t_kw_mass, nullptr);
+            finish(CurrentSeries::L_mass, s_.norm_mass, r.c_l_kt_mass, r.c_l_kw_mass, nullptr);
+            r.omega_t_peak_mass = peaks(r.c_t_kw_mass);
+            r.omega_l_peak_mass = peaks(r.c_l_kw_mass);
+        }
+        return r;
+    }
+
+    std::vector<double> masses_;
+    CurrentSeries s_;  ///< the header (k-vectors, region, norms): no series
+    const Plan pl_;
+    const CurrentsParams& p_;
+    const std::size_t T_, S_, L_, n_omega_, B_, TB_, K_, NS_, nser_;
+    const std::size_t H_;      ///< frames carried over from one chunk to the next
+    const std::size_t F_, W_;  ///< frames per chunk; buffer frames per k-vector
+    const std::size_t hop_, n_seg_;
+    std::vector<std::vector<cplx>> buf_;  ///< [series][k·W + frame − b0]
+    std::vector<double> khx_, khy_, win_;
+    double sum_win2_ = 0;
+    std::vector<RawSums> sums_;
+    detail::ComplexFft fftS_;
+    std::size_t b0_ = 0, c0_ = 0, next_ = 0;  ///< the buffer holds frames [b0, next); the chunk starts at c0
+    double sum_n_ = 0, sum_w2_ = 0, sum_w2m_ = 0;
+};
+
+CurrentsResult currents_streamed(const TrajectorySource& src, const CurrentsParams& p0) {
+    return StreamedCurrents(src, p0).run(src);
 }
 
 }  // namespace

@@ -181,6 +181,207 @@ std::vector<double> fit_damped_oscillator(const std::vector<double>& t, const do
     return res.p;
 }
 
+namespace {
+
+/// Per shell: pole ω² (s), damping Γ, transverse and longitudinal spectral peaks.
+struct PerShell {
+    std::vector<double> s, g, peak, lpeak;
+};
+using ShellValue = double (*)(const PerShell&, std::size_t);
+
+/// The fits of one KgapInput: shells (the damped-oscillator fit and the spectral peaks of every
+/// k shell, for the whole run and for each bootstrap resample of the time blocks) → errors (the
+/// bootstrap spread) → dispersion lines (pole, peak) → c_L.
+class KgapFit {
+public:
+    KgapFit(const KgapInput& in, const KgapParams& p, std::size_t nfit, double dt)
+        : in_(in), p_(p), NS_(in.k.size()), L_(in.t.size()), nfit_(nfit), spec_(L_, p, dt), start_(NS_) {}
+
+    KgapResult run() {
+        KgapResult r;
+        r.params = p_;
+        r.k = in_.k;
+        full_ = per_shell(in_.c_t, in_.c_l, true);
+        bootstrap();
+        shell_errors(r);
+        const std::vector<double> peak2_err =
+            spread([](const PerShell& x, std::size_t s) { return x.peak[s] * x.peak[s]; });
+        r.pole = dispersion(
+            "pole", [](const PerShell& x, std::size_t s) { return x.s[s]; }, r.omega2_pole_err);
+        r.peak = dispersion(
+            "peak", [](const PerShell& x, std::size_t s) { return x.peak[s] * x.peak[s]; }, peak2_err);
+        r.c_l = slope(full_);
+        std::vector<double> v;
+        for (const auto& rp : reps_) v.push_back(slope(rp));
+        r.c_l_err = stddev(v);
+        return r;
+    }
+
+private:
+    /// Fits every shell of C_T (the first call, on the whole run, gives the later fits their start).
+    PerShell per_shell(const std::vector<double>& ct, const std::vector<double>& cl, bool first) {
+        PerShell o;
+        o.s.resize(NS_);
+        o.g.resize(NS_);
+        o.peak.resize(NS_);
+        o.lpeak.resize(NS_);
+        for (std::size_t sh = 0; sh < NS_; ++sh) {
+            const double* c = &ct[sh * L_];
+            std::vector<double> q = fit_damped_oscillator(in_.t, c, nfit_, first ? nullptr : &start_[sh]);
+            if (first) start_[sh] = q;
+            o.g[sh] = q[1];
+            o.s[sh] = q[2];
+            o.peak[sh] = spec_.peak(c);
+            o.lpeak[sh] = spec_.peak(&cl[sh * L_]);
+        }
+        return o;
+    }
+
+    /// p.bootstrap resamples: B blocks drawn with replacement, averaged, fitted.
+    void bootstrap() {
+        const std::size_t B = in_.n_blocks, NS = NS_, L = L_;
+        std::mt19937_64 rng(p_.seed);
+        std::uniform_int_distribution<std::size_t> pick(0, B - 1);
+        std::vector<double> ct(NS * L), cl(NS * L);
+        for (int b = 0; b < p_.bootstrap; ++b) {
+            std::fill(ct.begin(), ct.end(), 0.0);
+            std::fill(cl.begin(), cl.end(), 0.0);
+            for (std::size_t j = 0; j < B; ++j) {
+                const std::size_t bb = pick(rng);
+                for (std::size_t i = 0; i < NS * L; ++i) {
+                    ct[i] += in_.c_t_blocks[bb * NS * L + i] / static_cast<double>(B);
+                    cl[i] += in_.c_l_blocks[bb * NS * L + i] / static_cast<double>(B);
+                }
+            }
+            reps_.push_back(per_shell(ct, cl, false));
+        }
+    }
+
+    /// Per shell: the standard deviation of member over the bootstrap replicas.
+    std::vector<double> spread(ShellValue member) const {
+        std::vector<double> e(NS_);
+        for (std::size_t sh = 0; sh < NS_; ++sh) {
+            std::vector<double> v;
+            for (const auto& rp : reps_) v.push_back(member(rp, sh));
+            e[sh] = stddev(v);
+        }
+        return e;
+    }
+
+    /// The per-shell values of the whole run with their bootstrap errors.
+    void shell_errors(KgapResult& r) const {
+        r.omega2_pole = full_.s;
+        r.omega2_pole_err = spread([](const PerShell& x, std::size_t s) { return x.s[s]; });
+        r.gamma = full_.g;
+        r.gamma_err = spread([](const PerShell& x, std::size_t s) { return x.g[s]; });
+        r.omega_peak = full_.peak;
+        r.omega_peak_err = spread([](const PerShell& x, std::size_t s) { return x.peak[s]; });
+        r.omega_l_peak = full_.lpeak;
+        r.omega_l_peak_err = spread([](const PerShell& x, std::size_t s) { return x.lpeak[s]; });
+        for (std::size_t sh = 0; sh < NS_; ++sh) {
+            r.omega_pole.push_back(full_.s[sh] >= 0 ? std::sqrt(full_.s[sh]) : nan());
+            r.omega_pole_err.push_back(full_.s[sh] > 0 ? r.omega2_pole_err[sh] / (2 * std::sqrt(full_.s[sh]))
+                                                       : nan());
+        }
+    }
+
+    /// c = sqrt(a), τ = 1/(2 sqrt(−b)) (∞ when b ≥ 0) and k_gap = Γ/c of a line y = a x + b.
+    static std::array<double, 3> line_params(const LineFit& f) {
+        const double c = f.a > 0 ? std::sqrt(f.a) : nan();
+        const double G = f.b < 0 ? std::sqrt(-f.b) : 0.0;
+        const double tau = G > 0 ? 1 / (2 * G) : std::numeric_limits<double>::infinity();
+        return std::array<double, 3>{c, tau, G / c};
+    }
+
+    /// The shells used: in [k_min, k_max], propagating (y above `significance` σ), finite.
+    std::vector<std::int64_t> used_shells(const std::string& method, ShellValue y_of,
+                                          const std::vector<double>& sig) const {
+        std::vector<std::int64_t> used(NS_, 0);
+        for (std::size_t sh = 0; sh < NS_; ++sh) {
+            const double y = y_of(full_, sh);
+            const bool in_range = in_.k[sh] >= p_.k_min && (p_.k_max <= 0 || in_.k[sh] <= p_.k_max);
+            const bool prop = method == "pole" ? (y > p_.significance * sig[sh])
+                                               : (full_.peak[sh] > 0 && y > p_.significance * sig[sh]);
+            if (in_range && prop && std::isfinite(y) && sig[sh] > 0) used[sh] = 1;
+        }
+        return used;
+    }
+
+    /// ω² = c²k² − 1/(4τ²) by a weighted line fit in k² over the used shells (sig: the errors of
+    /// y), its errors from the same fit on every bootstrap replica.
+    DispersionFit dispersion(const std::string& method, ShellValue y_of,
+                             const std::vector<double>& sig) const {
+        DispersionFit d;
+        d.method = method;
+        d.used = used_shells(method, y_of, sig);
+        std::vector<double> x, yv, s;
+        auto collect = [&](const PerShell& ps) {
+            x.clear();
+            yv.clear();
+            s.clear();
+            for (std::size_t sh = 0; sh < NS_; ++sh)
+                if (d.used[sh]) {
+                    x.push_back(in_.k[sh] * in_.k[sh]);
+                    yv.push_back(y_of(ps, sh));
+                    s.push_back(sig[sh]);
+                }
+        };
+        collect(full_);
+        d.n_points = static_cast<std::int64_t>(x.size());
+        d.k_min = d.k_max = nan();
+        for (std::size_t sh = 0; sh < NS_; ++sh)
+            if (d.used[sh]) {
+                if (!std::isfinite(d.k_min)) d.k_min = in_.k[sh];
+                d.k_max = in_.k[sh];
+            }
+        if (x.size() < 2) {
+            d.c = d.tau = d.k_gap = d.c_err = d.tau_err = d.k_gap_err = nan();
+            return d;
+        }
+        const LineFit f = weighted_line_fit(x, yv, s);
+        const auto c = line_params(f);
+        d.c = c[0];
+        d.tau = c[1];
+        d.k_gap = c[2];
+        d.chi2 = f.chi2;
+        std::vector<double> vc, vt, vk;
+        for (const auto& rp : reps_) {
+            collect(rp);
+            const auto q = line_params(weighted_line_fit(x, yv, s));
+            if (!std::isfinite(q[0])) continue;
+            vc.push_back(q[0]);
+            vt.push_back(q[1]);
+            vk.push_back(q[2]);
+        }
+        d.n_bootstrap_ok = static_cast<std::int64_t>(vc.size());
+        d.c_err = stddev(vc);
+        d.tau_err = stddev(vt);
+        d.k_gap_err = stddev(vk);
+        return d;
+    }
+
+    /// c_L: slope through the origin of the longitudinal peaks of the lowest shells.
+    double slope(const PerShell& x) const {
+        const std::size_t ncl = std::min<std::size_t>(NS_, static_cast<std::size_t>(p_.cl_shells));
+        double a = 0, b = 0;
+        for (std::size_t sh = 0; sh < ncl; ++sh) {
+            a += in_.k[sh] * x.lpeak[sh];
+            b += in_.k[sh] * in_.k[sh];
+        }
+        return a / b;
+    }
+
+    const KgapInput& in_;
+    const KgapParams& p_;
+    const std::size_t NS_, L_, nfit_;
+    Spectrum spec_;
+    std::vector<std::vector<double>> start_;  ///< per shell: the whole run's fit, start of the others
+    PerShell full_;
+    std::vector<PerShell> reps_;
+};
+
+}  // namespace
+
 KgapResult fit_kgap(const KgapInput& in, KgapParams p) {
     p.validate();
     const std::size_t NS = in.k.size(), L = in.t.size();
@@ -198,158 +399,7 @@ KgapResult fit_kgap(const KgapInput& in, KgapParams p) {
     std::size_t nfit = L;
     if (p.fit_time > 0)
         nfit = std::clamp<std::size_t>(static_cast<std::size_t>(std::floor(p.fit_time / dt)) + 1, 4, L);
-
-    KgapResult r;
-    r.params = p;
-    r.k = in.k;
-    Spectrum spec(L, p, dt);
-
-    struct PerShell {
-        std::vector<double> s, g, peak, lpeak;
-    };
-    std::vector<std::vector<double>> start(NS);
-    auto per_shell = [&](const std::vector<double>& ct, const std::vector<double>& cl, bool first) {
-        PerShell o;
-        o.s.resize(NS);
-        o.g.resize(NS);
-        o.peak.resize(NS);
-        o.lpeak.resize(NS);
-        for (std::size_t sh = 0; sh < NS; ++sh) {
-            const double* c = &ct[sh * L];
-            std::vector<double> q = fit_damped_oscillator(in.t, c, nfit, first ? nullptr : &start[sh]);
-            if (first) start[sh] = q;
-            o.g[sh] = q[1];
-            o.s[sh] = q[2];
-            o.peak[sh] = spec.peak(c);
-            o.lpeak[sh] = spec.peak(&cl[sh * L]);
-        }
-        return o;
-    };
-    const PerShell full = per_shell(in.c_t, in.c_l, true);
-
-    std::mt19937_64 rng(p.seed);
-    std::uniform_int_distribution<std::size_t> pick(0, B - 1);
-    std::vector<PerShell> reps;
-    std::vector<double> ct(NS * L), cl(NS * L);
-    for (int b = 0; b < p.bootstrap; ++b) {
-        std::fill(ct.begin(), ct.end(), 0.0);
-        std::fill(cl.begin(), cl.end(), 0.0);
-        for (std::size_t j = 0; j < B; ++j) {
-            const std::size_t bb = pick(rng);
-            for (std::size_t i = 0; i < NS * L; ++i) {
-                ct[i] += in.c_t_blocks[bb * NS * L + i] / static_cast<double>(B);
-                cl[i] += in.c_l_blocks[bb * NS * L + i] / static_cast<double>(B);
-            }
-        }
-        reps.push_back(per_shell(ct, cl, false));
-    }
-    auto spread = [&](auto member) {
-        std::vector<double> e(NS);
-        for (std::size_t sh = 0; sh < NS; ++sh) {
-            std::vector<double> v;
-            for (const auto& rp : reps) v.push_back(member(rp, sh));
-            e[sh] = stddev(v);
-        }
-        return e;
-    };
-    r.omega2_pole = full.s;
-    r.omega2_pole_err = spread([](const PerShell& x, std::size_t s) { return x.s[s]; });
-    r.gamma = full.g;
-    r.gamma_err = spread([](const PerShell& x, std::size_t s) { return x.g[s]; });
-    r.omega_peak = full.peak;
-    r.omega_peak_err = spread([](const PerShell& x, std::size_t s) { return x.peak[s]; });
-    r.omega_l_peak = full.lpeak;
-    r.omega_l_peak_err = spread([](const PerShell& x, std::size_t s) { return x.lpeak[s]; });
-    for (std::size_t sh = 0; sh < NS; ++sh) {
-        r.omega_pole.push_back(full.s[sh] >= 0 ? std::sqrt(full.s[sh]) : nan());
-        r.omega_pole_err.push_back(full.s[sh] > 0 ? r.omega2_pole_err[sh] / (2 * std::sqrt(full.s[sh]))
-                                                  : nan());
-    }
-    const std::vector<double> peak2_err =
-        spread([](const PerShell& x, std::size_t s) { return x.peak[s] * x.peak[s]; });
-
-    auto dispersion = [&](const std::string& method, auto y_of) {
-        DispersionFit d;
-        d.method = method;
-        d.used.assign(NS, 0);
-        std::vector<double> sig(NS);
-        for (std::size_t sh = 0; sh < NS; ++sh) {
-            const double y = y_of(full, sh);
-            sig[sh] = method == "pole" ? r.omega2_pole_err[sh] : peak2_err[sh];
-            const bool in_range = in.k[sh] >= p.k_min && (p.k_max <= 0 || in.k[sh] <= p.k_max);
-            const bool prop = method == "pole" ? (y > p.significance * sig[sh])
-                                               : (full.peak[sh] > 0 && y > p.significance * sig[sh]);
-            if (in_range && prop && std::isfinite(y) && sig[sh] > 0) d.used[sh] = 1;
-        }
-        std::vector<double> x, yv, s;
-        auto collect = [&](const PerShell& ps) {
-            x.clear();
-            yv.clear();
-            s.clear();
-            for (std::size_t sh = 0; sh < NS; ++sh)
-                if (d.used[sh]) {
-                    x.push_back(in.k[sh] * in.k[sh]);
-                    yv.push_back(y_of(ps, sh));
-                    s.push_back(sig[sh]);
-                }
-        };
-        auto params = [](const LineFit& f) {
-            const double c = f.a > 0 ? std::sqrt(f.a) : nan();
-            const double G = f.b < 0 ? std::sqrt(-f.b) : 0.0;
-            const double tau = G > 0 ? 1 / (2 * G) : std::numeric_limits<double>::infinity();
-            return std::array<double, 3>{c, tau, G / c};
-        };
-        collect(full);
-        d.n_points = static_cast<std::int64_t>(x.size());
-        d.k_min = d.k_max = nan();
-        for (std::size_t sh = 0; sh < NS; ++sh)
-            if (d.used[sh]) {
-                if (!std::isfinite(d.k_min)) d.k_min = in.k[sh];
-                d.k_max = in.k[sh];
-            }
-        if (x.size() < 2) {
-            d.c = d.tau = d.k_gap = d.c_err = d.tau_err = d.k_gap_err = nan();
-            return d;
-        }
-        const LineFit f = weighted_line_fit(x, yv, s);
-        const auto c = params(f);
-        d.c = c[0];
-        d.tau = c[1];
-        d.k_gap = c[2];
-        d.chi2 = f.chi2;
-        std::vector<double> vc, vt, vk;
-        for (const auto& rp : reps) {
-            collect(rp);
-            const auto q = params(weighted_line_fit(x, yv, s));
-            if (!std::isfinite(q[0])) continue;
-            vc.push_back(q[0]);
-            vt.push_back(q[1]);
-            vk.push_back(q[2]);
-        }
-        d.n_bootstrap_ok = static_cast<std::int64_t>(vc.size());
-        d.c_err = stddev(vc);
-        d.tau_err = stddev(vt);
-        d.k_gap_err = stddev(vk);
-        return d;
-    };
-    r.pole = dispersion("pole", [](const PerShell& x, std::size_t s) { return x.s[s]; });
-    r.peak = dispersion("peak", [](const PerShell& x, std::size_t s) { return x.peak[s] * x.peak[s]; });
-
-    // c_L: slope through the origin of the longitudinal peaks of the lowest shells.
-    const std::size_t ncl = std::min<std::size_t>(NS, static_cast<std::size_t>(p.cl_shells));
-    auto slope = [&](const PerShell& x) {
-        double a = 0, b = 0;
-        for (std::size_t sh = 0; sh < ncl; ++sh) {
-            a += in.k[sh] * x.lpeak[sh];
-            b += in.k[sh] * in.k[sh];
-        }
-        return a / b;
-    };
-    r.c_l = slope(full);
-    std::vector<double> v;
-    for (const auto& rp : reps) v.push_back(slope(rp));
-    r.c_l_err = stddev(v);
-    return r;
+    return KgapFit(in, p, nfit, dt).run();
 }
 
 ResultGroup to_group(const KgapResult& r, const Metadata& meta) {

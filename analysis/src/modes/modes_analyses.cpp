@@ -51,12 +51,8 @@ double attr_number(const ResultGroup& g, const std::string& name) {
     return NAN;
 }
 
-}  // namespace
-
-std::vector<AnalysisSpec> modes_analyses() {
-    std::vector<AnalysisSpec> out;
-
-    out.push_back(AnalysisSpec{
+AnalysisSpec currents_spec() {
+    return AnalysisSpec{
         "currents",
         "current correlations C_L(k,t), C_T(k,t), spectra C(k,w), peak dispersion (number- and "
         "mass-weighted)",
@@ -86,9 +82,11 @@ std::vector<AnalysisSpec> modes_analyses() {
         [](const AnalysisContext& ctx) {
             const auto r = compute_currents(ctx.source, currents_params(ctx));
             return std::vector<ResultGroup>{to_group(r, ctx.source.meta())};
-        }});
+        }};
+}
 
-    out.push_back(AnalysisSpec{
+AnalysisSpec kgap_spec() {
+    return AnalysisSpec{
         "kgap",
         "dispersion and k-gap: damped-oscillator (pole) and peak fits of w^2 = c^2 k^2 - 1/(4 tau^2), block "
         "bootstrap",
@@ -130,9 +128,11 @@ std::vector<AnalysisSpec> modes_analyses() {
             return std::vector<ResultGroup>{g};
         },
         true,
-        {"currents"}});
+        {"currents"}};
+}
 
-    out.push_back(AnalysisSpec{
+AnalysisSpec tvdos_spec() {
+    return AnalysisSpec{
         "tvdos",
         "transverse/longitudinal VDOS from current spectra up to k_D, D/w vs Debye, per-particle band "
         "contributions",
@@ -191,9 +191,11 @@ std::vector<AnalysisSpec> modes_analyses() {
             ResultGroup g = to_group(compute_transverse_vdos(ctx.source, p), ctx.source.meta());
             g.attrs["sound_speed_source"] = cs;
             return std::vector<ResultGroup>{g};
-        }});
+        }};
+}
 
-    out.push_back(AnalysisSpec{
+AnalysisSpec covariance_vdos_spec() {
+    return AnalysisSpec{
         "covariance_vdos",
         "VDOS of solid-like states from the displacement covariance matrix (refuses when frames < 10 x 2N)",
         {{"covariance-vdos-force", "compute even when frames < 10 x 2N (0/1)", "0", OptionType::boolean},
@@ -213,9 +215,15 @@ std::vector<AnalysisSpec> modes_analyses() {
             return std::vector<ResultGroup>{
                 to_group(compute_covariance_vdos(ctx.source, p), ctx.source.meta())};
         },
-        false});
+        false};
+}
 
-    return out;
+}  // namespace
+
+// One AnalysisSpec per analysis (its flags, their defaults and ranges, and how they map to its
+// Params), in the order `vibra analyze` runs them (kgap after the currents it reads).
+std::vector<AnalysisSpec> modes_analyses() {
+    return {currents_spec(), kgap_spec(), tvdos_spec(), covariance_vdos_spec()};
 }
 
 }  // namespace vibra::analysis

@@ -40,167 +40,250 @@ struct Acc {
     std::int64_t n = 0;
 };
 
-}  // namespace
+/// Everything fixed before the frames are read: the region, the k-vectors, the segment length,
+/// the frequency grid, the Hann window, the band mask, and k̂ and ê_⊥ = ẑ × k̂ of every k-vector.
+struct TvdosPlan {
+    CurrentRegion region;
+    KVectorSet ks;
+    std::size_t T = 0, S = 0, nseg = 0, nw = 0, nf = 0, K = 0;
+    double dt = 0, domega = 0;
+    std::vector<double> win;
+    std::vector<bool> in_band;
+    std::vector<double> khx, khy, ex, ey;
+};
 
-TransverseVdosResult compute_transverse_vdos(const TrajectorySource& src, TransverseVdosParams p) {
-    p.validate();
+/// Checks the run against p, resolves p's defaults (segment, omega_max, band_max) and plans it.
+TvdosPlan make_plan(const TrajectorySource& src, TransverseVdosParams& p) {
+    TvdosPlan pl;
     CurrentsParams cp;
     cp.k_max = p.k_max;
     cp.taper = p.taper;
-    const CurrentRegion region = current_region(src, p.taper);
+    pl.region = current_region(src, p.taper);
     const std::int64_t T64 = src.n_frames();
     if (T64 < 8)
         throw InsufficientData("currents: need at least 8 frames (a Welch segment with >= 4 lags), got " +
                                std::to_string(T64));
-    const auto T = static_cast<std::size_t>(T64);
+    pl.T = static_cast<std::size_t>(T64);
     // k-vectors up to the Debye wavenumber of the mean row density (as compute_current_series).
-    const KVectorSet ks = current_kvectors(
-        region, static_cast<double>(src.n_rows()) / static_cast<double>(T64) / region.area, cp);
+    pl.ks = current_kvectors(
+        pl.region, static_cast<double>(src.n_rows()) / static_cast<double>(T64) / pl.region.area, cp);
     if (p.segment == 0) p.segment = std::min<std::int64_t>(T64, 256) / 2 * 2;
     if (p.segment < 2 || p.segment > T64)
         throw ParameterError("tvdos: segment (" + std::to_string(p.segment) + " frames) must be in [2, " +
                              std::to_string(T64) + "]");
     const auto S = static_cast<std::size_t>(p.segment);
-    const std::size_t nseg = T / S;
-    const double dt = src.meta().frame_interval, omega_n = std::numbers::pi / dt;
-    const double domega = 2 * std::numbers::pi / (static_cast<double>(S) * dt);
+    pl.S = S;
+    pl.nseg = pl.T / S;
+    pl.dt = src.meta().frame_interval;
+    const double omega_n = std::numbers::pi / pl.dt;
+    pl.domega = 2 * std::numbers::pi / (static_cast<double>(S) * pl.dt);
     if (p.omega_max == 0 || p.omega_max > omega_n) p.omega_max = omega_n;
     if (p.band_max == 0 || p.band_max > omega_n) p.band_max = omega_n;
-    const std::size_t nw = std::min<std::size_t>(
-        S / 2 + 1, static_cast<std::size_t>(std::floor(p.omega_max / domega + 1e-9)) + 1);
-    const std::size_t nf = S / 2 + 1;
-    const std::size_t K = ks.size();
-
-    TransverseVdosResult r;
-    r.params = p;
-    r.dt = dt;
-    r.domega = domega;
-    r.n_segments = static_cast<std::int64_t>(nseg);
-    r.n_vectors = static_cast<std::int64_t>(K);
-    for (std::size_t f = 0; f < nw; ++f) r.omega.push_back(static_cast<double>(f) * domega);
-
-    std::vector<double> win(S);
-    for (std::size_t t = 0; t < S; ++t) win[t] = detail::hann(t, S);
-    std::vector<bool> in_band(S);
+    pl.nw = std::min<std::size_t>(S / 2 + 1,
+                                  static_cast<std::size_t>(std::floor(p.omega_max / pl.domega + 1e-9)) + 1);
+    pl.nf = S / 2 + 1;
+    pl.K = pl.ks.size();
+    pl.win.resize(S);
+    for (std::size_t t = 0; t < S; ++t) pl.win[t] = detail::hann(t, S);
+    pl.in_band.resize(S);
     for (std::size_t b = 0; b < S; ++b) {
         const double w = std::abs(static_cast<double>(b <= S / 2 ? static_cast<std::int64_t>(b)
                                                                  : static_cast<std::int64_t>(b) -
                                                                        static_cast<std::int64_t>(S))) *
-                         domega;
-        in_band[b] = w >= p.band_min && w <= p.band_max;
+                         pl.domega;
+        pl.in_band[b] = w >= p.band_min && w <= p.band_max;
     }
-    detail::ComplexFft fwd(static_cast<int>(S), FFTW_BACKWARD);  // ĵ(ω) = Σ w_t j_t e^{+iωt}
-    detail::ComplexFft inv(static_cast<int>(S), FFTW_FORWARD);   // g(k,t) = Σ_ω e^{−iωt} ĵ(ω)
-    // raw spectra P_s(f) = Σ_k (|ĵ(f)|² + |ĵ(−f)|²), f = 0 … S/2, for T and L
-    std::vector<double> pt(nseg * nf, 0.0), pl(nseg * nf, 0.0), band_raw(nseg, 0.0);
-    const int nt = p.threads,
-              nc = detail::kReduceChunks;  // partial sums per chunk of k-vectors, not per thread
-    detail::CurrentEngine eng(ks);
-    std::vector<double> khx(K), khy(K), ex(K), ey(K);
-    for (std::size_t q = 0; q < K; ++q) {
-        khx[q] = ks.kx[q] / ks.kabs[q];
-        khy[q] = ks.ky[q] / ks.kabs[q];
-        ex[q] = -ks.ky[q] / ks.kabs[q];
-        ey[q] = ks.kx[q] / ks.kabs[q];
+    const KVectorSet& ks = pl.ks;
+    for (std::size_t q = 0; q < pl.K; ++q) {
+        pl.khx.push_back(ks.kx[q] / ks.kabs[q]);
+        pl.khy.push_back(ks.ky[q] / ks.kabs[q]);
+        pl.ex.push_back(-ks.ky[q] / ks.kabs[q]);
+        pl.ey.push_back(ks.kx[q] / ks.kabs[q]);
     }
-    const bool periodic = region.geometry.periodic();
-    const double Lx = region.lx, Ly = region.ly;
-    // One segment at a time (memory: its frames and its currents, whatever the run's length):
-    // j_L, j_T of its frames; their spectra; the band-passed g(k,t) replaces j_T; the per-particle
-    // contributions by the adjoint Fourier sum. A = 1/(Δω ⟨Σ_bins Σ_k |ĵ|²⟩) needs every segment:
-    // p_band is accumulated without it and scaled at the end.
-    std::vector<cplx> jt(K * S), jl(K * S);
-    std::vector<detail::FrameParticles> frames;
-    frames.reserve(S);
-    const auto process = [&](std::size_t sg) {
-        detail::parallel_for(S, nt, [&](std::size_t b, std::size_t e, int) {
+    return pl;
+}
+
+/// One run, one segment at a time (memory: its frames and its currents, whatever the run's
+/// length): segment → currents (j_L, j_T of its frames) → spectrum (the band-passed g(k,t)
+/// replaces j_T) → per-particle contributions (adjoint Fourier sum) → normalise once every
+/// segment is in (A = 1/(Δω ⟨Σ_bins Σ_k |ĵ|²⟩): p_band is accumulated without it, scaled at the end).
+class TvdosRun {
+public:
+    TvdosRun(const TransverseVdosParams& p, TvdosPlan plan)
+        : p_(p),
+          pl_(std::move(plan)),
+          eng_(pl_.ks),
+          pt_(pl_.nseg * pl_.nf, 0.0),
+          pl_spec_(pl_.nseg * pl_.nf, 0.0),
+          band_raw_(pl_.nseg, 0.0),
+          jt_(pl_.K * pl_.S),
+          jl_(pl_.K * pl_.S) {
+        frames_.reserve(pl_.S);
+        r_.params = p;
+        r_.dt = pl_.dt;
+        r_.domega = pl_.domega;
+        r_.n_segments = static_cast<std::int64_t>(pl_.nseg);
+        r_.n_vectors = static_cast<std::int64_t>(pl_.K);
+        for (std::size_t f = 0; f < pl_.nw; ++f) r_.omega.push_back(static_cast<double>(f) * pl_.domega);
+    }
+
+    TransverseVdosResult run(const TrajectorySource& src) {
+        r_.segment_offsets.push_back(0);
+        detail::stream_frames(
+            src,
+            [&](std::vector<detail::FrameParticles>& block) {
+                for (auto& fp : block) take_frame(fp);
+            },
+            &r_.velocity_source, p_.velocity);
+        if (!(sum_w2_ > 0)) throw FormatError("currents: no particle with a velocity inside the region");
+        normalise();
+        return std::move(r_);
+    }
+
+private:
+    /// Counts the frame for the density and the velocity check; files it into its segment.
+    void take_frame(detail::FrameParticles& fp) {
+        std::vector<double> ax, ay, wt;
+        double sw2 = 0;
+        detail::weighted_velocities(fp, pl_.region, nullptr, p_.subtract_mean, ax, ay, wt, sw2);
+        sum_n_ += static_cast<double>(fp.x.size());
+        sum_w2_ += sw2;
+        if (static_cast<std::size_t>(fp.frame) >= pl_.nseg * pl_.S) return;  // after the last whole segment
+        frames_.push_back(std::move(fp));
+        if (frames_.size() == pl_.S) {
+            process_segment(static_cast<std::size_t>(frames_.front().frame) / pl_.S);
+            frames_.clear();
+        }
+    }
+
+    void process_segment(std::size_t sg) {
+        segment_currents();
+        segment_spectra(sg);
+        r_.segment_first_frame.push_back(static_cast<std::int64_t>(sg * pl_.S));
+        if (!p_.per_particle) return;
+        particle_table(particle_contributions());
+    }
+
+    /// j_L(k,t), j_T(k,t) of the segment's frames.
+    void segment_currents() {
+        const std::size_t S = pl_.S, K = pl_.K;
+        detail::parallel_for(S, p_.threads, [&](std::size_t b, std::size_t e, int) {
             detail::CurrentEngine::Work w;
             std::vector<double> ax, ay, wt;
             std::vector<cplx> jx(K), jy(K);
             for (std::size_t tl = b; tl < e; ++tl) {
-                const auto& fp = frames[tl];
+                const auto& fp = frames_[tl];
                 double sw2 = 0;
-                eng.phases(fp.x.data(), fp.y.data(), fp.x.size(), w);
-                detail::weighted_velocities(fp, region, nullptr, p.subtract_mean, ax, ay, wt, sw2);
-                eng.forward(ax.data(), ay.data(), jx.data(), jy.data(), w);
+                eng_.phases(fp.x.data(), fp.y.data(), fp.x.size(), w);
+                detail::weighted_velocities(fp, pl_.region, nullptr, p_.subtract_mean, ax, ay, wt, sw2);
+                eng_.forward(ax.data(), ay.data(), jx.data(), jy.data(), w);
                 for (std::size_t q = 0; q < K; ++q) {
-                    jl[q * S + tl] = khx[q] * jx[q] + khy[q] * jy[q];
-                    jt[q * S + tl] = -khy[q] * jx[q] + khx[q] * jy[q];
+                    jl_[q * S + tl] = pl_.khx[q] * jx[q] + pl_.khy[q] * jy[q];
+                    jt_[q * S + tl] = -pl_.khy[q] * jx[q] + pl_.khx[q] * jy[q];
                 }
             }
         });
+    }
+
+    /// Raw spectra P_s(f) = Σ_k (|ĵ(f)|² + |ĵ(−f)|²), f = 0 … S/2, for T and L, summed per chunk of
+    /// k-vectors (not per thread) and then over chunks in order; with the per-particle map, the
+    /// band power of ĵ_T and g(k,t) (its band-passed inverse) in place of j_T.
+    void segment_spectra(std::size_t sg) {
+        const std::size_t S = pl_.S, nf = pl_.nf;
+        const int nc = detail::kReduceChunks;
         std::vector<std::vector<double>> pt_c(static_cast<std::size_t>(nc), std::vector<double>(nf, 0.0));
         std::vector<std::vector<double>> pl_c(static_cast<std::size_t>(nc), std::vector<double>(nf, 0.0));
         std::vector<double> band_c(static_cast<std::size_t>(nc), 0.0);
-        detail::parallel_for_chunks(K, nt, [&](std::size_t b, std::size_t e, int c) {
+        detail::parallel_for_chunks(pl_.K, p_.threads, [&](std::size_t b, std::size_t e, int c) {
             detail::FftwBuffer<fftw_complex> a(S), o(S);
             auto& PT = pt_c[static_cast<std::size_t>(c)];
             auto& PL = pl_c[static_cast<std::size_t>(c)];
             auto& BD = band_c[static_cast<std::size_t>(c)];
             for (std::size_t q = b; q < e; ++q)
                 for (int which = 0; which < 2; ++which) {
-                    cplx* z = (which ? jl.data() : jt.data()) + q * S;
-                    for (std::size_t t = 0; t < S; ++t) {
-                        a.p[t][0] = win[t] * z[t].real();
-                        a.p[t][1] = win[t] * z[t].imag();
-                    }
-                    fwd.run(a.p, o.p);
-                    auto& P = which ? PL : PT;
-                    for (std::size_t f = 0; f < nf; ++f) {
-                        const std::size_t fm = (S - f) % S;
-                        P[f] += o.p[f][0] * o.p[f][0] + o.p[f][1] * o.p[f][1] + o.p[fm][0] * o.p[fm][0] +
-                                o.p[fm][1] * o.p[fm][1];
-                    }
-                    if (which == 1 || !p.per_particle) continue;
-                    for (std::size_t f = 0; f < S; ++f) {
-                        if (in_band[f]) {
-                            BD += o.p[f][0] * o.p[f][0] + o.p[f][1] * o.p[f][1];
-                        } else {
-                            o.p[f][0] = o.p[f][1] = 0;
-                        }
-                    }
-                    inv.run(o.p, a.p);
-                    for (std::size_t t = 0; t < S; ++t)
-                        z[t] = cplx(a.p[t][0], a.p[t][1]);  // g(k,t) replaces j_T
+                    cplx* z = (which ? jl_.data() : jt_.data()) + q * S;
+                    spectrum_of(z, a, o, which ? PL : PT);
+                    if (which == 1 || !p_.per_particle) continue;
+                    band_pass(z, a, o, BD);
                 }
         });
         for (int c = 0; c < nc; ++c) {
             for (std::size_t f = 0; f < nf; ++f) {
-                pt[sg * nf + f] += pt_c[static_cast<std::size_t>(c)][f];
-                pl[sg * nf + f] += pl_c[static_cast<std::size_t>(c)][f];
+                pt_[sg * nf + f] += pt_c[static_cast<std::size_t>(c)][f];
+                pl_spec_[sg * nf + f] += pl_c[static_cast<std::size_t>(c)][f];
             }
-            band_raw[sg] += band_c[static_cast<std::size_t>(c)];
+            band_raw_[sg] += band_c[static_cast<std::size_t>(c)];
         }
-        r.segment_first_frame.push_back(static_cast<std::int64_t>(sg * S));
-        if (!p.per_particle) return;
-        // p_i of this segment (without A): Δω Re Σ_t w_t Σ_k (a_i·ê_⊥) e^{−ik·r_i} g(k,t)
+    }
+
+    /// ĵ(ω) = Σ w_t z_t e^{+iωt} into o; adds |ĵ(f)|² + |ĵ(−f)|² to P.
+    void spectrum_of(const cplx* z, detail::FftwBuffer<fftw_complex>& a, detail::FftwBuffer<fftw_complex>& o,
+                     std::vector<double>& P) const {
+        const std::size_t S = pl_.S;
+        for (std::size_t t = 0; t < S; ++t) {
+            a.p[t][0] = pl_.win[t] * z[t].real();
+            a.p[t][1] = pl_.win[t] * z[t].imag();
+        }
+        fwd_.run(a.p, o.p);
+        for (std::size_t f = 0; f < pl_.nf; ++f) {
+            const std::size_t fm = (S - f) % S;
+            P[f] += o.p[f][0] * o.p[f][0] + o.p[f][1] * o.p[f][1] + o.p[fm][0] * o.p[fm][0] +
+                    o.p[fm][1] * o.p[fm][1];
+        }
+    }
+
+    /// Adds the in-band power of ĵ (in o) to BD; z becomes g(k,t) = Σ_{ω in band} e^{−iωt} ĵ(ω).
+    void band_pass(cplx* z, detail::FftwBuffer<fftw_complex>& a, detail::FftwBuffer<fftw_complex>& o,
+                   double& BD) const {
+        const std::size_t S = pl_.S;
+        for (std::size_t f = 0; f < S; ++f) {
+            if (pl_.in_band[f]) {
+                BD += o.p[f][0] * o.p[f][0] + o.p[f][1] * o.p[f][1];
+            } else {
+                o.p[f][0] = o.p[f][1] = 0;
+            }
+        }
+        inv_.run(o.p, a.p);
+        for (std::size_t t = 0; t < S; ++t) z[t] = cplx(a.p[t][0], a.p[t][1]);  // g(k,t) replaces j_T
+    }
+
+    /// p_i of this segment per frame (without A): Δω Re Σ_t w_t Σ_k (a_i·ê_⊥) e^{−ik·r_i} g(k,t).
+    std::vector<std::vector<double>> particle_contributions() const {
+        const std::size_t S = pl_.S, K = pl_.K;
         std::vector<std::vector<double>> contrib(S);
-        detail::parallel_for(S, nt, [&](std::size_t b, std::size_t e, int) {
+        detail::parallel_for(S, p_.threads, [&](std::size_t b, std::size_t e, int) {
             detail::CurrentEngine::Work w;
             std::vector<double> ax, ay, wt;
             std::vector<cplx> gx(K), gy(K), fx, fy;
             for (std::size_t tl = b; tl < e; ++tl) {
-                const auto& fp = frames[tl];
+                const auto& fp = frames_[tl];
                 for (std::size_t q = 0; q < K; ++q) {
-                    const cplx g = jt[q * S + tl];
-                    gx[q] = ex[q] * g;
-                    gy[q] = ey[q] * g;
+                    const cplx g = jt_[q * S + tl];
+                    gx[q] = pl_.ex[q] * g;
+                    gy[q] = pl_.ey[q] * g;
                 }
                 double sw2 = 0;
-                detail::weighted_velocities(fp, region, nullptr, p.subtract_mean, ax, ay, wt, sw2);
-                eng.phases(fp.x.data(), fp.y.data(), fp.x.size(), w);
+                detail::weighted_velocities(fp, pl_.region, nullptr, p_.subtract_mean, ax, ay, wt, sw2);
+                eng_.phases(fp.x.data(), fp.y.data(), fp.x.size(), w);
                 fx.resize(fp.x.size());
                 fy.resize(fp.x.size());
-                eng.adjoint(gx.data(), gy.data(), fx.data(), fy.data(), w);
+                eng_.adjoint(gx.data(), gy.data(), fx.data(), fy.data(), w);
                 auto& out = contrib[tl];
                 out.resize(fp.x.size());
                 for (std::size_t i = 0; i < fp.x.size(); ++i)
-                    out[i] = domega * win[tl] * (ax[i] * fx[i].real() + ay[i] * fy[i].real());
+                    out[i] = pl_.domega * pl_.win[tl] * (ax[i] * fx[i].real() + ay[i] * fy[i].real());
             }
         });
+        return contrib;
+    }
+
+    /// Sums the contributions per particle (in id order) with its mean (unwrapped) position.
+    void particle_table(const std::vector<std::vector<double>>& contrib) {
+        const bool periodic = pl_.region.geometry.periodic();
+        const double Lx = pl_.region.lx, Ly = pl_.region.ly;
         std::map<std::int64_t, Acc> acc;
-        for (std::size_t tl = 0; tl < S; ++tl) {
-            const auto& fp = frames[tl];
+        for (std::size_t tl = 0; tl < pl_.S; ++tl) {
+            const auto& fp = frames_[tl];
             for (std::size_t i = 0; i < fp.x.size(); ++i) {
                 Acc& a = acc[fp.id[i]];
                 a.p += contrib[tl][i];
@@ -217,70 +300,77 @@ TransverseVdosResult compute_transverse_vdos(const TrajectorySource& src, Transv
                 ++a.n;
             }
         }
+        const double x0 = pl_.region.x0, y0 = pl_.region.y0;
         for (const auto& [id, a] : acc) {
-            r.particle.push_back(id);
+            r_.particle.push_back(id);
             double x = a.sx / static_cast<double>(a.n), y = a.sy / static_cast<double>(a.n);
             if (periodic) {
-                x = region.x0 + (x - region.x0 - Lx * std::floor((x - region.x0) / Lx));
-                y = region.y0 + (y - region.y0 - Ly * std::floor((y - region.y0) / Ly));
+                x = x0 + (x - x0 - Lx * std::floor((x - x0) / Lx));
+                y = y0 + (y - y0 - Ly * std::floor((y - y0) / Ly));
             }
-            r.x_mean.push_back(x);
-            r.y_mean.push_back(y);
-            r.p_band.push_back(a.p);
-            r.frames_present.push_back(a.n);
+            r_.x_mean.push_back(x);
+            r_.y_mean.push_back(y);
+            r_.p_band.push_back(a.p);
+            r_.frames_present.push_back(a.n);
         }
-        r.segment_offsets.push_back(static_cast<std::int64_t>(r.particle.size()));
-    };
-    double sum_n = 0, sum_w2 = 0;
-    r.segment_offsets.push_back(0);
-    detail::stream_frames(
-        src,
-        [&](std::vector<detail::FrameParticles>& block) {
-            for (auto& fp : block) {
-                std::vector<double> ax, ay, wt;
-                double sw2 = 0;
-                detail::weighted_velocities(fp, region, nullptr, p.subtract_mean, ax, ay, wt, sw2);
-                sum_n += static_cast<double>(fp.x.size());
-                sum_w2 += sw2;
-                if (static_cast<std::size_t>(fp.frame) >= nseg * S) continue;  // after the last whole segment
-                frames.push_back(std::move(fp));
-                if (frames.size() == S) {
-                    process(static_cast<std::size_t>(frames.front().frame) / S);
-                    frames.clear();
-                }
-            }
-        },
-        &r.velocity_source, p.velocity);
-    if (!(sum_w2 > 0)) throw FormatError("currents: no particle with a velocity inside the region");
-    const double density = sum_n / static_cast<double>(T) / region.area;
-    r.k_debye = std::sqrt(4 * std::numbers::pi * density);
-    // normalisation: Σ_f c_f D(ω_f) Δω = 1 with c_f = ½ at ω = 0 and Nyquist, i.e. A = 1/(Δω ⟨Σ_bins Σ_k |ĵ|²⟩)
-    auto norm_of = [&](const std::vector<double>& P) {
-        double tot = 0;
-        for (std::size_t sg = 0; sg < nseg; ++sg)
-            for (std::size_t f = 0; f < nf; ++f) tot += (f == 0 || f == S / 2 ? 0.5 : 1.0) * P[sg * nf + f];
-        return tot > 0 ? static_cast<double>(nseg) / (domega * tot) : 0.0;
-    };
-    const double At = norm_of(pt), Al = norm_of(pl);
-    r.d_t.assign(nw, 0.0);
-    r.d_l.assign(nw, 0.0);
-    r.d_t_segments.assign(nseg * nw, 0.0);
-    for (std::size_t sg = 0; sg < nseg; ++sg)
-        for (std::size_t f = 0; f < nw; ++f) {
-            r.d_t_segments[sg * nw + f] = At * pt[sg * nf + f];
-            r.d_t[f] += At * pt[sg * nf + f] / static_cast<double>(nseg);
-            r.d_l[f] += Al * pl[sg * nf + f] / static_cast<double>(nseg);
-        }
-    for (std::size_t f = 0; f < nw; ++f) {
-        r.d_t_reduced.push_back(f ? r.d_t[f] / r.omega[f] : NAN);
-        r.d_l_reduced.push_back(f ? r.d_l[f] / r.omega[f] : NAN);
+        r_.segment_offsets.push_back(static_cast<std::int64_t>(r_.particle.size()));
     }
-    r.debye_t = p.c_t > 0 ? 2 / std::pow(p.c_t * r.k_debye, 2) : NAN;
-    r.debye_l = p.c_l > 0 ? 2 / std::pow(p.c_l * r.k_debye, 2) : NAN;
-    for (std::size_t sg = 0; sg < nseg; ++sg) r.band_sum_segments.push_back(At * domega * band_raw[sg]);
-    if (!p.per_particle) r.segment_offsets.assign(nseg + 1, 0);
-    for (double& v : r.p_band) v *= At;
-    return r;
+
+    /// A = 1/(Δω ⟨Σ_bins Σ_k |ĵ|²⟩), i.e. Σ_f c_f D(ω_f) Δω = 1 with c_f = ½ at ω = 0 and Nyquist.
+    double norm_of(const std::vector<double>& P) const {
+        double tot = 0;
+        for (std::size_t sg = 0; sg < pl_.nseg; ++sg)
+            for (std::size_t f = 0; f < pl_.nf; ++f)
+                tot += (f == 0 || f == pl_.S / 2 ? 0.5 : 1.0) * P[sg * pl_.nf + f];
+        return tot > 0 ? static_cast<double>(pl_.nseg) / (pl_.domega * tot) : 0.0;
+    }
+
+    /// Density and Debye levels; D_T, D_L (mean over segments), per segment and reduced; p_band·A.
+    void normalise() {
+        const std::size_t nseg = pl_.nseg, nw = pl_.nw, nf = pl_.nf;
+        TransverseVdosResult& r = r_;
+        const double density = sum_n_ / static_cast<double>(pl_.T) / pl_.region.area;
+        r.k_debye = std::sqrt(4 * std::numbers::pi * density);
+        const double At = norm_of(pt_), Al = norm_of(pl_spec_);
+        r.d_t.assign(nw, 0.0);
+        r.d_l.assign(nw, 0.0);
+        r.d_t_segments.assign(nseg * nw, 0.0);
+        for (std::size_t sg = 0; sg < nseg; ++sg)
+            for (std::size_t f = 0; f < nw; ++f) {
+                r.d_t_segments[sg * nw + f] = At * pt_[sg * nf + f];
+                r.d_t[f] += At * pt_[sg * nf + f] / static_cast<double>(nseg);
+                r.d_l[f] += Al * pl_spec_[sg * nf + f] / static_cast<double>(nseg);
+            }
+        for (std::size_t f = 0; f < nw; ++f) {
+            r.d_t_reduced.push_back(f ? r.d_t[f] / r.omega[f] : NAN);
+            r.d_l_reduced.push_back(f ? r.d_l[f] / r.omega[f] : NAN);
+        }
+        r.debye_t = p_.c_t > 0 ? 2 / std::pow(p_.c_t * r.k_debye, 2) : NAN;
+        r.debye_l = p_.c_l > 0 ? 2 / std::pow(p_.c_l * r.k_debye, 2) : NAN;
+        for (std::size_t sg = 0; sg < nseg; ++sg)
+            r.band_sum_segments.push_back(At * pl_.domega * band_raw_[sg]);
+        if (!p_.per_particle) r.segment_offsets.assign(nseg + 1, 0);
+        for (double& v : r.p_band) v *= At;
+    }
+
+    const TransverseVdosParams& p_;
+    const TvdosPlan pl_;
+    detail::ComplexFft fwd_{static_cast<int>(pl_.S), FFTW_BACKWARD};  // ĵ(ω) = Σ w_t j_t e^{+iωt}
+    detail::ComplexFft inv_{static_cast<int>(pl_.S), FFTW_FORWARD};   // g(k,t) = Σ_ω e^{−iωt} ĵ(ω)
+    detail::CurrentEngine eng_;
+    std::vector<double> pt_, pl_spec_, band_raw_;  ///< raw spectra [segment][f] of T and L; band power
+    std::vector<cplx> jt_, jl_;                    ///< [k][t] of the current segment
+    std::vector<detail::FrameParticles> frames_;   ///< the current segment's frames
+    double sum_n_ = 0, sum_w2_ = 0;
+    TransverseVdosResult r_;
+};
+
+}  // namespace
+
+TransverseVdosResult compute_transverse_vdos(const TrajectorySource& src, TransverseVdosParams p) {
+    p.validate();
+    TvdosPlan plan = make_plan(src, p);
+    return TvdosRun(p, std::move(plan)).run(src);
 }
 
 ResultGroup to_group(const TransverseVdosResult& r, const Metadata& meta) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "detail/collective_stream.hpp"
+#include "detail/numeric.hpp"
 #include "vibra/core/assignment.hpp"
 #include "vibra/core/cell_list.hpp"
 #include "vibra/core/error.hpp"
@@ -18,7 +19,7 @@ namespace vibra::analysis {
 
 namespace {
 
-constexpr double kPi = std::numbers::pi;
+using detail::kPi;
 
 struct UnionFind {
     std::vector<std::size_t> parent;

@@ -43,14 +43,14 @@ FrameSnapshot snapshot_of(const Trajectory& block, std::int64_t f) {
     return s;
 }
 
-DriftMode drift_mode_from_string(const std::string& s) {
-    if (s == "none") return DriftMode::none;
-    if (s == "mean") return DriftMode::mean;
+FieldDrift field_drift_from_string(const std::string& s) {
+    if (s == "none") return FieldDrift::none;
+    if (s == "mean") return FieldDrift::mean;
     throw ParameterError("drift: '" + s + "' is not one of none, mean");
 }
 
 Displacements displacements(const FrameSnapshot& a, const FrameSnapshot& b, const Geometry& g,
-                            DriftMode drift) {
+                            FieldDrift drift) {
     Displacements d;
     d.frame = a.frame;
     d.lag = b.frame - a.frame;
@@ -75,7 +75,7 @@ Displacements displacements(const FrameSnapshot& a, const FrameSnapshot& b, cons
             ++i, ++j;
         }
     }
-    if (drift == DriftMode::mean && !d.id.empty()) {
+    if (drift == FieldDrift::mean && !d.id.empty()) {
         double mx = 0, my = 0;
         for (std::size_t k = 0; k < d.size(); ++k) mx += d.ux[k], my += d.uy[k];
         mx /= static_cast<double>(d.size());

@@ -11,13 +11,14 @@
 
 #include "detail/collective_stream.hpp"
 #include "detail/fftw_plan.hpp"
+#include "detail/numeric.hpp"
 #include "vibra/core/error.hpp"
 
 namespace vibra::analysis {
 
 namespace {
-constexpr double kPi = std::numbers::pi;
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using detail::kNaN;
+using detail::kPi;
 
 std::vector<double> window_1d(std::size_t n, Taper t, double alpha) {
     std::vector<double> w(n, 1.0);

@@ -7,13 +7,14 @@
 #include <string>
 
 #include "detail/collective_stream.hpp"
+#include "detail/numeric.hpp"
 #include "vibra/core/cell_list.hpp"
 #include "vibra/core/error.hpp"
 
 namespace vibra::analysis {
 
 namespace {
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using detail::kNaN;
 }
 
 void VelocityCorrelationParams::validate() const {

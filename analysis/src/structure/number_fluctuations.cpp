@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "vibra/analysis/number_fluctuations.hpp"
 
+#include "detail/numeric.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -11,7 +13,7 @@
 namespace vibra::analysis {
 
 namespace {
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using detail::kNaN;
 
 /// The rectangle boxes are placed in: the box/rect itself, or the square inscribed in a circle.
 void region_of(const Geometry& w, double& x0, double& y0, double& x1, double& y1) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "vibra/analysis/pair_correlation.hpp"
 
+#include "detail/numeric.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -15,7 +17,7 @@
 namespace vibra::analysis {
 
 namespace {
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using detail::kNaN;
 }
 
 StructureFrame structure_frame(const Trajectory& t, std::int64_t f) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "vibra/analysis/structure_factor.hpp"
 
+#include "detail/numeric.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <complex>
@@ -12,7 +14,7 @@
 namespace vibra::analysis {
 
 namespace {
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using detail::kNaN;
 using cplx = std::complex<double>;
 
 /// Rectangular region of the k set: the box or rectangle, or the square inscribed in a circle.

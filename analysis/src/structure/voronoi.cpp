@@ -73,31 +73,245 @@ void VoronoiParams::validate() const {
                              std::to_string(search_radius));
 }
 
+namespace {
+
+/// The particles' own sizes (unknown → the mean of the known; empty when none is known): the
+/// cells' weights in a radical tessellation, and every cell's packing fraction in either.
+std::vector<double> particle_radii(const StructureFrame& fr) {
+    const std::size_t n = fr.size();
+    std::vector<double> out;
+    if (fr.radius.size() != n) return out;
+    double sum = 0;
+    std::int64_t cnt = 0;
+    for (double r : fr.radius)
+        if (std::isfinite(r) && r > 0) sum += r, ++cnt;
+    if (cnt == 0) return out;
+    const double mean = sum / static_cast<double>(cnt);
+    out.resize(n);
+    for (std::size_t i = 0; i < n; ++i)
+        out[i] = (std::isfinite(fr.radius[i]) && fr.radius[i] > 0) ? fr.radius[i] : mean;
+    return out;
+}
+
+/// Builds the cells one particle at a time: seed (the bounding polygon around the particle) →
+/// clip (by the radical lines of the particles within the search radius, nearest first, then
+/// within 2S, 4S, … until no farther particle can cut it, or all of them) → cell (area,
+/// neighbours with their edge lengths, boundary flag).
+class VoronoiBuilder {
+public:
+    VoronoiBuilder(const StructureFrame& fr, const VoronoiParams& p, VoronoiTessellation& out)
+        : fr_(fr),
+          w_(fr.window),
+          out_(out),
+          n_(fr.size()),
+          S_(search_radius(fr, p)),
+          cl_(fr.x, fr.y, S_, w_),
+          used_(n_, 0) {
+        for (double r : out.radius) rmax_part_ = std::max(rmax_part_, r);
+        // Bounding polygon in absolute coordinates (counter-clockwise).
+        if (w_.kind == GeometryKind::window_circle) {
+            bx0_ = w_.cx - w_.r, bx1_ = w_.cx + w_.r, by0_ = w_.cy - w_.r, by1_ = w_.cy + w_.r;
+        } else {
+            bx0_ = w_.x0, bx1_ = w_.x1, by0_ = w_.y0, by1_ = w_.y1;
+        }
+        levels_.push_back(nullptr);  // levels_[k]: cut-off S·2^k (levels_[0] unused: `cl_`)
+        span_ = std::hypot(bx1_ - bx0_, by1_ - by0_);
+    }
+
+    void cell(std::size_t i) {
+        xi_ = fr_.x[i];
+        yi_ = fr_.y[i];
+        Ri2_ = out_.radius[i] * out_.radius[i];
+        seed();
+        cand_.clear();
+        cl_.for_each_near(xi_, yi_, [&](std::size_t j, double dx, double dy, double r2) {
+            if (j != i) cand_.push_back({r2, dx, dy, static_cast<std::int64_t>(j)});
+        });
+        clip_by_candidates();
+        grow(i);
+        for (auto j : used_list_) used_[j] = 0;
+        used_list_.clear();
+        record(i);
+    }
+
+private:
+    struct Cand {
+        double d2, dx, dy;
+        std::int64_t j;
+    };
+
+    static double search_radius(const StructureFrame& fr, const VoronoiParams& p) {
+        const Geometry& w = fr.window;
+        const double area_w = w.area();
+        double S =
+            p.search_radius > 0 ? p.search_radius : 3.0 * std::sqrt(area_w / static_cast<double>(fr.size()));
+        if (w.periodic()) S = std::min(S, 0.499 * std::min(w.lx(), w.ly()));
+        return std::max(S, 1e-12);
+    }
+
+    double radius_of(std::size_t level) const { return S_ * std::ldexp(1.0, static_cast<int>(level)); }
+
+    /// The starting polygon, relative to particle i: the box (periodic) or the window's bounds.
+    void seed() {
+        poly_.clear();
+        if (w_.periodic()) {
+            const double hx = 0.5 * w_.lx(), hy = 0.5 * w_.ly();
+            poly_ = {{-hx, -hy, -1}, {hx, -hy, -1}, {hx, hy, -1}, {-hx, hy, -1}};
+        } else {
+            poly_ = {{bx0_ - xi_, by0_ - yi_, -1},
+                     {bx1_ - xi_, by0_ - yi_, -1},
+                     {bx1_ - xi_, by1_ - yi_, -1},
+                     {bx0_ - xi_, by1_ - yi_, -1}};
+        }
+    }
+
+    /// Clips the cell by the radical line between i and candidate c.
+    void cut(const Cand& c) {
+        if (c.d2 <= 0) return;  // coincident detections: no radical line
+        const double Rj = out_.radius[static_cast<std::size_t>(c.j)];
+        const double b = 0.5 * (c.d2 + Ri2_ - Rj * Rj);
+        clip(poly_, tmp_, c.dx, c.dy, b, c.j);
+    }
+
+    /// Sorts the candidates nearest first and cuts by each (marked as tried) until the cell is empty.
+    void clip_by_candidates() {
+        std::sort(cand_.begin(), cand_.end(), [](const Cand& a, const Cand& b) { return a.d2 < b.d2; });
+        for (const auto& c : cand_) {
+            cut(c);
+            used_[static_cast<std::size_t>(c.j)] = 1;
+            used_list_.push_back(static_cast<std::size_t>(c.j));
+            if (poly_.empty()) break;
+        }
+    }
+
+    // Security: a particle at distance D can cut the cell only if (D − ρ)² − R_j² < ρ² − R_i²
+    // (ρ = farthest vertex), so all particles within `need` = ρ + sqrt(ρ² + R_max² − R_i²) must
+    // have been tried. Grow the search radius (cell lists of 2S, 4S, … built on demand) until
+    // that holds; beyond half a periodic box (or the whole window) try every particle.
+    void grow(std::size_t i) {
+        std::size_t level = 0;
+        while (!poly_.empty()) {
+            const double rho = max_vertex_distance(poly_);
+            const double need = rho + std::sqrt(std::max(0.0, rho * rho + rmax_part_ * rmax_part_ - Ri2_));
+            if (need <= radius_of(level)) break;
+            ++level;
+            if (level == 1) ++out_.brute_force_cells;
+            const double R = radius_of(level);
+            if ((w_.periodic() && R > 0.499 * std::min(w_.lx(), w_.ly())) || R > 2 * span_) {
+                brute(i, rho);
+                break;
+            }
+            while (levels_.size() <= level)
+                levels_.push_back(std::make_unique<CellList>(fr_.x, fr_.y, radius_of(levels_.size()), w_));
+            cand_.clear();
+            levels_[level]->for_each_near(xi_, yi_, [&](std::size_t j, double dx, double dy, double r2) {
+                if (j != i && !used_[j]) cand_.push_back({r2, dx, dy, static_cast<std::int64_t>(j)});
+            });
+            clip_by_candidates();
+        }
+    }
+
+    // Every particle not tried yet, nearest first (periodic: with the 3×3 images, so that cells
+    // larger than half the box are right too), until even the largest radius cannot reach.
+    void brute(std::size_t self, double rho) {
+        cand_.clear();
+        const int im = w_.periodic() ? 1 : 0;
+        for (std::size_t j = 0; j < n_; ++j) {
+            double dx0 = fr_.x[j] - xi_, dy0 = fr_.y[j] - yi_;
+            cl_.wrap(dx0, dy0);
+            for (int ox = -im; ox <= im; ++ox)
+                for (int oy = -im; oy <= im; ++oy) {
+                    const bool base = ox == 0 && oy == 0;
+                    if (base && (j == self || used_[j])) continue;
+                    const double dx = dx0 + ox * (im ? w_.lx() : 0.0), dy = dy0 + oy * (im ? w_.ly() : 0.0);
+                    cand_.push_back({dx * dx + dy * dy, dx, dy, static_cast<std::int64_t>(j)});
+                }
+        }
+        std::sort(cand_.begin(), cand_.end(), [](const Cand& a, const Cand& b) { return a.d2 < b.d2; });
+        double rho_c = rho;
+        for (const auto& c : cand_) {
+            const double D = std::sqrt(c.d2);
+            const double Rj = out_.radius[static_cast<std::size_t>(c.j)];
+            if (D > rho_c && (D - rho_c) * (D - rho_c) - Rj * Rj >= rho_c * rho_c - Ri2_) {
+                if ((D - rho_c) * (D - rho_c) - rmax_part_ * rmax_part_ >= rho_c * rho_c - Ri2_) break;
+                continue;
+            }
+            cut(c);
+            if (poly_.empty()) break;
+            rho_c = max_vertex_distance(poly_);
+        }
+    }
+
+    /// Area, neighbours (one merged edge length each) and boundary flag of cell i, appended to out.
+    void record(std::size_t i) {
+        nb_.clear();
+        nbl_.clear();
+        bool touches = false;
+        double a = 0;
+        if (poly_.size() >= 3) {
+            a = polygon_area(poly_);
+            const double tol = 1e-9 * std::sqrt(std::max(a, 0.0));
+            for (std::size_t k = 0; k < poly_.size(); ++k) {
+                const auto& P = poly_[k];
+                const auto& Q = poly_[(k + 1) % poly_.size()];
+                const double len = std::hypot(Q.x - P.x, Q.y - P.y);
+                if (len <= tol) continue;
+                if (P.label < 0) {
+                    touches = !w_.periodic();  // periodic: the box edge is an own-image bisector
+                } else {
+                    // a neighbour may contribute one edge only; merge defensively
+                    auto it = std::find(nb_.begin(), nb_.end(), P.label);
+                    if (it == nb_.end()) {
+                        nb_.push_back(P.label);
+                        nbl_.push_back(len);
+                    } else {
+                        nbl_[static_cast<std::size_t>(it - nb_.begin())] += len;
+                    }
+                }
+            }
+            if (w_.kind == GeometryKind::window_circle)
+                for (const auto& v : poly_) {
+                    const double ux = v.x + xi_ - w_.cx, uy = v.y + yi_ - w_.cy;
+                    if (ux * ux + uy * uy > w_.r * w_.r * (1 + 1e-12)) touches = true;
+                }
+        }
+        out_.area[i] = std::max(a, 0.0);
+        out_.boundary[i] = touches ? 1 : 0;
+        out_.neighbour.insert(out_.neighbour.end(), nb_.begin(), nb_.end());
+        out_.edge_length.insert(out_.edge_length.end(), nbl_.begin(), nbl_.end());
+        out_.offsets[i + 1] = static_cast<std::int64_t>(out_.neighbour.size());
+    }
+
+    const StructureFrame& fr_;
+    const Geometry& w_;
+    VoronoiTessellation& out_;
+    const std::size_t n_;
+    const double S_;
+    const CellList cl_;
+    double rmax_part_ = 0, span_ = 0;
+    double bx0_ = 0, by0_ = 0, bx1_ = 0, by1_ = 0;
+    double xi_ = 0, yi_ = 0, Ri2_ = 0;  ///< the current particle
+    std::vector<Cand> cand_;
+    std::vector<Vertex> poly_, tmp_;
+    std::vector<std::uint8_t> used_;  ///< tried already for the current cell
+    std::vector<std::size_t> used_list_;
+    std::vector<std::int64_t> nb_;
+    std::vector<double> nbl_;
+    std::vector<std::unique_ptr<CellList>> levels_;
+};
+
+}  // namespace
+
 VoronoiTessellation radical_voronoi(const StructureFrame& fr, const VoronoiParams& p) {
     p.validate();
     const std::size_t n = fr.size();
-    const Geometry& w = fr.window;
     VoronoiTessellation out;
     out.area.assign(n, 0.0);
     out.boundary.assign(n, 0);
     out.radius.assign(n, 0.0);
     out.offsets.assign(n + 1, 0);
     if (n == 0) return out;
-    // The particles' own sizes (unknown → the mean of the known): the cells' weights in a
-    // radical tessellation, and every cell's packing fraction in either.
-    if (fr.radius.size() == n) {
-        double sum = 0;
-        std::int64_t cnt = 0;
-        for (double r : fr.radius)
-            if (std::isfinite(r) && r > 0) sum += r, ++cnt;
-        if (cnt > 0) {
-            const double mean = sum / static_cast<double>(cnt);
-            out.particle_radius.resize(n);
-            for (std::size_t i = 0; i < n; ++i)
-                out.particle_radius[i] =
-                    (std::isfinite(fr.radius[i]) && fr.radius[i] > 0) ? fr.radius[i] : mean;
-        }
-    }
+    out.particle_radius = particle_radii(fr);
     if (p.radical) {
         if (fr.radius.size() != n)
             throw ParameterError(
@@ -109,168 +323,8 @@ VoronoiTessellation radical_voronoi(const StructureFrame& fr, const VoronoiParam
                                  ": no particle has a known size (species_diameters / radius column)");
         out.radius = out.particle_radius;
     }
-    double rmax_part = 0;
-    for (double r : out.radius) rmax_part = std::max(rmax_part, r);
-
-    const double area_w = w.area();
-    double S = p.search_radius > 0 ? p.search_radius : 3.0 * std::sqrt(area_w / static_cast<double>(n));
-    if (w.periodic()) S = std::min(S, 0.499 * std::min(w.lx(), w.ly()));
-    S = std::max(S, 1e-12);
-    const CellList cl(fr.x, fr.y, S, w);
-
-    // Bounding polygon in absolute coordinates (counter-clockwise).
-    double bx0, by0, bx1, by1;
-    if (w.kind == GeometryKind::window_circle) {
-        bx0 = w.cx - w.r, bx1 = w.cx + w.r, by0 = w.cy - w.r, by1 = w.cy + w.r;
-    } else {
-        bx0 = w.x0, bx1 = w.x1, by0 = w.y0, by1 = w.y1;
-    }
-
-    struct Cand {
-        double d2, dx, dy;
-        std::int64_t j;
-    };
-    std::vector<Cand> cand;
-    std::vector<Vertex> poly, tmp;
-    std::vector<std::uint8_t> used(n, 0);
-    std::vector<std::size_t> used_list;
-    std::vector<std::int64_t> nb;
-    std::vector<double> nbl;
-
-    std::vector<std::unique_ptr<CellList>> levels;  // levels[k]: cut-off S·2^k (levels[0] unused: `cl`)
-    levels.push_back(nullptr);
-    auto radius_of = [&](std::size_t level) { return S * std::ldexp(1.0, static_cast<int>(level)); };
-    const double span = std::hypot(bx1 - bx0, by1 - by0);
-
-    for (std::size_t i = 0; i < n; ++i) {
-        const double xi = fr.x[i], yi = fr.y[i], Ri2 = out.radius[i] * out.radius[i];
-        poly.clear();
-        if (w.periodic()) {
-            const double hx = 0.5 * w.lx(), hy = 0.5 * w.ly();
-            poly = {{-hx, -hy, -1}, {hx, -hy, -1}, {hx, hy, -1}, {-hx, hy, -1}};
-        } else {
-            poly = {{bx0 - xi, by0 - yi, -1},
-                    {bx1 - xi, by0 - yi, -1},
-                    {bx1 - xi, by1 - yi, -1},
-                    {bx0 - xi, by1 - yi, -1}};
-        }
-        cand.clear();
-        cl.for_each_near(xi, yi, [&](std::size_t j, double dx, double dy, double r2) {
-            if (j != i) cand.push_back({r2, dx, dy, static_cast<std::int64_t>(j)});
-        });
-        std::sort(cand.begin(), cand.end(), [](const Cand& a, const Cand& b) { return a.d2 < b.d2; });
-        auto cut = [&](const Cand& c) {
-            if (c.d2 <= 0) return;  // coincident detections: no radical line
-            const double Rj = out.radius[static_cast<std::size_t>(c.j)];
-            const double b = 0.5 * (c.d2 + Ri2 - Rj * Rj);
-            clip(poly, tmp, c.dx, c.dy, b, c.j);
-        };
-        for (const auto& c : cand) {
-            cut(c);
-            used[static_cast<std::size_t>(c.j)] = 1;
-            used_list.push_back(static_cast<std::size_t>(c.j));
-            if (poly.empty()) break;
-        }
-        // Every particle not tried yet, nearest first (periodic: with the 3×3 images, so that cells
-        // larger than half the box are right too), until even the largest radius cannot reach.
-        auto brute = [&](std::size_t self, double rho) {
-            cand.clear();
-            const int im = w.periodic() ? 1 : 0;
-            for (std::size_t j = 0; j < n; ++j) {
-                double dx0 = fr.x[j] - xi, dy0 = fr.y[j] - yi;
-                cl.wrap(dx0, dy0);
-                for (int ox = -im; ox <= im; ++ox)
-                    for (int oy = -im; oy <= im; ++oy) {
-                        const bool base = ox == 0 && oy == 0;
-                        if (base && (j == self || used[j])) continue;
-                        const double dx = dx0 + ox * (im ? w.lx() : 0.0), dy = dy0 + oy * (im ? w.ly() : 0.0);
-                        cand.push_back({dx * dx + dy * dy, dx, dy, static_cast<std::int64_t>(j)});
-                    }
-            }
-            std::sort(cand.begin(), cand.end(), [](const Cand& a, const Cand& b) { return a.d2 < b.d2; });
-            double rho_c = rho;
-            for (const auto& c : cand) {
-                const double D = std::sqrt(c.d2);
-                const double Rj = out.radius[static_cast<std::size_t>(c.j)];
-                if (D > rho_c && (D - rho_c) * (D - rho_c) - Rj * Rj >= rho_c * rho_c - Ri2) {
-                    if ((D - rho_c) * (D - rho_c) - rmax_part * rmax_part >= rho_c * rho_c - Ri2) break;
-                    continue;
-                }
-                cut(c);
-                if (poly.empty()) break;
-                rho_c = max_vertex_distance(poly);
-            }
-        };
-        // Security: a particle at distance D can cut the cell only if (D − ρ)² − R_j² < ρ² − R_i²
-        // (ρ = farthest vertex), so all particles within `need` = ρ + sqrt(ρ² + R_max² − R_i²) must
-        // have been tried. Grow the search radius (cell lists of 2S, 4S, … built on demand) until
-        // that holds; beyond half a periodic box (or the whole window) try every particle.
-        std::size_t level = 0;
-        while (!poly.empty()) {
-            const double rho = max_vertex_distance(poly);
-            const double need = rho + std::sqrt(std::max(0.0, rho * rho + rmax_part * rmax_part - Ri2));
-            if (need <= radius_of(level)) break;
-            ++level;
-            if (level == 1) ++out.brute_force_cells;
-            const double R = radius_of(level);
-            if ((w.periodic() && R > 0.499 * std::min(w.lx(), w.ly())) || R > 2 * span) {
-                brute(i, rho);
-                break;
-            }
-            while (levels.size() <= level)
-                levels.push_back(std::make_unique<CellList>(fr.x, fr.y, radius_of(levels.size()), w));
-            cand.clear();
-            levels[level]->for_each_near(xi, yi, [&](std::size_t j, double dx, double dy, double r2) {
-                if (j != i && !used[j]) cand.push_back({r2, dx, dy, static_cast<std::int64_t>(j)});
-            });
-            std::sort(cand.begin(), cand.end(), [](const Cand& a, const Cand& b) { return a.d2 < b.d2; });
-            for (const auto& c : cand) {
-                cut(c);
-                used[static_cast<std::size_t>(c.j)] = 1;
-                used_list.push_back(static_cast<std::size_t>(c.j));
-                if (poly.empty()) break;
-            }
-        }
-        for (auto j : used_list) used[j] = 0;
-        used_list.clear();
-
-        nb.clear();
-        nbl.clear();
-        bool touches = false;
-        double a = 0;
-        if (poly.size() >= 3) {
-            a = polygon_area(poly);
-            const double tol = 1e-9 * std::sqrt(std::max(a, 0.0));
-            for (std::size_t k = 0; k < poly.size(); ++k) {
-                const auto& P = poly[k];
-                const auto& Q = poly[(k + 1) % poly.size()];
-                const double len = std::hypot(Q.x - P.x, Q.y - P.y);
-                if (len <= tol) continue;
-                if (P.label < 0) {
-                    touches = !w.periodic();  // periodic: the box edge is an own-image bisector
-                } else {
-                    // a neighbour may contribute one edge only; merge defensively
-                    auto it = std::find(nb.begin(), nb.end(), P.label);
-                    if (it == nb.end()) {
-                        nb.push_back(P.label);
-                        nbl.push_back(len);
-                    } else {
-                        nbl[static_cast<std::size_t>(it - nb.begin())] += len;
-                    }
-                }
-            }
-            if (w.kind == GeometryKind::window_circle)
-                for (const auto& v : poly) {
-                    const double ux = v.x + xi - w.cx, uy = v.y + yi - w.cy;
-                    if (ux * ux + uy * uy > w.r * w.r * (1 + 1e-12)) touches = true;
-                }
-        }
-        out.area[i] = std::max(a, 0.0);
-        out.boundary[i] = touches ? 1 : 0;
-        out.neighbour.insert(out.neighbour.end(), nb.begin(), nb.end());
-        out.edge_length.insert(out.edge_length.end(), nbl.begin(), nbl.end());
-        out.offsets[i + 1] = static_cast<std::int64_t>(out.neighbour.size());
-    }
+    VoronoiBuilder b(fr, p, out);
+    for (std::size_t i = 0; i < n; ++i) b.cell(i);
     return out;
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <sstream>
 #include <string>
 
 #include "detail/camera_io.hpp"
@@ -27,6 +28,14 @@ inline unsigned grey_from_rgb(unsigned r, unsigned g, unsigned b, int channel) {
             return static_cast<unsigned>(
                 std::nearbyint(0.299 * r + 0.587 * g + 0.114 * b));  // as detail::to_grey
     }
+}
+
+/// A header value as text for VideoInfo::extra: 10 significant digits, no trailing zeros.
+inline std::string header_number(double v) {
+    std::ostringstream os;
+    os.precision(10);
+    os << v;
+    return os.str();
 }
 
 class CameraSource : public FrameSource {

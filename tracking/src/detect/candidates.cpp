@@ -171,27 +171,28 @@ std::vector<float> polish_candidates(const Gradients& g, std::vector<Candidate>&
     return ring;
 }
 
-}  // namespace
-
-std::vector<Candidate> find_candidates(const Gradients& g, const DetectParams& p) {
-    p.validate();
-    const int f = vote_factor(p);
-    const int w = g.gx.cols, h = g.gx.rows;
-    const int aw = (w + f - 1) / f, ah = (h + f - 1) / f;
-    cv::Mat acc = detail::large_mat(ah, aw, CV_32F);
-    acc.setTo(cv::Scalar(0));
-    const double r_lo = p.r_small() * (1 - p.radius_tolerance), r_hi = p.r_large() * (1 + p.radius_tolerance);
+// The radii at which an edge pixel votes: [r_lo, r_hi] in steps of 0.7 vote cells; for large
+// disks (vote cell > kPolishFactor px) also their negatives, so that pixels vote on both sides of
+// the edge. A ring-like disk (bright rim on a dark interior) has two edges of opposite polarity,
+// and where the gap around a disk is as bright as its rim only the inner edge is left; both point
+// at the centre. The polished candidates are then checked for a ring or edge all around.
+std::vector<double> vote_radii(double r_lo, double r_hi, int f) {
     const double step = 0.7 * f;
     std::vector<double> rs;
     for (double r = r_lo; r <= r_hi + 1e-9; r += step) rs.push_back(r);
     if (rs.back() < r_hi - 0.3 * step) rs.push_back(r_hi);
-    // Large disks (vote cell > kPolishFactor px): pixels vote on both sides of the edge. A ring-like
-    // disk (bright rim on a dark interior) has two edges of opposite polarity, and where the gap
-    // around a disk is as bright as its rim only the inner edge is left; both point at the centre.
-    // The polished candidates (below) are then checked for a ring or edge all around.
-    const bool two_sided = f > kPolishFactor;
-    if (two_sided)
+    if (f > kPolishFactor)
         for (std::size_t k = 0, n0 = rs.size(); k < n0; ++k) rs.push_back(-rs[k]);
+    return rs;
+}
+
+// Adds every edge pixel's votes into `acc` (the vote grid, image / f): a pixel whose gradient is
+// at least edge_threshold × local contrast votes at each radius of `rs` along its gradient,
+// weighted by min(1, |∇I| / contrast).
+void cast_votes(const Gradients& g, const DetectParams& p, int f, const std::vector<double>& rs,
+                cv::Mat& acc) {
+    const int w = g.gx.cols, h = g.gx.rows;
+    const int aw = acc.cols, ah = acc.rows;
     const double t2 = p.edge_threshold * p.edge_threshold;
     const double inv_f = 1.0 / f;
     // Voting pixels are sampled every `st` px (≤ 2), not every `f`: for large radii (f ≫ 2) a
@@ -283,74 +284,77 @@ std::vector<Candidate> find_candidates(const Gradients& g, const DetectParams& p
             }
         }
     }
-    cv::GaussianBlur(acc, acc, cv::Size(5, 5), 1.0, 1.0, cv::BORDER_CONSTANT);
-    const double norm = 2 * M_PI * p.r_small() / (static_cast<double>(f) * f);
-    // (large disks: half the window — a void or contact maximum within min_separation of a disk's
-    // weaker peak would hide it; the extra maxima are merged or dropped after the ring search)
-    const int m = std::max(
-        1, static_cast<int>(std::lround((two_sided ? 0.5 : 1.0) * p.min_separation * p.r_small() / f)));
-    // Local maxima: a value above the floor and at least as large as every value of its
-    // (2m+1)² window clipped to the map (what comparing with a rectangular dilation gives),
-    // as the maximum over 2m+1 row maxima kept in a ring of rows.
+}
+
+// Local maxima of the smoothed vote map: a value above `floor_acc` and at least as large as every
+// value of its (2m+1)² window clipped to the map (what comparing with a rectangular dilation
+// gives), as the maximum over 2m+1 row maxima kept in a ring of rows. Centres in px, score = vote / norm.
+std::vector<Candidate> vote_maxima(const cv::Mat& acc, int m, float floor_acc, double norm, int f) {
+    const int aw = acc.cols, ah = acc.rows;
     std::vector<Candidate> c;
-    const float floor_acc = static_cast<float>(0.05 * norm);
-    {
-        const int win = 2 * m + 1;
-        const auto uaw = static_cast<std::size_t>(aw);
-        std::vector<float> padded(uaw + 2 * static_cast<std::size_t>(m) + 4, -HUGE_VALF);
-        std::vector<float> ring(static_cast<std::size_t>(win) * uaw), colmax(uaw);
-        const int nvec = aw / 4 * 4;
-        const cv::v_float32x4 vfloor = cv::v_setall_f32(floor_acc);
-        auto row_max = [&](int yy, float* out) {
-            const float* a = acc.ptr<float>(yy);
-            std::copy(a, a + aw, padded.begin() + m);
-            int x = 0;
-            for (; x < nvec; x += 4) {
-                cv::v_float32x4 v = cv::v_load(&padded[static_cast<std::size_t>(x)]);
-                for (int d = 1; d < win; ++d)
-                    v = cv::v_max(v, cv::v_load(&padded[static_cast<std::size_t>(x + d)]));
-                cv::v_store(out + x, v);
-            }
-            for (; x < aw; ++x) {
-                float v = padded[static_cast<std::size_t>(x)];
-                for (int d = 1; d < win; ++d) v = std::max(v, padded[static_cast<std::size_t>(x + d)]);
-                out[x] = v;
-            }
-        };
-        auto ring_row = [&](int yy) { return ring.data() + static_cast<std::size_t>(yy % win) * uaw; };
-        int next = 0;  // next row whose row maximum is due
-        for (int y = 0; y < ah; ++y) {
-            const int y0 = std::max(0, y - m), y1 = std::min(ah - 1, y + m);
-            for (; next <= y1; ++next) row_max(next, ring_row(next));
-            std::copy(ring_row(y0), ring_row(y0) + aw, colmax.begin());
-            for (int yy = y0 + 1; yy <= y1; ++yy) {
-                const float* r = ring_row(yy);
-                int x = 0;
-                for (; x < nvec; x += 4)
-                    cv::v_store(
-                        &colmax[static_cast<std::size_t>(x)],
-                        cv::v_max(cv::v_load(&colmax[static_cast<std::size_t>(x)]), cv::v_load(r + x)));
-                for (; x < aw; ++x)
-                    colmax[static_cast<std::size_t>(x)] = std::max(colmax[static_cast<std::size_t>(x)], r[x]);
-            }
-            const float* a = acc.ptr<float>(y);
-            auto keep = [&](int x) {
-                const float v = a[x];
-                if (v > floor_acc && v >= colmax[static_cast<std::size_t>(x)])
-                    c.push_back({(x + 0.5) * f - 0.5, (y + 0.5) * f - 0.5, static_cast<float>(v / norm)});
-            };
-            int x = 0;
-            for (; x < nvec; x += 4) {  // maxima are rare: test four at a time
-                const cv::v_float32x4 v = cv::v_load(a + x);
-                const int hit =
-                    cv::v_signmask((v > vfloor) & (v >= cv::v_load(&colmax[static_cast<std::size_t>(x)])));
-                if (hit)
-                    for (int j = 0; j < 4; ++j)
-                        if ((hit >> j) & 1) keep(x + j);
-            }
-            for (; x < aw; ++x) keep(x);
+    const int win = 2 * m + 1;
+    const auto uaw = static_cast<std::size_t>(aw);
+    std::vector<float> padded(uaw + 2 * static_cast<std::size_t>(m) + 4, -HUGE_VALF);
+    std::vector<float> ring(static_cast<std::size_t>(win) * uaw), colmax(uaw);
+    const int nvec = aw / 4 * 4;
+    const cv::v_float32x4 vfloor = cv::v_setall_f32(floor_acc);
+    auto row_max = [&](int yy, float* out) {
+        const float* a = acc.ptr<float>(yy);
+        std::copy(a, a + aw, padded.begin() + m);
+        int x = 0;
+        for (; x < nvec; x += 4) {
+            cv::v_float32x4 v = cv::v_load(&padded[static_cast<std::size_t>(x)]);
+            for (int d = 1; d < win; ++d)
+                v = cv::v_max(v, cv::v_load(&padded[static_cast<std::size_t>(x + d)]));
+            cv::v_store(out + x, v);
         }
+        for (; x < aw; ++x) {
+            float v = padded[static_cast<std::size_t>(x)];
+            for (int d = 1; d < win; ++d) v = std::max(v, padded[static_cast<std::size_t>(x + d)]);
+            out[x] = v;
+        }
+    };
+    auto ring_row = [&](int yy) { return ring.data() + static_cast<std::size_t>(yy % win) * uaw; };
+    int next = 0;  // next row whose row maximum is due
+    for (int y = 0; y < ah; ++y) {
+        const int y0 = std::max(0, y - m), y1 = std::min(ah - 1, y + m);
+        for (; next <= y1; ++next) row_max(next, ring_row(next));
+        std::copy(ring_row(y0), ring_row(y0) + aw, colmax.begin());
+        for (int yy = y0 + 1; yy <= y1; ++yy) {
+            const float* r = ring_row(yy);
+            int x = 0;
+            for (; x < nvec; x += 4)
+                cv::v_store(&colmax[static_cast<std::size_t>(x)],
+                            cv::v_max(cv::v_load(&colmax[static_cast<std::size_t>(x)]), cv::v_load(r + x)));
+            for (; x < aw; ++x)
+                colmax[static_cast<std::size_t>(x)] = std::max(colmax[static_cast<std::size_t>(x)], r[x]);
+        }
+        const float* a = acc.ptr<float>(y);
+        auto keep = [&](int x) {
+            const float v = a[x];
+            if (v > floor_acc && v >= colmax[static_cast<std::size_t>(x)])
+                c.push_back({(x + 0.5) * f - 0.5, (y + 0.5) * f - 0.5, static_cast<float>(v / norm)});
+        };
+        int x = 0;
+        for (; x < nvec; x += 4) {  // maxima are rare: test four at a time
+            const cv::v_float32x4 v = cv::v_load(a + x);
+            const int hit =
+                cv::v_signmask((v > vfloor) & (v >= cv::v_load(&colmax[static_cast<std::size_t>(x)])));
+            if (hit)
+                for (int j = 0; j < 4; ++j)
+                    if ((hit >> j) & 1) keep(x + j);
+        }
+        for (; x < aw; ++x) keep(x);
     }
+    return c;
+}
+
+// Maxima kept: score ≥ min_score × the frame's 75th percentile, then non-maximum suppression;
+// large disks (f > kPolishFactor) are moved to their best ring and those whose ring is weak
+// (< kMinRing × the frame's median ring score: voids, contacts or texture) are dropped, so that
+// they no longer mask real neighbours in the refinement.
+std::vector<Candidate> select_candidates(std::vector<Candidate> c, const Gradients& g, const DetectParams& p,
+                                         int f, double r_lo, double r_hi) {
     std::vector<float> sc;
     sc.reserve(c.size());
     for (const auto& k : c) sc.push_back(k.score);
@@ -359,8 +363,6 @@ std::vector<Candidate> find_candidates(const Gradients& g, const DetectParams& p
     c = suppress(std::move(c), p.min_separation * p.r_small(), [](const Candidate& k) { return k.score; });
     if (f > kPolishFactor) {
         const int flank = std::max(2, static_cast<int>(std::lround(p.r_small() / 8)));
-        // Candidates whose best ring is weak (< kMinRing × the frame's median ring score) are voids,
-        // contacts or texture; dropped here, they no longer mask real neighbours in the refinement.
         const auto ring = polish_candidates(g, c, r_lo - flank, r_hi + flank, f, flank);
         const float med = quantile(ring, 0.5);
         std::vector<Candidate> kept;
@@ -372,6 +374,28 @@ std::vector<Candidate> find_candidates(const Gradients& g, const DetectParams& p
                      [](const Candidate& k) { return k.score; });
     }
     return c;
+}
+
+}  // namespace
+
+std::vector<Candidate> find_candidates(const Gradients& g, const DetectParams& p) {
+    p.validate();
+    const int f = vote_factor(p);
+    const int w = g.gx.cols, h = g.gx.rows;
+    const int aw = (w + f - 1) / f, ah = (h + f - 1) / f;
+    cv::Mat acc = detail::large_mat(ah, aw, CV_32F);
+    acc.setTo(cv::Scalar(0));
+    const double r_lo = p.r_small() * (1 - p.radius_tolerance), r_hi = p.r_large() * (1 + p.radius_tolerance);
+    cast_votes(g, p, f, vote_radii(r_lo, r_hi, f), acc);
+    cv::GaussianBlur(acc, acc, cv::Size(5, 5), 1.0, 1.0, cv::BORDER_CONSTANT);
+    const double norm = 2 * M_PI * p.r_small() / (static_cast<double>(f) * f);
+    // (large disks: half the window — a void or contact maximum within min_separation of a disk's
+    // weaker peak would hide it; the extra maxima are merged or dropped after the ring search)
+    const bool two_sided = f > kPolishFactor;
+    const int m = std::max(
+        1, static_cast<int>(std::lround((two_sided ? 0.5 : 1.0) * p.min_separation * p.r_small() / f)));
+    auto c = vote_maxima(acc, m, static_cast<float>(0.05 * norm), norm, f);
+    return select_candidates(std::move(c), g, p, f, r_lo, r_hi);
 }
 
 }  // namespace vibra::tracking

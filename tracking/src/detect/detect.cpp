@@ -37,6 +37,12 @@ void DetectParams::validate() const {
     if (!(radius_sigma > 0)) bad("radius_sigma", radius_sigma, "> 0 px");
     refine.validate();
     joint_fit.validate();
+}
+
+void LocatorParams::validate() const {
+    auto bad = [](const std::string& f, double v, const char* rule) {
+        throw ParameterError("locator: " + f + " must be " + rule + ", got " + std::to_string(v));
+    };
     if (warm_sweeps < 1) bad("warm_sweeps", warm_sweeps, ">= 1");
     if (warm_coarse_sweeps < 0) bad("warm_coarse_sweeps", warm_coarse_sweeps, ">= 0");
     if (!(snap_distance > 0)) bad("snap_distance", snap_distance, "> 0 px");
@@ -217,7 +223,10 @@ std::vector<Particle> locate(const cv::Mat& image, const DetectParams& p) {
     return locate_impl(image, p, nullptr);
 }
 
-DiskLocator::DiskLocator(DetectParams p) : p_(std::move(p)) { p_.validate(); }
+DiskLocator::DiskLocator(DetectParams detect, LocatorParams locator) : p_(std::move(detect)), lp_(locator) {
+    p_.validate();
+    lp_.validate();
+}
 
 void DiskLocator::reset() {
     warm_ = false;
@@ -227,174 +236,223 @@ void DiskLocator::reset() {
     templates_ = {};
 }
 
+/// One warm frame's working state, handed from one step of DiskLocator::next() to the next.
+struct DiskLocator::WarmFrame {
+    bool refresh = false;          // a refresh frame (every warm_refresh-th): templates re-measured
+    bool with_candidates = false;  // the frame's own candidates were searched
+    Gradients g;                   // the frame's gradients (with candidates only)
+    std::vector<Candidate> cands;
+    std::vector<double> cx, cy;   // candidate centres
+    std::optional<CellList> cc;   // the candidates, within half a small radius
+    std::vector<Particle> parts;  // the start: carried disks (n_prev, prev_'s order), then new ones
+    std::size_t n_prev = 0;
+    std::size_t n_snapped = 0;  // carried disks started at a candidate instead of their prediction
+    JointFitParams jp;          // the warm joint fit's settings
+};
+
 std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
     if (!p_.joint || !warm_ || prev_.empty() || image.cols != width_ || image.rows != height_)
         return cold(image);
     ++since_cold_;
     stats_ = {};
     stats_.warm = true;
+    WarmFrame f;
     double t0 = cpu_seconds();
-    // The frame's own candidates in every warm_candidates_every-th warm frame (at first), half way
-    // between the residual searches (both find disks that are not carried; docs/tracking.md 4b, "Frame to frame").
-    // A refresh frame (every warm_refresh-th) re-measures the templates and looks for new disks both ways.
-    // The searches back off while they find nothing (warm_search_max_every).
-    const bool refresh = since_cold_ % p_.warm_refresh == 0;
-    const bool with_candidates = refresh || since_cold_ >= next_candidates_;
-    stats_.searched_candidates = with_candidates;
-    const Gradients g =
-        with_candidates ? compute_gradients(image, p_.invert, contrast_block(p_)) : Gradients{};
-    const auto cands = with_candidates ? find_candidates(g, p_) : std::vector<Candidate>{};
+    search_candidates(image, f);
     stats_.seconds_candidates = cpu_seconds() - t0;
     t0 = cpu_seconds();
-    // Start: the previous disks moved by their last displacement.
-    std::vector<Particle> parts = prev_;
-    const std::size_t n_prev = parts.size();
-    for (std::size_t i = 0; i < n_prev; ++i) parts[i].x += vx_[i], parts[i].y += vy_[i];
-    // A carried disk whose prediction missed (fast or turning disks) starts at the frame's
-    // candidate instead: the nearest one within half a small radius when it is more than
-    // `snap_distance` px from the prediction (candidates are good to about a vote cell).
-    std::vector<double> cx(cands.size()), cy(cands.size());
-    for (std::size_t k = 0; k < cands.size(); ++k) cx[k] = cands[k].x, cy[k] = cands[k].y;
+    start_from_previous(f);
+    add_new_disks(f);
+    stats_.carried = f.n_prev, stats_.new_from_candidates = f.parts.size() - f.n_prev;
+    stats_.seconds_new = cpu_seconds() - t0;
+    set_warm_fit(f);
+    // every warm_hessian_every-th warm frame takes full five-parameter steps (fresh JᵀJ)
+    detail::JointFitSwitches sw;
+    sw.reuse_hessian = !f.refresh && since_cold_ % lp_.warm_hessian_every != 0;
+    const auto jf = detail::joint_fit(image, f.parts, p_.radii, f.jp, sw, &templates_, &workspace_);
+    if (!jf.applied) return cold(image);
+    stats_.relative_residual = jf.relative_residual;
+    stats_.added_from_residual = jf.added, stats_.rescued = jf.rescued;
+    stats_.templates_remeasured = jf.templates_remeasured;
+    stats_.extra_sweeps = jf.extra_sweeps, stats_.extra_steps = jf.extra_steps;
+    if (f.jp.coarse_sweeps < lp_.warm_coarse_sweeps && jf.extra_steps > f.parts.size() / 5)
+        full_coarse_for_ = 16;
+    for (int k = 0; k < 4; ++k) stats_.seconds_fit[k] = jf.seconds[k];
+    const auto keep = surviving_disks(image, f);
+    auto out = carry_over(f, keep, jf.template_radius);
+    update_search_cadence(f, keep);
+    if (jf.relative_residual > lp_.warm_max_residual)
+        warm_ = false;  // the next frame from scratch (as in cold())
+    sort_by_position(out);
+    return out;
+}
+
+// The frame's own candidates in every warm_candidates_every-th warm frame (at first), half way
+// between the residual searches (both find disks that are not carried; docs/tracking.md 4b, "Frame to frame").
+// A refresh frame (every warm_refresh-th) re-measures the templates and looks for new disks both ways.
+// The searches back off while they find nothing (warm_search_max_every).
+void DiskLocator::search_candidates(const cv::Mat& image, WarmFrame& f) {
+    f.refresh = since_cold_ % lp_.warm_refresh == 0;
+    f.with_candidates = f.refresh || since_cold_ >= next_candidates_;
+    stats_.searched_candidates = f.with_candidates;
+    if (f.with_candidates) f.g = compute_gradients(image, p_.invert, contrast_block(p_));
+    if (f.with_candidates) f.cands = find_candidates(f.g, p_);
+    f.cx.resize(f.cands.size()), f.cy.resize(f.cands.size());
+    for (std::size_t k = 0; k < f.cands.size(); ++k) f.cx[k] = f.cands[k].x, f.cy[k] = f.cands[k].y;
+    f.cc.emplace(f.cx, f.cy, 0.5 * p_.r_small(), Geometry{});
+}
+
+// Start: the previous disks moved by their last displacement. A carried disk whose prediction
+// missed (fast or turning disks) starts at the frame's candidate instead: the nearest one within
+// half a small radius when it is more than `snap_distance` px from the prediction (candidates are
+// good to about a vote cell).
+void DiskLocator::start_from_previous(WarmFrame& f) {
+    f.parts = prev_;
+    f.n_prev = f.parts.size();
+    for (std::size_t i = 0; i < f.n_prev; ++i) f.parts[i].x += vx_[i], f.parts[i].y += vy_[i];
+    if (f.cands.empty()) return;
     const double near = 0.5 * p_.r_small();
-    const CellList cc(cx, cy, near, Geometry{});
-    std::size_t n_snapped = 0;  // carried disks started at a candidate instead of their prediction
-    if (!cands.empty()) {
-        for (std::size_t i = 0; i < n_prev; ++i) {
-            double best = near * near;
-            std::int64_t kb = -1;
-            cc.for_each_near(parts[i].x, parts[i].y, [&](std::size_t k, double, double, double r2) {
-                if (r2 < best) best = r2, kb = static_cast<std::int64_t>(k);
-            });
-            if (kb >= 0 && best > p_.snap_distance * p_.snap_distance) {
-                parts[i].x = cx[static_cast<std::size_t>(kb)], parts[i].y = cy[static_cast<std::size_t>(kb)];
-                ++n_snapped;
-            }
+    for (std::size_t i = 0; i < f.n_prev; ++i) {
+        double best = near * near;
+        std::int64_t kb = -1;
+        f.cc->for_each_near(f.parts[i].x, f.parts[i].y, [&](std::size_t k, double, double, double r2) {
+            if (r2 < best) best = r2, kb = static_cast<std::int64_t>(k);
+        });
+        if (kb >= 0 && best > lp_.snap_distance * lp_.snap_distance) {
+            f.parts[i].x = f.cx[static_cast<std::size_t>(kb)],
+            f.parts[i].y = f.cy[static_cast<std::size_t>(kb)];
+            ++f.n_snapped;
         }
     }
-    // Candidates far from every start disk are new disks (entered the field, or missed before):
-    // refined with their start neighbours around them (masking), then appended.
-    std::vector<double> xs, ys;
-    std::optional<CellList> near_start,
-        cl;  // is a candidate near a start disk?; neighbours of new disks (each made when needed)
-    if (!cands.empty()) {
-        xs.resize(n_prev), ys.resize(n_prev);
-        for (std::size_t i = 0; i < n_prev; ++i) xs[i] = parts[i].x, ys[i] = parts[i].y;
-        near_start.emplace(xs, ys, p_.new_disk_separation * p_.r_small(), Geometry{});
-    }
+}
+
+// Candidates far from every start disk are new disks (entered the field, or missed before):
+// refined with their start neighbours around them (masking), then appended when their edge is
+// strong enough.
+void DiskLocator::add_new_disks(WarmFrame& f) {
+    if (f.cands.empty()) return;
+    const std::size_t n_prev = f.n_prev;
+    std::vector<double> xs(n_prev), ys(n_prev);
+    for (std::size_t i = 0; i < n_prev; ++i) xs[i] = f.parts[i].x, ys[i] = f.parts[i].y;
+    const CellList near_start(xs, ys, lp_.new_disk_separation * p_.r_small(), Geometry{});
+    std::optional<CellList> cl;  // neighbours of new disks (made when needed)
     const double reach = 2.5 * p_.r_large() + 4;
     std::vector<Particle> local, neighbours;  // the new disks first, then their neighbours
-    std::vector<char> is_neighbour(cands.empty() ? 0 : n_prev, 0);
-    for (const auto& c : cands) {
+    std::vector<char> is_neighbour(n_prev, 0);
+    for (const auto& c : f.cands) {
         bool near_one = false;
-        near_start->for_each_near(c.x, c.y, [&](std::size_t, double, double, double) { near_one = true; });
+        near_start.for_each_near(c.x, c.y, [&](std::size_t, double, double, double) { near_one = true; });
         if (near_one) continue;
         if (!cl) cl.emplace(xs, ys, reach, Geometry{});
         Particle q;
         q.x = c.x, q.y = c.y;
         local.push_back(q);
         cl->for_each_near(c.x, c.y, [&](std::size_t j, double, double, double) {
-            if (!is_neighbour[j]) is_neighbour[j] = 1, neighbours.push_back(parts[j]);
+            if (!is_neighbour[j]) is_neighbour[j] = 1, neighbours.push_back(f.parts[j]);
         });
     }
     const std::size_t n_new = local.size();
+    if (n_new == 0) return;
     local.insert(local.end(), neighbours.begin(), neighbours.end());
-    if (n_new > 0) {
-        const double rt = std::min(p_.radius_tolerance, 0.15);
-        refine_particles(g, local, p_.r_small() * (1 - rt), p_.r_large() * (1 + rt), refine_before_fit(p_));
-        for (std::size_t k = 0; k < n_new; ++k) {
-            auto& q = local[k];
-            if (!(q.strength >= p_.min_edge * median_strength_)) continue;
-            q.quality = median_strength_ > 0 ? std::min(1.0f, q.strength / median_strength_) : 0.0f;
-            const auto sc = classify_radius(q.radius, p_.radii, radius_spread(p_));
-            q.species = sc.species, q.species_confidence = sc.confidence;
-            parts.push_back(q);
-        }
+    const double rt = std::min(p_.radius_tolerance, 0.15);
+    refine_particles(f.g, local, p_.r_small() * (1 - rt), p_.r_large() * (1 + rt), refine_before_fit(p_));
+    for (std::size_t k = 0; k < n_new; ++k) {
+        auto& q = local[k];
+        if (!(q.strength >= p_.min_edge * median_strength_)) continue;
+        q.quality = median_strength_ > 0 ? std::min(1.0f, q.strength / median_strength_) : 0.0f;
+        const auto sc = classify_radius(q.radius, p_.radii, radius_spread(p_));
+        q.species = sc.species, q.species_confidence = sc.confidence;
+        f.parts.push_back(q);
     }
-    stats_.carried = n_prev, stats_.new_from_candidates = parts.size() - n_prev;
-    stats_.seconds_new = cpu_seconds() - t0;
-    JointFitParams jp = p_.joint_fit;
-    jp.sweeps = p_.warm_sweeps;
-    jp.coarse_sweeps = p_.warm_coarse_sweeps;
+}
+
+// The warm joint fit: its own sweeps and tolerance, the residual search on its cadence, and one
+// coarse sweep instead of warm_coarse_sweeps after small steps since the last frame (the
+// displacements measured there, RMS, between two warm frames): one coarse sweep brings the
+// centres close enough for the full sweep. Not where starts moved (a disk snapped to a
+// candidate, new disks from the candidates) nor in a refresh frame; a frame that searches and
+// finds nothing to move is a plain one (disks the residual search adds get a fresh search of
+// their own, then the full and extra sweeps).
+void DiskLocator::set_warm_fit(WarmFrame& f) {
+    JointFitParams& jp = f.jp;
+    jp = p_.joint_fit;
+    jp.sweeps = lp_.warm_sweeps;
+    jp.coarse_sweeps = lp_.warm_coarse_sweeps;
     jp.early_rescue = false;
-    jp.tolerance = p_.warm_tolerance;
-    jp.find_missing = jp.find_missing && (refresh || since_cold_ >= next_missing_);
+    jp.tolerance = lp_.warm_tolerance;
+    jp.find_missing = jp.find_missing && (f.refresh || since_cold_ >= next_missing_);
     stats_.searched_missing = jp.find_missing;
-    // Small steps since the last frame (the displacements measured there, RMS, between two warm
-    // frames): one coarse sweep brings the centres close enough for the full sweep. Not where
-    // starts moved (a disk snapped to a candidate, new disks from the candidates) nor in a
-    // refresh frame; a frame that searches and finds nothing to move is a plain one (disks the
-    // residual search adds get a fresh search of their own, then the full and extra sweeps).
+    const std::size_t n_prev = f.n_prev;
     if (full_coarse_for_ > 0) {
         --full_coarse_for_;
-    } else if (since_cold_ > 2 && n_prev > 0 && jp.coarse_sweeps > 1 && !refresh && n_snapped == 0 &&
-               parts.size() == n_prev) {
+    } else if (since_cold_ > 2 && n_prev > 0 && jp.coarse_sweeps > 1 && !f.refresh && f.n_snapped == 0 &&
+               f.parts.size() == n_prev) {
         double v2 = 0;
         for (std::size_t i = 0; i < n_prev; ++i) v2 += vx_[i] * vx_[i] + vy_[i] * vy_[i];
-        if (std::sqrt(v2 / static_cast<double>(n_prev)) < p_.warm_one_coarse_below) {
+        if (std::sqrt(v2 / static_cast<double>(n_prev)) < lp_.warm_one_coarse_below) {
             jp.sweeps -= jp.coarse_sweeps - 1;
             jp.coarse_sweeps = 1;
         }
     }
     stats_.coarse_sweeps = jp.coarse_sweeps;
-    jp.remeasure_templates = refresh;
-    // every warm_hessian_every-th warm frame takes full five-parameter steps (fresh JᵀJ)
-    detail::JointFitSwitches sw;
-    sw.reuse_hessian = !refresh && since_cold_ % p_.warm_hessian_every != 0;
-    const auto jf = detail::joint_fit(image, parts, p_.radii, jp, sw, &templates_, &workspace_);
-    if (!jf.applied) return cold(image);
-    stats_.relative_residual = jf.relative_residual;
-    stats_.added_from_residual = jf.added, stats_.rescued = jf.rescued;
-    stats_.templates_remeasured = jf.templates_remeasured;
-    stats_.extra_sweeps = jf.extra_sweeps, stats_.extra_steps = jf.extra_steps;
-    if (jp.coarse_sweeps < p_.warm_coarse_sweeps && jf.extra_steps > parts.size() / 5) full_coarse_for_ = 16;
-    for (int k = 0; k < 4; ++k) stats_.seconds_fit[k] = jf.seconds[k];
-    // Disks that left the image or ended on top of another are dropped; species from the
-    // templates' radii; velocities of the disks that were there before.
-    // A carried disk is dropped when it has become faint (amplitude < drop_amplitude × the
-    // median) or is faint-ish (< 2 × that) with no candidate of this frame within half a small
-    // radius: on real video a false detection would otherwise be carried on for ever.
+    jp.remeasure_templates = f.refresh;
+}
+
+// Indices (into f.parts) of the fitted disks carried on. Disks that left the image are dropped,
+// and so is a disk that has become faint (amplitude < drop_amplitude × the median) or is
+// faint-ish (< 2 × that) with no candidate of this frame within half a small radius: on real
+// video a false detection would otherwise be carried on for ever. Of two disks closer than
+// min_separation·r_small the earlier (older) one wins.
+std::vector<std::size_t> DiskLocator::surviving_disks(const cv::Mat& image, const WarmFrame& f) const {
+    const auto& parts = f.parts;
     std::vector<float> amps;
     for (const auto& q : parts)
         if (q.amplitude > 0) amps.push_back(q.amplitude);
     const float a_med = quantile(amps, 0.5);
-    std::vector<char> has_cand(parts.size(), with_candidates ? 0 : 1);  // without candidates: amplitude alone
-    if (!cands.empty())
+    std::vector<char> has_cand(parts.size(),
+                               f.with_candidates ? 0 : 1);  // without candidates: amplitude alone
+    if (!f.cands.empty())
         for (std::size_t i = 0; i < parts.size(); ++i)
-            cc.for_each_near(parts[i].x, parts[i].y,
-                             [&](std::size_t, double, double, double) { has_cand[i] = 1; });
+            f.cc->for_each_near(parts[i].x, parts[i].y,
+                                [&](std::size_t, double, double, double) { has_cand[i] = 1; });
     std::vector<std::size_t> keep;
     for (std::size_t i = 0; i < parts.size(); ++i) {
         const auto& q = parts[i];
         if (!(q.x >= -0.5 && q.y >= -0.5 && q.x <= image.cols - 0.5 && q.y <= image.rows - 0.5)) continue;
         const double rel = a_med > 0 ? q.amplitude / a_med : 1.0;
-        if (rel < p_.drop_amplitude || (rel < 2 * p_.drop_amplitude && !has_cand[i])) continue;
+        if (rel < lp_.drop_amplitude || (rel < 2 * lp_.drop_amplitude && !has_cand[i])) continue;
         keep.push_back(i);
     }
-    {
-        // greedy: an earlier (older) disk wins over a later one closer than min_separation·r_small
-        std::vector<double> kx, ky;
-        for (auto i : keep) kx.push_back(parts[i].x), ky.push_back(parts[i].y);
-        CellList kl(kx, ky, p_.min_separation * p_.r_small(), Geometry{});
-        std::vector<char> dead(keep.size(), 0);
-        for (std::size_t a = 0; a < keep.size(); ++a) {
-            if (dead[a]) continue;
-            kl.for_each_near(kx[a], ky[a], [&](std::size_t b, double, double, double) {
-                if (b > a) dead[b] = 1;
-            });
-        }
-        std::vector<std::size_t> k2;
-        for (std::size_t a = 0; a < keep.size(); ++a)
-            if (!dead[a]) k2.push_back(keep[a]);
-        keep.swap(k2);
+    // greedy: an earlier (older) disk wins over a later one closer than min_separation·r_small
+    std::vector<double> kx, ky;
+    for (auto i : keep) kx.push_back(parts[i].x), ky.push_back(parts[i].y);
+    CellList kl(kx, ky, p_.min_separation * p_.r_small(), Geometry{});
+    std::vector<char> dead(keep.size(), 0);
+    for (std::size_t a = 0; a < keep.size(); ++a) {
+        if (dead[a]) continue;
+        kl.for_each_near(kx[a], ky[a], [&](std::size_t b, double, double, double) {
+            if (b > a) dead[b] = 1;
+        });
     }
+    std::vector<std::size_t> k2;
+    for (std::size_t a = 0; a < keep.size(); ++a)
+        if (!dead[a]) k2.push_back(keep[a]);
+    return k2;
+}
+
+// The kept disks become the next frame's start: species from the templates' radii, velocities
+// of the disks that were there before (0 for new ones), and the fit's per-disk JᵀJ in the order
+// of the disks carried on. Returns them in fit order.
+std::vector<Particle> DiskLocator::carry_over(const WarmFrame& f, const std::vector<std::size_t>& keep,
+                                              const std::vector<double>& template_radius) {
     std::vector<Particle> out;
     std::vector<double> vx, vy;
     out.reserve(keep.size());
     for (auto i : keep) {
-        Particle q = parts[i];
-        const auto sc = classify_radius(q.radius, jf.template_radius, radius_spread(p_));
+        Particle q = f.parts[i];
+        const auto sc = classify_radius(q.radius, template_radius, radius_spread(p_));
         q.species = sc.species, q.species_confidence = sc.confidence;
-        if (i < n_prev) {
+        if (i < f.n_prev) {
             vx.push_back(q.x - prev_[i].x), vy.push_back(q.y - prev_[i].y);
         } else {
             if (!(q.strength > 0)) q.strength = median_strength_, q.quality = 1.0f;  // found in the residual
@@ -402,39 +460,37 @@ std::vector<Particle> DiskLocator::next(const cv::Mat& image) {
         }
         out.push_back(q);
     }
-    // Search cadence: a search that found no new disk in the owned rows doubles its interval
-    // (up to warm_search_max_every); a new disk brings both back to their base.
-    for (auto i : keep)
-        if (i >= n_prev && parts[i].y >= owned_begin_ - 0.5 && parts[i].y < owned_end_ - 0.5)
-            ++stats_.new_kept;
-    if (with_candidates || jp.find_missing) {
-        const int cap_c = std::max(p_.warm_candidates_every, p_.warm_search_max_every);
-        const int cap_m = std::max(p_.warm_missing_every, p_.warm_search_max_every);
-        if (stats_.new_kept > 0) {
-            candidates_every_ = p_.warm_candidates_every, missing_every_ = p_.warm_missing_every;
-            next_candidates_ = std::min(next_candidates_, since_cold_ + candidates_every_);
-            next_missing_ = std::min(next_missing_, since_cold_ + missing_every_);
-        } else {
-            if (with_candidates) candidates_every_ = std::min(2 * candidates_every_, cap_c);
-            if (jp.find_missing) missing_every_ = std::min(2 * missing_every_, cap_m);
-        }
-        if (with_candidates) next_candidates_ = since_cold_ + candidates_every_;
-        if (jp.find_missing) next_missing_ = since_cold_ + missing_every_;
-    }
     prev_ = out;
-    {  // the fit's per-disk JᵀJ, in the order of the disks carried to the next frame
-        std::vector<detail::DiskHessian> hk;
-        hk.reserve(keep.size());
-        for (auto i : keep)
-            hk.push_back(i < workspace_.hessians.size() ? workspace_.hessians[i] : detail::DiskHessian{});
-        workspace_.hessians.swap(hk);
-    }
+    std::vector<detail::DiskHessian> hk;
+    hk.reserve(keep.size());
+    for (auto i : keep)
+        hk.push_back(i < workspace_.hessians.size() ? workspace_.hessians[i] : detail::DiskHessian{});
+    workspace_.hessians.swap(hk);
     vx_.swap(vx);
     vy_.swap(vy);
-    if (jf.relative_residual > p_.warm_max_residual)
-        warm_ = false;  // the next frame from scratch (as in cold())
-    sort_by_position(out);
     return out;
+}
+
+// Search cadence: a search that found no new disk in the owned rows doubles its interval (up
+// to warm_search_max_every); a new disk brings both back to their base.
+void DiskLocator::update_search_cadence(const WarmFrame& f, const std::vector<std::size_t>& keep) {
+    for (auto i : keep)
+        if (i >= f.n_prev && f.parts[i].y >= owned_begin_ - 0.5 && f.parts[i].y < owned_end_ - 0.5)
+            ++stats_.new_kept;
+    const bool with_missing = f.jp.find_missing;
+    if (!f.with_candidates && !with_missing) return;
+    const int cap_c = std::max(lp_.warm_candidates_every, lp_.warm_search_max_every);
+    const int cap_m = std::max(lp_.warm_missing_every, lp_.warm_search_max_every);
+    if (stats_.new_kept > 0) {
+        candidates_every_ = lp_.warm_candidates_every, missing_every_ = lp_.warm_missing_every;
+        next_candidates_ = std::min(next_candidates_, since_cold_ + candidates_every_);
+        next_missing_ = std::min(next_missing_, since_cold_ + missing_every_);
+    } else {
+        if (f.with_candidates) candidates_every_ = std::min(2 * candidates_every_, cap_c);
+        if (with_missing) missing_every_ = std::min(2 * missing_every_, cap_m);
+    }
+    if (f.with_candidates) next_candidates_ = since_cold_ + candidates_every_;
+    if (with_missing) next_missing_ = since_cold_ + missing_every_;
 }
 
 std::vector<Particle> DiskLocator::cold(const cv::Mat& image) {
@@ -448,13 +504,13 @@ std::vector<Particle> DiskLocator::cold(const cv::Mat& image) {
     since_cold_ = 0;
     full_coarse_for_ = 0;
     // The first searches as with fixed intervals: candidates half way, the residual search at the end of one.
-    candidates_every_ = p_.warm_candidates_every, missing_every_ = p_.warm_missing_every;
+    candidates_every_ = lp_.warm_candidates_every, missing_every_ = lp_.warm_missing_every;
     next_candidates_ =
-        p_.warm_candidates_every / 2 > 0 ? p_.warm_candidates_every / 2 : p_.warm_candidates_every;
-    next_missing_ = p_.warm_missing_every;
+        lp_.warm_candidates_every / 2 > 0 ? lp_.warm_candidates_every / 2 : lp_.warm_candidates_every;
+    next_missing_ = lp_.warm_missing_every;
     // a fit that explains the frame poorly (a disk-like false detection pollutes the templates,
     // a look the model barely follows) is no start for the next frame
-    warm_ = p_.joint && !templates_.profile.empty() && stats_.relative_residual <= p_.warm_max_residual;
+    warm_ = p_.joint && !templates_.profile.empty() && stats_.relative_residual <= lp_.warm_max_residual;
     std::vector<float> st;
     for (const auto& q : parts) st.push_back(q.strength);
     median_strength_ = quantile(st, 0.5);

@@ -61,9 +61,8 @@ constexpr float kVoteEdge = 0.05f;     // pixels with |∇I| ≥ this × local c
 constexpr float kMinPeak = 0.05f;      // vote maxima below this (× circumference) are not circles
 constexpr double kCircleFloor = 0.15;  // circle score counted above this
 constexpr int kAngles = 64;
-constexpr int kLevelBlock = 48;
-constexpr double kMinSecond =
-    5;  // a second size needs this many radii in its peak (±2 bins)         // contrast cells of a level (6 × its largest r / d)
+constexpr int kLevelBlock = 48;   // contrast cells of a level (6 × its largest r / d)
+constexpr double kMinSecond = 5;  // a second size needs this many radii in its peak (±2 bins)
 
 struct EdgeSample {
     int x, y;
@@ -180,10 +179,38 @@ void coarse_scan(const cv::Mat& frame, bool invert, const std::vector<double>& g
 // (3a…4a), normalised by its centre depth. A disk's edge is narrow beside its radius: 1.5 a out,
 // the profile is ≈ background (≤ 0.08 for r 4 px under a PSF of σ 1.5 px). A blurred blob (e.g.
 // colloids in a microscope) has a tail as wide as its core (a Gaussian: 0.21; bulk water ≈ 0.22)
-// and its steepest edge a lies near half depth, well inside the spot. Then the radius is where the
-// profile falls to kBlobTail of its depth. Returns 0 when the spots are disks (or too few to tell).
+// and its steepest edge a lies near half depth, well inside the spot. Then the radius is the
+// spot's extent: a Gaussian exp(−r²/2σ²) is fitted to the profile out to 3a (least squares in σ)
+// and the radius is where it falls to kBlobTail of its depth (2.65 σ; 97% of the spot's integrated
+// intensity inside). The fitted σ uses the whole core; where the raw profile itself crosses 3% is
+// set by its faint tail and moved by 0.25 px between frames of bulk water (4.5–4.7 px), the fit by
+// 0.05 σ. Returns 0 when the spots are disks (or too few to tell).
 constexpr double kBlobShoulder = 0.15;  // profile at 1.5 a above this: a blob
-constexpr double kBlobTail = 0.03;      // blob radius: excess down to 3% of the depth
+constexpr double kBlobTail = 0.03;      // blob radius: the fitted Gaussian down to 3% of its depth
+
+// σ of the Gaussian exp(−r²/2σ²) nearest (least squares) to the profile m (m[k] at r = k·step)
+// for r ≤ r_fit: golden-section search over σ in [0.2 a, 4 a] (the sum is unimodal there).
+double gaussian_sigma(const std::vector<double>& m, double step, double r_fit, double a) {
+    auto sse = [&](double s) {
+        double e = 0;
+        for (std::size_t k = 0; k < m.size() && static_cast<double>(k) * step <= r_fit; ++k) {
+            const double r = static_cast<double>(k) * step;
+            const double d = m[k] - std::exp(-r * r / (2 * s * s));
+            e += d * d;
+        }
+        return e;
+    };
+    const double g = (std::sqrt(5.0) - 1) / 2;
+    double lo = 0.2 * a, hi = 4 * a;
+    double x1 = hi - g * (hi - lo), x2 = lo + g * (hi - lo), f1 = sse(x1), f2 = sse(x2);
+    for (int it = 0; it < 60; ++it) {
+        if (f1 < f2)
+            hi = x2, x2 = x1, f2 = f1, x1 = hi - g * (hi - lo), f1 = sse(x1);
+        else
+            lo = x1, x1 = x2, f1 = f2, x2 = lo + g * (hi - lo), f2 = sse(x2);
+    }
+    return 0.5 * (lo + hi);
+}
 
 double blob_radius(const cv::Mat& frame, bool invert, const std::vector<Particle>& parts, double a) {
     cv::Mat f;
@@ -235,10 +262,7 @@ double blob_radius(const cv::Mat& frame, bool invert, const std::vector<Particle
     // half depth, and it has a shoulder outside that edge.
     if (*std::max_element(m.begin(), m.end()) > 1.05 || !(at(a) > 0.2 && at(a) < 0.8)) return 0;
     if (!(at(1.5 * a) > kBlobShoulder)) return 0;
-    for (std::size_t k = 1; k < nr; ++k)
-        if (m[k] <= kBlobTail)
-            return static_cast<double>(k - 1) * step + step * (m[k - 1] - kBlobTail) / (m[k - 1] - m[k]);
-    return 0;
+    return std::sqrt(2 * std::log(1 / kBlobTail)) * gaussian_sigma(m, step, 3 * a, a);
 }
 
 }  // namespace

@@ -341,17 +341,160 @@ bool profile_step(const cv::Mat& img, double cx, double cy, double r_in, double 
     return true;
 }
 
-}  // namespace
+// Neighbours whose edge band reaches a disk's annulus (at most 32): their centres, squared band
+// radii (radius + neighbour_margin) and radii. Their pixels are masked out of the disk's fit.
+struct NeighbourMask {
+    double mx[32], my[32], mr2[32], mrad[32];
+    int nm = 0;
+};
 
-void refine_particles(const Gradients& g, std::vector<Particle>& parts, double radius_min, double radius_max,
-                      const RefineParams& p) {
-    p.validate();
-    if (parts.empty()) return;
-    const int w = g.gx.cols, h = g.gx.rows;
-    const double a = p.annulus_half_width;
-    const std::size_t n = parts.size();
+// The centre refinement of refine_particles (step 2), one disk and iteration at a time, with the
+// scratch buffers of profile_step and the profile re-used from disk to disk.
+class CentreRefiner {
+public:
+    CentreRefiner(const Gradients& g, const RefineParams& p) : g_(g), p_(p), w_(g.gx.cols), h_(g.gx.rows) {}
 
-    // 1. Radius from the radial edge profile around the candidate centre.
+    /// Neighbours j of `nb_i` (xs, ys: the centres of this iteration) whose band reaches the
+    /// annulus of q; those much closer than touching are duplicates or spurious candidates.
+    NeighbourMask mask_of(const Particle& q, const std::vector<std::uint32_t>& nb_i,
+                          const std::vector<Particle>& parts, const std::vector<double>& xs,
+                          const std::vector<double>& ys) const {
+        const double R = q.radius, a = p_.annulus_half_width;
+        NeighbourMask m;
+        for (auto j : nb_i) {
+            const double djx = xs[j] - q.x, djy = ys[j] - q.y;
+            const double rj = parts[j].radius + p_.neighbour_margin;
+            const double dij = std::hypot(djx, djy);
+            // much closer than touching: a duplicate or spurious candidate, not a neighbour
+            if (dij < 0.75 * (R + parts[j].radius)) continue;
+            if (dij < R + a + rj && m.nm < 32) {
+                m.mx[m.nm] = xs[j], m.my[m.nm] = ys[j], m.mr2[m.nm] = rj * rj, m.mrad[m.nm] = parts[j].radius;
+                ++m.nm;
+            }
+        }
+        return m;
+    }
+
+    /// The gradient cap of q (hot pixels cannot dominate): 1.5 × the local contrast.
+    double cap_of(const Particle& q) const {
+        return 1.5 * g_.contrast_at(std::clamp(static_cast<int>(q.x), 0, w_ - 1),
+                                    std::clamp(static_cast<int>(q.y), 0, h_ - 1));
+    }
+
+    /// profile_fit: one Gauss–Newton step of the radial-profile fit (at most 1 px) to (nx, ny).
+    /// Coarse-to-fine: the first iterations use a wider annulus and coarser profile bins, which
+    /// widens the capture range of the steps (≈ 1 px). In the last iteration, or after a step
+    /// below `settle`, the radius and edge strength are measured; returns true when the disk
+    /// settled before the last iteration.
+    bool profile_fit_step(Particle& q, const NeighbourMask& m, int it, bool last_iteration, double& nx,
+                          double& ny) {
+        const double R = q.radius, a = p_.annulus_half_width;
+        const double cap = cap_of(q);
+        const double EM = p_.edge_margin;
+        const bool coarse = it < p_.coarse_iterations;
+        const double aa = coarse ? a + 1.0 : a, bwp = coarse ? 2 * p_.profile_bin : p_.profile_bin;
+        double dcx = 0, dcy = 0;
+        const bool ok =
+            g_.image.depth() == CV_8U
+                ? profile_step<std::uint8_t>(g_.image, q.x, q.y, std::max(0.0, R - aa), R + aa, bwp, R, EM,
+                                             m.mx, m.my, m.mrad, m.nm, dcx, dcy, pbuf_, bsum_, bcnt_, pvals_)
+                : profile_step<std::uint16_t>(g_.image, q.x, q.y, std::max(0.0, R - aa), R + aa, bwp, R, EM,
+                                              m.mx, m.my, m.mrad, m.nm, dcx, dcy, pbuf_, bsum_, bcnt_,
+                                              pvals_);
+        const double dd = std::hypot(dcx, dcy);
+        if (ok && dd > 1.0) dcx /= dd, dcy /= dd;  // at most 1 px per iteration
+        nx = q.x + (ok ? dcx : 0.0), ny = q.y + (ok ? dcy : 0.0);
+        // a small step settles the disk: its radius now, no further iterations
+        const bool last = last_iteration || (ok && dd < p_.settle);
+        if (last) {  // radius and edge strength from the masked gradient profile
+            prof_.reset(std::max(0.0, R - a), R + a, p_.radius_bin);
+            gradient_profile(g_, nx, ny, std::max(0.0, R - a), R + a, m.mx, m.my, m.mr2, m.nm, prof_);
+            double r = R, v = 0;
+            if (ok && prof_.peak(r, v)) {
+                q.radius = static_cast<float>(r);
+                q.strength = static_cast<float>(v / cap * 1.5);
+            } else {
+                q.strength = 0;
+            }
+        }
+        return last && !last_iteration;
+    }
+
+    /// radial_symmetry: the weighted least-squares intersection of the gradient lines on the
+    /// annulus (at most 1 px from q) to (cx, cy); in the last iteration also the radius and edge
+    /// strength from the same pixels' radial profile.
+    void gradient_lines_step(Particle& q, const NeighbourMask& m, bool last, double& nx, double& ny) {
+        const double R = q.radius, a = p_.annulus_half_width;
+        const double cap = cap_of(q);
+        const double cap2 = cap * cap;
+        const int w = w_, h = h_;
+        const int nm = m.nm;
+        const double *mx = m.mx, *my = m.my, *mr2 = m.mr2;
+        const Gradients& g = g_;
+        Profile& prof = prof_;
+        double m00 = 0, m01 = 0, m11 = 0, b0 = 0, b1 = 0;
+        if (last) prof.reset(std::max(0.0, R - a), R + a, p_.radius_bin);
+        for_annulus(w, h, q.x, q.y, std::max(0.0, R - a), R + a,
+                    [&](int px, int py, double dx, double dy, double r2) {
+                        // Mask symmetrically: a pixel goes when it or its mirror image through the
+                        // centre lies in a neighbour's band, so the kept set stays centrally symmetric
+                        // and the (small, odd) direction errors of the discrete gradient still cancel.
+                        const double mxp = q.x - dx,
+                                     myp = q.y - dy;  // mirror image (also kept inside the frame)
+                        if (mxp < 0 || myp < 0 || mxp > w - 1 || myp > h - 1) return;
+                        for (int k = 0; k < nm; ++k) {
+                            const double ex = px - mx[k], ey = py - my[k];
+                            if (ex * ex + ey * ey < mr2[k]) return;
+                            const double fx = mxp - mx[k], fy = myp - my[k];
+                            if (fx * fx + fy * fy < mr2[k]) return;
+                        }
+                        const double gx = g.gx.at<float>(py, px), gy = g.gy.at<float>(py, px);
+                        const double g2 = gx * gx + gy * gy;
+                        if (g2 <= 0) return;
+                        const double s = g2 > cap2 ? cap2 / g2 : 1.0;  // hot pixels cannot dominate
+                        const double a00 = s * gy * gy, a01 = -s * gx * gy, a11 = s * gx * gx;
+                        m00 += a00, m01 += a01, m11 += a11;
+                        b0 += a00 * px + a01 * py;
+                        b1 += a01 * px + a11 * py;
+                        if (last && r2 > 1e-9) {
+                            const double rho = std::sqrt(r2);
+                            prof.add(rho, -(gx * dx + gy * dy) / rho);
+                        }
+                    });
+        const double det = m00 * m11 - m01 * m01;
+        double cx = q.x, cy = q.y;
+        if (det > 1e-12 * (m00 + m11) * (m00 + m11) && det > 0) {
+            cx = (m11 * b0 - m01 * b1) / det;
+            cy = (m00 * b1 - m01 * b0) / det;
+            // a centre moves at most 1 px per iteration (guards against degenerate fits)
+            const double ddx = cx - q.x, ddy = cy - q.y, dd = std::hypot(ddx, ddy);
+            if (dd > 1.0) cx = q.x + ddx / dd, cy = q.y + ddy / dd;
+        }
+        nx = cx, ny = cy;
+        if (last) {
+            double r = R, v = 0;
+            if (prof.peak(r, v)) {
+                q.radius = static_cast<float>(r);
+                q.strength = static_cast<float>(v / cap * 1.5);
+            } else {
+                q.strength = 0;
+            }
+        }
+    }
+
+private:
+    const Gradients& g_;
+    const RefineParams& p_;
+    int w_, h_;
+    Profile prof_;
+    std::vector<float> pbuf_;
+    std::vector<double> bsum_, pvals_;
+    std::vector<int> bcnt_;
+};
+
+// Step 1: each radius from the radial edge profile around the candidate centre.
+void measure_start_radii(const Gradients& g, std::vector<Particle>& parts, double radius_min,
+                         double radius_max, const RefineParams& p) {
     Profile prof;
     for (auto& q : parts) {
         prof.reset(std::max(0.0, radius_min - 0.25), radius_max + 0.5, p.radius_bin);
@@ -362,28 +505,39 @@ void refine_particles(const Gradients& g, std::vector<Particle>& parts, double r
         else
             q.radius = static_cast<float>(r);
     }
+}
 
+// Neighbours within `reach` of each other (both directions), by index.
+std::vector<std::vector<std::uint32_t>> neighbour_lists(const std::vector<double>& xs,
+                                                        const std::vector<double>& ys, double reach) {
+    std::vector<std::vector<std::uint32_t>> nb(xs.size());
+    CellList cl(xs, ys, reach, Geometry{});
+    cl.for_each_pair([&](std::size_t i, std::size_t j, double, double, double) {
+        nb[i].push_back(static_cast<std::uint32_t>(j));
+        nb[j].push_back(static_cast<std::uint32_t>(i));
+    });
+    return nb;
+}
+
+}  // namespace
+
+void refine_particles(const Gradients& g, std::vector<Particle>& parts, double radius_min, double radius_max,
+                      const RefineParams& p) {
+    p.validate();
+    if (parts.empty()) return;
+    const double a = p.annulus_half_width;
+    const std::size_t n = parts.size();
+    measure_start_radii(g, parts, radius_min, radius_max, p);
     // Neighbours within reach of each other's annulus.
     std::vector<double> xs(n), ys(n);
-    std::vector<std::vector<std::uint32_t>> nb(n);
-    {
-        for (std::size_t i = 0; i < n; ++i) xs[i] = parts[i].x, ys[i] = parts[i].y;
-        const double reach = 2 * radius_max + a + p.neighbour_margin + 2;
-        CellList cl(xs, ys, reach, Geometry{});
-        cl.for_each_pair([&](std::size_t i, std::size_t j, double, double, double) {
-            nb[i].push_back(static_cast<std::uint32_t>(j));
-            nb[j].push_back(static_cast<std::uint32_t>(i));
-        });
-    }
-
-    // 2. Centre: weighted least-squares intersection of the gradient lines on the annulus, with
-    //    pixels in a neighbour's edge band masked; re-centred `iterations` times.
+    for (std::size_t i = 0; i < n; ++i) xs[i] = parts[i].x, ys[i] = parts[i].y;
+    const auto nb = neighbour_lists(xs, ys, 2 * radius_max + a + p.neighbour_margin + 2);
+    // 2. Centre, with pixels in a neighbour's edge band masked; re-centred `iterations` times
+    //    (all disks of an iteration from the same centres). profile_fit starts directly from
+    //    the candidate centre (no radial-symmetry pre-steps: those are biased next to touching
+    //    neighbours, and the fit then stalled near their bias).
+    CentreRefiner refiner(g, p);
     std::vector<double> nx(n), ny(n);
-    std::vector<float> pbuf;
-    std::vector<double> bsum, pvals;
-    std::vector<int> bcnt;
-    // profile_fit starts directly from the candidate centre (no radial-symmetry pre-steps: those
-    // are biased next to touching neighbours, and the fit then stalled near their bias).
     const int n_it = p.iterations;
     const bool use_profile = p.method == RefineMethod::profile_fit;
     std::vector<char> settled(n, 0);  // profile_fit with `settle`: done, radius measured
@@ -395,106 +549,11 @@ void refine_particles(const Gradients& g, std::vector<Particle>& parts, double r
                 nx[i] = q.x, ny[i] = q.y;
                 continue;
             }
-            const double R = q.radius;
-            const double cap = 1.5 * g.contrast_at(std::clamp(static_cast<int>(q.x), 0, w - 1),
-                                                   std::clamp(static_cast<int>(q.y), 0, h - 1));
-            const double cap2 = cap * cap;
-            // neighbours whose band reaches the annulus
-            double mx[32], my[32], mr2[32], mrad[32];
-            int nm = 0;
-            for (auto j : nb[i]) {
-                const double djx = xs[j] - q.x, djy = ys[j] - q.y;
-                const double rj = parts[j].radius + p.neighbour_margin;
-                const double dij = std::hypot(djx, djy);
-                // much closer than touching: a duplicate or spurious candidate, not a neighbour
-                if (dij < 0.75 * (R + parts[j].radius)) continue;
-                if (dij < R + a + rj && nm < 32) {
-                    mx[nm] = xs[j], my[nm] = ys[j], mr2[nm] = rj * rj, mrad[nm] = parts[j].radius;
-                    ++nm;
-                }
-            }
-            if (use_profile) {
-                // Coarse-to-fine: the first iterations use a wider annulus and coarser profile
-                // bins, which widens the capture range of the Gauss–Newton steps (≈ 1 px).
-                const double EM = p.edge_margin;
-                const bool coarse = it < p.coarse_iterations;
-                const double aa = coarse ? a + 1.0 : a, bwp = coarse ? 2 * p.profile_bin : p.profile_bin;
-                double dcx = 0, dcy = 0;
-                const bool ok =
-                    g.image.depth() == CV_8U
-                        ? profile_step<std::uint8_t>(g.image, q.x, q.y, std::max(0.0, R - aa), R + aa, bwp, R,
-                                                     EM, mx, my, mrad, nm, dcx, dcy, pbuf, bsum, bcnt, pvals)
-                        : profile_step<std::uint16_t>(g.image, q.x, q.y, std::max(0.0, R - aa), R + aa, bwp,
-                                                      R, EM, mx, my, mrad, nm, dcx, dcy, pbuf, bsum, bcnt,
-                                                      pvals);
-                const double dd = std::hypot(dcx, dcy);
-                if (ok && dd > 1.0) dcx /= dd, dcy /= dd;  // at most 1 px per iteration
-                nx[i] = q.x + (ok ? dcx : 0.0), ny[i] = q.y + (ok ? dcy : 0.0);
-                // a small step settles the disk: its radius now, no further iterations
-                const bool last = last_iteration || (ok && dd < p.settle);
-                if (last && !last_iteration) settled[i] = 1;
-                if (last) {  // radius and edge strength from the masked gradient profile
-                    prof.reset(std::max(0.0, R - a), R + a, p.radius_bin);
-                    gradient_profile(g, nx[i], ny[i], std::max(0.0, R - a), R + a, mx, my, mr2, nm, prof);
-                    double r = R, v = 0;
-                    if (ok && prof.peak(r, v)) {
-                        q.radius = static_cast<float>(r);
-                        q.strength = static_cast<float>(v / cap * 1.5);
-                    } else {
-                        q.strength = 0;
-                    }
-                }
-                continue;
-            }
-            const bool last = last_iteration;
-            double m00 = 0, m01 = 0, m11 = 0, b0 = 0, b1 = 0;
-            if (last) prof.reset(std::max(0.0, R - a), R + a, p.radius_bin);
-            for_annulus(w, h, q.x, q.y, std::max(0.0, R - a), R + a,
-                        [&](int px, int py, double dx, double dy, double r2) {
-                            // Mask symmetrically: a pixel goes when it or its mirror image through the
-                            // centre lies in a neighbour's band, so the kept set stays centrally symmetric
-                            // and the (small, odd) direction errors of the discrete gradient still cancel.
-                            const double mxp = q.x - dx,
-                                         myp = q.y - dy;  // mirror image (also kept inside the frame)
-                            if (mxp < 0 || myp < 0 || mxp > w - 1 || myp > h - 1) return;
-                            for (int k = 0; k < nm; ++k) {
-                                const double ex = px - mx[k], ey = py - my[k];
-                                if (ex * ex + ey * ey < mr2[k]) return;
-                                const double fx = mxp - mx[k], fy = myp - my[k];
-                                if (fx * fx + fy * fy < mr2[k]) return;
-                            }
-                            const double gx = g.gx.at<float>(py, px), gy = g.gy.at<float>(py, px);
-                            const double g2 = gx * gx + gy * gy;
-                            if (g2 <= 0) return;
-                            const double s = g2 > cap2 ? cap2 / g2 : 1.0;  // hot pixels cannot dominate
-                            const double a00 = s * gy * gy, a01 = -s * gx * gy, a11 = s * gx * gx;
-                            m00 += a00, m01 += a01, m11 += a11;
-                            b0 += a00 * px + a01 * py;
-                            b1 += a01 * px + a11 * py;
-                            if (last && r2 > 1e-9) {
-                                const double rho = std::sqrt(r2);
-                                prof.add(rho, -(gx * dx + gy * dy) / rho);
-                            }
-                        });
-            const double det = m00 * m11 - m01 * m01;
-            double cx = q.x, cy = q.y;
-            if (det > 1e-12 * (m00 + m11) * (m00 + m11) && det > 0) {
-                cx = (m11 * b0 - m01 * b1) / det;
-                cy = (m00 * b1 - m01 * b0) / det;
-                // a centre moves at most 1 px per iteration (guards against degenerate fits)
-                const double ddx = cx - q.x, ddy = cy - q.y, dd = std::hypot(ddx, ddy);
-                if (dd > 1.0) cx = q.x + ddx / dd, cy = q.y + ddy / dd;
-            }
-            nx[i] = cx, ny[i] = cy;
-            if (last) {
-                double r = R, v = 0;
-                if (prof.peak(r, v)) {
-                    q.radius = static_cast<float>(r);
-                    q.strength = static_cast<float>(v / cap * 1.5);
-                } else {
-                    q.strength = 0;
-                }
-            }
+            const NeighbourMask m = refiner.mask_of(q, nb[i], parts, xs, ys);
+            if (use_profile)
+                settled[i] = refiner.profile_fit_step(q, m, it, last_iteration, nx[i], ny[i]) ? 1 : 0;
+            else
+                refiner.gradient_lines_step(q, m, last_iteration, nx[i], ny[i]);
         }
         for (std::size_t i = 0; i < n; ++i) {
             parts[i].x = nx[i], parts[i].y = ny[i];

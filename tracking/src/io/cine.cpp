@@ -145,14 +145,11 @@ std::uint64_t cine_header_extent(ByteSpan b, std::uint64_t file_size, const std:
                                    off_bitmap + kBitmapHeaderBytes);
 }
 
-CineHeader parse_cine_header(ByteSpan b, std::uint64_t file_size, const std::string& name) {
-    using detail::fits;
+namespace {
+
+// The file header's fields (the first 44 bytes) and the compressions that are refused.
+void read_file_header(ByteSpan b, CineHeader& h, const std::string& name) {
     using detail::load_le;
-    const std::uint64_t extent = cine_header_extent(b, file_size, name);
-    if (b.size() < extent)
-        throw FormatError(name + ": header needs " + bytes_str(extent) + ", only " + bytes_str(b.size()) +
-                          " given");
-    CineHeader h;
     h.compression = load_le<std::uint16_t>(b, 4);
     h.version = load_le<std::uint16_t>(b, 6);
     h.first_movie_image = load_le<std::int32_t>(b, 8);
@@ -168,8 +165,11 @@ CineHeader parse_cine_header(ByteSpan b, std::uint64_t file_size, const std::str
         throw FormatError(at_field(name, "Compression", "JPEG-compressed .cine is not supported"));
     if (h.compression > 2)
         throw FormatError(at_field(name, "Compression", "unknown value " + std::to_string(h.compression)));
+}
 
-    // BITMAPINFOHEADER
+// BITMAPINFOHEADER: the image size; returns biHeight (its sign says the row order).
+std::int32_t read_bitmap_header(ByteSpan b, CineHeader& h, const std::string& name) {
+    using detail::load_le;
     const std::uint64_t bo = h.off_image_header;
     const auto bi_size = load_le<std::uint32_t>(b, bo);
     const auto bi_width = load_le<std::int32_t>(b, bo + 4);
@@ -187,7 +187,11 @@ CineHeader parse_cine_header(ByteSpan b, std::uint64_t file_size, const std::str
             at_field(name, "biHeight", std::to_string(bi_height) + " px is not a valid image height"));
     h.width = bi_width;
     h.height = bi_height < 0 ? -std::int64_t(bi_height) : bi_height;
+    return bi_height;
+}
 
+// The pixel packing, channels and row order of the bitmap's compression and bit count.
+void set_pixel_format(CineHeader& h, std::int32_t bi_height, const std::string& name) {
     switch (h.bi_compression) {
         case 0:  // uncompressed; rows bottom-up when biHeight > 0 (the Windows bitmap rule)
             h.bottom_up = bi_height > 0;
@@ -228,16 +232,13 @@ CineHeader parse_cine_header(ByteSpan b, std::uint64_t file_size, const std::str
                          "value " + std::to_string(h.bi_compression) +
                              " is not supported (0, 256 = packed 10-bit, 1024 = packed 12-bit)"));
     }
-    const std::uint64_t samples =
-        std::uint64_t(h.width) * std::uint64_t(h.height) * std::uint64_t(h.channels);
-    h.image_bytes = packed_bytes(h.packing, samples);
-    // Sizes that cannot fit in the file at all are rejected before anything is allocated.
-    if (h.image_bytes > file_size)
-        throw FormatError(name + ": one image of " + std::to_string(h.width) + " x " +
-                          std::to_string(h.height) + " px (" + bytes_str(h.image_bytes) +
-                          ") is larger than the whole file (" + bytes_str(file_size) + ")");
+}
 
-    // SETUP: read only the fields that lie inside both the block's stated length and the header bytes.
+// SETUP: read only the fields that lie inside both the block's stated length and the header
+// bytes (`extent`); then the significant bits of a sample.
+void read_setup(ByteSpan b, CineHeader& h, std::uint64_t extent, const std::string& name) {
+    using detail::fits;
+    using detail::load_le;
     const std::uint64_t so = h.off_setup;
     if (fits(so, kSetupLength + 2, extent)) {
         if (!(b[so + kSetupMark] == 'S' && b[so + kSetupMark + 1] == 'T'))
@@ -277,29 +278,56 @@ CineHeader parse_cine_header(ByteSpan b, std::uint64_t file_size, const std::str
         h.significant_bits = 12;  // after the LinLUT
     else
         h.significant_bits = h.real_bpp > 0 ? static_cast<int>(h.real_bpp) : container_bits;
+}
 
-    // Tagged blocks between the setup and the offset table.
-    if (h.setup_length > 0) {
-        std::uint64_t p = so + h.setup_length;
-        const std::uint64_t end = h.off_image_offsets;
-        while (p + 8 <= end && p + 8 <= extent) {
-            const auto size = load_le<std::uint32_t>(b, p);
-            const auto type = load_le<std::uint16_t>(b, p + 4);
-            if (size < 8 || !fits(p, size, end)) break;  // damaged tag chain: keep what was read
-            const std::uint64_t n_data = size - 8;
-            if ((type == 1002 || (type == 1001 && h.time_stamps.empty())) && n_data / 8 >= h.image_count) {
-                h.time_stamps.resize(h.image_count);
-                for (std::uint32_t i = 0; i < h.image_count; ++i)
-                    h.time_stamps[i] = load_le<std::uint64_t>(b, p + 8 + 8 * std::uint64_t(i));
-            } else if (type == 1003 && n_data / 4 >= h.image_count) {
-                h.exposures.resize(h.image_count);
-                for (std::uint32_t i = 0; i < h.image_count; ++i)
-                    h.exposures[i] = load_le<std::uint32_t>(b, p + 8 + 4 * std::uint64_t(i));
-            }
-            p += size;
+// Tagged blocks between the setup and the offset table: time stamps (1001, 1002) and exposures
+// (1003); a damaged tag chain keeps what was read before it.
+void read_tagged_blocks(ByteSpan b, CineHeader& h, std::uint64_t extent) {
+    using detail::fits;
+    using detail::load_le;
+    if (h.setup_length == 0) return;
+    const std::uint64_t so = h.off_setup;
+    std::uint64_t p = so + h.setup_length;
+    const std::uint64_t end = h.off_image_offsets;
+    while (p + 8 <= end && p + 8 <= extent) {
+        const auto size = load_le<std::uint32_t>(b, p);
+        const auto type = load_le<std::uint16_t>(b, p + 4);
+        if (size < 8 || !fits(p, size, end)) break;  // damaged tag chain: keep what was read
+        const std::uint64_t n_data = size - 8;
+        if ((type == 1002 || (type == 1001 && h.time_stamps.empty())) && n_data / 8 >= h.image_count) {
+            h.time_stamps.resize(h.image_count);
+            for (std::uint32_t i = 0; i < h.image_count; ++i)
+                h.time_stamps[i] = load_le<std::uint64_t>(b, p + 8 + 8 * std::uint64_t(i));
+        } else if (type == 1003 && n_data / 4 >= h.image_count) {
+            h.exposures.resize(h.image_count);
+            for (std::uint32_t i = 0; i < h.image_count; ++i)
+                h.exposures[i] = load_le<std::uint32_t>(b, p + 8 + 4 * std::uint64_t(i));
         }
+        p += size;
     }
+}
 
+}  // namespace
+
+CineHeader parse_cine_header(ByteSpan b, std::uint64_t file_size, const std::string& name) {
+    using detail::load_le;
+    const std::uint64_t extent = cine_header_extent(b, file_size, name);
+    if (b.size() < extent)
+        throw FormatError(name + ": header needs " + bytes_str(extent) + ", only " + bytes_str(b.size()) +
+                          " given");
+    CineHeader h;
+    read_file_header(b, h, name);
+    set_pixel_format(h, read_bitmap_header(b, h, name), name);
+    const std::uint64_t samples =
+        std::uint64_t(h.width) * std::uint64_t(h.height) * std::uint64_t(h.channels);
+    h.image_bytes = packed_bytes(h.packing, samples);
+    // Sizes that cannot fit in the file at all are rejected before anything is allocated.
+    if (h.image_bytes > file_size)
+        throw FormatError(name + ": one image of " + std::to_string(h.width) + " x " +
+                          std::to_string(h.height) + " px (" + bytes_str(h.image_bytes) +
+                          ") is larger than the whole file (" + bytes_str(file_size) + ")");
+    read_setup(b, h, extent, name);
+    read_tagged_blocks(b, h, extent);
     h.image_offsets.resize(h.image_count);
     for (std::uint32_t i = 0; i < h.image_count; ++i)
         h.image_offsets[i] = load_le<std::uint64_t>(b, h.off_image_offsets + 8 * std::uint64_t(i));
@@ -378,13 +406,6 @@ std::string time64_iso(std::uint64_t t) {
     return std::string(buf) + (frac + 1) + "Z";  // frac = "0.xxxxxxxxx" → ".xxxxxxxxx"
 }
 
-std::string num(double v) {
-    std::ostringstream os;
-    os.precision(10);
-    os << v;
-    return os.str();
-}
-
 class CineSource final : public detail::CameraSource {
 public:
     CineSource(const std::string& path, const ReaderParams& params) : CameraSource(path) {
@@ -407,7 +428,7 @@ public:
         x["first_image_number"] = std::to_string(h_.first_image_no);
         x["trigger_time"] = time64_iso(h_.trigger_time) + " (camera clock)";
         x["frame_rate_setup"] = std::to_string(h_.frame_rate) + " frames/s";
-        x["exposure_s"] = num(h_.shutter_ns * 1e-9);
+        x["exposure_s"] = header_number(h_.shutter_ns * 1e-9);
         x["bit_depth_container"] = std::to_string(h_.bit_count);
         x["real_bpp"] = std::to_string(h_.real_bpp);
         x["rows"] = h_.bottom_up ? "stored bottom-up (returned top row first)" : "stored top-down";
@@ -427,18 +448,19 @@ public:
             x["levels"] = "black " + std::to_string(h_.black_level) + ", white " +
                           std::to_string(h_.white_level) + " (not applied)";
 
-        if (!h_.exposures.empty()) x["exposure_s"] = num(h_.exposures[0] / 4294967296.0);
+        if (!h_.exposures.empty()) x["exposure_s"] = header_number(h_.exposures[0] / 4294967296.0);
         if (h_.time_stamps.size() >= 2) {
             const double span = time64_diff(h_.time_stamps.front(), h_.time_stamps.back());
             if (span > 0) info_.fps = double(h_.time_stamps.size() - 1) / span;
             x["time_origin"] = "time_s = 0 at image " + std::to_string(h_.first_image_no) + ", " +
                                time64_iso(h_.time_stamps.front()) + " (camera clock); trigger " +
-                               num(time64_diff(h_.time_stamps.front(), h_.trigger_time)) + " s later";
+                               header_number(time64_diff(h_.time_stamps.front(), h_.trigger_time)) +
+                               " s later";
         }
         if (info_.fps <= 0) {
             info_.fps = h_.frame_rate;
         } else if (h_.frame_rate > 0 && std::abs(info_.fps - h_.frame_rate) > 0.01 * h_.frame_rate) {
-            x["warning"] = "frame rate from the time stamps (" + num(info_.fps) +
+            x["warning"] = "frame rate from the time stamps (" + header_number(info_.fps) +
                            " frames/s) disagrees with the setup's " + std::to_string(h_.frame_rate) +
                            " frames/s (saved with decimation?); the time stamps are used";
         }

@@ -26,7 +26,7 @@ namespace vibra::tracking::detail {
 
 namespace {
 
-constexpr std::int64_t kMaxSide = 1 << 20;  // px
+constexpr std::int64_t kMaxMrawSide = 1 << 20;  // px
 constexpr std::int64_t kMaxFrames = std::int64_t(1) << 40;
 constexpr std::size_t kMaxXmlDepth = 64;
 
@@ -105,8 +105,8 @@ struct KeySet {
 
 void fill(PhotronHeader& h, const KeySet& k, const std::string& name) {
     const auto& f = h.fields;
-    h.width = int_field(f, k.width, name, true, 0, 1, kMaxSide);
-    h.height = int_field(f, k.height, name, true, 0, 1, kMaxSide);
+    h.width = int_field(f, k.width, name, true, 0, 1, kMaxMrawSide);
+    h.height = int_field(f, k.height, name, true, 0, 1, kMaxMrawSide);
     h.n_frames = int_field(f, k.frames, name, true, 0, 0, kMaxFrames);
     h.color_bit = static_cast<int>(int_field(f, k.color_bit, name, true, 0, 1, 64));
     h.effective_bit_depth = static_cast<int>(int_field(f, k.eff_depth, name, false, 0, 0, 64));
@@ -306,9 +306,9 @@ PhotronHeader parse_cihx_xml(ByteSpan data, const std::string& name) {
 }
 
 MrawLayout mraw_layout(const PhotronHeader& h, std::uint64_t mraw_size, const std::string& name) {
-    if (h.width <= 0 || h.width > kMaxSide)
+    if (h.width <= 0 || h.width > kMaxMrawSide)
         throw FormatError(at_field(name, "width", std::to_string(h.width) + " px is not a valid width"));
-    if (h.height <= 0 || h.height > kMaxSide)
+    if (h.height <= 0 || h.height > kMaxMrawSide)
         throw FormatError(at_field(name, "height", std::to_string(h.height) + " px is not a valid height"));
     if (h.n_frames < 0 || h.n_frames > kMaxFrames)
         throw FormatError(at_field(name, "frames", std::to_string(h.n_frames) + " is not a frame count"));
@@ -397,13 +397,6 @@ std::vector<std::uint8_t> read_small_file(const std::string& path) {
     return f.read_vec(0, f.size());
 }
 
-std::string num(double v) {
-    std::ostringstream os;
-    os.precision(10);
-    os << v;
-    return os.str();
-}
-
 struct Pair {
     std::string header, mraw;
 };
@@ -450,7 +443,7 @@ public:
                 h_.effective_side +
                 (h_.effective_side == "Higher" ? " (stored counts returned unshifted)" : "");
         if (!h_.color_type.empty()) x["color_type"] = h_.color_type;
-        if (h_.shutter_s > 0) x["exposure_s"] = num(h_.shutter_s);
+        if (h_.shutter_s > 0) x["exposure_s"] = header_number(h_.shutter_s);
         if (!h_.shutter.empty()) x["shutter"] = h_.shutter;
         if (!h_.trigger_time.empty()) x["trigger_time"] = h_.trigger_time;
         x["first_image_number"] = std::to_string(h_.start_frame);

@@ -44,7 +44,7 @@ VideoFormat video_format_from_string(const std::string& s) {
     throw ParameterError("video format must be avi, ffv1, mjpeg, png or tiff, got '" + s + "'");
 }
 
-namespace {
+namespace detail {  // not an anonymous namespace: FrameSink::Impl holds one
 
 // Minimal uncompressed AVI writer (RIFF AVI 1.0, one 'Y800' 8-bit grey video stream, rows top
 // down, no padding, idx1 index). Used for frame sizes OpenCV's FFmpeg writer cannot represent
@@ -176,7 +176,7 @@ private:
     std::vector<std::pair<std::uint32_t, std::uint32_t>> index_;
 };
 
-}  // namespace
+}  // namespace detail
 
 struct FrameSink::Impl {
     std::unique_ptr<AtomicOutput> out;  // frames go to out->path(), renamed into place by close()
@@ -186,7 +186,7 @@ struct FrameSink::Impl {
     double fps;
     std::unique_ptr<detail::VideoWriter>
         writer;  // created when a format needs OpenCV (loads its codecs module)
-    std::unique_ptr<Y800AviWriter> native;
+    std::unique_ptr<detail::Y800AviWriter> native;
     std::int64_t n = 0;
     int type = -1;
     cv::Size size;
@@ -278,7 +278,7 @@ void FrameSink::write(const cv::Mat& image, std::int64_t number) {
             }
             if (!ok) throw IoError(m.target + ": cannot open the MJPEG video writer");
         } else if (m.format == VideoFormat::avi_raw && odd) {
-            m.native = std::make_unique<Y800AviWriter>(m.path, m.size.width, m.size.height, m.fps);
+            m.native = std::make_unique<detail::Y800AviWriter>(m.path, m.size.width, m.size.height, m.fps);
         } else if (m.format == VideoFormat::avi_raw || m.format == VideoFormat::avi_ffv1) {
             const int fourcc = m.format == VideoFormat::avi_raw ? 0 : detail::fourcc('F', 'F', 'V', '1');
             bool ok = false;

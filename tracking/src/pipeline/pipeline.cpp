@@ -41,6 +41,7 @@ void TrackParams::validate() const {
     if (!checkpoint_dir.empty() && restart_every == 0)
         throw ParameterError("track: checkpoints need restart_every > 0");
     if (!detect.radii.empty()) detect.validate();
+    locator.validate();
     if (link.max_step != 0) link.validate();
     if (threads < 0) throw ParameterError("track: threads must be >= 0, got " + std::to_string(threads));
     if (background_frames < 8 || background_frames > 1024)
@@ -893,7 +894,7 @@ public:
           H(plan.info.height),
           background(plan.background),
           tasks(strips.size(), 2 * strips.size() + 2, first_seq),
-          strip_locators(strips.size(), DiskLocator(p.detect)),
+          strip_locators(strips.size(), DiskLocator(p.detect, p.locator)),
           out(plan.n_pieces),
           next_seq(first_seq),
           workers_left(n_threads) {
@@ -1017,7 +1018,7 @@ void FrameScheduler::locate_strips() {
     while (tasks.take(s, it)) {
         auto& locator = strip_locators[s];
         // a segment's first frame: from scratch, as a run resumed there starts
-        if (p.restart_every > 0 && it.seq % p.restart_every == 0) locator = DiskLocator(p.detect);
+        if (p.restart_every > 0 && it.seq % p.restart_every == 0) locator = DiskLocator(p.detect, p.locator);
         try {
             if (it.status == ReadStatus::ok && !stop) {
                 const auto t0 = std::chrono::steady_clock::now();

@@ -26,10 +26,11 @@ struct FrameSnapshot {
 /// The snapshot of frame f of a sorted trajectory block (rows with particle < 0 are skipped).
 FrameSnapshot snapshot_of(const Trajectory& block, std::int64_t f);
 
-/// What is removed from the displacements before use (docs/analysis-dynamics.md, "Common machinery": collective flow may be
-/// physical, so the default removes nothing).
-enum class DriftMode { none, mean };
-DriftMode drift_mode_from_string(const std::string& s);  ///< "none" | "mean"; ParameterError otherwise
+/// What is removed from the displacements of a field before use (docs/analysis-dynamics.md, "Common
+/// machinery": collective flow may be physical, so the default removes nothing). Its own type, not the
+/// per-track analyses' DriftMode (velocities.hpp), which also knows a low-pass drift.
+enum class FieldDrift { none, mean };
+FieldDrift field_drift_from_string(const std::string& s);  ///< "none" | "mean"; ParameterError otherwise
 
 /// Displacements of the particles present in both frames of a lag.
 struct Displacements {
@@ -38,14 +39,14 @@ struct Displacements {
     std::vector<std::int64_t> id;
     std::vector<double> x, y;         ///< r_i(t), length unit (the field is attached to the start position)
     std::vector<double> ux, uy;       ///< r_i(t+Δt) − r_i(t), length unit (minimum image when periodic)
-    double drift_x = 0, drift_y = 0;  ///< mean displacement removed (0 for DriftMode::none)
+    double drift_x = 0, drift_y = 0;  ///< mean displacement removed (0 for FieldDrift::none)
     std::size_t size() const { return id.size(); }
 };
 
 /// u_i = r_i(b) − r_i(a) for ids present in both snapshots (merge join on sorted ids).
 /// Periodic geometries use the minimum image. Positions are those of `a`.
 Displacements displacements(const FrameSnapshot& a, const FrameSnapshot& b, const Geometry& g,
-                            DriftMode drift = DriftMode::none);
+                            FieldDrift drift = FieldDrift::none);
 
 /// Regular grid of nodes (x0 + (i+½)hx, y0 + (j+½)hy), i < nx, j < ny, node index j·nx + i.
 /// The cells tile [x0, x0+nx·hx] × [y0, y0+ny·hy] exactly (so a periodic box maps onto a periodic grid).
@@ -111,7 +112,7 @@ struct FieldSettings {
     std::string name;                ///< the analysis (flag prefix of error messages)
     std::vector<std::int64_t> lags;  ///< frames, ascending, unique
     std::int64_t stride = 1;
-    DriftMode drift = DriftMode::none;
+    FieldDrift drift = FieldDrift::none;
     bool velocity = false;
     CoarseGrainParams cg;
     double spacing = 0;       ///< grid spacing asked for

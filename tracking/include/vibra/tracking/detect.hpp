@@ -36,6 +36,10 @@ inline JointFitParams frame_from_scratch_fit() {
     return p;
 }
 
+/// How disks are found in one frame from scratch: the radii, the gradient votes, the candidate
+/// maxima, the refinement and the joint fit (locate(), find_candidates(); the first frame and
+/// every cold frame of a DiskLocator). `vibra track` maps its detection flags (and the same
+/// keys of a --config file) onto it.
 struct DetectParams {
     std::vector<double> radii;       ///< nominal radii, px: {r} or {r_small, r_large}; required
     bool invert = false;             ///< dark particles on a bright background
@@ -52,35 +56,61 @@ struct DetectParams {
     bool joint = true;  ///< finish with the joint template fit of all disks (joint_fit.hpp)
     JointFitParams joint_fit =
         frame_from_scratch_fit();  ///< the joint fit of a frame located from scratch (2 full sweeps, docs/tracking.md 4)
-    int warm_sweeps =
-        3;  ///< DiskLocator: full joint-fit sweeps of a warm-started frame (its own count, not joint_fit.sweeps)
-    int warm_coarse_sweeps =
-        2;  ///< DiskLocator: of those, the first this many on every other row (JointFitParams::coarse_sweeps)
-    double warm_one_coarse_below =
-        0.45;  ///< DiskLocator: px; while the carried disks' last displacements are this small (RMS), a warm frame takes one coarse sweep instead of warm_coarse_sweeps (a locator that sees every frame of a high-speed video) — unless its starts moved (disks snapped to candidates or new ones from them) or it is a refresh frame; 0 = never. A frame where that left more than 20% of the disks to extra steps (tightly coupled, dense packings) puts the locator back on warm_coarse_sweeps for 16 warm frames
-    double drop_amplitude =
-        0.35;  ///< DiskLocator: a carried disk fainter than this × median (or 2× this without a candidate) is dropped
-    int warm_missing_every =
-        4;  ///< DiskLocator: the residual search for disks missing from the start (JointFitParams::find_missing) runs in every this many warm frames
-    int warm_candidates_every =
-        4;  ///< DiskLocator: the frame's own candidates (votes: new disks, starts for disks whose prediction missed) in every this many warm frames, half way between the residual searches: a disk not yet carried is found within max(this, warm_missing_every) / 2 frames of the locator
-    int warm_search_max_every =
-        16;  ///< DiskLocator: each search (candidates, residual) that finds no new disk doubles its own interval, up to this many warm frames; a new disk found by either (in the locator's own rows) brings both back to warm_candidates_every / warm_missing_every. Set it to those to keep them fixed
-    double warm_tolerance =
-        0.1;  ///< DiskLocator: px, JointFitParams::tolerance of a warm frame (cold frames keep the joint fit's own 0.01); after the Gauss–Seidel last sweep few disks move more (docs/tracking.md 4b)
-    int warm_hessian_every =
-        8;  ///< DiskLocator: every this many warm frames the five-parameter steps accumulate JᵀJ afresh; in the others they take it from the disk's last full step (the joint fit's internal reuse_hessian switch)
-    int warm_refresh =
-        100;  ///< DiskLocator: in every this many warm frames the joint fit re-measures its templates (light or focus that drifts), with the candidates and the residual search on; a frame is located from scratch only when the warm fit fails
-    double new_disk_separation =
-        1.5;  ///< DiskLocator: a candidate this far (× r_small) from every carried disk is a new disk (disks do not overlap: a real new disk is ≥ 2 r_small from every other)
-    double warm_max_residual =
-        0.5;  ///< DiskLocator: a frame whose joint fit leaves a relative residual above this (JointFitResult::relative_residual; synthetic frames 0.05–0.3, the falling ball with a false disk on the floor 0.78) is no start for the next frame, which is located from scratch: templates polluted by a poorly fitting disk let a warm fit stall short of a fast disk
-    double snap_distance =
-        1.0;  ///< DiskLocator: px; a carried disk predicted farther than this from its candidate starts at the candidate
     void validate() const;  ///< throws ParameterError naming the field
     double r_small() const { return radii.front(); }
     double r_large() const { return radii.back(); }
+};
+
+/// How a DiskLocator carries disks from one frame to the next (warm frames): the joint fit's
+/// sweeps and tolerance there, the cadence of the searches for new disks, when a carried disk
+/// snaps to a candidate or is dropped, and when a frame is no start for the next. Frames
+/// located from scratch use DetectParams alone. Not exposed as flags: the defaults are the
+/// measured trade-off of docs/tracking.md 4b (bench/accuracy_tracking reads WARM_* etc.).
+struct LocatorParams {
+    /// full joint-fit sweeps of a warm-started frame (its own count, not joint_fit.sweeps)
+    int warm_sweeps = 3;
+    /// of those, the first this many on every other row (JointFitParams::coarse_sweeps)
+    int warm_coarse_sweeps = 2;
+    /// px; while the carried disks' last displacements are this small (RMS), a warm frame takes one coarse
+    /// sweep instead of warm_coarse_sweeps (a locator that sees every frame of a high-speed video) — unless
+    /// its starts moved (disks snapped to candidates or new ones from them) or it is a refresh frame; 0 =
+    /// never. A frame where that left more than 20% of the disks to extra steps (tightly coupled, dense
+    /// packings) puts the locator back on warm_coarse_sweeps for 16 warm frames
+    double warm_one_coarse_below = 0.45;
+    /// a carried disk fainter than this × median (or 2× this without a candidate) is dropped
+    double drop_amplitude = 0.35;
+    /// the residual search for disks missing from the start (JointFitParams::find_missing) runs in every this
+    /// many warm frames
+    int warm_missing_every = 4;
+    /// the frame's own candidates (votes: new disks, starts for disks whose prediction missed) in every this
+    /// many warm frames, half way between the residual searches: a disk not yet carried is found within
+    /// max(this, warm_missing_every) / 2 frames of the locator
+    int warm_candidates_every = 4;
+    /// each search (candidates, residual) that finds no new disk doubles its own interval, up to this many
+    /// warm frames; a new disk found by either (in the locator's own rows) brings both back to
+    /// warm_candidates_every / warm_missing_every. Set it to those to keep them fixed
+    int warm_search_max_every = 16;
+    /// px, JointFitParams::tolerance of a warm frame (cold frames keep the joint fit's own 0.01); after the
+    /// Gauss–Seidel last sweep few disks move more (docs/tracking.md 4b)
+    double warm_tolerance = 0.1;
+    /// every this many warm frames the five-parameter steps accumulate JᵀJ afresh; in the others they take it
+    /// from the disk's last full step (the joint fit's internal reuse_hessian switch)
+    int warm_hessian_every = 8;
+    /// in every this many warm frames the joint fit re-measures its templates (light or focus that drifts),
+    /// with the candidates and the residual search on; a frame is located from scratch only when the warm fit
+    /// fails
+    int warm_refresh = 100;
+    /// a candidate this far (× r_small) from every carried disk is a new disk (disks do not overlap: a real
+    /// new disk is ≥ 2 r_small from every other)
+    double new_disk_separation = 1.5;
+    /// a frame whose joint fit leaves a relative residual above this (JointFitResult::relative_residual;
+    /// synthetic frames 0.05–0.3, the falling ball with a false disk on the floor 0.78) is no start for the
+    /// next frame, which is located from scratch: templates polluted by a poorly fitting disk let a warm fit
+    /// stall short of a fast disk
+    double warm_max_residual = 0.5;
+    /// px; a carried disk predicted farther than this from its candidate starts at the candidate
+    double snap_distance = 1.0;
+    void validate() const;  ///< throws ParameterError naming the field
 };
 
 /// Candidate centres (px, pixel accuracy) with their vote scores, before refinement.
@@ -100,9 +130,9 @@ std::vector<Particle> locate(const cv::Mat& image, const DetectParams& p);
 /// templates and each disk's JᵀJ; disks that were not there come from the frame's candidates
 /// (votes, every warm_candidates_every-th frame) and the residual search (every
 /// warm_missing_every-th), and every warm_refresh-th frame re-measures the templates
-/// (docs/tracking.md 4b, "Frame to frame"). The first frame, a frame of another size and any
-/// frame where the warm fit fails are located from scratch (locate()). Needs `joint`; without
-/// it every frame is located from scratch.
+/// (docs/tracking.md 4b, "Frame to frame"; those settings are LocatorParams). The first frame, a
+/// frame of another size and any frame where the warm fit fails are located from scratch
+/// (locate(), DetectParams). Needs `joint`; without it every frame is located from scratch.
 class DiskLocator {
 public:
     /// What the last next() did (for diagnostics and benchmarks; CPU s of the calling thread).
@@ -120,7 +150,8 @@ public:
         double seconds_fit[4] = {0, 0, 0, 0};  ///< joint fit phases (JointFitResult::seconds)
     };
     const Stats& last() const { return stats_; }
-    explicit DiskLocator(DetectParams p);
+    /// `detect` for the frames located from scratch, `locator` for the warm ones.
+    explicit DiskLocator(DetectParams detect, LocatorParams locator = {});
     /// Disks of the next frame (sorted by (y, x), like locate()).
     std::vector<Particle> next(const cv::Mat& image);
     /// The next frame is located from scratch (e.g. after a skipped frame).
@@ -131,10 +162,22 @@ public:
     /// the margin's edge would be found "new" again and again.
     void set_owned_rows(int begin, int end) { owned_begin_ = begin, owned_end_ = end; }
     const DetectParams& params() const { return p_; }
+    const LocatorParams& locator_params() const { return lp_; }
 
 private:
+    // The steps of a warm frame (next()), in order, on its working state (detect.cpp).
+    struct WarmFrame;
+    void search_candidates(const cv::Mat& image, WarmFrame& f);
+    void start_from_previous(WarmFrame& f);
+    void add_new_disks(WarmFrame& f);
+    void set_warm_fit(WarmFrame& f);
+    std::vector<std::size_t> surviving_disks(const cv::Mat& image, const WarmFrame& f) const;
+    std::vector<Particle> carry_over(const WarmFrame& f, const std::vector<std::size_t>& keep,
+                                     const std::vector<double>& template_radius);
+    void update_search_cadence(const WarmFrame& f, const std::vector<std::size_t>& keep);
     std::vector<Particle> cold(const cv::Mat& image);
     DetectParams p_;
+    LocatorParams lp_;
     DiskTemplates templates_;
     JointFitWorkspace workspace_;  // frame buffers re-used from frame to frame
     std::vector<Particle> prev_;   // last frame's disks, in fit order

@@ -26,8 +26,9 @@
 namespace vibra::tracking {
 
 struct TrackParams {
-    DetectParams detect;                               ///< radii empty = estimate them from the first frames
-    std::int64_t auto_radii_frames = 9;                ///< frames read for the radius estimate (at most)
+    DetectParams detect;                 ///< radii empty = estimate them from the first frames
+    LocatorParams locator;               ///< how each locator carries disks from frame to frame (warm_start)
+    std::int64_t auto_radii_frames = 9;  ///< frames read for the radius estimate (at most)
     double auto_radius_min = 3, auto_radius_max = 80;  ///< px range of the estimate
     /// When set: receives one line per note for the user (the radius estimate, e.g. "IN: radii:
     /// small 51.0 px, large 59.4 px from 9 frames, 72 disks per frame"); `vibra track` prints it.
