@@ -334,8 +334,8 @@ void replicate_counts(const TailHistogram& h, const std::int64_t* picks, std::in
 
 /// Bootstrap std and percentile interval of each converged fit: replicates fitted in parallel
 /// (each warm-started from the whole-sample fit), their β collected in replicate order.
-void bootstrap(const TailHistogram& h, const std::vector<std::int64_t>& b0, const TailFitParams& p,
-               std::vector<TailFit>& fits) {
+void bootstrap_fits(const TailHistogram& h, const std::vector<std::int64_t>& b0, const TailFitParams& p,
+                    std::vector<TailFit>& fits) {
     const std::size_t nt = fits.size(), nr = static_cast<std::size_t>(p.bootstrap);
     const std::vector<std::int64_t> picks = bootstrap_picks(h, p);
     std::int64_t bmin = h.n_bins;
@@ -383,7 +383,7 @@ std::vector<TailFit> fit_tail_scan(const TailHistogram& h, std::span<const doubl
         b0.push_back(first_bin_at_or_above(h, thr));
         fits.push_back(full_fit(h, pooled, b0.back()));
     }
-    if (p.bootstrap > 0 && h.n_blocks > 1) bootstrap(h, b0, p, fits);
+    if (p.bootstrap > 0 && h.n_blocks > 1) bootstrap_fits(h, b0, p, fits);
     return fits;
 }
 
