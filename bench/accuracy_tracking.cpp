@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Accuracy of detection + refinement + species on the synthetic acceptance cases (docs/tracking.md section 10), against the
+// Accuracy of detection + refinement + species on the synthetic acceptance cases (docs/tracking.md section
+// 10), against the
 // exact truth of the renderer, at the frame size (the tests run smaller frames). Prints,
 // per case: recall, precision, RMS centre error per axis (all, isolated disks, disks touching a
 // neighbour: surface gap < 1 px), the 99th percentile of |error|, the largest mean x-error in
@@ -9,7 +10,8 @@
 // Environment (profiling): ACC_VIDEO=k (frames dealt to k DiskLocators, as k vibra track workers),
 // ACC_FRAMES=1 (per-frame CPU time, phases, page faults), ACC_CACHE=DIR (keep generated frames),
 // ACC_REPLAY=k, ACC_REPEAT=k, ACC_PHASES=1, ACC_FROM_TRUTH=σ, ACC_WORST=px; parameter overrides
-// JF_* (joint fit; JF_NODES = template_nodes), RF_* (refinement), WARM_* (DiskLocator), SNAP, NEWSEP, DROPAMP (see main()).
+// JF_* (joint fit; JF_NODES = template_nodes), RF_* (refinement), WARM_* (DiskLocator), SNAP, NEWSEP, DROPAMP
+// (see main()).
 #include <algorithm>
 #include <chrono>
 #include <cmath>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Tracking speed on the moderate acceptance case (docs/tracking.md section 10): 1024×1024, ringed disks of radius 6 and 8 px
+// Tracking speed on the moderate acceptance case (docs/tracking.md section 10): 1024×1024, ringed disks of
+// radius 6 and 8 px
 // at packing fraction 0.6 (~4000 disks), noise 5%, 10% illumination gradient. Prints
 // decode-only frames/s (uncompressed 8-bit AVI and FFV1 AVI), detect+refine frames/s on
 // decoded frames (1 thread and all cores), link ms/frame (and per 2000 disks), end-to-end

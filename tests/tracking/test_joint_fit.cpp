@@ -571,7 +571,8 @@ TEST_CASE("joint fit row kernels: vectorised and portable versions agree", "[uni
 TEST_CASE(
     "joint fit, warm start: the model rendered ahead of each sweep gives the fit of a whole model first",
     "[unit]") {
-    // The render_ahead switch (tracking::detail::JointFitSwitches) renders the disks in the order of their footprints' first
+    // The render_ahead switch (tracking::detail::JointFitSwitches) renders the disks in the order of their
+    // footprints' first
     // rows just before a sweep needs them. Disks not in image order (new disks appended at the
     // end, as a video's next frame has them) must still be in the model before any neighbour's
     // step reads it: the parts are given in a shuffled order, with the last few far up the image.

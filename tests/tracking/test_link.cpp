@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Linker: exact small cases (conflicts, memory, species) and the acceptance statistics of
-// the acceptance cases (docs/tracking.md section 10) on 200-frame tracks at packing fraction 0.6 (2000 disks → 398 000 links per case).
+// the acceptance cases (docs/tracking.md section 10) on 200-frame tracks at packing fraction 0.6 (2000 disks
+// → 398 000 links per case).
 #include <catch2/catch.hpp>
 
 #include <algorithm>

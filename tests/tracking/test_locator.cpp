@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // DiskLocator (frame-to-frame detection; here each of two locators sees every other frame, as
 // `vibra track`'s workers do when frames are dealt in turn, the harder case: by default they
-// share each frame by strips and see every frame, test_strips.cpp): the warm-started frames meet the same targets as locate() on the
+// share each frame by strips and see every frame, test_strips.cpp): the warm-started frames meet the same
+// targets as locate() on the
 // moderate and noisy cases, against the exact truth of the renderer; a frame of another size
 // or a reset starts from scratch.
 #include <catch2/catch.hpp>
@@ -52,7 +53,8 @@ struct HiddenDiskVideo {
     TrajectoryTable truth;
     std::size_t per_frame = 0, hidden = 0;
     std::size_t row(std::size_t frame) const { return frame * per_frame + hidden; }
-    // Paints the disk over in `frame` with the background level (noise-free, uniform light: the image's median).
+    // Paints the disk over in `frame` with the background level (noise-free, uniform light: the image's
+    // median).
     void paint_out(std::size_t frame, cv::Mat& img) const {
         std::vector<std::uint8_t> px(img.datastart, img.dataend);
         std::nth_element(px.begin(), px.begin() + static_cast<std::ptrdiff_t>(px.size() / 2), px.end());

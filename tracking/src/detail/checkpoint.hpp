@@ -9,7 +9,8 @@
 // and, once its last frame is linked, `segment_N.state` (its per-frame counters and time stamps,
 // and the linker's state at its end); the state file is renamed into place last, so a segment
 // counts only when complete. Files are in the host's byte order (a checkpoint is resumed on the
-// machine, or the kind of machine, that wrote it). `run.id` holds the fingerprint of the input and settings; segments of
+// machine, or the kind of machine, that wrote it). `run.id` holds the fingerprint of the input and settings;
+// segments of
 // another fingerprint are discarded.
 #pragma once
 

@@ -6,7 +6,8 @@
 // time with OpenCV's universal intrinsics (SSE2 / NEON …), reads the contrast grid once per block
 // row, and computes both coordinates of a vote in one double pair; local maxima are found by
 // a separable window maximum over a ring of 2m+1 rows instead of a dilated copy of the map
-// (no second full-size buffer). The arithmetic of every vote and the order of the additions are those of the plain loop,
+// (no second full-size buffer). The arithmetic of every vote and the order of the additions are those of the
+// plain loop,
 // so the vote map and the candidates are the same (bench_tracking checks this; where the compiler
 // contracts a·b + c·d into fused multiply-adds — not on x86-64 by default — the plain loop could
 // differ in the last bit).

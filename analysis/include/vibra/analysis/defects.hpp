@@ -58,7 +58,8 @@ std::vector<std::int8_t> plaquette_charges(const GridField& f, const DefectParam
 /// Number of plaquettes that were evaluated (all four corners usable).
 std::size_t evaluated_plaquettes(const GridField& f, const DefectParams& p);
 
-/// Defects of a grid field: plaquette charges, merged per DefectParams::merge; position = plaquette centre (mean over a cluster).
+/// Defects of a grid field: plaquette charges, merged per DefectParams::merge; position = plaquette centre
+/// (mean over a cluster).
 std::vector<Defect> defects_on_grid(const GridField& f, const DefectParams& p);
 
 /// Defects on a triangulation of the points carrying (ux, uy): each counter-clockwise triangle
@@ -82,10 +83,10 @@ struct DefectFrame {
 };
 
 struct DefectTrackParams {
-    double max_step =
-        1;  ///< largest displacement of a defect between consecutive sampled frames, length unit
-    double pair_distance =
-        1;  ///< a +1 and a −1 appearing/vanishing together within this distance = one event, length unit
+    /// largest displacement of a defect between consecutive sampled frames, length unit
+    double max_step = 1;
+    /// a +1 and a −1 appearing/vanishing together within this distance = one event, length unit
+    double pair_distance = 1;
     Geometry geometry;  ///< periodic_box: minimum-image distances (both lengths below half the box)
     void validate() const;
 };

@@ -2,7 +2,8 @@
 // The vibra results file (HDF5): root attributes schema="vibra-results", schema_version,
 // vibra_version, created, input_path, input_checksum; one group per analysis under
 // /analysis/<name>, each dataset with a `units` attribute, each group with its parameters as
-// attributes and its own provenance (input_path, input_checksum, parameters). Writing merges into an existing file (groups given now replace their old
+// attributes and its own provenance (input_path, input_checksum, parameters). Writing merges into an existing
+// file (groups given now replace their old
 // versions, others stay) and is atomic (copy, write, rename). Layout: docs/hdf5-layout.md.
 #pragma once
 

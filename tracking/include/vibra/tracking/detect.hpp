@@ -50,12 +50,12 @@ struct DetectParams {
     double min_separation = 0.7;  ///< × r_small: closest two centres may be (NMS and duplicates)
     int downsample = 0;           ///< vote grid = image / factor; 0 = automatic (r_small / 3)
     int contrast_block = 0;       ///< px per contrast cell; 0 = automatic (max(32, 6 r_large))
-    double radius_sigma =
-        0.3;  ///< px: radius spread for the species confidence (at least 5% of r_small is used)
+    /// px: radius spread for the species confidence (at least 5% of r_small is used)
+    double radius_sigma = 0.3;
     RefineParams refine;
     bool joint = true;  ///< finish with the joint template fit of all disks (joint_fit.hpp)
-    JointFitParams joint_fit =
-        frame_from_scratch_fit();  ///< the joint fit of a frame located from scratch (2 full sweeps, docs/tracking.md 4)
+    /// the joint fit of a frame located from scratch (2 full sweeps, docs/tracking.md 4)
+    JointFitParams joint_fit = frame_from_scratch_fit();
     void validate() const;  ///< throws ParameterError naming the field
     double r_small() const { return radii.front(); }
     double r_large() const { return radii.back(); }
@@ -138,8 +138,8 @@ public:
     /// What the last next() did (for diagnostics and benchmarks; CPU s of the calling thread).
     struct Stats {
         bool warm = false;
-        bool templates_remeasured =
-            false;  ///< a warm frame whose fit re-measured the templates (warm_refresh)
+        /// a warm frame whose fit re-measured the templates (warm_refresh)
+        bool templates_remeasured = false;
         bool searched_candidates = false, searched_missing = false;  ///< which searches for new disks ran
         std::size_t new_kept = 0;  ///< new disks kept in the owned rows (from either search)
         std::size_t carried = 0, new_from_candidates = 0, added_from_residual = 0, rescued = 0,

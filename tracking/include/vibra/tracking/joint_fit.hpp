@@ -47,44 +47,51 @@ struct DiskHessian {
 
 struct JointFitParams {
     int sweeps = 3;  ///< full sweeps (one Gauss–Newton step per disk); ≥ 1
-    int coarse_sweeps =
-        0;  ///< of the full sweeps, the first this many use every other image row (half the pixels; enough for the first steps from a start ~1 px off)
-    bool coarse_centre_only =
-        true;  ///< with templates carried over (warm start), the coarse sweeps step the centres alone (κ, b and a as the last frame left them; the full sweeps then fit all five)
-    bool remeasure_templates =
-        false;  ///< with templates carried over (warm start): re-measure them before the last full sweep, as a fit from scratch does
-    int newton_steps =
-        0;  ///< joint Newton steps after the full sweeps: every disk's step solved with its neighbours' (cross terms of touching disks)
+    /// of the full sweeps, the first this many use every other image row (half the pixels; enough for the
+    /// first steps from a start ~1 px off)
+    int coarse_sweeps = 0;
+    /// with templates carried over (warm start), the coarse sweeps step the centres alone (κ, b and a as the
+    /// last frame left them; the full sweeps then fit all five)
+    bool coarse_centre_only = true;
+    /// with templates carried over (warm start): re-measure them before the last full sweep, as a fit from
+    /// scratch does
+    bool remeasure_templates = false;
+    /// joint Newton steps after the full sweeps: every disk's step solved with its neighbours' (cross terms
+    /// of touching disks)
+    int newton_steps = 0;
     int newton_inner = 4;      ///< block Gauss–Seidel iterations of each joint Newton step's linear system
     double newton_gap = 1.5;   ///< px: a joint Newton step couples disks whose surfaces are closer than this
     int max_extra_sweeps = 8;  ///< further sweeps over the disks that still move (and their neighbours)
     double tolerance = 0.01;   ///< px: a disk whose last step was larger is still moving
-    double wake =
-        3.0;  ///< × tolerance: a disk whose last step was larger also wakes the neighbours whose footprints overlap its own
+    /// × tolerance: a disk whose last step was larger also wakes the neighbours whose footprints overlap its
+    /// own
+    double wake = 3.0;
     double inner = 3.5;        ///< px: fit pixels with ρ ≥ R − inner (≥ 0.5)
     double outer = 2.5;        ///< px: fit pixels with ρ ≤ R + outer; template support (≥ 0.5)
     double edge_scale = 0.08;  ///< inner and outer grow to at least this × R for large disks (blurrier edges)
     double template_bin = 0.1;  ///< px: radial resolution of the measured templates
-    double template_quantile =
-        0.5;  ///< re-measured templates use the disks whose residual is up to this quantile
-    int template_nodes =
-        2048;  ///< lookup table of each template in ρ² (interpolated from the radial profile)
-    double outlier_sigma =
-        5.0;  ///< ignore pixels with |residual| > this × frame residual RMS (after sweep 1); 0 = keep all
-    bool find_missing =
-        true;  ///< add disks whose light is left unexplained (residual search); appended to the list
-    double max_missing_fraction =
-        0.03;  ///< more candidates than this × n (+2): the model does not fit, none added
-    double rescue_mse =
-        4.0;  ///< a disk whose mean squared residual exceeds this × the median is searched afresh; 0 = never
-    bool early_rescue =
-        true;  ///< fresh searches after the first full sweep too, not only in the extra sweeps (DiskLocator turns it off: after a warm first sweep the residuals mostly show the motion since the previous frame)
-    double rescue_reach =
-        2.0;  ///< px: that search covers centres within ± this (1 px grid, both templates, then ½ px about the best)
-    double max_relative_residual =
-        0.8;  ///< median disk residual RMS / template contrast above which the fit is not applied (synthetic 0.05–0.3, real discs ≈ 2.5)
-    double template_radius_tolerance =
-        0.15;  ///< a template whose edge is farther than this × nominal from the nominal radius: fit not applied
+    /// re-measured templates use the disks whose residual is up to this quantile
+    double template_quantile = 0.5;
+    /// lookup table of each template in ρ² (interpolated from the radial profile)
+    int template_nodes = 2048;
+    /// ignore pixels with |residual| > this × frame residual RMS (after sweep 1); 0 = keep all
+    double outlier_sigma = 5.0;
+    /// add disks whose light is left unexplained (residual search); appended to the list
+    bool find_missing = true;
+    /// more candidates than this × n (+2): the model does not fit, none added
+    double max_missing_fraction = 0.03;
+    /// a disk whose mean squared residual exceeds this × the median is searched afresh; 0 = never
+    double rescue_mse = 4.0;
+    /// fresh searches after the first full sweep too, not only in the extra sweeps (DiskLocator turns it off:
+    /// after a warm first sweep the residuals mostly show the motion since the previous frame)
+    bool early_rescue = true;
+    /// px: that search covers centres within ± this (1 px grid, both templates, then ½ px about the best)
+    double rescue_reach = 2.0;
+    /// median disk residual RMS / template contrast above which the fit is not applied (synthetic 0.05–0.3,
+    /// real discs ≈ 2.5)
+    double max_relative_residual = 0.8;
+    /// a template whose edge is farther than this × nominal from the nominal radius: fit not applied
+    double template_radius_tolerance = 0.15;
     double max_radius_offset = 0.2;  ///< a disk's radius stays within (1 ± this) × its template's
     void validate() const;           ///< throws ParameterError naming the field
 };
@@ -140,10 +147,10 @@ struct JointFitResult {
     double relative_residual = 0;  ///< median disk residual RMS / template contrast after the full sweeps
     std::size_t extra_sweeps = 0, extra_steps = 0;  ///< sweeps over moving disks, and disk steps in them
     std::size_t newton_steps = 0;                   ///< joint Newton steps taken
-    std::size_t reused_hessian_steps =
-        0;  ///< five-parameter steps that took JᵀJ carried over from the workspace
-    bool templates_remeasured =
-        false;  ///< the templates were measured in this fit (always from scratch; warm: remeasure_templates)
+    /// five-parameter steps that took JᵀJ carried over from the workspace
+    std::size_t reused_hessian_steps = 0;
+    /// the templates were measured in this fit (always from scratch; warm: remeasure_templates)
+    bool templates_remeasured = false;
     /// CPU s of this thread in: first templates, full sweeps, repair (missing disks, fresh
     /// searches), extra sweeps and the rest — for benchmarks.
     double seconds[4] = {0, 0, 0, 0};
@@ -151,7 +158,8 @@ struct JointFitResult {
 
 /// Joint refinement of `parts` (x, y, species set; radius as measured, used only to start) in
 /// the grey 8/16-bit `image`; `radii` = the nominal radii {r} or {r_small, r_large} (px). The
-/// templates carry their own sign, so bright and dark disks need no flag. Updates x, y, radius (= template edge radius × R_i / R_s) and species. Disks whose
+/// templates carry their own sign, so bright and dark disks need no flag. Updates x, y, radius (= template
+/// edge radius × R_i / R_s) and species. Disks whose
 /// fit fails keep their last good state.
 /// `templates` (optional, in/out): when it holds usable templates (from the previous frame)
 /// they are the start; on success it receives this frame's templates.

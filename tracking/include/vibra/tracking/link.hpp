@@ -18,8 +18,9 @@ struct LinkParams {
     double max_step = 5;      ///< search radius around the predicted position (px per frame); > 0
     std::int64_t memory = 0;  ///< frames a track may miss and still be continued; ≥ 0
     bool predict = false;     ///< constant-velocity prediction from the last two positions
-    bool species_must_match =
-        true;  ///< a track and a detection of different known species link only when neither has a candidate of its own species
+    /// a track and a detection of different known species link only when neither has a candidate of its own
+    /// species
+    bool species_must_match = true;
     /// Subnetworks larger than this (tracks + detections) are split by shrinking their search
     /// radius (×0.9 per try) so the O(n³) solver stays cheap; ≥ 2.
     std::int64_t max_subnet = 400;

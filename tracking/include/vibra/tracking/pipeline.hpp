@@ -37,8 +37,9 @@ struct TrackParams {
     /// frame (adapt_edge_thresholds, detect.hpp); `vibra track` sets it unless --edge-threshold or
     /// --min-edge is given.
     bool adapt_thresholds = false;
-    LinkParams
-        link;  ///< max_step 5 px by default (LinkParams); set 0 for automatic (0.5 × small radius, ≥ 2 px), as `vibra track` does
+    /// max_step 5 px by default (LinkParams); set 0 for automatic (0.5 × small radius, ≥ 2 px), as
+    /// `vibra track` does
+    LinkParams link;
     ReaderParams reader;
     /// When not empty: the input is these image files, one sequence (open_image_files; the
     /// `input` of track_video then only names it).
@@ -99,10 +100,11 @@ struct TrackSummary {
     std::int64_t tracks = 0;
     bool truncated = false;  ///< the input ended early; output marked incomplete
     double seconds = 0;
-    double seconds_first_frame =
-        0;  ///< of which: from the start to the first frame linked (opening, each locator's first frame from scratch)
-    double seconds_final =
-        0;  ///< of which: from the last frame linked to the output committed (the species vote, the file's last chunks)
+    /// of which: from the start to the first frame linked (opening, each locator's first frame from scratch)
+    double seconds_first_frame = 0;
+    /// of which: from the last frame linked to the output committed (the species vote, the file's last
+    /// chunks)
+    double seconds_final = 0;
     std::int64_t resumed_frames = 0;  ///< frames taken from a checkpoint instead of the video
     /// Time in each part, summed over the threads doing it (s): decoding frames (reader thread),
     /// locating disks (workers), linking, writing (the sink's appends, species and commit).

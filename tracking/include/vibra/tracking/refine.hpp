@@ -48,16 +48,18 @@ enum class RefineMethod {
 struct RefineParams {
     RefineMethod method = RefineMethod::profile_fit;
     double annulus_half_width = 2.5;  ///< px: centre fit uses pixels with |ρ − R| ≤ this
-    double neighbour_margin =
-        2.0;  ///< px: radial_symmetry and radius: pixels closer than R_j + margin to neighbour j are masked
-    double edge_margin =
-        1.0;  ///< px: profile_fit masks a pixel whose distance to a neighbour's edge is < its distance to the own edge + this
+    /// px: radial_symmetry and radius: pixels closer than R_j + margin to neighbour j are masked
+    double neighbour_margin = 2.0;
+    /// px: profile_fit masks a pixel whose distance to a neighbour's edge is < its distance to the own edge +
+    /// this
+    double edge_margin = 1.0;
     int iterations = 5;  ///< centre iterations (annulus re-centred each time); ≥ 1
-    int coarse_iterations =
-        3;  ///< profile_fit: first iterations with annulus + 1 px and 2× profile bins (capture range); ≤ iterations
+    /// profile_fit: first iterations with annulus + 1 px and 2× profile bins (capture range); ≤ iterations
+    int coarse_iterations = 3;
     double profile_bin = 0.2;  ///< px: radial bin of the profile (profile_fit)
-    double settle =
-        0;  ///< px, profile_fit: a disk whose centre step is below this is settled (its radius measured at once) and sits out the later iterations; 0 = every disk takes every iteration
+    /// px, profile_fit: a disk whose centre step is below this is settled (its radius measured at once) and
+    /// sits out the later iterations; 0 = every disk takes every iteration
+    double settle = 0;
     double radius_bin = 0.5;  ///< px: bin width of the radial edge profile
     void validate() const;    ///< throws ParameterError naming the field
 };
@@ -71,8 +73,8 @@ struct Particle {
     float quality = 0;   ///< in [0,1]: strength relative to the frame's median strength (capped)
     std::int8_t species = -1;
     float species_confidence = 0;
-    float amplitude =
-        0;  ///< joint fit: brightness relative to its species' template (1 ≈ typical; 0 = not fitted)
+    /// joint fit: brightness relative to its species' template (1 ≈ typical; 0 = not fitted)
+    float amplitude = 0;
     float background = 0;  ///< joint fit: local background level (image intensity units)
 };
 
