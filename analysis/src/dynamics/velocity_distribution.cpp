@@ -107,31 +107,33 @@ void TailFitParams::validate() const {
 
 namespace {
 
-/// The counts of one fit: bins b0 … b0 + m − 1 of a histogram (m ends at the last non-empty bin).
-/// Bin k has ln(centre) = u0 + k·delta (the grid is logarithmic: an arithmetic progression).
 struct Binned {
-    const double* n = nullptr;
-    std::size_t m = 0;
-    double u0 = 0, delta = 0;
-    double lxmin = 0;  // ln(threshold edge)
+    std::vector<double> lx, n;  // ln(bin centre), count (non-empty bins only)
     double total = 0;
-    std::size_t nonempty = 0;
+    double lxmin = 0;  // ln(threshold edge)
 };
 
-Binned binned_from(const TailHistogram& h, const std::vector<double>& counts, std::int64_t b0) {
-    Binned B;
-    B.delta = std::log(h.hi / h.lo) / static_cast<double>(h.n_bins);
-    B.u0 = std::log(h.lo) + (static_cast<double>(b0) + 0.5) * B.delta;
+/// ln(bin centre) of every bin, computed once per histogram (every fit and replicate reads them).
+std::vector<double> log_centres(const TailHistogram& h) {
+    std::vector<double> lc(static_cast<std::size_t>(h.n_bins));
+    for (std::int64_t b = 0; b < h.n_bins; ++b)
+        lc[static_cast<std::size_t>(b)] = 0.5 * (std::log(h.edge(b)) + std::log(h.edge(b + 1)));
+    return lc;
+}
+
+void binned_from(const TailHistogram& h, const std::vector<double>& lc, const std::vector<double>& pooled,
+                 std::int64_t b0, Binned& B) {
+    B.lx.clear();
+    B.n.clear();
+    B.total = 0;
     B.lxmin = std::log(h.edge(b0));
-    B.n = counts.data() + b0;
     for (std::int64_t b = b0; b < h.n_bins; ++b) {
-        const double c = counts[static_cast<std::size_t>(b)];
+        const double c = pooled[static_cast<std::size_t>(b)];
         if (c <= 0) continue;
+        B.lx.push_back(lc[static_cast<std::size_t>(b)]);
+        B.n.push_back(c);
         B.total += c;
-        ++B.nonempty;
-        B.m = static_cast<std::size_t>(b - b0) + 1;
     }
-    return B;
 }
 
 // ln Z(β, ℓ) = ℓ − ln β + ln Γ(1/β, exp(β(ln x_min − ℓ))); lg = ln Γ(1/β)
@@ -143,125 +145,79 @@ double log_z(double beta, double ell, double lxmin) {
     return log_z_lg(beta, ell, lxmin, log_gamma(1.0 / beta));
 }
 
-/// Σ n w, Σ n w u, Σ n w u² over the bins, u = ln x − ℓ, w = exp(β u). The grid is logarithmic,
-/// so w of consecutive bins differ by the factor exp(β·delta): one exp per 64 bins (the product
-/// chain restarts there: a relative error ≲ 1e-14), four interleaved chains.
+/// Σ n w, Σ n w u, Σ n w u² over the bins, w = exp(β u), u = ln x − ℓ (one exp per bin). The
+/// line search evaluates them at its trial point; the step it accepts reuses them (same values).
 struct TailSums {
     double S = 0, S1 = 0, S2 = 0;
 };
 TailSums tail_sums(const Binned& B, double beta, double ell) {
-    constexpr std::size_t kChunk = 64, kLanes = 4;
-    const double a = B.u0 - ell, q4 = std::exp(beta * B.delta * static_cast<double>(kLanes));
-    double S[kLanes] = {}, S1[kLanes] = {}, S2[kLanes] = {};
-    for (std::size_t s = 0; s < B.m; s += kChunk) {
-        const std::size_t end = std::min(B.m, s + kChunk);
-        double e[kLanes];
-        for (std::size_t j = 0; j < kLanes; ++j)
-            e[j] = std::exp(beta * (a + static_cast<double>(s + j) * B.delta));
-        std::size_t k = s;
-        for (; k + kLanes <= end; k += kLanes)
-            for (std::size_t j = 0; j < kLanes; ++j) {
-                const double u = a + static_cast<double>(k + j) * B.delta, w = B.n[k + j] * e[j];
-                S[j] += w;
-                S1[j] += w * u;
-                S2[j] += w * u * u;
-                e[j] *= q4;
-            }
-        for (std::size_t j = 0; k < end; ++k, ++j) {
-            const double u = a + static_cast<double>(k) * B.delta, w = B.n[k] * e[j];
-            S[j] += w;
-            S1[j] += w * u;
-            S2[j] += w * u * u;
-        }
+    TailSums t;
+    for (std::size_t i = 0; i < B.lx.size(); ++i) {
+        const double w = B.n[i] * std::exp(beta * (B.lx[i] - ell));
+        const double u = B.lx[i] - ell;
+        t.S += w;
+        t.S1 += w * u;
+        t.S2 += w * u * u;
     }
-    return {(S[0] + S[1]) + (S[2] + S[3]), (S1[0] + S1[1]) + (S1[2] + S1[3]),
-            (S2[0] + S2[1]) + (S2[2] + S2[3])};
+    return t;
 }
 
-/// Gradient and Newton step of the negative log-likelihood at (β, ℓ); ln Z's derivatives by
-/// central differences (ln Γ once per s).
-struct Step {
-    double g0 = 0, g1 = 0, d0 = 0, d1 = 0;
-    bool newton = false;  ///< the Hessian was positive definite (else a scaled gradient step)
-};
-Step newton_step(const Binned& B, const TailSums& cur, double zc, double beta, double ell) {
-    const double S = cur.S, S1 = cur.S1, S2 = cur.S2;
-    // A = Σ n (x/c0)^β = S: ∂β = S1, ∂ℓ = −βS, ∂ββ = S2, ∂ℓℓ = β²S, ∂βℓ = −S − βS1
-    Step st;
-    st.g0 = S1, st.g1 = -beta * S;
-    double h00 = S2, h11 = beta * beta * S, h01 = -S - beta * S1;
-    const double hb = 1e-4 * std::max(1.0, beta), hl = 1e-4;
-    const double lg0 = log_gamma(1.0 / beta), lgp = log_gamma(1.0 / (beta + hb)),
-                 lgm = log_gamma(1.0 / (beta - hb));
-    const double zbp = log_z_lg(beta + hb, ell, B.lxmin, lgp), zbm = log_z_lg(beta - hb, ell, B.lxmin, lgm);
-    const double zlp = log_z_lg(beta, ell + hl, B.lxmin, lg0), zlm = log_z_lg(beta, ell - hl, B.lxmin, lg0);
-    const double zpp = log_z_lg(beta + hb, ell + hl, B.lxmin, lgp),
-                 zpm = log_z_lg(beta + hb, ell - hl, B.lxmin, lgp);
-    const double zmp = log_z_lg(beta - hb, ell + hl, B.lxmin, lgm),
-                 zmm = log_z_lg(beta - hb, ell - hl, B.lxmin, lgm);
-    const double n = B.total;
-    st.g0 += n * (zbp - zbm) / (2 * hb);
-    st.g1 += n * (zlp - zlm) / (2 * hl);
-    h00 += n * (zbp - 2 * zc + zbm) / (hb * hb);
-    h11 += n * (zlp - 2 * zc + zlm) / (hl * hl);
-    h01 += n * (zpp - zpm - zmp + zmm) / (4 * hb * hl);
-    const double det = h00 * h11 - h01 * h01;
-    if (h00 > 0 && det > 0) {
-        st.d0 = -(h11 * st.g0 - h01 * st.g1) / det;
-        st.d1 = -(-h01 * st.g0 + h00 * st.g1) / det;
-        st.newton = true;
-    } else {
-        const double sc = std::max({std::abs(h00), std::abs(h11), 1e-300});
-        st.d0 = -st.g0 / sc;
-        st.d1 = -st.g1 / sc;
-    }
-    return st;
-}
-
-/// Near the maximum (a Newton step below kNear) the steps are taken whole, without a line search:
-/// there the likelihood changes at its rounding level and a line search only rejects trials (or
-/// stalls short of the maximum). The fit ends when a step is below kFinal (the error after it is
-/// ≈ step², quadratic convergence) or, below kNoise, stops shrinking (the finite-difference
-/// gradient's noise, ≈ 1e-9 relative, is reached).
-constexpr double kNear = 1e-3, kNoise = 1e-6, kFinal = 1e-8;
-
-// Newton in θ = (β, ℓ = ln c₀): whole steps near the maximum, backtracking further away.
+// Newton in θ = (β, ℓ = ln c₀) with backtracking; returns converged flag.
 bool newton_fit(const Binned& B, double& beta, double& ell) {
-    if (B.total < 3 || B.nonempty < 2) return false;
+    if (B.total < 3 || B.lx.size() < 2) return false;
     TailSums cur = tail_sums(B, beta, ell);
     double zc = log_z(beta, ell, B.lxmin);
-    double last = std::numeric_limits<double>::infinity();  // the previous whole step's size
     for (int it = 0; it < 200; ++it) {
-        const Step st = newton_step(B, cur, zc, beta, ell);
-        const double size = std::max(std::abs(st.d0), std::abs(st.d1));
-        if (st.newton && size < kNear && beta + st.d0 > 0.05 && beta + st.d0 < 50) {
-            beta += st.d0;
-            ell += st.d1;
-            if (size < kFinal || (size < kNoise && size > 0.5 * last)) return true;
-            last = size;
-            cur = tail_sums(B, beta, ell);
-            zc = log_z(beta, ell, B.lxmin);
-            continue;
+        const double S = cur.S, S1 = cur.S1, S2 = cur.S2;
+        // A = Σ n (x/c0)^β = S: ∂β = S1, ∂ℓ = −βS, ∂ββ = S2, ∂ℓℓ = β²S, ∂βℓ = −S − βS1
+        double g0 = S1, g1 = -beta * S;
+        double h00 = S2, h11 = beta * beta * S, h01 = -S - beta * S1;
+        const double hb = 1e-4 * std::max(1.0, beta), hl = 1e-4;
+        const double lg0 = log_gamma(1.0 / beta), lgp = log_gamma(1.0 / (beta + hb)),
+                     lgm = log_gamma(1.0 / (beta - hb));
+        const double zbp = log_z_lg(beta + hb, ell, B.lxmin, lgp),
+                     zbm = log_z_lg(beta - hb, ell, B.lxmin, lgm);
+        const double zlp = log_z_lg(beta, ell + hl, B.lxmin, lg0),
+                     zlm = log_z_lg(beta, ell - hl, B.lxmin, lg0);
+        const double zpp = log_z_lg(beta + hb, ell + hl, B.lxmin, lgp),
+                     zpm = log_z_lg(beta + hb, ell - hl, B.lxmin, lgp);
+        const double zmp = log_z_lg(beta - hb, ell + hl, B.lxmin, lgm),
+                     zmm = log_z_lg(beta - hb, ell - hl, B.lxmin, lgm);
+        const double n = B.total;
+        g0 += n * (zbp - zbm) / (2 * hb);
+        g1 += n * (zlp - zlm) / (2 * hl);
+        h00 += n * (zbp - 2 * zc + zbm) / (hb * hb);
+        h11 += n * (zlp - 2 * zc + zlm) / (hl * hl);
+        h01 += n * (zpp - zpm - zmp + zmm) / (4 * hb * hl);
+        double d0, d1;
+        const double det = h00 * h11 - h01 * h01;
+        if (h00 > 0 && det > 0) {
+            d0 = -(h11 * g0 - h01 * g1) / det;
+            d1 = -(-h01 * g0 + h00 * g1) / det;
+        } else {
+            const double sc = std::max({std::abs(h00), std::abs(h11), 1e-300});
+            d0 = -g0 / sc;
+            d1 = -g1 / sc;
         }
-        const double f0 = cur.S + B.total * zc;
-        const double slope = st.g0 * st.d0 + st.g1 * st.d1;
+        // keep β in a sane range
+        const double f0 = S + n * zc;
         double t = 1.0;
         TailSums trial;
         double ztrial = 0;
         for (; t > 1e-12; t *= 0.5) {
-            const double nb = beta + t * st.d0, nl = ell + t * st.d1;
-            if (!(nb > 0.05 && nb < 50)) continue;  // keep β in a sane range
+            const double nb = beta + t * d0, nl = ell + t * d1;
+            if (!(nb > 0.05 && nb < 50)) continue;
             trial = tail_sums(B, nb, nl);
             ztrial = log_z(nb, nl, B.lxmin);
             const double f1 = trial.S + B.total * ztrial;  // nll(B, nb, nl)
-            if (std::isfinite(f1) && f1 <= f0 + 1e-4 * t * slope) break;
+            if (std::isfinite(f1) && f1 <= f0 + 1e-4 * t * (g0 * d0 + g1 * d1)) break;
         }
-        if (t <= 1e-12) return std::abs(st.g0) + std::abs(st.g1) < 1e-6 * B.total;
-        beta += t * st.d0;
-        ell += t * st.d1;
+        if (t <= 1e-12) return std::abs(g0) + std::abs(g1) < 1e-6 * n;
+        beta += t * d0;
+        ell += t * d1;
         cur = trial;
         zc = ztrial;
-        if (std::abs(t * st.d0) < 1e-10 && std::abs(t * st.d1) < 1e-10) return true;
+        if (std::abs(t * d0) < 1e-10 && std::abs(t * d1) < 1e-10) return true;
     }
     return false;
 }
@@ -281,109 +237,82 @@ std::int64_t first_bin_at_or_above(const TailHistogram& h, double thr) {
     return b;
 }
 
-/// Counts of all blocks added (integers in doubles: exact in any order).
-std::vector<double> pooled_counts(const TailHistogram& h) {
-    std::vector<double> pooled(static_cast<std::size_t>(h.n_bins), 0.0);
-    for (std::int64_t k = 0; k < h.n_blocks; ++k)
-        for (std::int64_t b = 0; b < h.n_bins; ++b)
-            pooled[static_cast<std::size_t>(b)] += h.counts[static_cast<std::size_t>(k * h.n_bins + b)];
-    return pooled;
-}
-
-/// The fit of the whole sample at one threshold (first bin b0), from β = 1.5, c₀ = threshold.
-TailFit full_fit(const TailHistogram& h, const std::vector<double>& pooled, std::int64_t b0) {
-    TailFit f;
-    f.beta = f.c0 = f.beta_ci_low = f.beta_ci_high = f.beta_sigma = kNaN;
-    if (b0 >= h.n_bins) return f;
-    f.threshold = h.edge(b0);
-    const Binned B = binned_from(h, pooled, b0);
-    f.n_tail = B.total;
-    double beta = 1.5, ell = std::log(std::max(f.threshold, 1e-3));
-    f.converged = newton_fit(B, beta, ell);
-    if (f.converged) {
-        f.beta = beta;
-        f.c0 = std::exp(ell);
-    }
-    return f;
-}
-
-/// The blocks each bootstrap replicate resamples, drawn in replicate order from one stream (the
-/// same draws for any thread count): [replicate · n_blocks + k].
-std::vector<std::int64_t> bootstrap_picks(const TailHistogram& h, const TailFitParams& p) {
-    std::mt19937_64 rng(p.seed);
-    std::uniform_int_distribution<std::int64_t> pick(0, h.n_blocks - 1);
-    std::vector<std::int64_t> picks(static_cast<std::size_t>(p.bootstrap * h.n_blocks));
-    for (auto& b : picks) b = pick(rng);
-    return picks;
-}
-
-/// Counts of bins ≥ bmin of one replicate: each picked block times the number of times it was
-/// picked (integers in doubles: the same sums as adding block by block).
-void replicate_counts(const TailHistogram& h, const std::int64_t* picks, std::int64_t bmin,
-                      std::vector<std::int64_t>& times, std::vector<double>& agg) {
-    times.assign(static_cast<std::size_t>(h.n_blocks), 0);
-    for (std::int64_t k = 0; k < h.n_blocks; ++k) ++times[static_cast<std::size_t>(picks[k])];
-    agg.assign(static_cast<std::size_t>(h.n_bins), 0.0);
-    for (std::int64_t blk = 0; blk < h.n_blocks; ++blk) {
-        const auto m = static_cast<double>(times[static_cast<std::size_t>(blk)]);
-        if (m == 0) continue;
-        const double* c = h.counts.data() + blk * h.n_bins;
-        for (std::int64_t b = bmin; b < h.n_bins; ++b) agg[static_cast<std::size_t>(b)] += m * c[b];
-    }
-}
-
-/// Bootstrap std and percentile interval of each converged fit: replicates fitted in parallel
-/// (each warm-started from the whole-sample fit), their β collected in replicate order.
-void bootstrap_fits(const TailHistogram& h, const std::vector<std::int64_t>& b0, const TailFitParams& p,
-                    std::vector<TailFit>& fits) {
-    const std::size_t nt = fits.size(), nr = static_cast<std::size_t>(p.bootstrap);
-    const std::vector<std::int64_t> picks = bootstrap_picks(h, p);
-    std::int64_t bmin = h.n_bins;
-    for (auto b : b0) bmin = std::min(bmin, b);
-    std::vector<double> rep_beta(nr * nt, kNaN);
-    std::vector<char> rep_ok(nr * nt, 0);
-    detail::parallel_for_each(nr, p.threads, [&](std::size_t r, int) {
-        std::vector<std::int64_t> times;
-        std::vector<double> agg;
-        replicate_counts(h, picks.data() + r * static_cast<std::size_t>(h.n_blocks), bmin, times, agg);
-        for (std::size_t i = 0; i < nt; ++i) {
-            if (!fits[i].converged) continue;
-            const Binned B = binned_from(h, agg, b0[i]);
-            double beta = fits[i].beta, ell = std::log(fits[i].c0);
-            if (newton_fit(B, beta, ell)) {
-                rep_beta[r * nt + i] = beta;
-                rep_ok[r * nt + i] = 1;
-            }
-        }
-    });
-    for (std::size_t i = 0; i < nt; ++i) {
-        std::vector<double> v;
-        for (std::size_t r = 0; r < nr; ++r)
-            if (rep_ok[r * nt + i]) v.push_back(rep_beta[r * nt + i]);
-        if (v.size() < 2) continue;
-        double m = 0, s2 = 0;
-        for (double b : v) m += b;
-        m /= static_cast<double>(v.size());
-        for (double b : v) s2 += (b - m) * (b - m);
-        fits[i].beta_sigma = std::sqrt(s2 / static_cast<double>(v.size() - 1));
-        fits[i].beta_ci_low = quantile(v, (1 - p.confidence) / 2);
-        fits[i].beta_ci_high = quantile(v, (1 + p.confidence) / 2);
-    }
-}
-
 }  // namespace
 
 std::vector<TailFit> fit_tail_scan(const TailHistogram& h, std::span<const double> thresholds,
                                    const TailFitParams& p) {
     p.validate();
-    const std::vector<double> pooled = pooled_counts(h);
-    std::vector<TailFit> fits;
-    std::vector<std::int64_t> b0;
-    for (double thr : thresholds) {
-        b0.push_back(first_bin_at_or_above(h, thr));
-        fits.push_back(full_fit(h, pooled, b0.back()));
+    const std::size_t nt = thresholds.size();
+    std::vector<TailFit> fits(nt);
+    std::vector<std::int64_t> b0(nt);
+    std::vector<double> pooled(static_cast<std::size_t>(h.n_bins), 0.0);
+    const std::vector<double> lc = log_centres(h);
+    for (std::int64_t k = 0; k < h.n_blocks; ++k)
+        for (std::int64_t b = 0; b < h.n_bins; ++b)
+            pooled[b] += h.counts[static_cast<std::size_t>(k * h.n_bins + b)];
+    for (std::size_t i = 0; i < nt; ++i) {
+        b0[i] = first_bin_at_or_above(h, thresholds[i]);
+        TailFit& f = fits[i];
+        f.beta = f.c0 = f.beta_ci_low = f.beta_ci_high = f.beta_sigma = kNaN;
+        if (b0[i] >= h.n_bins) continue;
+        f.threshold = h.edge(b0[i]);
+        Binned B;
+        binned_from(h, lc, pooled, b0[i], B);
+        f.n_tail = B.total;
+        double beta = 1.5, ell = std::log(std::max(f.threshold, 1e-3));
+        f.converged = newton_fit(B, beta, ell);
+        if (f.converged) {
+            f.beta = beta;
+            f.c0 = std::exp(ell);
+        }
     }
-    if (p.bootstrap > 0 && h.n_blocks > 1) bootstrap_fits(h, b0, p, fits);
+    if (p.bootstrap > 0 && h.n_blocks > 1) {
+        // the resampled blocks are drawn in replicate order (the same draws for any thread count),
+        // the replicates fitted in parallel, their β collected in replicate order
+        std::mt19937_64 rng(p.seed);
+        std::uniform_int_distribution<std::int64_t> pick(0, h.n_blocks - 1);
+        const auto nr = static_cast<std::size_t>(p.bootstrap);
+        std::vector<std::int64_t> picks(nr * static_cast<std::size_t>(h.n_blocks));
+        for (auto& b : picks) b = pick(rng);
+        std::int64_t bmin = h.n_bins;
+        for (auto b : b0) bmin = std::min(bmin, b);
+        std::vector<double> rep_beta(nr * nt, kNaN);
+        std::vector<char> rep_ok(nr * nt, 0);
+        detail::parallel_for_each(nr, p.threads, [&](std::size_t r, int) {
+            std::vector<double> agg(static_cast<std::size_t>(h.n_bins), 0.0);
+            Binned B;
+            for (std::int64_t k = 0; k < h.n_blocks; ++k) {
+                const std::int64_t blk =
+                    picks[r * static_cast<std::size_t>(h.n_blocks) + static_cast<std::size_t>(k)];
+                const double* c = h.counts.data() + blk * h.n_bins;
+                for (std::int64_t b = bmin; b < h.n_bins; ++b) agg[b] += c[b];
+            }
+            for (std::size_t i = 0; i < nt; ++i) {
+                if (!fits[i].converged) continue;
+                binned_from(h, lc, agg, b0[i], B);
+                double beta = fits[i].beta, ell = std::log(fits[i].c0);
+                if (newton_fit(B, beta, ell)) {
+                    rep_beta[r * nt + i] = beta;
+                    rep_ok[r * nt + i] = 1;
+                }
+            }
+        });
+        std::vector<std::vector<double>> reps(nt);
+        for (std::size_t r = 0; r < nr; ++r)
+            for (std::size_t i = 0; i < nt; ++i)
+                if (rep_ok[r * nt + i]) reps[i].push_back(rep_beta[r * nt + i]);
+        for (std::size_t i = 0; i < nt; ++i) {
+            const auto& v = reps[i];
+            if (v.size() < 2) continue;
+            double m = 0, s2 = 0;
+            for (double b : v) m += b;
+            m /= static_cast<double>(v.size());
+            for (double b : v) s2 += (b - m) * (b - m);
+            fits[i].beta_sigma = std::sqrt(s2 / static_cast<double>(v.size() - 1));
+            fits[i].beta_ci_low = quantile(v, (1 - p.confidence) / 2);
+            fits[i].beta_ci_high = quantile(v, (1 + p.confidence) / 2);
+        }
+    }
     return fits;
 }
 
@@ -421,23 +350,21 @@ namespace {
 struct Moments {
     double n = 0, sxx = 0, syy = 0, c4 = 0, v4 = 0, max_comp = 0, max_speed = 0;
 };
-struct Scale {
-    double rms_comp = kNaN, rms_speed = kNaN;
-};
 struct Hists {
     std::vector<double> cx, cy, sp;
     double n = 0;
     TailHistogram tail;
 };
-/// The histogram ranges: P(c) on [−cmax, cmax], P(speed) on [0, smax], nb bins each.
-struct Ranges {
-    double cmax = 1, smax = 1, wc = 0, ws = 0;
-    std::size_t nb = 0;
-};
+}  // namespace
 
-/// Pass 1: moments and maxima of the velocities, per species.
-TrackStreamInfo moments_pass(const TrajectorySource& src, const TrackStreamParams& tp,
-                             detail::SpeciesSet<Moments>& mom) {
+VelocityDistributionResult compute_velocity_distribution(const TrajectorySource& src,
+                                                         const VelocityDistributionParams& p) {
+    p.validate();
+    const std::int64_t T = src.n_frames();
+    TrackStreamParams tp = detail::stream_params(p, /*velocities=*/true);
+    const auto own_cache = detail::ensure_cache(src, tp);  // one copy for both passes
+    // ---- pass 1: moments
+    detail::SpeciesSet<Moments> mom;
     auto add_m = [](Moments& m, double vx, double vy) {
         const double v2 = vx * vx + vy * vy;
         m.n += 1;
@@ -448,7 +375,7 @@ TrackStreamInfo moments_pass(const TrajectorySource& src, const TrackStreamParam
         m.max_comp = std::max({m.max_comp, std::abs(vx), std::abs(vy)});
         m.max_speed = std::max(m.max_speed, std::sqrt(v2));
     };
-    return stream_tracks(src, tp, [&](const Track& tk) {
+    const TrackStreamInfo info = stream_tracks(src, tp, [&](const Track& tk) {
         Moments* ms = mom.of(tk.species);
         for (std::size_t s = 0; s < tk.size(); ++s) {
             if (!std::isfinite(tk.vx[s]) || !std::isfinite(tk.vy[s])) continue;
@@ -456,75 +383,64 @@ TrackStreamInfo moments_pass(const TrajectorySource& src, const TrackStreamParam
             if (ms) add_m(*ms, tk.vx[s], tk.vy[s]);
         }
     });
-}
-
-/// rms scales per species and the histogram ranges (whole numbers of rms units, at most 50).
-Ranges scales_and_ranges(detail::SpeciesSet<Moments>& mom, detail::SpeciesSet<Scale>& sc, std::int64_t bins) {
-    Ranges r;
+    // scaled ranges
     double cmax = 0, smax = 0;
-    auto mn = mom.named();
-    auto sn = sc.named();
-    for (std::size_t i = 0; i < 3; ++i) {
-        const Moments& m = *mn[i].second;
-        if (m.n <= 0) continue;
-        sn[i].second->rms_comp = std::sqrt((m.sxx + m.syy) / (2 * m.n));
-        sn[i].second->rms_speed = std::sqrt((m.sxx + m.syy) / m.n);
-        if (sn[i].second->rms_comp > 0) {
-            cmax = std::max(cmax, m.max_comp / sn[i].second->rms_comp);
-            smax = std::max(smax, m.max_speed / sn[i].second->rms_speed);
+    struct Scale {
+        double rms_comp = kNaN, rms_speed = kNaN;
+    };
+    detail::SpeciesSet<Scale> sc;
+    {
+        auto mn = mom.named();
+        auto sn = sc.named();
+        for (std::size_t i = 0; i < 3; ++i) {
+            const Moments& m = *mn[i].second;
+            if (m.n <= 0) continue;
+            sn[i].second->rms_comp = std::sqrt((m.sxx + m.syy) / (2 * m.n));
+            sn[i].second->rms_speed = std::sqrt((m.sxx + m.syy) / m.n);
+            if (sn[i].second->rms_comp > 0) {
+                cmax = std::max(cmax, m.max_comp / sn[i].second->rms_comp);
+                smax = std::max(smax, m.max_speed / sn[i].second->rms_speed);
+            }
         }
     }
     cmax = std::min(std::ceil(cmax * 1.0001 + 1e-9), 50.0);
     smax = std::min(std::ceil(smax * 1.0001 + 1e-9), 50.0);
-    r.cmax = cmax > 0 ? cmax : 1;
-    r.smax = smax > 0 ? smax : 1;
-    r.nb = static_cast<std::size_t>(bins);
-    r.wc = 2 * r.cmax / static_cast<double>(r.nb);
-    r.ws = r.smax / static_cast<double>(r.nb);
-    return r;
-}
-
-/// Empty histograms; the tail grid spans [lowest threshold, largest scaled value] when it is not empty.
-detail::SpeciesSet<Hists> empty_hists(detail::SpeciesSet<Moments>& mom, detail::SpeciesSet<Scale>& sc,
-                                      const VelocityDistributionParams& p, std::size_t nb) {
+    if (!(cmax > 0)) cmax = 1;
+    if (!(smax > 0)) smax = 1;
+    const auto nb = static_cast<std::size_t>(p.bins);
     double lo = p.threshold;
     for (double s : p.scan) lo = std::min(lo, s);
     detail::SpeciesSet<Hists> hs;
-    auto hn = hs.named();
-    auto sn = sc.named();
-    auto mn = mom.named();
-    for (std::size_t i = 0; i < 3; ++i) {
-        Hists& h = *hn[i].second;
-        h.cx.assign(nb, 0.0);
-        h.cy.assign(nb, 0.0);
-        h.sp.assign(nb, 0.0);
-        const double rms = p.fit_speed ? sn[i].second->rms_speed : sn[i].second->rms_comp;
-        const double xmax = mn[i].second->n > 0 && rms > 0
-                                ? (p.fit_speed ? mn[i].second->max_speed : mn[i].second->max_comp) / rms
-                                : 0.0;
-        if (xmax > lo) h.tail = TailHistogram(lo, xmax * (1 + 1e-9), p.tail_bins, p.blocks);
+    {
+        auto hn = hs.named();
+        auto sn = sc.named();
+        auto mn = mom.named();
+        for (std::size_t i = 0; i < 3; ++i) {
+            Hists& h = *hn[i].second;
+            h.cx.assign(nb, 0.0);
+            h.cy.assign(nb, 0.0);
+            h.sp.assign(nb, 0.0);
+            const double rms = p.fit_speed ? sn[i].second->rms_speed : sn[i].second->rms_comp;
+            const double xmax = mn[i].second->n > 0 && rms > 0
+                                    ? (p.fit_speed ? mn[i].second->max_speed : mn[i].second->max_comp) / rms
+                                    : 0.0;
+            if (xmax > lo) h.tail = TailHistogram(lo, xmax * (1 + 1e-9), p.tail_bins, p.blocks);
+        }
     }
-    return hs;
-}
-
-/// Pass 2: histograms and tail grids (counts: integers in doubles, exact in any order; one set
-/// per thread, added at the end).
-void histogram_pass(const TrajectorySource& src, const TrackStreamParams& tp,
-                    const VelocityDistributionParams& p, detail::SpeciesSet<Scale>& sc, const Ranges& rg,
-                    detail::SpeciesSet<Hists>& hs) {
-    const std::int64_t T = src.n_frames();
+    // ---- pass 2: histograms and tail grids
+    const double wc = 2 * cmax / static_cast<double>(nb), ws = smax / static_cast<double>(nb);
     auto bin = [&](double v, double lo_, double w) -> std::int64_t {
         const auto b = static_cast<std::int64_t>(std::floor((v - lo_) / w));
-        return b >= 0 && b < static_cast<std::int64_t>(rg.nb) ? b : -1;
+        return b >= 0 && b < static_cast<std::int64_t>(nb) ? b : -1;
     };
     auto add_h = [&](Hists& h, const Scale& s, double vx, double vy, std::int64_t blk) {
         if (!(s.rms_comp > 0)) return;
         const double cx = vx / s.rms_comp, cy = vy / s.rms_comp,
                      sp = std::sqrt(vx * vx + vy * vy) / s.rms_speed;
         h.n += 1;
-        if (auto b = bin(cx, -rg.cmax, rg.wc); b >= 0) h.cx[b] += 1;
-        if (auto b = bin(cy, -rg.cmax, rg.wc); b >= 0) h.cy[b] += 1;
-        if (auto b = bin(sp, 0, rg.ws); b >= 0) h.sp[b] += 1;
+        if (auto b = bin(cx, -cmax, wc); b >= 0) h.cx[b] += 1;
+        if (auto b = bin(cy, -cmax, wc); b >= 0) h.cy[b] += 1;
+        if (auto b = bin(sp, 0, ws); b >= 0) h.sp[b] += 1;
         if (h.tail.n_bins > 0) {
             if (p.fit_speed)
                 h.tail.add(sp, blk);
@@ -534,6 +450,7 @@ void histogram_pass(const TrajectorySource& src, const TrackStreamParams& tp,
             }
         }
     };
+    // counts (integers in doubles: exact in any order), one set per thread, added at the end
     const int nth = std::max(1, p.threads);
     std::vector<detail::SpeciesSet<Hists>> hs_t(static_cast<std::size_t>(nth), hs);
     stream_track_blocks(src, tp, [&](std::vector<Track>& block) {
@@ -552,24 +469,26 @@ void histogram_pass(const TrajectorySource& src, const TrackStreamParams& tp,
             }
         });
     });
-    const auto a = hs.all();
-    for (auto& part : hs_t) {
-        const auto b = part.all();
-        for (std::size_t q = 0; q < a.size(); ++q) {
-            for (std::size_t k = 0; k < a[q]->cx.size(); ++k) {
-                a[q]->cx[k] += b[q]->cx[k];
-                a[q]->cy[k] += b[q]->cy[k];
-                a[q]->sp[k] += b[q]->sp[k];
+    {
+        const auto a = hs.all();
+        for (auto& part : hs_t) {
+            const auto b = part.all();
+            for (std::size_t q = 0; q < a.size(); ++q) {
+                for (std::size_t k = 0; k < a[q]->cx.size(); ++k) {
+                    a[q]->cx[k] += b[q]->cx[k];
+                    a[q]->cy[k] += b[q]->cy[k];
+                    a[q]->sp[k] += b[q]->sp[k];
+                }
+                a[q]->n += b[q]->n;
+                a[q]->tail.add_counts(b[q]->tail);
             }
-            a[q]->n += b[q]->n;
-            a[q]->tail.add_counts(b[q]->tail);
         }
     }
-}
-
-/// One part's result: its moments, histograms and tail fits (the threshold, then the scan).
-VelocityDistributionResult::Part part_result(const std::string& suf, const Moments& m, const Scale& s,
-                                             const Hists& h, const VelocityDistributionParams& p) {
+    // ---- tail fits per part
+    VelocityDistributionResult res;
+    res.info = info;
+    res.n_frames = T;
+    res.cmax = cmax, res.smax = smax, res.wc = wc, res.ws = ws;
     TailFitParams fp;
     fp.threshold = p.threshold;
     fp.bootstrap = p.bootstrap;
@@ -577,50 +496,33 @@ VelocityDistributionResult::Part part_result(const std::string& suf, const Momen
     fp.threads = p.threads;
     std::vector<double> thr{p.threshold};
     thr.insert(thr.end(), p.scan.begin(), p.scan.end());
-    VelocityDistributionResult::Part part;
-    part.suffix = suf;
-    part.n = m.n, part.sxx = m.sxx, part.syy = m.syy, part.c4 = m.c4, part.v4 = m.v4;
-    part.rms_comp = s.rms_comp;
-    part.hist_n = h.n, part.cx = h.cx, part.cy = h.cy, part.sp = h.sp;
-    if (h.tail.n_bins > 0)
-        part.fits = fit_tail_scan(h.tail, thr, fp);
-    else
-        part.fits.assign(thr.size(), TailFit{kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, 0, false});
-    const TailFit& f = part.fits.front();
-    const double n_x = p.fit_speed ? m.n : 2 * m.n;
-    part.tail_fraction = f.n_tail / n_x;
-    part.tail_amplitude = kNaN;
-    if (f.converged) {
-        const double lz = log_z(f.beta, std::log(f.c0), std::log(f.threshold));
-        part.tail_amplitude = part.tail_fraction / (p.fit_speed ? 1.0 : 2.0) / std::exp(lz);
-    }
-    return part;
-}
-}  // namespace
-
-VelocityDistributionResult compute_velocity_distribution(const TrajectorySource& src,
-                                                         const VelocityDistributionParams& p) {
-    p.validate();
-    TrackStreamParams tp = detail::stream_params(p, /*velocities=*/true);
-    const auto own_cache = detail::ensure_cache(src, tp);  // one copy for both passes
-    detail::SpeciesSet<Moments> mom;
-    const TrackStreamInfo info = moments_pass(src, tp, mom);
-    detail::SpeciesSet<Scale> sc;
-    const Ranges rg = scales_and_ranges(mom, sc, p.bins);
-    detail::SpeciesSet<Hists> hs = empty_hists(mom, sc, p, rg.nb);
-    histogram_pass(src, tp, p, sc, rg, hs);
-    VelocityDistributionResult res;
-    res.info = info;
-    res.n_frames = src.n_frames();
-    res.cmax = rg.cmax, res.smax = rg.smax, res.wc = rg.wc, res.ws = rg.ws;
     auto hn = hs.named();
     auto mn = mom.named();
     auto sn = sc.named();
     for (std::size_t i = 0; i < 3; ++i) {
         const std::string& suf = hn[i].first;
+        const Hists& h = *hn[i].second;
+        const Moments& m = *mn[i].second;
         if (suf != "" && detail::info_count(info, suf) == 0) continue;
-        if (hn[i].second->n <= 0) continue;
-        res.parts.push_back(part_result(suf, *mn[i].second, *sn[i].second, *hn[i].second, p));
+        if (h.n <= 0) continue;
+        VelocityDistributionResult::Part part;
+        part.suffix = suf;
+        part.n = m.n, part.sxx = m.sxx, part.syy = m.syy, part.c4 = m.c4, part.v4 = m.v4;
+        part.rms_comp = sn[i].second->rms_comp;
+        part.hist_n = h.n, part.cx = h.cx, part.cy = h.cy, part.sp = h.sp;
+        if (h.tail.n_bins > 0)
+            part.fits = fit_tail_scan(h.tail, thr, fp);
+        else
+            part.fits.assign(thr.size(), TailFit{kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, 0, false});
+        const TailFit& f = part.fits.front();
+        const double n_x = p.fit_speed ? m.n : 2 * m.n;
+        part.tail_fraction = f.n_tail / n_x;
+        part.tail_amplitude = kNaN;
+        if (f.converged) {
+            const double lz = log_z(f.beta, std::log(f.c0), std::log(f.threshold));
+            part.tail_amplitude = part.tail_fraction / (p.fit_speed ? 1.0 : 2.0) / std::exp(lz);
+        }
+        res.parts.push_back(std::move(part));
     }
     return res;
 }
