@@ -355,6 +355,71 @@ struct Hists {
     double n = 0;
     TailHistogram tail;
 };
+
+/// Velocity scales of one part (all particles, or one species): rms of a component and of the speed.
+struct Scale {
+    double rms_comp = kNaN, rms_speed = kNaN;
+};
+
+/// Adds the per-thread histogram counts into hs (integers in doubles: exact in any order).
+void add_thread_counts(detail::SpeciesSet<Hists>& hs, std::vector<detail::SpeciesSet<Hists>>& hs_t) {
+    const auto a = hs.all();
+    for (auto& part : hs_t) {
+        const auto b = part.all();
+        for (std::size_t q = 0; q < a.size(); ++q) {
+            for (std::size_t k = 0; k < a[q]->cx.size(); ++k) {
+                a[q]->cx[k] += b[q]->cx[k];
+                a[q]->cy[k] += b[q]->cy[k];
+                a[q]->sp[k] += b[q]->sp[k];
+            }
+            a[q]->n += b[q]->n;
+            a[q]->tail.add_counts(b[q]->tail);
+        }
+    }
+}
+
+/// The parts of the result (all particles, each species present): moments, histograms, and the
+/// tail fit at the threshold and at each scan threshold.
+void fit_parts(VelocityDistributionResult& res, detail::SpeciesSet<Hists>& hs,
+               detail::SpeciesSet<Moments>& mom, detail::SpeciesSet<Scale>& sc,
+               const VelocityDistributionParams& p) {
+    const TrackStreamInfo& info = res.info;
+    TailFitParams fp;
+    fp.threshold = p.threshold;
+    fp.bootstrap = p.bootstrap;
+    fp.seed = p.seed;
+    fp.threads = p.threads;
+    std::vector<double> thr{p.threshold};
+    thr.insert(thr.end(), p.scan.begin(), p.scan.end());
+    auto hn = hs.named();
+    auto mn = mom.named();
+    auto sn = sc.named();
+    for (std::size_t i = 0; i < 3; ++i) {
+        const std::string& suf = hn[i].first;
+        const Hists& h = *hn[i].second;
+        const Moments& m = *mn[i].second;
+        if (suf != "" && detail::info_count(info, suf) == 0) continue;
+        if (h.n <= 0) continue;
+        VelocityDistributionResult::Part part;
+        part.suffix = suf;
+        part.n = m.n, part.sxx = m.sxx, part.syy = m.syy, part.c4 = m.c4, part.v4 = m.v4;
+        part.rms_comp = sn[i].second->rms_comp;
+        part.hist_n = h.n, part.cx = h.cx, part.cy = h.cy, part.sp = h.sp;
+        if (h.tail.n_bins > 0)
+            part.fits = fit_tail_scan(h.tail, thr, fp);
+        else
+            part.fits.assign(thr.size(), TailFit{kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, 0, false});
+        const TailFit& f = part.fits.front();
+        const double n_x = p.fit_speed ? m.n : 2 * m.n;
+        part.tail_fraction = f.n_tail / n_x;
+        part.tail_amplitude = kNaN;
+        if (f.converged) {
+            const double lz = log_z(f.beta, std::log(f.c0), std::log(f.threshold));
+            part.tail_amplitude = part.tail_fraction / (p.fit_speed ? 1.0 : 2.0) / std::exp(lz);
+        }
+        res.parts.push_back(std::move(part));
+    }
+}
 }  // namespace
 
 VelocityDistributionResult compute_velocity_distribution(const TrajectorySource& src,
@@ -385,9 +450,6 @@ VelocityDistributionResult compute_velocity_distribution(const TrajectorySource&
     });
     // scaled ranges
     double cmax = 0, smax = 0;
-    struct Scale {
-        double rms_comp = kNaN, rms_speed = kNaN;
-    };
     detail::SpeciesSet<Scale> sc;
     {
         auto mn = mom.named();
@@ -469,61 +531,13 @@ VelocityDistributionResult compute_velocity_distribution(const TrajectorySource&
             }
         });
     });
-    {
-        const auto a = hs.all();
-        for (auto& part : hs_t) {
-            const auto b = part.all();
-            for (std::size_t q = 0; q < a.size(); ++q) {
-                for (std::size_t k = 0; k < a[q]->cx.size(); ++k) {
-                    a[q]->cx[k] += b[q]->cx[k];
-                    a[q]->cy[k] += b[q]->cy[k];
-                    a[q]->sp[k] += b[q]->sp[k];
-                }
-                a[q]->n += b[q]->n;
-                a[q]->tail.add_counts(b[q]->tail);
-            }
-        }
-    }
+    add_thread_counts(hs, hs_t);
     // ---- tail fits per part
     VelocityDistributionResult res;
     res.info = info;
     res.n_frames = T;
     res.cmax = cmax, res.smax = smax, res.wc = wc, res.ws = ws;
-    TailFitParams fp;
-    fp.threshold = p.threshold;
-    fp.bootstrap = p.bootstrap;
-    fp.seed = p.seed;
-    fp.threads = p.threads;
-    std::vector<double> thr{p.threshold};
-    thr.insert(thr.end(), p.scan.begin(), p.scan.end());
-    auto hn = hs.named();
-    auto mn = mom.named();
-    auto sn = sc.named();
-    for (std::size_t i = 0; i < 3; ++i) {
-        const std::string& suf = hn[i].first;
-        const Hists& h = *hn[i].second;
-        const Moments& m = *mn[i].second;
-        if (suf != "" && detail::info_count(info, suf) == 0) continue;
-        if (h.n <= 0) continue;
-        VelocityDistributionResult::Part part;
-        part.suffix = suf;
-        part.n = m.n, part.sxx = m.sxx, part.syy = m.syy, part.c4 = m.c4, part.v4 = m.v4;
-        part.rms_comp = sn[i].second->rms_comp;
-        part.hist_n = h.n, part.cx = h.cx, part.cy = h.cy, part.sp = h.sp;
-        if (h.tail.n_bins > 0)
-            part.fits = fit_tail_scan(h.tail, thr, fp);
-        else
-            part.fits.assign(thr.size(), TailFit{kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, 0, false});
-        const TailFit& f = part.fits.front();
-        const double n_x = p.fit_speed ? m.n : 2 * m.n;
-        part.tail_fraction = f.n_tail / n_x;
-        part.tail_amplitude = kNaN;
-        if (f.converged) {
-            const double lz = log_z(f.beta, std::log(f.c0), std::log(f.threshold));
-            part.tail_amplitude = part.tail_fraction / (p.fit_speed ? 1.0 : 2.0) / std::exp(lz);
-        }
-        res.parts.push_back(std::move(part));
-    }
+    fit_parts(res, hs, mom, sc, p);
     return res;
 }
 
