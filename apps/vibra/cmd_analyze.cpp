@@ -23,6 +23,7 @@
 #include "vibra/core/checksum.hpp"
 #include "vibra/core/error.hpp"
 #include "vibra/core/interrupt.hpp"
+#include "vibra/core/memory.hpp"
 #include "vibra/core/units.hpp"
 #include "vibra/store/results_file.hpp"
 #include "vibra/store/trajectory_file.hpp"
@@ -86,6 +87,36 @@ std::string input_stem(const std::string& input) {
     return stem.empty() ? std::string("input") : stem;
 }
 
+std::string mib(std::int64_t bytes) {
+    std::ostringstream os;
+    os.precision(1);
+    os << std::fixed << static_cast<double>(bytes) / double(1 << 20);
+    return os.str();
+}
+
+/// Bytes one row takes as read: frame, particle, x, y, species and the optional columns present.
+std::int64_t bytes_per_row(const store::ColumnSet& c) {
+    return 8 + 8 + 16 + 1 + (c.velocity ? 16 : 0) + (c.radius ? 4 : 0) + (c.brightness ? 4 : 0) +
+           (c.quality ? 4 : 0) + (c.species_confidence ? 4 : 0) + (c.edge ? 1 : 0);
+}
+
+/// The least any analysis holds is one frame's rows. A file whose largest frame does not fit
+/// --memory (or what the process may allocate) is refused before any work, naming the frame.
+void check_largest_frame(const store::TrajectoryReader& file, std::int64_t memory_mb,
+                         const std::string& input) {
+    const auto& idx = file.index();
+    std::int64_t largest = 0, at = idx.first_frame;
+    for (std::int64_t f = idx.first_frame; f < idx.first_frame + idx.n_frames(); ++f)
+        if (idx.count(f) > largest) largest = idx.count(f), at = f;
+    const std::int64_t bytes = largest * bytes_per_row(file.columns());
+    const std::string what = input + ": frame " + std::to_string(at) + " holds " + std::to_string(largest) +
+                             " rows (" + mib(bytes) + " MiB as read)";
+    if (bytes > (memory_mb << 20))
+        throw ResourceError(what + ", more than --memory " + std::to_string(memory_mb) +
+                            " MiB allows for one frame; raise --memory");
+    check_memory(static_cast<std::uint64_t>(bytes), what);
+}
+
 struct RunOutcome {
     std::size_t groups = 0;
     std::vector<std::string> skipped;
@@ -97,6 +128,7 @@ RunOutcome analyze_one(const std::string& input, const std::string& output,
                        const std::vector<const AnalysisSpec*>& plan, const std::set<std::string>& wanted,
                        const Opts& o, const GlobalOptions& g) {
     store::TrajectoryReader file(input);
+    check_largest_frame(file, o.memory_mb, input);
     // The analyses see the file in the units of --units (core/units.hpp): mm and s when it
     // records the scale and the rate, by default; they label their results from its metadata.
     const UnitSource reader(file, unit_conversion(file.meta(), unit_system_from_string(o.units), input));
@@ -228,7 +260,7 @@ void register_analyze(CLI::App& app, GlobalOptions& g) {
            "file in $TMPDIR, removed at the end. `currents` keeps its series j(k,t) in memory within the "
            "budget, else "
            "streams them in chunks of frames; `defects` samples every frame while its tables fit half the "
-           "budget")
+           "budget. A file whose largest frame does not fit it is refused before any work")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
         ->type_name("MIB");
     cmd->add_flag(

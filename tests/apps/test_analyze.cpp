@@ -98,6 +98,28 @@ TEST_CASE("analyze streams: 10x the frames does not take 10x the memory", "[inte
     REQUIRE(double(rss_large) < 1.5 * double(rss_small) + 16000.0);
 }
 
+TEST_CASE("analyze --memory: a file whose largest frame does not fit is refused at once, naming the frame",
+          "[integration]") {
+    test::TempDir dir("cli_analyze_big_frame");
+    const auto sim = dir.file("sim.h5"), res = dir.file("res.h5");
+    // 2 × 20 000 disks in one frame: 40 000 rows × 49 bytes (frame, particle, x, y, species, vx, vy) = 1.87 MiB
+    REQUIRE(test::run_vibra("simulate -o " + q(sim) +
+                            " --n-small 20000 --n-large 20000 --frames 1 --equilibrate 0 -q")
+                .exit_code == 0);
+    const auto r = test::run_vibra("analyze " + q(sim) + " -o " + q(res) + " --only gr --memory 1");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 1);
+    REQUIRE_THAT(r.output,
+                 Catch::Contains("frame 0 holds 40000 rows (1.9 MiB as read), more than --memory 1 MiB"));
+    REQUIRE_FALSE(fs::exists(res));
+    REQUIRE_FALSE(fs::exists(res + ".partial"));
+    // 2 MiB holds it: the same run succeeds
+    const auto ok = test::run_vibra("analyze " + q(sim) + " -o " + q(res) + " --only gr --memory 2 -q");
+    INFO(ok.output);
+    REQUIRE(ok.exit_code == 0);
+    REQUIRE(store::list_results(res) == std::vector<std::string>{"gr"});
+}
+
 TEST_CASE(
     "analyze --memory: copies beyond the budget go to temporary files, currents streams, results unchanged",
     "[integration]") {

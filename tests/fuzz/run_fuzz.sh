@@ -22,7 +22,9 @@
 #                                      classified as below. One line per target: executions, exec/s,
 #                                      corpus size, result.
 # Environment: FUZZ_CXX (default clang++), FUZZ_CC (default clang), VIBRA_SHARED (default
-# <repo>/../shared) for the real camera-header seeds, FUZZ_TARGETS (a subset, space-separated).
+# <repo>/../shared) for the real camera-header seeds, FUZZ_TARGETS (a subset, space-separated),
+# FUZZ_TIMEOUT (s per input before an input counts as a hang, default 10; a long run at idle
+# priority beside other work needs more, since a starved process is not a hung one).
 # Long runs: docs/reliability.md ("Fuzzing").
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -114,7 +116,7 @@ fi
 
 # A hang (-timeout, s per input) or a memory blow-up (-rss_limit_mb, also the largest single
 # allocation) is a finding like a crash.
-limits="-timeout=10 -rss_limit_mb=2048"
+limits="-timeout=${FUZZ_TIMEOUT:-10} -rss_limit_mb=2048"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/fuzz/lsan.supp}
 # A crash or hang whose first frame outside the sanitizer/libFuzzer runtime is in a third-party
