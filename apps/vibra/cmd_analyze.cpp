@@ -131,7 +131,11 @@ RunOutcome analyze_one(const std::string& input, const std::string& output,
     check_largest_frame(file, o.memory_mb, input);
     // The analyses see the file in the units of --units (core/units.hpp): mm and s when it
     // records the scale and the rate, by default; they label their results from its metadata.
-    const UnitSource reader(file, unit_conversion(file.meta(), unit_system_from_string(o.units), input));
+    const UnitSource in_units(file, unit_conversion(file.meta(), unit_system_from_string(o.units), input));
+    // Frame blocks read by the analyses hold at most a quarter of --memory (at least one frame):
+    // the block as read plus the analyses' own per-row arrays stay within the budget.
+    const RowBudgetSource reader(
+        in_units, std::max<std::int64_t>(1, (o.memory_mb << 20) / 4 / bytes_per_row(file.columns())));
     const std::string checksum = file_checksum(input);
     std::map<std::string, ResultGroup> done;
     std::vector<ResultGroup> groups;
@@ -260,7 +264,9 @@ void register_analyze(CLI::App& app, GlobalOptions& g) {
            "file in $TMPDIR, removed at the end. `currents` keeps its series j(k,t) in memory within the "
            "budget, else "
            "streams them in chunks of frames; `defects` samples every frame while its tables fit half the "
-           "budget. A file whose largest frame does not fit it is refused before any work")
+           "budget; the blocks of frames every analysis reads hold at most a quarter of it. A file whose "
+           "largest "
+           "frame does not fit it is refused before any work")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
         ->type_name("MIB");
     cmd->add_flag(

@@ -43,6 +43,7 @@ std::int64_t frames_per_block(const TrajectorySource& s, std::int64_t target_row
     const auto T = s.n_frames();
     if (T == 0) return 1;
     const double per_frame = std::max(1.0, static_cast<double>(s.n_rows()) / static_cast<double>(T));
+    target_rows = std::min(target_rows, s.max_block_rows());
     return std::clamp<std::int64_t>(static_cast<std::int64_t>(static_cast<double>(target_rows) / per_frame),
                                     1, T);
 }

@@ -120,3 +120,22 @@ TEST_CASE("Covariance VDOS refuses when frames < 10 x 2N unless forced", "[unit]
     const auto r = compute_covariance_vdos(src, p);
     REQUIRE(r.omega.size() == 30);
 }
+
+TEST_CASE("Covariance VDOS does not depend on the frame blocks a memory budget sets", "[unit]") {
+    test::TriangularCrystal cr{4, 4};
+    std::vector<double> omega;
+    const auto src = thermal_crystal(cr, 700, 0.002, omega);
+    CovarianceVdosParams p;
+    p.force = true;
+    const auto whole = compute_covariance_vdos(src, p);
+    // 16 disks a frame: blocks of 1, 3 and 40 frames instead of all 700 at once
+    for (const std::int64_t rows : {16, 48, 640}) {
+        INFO("blocks of " << rows << " rows");
+        const RowBudgetSource budgeted(src, rows);
+        REQUIRE(frames_per_block(budgeted, 1 << 20) == rows / 16);
+        const auto r = compute_covariance_vdos(budgeted, p);
+        REQUIRE(r.eigenvalues == whole.eigenvalues);
+        REQUIRE(r.vdos == whole.vdos);
+        REQUIRE(r.temperature == whole.temperature);
+    }
+}

@@ -98,6 +98,35 @@ TEST_CASE("analyze streams: 10x the frames does not take 10x the memory", "[inte
     REQUIRE(double(rss_large) < 1.5 * double(rss_small) + 16000.0);
 }
 
+TEST_CASE("analyze --memory: the frame analyses read blocks within the budget, results unchanged",
+          "[integration]") {
+    test::TempDir dir("cli_analyze_frame_blocks");
+    const auto sim = dir.file("sim.h5");
+    // 5000 disks × 60 frames: 300 000 rows × 49 bytes = 14 MiB, one block by default; with --memory 4
+    // a block holds at most 1 MiB (a quarter of the budget): 4 frames.
+    REQUIRE(
+        test::run_vibra("simulate -o " + q(sim) +
+                        " --n-small 2500 --n-large 2500 --frames 60 --equilibrate 0 --steps-per-frame 2 -q")
+            .exit_code == 0);
+    const std::string only = " --only gr,clusters,number_fluctuations -q --threads 2";
+    long rss_default = 0, rss_budget = 0;
+    const std::string cli = std::string("'") + VIBRA_CLI + "' analyze " + q(sim) + " -o ";
+    REQUIRE(test::run_measured(cli + q(dir.file("a.h5")) + only, rss_default) == 0);
+    REQUIRE(test::run_measured(cli + q(dir.file("b.h5")) + only + " --memory 4", rss_budget) == 0);
+    WARN("analyze peak RSS: default budget " << rss_default << " kB, --memory 4 " << rss_budget << " kB");
+    REQUIRE(double(rss_budget) < double(rss_default) - 8000.0);
+    for (const char* name : {"gr", "clusters", "number_fluctuations"}) {
+        INFO(name);
+        const ResultGroup a = store::read_results(dir.file("a.h5"), name),
+                          b = store::read_results(dir.file("b.h5"), name);
+        REQUIRE(a.arrays.size() == b.arrays.size());
+        for (std::size_t k = 0; k < a.arrays.size(); ++k) {
+            INFO(a.arrays[k].name);
+            REQUIRE(a.arrays[k].data == b.arrays[k].data);
+        }
+    }
+}
+
 TEST_CASE("analyze --memory: a file whose largest frame does not fit is refused at once, naming the frame",
           "[integration]") {
     test::TempDir dir("cli_analyze_big_frame");

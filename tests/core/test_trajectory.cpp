@@ -5,6 +5,7 @@
 #include "vibra/core/dense.hpp"
 #include "vibra/core/error.hpp"
 #include "vibra/core/trajectory.hpp"
+#include "vibra/core/trajectory_source.hpp"
 
 using namespace vibra;
 
@@ -101,4 +102,21 @@ TEST_CASE("geometry areas and containment", "[unit]") {
     REQUIRE(r.area() == 6);
     REQUIRE_THROWS_AS(Geometry::rect(0, 0, 0, 3), ParameterError);
     REQUIRE(geometry_kind_from_string("periodic_box") == GeometryKind::periodic_box);
+}
+
+TEST_CASE("frames_per_block honours a source's row budget, never below one frame", "[unit]") {
+    Trajectory t;
+    for (std::int64_t f = 0; f < 100; ++f)
+        for (std::int64_t i = 0; i < 10; ++i) t.rows.push(f, i, double(i), 0, 0);
+    t.index = build_frame_index(t.rows, 0, 100);
+    const InMemorySource src(t);
+    REQUIRE(frames_per_block(src, 1 << 20) == 100);  // no budget: all frames
+    REQUIRE(frames_per_block(src, 200) == 20);
+    const RowBudgetSource budgeted(src, 55);
+    REQUIRE(budgeted.max_block_rows() == 55);
+    REQUIRE(frames_per_block(budgeted, 1 << 20) == 5);
+    REQUIRE(frames_per_block(budgeted, 20) == 2);  // a smaller target still wins
+    REQUIRE(frames_per_block(RowBudgetSource(src, 3), 1 << 20) == 1);
+    REQUIRE(frames_per_block(RowBudgetSource(budgeted, 1000), 1 << 20) == 5);  // nested: the smaller
+    REQUIRE(budgeted.read_frames(10, 2).rows.size() == 20);
 }

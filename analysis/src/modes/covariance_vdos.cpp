@@ -64,17 +64,28 @@ public:
           S_(Eigen::VectorXd::Zero(n2_)),
           ref_(2 * N_, NAN) {}
 
+    /// Frames are read in blocks of `fpb` and summed in batches of kBatch frames whatever the block
+    /// size (the sums, and so the result, do not depend on the memory budget that sets `fpb`).
     void accumulate(const TrajectorySource& src, std::int64_t fpb) {
         const std::int64_t T = src.n_frames();
+        Eigen::MatrixXd D(n2_, std::min<std::int64_t>(kBatch, std::max<std::int64_t>(T, 1)));
+        Index filled = 0;
+        auto flush = [&] {
+            if (filled == 0) return;
+            S_ += D.leftCols(filled).rowwise().sum();
+            C_.selfadjointView<Eigen::Lower>().rankUpdate(D.leftCols(filled));
+            done_ += filled;
+            filled = 0;
+        };
         for (std::int64_t b = 0; b < T; b += fpb) {
             const std::int64_t cnt = std::min(fpb, T - b);
             const Trajectory t = src.read_frames(b, cnt);
-            Eigen::MatrixXd D(n2_, cnt);
-            for (std::int64_t f = b; f < b + cnt; ++f) D.col(f - b) = frame(t, f);
-            S_ += D.rowwise().sum();
-            C_.selfadjointView<Eigen::Lower>().rankUpdate(D);
-            done_ += cnt;
+            for (std::int64_t f = b; f < b + cnt; ++f) {
+                D.col(filled++) = frame(t, f);
+                if (filled == D.cols()) flush();
+            }
         }
+        flush();
     }
 
     Eigen::MatrixXd covariance() {
@@ -159,6 +170,7 @@ private:
     std::vector<double> m_;  ///< per slot: the mass (species of the first frame seen; 1 unweighted)
     const bool periodic_;
     const double Lx_, Ly_;
+    static constexpr std::int64_t kBatch = 256;
     Eigen::MatrixXd C_;
     Eigen::VectorXd S_;
     std::vector<double> ref_;  ///< per slot: the first position

@@ -52,6 +52,7 @@ public:
     std::int64_t rows_in(std::int64_t first, std::int64_t count) const override {
         return inner_.rows_in(first, count);
     }
+    std::int64_t max_block_rows() const override { return inner_.max_block_rows(); }
     const UnitConversion& conversion() const { return c_; }
 
 private:
