@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <stdexcept>
 #include <system_error>
 #include <iostream>
 
@@ -61,8 +62,21 @@ int main(int argc, char** argv) {
     register_simulate(app, g);
     register_extra_commands(app, g);
 
+    // CLI11 2.1 converts a flag's value with std::stoll and lets its std::out_of_range escape
+    // (`verbose = 99999999999999999999` in a --config file): before the command runs, that is a usage error.
+    bool parsed = false;
+    app.parse_complete_callback([&parsed] { parsed = true; });
     try {
         app.parse(argc, argv);
+    } catch (const std::out_of_range& e) {
+        if (parsed) {
+            std::cerr << "vibra: error: " << e.what() << "\n";
+            return 1;
+        }
+        std::cerr << "vibra: error: a flag's value is a number out of range (on the command line"
+                  << (config->count() ? " or in --config " + config->as<std::string>() : std::string())
+                  << ")\n";
+        return 2;
     } catch (const CLI::ConfigError& e) {
         std::cerr << "vibra: error: " << config_error_message(e.what(), config->as<std::string>()) << "\n";
         return 2;

@@ -206,6 +206,27 @@ TEST_CASE("a TOML config file sets subcommand options by their long names", "[in
     REQUIRE(rd.meta().species_diameters == std::vector<double>{2.0, 2.8});
 }
 
+TEST_CASE("a flag value out of range in a config file or on the command line is a usage error, not a crash",
+          "[integration]") {
+    // Found by fuzz_config_toml (regress-flag-out-of-range): CLI11 2.1's std::stoll escaped as "stoll", exit 1.
+    test::TempDir dir("cli_config_range");
+    test::write_text(dir.file("v.toml"), "verbose = 55555555555555555555555555\n");
+    auto r = test::run_vibra("--config " + q(dir.file("v.toml")) + " import " + q(kDump) + " -o " +
+                             q(dir.file("c.h5")));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 2);
+    REQUIRE_THAT(r.output,
+                 Catch::Contains("a flag's value is a number out of range (on the command line or in "
+                                 "--config " +
+                                 dir.file("v.toml") + ")"));
+    REQUIRE_FALSE(fs::exists(dir.file("c.h5")));
+    r = test::run_vibra("import " + q(kDump) + " -o " + q(dir.file("c.h5")) +
+                        " --verbose=99999999999999999999");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 2);
+    REQUIRE_THAT(r.output, Catch::Contains("a flag's value is a number out of range (on the command line)"));
+}
+
 TEST_CASE("simulate writes a periodic bi-disperse trajectory with velocities", "[integration]") {
     test::TempDir dir("cli_simulate");
     const auto r =
