@@ -145,6 +145,7 @@ long_run() {
     [ -n "$execs" ] || execs=$(grep -oE '^#[0-9]+' "$build/$t.long.log" | tail -1 | tr -d '#' || true)
     for a in "$art"/crash-* "$art"/oom-* "$art"/timeout-* "$art"/leak-*; do
         [ -f "$a" ] || continue
+        case $a in *.log) continue ;; esac  # a replay's log from an earlier run, not an input
         if (cd "$art" && "$build/$t" $limits "$a" > "$a.log" 2>&1); then
             verdict="$verdict; $(basename "$a") no longer fails"
         elif in_system_library "$a.log"; then
