@@ -7,6 +7,9 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -258,6 +261,76 @@ TEST_CASE("real data: particletracker discs (bright rims, two sizes)", "[unit]")
     REQUIRE(ids.size() == 72);
 }
 
+namespace {
+
+// The hand-checked discs of frames 0–8 (tests/tracking/data/particletracker_discs_truth.csv,
+// README beside it: 72 discs with centres in the ROI x 142–1082, y 30–846 in every frame, 34
+// small + 38 large, centres good to 1–4 px).
+struct TruthDisc {
+    double x, y;
+    int cls;
+};
+std::vector<std::vector<TruthDisc>> discs_truth() {
+    std::vector<std::vector<TruthDisc>> truth(9);
+    std::ifstream in(fs::path(VIBRA_SOURCE_DIR) / "tests/tracking/data/particletracker_discs_truth.csv");
+    REQUIRE(in.good());
+    std::string line;
+    std::getline(in, line);
+    while (std::getline(in, line)) {
+        int f = 0, cls = 0, roi = 0;
+        double x = 0, y = 0, r = 0;
+        REQUIRE(std::sscanf(line.c_str(), "%d,%lf,%lf,%lf,%d,%d", &f, &x, &y, &r, &cls, &roi) == 6);
+        REQUIRE((f >= 0 && f < 9));
+        if (roi) truth[static_cast<std::size_t>(f)].push_back({x, y, cls});
+    }
+    for (const auto& t : truth) REQUIRE(t.size() == 72);
+    return truth;
+}
+
+bool in_discs_roi(double x, double y) { return x >= 142 && x <= 1082 && y >= 30 && y <= 846; }
+
+// One frame of a tracked file against the truth: detections matched one to one (closest pairs
+// first) within `tol` px; `extra` = detections in the ROI matched to no disc, `outside` = outside it.
+struct DiscScore {
+    int in_roi = 0, outside = 0, found = 0, extra = 0, class_errors = 0;
+    std::vector<int> missed;  // truth rows (disc ids) without a detection
+};
+DiscScore score_discs(const std::vector<TruthDisc>& truth, const std::vector<double>& x,
+                      const std::vector<double>& y, const std::vector<std::int8_t>& species, double tol) {
+    struct Pair {
+        double d;
+        std::size_t i, j;
+    };
+    std::vector<Pair> pairs;
+    for (std::size_t i = 0; i < truth.size(); ++i)
+        for (std::size_t j = 0; j < x.size(); ++j) {
+            const double d = std::hypot(truth[i].x - x[j], truth[i].y - y[j]);
+            if (d <= tol) pairs.push_back({d, i, j});
+        }
+    std::sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) { return a.d < b.d; });
+    std::vector<int> mt(truth.size(), -1), md(x.size(), -1);
+    DiscScore s;
+    for (const auto& pr : pairs)
+        if (mt[pr.i] < 0 && md[pr.j] < 0) {
+            mt[pr.i] = static_cast<int>(pr.j), md[pr.j] = static_cast<int>(pr.i);
+            ++s.found;
+            s.class_errors += species[pr.j] != truth[pr.i].cls;
+        }
+    for (std::size_t i = 0; i < truth.size(); ++i)
+        if (mt[i] < 0) s.missed.push_back(static_cast<int>(i));
+    for (std::size_t j = 0; j < x.size(); ++j) {
+        if (!in_discs_roi(x[j], y[j])) {
+            ++s.outside;
+            continue;
+        }
+        ++s.in_roi;
+        s.extra += md[j] < 0;
+    }
+    return s;
+}
+
+}  // namespace
+
 TEST_CASE("real data: particletracker discs with only --roi (radii and edge thresholds from the frames)",
           "[unit]") {
     const auto shared = test::shared_dir();
@@ -265,6 +338,7 @@ TEST_CASE("real data: particletracker discs with only --roi (radii and edge thre
         WARN("../shared not found: skipping the discs-with-defaults test");
         return;
     }
+    const auto truth = discs_truth();
     test::TempDir dir("track_discs_defaults");
     const auto in = (shared / "data/real/particletracker_discs/discs_luma_*.png").string();
     const auto r = test::run_vibra("track '" + in + "' -o " + dir.file("d.h5") + " --roi 142,30,1082,846");
@@ -275,22 +349,43 @@ TEST_CASE("real data: particletracker discs with only --roi (radii and edge thre
     store::TrajectoryReader t(dir.file("d.h5"));
     const auto a = t.read_all();
     REQUIRE(a.index.n_frames() == 9);
-    // Measured 2026-12-02 (estimated radii 49.3 / 58.9 px, thresholds 0.051 / 0.15): 70–72 of the
-    // 72 discs per frame, both classes (30–32 small, 39–40 large: the truth has 34 / 38, two small
-    // discs with a hidden outer edge are called large), 75 trajectories. The issue's target (72 in
-    // every frame, classes right) is met with the radii given as 46 / 55 (test above), not yet
-    // with the estimated ones.
+    // Every detection matched one to one to the hand-checked discs within 10 px (the centre of a
+    // rim seen in perspective differs from the truth's by up to ~8 px, docs/tracking.md; the
+    // nearest other disc is >= 80 px away). Species after vibra track's trajectory vote.
+    // Measured 2026-12-02 (radii estimated 49.3 / 58.9 px, thresholds 0.051 / 0.15): 70–72 in the
+    // ROI and 68–72 of the 72 discs found per frame (633 of 648), none outside the ROI, 0–3 extra
+    // per frame (8 in all: candidates 10–15 px off their disc, e.g. discs 33, 34 and 38), 1–3 class
+    // errors per frame (18: discs 5 and 44 at the walls in most frames, 51 in two), 75
+    // trajectories. The issue's target (72 found in every frame, no class error, no extra) is not
+    // met yet: docs/tracking.md "With only --roi" says where and why.
+    int found = 0, extra = 0, cls = 0;
     for (std::int64_t f = 0; f < 9; ++f) {
-        int n = 0, small = 0, large = 0;
+        std::vector<double> x, y;
+        std::vector<std::int8_t> sp;
         for (auto i = a.index.begin(f); i < a.index.end(f); ++i) {
             const auto k = static_cast<std::size_t>(i);
-            ++n;
-            (a.rows.species[k] == 0 ? small : large)++;
+            x.push_back(a.rows.x[k]), y.push_back(a.rows.y[k]), sp.push_back(a.rows.species[k]);
         }
-        INFO("frame " << f << ": " << n << " discs (" << small << " small, " << large << " large)");
-        REQUIRE(n >= 70);
-        REQUIRE(n <= 72);
-        REQUIRE(small >= 30);
-        REQUIRE(large >= 38);
+        const auto s = score_discs(truth[static_cast<std::size_t>(f)], x, y, sp, 10.0);
+        std::string missed;
+        for (int m : s.missed) missed += " " + std::to_string(m);
+        INFO("frame " << f << ": " << s.in_roi << " in the ROI, " << s.found << "/72 found (missed:" << missed
+                      << "), " << s.extra << " extra, " << s.outside << " outside, " << s.class_errors
+                      << " class errors");
+        REQUIRE(s.outside == 0);  // --roi applied
+        REQUIRE(s.in_roi >= 70);
+        REQUIRE(s.in_roi <= 72);
+        REQUIRE(s.found >= 68);
+        REQUIRE(s.extra <= 3);
+        REQUIRE(s.class_errors <= 3);
+        found += s.found, extra += s.extra, cls += s.class_errors;
     }
+    WARN("particletracker discs with only --roi: " << found << "/648 discs found, " << extra
+                                                   << " extra detections in the ROI, " << cls
+                                                   << " class errors after the vote (issue target 648 / 0 / 0: NOT met)");
+    REQUIRE(found >= 632);  // measured 633
+    REQUIRE(extra <= 8);    // measured 8
+    REQUIRE(cls <= 18);     // measured 18
+    std::set<std::int64_t> ids(a.rows.particle.begin(), a.rows.particle.end());
+    REQUIRE(ids.size() <= 76);  // measured 75 (72 discs)
 }
