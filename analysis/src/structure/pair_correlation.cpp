@@ -2,13 +2,14 @@
 #include "vibra/analysis/pair_correlation.hpp"
 
 #include "detail/numeric.hpp"
+#include "detail/pair_grid.hpp"
+#include "detail/parallel.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 
-#include "vibra/core/cell_list.hpp"
 #include "vibra/core/error.hpp"
 #include "vibra/core/interrupt.hpp"
 #include "vibra/core/progress.hpp"
@@ -136,6 +137,28 @@ void for_each_structure_frame_parallel(const TrajectorySource& source, std::int6
         });
 }
 
+void for_each_structure_frame_batched(const TrajectorySource& source, std::int64_t stride, int threads,
+                                      const std::function<void(const StructureFrame&, std::size_t)>& map,
+                                      const std::function<void(const StructureFrame&, std::size_t)>& reduce,
+                                      bool progress, const std::string& label, std::int64_t block_rows) {
+    const int n_threads = std::max(1, threads);
+    const std::size_t batch = structure_batch(threads);
+    std::vector<StructureFrame> frames_of_batch(batch);
+    for_each_sampled_block(
+        source, stride, progress, label, block_rows,
+        [&](const Trajectory& t, const std::vector<std::int64_t>& frames) {
+            for (std::size_t k0 = 0; k0 < frames.size(); k0 += batch) {
+                throw_if_interrupted();  // Ctrl-C between batches of frames, not only between blocks
+                const std::size_t nb = std::min(batch, frames.size() - k0);
+                detail::parallel_for_each(nb, n_threads, [&](std::size_t s, int) {
+                    frames_of_batch[s] = structure_frame(t, frames[k0 + s]);
+                    map(frames_of_batch[s], s);
+                });
+                for (std::size_t s = 0; s < nb; ++s) reduce(frames_of_batch[s], s);
+            }
+        });
+}
+
 void PairCorrelation::merge(const PairCorrelation& o) {
     if (o.p_.r_max != p_.r_max || o.p_.bins != p_.bins || o.p_.edge != p_.edge)
         throw ParameterError("gr: cannot merge accumulators with different parameters");
@@ -226,16 +249,18 @@ void PairCorrelation::accumulate(const StructureFrame& fr) {
 
     const auto nb = static_cast<std::size_t>(p_.bins);
     const double dr = rmax / static_cast<double>(p_.bins);
-    std::vector<double> tot(nb, 0.0);
+    std::vector<double>& tot = tot_;
+    tot.assign(nb, 0.0);
     if (n >= 2) {
         const bool corr = p_.edge == EdgeCorrection::automatic;
-        std::vector<double> dcen;  // distance to the circle's centre
+        std::vector<double>& dcen = dcen_;  // distance to the circle's centre
         if (w.kind == GeometryKind::window_circle) {
             dcen.resize(n);
             for (std::size_t i = 0; i < n; ++i) dcen[i] = std::hypot(fr.x[i] - w.cx, fr.y[i] - w.cy);
         }
-        const CellList cl(fr.x, fr.y, rmax, w);
-        cl.for_each_pair([&](std::size_t i, std::size_t j, double dx, double dy, double r2) {
+        thread_local detail::PairGrid grid;  // buffers reused frame after frame on each thread
+        grid.build(fr.x, fr.y, rmax, w);
+        grid.for_each_pair([&](std::size_t i, std::size_t j, double dx, double dy, double r2) {
             const double r = std::sqrt(r2);
             const auto bin = static_cast<std::size_t>(r / dr);
             if (bin >= nb) return;

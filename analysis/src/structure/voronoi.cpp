@@ -365,23 +365,38 @@ VoronoiAnalysisResult compute_voronoi_analysis(const TrajectorySource& src, cons
     auto& phi_sum = res.phi_sum;
     auto& phi_sum2 = res.phi_sum2;
     auto& brute = res.brute_force_cells;
-    bool sizes_checked = false;
     auto& any_sizes = res.any_sizes;
-    for_each_structure_frame(
-        src, stride,
-        [&](const StructureFrame& f) {
+    struct Share {  // one frame's cells, computed in parallel with the other frames of its batch
+        VoronoiTessellation v;
+        std::vector<double> lphi;
+    };
+    std::vector<Share> shares(structure_batch(q.threads));
+    // Radical cells of a frame without sizes are left to the in-order step, which reports the
+    // first sampled frame's problem (as a sequential run would) or tessellates an empty frame.
+    const auto tessellate = [&](const StructureFrame& f, std::size_t s) {
+        shares[s].v = radical_voronoi(f, vp);
+        shares[s].lphi = local_packing_fraction(shares[s].v);
+    };
+    const auto map = [&](const StructureFrame& f, std::size_t s) {
+        if (!(vp.radical && f.radius.empty())) tessellate(f, s);
+    };
+    bool sizes_checked = false;
+    for_each_structure_frame_batched(
+        src, stride, q.threads, map,
+        [&](const StructureFrame& f, std::size_t s) {
             if (!sizes_checked && vp.radical && (f.radius.empty()))
                 throw ParameterError(src.meta().source.file +
                                      ": voronoi: packing fractions need particle sizes "
                                      "(metadata species_diameters or a radius column); none are given");
             sizes_checked = true;
-            const auto v = radical_voronoi(f, vp);
+            if (vp.radical && f.radius.empty()) tessellate(f, s);
+            const auto& v = shares[s].v;
+            const auto& lphi = shares[s].lphi;
             brute += v.brute_force_cells;
             // Packing fractions need the particles' sizes (either tessellation); without them
             // (plain cells only) the cells' areas and density are still measured, φ is NaN.
             const bool sized = !v.particle_radius.empty();
             any_sizes = any_sizes || sized;
-            const auto lphi = local_packing_fraction(v);
             double disk = 0, disk_in = 0, cell_in = 0, nin = 0, nbd = 0;
             for (std::size_t i = 0; i < f.size(); ++i) {
                 const double a = sized ? M_PI * v.particle_radius[i] * v.particle_radius[i] : 0.0;
