@@ -111,7 +111,7 @@ public:
             }
     }
 
-    /// Cells along x and y and the stencil reach (cells each way; 0 = all pairs), for tests.
+    /// Cells along x and y and the stencil reach (2 cells each way; 0 = every pair), for tests.
     std::int64_t nx() const { return nx_; }
     std::int64_t ny() const { return ny_; }
     int reach() const { return reach_; }
@@ -121,29 +121,27 @@ private:
         int ox, oy;
     };
 
-    // Cells of side ≥ cutoff/reach: reach 2 where the grid has ≥ 5 cells a side (periodic:
-    // distinct stencil cells), else reach 1 (≥ 3), else every pair (reach 0). At most ≈ 8 cells
-    // per point (sparse points: fewer, wider cells, as CellList).
+    // Cells of side ≥ cutoff/2 (reach 2), at most ≈ 8 per point (sparse points: fewer, wider
+    // cells, as CellList). A periodic grid needs ≥ 5 cells a side for distinct stencil cells;
+    // with fewer (r_max near half the box, or a point or two) every pair is tried (reach 0).
     void choose_cells(std::size_t n) {
-        const double max_cells = 8.0 * static_cast<double>(n) + 16.0;
-        for (int reach = 2; reach >= 1; --reach) {
-            const double side = cutoff_ / reach;
-            auto cells = [&](double l) {
-                return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::min(4096.0, std::floor(l / side))));
-            };
-            std::int64_t nx = cells(lx_), ny = cells(ly_);
-            if (static_cast<double>(nx) * static_cast<double>(ny) > max_cells) {
-                const double shrink = std::sqrt(static_cast<double>(nx) * static_cast<double>(ny) / max_cells);
-                nx = std::max<std::int64_t>(1, static_cast<std::int64_t>(static_cast<double>(nx) / shrink));
-                ny = std::max<std::int64_t>(1, static_cast<std::int64_t>(static_cast<double>(ny) / shrink));
-            }
-            if (periodic_ && (nx < 2 * reach + 1 || ny < 2 * reach + 1)) continue;
-            nx_ = nx, ny_ = ny, reach_ = reach;
-            cell_w_ = lx_ > 0 ? lx_ / static_cast<double>(nx_) : 1.0;
-            cell_h_ = ly_ > 0 ? ly_ / static_cast<double>(ny_) : 1.0;
+        const double max_cells = 8.0 * static_cast<double>(n) + 16.0, side = 0.5 * cutoff_;
+        auto cells = [&](double l) {
+            return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::min(4096.0, std::floor(l / side))));
+        };
+        std::int64_t nx = cells(lx_), ny = cells(ly_);
+        if (static_cast<double>(nx) * static_cast<double>(ny) > max_cells) {
+            const double shrink = std::sqrt(static_cast<double>(nx) * static_cast<double>(ny) / max_cells);
+            nx = std::max<std::int64_t>(1, static_cast<std::int64_t>(static_cast<double>(nx) / shrink));
+            ny = std::max<std::int64_t>(1, static_cast<std::int64_t>(static_cast<double>(ny) / shrink));
+        }
+        if (periodic_ && (nx < 5 || ny < 5)) {
+            nx_ = ny_ = 1, reach_ = 0, cell_w_ = cell_h_ = 1.0;
             return;
         }
-        nx_ = ny_ = 1, reach_ = 0, cell_w_ = cell_h_ = 1.0;
+        nx_ = nx, ny_ = ny, reach_ = 2;
+        cell_w_ = lx_ > 0 ? lx_ / static_cast<double>(nx_) : 1.0;
+        cell_h_ = ly_ > 0 ? ly_ / static_cast<double>(ny_) : 1.0;
     }
 
     std::size_t cell_of(double px, double py) const {
