@@ -260,26 +260,10 @@ void PairCorrelation::accumulate(const StructureFrame& fr) {
         }
         thread_local detail::PairGrid grid;  // buffers reused frame after frame on each thread
         grid.build(fr.x, fr.y, rmax, w);
-        grid.for_each_pair([&](std::size_t i, std::size_t j, double dx, double dy, double r2) {
-            const double r = std::sqrt(r2);
-            const auto bin = static_cast<std::size_t>(r / dr);
-            if (bin >= nb) return;
-            double wij = 1, wji = 1;
-            if (corr && w.kind == GeometryKind::window_rect) {
-                wij = wji = area / ((w.lx() - std::abs(dx)) * (w.ly() - std::abs(dy)));
-            } else if (corr && w.kind == GeometryKind::window_circle) {
-                const double fi = circle_fraction_inside_disk(dcen[i], r, w.r);
-                const double fj = circle_fraction_inside_disk(dcen[j], r, w.r);
-                wij = fi > 0 ? 1.0 / fi : 0.0;
-                wji = fj > 0 ? 1.0 / fj : 0.0;
-            }
-            tot[bin] += wij + wji;
-            const auto si = fr.species[i], sj = fr.species[j];
-            if (si >= 0 && si < 2 && sj >= 0 && sj < 2) {
-                num_[si][sj][bin] += wij;
-                num_[sj][si][bin] += wji;
-            }
-        });
+        if (corr && w.kind != GeometryKind::periodic_box)
+            add_weighted_pairs(grid, fr, dr, area, dcen, tot);
+        else
+            add_counted_pairs(grid, fr, dr, tot);
     }
     for (std::size_t k = 0; k < nb; ++k) {
         num_tot_[k] += tot[k];
@@ -290,6 +274,61 @@ void PairCorrelation::accumulate(const StructureFrame& fr) {
             sum_gf2_[k] += gf * gf;
         }
     }
+}
+
+// Weight 1 (periodic box, or no edge correction): integer counts per bin and ordered species pair
+// (species 0, 1, other), added to the double sums once per frame. Integers below 2⁵³ are exact in
+// a double, so this equals adding 1 per pair to the sums, in any order, to the bit.
+void PairCorrelation::add_counted_pairs(const detail::PairGrid& grid, const StructureFrame& fr, double dr,
+                                        std::vector<double>& tot) {
+    const auto nb = static_cast<std::size_t>(p_.bins);
+    auto& code = code_;  // 0 small, 1 large, 2 anything else
+    code.resize(fr.size());
+    for (std::size_t i = 0; i < fr.size(); ++i) {
+        const auto s = fr.species[i];
+        code[i] = static_cast<std::uint8_t>(s == kSpeciesSmall ? 0 : s == kSpeciesLarge ? 1 : 2);
+    }
+    auto& counts = counts_;  // [bin][3 × code(i) + code(j)]
+    counts.assign(9 * nb, 0);
+    grid.for_each_pair([&](std::size_t i, std::size_t j, double, double, double r2) {
+        const auto bin = static_cast<std::size_t>(std::sqrt(r2) / dr);
+        if (bin < nb) ++counts[9 * bin + 3u * code[i] + code[j]];
+    });
+    for (std::size_t k = 0; k < nb; ++k) {
+        const std::int64_t* c = &counts[9 * k];
+        std::int64_t all = 0;
+        for (int q = 0; q < 9; ++q) all += c[q];
+        tot[k] = 2.0 * static_cast<double>(all);  // each pair counts for both of its particles
+        for (int a = 0; a < 2; ++a)
+            for (int b = 0; b < 2; ++b) num_[a][b][k] += static_cast<double>(c[3 * a + b] + c[3 * b + a]);
+    }
+}
+
+// Edge-corrected windows: translation (rectangle) or isotropic (circle) weights per pair.
+void PairCorrelation::add_weighted_pairs(const detail::PairGrid& grid, const StructureFrame& fr, double dr,
+                                         double area, const std::vector<double>& dcen, std::vector<double>& tot) {
+    const auto nb = static_cast<std::size_t>(p_.bins);
+    const Geometry& w = fr.window;
+    grid.for_each_pair([&](std::size_t i, std::size_t j, double dx, double dy, double r2) {
+        const double r = std::sqrt(r2);
+        const auto bin = static_cast<std::size_t>(r / dr);
+        if (bin >= nb) return;
+        double wij = 1, wji = 1;
+        if (w.kind == GeometryKind::window_circle) {
+            const double fi = circle_fraction_inside_disk(dcen[i], r, w.r);
+            const double fj = circle_fraction_inside_disk(dcen[j], r, w.r);
+            wij = fi > 0 ? 1.0 / fi : 0.0;
+            wji = fj > 0 ? 1.0 / fj : 0.0;
+        } else {
+            wij = wji = area / ((w.lx() - std::abs(dx)) * (w.ly() - std::abs(dy)));
+        }
+        tot[bin] += wij + wji;
+        const auto si = fr.species[i], sj = fr.species[j];
+        if (si >= 0 && si < 2 && sj >= 0 && sj < 2) {
+            num_[si][sj][bin] += wij;
+            num_[sj][si][bin] += wji;
+        }
+    });
 }
 
 PairCorrelationResult PairCorrelation::result() const {

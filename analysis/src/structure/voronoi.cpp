@@ -165,19 +165,30 @@ private:
         }
     }
 
-    /// Clips the cell by the radical line between i and candidate c.
-    void cut(const Cand& c) {
-        if (c.d2 <= 0) return;  // coincident detections: no radical line
+    /// Clips the cell by the radical line between i and candidate c; true when the cell changed.
+    bool cut(const Cand& c) {
+        if (c.d2 <= 0) return false;  // coincident detections: no radical line
         const double Rj = out_.radius[static_cast<std::size_t>(c.j)];
         const double b = 0.5 * (c.d2 + Ri2_ - Rj * Rj);
-        clip(poly_, tmp_, c.dx, c.dy, b, c.j);
+        return clip(poly_, tmp_, c.dx, c.dy, b, c.j);
     }
 
-    /// Sorts the candidates nearest first and cuts by each (marked as tried) until the cell is empty.
+    /// Sorts the candidates nearest first and cuts by each (marked as tried) until the cell is
+    /// empty, or until no farther candidate can cut it: a line at distance D with R_j ≤ R_max
+    /// leaves every vertex (|v| ≤ ρ) inside once (D − ρ)² > ρ² + R_max² − R_i² (with a margin for
+    /// rounding), and that holds for all larger D too. Those candidates would not change the
+    /// polygon (clip leaves it as it is), and ρ + sqrt(ρ² + R_max² − R_i²) < D is then within
+    /// this search radius, so grow() stops here: the cells are those of trying them all.
     void clip_by_candidates() {
         std::sort(cand_.begin(), cand_.end(), [](const Cand& a, const Cand& b) { return a.d2 < b.d2; });
+        double rho = max_vertex_distance(poly_);
         for (const auto& c : cand_) {
-            cut(c);
+            const double D = std::sqrt(c.d2);
+            if (D > rho) {
+                const double slack = (D - rho) * (D - rho) - (rho * rho + rmax_part_ * rmax_part_ - Ri2_);
+                if (slack > 1e-9 * (D * D + rho * rho + rmax_part_ * rmax_part_ + Ri2_)) break;
+            }
+            if (cut(c)) rho = max_vertex_distance(poly_);
             used_[static_cast<std::size_t>(c.j)] = 1;
             used_list_.push_back(static_cast<std::size_t>(c.j));
             if (poly_.empty()) break;

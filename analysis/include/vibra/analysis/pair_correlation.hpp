@@ -19,6 +19,10 @@
 
 namespace vibra::analysis {
 
+namespace detail {
+class PairGrid;  // analysis/src/detail/pair_grid.hpp
+}
+
 /// One frame's particles as structure analyses see them: finite positions inside the window
 /// (periodic boxes: wrapped into the box), species codes and an optional radius per particle.
 struct StructureFrame {
@@ -140,6 +144,12 @@ private:
     double sum_density_ = 0, sum_density_s_ = 0, sum_density_l_ = 0;
     std::int64_t frames_ = 0, ns_ = 0, nl_ = 0, nu_ = 0;
     std::vector<double> tot_, dcen_;  // per-frame scratch (kept to avoid an allocation per frame)
+    std::vector<std::int64_t> counts_;
+    std::vector<std::uint8_t> code_;
+    void add_counted_pairs(const detail::PairGrid& grid, const StructureFrame& fr, double dr,
+                           std::vector<double>& tot);
+    void add_weighted_pairs(const detail::PairGrid& grid, const StructureFrame& fr, double dr, double area,
+                            const std::vector<double>& dcen, std::vector<double>& tot);
 };
 
 /// What the structure analyses' defaults are derived from: the first frame with at least two
