@@ -131,7 +131,8 @@ InMemorySource random_disks(const Geometry& g, std::int64_t n, std::int64_t T, s
     t.meta.species_diameters = {1.0, 1.4};
     for (std::int64_t f = 0; f < T; ++f)
         for (std::int64_t i = 0; i < n; ++i)
-            t.rows.push(f, i, g.x0 + g.lx() * u(rng), g.y0 + g.ly() * u(rng), static_cast<std::int8_t>(i % 2));
+            t.rows.push(f, i, g.x0 + g.lx() * u(rng), g.y0 + g.ly() * u(rng),
+                        static_cast<std::int8_t>(i % 2));
     t.index = build_frame_index(t.rows, 0, T);
     return InMemorySource(std::move(t));
 }

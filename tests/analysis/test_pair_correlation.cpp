@@ -459,13 +459,13 @@ TEST_CASE("the pair grid gives CellList's pairs with bit-identical separations",
         int reach;  // the stencil the grid should choose (2 cells each way; 0: every pair)
     };
     const Case cases[] = {
-        {Geometry::periodic(-3, 2, 37, 31), 3000, 4.0, 2},     // dense, 20 × 14 cells
-        {Geometry::periodic(0, 0, 20, 20), 400, 9.99, 0},       // r_max ≈ half the box: every pair
-        {Geometry::periodic(0, 0, 20, 20), 40, 1.0, 2},         // sparse: fewer, wider cells
-        {Geometry::periodic(0, 0, 20, 20), 12, 9.99, 0},        // a few points, r_max near half the box
-        {Geometry::rect(0, 0, 50, 20), 2000, 3.3, 2},           // window (bounding box of the data)
-        {Geometry::rect(0, 0, 50, 20), 500, 60.0, 2},           // cut-off beyond the window: one cell
-        {Geometry::circle(10, 10, 9), 800, 2.5, 2},   // circle
+        {Geometry::periodic(-3, 2, 37, 31), 3000, 4.0, 2},  // dense, 20 × 14 cells
+        {Geometry::periodic(0, 0, 20, 20), 400, 9.99, 0},   // r_max ≈ half the box: every pair
+        {Geometry::periodic(0, 0, 20, 20), 40, 1.0, 2},     // sparse: fewer, wider cells
+        {Geometry::periodic(0, 0, 20, 20), 12, 9.99, 0},    // a few points, r_max near half the box
+        {Geometry::rect(0, 0, 50, 20), 2000, 3.3, 2},       // window (bounding box of the data)
+        {Geometry::rect(0, 0, 50, 20), 500, 60.0, 2},       // cut-off beyond the window: one cell
+        {Geometry::circle(10, 10, 9), 800, 2.5, 2},         // circle
     };
     for (const auto& c : cases) {
         std::vector<double> x(c.n), y(c.n);

@@ -249,7 +249,8 @@ TEST_CASE("voronoi over a source: identical for 1, 2 and 3 threads, frames in or
         const auto fr = structure_frame(src.read_frames(f, 1), f);
         const auto v = radical_voronoi(fr);
         double boundary = 0, used = 0;
-        for (std::size_t i = 0; i < fr.size(); ++i) boundary += v.boundary[i], used += !v.boundary[i] && v.area[i] > 0;
+        for (std::size_t i = 0; i < fr.size(); ++i)
+            boundary += v.boundary[i], used += !v.boundary[i] && v.area[i] > 0;
         REQUIRE(r.n_boundary[k] == boundary);
         REQUIRE(r.n_cells[k] == used);
         REQUIRE(r.n_cells[k] > 0.7 * static_cast<double>(n - f));

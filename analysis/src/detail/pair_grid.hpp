@@ -90,8 +90,10 @@ public:
                     std::int64_t ex = cx + o.ox, ey = cy + o.oy;
                     double sx = 0.0, sy = 0.0;  // the image shift L·nearbyint(d/L) of minimum_image
                     if (periodic_) {
-                        if (ex < 0) ex += nx_, sx = lx_ * 1.0;
-                        else if (ex >= nx_) ex -= nx_, sx = lx_ * -1.0;
+                        if (ex < 0)
+                            ex += nx_, sx = lx_ * 1.0;
+                        else if (ex >= nx_)
+                            ex -= nx_, sx = lx_ * -1.0;
                         if (ey >= ny_) ey -= ny_, sy = ly_ * -1.0;
                     } else if (ex < 0 || ex >= nx_ || ey >= ny_) {
                         continue;
@@ -127,7 +129,8 @@ private:
     void choose_cells(std::size_t n) {
         const double max_cells = 8.0 * static_cast<double>(n) + 16.0, side = 0.5 * cutoff_;
         auto cells = [&](double l) {
-            return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::min(4096.0, std::floor(l / side))));
+            return std::max<std::int64_t>(1,
+                                          static_cast<std::int64_t>(std::min(4096.0, std::floor(l / side))));
         };
         std::int64_t nx = cells(lx_), ny = cells(ly_);
         if (static_cast<double>(nx) * static_cast<double>(ny) > max_cells) {
@@ -208,8 +211,8 @@ private:
     std::vector<std::uint32_t> cell_;   // cell of each input point (max = not finite)
     std::vector<std::uint32_t> start_;  // CSR over cells
     std::vector<std::uint32_t> fill_;
-    std::vector<double> xs_, ys_;       // coordinates in cell order
-    std::vector<std::uint32_t> idx_;    // input index in cell order
+    std::vector<double> xs_, ys_;     // coordinates in cell order
+    std::vector<std::uint32_t> idx_;  // input index in cell order
     std::vector<Offset> stencil_;
 };
 

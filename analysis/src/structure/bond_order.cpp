@@ -240,7 +240,8 @@ Psi6Result compute_psi6(const TrajectorySource& src, const Psi6Params& q) {
     auto& lvalid = res.local_valid;
     std::vector<BondOrderFrame> shares(structure_batch(q.threads));  // one per slot of a batch
     for_each_structure_frame_batched(
-        src, stride, q.threads, [&](const StructureFrame& f, std::size_t s) { acc.frame_share(f, shares[s]); },
+        src, stride, q.threads,
+        [&](const StructureFrame& f, std::size_t s) { acc.frame_share(f, shares[s]); },
         [&](const StructureFrame& f, std::size_t s) {
             const auto& share = shares[s];
             acc.add(f, share);

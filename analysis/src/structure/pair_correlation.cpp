@@ -306,7 +306,8 @@ void PairCorrelation::add_counted_pairs(const detail::PairGrid& grid, const Stru
 
 // Edge-corrected windows: translation (rectangle) or isotropic (circle) weights per pair.
 void PairCorrelation::add_weighted_pairs(const detail::PairGrid& grid, const StructureFrame& fr, double dr,
-                                         double area, const std::vector<double>& dcen, std::vector<double>& tot) {
+                                         double area, const std::vector<double>& dcen,
+                                         std::vector<double>& tot) {
     const auto nb = static_cast<std::size_t>(p_.bins);
     const Geometry& w = fr.window;
     grid.for_each_pair([&](std::size_t i, std::size_t j, double dx, double dy, double r2) {

@@ -97,7 +97,7 @@ struct Psi6Params {
     std::int64_t stride = 1;         ///< every n-th frame
     bool per_particle = false;       ///< also the ragged table of every particle's ψ6 (sub-group `local`)
     std::string r_cut_source;        ///< cut-off neighbours: where acc.bond.r_cut came from (recorded)
-    int threads = 1;                 ///< frames computed in parallel, added in order (identical for any count)
+    int threads = 1;  ///< frames computed in parallel, added in order (identical for any count)
     bool progress = false;
 };
 struct Psi6Result {

@@ -64,7 +64,9 @@ void for_each_structure_frame_parallel(const TrajectorySource& source, std::int6
                                        std::int64_t block_rows = std::int64_t{1} << 21);
 
 /// Frames per batch of for_each_structure_frame_batched with `threads` threads: 4 per thread.
-inline std::size_t structure_batch(int threads) { return 4 * static_cast<std::size_t>(threads < 1 ? 1 : threads); }
+inline std::size_t structure_batch(int threads) {
+    return 4 * static_cast<std::size_t>(threads < 1 ? 1 : threads);
+}
 
 /// Frames 0, stride, 2·stride, … of `source` in order, with the per-frame work on `threads`
 /// std::threads: batches of structure_batch(threads) sampled frames; map(frame, slot) for every
