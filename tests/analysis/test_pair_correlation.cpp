@@ -3,7 +3,12 @@
 #include <cmath>
 #include <random>
 
+#include <map>
+#include <tuple>
+
+#include "detail/pair_grid.hpp"
 #include "vibra/analysis/pair_correlation.hpp"
+#include "vibra/core/cell_list.hpp"
 #include "vibra/core/error.hpp"
 #include "vibra/core/trajectory_source.hpp"
 
@@ -427,4 +432,75 @@ TEST_CASE("structure analyses survive awkward frames: empty, single particle, Na
             fr8.size() ==
             (kind == GeometryKind::unbounded ? 4u : 3u));  // NaN always dropped, x=40 cropped in the window
     }
+}
+
+namespace {
+/// Pairs within the cut-off keyed by (i < j), with r_j − r_i and r² as the enumerator gave them
+/// (turned round when it gave the pair as (j, i): the negation is exact).
+using PairMap = std::map<std::pair<std::size_t, std::size_t>, std::tuple<double, double, double>>;
+template <class E>
+PairMap pairs_of(const E& e) {
+    PairMap m;
+    e.for_each_pair([&](std::size_t i, std::size_t j, double dx, double dy, double r2) {
+        if (i > j) std::swap(i, j), dx = -dx, dy = -dy;
+        REQUIRE(m.emplace(std::make_pair(i, j), std::make_tuple(dx, dy, r2)).second);  // each pair once
+    });
+    return m;
+}
+}  // namespace
+
+TEST_CASE("the pair grid gives CellList's pairs with bit-identical separations", "[unit]") {
+    std::mt19937_64 rng(91);
+    std::uniform_real_distribution<double> u(0, 1);
+    struct Case {
+        Geometry g;
+        std::size_t n;
+        double cutoff;
+        int reach;  // the stencil the grid should choose (2 cells each way; 0: every pair)
+    };
+    const Case cases[] = {
+        {Geometry::periodic(-3, 2, 37, 31), 3000, 4.0, 2},  // dense, 20 × 14 cells
+        {Geometry::periodic(0, 0, 20, 20), 400, 9.99, 0},   // r_max ≈ half the box: every pair
+        {Geometry::periodic(0, 0, 20, 20), 40, 1.0, 2},     // sparse: fewer, wider cells
+        {Geometry::periodic(0, 0, 20, 20), 12, 9.99, 0},    // a few points, r_max near half the box
+        {Geometry::rect(0, 0, 50, 20), 2000, 3.3, 2},       // window (bounding box of the data)
+        {Geometry::rect(0, 0, 50, 20), 500, 60.0, 2},       // cut-off beyond the window: one cell
+        {Geometry::circle(10, 10, 9), 800, 2.5, 2},         // circle
+    };
+    for (const auto& c : cases) {
+        std::vector<double> x(c.n), y(c.n);
+        for (std::size_t i = 0; i < c.n; ++i) {
+            x[i] = c.g.kind == GeometryKind::window_circle ? c.g.cx + c.g.r * (2 * u(rng) - 1)
+                                                           : c.g.x0 + c.g.lx() * u(rng);
+            y[i] = c.g.kind == GeometryKind::window_circle ? c.g.cy + c.g.r * (2 * u(rng) - 1)
+                                                           : c.g.y0 + c.g.ly() * u(rng);
+        }
+        if (c.n > 10) {  // awkward points: absent, on the upper edge, a duplicate, outside a periodic box
+            x[1] = std::nan("");
+            x[2] = c.g.kind == GeometryKind::window_circle ? c.g.cx : c.g.x1, y[2] = y[3];
+            x[4] = x[5], y[4] = y[5];
+            if (c.g.periodic()) x[6] = c.g.x1 + 0.25, y[7] = c.g.y0 - 1e-17;
+        }
+        detail::PairGrid grid;
+        grid.build(x, y, c.cutoff, c.g);
+        CHECK(grid.reach() == c.reach);
+        const auto want = pairs_of(CellList(x, y, c.cutoff, c.g));
+        const auto got = pairs_of(grid);
+        REQUIRE(want.size() > 0);
+        REQUIRE(got.size() == want.size());
+        for (const auto& [key, sep] : want) {
+            const auto it = got.find(key);
+            REQUIRE(it != got.end());
+            // bit-identical: g(r) counts land in the same bins as with CellList
+            REQUIRE(std::get<0>(it->second) == std::get<0>(sep));
+            REQUIRE(std::get<1>(it->second) == std::get<1>(sep));
+            REQUIRE(std::get<2>(it->second) == std::get<2>(sep));
+        }
+        grid.build(x, y, c.cutoff, c.g);  // buffers reused: the same pairs again
+        REQUIRE(pairs_of(grid) == got);
+    }
+    detail::PairGrid grid;
+    const std::vector<double> p{1, 2};
+    REQUIRE_THROWS_AS(grid.build(p, p, 0.0, Geometry::rect(0, 0, 3, 3)), ParameterError);
+    REQUIRE_THROWS_AS(grid.build(p, p, 6.0, Geometry::periodic(0, 0, 10, 10)), ParameterError);
 }

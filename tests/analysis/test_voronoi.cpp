@@ -7,6 +7,7 @@
 
 #include "vibra/analysis/voronoi.hpp"
 #include "vibra/core/error.hpp"
+#include "vibra/core/trajectory_source.hpp"
 
 using namespace vibra;
 using namespace vibra::analysis;
@@ -206,4 +207,52 @@ TEST_CASE("Poisson-Voronoi cells: mean area |W|/N, reduced variance 0.280", "[un
     const double mean = s1 / n, var = s2 / n - mean * mean;
     REQUIRE_THAT(mean, WithinRel(1.0, 1e-12));  // the cells tile the box exactly
     REQUIRE_THAT(var / (mean * mean), WithinAbs(0.2802, 0.01));
+}
+
+TEST_CASE("voronoi over a source: identical for 1, 2 and 3 threads, frames in order", "[unit]") {
+    const auto g = Geometry::rect(0, 0, 24, 20);  // a window: boundary cells excluded
+    std::mt19937_64 rng(8);
+    std::uniform_real_distribution<double> u(0, 1);
+    Trajectory t;
+    t.meta.geometry = g;
+    t.meta.species_diameters = {1.0, 1.4};
+    const std::int64_t T = 23, n = 300;  // 23 frames: batches of 4, 8 and 12 end part-full
+    for (std::int64_t f = 0; f < T; ++f)
+        for (std::int64_t i = 0; i < n - f; ++i)  // a different count in every frame
+            t.rows.push(f, i, g.lx() * u(rng), g.ly() * u(rng), static_cast<std::int8_t>(i % 2));
+    t.index = build_frame_index(t.rows, 0, T);
+    const InMemorySource src(std::move(t));
+    std::vector<VoronoiAnalysisResult> runs;
+    for (int threads : {1, 2, 3}) {
+        VoronoiAnalysisParams q;
+        q.threads = threads;
+        runs.push_back(compute_voronoi_analysis(src, q));
+    }
+    for (const auto& r : {runs[1], runs[2]}) {
+        REQUIRE(r.frame == runs[0].frame);
+        REQUIRE(r.phi == runs[0].phi);
+        REQUIRE(r.phi_voronoi == runs[0].phi_voronoi);
+        REQUIRE(r.n_cells == runs[0].n_cells);
+        for (int s = 0; s < 3; ++s) {
+            REQUIRE(r.hist[s] == runs[0].hist[s]);
+            REQUIRE(r.phi_sum[s] == runs[0].phi_sum[s]);
+            REQUIRE(r.phi_sum2[s] == runs[0].phi_sum2[s]);
+            REQUIRE(r.area_sum[s] == runs[0].area_sum[s]);
+        }
+    }
+    // each frame's row is that frame's own tessellation
+    const auto& r = runs[0];
+    REQUIRE(r.frame.size() == static_cast<std::size_t>(T));
+    for (std::int64_t f = 0; f < T; ++f) {
+        const auto k = static_cast<std::size_t>(f);
+        REQUIRE(r.frame[k] == f);
+        const auto fr = structure_frame(src.read_frames(f, 1), f);
+        const auto v = radical_voronoi(fr);
+        double boundary = 0, used = 0;
+        for (std::size_t i = 0; i < fr.size(); ++i)
+            boundary += v.boundary[i], used += !v.boundary[i] && v.area[i] > 0;
+        REQUIRE(r.n_boundary[k] == boundary);
+        REQUIRE(r.n_cells[k] == used);
+        REQUIRE(r.n_cells[k] > 0.7 * static_cast<double>(n - f));
+    }
 }

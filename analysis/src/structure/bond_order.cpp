@@ -2,6 +2,7 @@
 #include "vibra/analysis/bond_order.hpp"
 
 #include "detail/numeric.hpp"
+#include "detail/pair_grid.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -119,7 +120,37 @@ BondOrderAccumulator::BondOrderAccumulator(const BondOrderAccumulatorParams& p) 
 }
 
 void BondOrderAccumulator::accumulate(const StructureFrame& fr) {
-    const auto loc = local_bond_order(fr, p_.bond);
+    BondOrderFrame share;
+    frame_share(fr, share);
+    add(fr, share);
+}
+
+void BondOrderAccumulator::frame_share(const StructureFrame& fr, BondOrderFrame& out) const {
+    out.local = local_bond_order(fr, p_.bond);
+    const auto& loc = out.local;
+    const auto nb = static_cast<std::size_t>(p_.bins);
+    out.g6_sum.assign(nb, 0.0);
+    out.g6_pairs.assign(nb, 0.0);
+    // g6(r): pairs of valid particles, normalised by the pair count per bin
+    if (fr.size() < 2) return;
+    double rmax = p_.r_max;
+    if (fr.window.periodic()) rmax = std::min(rmax, 0.5 * std::min(fr.window.lx(), fr.window.ly()));
+    const double dr = p_.r_max / static_cast<double>(p_.bins);
+    thread_local detail::PairGrid grid;  // buffers reused frame after frame on each thread
+    grid.build(fr.x, fr.y, rmax, fr.window);
+    auto& sum = out.g6_sum;
+    auto& cnt = out.g6_pairs;
+    grid.for_each_pair([&](std::size_t i, std::size_t j, double, double, double r2) {
+        if (!loc.valid[i] || !loc.valid[j]) return;
+        const auto bin = static_cast<std::size_t>(std::sqrt(r2) / dr);
+        if (bin >= nb) return;
+        sum[bin] += std::real(loc.psi[i] * std::conj(loc.psi[j]));
+        cnt[bin] += 1;
+    });
+}
+
+void BondOrderAccumulator::add(const StructureFrame& fr, const BondOrderFrame& share) {
+    const auto& loc = share.local;
     const std::size_t n = fr.size();
     std::complex<double> mean[3] = {};
     std::int64_t cnt[3] = {0, 0, 0}, crys = 0;
@@ -147,20 +178,9 @@ void BondOrderAccumulator::accumulate(const StructureFrame& fr) {
     r_.global_large.push_back(glob(1));
     r_.crystalline_fraction.push_back(cnt[2] > 0 ? static_cast<double>(crys) / static_cast<double>(cnt[2])
                                                  : kNaN);
-
-    // g6(r): pairs of valid particles, normalised by the pair count per bin
-    if (n >= 2) {
-        double rmax = p_.r_max;
-        if (fr.window.periodic()) rmax = std::min(rmax, 0.5 * std::min(fr.window.lx(), fr.window.ly()));
-        const double dr = p_.r_max / static_cast<double>(p_.bins);
-        const CellList cl(fr.x, fr.y, rmax, fr.window);
-        cl.for_each_pair([&](std::size_t i, std::size_t j, double, double, double r2) {
-            if (!loc.valid[i] || !loc.valid[j]) return;
-            const auto bin = static_cast<std::size_t>(std::sqrt(r2) / dr);
-            if (bin >= sum_.size()) return;
-            sum_[bin] += std::real(loc.psi[i] * std::conj(loc.psi[j]));
-            cnt_[bin] += 1;
-        });
+    for (std::size_t k = 0; k < sum_.size() && k < share.g6_sum.size(); ++k) {
+        sum_[k] += share.g6_sum[k];
+        cnt_[k] += share.g6_pairs[k];
     }
 }
 
@@ -218,12 +238,15 @@ Psi6Result compute_psi6(const TrajectorySource& src, const Psi6Params& q) {
     auto& lre = res.local_re;
     auto& lim = res.local_im;
     auto& lvalid = res.local_valid;
-    for_each_structure_frame(
-        src, stride,
-        [&](const StructureFrame& f) {
-            acc.accumulate(f);
+    std::vector<BondOrderFrame> shares(structure_batch(q.threads));  // one per slot of a batch
+    for_each_structure_frame_batched(
+        src, stride, q.threads,
+        [&](const StructureFrame& f, std::size_t s) { acc.frame_share(f, shares[s]); },
+        [&](const StructureFrame& f, std::size_t s) {
+            const auto& share = shares[s];
+            acc.add(f, share);
             if (!per_particle) return;
-            const auto loc = local_bond_order(f, p.bond);
+            const auto& loc = share.local;
             for (std::size_t i = 0; i < f.size(); ++i) {
                 lf.push_back(f.frame), lp.push_back(f.particle[i]);
                 lre.push_back(loc.psi[i].real()), lim.push_back(loc.psi[i].imag());

@@ -2,13 +2,14 @@
 #include "vibra/analysis/pair_correlation.hpp"
 
 #include "detail/numeric.hpp"
+#include "detail/pair_grid.hpp"
+#include "detail/parallel.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 
-#include "vibra/core/cell_list.hpp"
 #include "vibra/core/error.hpp"
 #include "vibra/core/interrupt.hpp"
 #include "vibra/core/progress.hpp"
@@ -136,6 +137,28 @@ void for_each_structure_frame_parallel(const TrajectorySource& source, std::int6
         });
 }
 
+void for_each_structure_frame_batched(const TrajectorySource& source, std::int64_t stride, int threads,
+                                      const std::function<void(const StructureFrame&, std::size_t)>& map,
+                                      const std::function<void(const StructureFrame&, std::size_t)>& reduce,
+                                      bool progress, const std::string& label, std::int64_t block_rows) {
+    const int n_threads = std::max(1, threads);
+    const std::size_t batch = structure_batch(threads);
+    std::vector<StructureFrame> frames_of_batch(batch);
+    for_each_sampled_block(
+        source, stride, progress, label, block_rows,
+        [&](const Trajectory& t, const std::vector<std::int64_t>& frames) {
+            for (std::size_t k0 = 0; k0 < frames.size(); k0 += batch) {
+                throw_if_interrupted();  // Ctrl-C between batches of frames, not only between blocks
+                const std::size_t nb = std::min(batch, frames.size() - k0);
+                detail::parallel_for_each(nb, n_threads, [&](std::size_t s, int) {
+                    frames_of_batch[s] = structure_frame(t, frames[k0 + s]);
+                    map(frames_of_batch[s], s);
+                });
+                for (std::size_t s = 0; s < nb; ++s) reduce(frames_of_batch[s], s);
+            }
+        });
+}
+
 void PairCorrelation::merge(const PairCorrelation& o) {
     if (o.p_.r_max != p_.r_max || o.p_.bins != p_.bins || o.p_.edge != p_.edge)
         throw ParameterError("gr: cannot merge accumulators with different parameters");
@@ -226,35 +249,21 @@ void PairCorrelation::accumulate(const StructureFrame& fr) {
 
     const auto nb = static_cast<std::size_t>(p_.bins);
     const double dr = rmax / static_cast<double>(p_.bins);
-    std::vector<double> tot(nb, 0.0);
+    std::vector<double>& tot = tot_;
+    tot.assign(nb, 0.0);
     if (n >= 2) {
         const bool corr = p_.edge == EdgeCorrection::automatic;
-        std::vector<double> dcen;  // distance to the circle's centre
+        std::vector<double>& dcen = dcen_;  // distance to the circle's centre
         if (w.kind == GeometryKind::window_circle) {
             dcen.resize(n);
             for (std::size_t i = 0; i < n; ++i) dcen[i] = std::hypot(fr.x[i] - w.cx, fr.y[i] - w.cy);
         }
-        const CellList cl(fr.x, fr.y, rmax, w);
-        cl.for_each_pair([&](std::size_t i, std::size_t j, double dx, double dy, double r2) {
-            const double r = std::sqrt(r2);
-            const auto bin = static_cast<std::size_t>(r / dr);
-            if (bin >= nb) return;
-            double wij = 1, wji = 1;
-            if (corr && w.kind == GeometryKind::window_rect) {
-                wij = wji = area / ((w.lx() - std::abs(dx)) * (w.ly() - std::abs(dy)));
-            } else if (corr && w.kind == GeometryKind::window_circle) {
-                const double fi = circle_fraction_inside_disk(dcen[i], r, w.r);
-                const double fj = circle_fraction_inside_disk(dcen[j], r, w.r);
-                wij = fi > 0 ? 1.0 / fi : 0.0;
-                wji = fj > 0 ? 1.0 / fj : 0.0;
-            }
-            tot[bin] += wij + wji;
-            const auto si = fr.species[i], sj = fr.species[j];
-            if (si >= 0 && si < 2 && sj >= 0 && sj < 2) {
-                num_[si][sj][bin] += wij;
-                num_[sj][si][bin] += wji;
-            }
-        });
+        thread_local detail::PairGrid grid;  // buffers reused frame after frame on each thread
+        grid.build(fr.x, fr.y, rmax, w);
+        if (corr && w.kind != GeometryKind::periodic_box)
+            add_weighted_pairs(grid, fr, dr, area, dcen, tot);
+        else
+            add_counted_pairs(grid, fr, dr, tot);
     }
     for (std::size_t k = 0; k < nb; ++k) {
         num_tot_[k] += tot[k];
@@ -265,6 +274,62 @@ void PairCorrelation::accumulate(const StructureFrame& fr) {
             sum_gf2_[k] += gf * gf;
         }
     }
+}
+
+// Weight 1 (periodic box, or no edge correction): integer counts per bin and ordered species pair
+// (species 0, 1, other), added to the double sums once per frame. Integers below 2⁵³ are exact in
+// a double, so this equals adding 1 per pair to the sums, in any order, to the bit.
+void PairCorrelation::add_counted_pairs(const detail::PairGrid& grid, const StructureFrame& fr, double dr,
+                                        std::vector<double>& tot) {
+    const auto nb = static_cast<std::size_t>(p_.bins);
+    auto& code = code_;  // 0 small, 1 large, 2 anything else
+    code.resize(fr.size());
+    for (std::size_t i = 0; i < fr.size(); ++i) {
+        const auto s = fr.species[i];
+        code[i] = static_cast<std::uint8_t>(s == kSpeciesSmall ? 0 : s == kSpeciesLarge ? 1 : 2);
+    }
+    auto& counts = counts_;  // [bin][3 × code(i) + code(j)]
+    counts.assign(9 * nb, 0);
+    grid.for_each_pair([&](std::size_t i, std::size_t j, double, double, double r2) {
+        const auto bin = static_cast<std::size_t>(std::sqrt(r2) / dr);
+        if (bin < nb) ++counts[9 * bin + 3u * code[i] + code[j]];
+    });
+    for (std::size_t k = 0; k < nb; ++k) {
+        const std::int64_t* c = &counts[9 * k];
+        std::int64_t all = 0;
+        for (int q = 0; q < 9; ++q) all += c[q];
+        tot[k] = 2.0 * static_cast<double>(all);  // each pair counts for both of its particles
+        for (int a = 0; a < 2; ++a)
+            for (int b = 0; b < 2; ++b) num_[a][b][k] += static_cast<double>(c[3 * a + b] + c[3 * b + a]);
+    }
+}
+
+// Edge-corrected windows: translation (rectangle) or isotropic (circle) weights per pair.
+void PairCorrelation::add_weighted_pairs(const detail::PairGrid& grid, const StructureFrame& fr, double dr,
+                                         double area, const std::vector<double>& dcen,
+                                         std::vector<double>& tot) {
+    const auto nb = static_cast<std::size_t>(p_.bins);
+    const Geometry& w = fr.window;
+    grid.for_each_pair([&](std::size_t i, std::size_t j, double dx, double dy, double r2) {
+        const double r = std::sqrt(r2);
+        const auto bin = static_cast<std::size_t>(r / dr);
+        if (bin >= nb) return;
+        double wij = 1, wji = 1;
+        if (w.kind == GeometryKind::window_circle) {
+            const double fi = circle_fraction_inside_disk(dcen[i], r, w.r);
+            const double fj = circle_fraction_inside_disk(dcen[j], r, w.r);
+            wij = fi > 0 ? 1.0 / fi : 0.0;
+            wji = fj > 0 ? 1.0 / fj : 0.0;
+        } else {
+            wij = wji = area / ((w.lx() - std::abs(dx)) * (w.ly() - std::abs(dy)));
+        }
+        tot[bin] += wij + wji;
+        const auto si = fr.species[i], sj = fr.species[j];
+        if (si >= 0 && si < 2 && sj >= 0 && sj < 2) {
+            num_[si][sj][bin] += wij;
+            num_[sj][si][bin] += wji;
+        }
+    });
 }
 
 PairCorrelationResult PairCorrelation::result() const {

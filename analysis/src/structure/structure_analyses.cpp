@@ -95,6 +95,7 @@ std::vector<ResultGroup> run_psi6(const AnalysisContext& ctx) {
     p.bins = positive(ctx, "psi6-bins");
     q.stride = positive(ctx, "psi6-stride");
     q.per_particle = flag_bool(ctx, "psi6-per-particle");
+    q.threads = std::max(1, ctx.threads);
     q.progress = ctx.progress;
     return {to_group(compute_psi6(ctx.source, q), m)};
 }
@@ -106,6 +107,7 @@ std::vector<ResultGroup> run_voronoi(const AnalysisContext& ctx) {
     q.stride = positive(ctx, "voronoi-stride");
     q.bins = positive(ctx, "voronoi-bins");
     q.include_boundary = flag_bool(ctx, "voronoi-include-boundary");
+    q.threads = std::max(1, ctx.threads);
     q.progress = ctx.progress;
     return {to_group(compute_voronoi_analysis(ctx.source, q), ctx.source.meta())};
 }

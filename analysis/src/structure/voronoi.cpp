@@ -165,19 +165,30 @@ private:
         }
     }
 
-    /// Clips the cell by the radical line between i and candidate c.
-    void cut(const Cand& c) {
-        if (c.d2 <= 0) return;  // coincident detections: no radical line
+    /// Clips the cell by the radical line between i and candidate c; true when the cell changed.
+    bool cut(const Cand& c) {
+        if (c.d2 <= 0) return false;  // coincident detections: no radical line
         const double Rj = out_.radius[static_cast<std::size_t>(c.j)];
         const double b = 0.5 * (c.d2 + Ri2_ - Rj * Rj);
-        clip(poly_, tmp_, c.dx, c.dy, b, c.j);
+        return clip(poly_, tmp_, c.dx, c.dy, b, c.j);
     }
 
-    /// Sorts the candidates nearest first and cuts by each (marked as tried) until the cell is empty.
+    /// Sorts the candidates nearest first and cuts by each (marked as tried) until the cell is
+    /// empty, or until no farther candidate can cut it: a line at distance D with R_j ≤ R_max
+    /// leaves every vertex (|v| ≤ ρ) inside once (D − ρ)² > ρ² + R_max² − R_i² (with a margin for
+    /// rounding), and that holds for all larger D too. Those candidates would not change the
+    /// polygon (clip leaves it as it is), and ρ + sqrt(ρ² + R_max² − R_i²) < D is then within
+    /// this search radius, so grow() stops here: the cells are those of trying them all.
     void clip_by_candidates() {
         std::sort(cand_.begin(), cand_.end(), [](const Cand& a, const Cand& b) { return a.d2 < b.d2; });
+        double rho = max_vertex_distance(poly_);
         for (const auto& c : cand_) {
-            cut(c);
+            const double D = std::sqrt(c.d2);
+            if (D > rho) {
+                const double slack = (D - rho) * (D - rho) - (rho * rho + rmax_part_ * rmax_part_ - Ri2_);
+                if (slack > 1e-9 * (D * D + rho * rho + rmax_part_ * rmax_part_ + Ri2_)) break;
+            }
+            if (cut(c)) rho = max_vertex_distance(poly_);
             used_[static_cast<std::size_t>(c.j)] = 1;
             used_list_.push_back(static_cast<std::size_t>(c.j));
             if (poly_.empty()) break;
@@ -365,23 +376,38 @@ VoronoiAnalysisResult compute_voronoi_analysis(const TrajectorySource& src, cons
     auto& phi_sum = res.phi_sum;
     auto& phi_sum2 = res.phi_sum2;
     auto& brute = res.brute_force_cells;
-    bool sizes_checked = false;
     auto& any_sizes = res.any_sizes;
-    for_each_structure_frame(
-        src, stride,
-        [&](const StructureFrame& f) {
+    struct Share {  // one frame's cells, computed in parallel with the other frames of its batch
+        VoronoiTessellation v;
+        std::vector<double> lphi;
+    };
+    std::vector<Share> shares(structure_batch(q.threads));
+    // Radical cells of a frame without sizes are left to the in-order step, which reports the
+    // first sampled frame's problem (as a sequential run would) or tessellates an empty frame.
+    const auto tessellate = [&](const StructureFrame& f, std::size_t s) {
+        shares[s].v = radical_voronoi(f, vp);
+        shares[s].lphi = local_packing_fraction(shares[s].v);
+    };
+    const auto map = [&](const StructureFrame& f, std::size_t s) {
+        if (!(vp.radical && f.radius.empty())) tessellate(f, s);
+    };
+    bool sizes_checked = false;
+    for_each_structure_frame_batched(
+        src, stride, q.threads, map,
+        [&](const StructureFrame& f, std::size_t s) {
             if (!sizes_checked && vp.radical && (f.radius.empty()))
                 throw ParameterError(src.meta().source.file +
                                      ": voronoi: packing fractions need particle sizes "
                                      "(metadata species_diameters or a radius column); none are given");
             sizes_checked = true;
-            const auto v = radical_voronoi(f, vp);
+            if (vp.radical && f.radius.empty()) tessellate(f, s);
+            const auto& v = shares[s].v;
+            const auto& lphi = shares[s].lphi;
             brute += v.brute_force_cells;
             // Packing fractions need the particles' sizes (either tessellation); without them
             // (plain cells only) the cells' areas and density are still measured, φ is NaN.
             const bool sized = !v.particle_radius.empty();
             any_sizes = any_sizes || sized;
-            const auto lphi = local_packing_fraction(v);
             double disk = 0, disk_in = 0, cell_in = 0, nin = 0, nbd = 0;
             for (std::size_t i = 0; i < f.size(); ++i) {
                 const double a = sized ? M_PI * v.particle_radius[i] * v.particle_radius[i] : 0.0;

@@ -65,10 +65,23 @@ struct BondOrderResult {
     std::int64_t n_small = 0, n_large = 0;
 };
 
+/// One frame's share of a BondOrderAccumulator, computed without touching the accumulator (so
+/// frames can be computed on several threads and added in frame order): local ψ_n and the
+/// frame's g6 pair sums and pair counts per bin.
+struct BondOrderFrame {
+    LocalBondOrder local;
+    std::vector<double> g6_sum, g6_pairs;
+};
+
 class BondOrderAccumulator {
 public:
     explicit BondOrderAccumulator(const BondOrderAccumulatorParams& p);
+    /// frame_share then add.
     void accumulate(const StructureFrame& frame);
+    /// The share of `frame` into `out` (its buffers reused); const: safe from several threads.
+    void frame_share(const StructureFrame& frame, BondOrderFrame& out) const;
+    /// Adds a frame's share (frames in order: the per-frame series follow the calls).
+    void add(const StructureFrame& frame, const BondOrderFrame& share);
     BondOrderResult result() const;
 
 private:
@@ -84,6 +97,7 @@ struct Psi6Params {
     std::int64_t stride = 1;         ///< every n-th frame
     bool per_particle = false;       ///< also the ragged table of every particle's ψ6 (sub-group `local`)
     std::string r_cut_source;        ///< cut-off neighbours: where acc.bond.r_cut came from (recorded)
+    int threads = 1;  ///< frames computed in parallel, added in order (identical for any count)
     bool progress = false;
 };
 struct Psi6Result {

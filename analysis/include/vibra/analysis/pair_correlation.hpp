@@ -19,6 +19,10 @@
 
 namespace vibra::analysis {
 
+namespace detail {
+class PairGrid;  // analysis/src/detail/pair_grid.hpp
+}
+
 /// One frame's particles as structure analyses see them: finite positions inside the window
 /// (periodic boxes: wrapped into the box), species codes and an optional radius per particle.
 struct StructureFrame {
@@ -58,6 +62,23 @@ void for_each_structure_frame_parallel(const TrajectorySource& source, std::int6
                                        const std::function<void(const StructureFrame&, int)>& fn,
                                        bool progress = false, const std::string& label = "structure",
                                        std::int64_t block_rows = std::int64_t{1} << 21);
+
+/// Frames per batch of for_each_structure_frame_batched with `threads` threads: 4 per thread.
+inline std::size_t structure_batch(int threads) {
+    return 4 * static_cast<std::size_t>(threads < 1 ? 1 : threads);
+}
+
+/// Frames 0, stride, 2·stride, … of `source` in order, with the per-frame work on `threads`
+/// std::threads: batches of structure_batch(threads) sampled frames; map(frame, slot) for every
+/// frame of a batch, in parallel (slot < structure_batch(threads): the frame's place in its batch,
+/// so map writes to storage of its own slot), then reduce(frame, slot) for each, in frame order
+/// on the calling thread. Whatever reduce sums is therefore summed in the same order for any
+/// `threads` (bit-identical results); map must not touch shared state.
+void for_each_structure_frame_batched(const TrajectorySource& source, std::int64_t stride, int threads,
+                                      const std::function<void(const StructureFrame&, std::size_t)>& map,
+                                      const std::function<void(const StructureFrame&, std::size_t)>& reduce,
+                                      bool progress = false, const std::string& label = "structure",
+                                      std::int64_t block_rows = std::int64_t{1} << 21);
 
 /// Species index of a partial: 0 small, 1 large, 2 = total (all species, unknown included).
 inline constexpr int kSpeciesTotal = 2;
@@ -124,6 +145,13 @@ private:
     std::vector<double> sum_gf_, sum_gf2_;                 // per-frame total g, for the error
     double sum_density_ = 0, sum_density_s_ = 0, sum_density_l_ = 0;
     std::int64_t frames_ = 0, ns_ = 0, nl_ = 0, nu_ = 0;
+    std::vector<double> tot_, dcen_;  // per-frame scratch (kept to avoid an allocation per frame)
+    std::vector<std::int64_t> counts_;
+    std::vector<std::uint8_t> code_;
+    void add_counted_pairs(const detail::PairGrid& grid, const StructureFrame& fr, double dr,
+                           std::vector<double>& tot);
+    void add_weighted_pairs(const detail::PairGrid& grid, const StructureFrame& fr, double dr, double area,
+                            const std::vector<double>& dcen, std::vector<double>& tot);
 };
 
 /// What the structure analyses' defaults are derived from: the first frame with at least two

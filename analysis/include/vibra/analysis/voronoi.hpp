@@ -53,6 +53,7 @@ struct VoronoiAnalysisParams {
     std::int64_t stride = 1;        ///< every n-th frame
     std::int64_t bins = 100;        ///< histogram bins of the local packing fraction over [0, 1]
     bool include_boundary = false;  ///< keep cells touching the window boundary
+    int threads = 1;  ///< frames tessellated in parallel, summed in order (identical for any count)
     bool progress = false;
 };
 /// Per sampled frame: φ, φ over the cells used, their density and counts; over all frames, per
