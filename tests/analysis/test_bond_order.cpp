@@ -142,7 +142,7 @@ bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
 }
 }  // namespace
 
-TEST_CASE("psi6 over a source: identical for 1, 2 and 3 threads; g6 equals the all-pairs sum", "[unit]") {
+TEST_CASE("psi6 over a source: identical for 1, 2 and 3 threads, g6 equals the all-pairs sum", "[unit]") {
     const auto g = Geometry::periodic(0, 0, 24, 20);
     const auto src = random_disks(g, 300, 23, 5);  // 23 frames: batches of 4, 8 and 12 end part-full
     Psi6Params q;
