@@ -2,8 +2,8 @@
 // How `vibra analyze` scales with the length of a run. Generates (into a temporary folder) a
 // vibra-layout trajectory of N Brownian disks in a periodic box for each number of frames, then
 // runs every analysis of the default set (plus defects and spectra) as its own
-// `vibra analyze --only X` child process and reports its wall time and peak RSS (wait4's
-// ru_maxrss); then the growth ratio of each analysis between consecutive sizes, and its rows per
+// `vibra analyze --only X` child process and reports its wall time, CPU time (user + system) and
+// peak RSS (wait4's rusage); then the growth ratio of each analysis between consecutive sizes, and its rows per
 // second against reading the columns alone (TrajectoryReader over all frames) in the same run.
 // Optionally (--numpy) the speed of msd/vacf against a plain numpy FFT MSD per particle (the
 // algorithm of tidynamics, MDAnalysis' fft=True) on 2000 × 1600 frames, timed in the same run
@@ -112,11 +112,16 @@ double read_columns(const std::string& path) {
 
 struct Run {
     double seconds = NAN;
+    double cpu_seconds = NAN;  ///< user + system time of the child (its threads added)
     double peak_mb = NAN;
     int status = -1;
 };
 
-/// Runs argv as a child; wall time and the child's peak resident set (wait4).
+double seconds(const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); }
+
+/// Runs argv as a child; wall time, CPU time (user + system) and peak resident set (wait4). The
+/// CPU time is the one to compare between sizes on a shared machine: other load lengthens the wall
+/// time, not the child's own CPU time.
 Run run_child(const std::vector<std::string>& args) {
     std::vector<char*> argv;
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -132,6 +137,7 @@ Run run_child(const std::vector<std::string>& args) {
     struct rusage ru {};
     wait4(pid, &st, 0, &ru);
     r.seconds = seconds_since(t0);
+    r.cpu_seconds = seconds(ru.ru_utime) + seconds(ru.ru_stime);
     r.peak_mb = static_cast<double>(ru.ru_maxrss) / 1024.0;
     r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     posix_spawn_file_actions_destroy(&fa);
@@ -341,8 +347,8 @@ void compare_numpy(const fs::path& dir, Analyze& analyze, bool keep, const std::
         std::vector<std::string> extra;
         for (const auto& [k, v] : c.extra) extra.insert(extra.end(), {"--" + k, v});
         const Run r = analyze(in, c.name, extra);
-        std::printf("%-28s %8.2f s %6.0f MB %10s%s\n", c.label, r.seconds, r.peak_mb,
-                    ratio(r.seconds).c_str(),
+        std::printf("%-28s %8.2f s %6.2f s cpu %6.0f MB %10s%s\n", c.label, r.seconds, r.cpu_seconds,
+                    r.peak_mb, ratio(r.seconds).c_str(),
                     r.status == 0 ? "" : ("  (exit " + std::to_string(r.status) + ")").c_str());
     }
     if (!keep)
@@ -437,8 +443,9 @@ int main(int argc, char** argv) {
             for (const auto& name : only) {
                 const Run r = analyze(in, name, {});
                 runs[name].push_back(r);
-                std::printf("%-24s %9.2f s  %8.0f MB  %6.2f Mrows/s  %5.1f× read%s\n", name.c_str(),
-                            r.seconds, r.peak_mb, rows / r.seconds / 1e6, r.seconds / read_s.back(),
+                std::printf("%-24s %9.2f s %7.2f s cpu  %8.0f MB  %6.2f Mrows/s  %5.1f× read%s\n",
+                            name.c_str(), r.seconds, r.cpu_seconds, r.peak_mb, rows / r.seconds / 1e6,
+                            r.seconds / read_s.back(),
                             r.status == 0 ? "" : ("  (exit " + std::to_string(r.status) + ")").c_str());
                 std::fflush(stdout);
             }
@@ -450,15 +457,16 @@ int main(int argc, char** argv) {
             for (std::size_t k = 1; k < frames.size(); ++k)
                 std::printf("  %lld→%lld", static_cast<long long>(frames[k - 1]),
                             static_cast<long long>(frames[k]));
-            std::printf("   extrapolated to 1e5 frames\n%-24s", "read columns");
+            std::printf("  (wall, cpu)   extrapolated to 1e5 frames (wall)\n%-24s", "read columns");
             for (std::size_t k = 1; k < frames.size(); ++k)
-                std::printf("  %10.2f×", read_s[k] / read_s[k - 1]);
+                std::printf("  %5.2f×%14s", read_s[k] / read_s[k - 1], "");
             std::printf("\n");
             for (const auto& name : only) {
                 const auto& v = runs[name];
                 std::printf("%-24s", name.c_str());
                 for (std::size_t k = 1; k < v.size(); ++k)
-                    std::printf("  %10.2f×", v[k].seconds / v[k - 1].seconds);
+                    std::printf("  %5.2f× (cpu %5.2f×)", v[k].seconds / v[k - 1].seconds,
+                                v[k].cpu_seconds / v[k - 1].cpu_seconds);
                 // power law through the last two sizes
                 const double e = std::log(v.back().seconds / v[v.size() - 2].seconds) /
                                  std::log(static_cast<double>(frames.back()) /
