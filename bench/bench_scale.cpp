@@ -117,7 +117,9 @@ struct Run {
     int status = -1;
 };
 
-double seconds(const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); }
+double seconds(const timeval& t) {
+    return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec);
+}
 
 /// Runs argv as a child; wall time, CPU time (user + system) and peak resident set (wait4). The
 /// CPU time is the one to compare between sizes on a shared machine: other load lengthens the wall

@@ -387,8 +387,8 @@ TEST_CASE("velocity_distribution: a px and a mm run of the same data give the sa
             CHECK(b.parts[q].rms_comp == Approx(a.parts[q].rms_comp * 0.25).epsilon(1e-12));
             for (std::size_t i = 0; i < a.parts[q].fits.size(); ++i) {
                 const TailFit &fa = a.parts[q].fits[i], &fb = b.parts[q].fits[i];
-                INFO("seed " << seed << " part " << q << " threshold " << fa.threshold << " n_tail " << fa.n_tail
-                             << " | " << fb.n_tail << ": beta " << fa.beta << " | " << fb.beta);
+                INFO("seed " << seed << " part " << q << " threshold " << fa.threshold << " n_tail "
+                             << fa.n_tail << " | " << fb.n_tail << ": beta " << fa.beta << " | " << fb.beta);
                 CHECK(fa.converged == fb.converged);
                 CHECK(std::abs(fa.n_tail - fb.n_tail) <= 1);
                 if (!fa.converged || !fb.converged) continue;

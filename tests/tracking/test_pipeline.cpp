@@ -380,9 +380,9 @@ TEST_CASE("real data: particletracker discs with only --roi (radii and edge thre
         REQUIRE(s.class_errors <= 3);
         found += s.found, extra += s.extra, cls += s.class_errors;
     }
-    WARN("particletracker discs with only --roi: " << found << "/648 discs found, " << extra
-                                                   << " extra detections in the ROI, " << cls
-                                                   << " class errors after the vote (issue target 648 / 0 / 0: NOT met)");
+    WARN("particletracker discs with only --roi: "
+         << found << "/648 discs found, " << extra << " extra detections in the ROI, " << cls
+         << " class errors after the vote (target 648 / 0 / 0: not met)");
     REQUIRE(found >= 632);  // measured 633
     REQUIRE(extra <= 8);    // measured 8
     REQUIRE(cls <= 18);     // measured 18

@@ -157,7 +157,8 @@ TailSums tail_sums(const Binned& B, double beta, double ell) {
     for (std::size_t s = 0; s < B.m; s += kChunk) {
         const std::size_t end = std::min(B.m, s + kChunk);
         double e[kLanes];
-        for (std::size_t j = 0; j < kLanes; ++j) e[j] = std::exp(beta * (a + static_cast<double>(s + j) * B.delta));
+        for (std::size_t j = 0; j < kLanes; ++j)
+            e[j] = std::exp(beta * (a + static_cast<double>(s + j) * B.delta));
         for (std::size_t k = s; k < end; k += kLanes)
             for (std::size_t j = 0; j < kLanes && k + j < end; ++j) {
                 const double u = a + static_cast<double>(k + j) * B.delta, w = B.n[k + j] * e[j];
@@ -167,7 +168,8 @@ TailSums tail_sums(const Binned& B, double beta, double ell) {
                 e[j] *= q;
             }
     }
-    return {(S[0] + S[1]) + (S[2] + S[3]), (S1[0] + S1[1]) + (S1[2] + S1[3]), (S2[0] + S2[1]) + (S2[2] + S2[3])};
+    return {(S[0] + S[1]) + (S[2] + S[3]), (S1[0] + S1[1]) + (S1[2] + S1[3]),
+            (S2[0] + S2[1]) + (S2[2] + S2[3])};
 }
 
 /// Gradient and Newton step of the negative log-likelihood at (β, ℓ); ln Z's derivatives by
@@ -268,7 +270,8 @@ std::int64_t first_bin_at_or_above(const TailHistogram& h, double thr) {
 }
 
 /// Counts of the blocks, each taken `mult[k]` times (integers in doubles: exact in any order).
-void add_blocks(const TailHistogram& h, std::span<const double> mult, std::int64_t bmin, std::vector<double>& agg) {
+void add_blocks(const TailHistogram& h, std::span<const double> mult, std::int64_t bmin,
+                std::vector<double>& agg) {
     std::fill(agg.begin(), agg.end(), 0.0);
     for (std::int64_t k = 0; k < h.n_blocks; ++k) {
         const double m = mult[static_cast<std::size_t>(k)];
