@@ -37,6 +37,7 @@
 
 #include "vibra/analysis/registry.hpp"
 #include "vibra/analysis/track_cache.hpp"
+#include "vibra/core/memory.hpp"
 #include "vibra/store/trajectory_file.hpp"
 
 extern char** environ;
@@ -362,6 +363,7 @@ void compare_numpy(const fs::path& dir, Analyze& analyze, bool keep, const std::
 }  // namespace
 
 int main(int argc, char** argv) {
+    vibra::keep_freed_memory();  // as vibra does (core/memory.hpp): the in-process timings match the CLI's
     std::int64_t N = 10000;
     std::vector<std::int64_t> frames{1000, 4000, 16000};
     std::vector<std::string> only;
