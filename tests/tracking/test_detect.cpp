@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "detection_score.hpp"
+#include "discs_truth.hpp"
 #include "test_support.hpp"
 #include "vibra/core/cell_list.hpp"
 #include "vibra/core/error.hpp"
@@ -206,10 +207,7 @@ TEST_CASE("dark particles on a bright background with --invert", "[unit]") {
 
 namespace {
 
-struct TruthDisc {
-    double x, y;
-    int cls;
-};
+using test::TruthDisc;
 
 // Matches truth discs to detections one-to-one, closest pairs first, within `tol` px.
 struct DiscMatch {
@@ -241,34 +239,25 @@ int voted_class_errors(const std::vector<DiscMatch>& ms) {
     return e;
 }
 DiscMatch match_discs(const std::vector<TruthDisc>& truth, const std::vector<Particle>& det, double tol) {
-    struct Pair {
-        double d;
-        std::size_t i, j;
-    };
-    std::vector<Pair> pairs;
-    for (std::size_t i = 0; i < truth.size(); ++i)
-        for (std::size_t j = 0; j < det.size(); ++j) {
-            const double d = std::hypot(truth[i].x - det[j].x, truth[i].y - det[j].y);
-            if (d <= tol) pairs.push_back({d, i, j});
-        }
-    std::sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) { return a.d < b.d; });
-    std::vector<int> mt(truth.size(), -1), md(det.size(), -1);
+    const auto mp = test::match_discs_closest_first(
+        truth, det.size(),
+        [&](std::size_t j) {
+            return std::pair{det[j].x, det[j].y};
+        },
+        tol);
     DiscMatch m;
-    for (const auto& pr : pairs)
-        if (mt[pr.i] < 0 && md[pr.j] < 0) {
-            mt[pr.i] = static_cast<int>(pr.j), md[pr.j] = static_cast<int>(pr.i);
-            ++m.found;
-            m.class_errors += det[pr.j].species != truth[pr.i].cls;
-            m.id.push_back(static_cast<std::int64_t>(pr.i));
-            m.species.push_back(det[pr.j].species);
-            m.confidence.push_back(det[pr.j].species_confidence);
-            m.cls.push_back(truth[pr.i].cls);
-        }
+    for (const auto& [i, j] : mp.pairs) {
+        ++m.found;
+        m.class_errors += det[j].species != truth[i].cls;
+        m.id.push_back(static_cast<std::int64_t>(i));
+        m.species.push_back(det[j].species);
+        m.confidence.push_back(det[j].species_confidence);
+        m.cls.push_back(truth[i].cls);
+    }
     for (std::size_t j = 0; j < det.size(); ++j) {
-        const auto& q = det[j];
-        if (q.x < 142 || q.x > 1082 || q.y < 30 || q.y > 846) continue;
+        if (!test::in_discs_roi(det[j].x, det[j].y)) continue;
         ++m.in_roi;
-        m.extra_in_roi += md[j] < 0;
+        m.extra_in_roi += mp.truth_of_detection[j] < 0;
     }
     return m;
 }
@@ -304,22 +293,7 @@ TEST_CASE("real data: particletracker discs, bright rims, two sizes", "[unit]") 
     // a rim seen in perspective (thicker along the walls, cut by the left bar) can differ from the
     // truth's (mean of outer-edge and ridge fits) by up to ~8 px, so a disc counts as found within
     // 10 px (nearest other disc centre ≥ 80 px: unambiguous); the 6 px figures are reported too.
-    std::vector<std::vector<TruthDisc>> truth(9);
-    {
-        std::ifstream in(std::string(VIBRA_SOURCE_DIR) +
-                         "/tests/tracking/data/particletracker_discs_truth.csv");
-        REQUIRE(in.good());
-        std::string line;
-        std::getline(in, line);
-        while (std::getline(in, line)) {
-            int f = 0, cls = 0, roi = 0;
-            double x = 0, y = 0, r = 0;
-            REQUIRE(std::sscanf(line.c_str(), "%d,%lf,%lf,%lf,%d,%d", &f, &x, &y, &r, &cls, &roi) == 6);
-            REQUIRE((f >= 0 && f < 9));
-            if (roi) truth[static_cast<std::size_t>(f)].push_back({x, y, cls});
-        }
-    }
-    for (const auto& t : truth) REQUIRE(t.size() == 72);
+    const auto truth = test::discs_truth();
     std::vector<cv::Mat> frames;
     for (int f = 0; f < 9; ++f) {
         char name[64];

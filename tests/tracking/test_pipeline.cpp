@@ -17,6 +17,7 @@
 #include <numeric>
 #include <set>
 
+#include "discs_truth.hpp"
 #include "test_support.hpp"
 #include "vibra/core/cell_list.hpp"
 #include "vibra/store/trajectory_file.hpp"
@@ -263,31 +264,7 @@ TEST_CASE("real data: particletracker discs (bright rims, two sizes)", "[unit]")
 
 namespace {
 
-// The hand-checked discs of frames 0–8 (tests/tracking/data/particletracker_discs_truth.csv,
-// README beside it: 72 discs with centres in the ROI x 142–1082, y 30–846 in every frame, 34
-// small + 38 large, centres good to 1–4 px).
-struct TruthDisc {
-    double x, y;
-    int cls;
-};
-std::vector<std::vector<TruthDisc>> discs_truth() {
-    std::vector<std::vector<TruthDisc>> truth(9);
-    std::ifstream in(fs::path(VIBRA_SOURCE_DIR) / "tests/tracking/data/particletracker_discs_truth.csv");
-    REQUIRE(in.good());
-    std::string line;
-    std::getline(in, line);
-    while (std::getline(in, line)) {
-        int f = 0, cls = 0, roi = 0;
-        double x = 0, y = 0, r = 0;
-        REQUIRE(std::sscanf(line.c_str(), "%d,%lf,%lf,%lf,%d,%d", &f, &x, &y, &r, &cls, &roi) == 6);
-        REQUIRE((f >= 0 && f < 9));
-        if (roi) truth[static_cast<std::size_t>(f)].push_back({x, y, cls});
-    }
-    for (const auto& t : truth) REQUIRE(t.size() == 72);
-    return truth;
-}
-
-bool in_discs_roi(double x, double y) { return x >= 142 && x <= 1082 && y >= 30 && y <= 846; }
+using test::TruthDisc;
 
 // One frame of a tracked file against the truth: detections matched one to one (closest pairs
 // first) within `tol` px; `extra` = detections in the ROI matched to no disc, `outside` = outside it.
@@ -297,34 +274,28 @@ struct DiscScore {
 };
 DiscScore score_discs(const std::vector<TruthDisc>& truth, const std::vector<double>& x,
                       const std::vector<double>& y, const std::vector<std::int8_t>& species, double tol) {
-    struct Pair {
-        double d;
-        std::size_t i, j;
-    };
-    std::vector<Pair> pairs;
-    for (std::size_t i = 0; i < truth.size(); ++i)
-        for (std::size_t j = 0; j < x.size(); ++j) {
-            const double d = std::hypot(truth[i].x - x[j], truth[i].y - y[j]);
-            if (d <= tol) pairs.push_back({d, i, j});
-        }
-    std::sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) { return a.d < b.d; });
-    std::vector<int> mt(truth.size(), -1), md(x.size(), -1);
+    const auto mp = test::match_discs_closest_first(
+        truth, x.size(),
+        [&](std::size_t j) {
+            return std::pair{x[j], y[j]};
+        },
+        tol);
+    std::vector<int> mt(truth.size(), -1);
     DiscScore s;
-    for (const auto& pr : pairs)
-        if (mt[pr.i] < 0 && md[pr.j] < 0) {
-            mt[pr.i] = static_cast<int>(pr.j), md[pr.j] = static_cast<int>(pr.i);
-            ++s.found;
-            s.class_errors += species[pr.j] != truth[pr.i].cls;
-        }
+    for (const auto& [i, j] : mp.pairs) {
+        mt[i] = static_cast<int>(j);
+        ++s.found;
+        s.class_errors += species[j] != truth[i].cls;
+    }
     for (std::size_t i = 0; i < truth.size(); ++i)
         if (mt[i] < 0) s.missed.push_back(static_cast<int>(i));
     for (std::size_t j = 0; j < x.size(); ++j) {
-        if (!in_discs_roi(x[j], y[j])) {
+        if (!test::in_discs_roi(x[j], y[j])) {
             ++s.outside;
             continue;
         }
         ++s.in_roi;
-        s.extra += md[j] < 0;
+        s.extra += mp.truth_of_detection[j] < 0;
     }
     return s;
 }
@@ -338,7 +309,7 @@ TEST_CASE("real data: particletracker discs with only --roi (radii and edge thre
         WARN("../shared not found: skipping the discs-with-defaults test");
         return;
     }
-    const auto truth = discs_truth();
+    const auto truth = test::discs_truth();
     test::TempDir dir("track_discs_defaults");
     const auto in = (shared / "data/real/particletracker_discs/discs_luma_*.png").string();
     const auto r = test::run_vibra("track '" + in + "' -o " + dir.file("d.h5") + " --roi 142,30,1082,846");
