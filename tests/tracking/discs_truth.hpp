@@ -27,7 +27,8 @@ struct TruthDisc {
 /// The discs inside the ROI, per frame (9 frames of 72); REQUIREs the file's shape.
 inline std::vector<std::vector<TruthDisc>> discs_truth() {
     std::vector<std::vector<TruthDisc>> truth(9);
-    std::ifstream in(std::filesystem::path(VIBRA_SOURCE_DIR) / "tests/tracking/data/particletracker_discs_truth.csv");
+    std::ifstream in(std::filesystem::path(VIBRA_SOURCE_DIR) /
+                     "tests/tracking/data/particletracker_discs_truth.csv");
     REQUIRE(in.good());
     std::string line;
     std::getline(in, line);
@@ -53,7 +54,8 @@ struct DiscMatching {
 };
 
 template <class XY>
-DiscMatching match_discs_closest_first(const std::vector<TruthDisc>& truth, std::size_t n, XY xy, double tol) {
+DiscMatching match_discs_closest_first(const std::vector<TruthDisc>& truth, std::size_t n, XY xy,
+                                       double tol) {
     struct Pair {
         double d;
         std::size_t i, j;
