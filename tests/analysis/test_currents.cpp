@@ -470,3 +470,54 @@ TEST_CASE(
         }
     }
 }
+
+namespace {
+
+// Every array of `b` within tol × (largest |value| of that array in `a`); attributes equal.
+void require_close_groups(const ResultGroup& a, const ResultGroup& b, double tol) {
+    REQUIRE(a.arrays.size() == b.arrays.size());
+    for (std::size_t k = 0; k < a.arrays.size(); ++k) {
+        INFO(a.arrays[k].name);
+        REQUIRE(a.arrays[k].name == b.arrays[k].name);
+        REQUIRE(a.arrays[k].shape == b.arrays[k].shape);
+        if (const auto* x = std::get_if<std::vector<double>>(&a.arrays[k].data)) {
+            const auto& y = std::get<std::vector<double>>(b.arrays[k].data);
+            double scale = 0;
+            for (double v : *x) scale = std::max(scale, std::abs(v));
+            for (std::size_t i = 0; i < x->size(); ++i) REQUIRE_THAT(y[i], WithinAbs((*x)[i], tol * scale));
+        } else {
+            CHECK(a.arrays[k].data == b.arrays[k].data);
+        }
+    }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "currents: the NUFFT and the matrix product give the same results, the NUFFT's alike for any --threads",
+    "[unit]") {
+    for (const Geometry& g : {Geometry::periodic(0, 0, 30, 26), Geometry::rect(-2, 1, 31, 24)}) {
+        INFO((g.periodic() ? "periodic box" : "window"));
+        const auto fr = random_frames(g, 400, 70, 31);
+        test::TrajBuilder b(g);
+        for (std::size_t f = 0; f < fr.size(); ++f)
+            for (std::size_t i = 0; i < fr[f].x.size(); ++i)
+                b.add(static_cast<std::int64_t>(f), static_cast<std::int64_t>(i), fr[f].x[i], fr[f].y[i],
+                      fr[f].vx[i], fr[f].vy[i], static_cast<std::int8_t>(i % 2));
+        b.t.meta.species_diameters = {1.0, 1.3};
+        const auto src = b.source(0.05);
+        CurrentsParams p;
+        p.segment = 32;
+        p.blocks = 3;
+        p.k_max = 3.0;  // a grid of ≈ 15 × 25 modes
+        p.fourier = FourierSums::matrix;
+        const auto mat = to_group(compute_currents(src, p), src.meta());
+        p.fourier = FourierSums::nufft;
+        const auto nu1 = to_group(compute_currents(src, p), src.meta());
+        require_close_groups(mat, nu1, 1e-12);
+        CHECK(mat.attrs == nu1.attrs);
+        p.threads = 3;
+        const auto nu3 = to_group(compute_currents(src, p), src.meta());
+        for (std::size_t k = 0; k < nu1.arrays.size(); ++k) CHECK(nu3.arrays[k].data == nu1.arrays[k].data);
+    }
+}

@@ -13,11 +13,13 @@
 #include <complex>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <numbers>
 #include <thread>
 #include <vector>
 
 #include "detail/fftw_plan.hpp"
+#include "detail/nufft.hpp"
 #include "detail/parallel.hpp"
 #include "vibra/analysis/currents.hpp"
 #include "vibra/core/error.hpp"
@@ -182,23 +184,45 @@ inline void stream_frames(const TrajectorySource& src,
     }
 }
 
-/// Fourier sums over the k grid of a KVectorSet.
+/// Fourier sums over the k grid of a KVectorSet: j(k) = Σ_i a_i e^{ik·r_i} and its adjoint.
+/// Two methods, picked by FourierSums (automatic: the cheaper for the grid's size): a complex
+/// matrix product (e^{i(nθx + mθy)} = e^{inθx}·e^{imθy}; exact to rounding, O(N·n_max·m_max)) or
+/// a non-uniform FFT (detail/nufft.hpp; ≈ 1e-15 of Σ|a_i|, O(N + grid log grid)).
 class CurrentEngine {
 public:
     using Mat = Eigen::Matrix<cplx, Eigen::Dynamic, Eigen::Dynamic>;
-    explicit CurrentEngine(const KVectorSet& ks) : ks_(ks) {}
+    explicit CurrentEngine(const KVectorSet& ks, FourierSums method = FourierSums::automatic) : ks_(ks) {
+        const double direct = 2.0 * (ks.n_max + 1) * (2 * ks.m_max + 1);  // complex MACs per particle
+        const bool nufft = method == FourierSums::nufft ||
+                           (method == FourierSums::automatic && direct > 2 * Nufft2d::spread_points(kSpread));
+        if (nufft) nufft_ = std::make_unique<Nufft2d>(ks.n_max, ks.m_max, kSpread);
+    }
+    bool uses_nufft() const { return nufft_ != nullptr; }
 
     struct Work {
         Mat ex, ey, a, j, g, h;
+        Nufft2d::Work nu;
+        std::vector<double> tx, ty;
+        std::vector<cplx> c, modes, u;
     };
 
-    /// Phase tables for positions x, y.
+    /// Phase tables (or the NUFFT's kernel weights) for positions x, y.
     void phases(const double* x, const double* y, std::size_t n, Work& w) const {
+        const double tx = 2 * std::numbers::pi / ks_.lx, ty = 2 * std::numbers::pi / ks_.ly;
+        if (nufft_) {
+            w.tx.resize(n);
+            w.ty.resize(n);
+            for (std::size_t i = 0; i < n; ++i) {
+                w.tx[i] = tx * (x[i] - ks_.x0);
+                w.ty[i] = ty * (y[i] - ks_.y0);
+            }
+            nufft_->prepare(w.tx.data(), w.ty.data(), n, w.nu);
+            return;
+        }
         const auto N = static_cast<Eigen::Index>(n);
         const int nx = ks_.n_max + 1, ny = 2 * ks_.m_max + 1;
         w.ex.resize(N, nx);
         w.ey.resize(N, ny);
-        const double tx = 2 * std::numbers::pi / ks_.lx, ty = 2 * std::numbers::pi / ks_.ly;
         for (Eigen::Index i = 0; i < N; ++i) {
             const cplx e1 = std::polar(1.0, tx * (x[i] - ks_.x0));
             cplx e = 1.0;
@@ -221,6 +245,7 @@ public:
 
     /// jx[k] = Σ_i ax_i e^{ik·r_i}, same for y; phases() must have been called.
     void forward(const double* ax, const double* ay, cplx* jx, cplx* jy, Work& w) const {
+        if (nufft_) return forward_nufft(ax, ay, jx, jy, w);
         const Eigen::Index N = w.ex.rows(), nx = w.ex.cols();
         w.a.resize(N, 2 * nx);
         for (Eigen::Index c = 0; c < nx; ++c)
@@ -238,6 +263,7 @@ public:
 
     /// fx_i = Σ_k gx(k) e^{−ik·r_i}, same for y; phases() must have been called.
     void adjoint(const cplx* gx, const cplx* gy, cplx* fx, cplx* fy, Work& w) const {
+        if (nufft_) return adjoint_nufft(gx, gy, fx, fy, w);
         const Eigen::Index N = w.ex.rows(), nx = w.ex.cols(), ny = w.ey.cols();
         w.g.setZero(ny, 2 * nx);
         for (std::size_t q = 0; q < ks_.size(); ++q) {
@@ -259,7 +285,42 @@ public:
     }
 
 private:
+    static constexpr int kSpread = 16;  // NUFFT kernel half-width, grid steps (≈ 1e-15 of Σ|a|)
+
+    std::size_t mode(int n, int m) const {
+        return static_cast<std::size_t>(n + ks_.n_max) * static_cast<std::size_t>(2 * ks_.m_max + 1) +
+               static_cast<std::size_t>(m + ks_.m_max);
+    }
+
+    // One transform of c = ax + i·ay gives both: a real, so jx(−k) = jx(k)*, and
+    // jx = (F(k) + F(−k)*)/2, jy = (F(k) − F(−k)*)/(2i).
+    void forward_nufft(const double* ax, const double* ay, cplx* jx, cplx* jy, Work& w) const {
+        const std::size_t n = w.tx.size();
+        w.c.resize(n);
+        for (std::size_t i = 0; i < n; ++i) w.c[i] = cplx(ax[i], ay[i]);
+        w.modes.resize(static_cast<std::size_t>(2 * ks_.n_max + 1) *
+                       static_cast<std::size_t>(2 * ks_.m_max + 1));
+        nufft_->type1(w.c.data(), w.nu, w.modes.data());
+        for (std::size_t q = 0; q < ks_.size(); ++q) {
+            const cplx f = w.modes[mode(ks_.n[q], ks_.m[q])],
+                       g = std::conj(w.modes[mode(-ks_.n[q], -ks_.m[q])]);
+            jx[q] = 0.5 * (f + g);
+            jy[q] = cplx(0, -0.5) * (f - g);
+        }
+    }
+
+    void adjoint_nufft(const cplx* gx, const cplx* gy, cplx* fx, cplx* fy, Work& w) const {
+        w.modes.assign(
+            static_cast<std::size_t>(2 * ks_.n_max + 1) * static_cast<std::size_t>(2 * ks_.m_max + 1),
+            cplx(0));
+        for (std::size_t q = 0; q < ks_.size(); ++q) w.modes[mode(ks_.n[q], ks_.m[q])] = gx[q];
+        nufft_->type2(w.modes.data(), w.nu, fx);
+        for (std::size_t q = 0; q < ks_.size(); ++q) w.modes[mode(ks_.n[q], ks_.m[q])] = gy[q];
+        nufft_->type2(w.modes.data(), w.nu, fy);
+    }
+
     const KVectorSet& ks_;
+    std::unique_ptr<Nufft2d> nufft_;
 };
 
 /// Weighted velocities a = w·(v − v̄) (v̄ the w²-weighted mean when subtract_mean) for one frame.

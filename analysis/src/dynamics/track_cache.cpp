@@ -21,13 +21,6 @@ namespace vibra::analysis {
 namespace {
 using detail::kNaN;
 
-// The minimum image of core/periodic.hpp, as the frame re-reading path (velocities.cpp) takes it:
-// a displacement of exactly half a box rounds to even there, so it must here too.
-double min_image(double d, double L) {
-    if (L <= 0) return d;
-    return minimum_image(d, L);
-}
-
 struct IdInfo {
     std::int64_t first = 0, last = -1, n_small = 0, n_large = 0;
 };
@@ -142,8 +135,8 @@ TrackScan scan_tracks(const TrajectorySource& src, std::int64_t block_rows, bool
                     else if (cur_id[b] < prev_id[a])
                         ++b;
                     else {
-                        sx += min_image(cur_x[b] - prev_x[a], Lx);
-                        sy += min_image(cur_y[b] - prev_y[a], Ly);
+                        sx += minimum_image_if_periodic(cur_x[b] - prev_x[a], Lx);
+                        sy += minimum_image_if_periodic(cur_y[b] - prev_y[a], Ly);
                         ++n, ++a, ++b;
                     }
                 }

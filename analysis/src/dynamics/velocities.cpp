@@ -19,11 +19,6 @@ namespace vibra::analysis {
 namespace {
 using detail::kNaN;
 
-double min_image(double d, double L) {
-    if (L <= 0) return d;
-    return minimum_image(d, L);
-}
-
 // Centred moving average of width w over the valid entries only (shrinking windows at the ends;
 // entries without data, e.g. the drift increment of frame 0, neither count nor get a value).
 std::vector<double> moving_average(const std::vector<double>& a, const std::vector<char>& valid,
@@ -329,8 +324,8 @@ void correct_track(Track& tk, const TrackStreamInfo& info, const std::vector<dou
         }
         if (info.periodic) {
             if (!std::isnan(px)) {
-                ux_ += min_image(tk.x[s] - px, Lx);
-                uy_ += min_image(tk.y[s] - py, Ly);
+                ux_ += minimum_image_if_periodic(tk.x[s] - px, Lx);
+                uy_ += minimum_image_if_periodic(tk.y[s] - py, Ly);
             } else {
                 ux_ = tk.x[s];
                 uy_ = tk.y[s];

@@ -288,7 +288,7 @@ CurrentSeries compute_current_series(const TrajectorySource& src, const Currents
                 s.file->tmp.write(s.file->offset(static_cast<int>(w), q, c0), v[w]->data() + q * Fc,
                                   n * sizeof(cplx));
     };
-    detail::CurrentEngine eng(s.ks);
+    detail::CurrentEngine eng(s.ks, p.fourier);
     std::vector<double> khx(K), khy(K);
     for (std::size_t q = 0; q < K; ++q) {
         khx[q] = s.ks.kx[q] / s.ks.kabs[q];
@@ -600,7 +600,7 @@ public:
     }
 
     CurrentsResult run(const TrajectorySource& src) {
-        const detail::CurrentEngine eng(s_.ks);
+        const detail::CurrentEngine eng(s_.ks, p_.fourier);
         detail::stream_frames(
             src, [&](std::vector<detail::FrameParticles>& block) { add_block(eng, block); },
             &s_.velocity_source, p_.velocity, p_.block_rows);

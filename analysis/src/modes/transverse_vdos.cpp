@@ -112,7 +112,7 @@ public:
     TvdosRun(const TransverseVdosParams& p, TvdosPlan plan)
         : p_(p),
           pl_(std::move(plan)),
-          eng_(pl_.ks),
+          eng_(pl_.ks, p_.fourier),
           pt_(pl_.nseg * pl_.nf, 0.0),
           pl_spec_(pl_.nseg * pl_.nf, 0.0),
           band_raw_(pl_.nseg, 0.0),

@@ -29,6 +29,12 @@
 
 namespace vibra::analysis {
 
+/// How the Fourier sums j(k) = Σ_i a_i e^{ik·r_i} over the k grid are formed: `matrix`, a complex
+/// matrix product (exact to rounding, cost ∝ N·n_k); `nufft`, a non-uniform FFT by Gaussian
+/// gridding (within ≈ 1e-15 of Σ|a_i|, cost ∝ N + grid·log grid); `automatic`, the cheaper for
+/// the grid (nufft from ≈ 2000 grid modes on; docs/collective-modes.md).
+enum class FourierSums { automatic, matrix, nufft };
+
 /// Parameters of compute_currents(). Zero means "pick and record".
 struct CurrentsParams {
     double k_max = 0;           ///< largest |k|, rad/<L>; 0 = 2-D Debye wavenumber sqrt(4πρ)
@@ -42,6 +48,7 @@ struct CurrentsParams {
     bool subtract_mean = true;  ///< subtract the instantaneous (weighted) mean velocity per frame
     bool mass_weighted = true;  ///< also compute the momentum currents (masses ∝ d², needs species_diameters)
     int threads = 1;            ///< worker threads (std::thread)
+    FourierSums fourier = FourierSums::automatic;  ///< method of the Fourier sums over k
     std::int64_t memory_bytes = std::int64_t{2}
                                 << 30;  ///< series kept in memory up to this size, else a temporary file
     std::string temp_dir;               ///< folder of that file; "" = $TMPDIR (or /tmp)

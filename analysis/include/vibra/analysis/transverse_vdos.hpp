@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "vibra/analysis/currents.hpp"
 #include "vibra/analysis/velocities.hpp"
 #include "vibra/core/result.hpp"
 #include "vibra/core/trajectory_source.hpp"
@@ -32,6 +33,7 @@ struct TransverseVdosParams {
     bool per_particle = true;   ///< compute the per-particle map (second pass)
     int threads = 1;
     VelocityScheme velocity = VelocityScheme::automatic;  ///< as CurrentsParams::velocity
+    FourierSums fourier = FourierSums::automatic;         ///< as CurrentsParams::fourier
     void validate() const;  ///< throws ParameterError naming the field and value
 };
 

@@ -15,4 +15,7 @@ inline double image_shift(double d, double L) { return L * std::nearbyint(d / L)
 /// `d` (a separation or displacement along an axis of length L) brought into [−L/2, L/2].
 inline double minimum_image(double d, double L) { return d - image_shift(d, L); }
 
+/// minimum_image along a periodic axis (L > 0); `d` unchanged along an open one (L ≤ 0).
+inline double minimum_image_if_periodic(double d, double L) { return L > 0 ? minimum_image(d, L) : d; }
+
 }  // namespace vibra
