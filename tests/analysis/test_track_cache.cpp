@@ -158,6 +158,17 @@ TEST_CASE("track cache: the same tracks as re-reading the frames, in memory and 
             p.cache = &two;
             check_same_tracks(old, collect(src, p));
             CHECK_FALSE(two.on_disk());
+            CHECK(two.spill_bytes() == src.n_rows() * (vel ? 48 : 32));  // every row linked here
+            CHECK(mem.spill_bytes() == 0);
+            CHECK(disk.spill_bytes() > 0);
+
+            TrackCacheParams c3 = c2;  // the rows cannot be spilled: the second pass reads the file
+            c3.temp_dir = (dir / "absent").string();
+            TrackCache reread(src, c3);
+            p.cache = &reread;
+            check_same_tracks(old, collect(src, p));
+            CHECK(reread.spill_bytes() == 0);
+            CHECK_FALSE(reread.on_disk());
         }
 }
 

@@ -66,9 +66,39 @@ struct KeptRows {
     void clear() { particle.clear(), frame.clear(), x.clear(), y.clear(), vx.clear(), vy.clear(); }
 };
 
-/// One pass over the frames of `src` in blocks of ≈ block_rows rows; with `keep`, also the rows.
+/// The linked rows' raw columns written by the scan to a temporary file, one record per block of
+/// frames read (particle, frame, x, y[, vx, vy] of the block's rows in file order): the copy's
+/// second pass reads them back instead of decoding the trajectory file again (HDF5 decompression
+/// costs ≈ 3× a read of the raw rows). A write that fails (disk full) drops the spill; that pass then
+/// reads the trajectory file.
+class RowSpill {
+public:
+    explicit RowSpill(const std::string& dir);
+    bool ok() const { return file_ != nullptr; }
+    /// Appends the rows of block `b` (blocks in order); on an IoError the spill is dropped.
+    void append(const std::vector<std::int64_t>& particle, const std::vector<std::int64_t>& frame,
+                const std::vector<double>& x, const std::vector<double>& y, const std::vector<double>& vx,
+                const std::vector<double>& vy);
+    std::size_t blocks() const { return count_.size(); }
+    std::int64_t bytes() const { return end_; }
+    struct Rows {
+        std::vector<std::int64_t> particle, frame;
+        std::vector<double> x, y, vx, vy;  ///< vx, vy empty without velocity columns
+    };
+    /// The rows of block b.
+    void read(std::size_t b, Rows& out) const;
+
+private:
+    std::unique_ptr<TempFile> file_;
+    std::vector<std::int64_t> offset_, count_;
+    std::vector<char> vel_;
+    std::int64_t end_ = 0;
+};
+
+/// One pass over the frames of `src` in blocks of ≈ block_rows rows; with `keep`, also the rows;
+/// with `spill`, the rows into it, a record per block.
 TrackScan scan_tracks(const TrajectorySource& src, std::int64_t block_rows, bool progress,
-                      KeptRows* keep = nullptr);
+                      KeptRows* keep = nullptr, RowSpill* spill = nullptr);
 
 /// An array of doubles on transparent huge pages where the kernel allows it (fewer page faults
 /// and TLB misses when filled in particle-major order).
@@ -94,6 +124,7 @@ struct TrackCache::Impl {
     int cols = 2;                            ///< doubles per cell: x, y [, vx, vy]
     detail::BigArray mem;                    ///< the copy, when in memory
     std::unique_ptr<detail::TempFile> file;  ///< the copy, when in a (deleted) temporary file
+    std::int64_t spill_bytes = 0;            ///< rows spilled by the scan for the second pass
     std::int64_t cells() const { return scan.offset.empty() ? 0 : scan.offset.back(); }
     /// Cells [c0, c1) (cols doubles each, NaN where the particle is absent): a pointer into the
     /// copy in memory, or into `buf` read from the file.

@@ -60,9 +60,58 @@ private:
 
 }  // namespace
 
-// ------------------------------------------------------------------ scan
+// ------------------------------------------------------------------ spill
 namespace detail {
-TrackScan scan_tracks(const TrajectorySource& src, std::int64_t block_rows, bool progress, KeptRows* keep) {
+RowSpill::RowSpill(const std::string& dir) {
+    try {
+        file_ = std::make_unique<TempFile>(dir, "vibra-rows", "the trajectory's rows (particle-major copy)");
+    } catch (const IoError&) {
+        file_.reset();  // no temporary folder: the second pass reads the trajectory file
+    }
+}
+
+void RowSpill::append(const std::vector<std::int64_t>& particle, const std::vector<std::int64_t>& frame,
+                      const std::vector<double>& x, const std::vector<double>& y,
+                      const std::vector<double>& vx, const std::vector<double>& vy) {
+    if (!file_) return;
+    const auto n = static_cast<std::int64_t>(particle.size());
+    const bool vel = !vx.empty();
+    try {
+        std::int64_t at = end_;
+        const auto put = [&](const void* d, std::size_t bytes) {
+            if (bytes == 0) return;
+            file_->write(at, d, bytes);
+            at += static_cast<std::int64_t>(bytes);
+        };
+        put(particle.data(), particle.size() * 8), put(frame.data(), frame.size() * 8);
+        put(x.data(), x.size() * 8), put(y.data(), y.size() * 8);
+        if (vel) put(vx.data(), vx.size() * 8), put(vy.data(), vy.size() * 8);
+        offset_.push_back(end_), count_.push_back(n), vel_.push_back(vel ? 1 : 0);
+        end_ = at;
+    } catch (const IoError&) {
+        file_.reset();  // disk full: drop the spill, read the trajectory file again instead
+    }
+}
+
+void RowSpill::read(std::size_t b, Rows& out) const {
+    const auto n = static_cast<std::size_t>(count_[b]);
+    std::int64_t at = offset_[b];
+    const auto get = [&](auto& v) {
+        v.resize(n);
+        if (n) file_->read(at, v.data(), n * 8);
+        at += static_cast<std::int64_t>(n * 8);
+    };
+    get(out.particle), get(out.frame), get(out.x), get(out.y);
+    if (vel_[b]) {
+        get(out.vx), get(out.vy);
+    } else {
+        out.vx.clear(), out.vy.clear();
+    }
+}
+
+// ------------------------------------------------------------------ scan
+TrackScan scan_tracks(const TrajectorySource& src, std::int64_t block_rows, bool progress, KeptRows* keep,
+                      RowSpill* spill) {
     const Metadata& meta = src.meta();
     const std::int64_t T = src.n_frames();
     const bool periodic = meta.geometry.periodic();
@@ -81,11 +130,16 @@ TrackScan scan_tracks(const TrajectorySource& src, std::int64_t block_rows, bool
         keep->particle.reserve(n), keep->frame.reserve(n), keep->x.reserve(n), keep->y.reserve(n);
         keep->vx.reserve(n), keep->vy.reserve(n);  // touched (faulted in) only when there are velocities
     }
+    RowSpill::Rows out;  // the block's linked rows for the spill
     Progress prog("tracks: scan", T, progress);
     for (std::int64_t first = 0; first < T; first += fpb) {
         const Trajectory tr = src.read_frames(first, fpb);
         s.has_vel = s.has_vel || tr.rows.has_velocity();
         const auto& r = tr.rows;
+        const bool to_spill = spill && spill->ok();
+        if (to_spill)
+            out.particle.clear(), out.frame.clear(), out.x.clear(), out.y.clear(), out.vx.clear(),
+                out.vy.clear();
         for (std::int64_t f = tr.index.first_frame; f < tr.index.first_frame + tr.index.n_frames(); ++f) {
             cur_id.clear();
             cur_x.clear();
@@ -104,6 +158,11 @@ TrackScan scan_tracks(const TrajectorySource& src, std::int64_t block_rows, bool
                 cur_id.push_back(id);
                 cur_x.push_back(r.x[k]);
                 cur_y.push_back(r.y[k]);
+                if (to_spill) {
+                    out.particle.push_back(id), out.frame.push_back(f), out.x.push_back(r.x[k]),
+                        out.y.push_back(r.y[k]);
+                    if (r.has_velocity()) out.vx.push_back(r.vx[k]), out.vy.push_back(r.vy[k]);
+                }
                 if (keep) {
                     keep->particle.push_back(id);
                     keep->frame.push_back(f);
@@ -151,6 +210,7 @@ TrackScan scan_tracks(const TrajectorySource& src, std::int64_t block_rows, bool
             std::swap(prev_y, cur_y);
             prev_frame = f;
         }
+        if (to_spill) spill->append(out.particle, out.frame, out.x, out.y, out.vx, out.vy);
         prog.update(std::min(T, first + fpb));
     }
     s.ids.reserve(ids.size());
@@ -213,6 +273,7 @@ TrackCache::~TrackCache() = default;
 const TrajectorySource& TrackCache::source() const { return *impl_->src; }
 bool TrackCache::built() const { return impl_->built; }
 bool TrackCache::on_disk() const { return impl_->file != nullptr; }
+std::int64_t TrackCache::spill_bytes() const { return impl_->spill_bytes; }
 std::int64_t TrackCache::bytes() const {
     return impl_->cells() * impl_->cols * static_cast<std::int64_t>(sizeof(double));
 }
@@ -226,7 +287,11 @@ void TrackCache::build() {
     // budget: the scan keeps the rows and the copy is made from them; else a second pass.
     detail::KeptRows kept;
     bool keep = src.n_rows() * 80 <= m.p.memory_bytes;
-    m.scan = detail::scan_tracks(src, m.p.block_rows, m.p.progress, keep ? &kept : nullptr);
+    std::unique_ptr<detail::RowSpill> spill;  // else the rows go to a temporary file for the second pass
+    if (!keep) spill = std::make_unique<detail::RowSpill>(m.p.temp_dir);
+    m.scan = detail::scan_tracks(src, m.p.block_rows, m.p.progress, keep ? &kept : nullptr, spill.get());
+    if (spill && !spill->ok()) spill.reset();
+    m.spill_bytes = spill ? spill->bytes() : 0;
     const detail::TrackScan& s = m.scan;
     m.cols = s.has_vel ? 4 : 2;
     const int C = m.cols;
@@ -251,7 +316,19 @@ void TrackCache::build() {
             }
         }
     };
-    const auto scatter_rows = [&](const Trajectory& tr, auto&& put) {
+    // The rows of the scan's block of frames starting at f0 (fpb frames): from the spill, else
+    // read again from the trajectory file.
+    const std::int64_t fpb = std::max<std::int64_t>(1, frames_per_block(src, m.p.block_rows));
+    detail::RowSpill::Rows sp;
+    const auto scatter_block = [&](std::int64_t f0, auto&& put) {
+        if (spill) {
+            spill->read(static_cast<std::size_t>(f0 / fpb), sp);
+            const bool vel = !sp.vx.empty();
+            scatter(sp.particle.size(), sp.particle.data(), sp.frame.data(), sp.x.data(), sp.y.data(),
+                    vel ? sp.vx.data() : nullptr, vel ? sp.vy.data() : nullptr, put);
+            return;
+        }
+        const Trajectory tr = src.read_frames(f0, fpb);
         const auto& r = tr.rows;
         const bool vel = r.has_velocity();
         scatter(r.size(), r.particle.data(), r.frame.data(), r.x.data(), r.y.data(),
@@ -270,10 +347,9 @@ void TrackCache::build() {
             scatter(kept.x.size(), kept.particle.data(), kept.frame.data(), kept.x.data(), kept.y.data(),
                     vel ? kept.vx.data() : nullptr, vel ? kept.vy.data() : nullptr, put);
         } else {
-            const std::int64_t fpb = std::max<std::int64_t>(1, frames_per_block(src, m.p.block_rows));
             Progress prog("tracks: transpose", T, m.p.progress);
             for (std::int64_t f0 = 0; f0 < T; f0 += fpb) {
-                scatter_rows(src.read_frames(f0, fpb), put);
+                scatter_block(f0, put);
                 prog.update(std::min(T, f0 + fpb));
             }
         }
@@ -288,8 +364,8 @@ void TrackCache::build() {
         std::min(m.p.chunk_bytes, std::max<std::int64_t>(m.p.memory_bytes / 2, 1 << 16));
     const std::int64_t chunk_rows =
         std::max<std::int64_t>(1, budget / (C * static_cast<std::int64_t>(sizeof(double))));
-    const std::int64_t fpc = std::max<std::int64_t>(1, frames_per_block(src, chunk_rows));
-    const std::int64_t fpb = std::max<std::int64_t>(1, frames_per_block(src, m.p.block_rows));
+    // chunks of whole blocks of the scan (at least one)
+    const std::int64_t fpc = std::max<std::int64_t>(1, frames_per_block(src, chunk_rows) / fpb) * fpb;
     std::vector<double> buf;
     std::vector<std::int64_t> alive, boff;  // tracks alive in the chunk, their slice offset in buf
     std::vector<std::int64_t> slot(s.ids.size(), -1);
@@ -306,7 +382,7 @@ void TrackCache::build() {
             }
         buf.assign(static_cast<std::size_t>(boff.back() * C), kNaN);
         for (std::int64_t b0 = f0; b0 < f1; b0 += fpb)
-            scatter_rows(src.read_frames(b0, std::min(fpb, f1 - b0)), [&](std::int64_t j, std::int64_t cell) {
+            scatter_block(b0, [&](std::int64_t j, std::int64_t cell) {
                 const auto ju = static_cast<std::size_t>(j);
                 const std::int64_t lo = s.offset[ju] + std::max(f0, s.first[ju]) - s.first[ju];
                 return buf.data() + (boff[static_cast<std::size_t>(slot[ju])] + cell - lo) * C;

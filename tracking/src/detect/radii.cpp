@@ -393,10 +393,23 @@ EdgeAdaptation adapt_edge_thresholds(const cv::Mat& frame, DetectParams& p) {
     DetectParams m = p;
     m.joint = false;
     m.min_edge = 0;
-    const auto parts = locate(frame, m);
+    // A central crop of at least half the frame's side (or 40 large radii) holds hundreds of disks,
+    // enough for a median, at a quarter of a whole frame's locate(); disks within a large radius of
+    // the crop's border (cut by it) are left out.
+    const double rl = p.r_large();
+    const auto side = [&](int n) {
+        return std::min(n, std::max((n + 1) / 2, static_cast<int>(std::ceil(40 * rl))));
+    };
+    const int cw = side(frame.cols), ch = side(frame.rows);
+    const cv::Rect crop((frame.cols - cw) / 2, (frame.rows - ch) / 2, cw, ch);
+    const auto parts = locate(frame(crop), m);
     EdgeAdaptation a;
     std::vector<float> st;
-    for (const auto& q : parts) st.push_back(q.strength);
+    for (const auto& q : parts) {
+        const bool inner = (crop.x == 0 || q.x >= rl) && (crop.x + cw == frame.cols || q.x <= cw - rl) &&
+                           (crop.y == 0 || q.y >= rl) && (crop.y + ch == frame.rows || q.y <= ch - rl);
+        if (inner) st.push_back(q.strength);
+    }
     a.disks = st.size();
     if (st.empty()) return a;
     a.median_strength = quantile(st, 0.5);
