@@ -287,8 +287,12 @@ void TrackCache::build() {
     // budget: the scan keeps the rows and the copy is made from them; else a second pass.
     detail::KeptRows kept;
     bool keep = src.n_rows() * 80 <= m.p.memory_bytes;
-    std::unique_ptr<detail::RowSpill> spill;  // else the rows go to a temporary file for the second pass
-    if (!keep) spill = std::make_unique<detail::RowSpill>(m.p.temp_dir);
+    // Else, when the copy itself (≥ 16 bytes a row) fits the budget, the rows go to a temporary file
+    // for the second pass (read back at page-cache speed); when the copy goes to a file too, the
+    // second pass decodes the trajectory file again rather than write twice the copy's size.
+    std::unique_ptr<detail::RowSpill> spill;
+    if (!keep && src.n_rows() * 16 <= m.p.memory_bytes)
+        spill = std::make_unique<detail::RowSpill>(m.p.temp_dir);
     m.scan = detail::scan_tracks(src, m.p.block_rows, m.p.progress, keep ? &kept : nullptr, spill.get());
     if (spill && !spill->ok()) spill.reset();
     m.spill_bytes = spill ? spill->bytes() : 0;

@@ -73,7 +73,9 @@ TvdosPlan make_plan(const TrajectorySource& src, TransverseVdosParams& p) {
                              std::to_string(T64) + "]");
     const auto S = static_cast<std::size_t>(p.segment);
     pl.S = S;
-    pl.nseg = pl.T / S;
+    // Whole segments from frame 0, and when frames are left over, one more that ends at the last
+    // frame (overlapping the one before, as Welch segments do), so every frame is analysed.
+    pl.nseg = (pl.T + S - 1) / S;
     pl.dt = src.meta().frame_interval;
     const double omega_n = std::numbers::pi / pl.dt;
     pl.domega = 2 * std::numbers::pi / (static_cast<double>(S) * pl.dt);
@@ -148,18 +150,23 @@ private:
         detail::weighted_velocities(fp, pl_.region, nullptr, p_.subtract_mean, ax, ay, wt, sw2);
         sum_n_ += static_cast<double>(fp.x.size());
         sum_w2_ += sw2;
-        if (static_cast<std::size_t>(fp.frame) >= pl_.nseg * pl_.S) return;  // after the last whole segment
         frames_.push_back(std::move(fp));
-        if (frames_.size() == pl_.S) {
-            process_segment(static_cast<std::size_t>(frames_.front().frame) / pl_.S);
+        if (frames_.size() < pl_.S) return;
+        const std::size_t f0 = static_cast<std::size_t>(frames_.front().frame);
+        const std::size_t sg = f0 + pl_.S == pl_.T && pl_.T % pl_.S ? pl_.nseg - 1 : f0 / pl_.S;
+        process_segment(sg, f0);
+        // the last whole segment's frames that the last segment (ending at frame T − 1) shares
+        const std::size_t tail = pl_.T % pl_.S, whole = pl_.T / pl_.S;
+        if (tail && sg + 1 == whole)
+            frames_.erase(frames_.begin(), frames_.begin() + static_cast<std::ptrdiff_t>(tail));
+        else
             frames_.clear();
-        }
     }
 
-    void process_segment(std::size_t sg) {
+    void process_segment(std::size_t sg, std::size_t first_frame) {
         segment_currents();
         segment_spectra(sg);
-        r_.segment_first_frame.push_back(static_cast<std::int64_t>(sg * pl_.S));
+        r_.segment_first_frame.push_back(static_cast<std::int64_t>(first_frame));
         if (!p_.per_particle) return;
         particle_table(particle_contributions());
     }

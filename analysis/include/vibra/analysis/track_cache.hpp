@@ -7,9 +7,10 @@
 // this copy costs one sequential pass over the file (a scan of ids, lifetimes, species votes and
 // drift) and an external transpose in chunks of frames, after which every particle block is one
 // contiguous read. The transpose takes the rows from the scan: kept in memory when rows and copy fit
-// the budget (80 bytes a row), else spilled by the scan to a temporary file (32 bytes a row, 48
-// with velocities; read back at page-cache speed instead of decoding the trajectory file again;
-// when the spill cannot be written, the transpose reads the trajectory file again). The raw positions (as stored, before unwrapping) and the given velocities are kept,
+// the budget (80 bytes a row); else, when the copy fits it, spilled by the scan to a temporary file
+// (32 bytes a row, 48 with velocities; read back at page-cache speed instead of decoding the
+// trajectory file again); else (or when the spill cannot be written) read from the trajectory file
+// again. The raw positions (as stored, before unwrapping) and the given velocities are kept,
 // so what stream_tracks() derives from them is bit-identical to re-reading the frames.
 //
 // Where: in memory when it fits TrackCacheParams::memory_bytes, else in a temporary file in
@@ -50,7 +51,7 @@ public:
     bool on_disk() const;        ///< after build(): the copy is in a temporary file
     std::int64_t bytes() const;  ///< after build(): size of the copy
     /// After build(): size of the rows' temporary file of the second pass (0 when the scan kept the
-    /// rows in memory, or the spill could not be written and the second pass read the input again).
+    /// rows in memory, or the second pass read the input again).
     std::int64_t spill_bytes() const;
 
     struct Impl;  ///< internal (analysis/src/detail/track_scan.hpp), used by stream_tracks()

@@ -22,13 +22,14 @@
 namespace vibra::analysis {
 
 struct TransverseVdosParams {
-    double k_max = 0;          ///< rad/<L>; 0 = Debye wavenumber sqrt(4πρ)
-    std::int64_t segment = 0;  ///< frames per (non-overlapping, Hann-windowed) segment, even; 0 = min(T, 256)
-    double band_min = 0;       ///< band of the per-particle map, rad/<T>
-    double band_max = 0;       ///< rad/<T>; 0 = Nyquist
-    double omega_max = 0;      ///< largest ω written in the spectra, rad/<T>; 0 = Nyquist
-    double c_t = 0, c_l = 0;   ///< sound speeds for the Debye levels, <L>/<T>; 0 = unknown (NaN level)
-    double taper = 0.2;        ///< spatial Tukey taper for windows
+    double k_max = 0;  ///< rad/<L>; 0 = Debye wavenumber sqrt(4πρ)
+    std::int64_t segment =
+        0;  ///< frames per Hann-windowed segment, even; 0 = min(T, 256) (back to back, the last one ending at the last frame)
+    double band_min = 0;        ///< band of the per-particle map, rad/<T>
+    double band_max = 0;        ///< rad/<T>; 0 = Nyquist
+    double omega_max = 0;       ///< largest ω written in the spectra, rad/<T>; 0 = Nyquist
+    double c_t = 0, c_l = 0;    ///< sound speeds for the Debye levels, <L>/<T>; 0 = unknown (NaN level)
+    double taper = 0.2;         ///< spatial Tukey taper for windows
     bool subtract_mean = true;  ///< subtract the mean velocity per frame
     bool per_particle = true;   ///< compute the per-particle map (second pass)
     int threads = 1;
