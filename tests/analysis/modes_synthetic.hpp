@@ -1,20 +1,51 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Synthetic inputs with exact ground truth for the collective-mode tests (currents, kgap, tvdos,
 // covariance_vdos): trajectories from arrays, a periodic triangular harmonic crystal built from
-// its analytic normal modes, and exactly discretised stochastic damped oscillators.
+// its analytic normal modes, and exactly discretised stochastic damped oscillators; and one
+// comparison of two results groups within a tolerance.
 #pragma once
 
 #include <Eigen/Dense>
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <variant>
 #include <cmath>
 #include <complex>
 #include <numbers>
 #include <random>
 #include <vector>
 
+#include "vibra/core/result.hpp"
 #include "vibra/core/trajectory.hpp"
 #include "vibra/core/trajectory_source.hpp"
 
 namespace vibra::test {
+
+/// Every array of `b` within tol × (largest finite |value| of that array in `a`), NaN where `a` has
+/// NaN; names, shapes and non-double arrays equal.
+inline void require_close_groups(const ResultGroup& a, const ResultGroup& b, double tol) {
+    REQUIRE(a.arrays.size() == b.arrays.size());
+    for (std::size_t k = 0; k < a.arrays.size(); ++k) {
+        INFO(a.arrays[k].name);
+        REQUIRE(a.arrays[k].name == b.arrays[k].name);
+        REQUIRE(a.arrays[k].shape == b.arrays[k].shape);
+        if (const auto* x = std::get_if<std::vector<double>>(&a.arrays[k].data)) {
+            const auto& y = std::get<std::vector<double>>(b.arrays[k].data);
+            double scale = 0;
+            for (double v : *x)
+                if (std::isfinite(v)) scale = std::max(scale, std::abs(v));
+            for (std::size_t i = 0; i < x->size(); ++i) {
+                if (std::isnan((*x)[i])) {
+                    CHECK(std::isnan(y[i]));
+                    continue;
+                }
+                REQUIRE_THAT(y[i], Catch::Matchers::WithinAbs((*x)[i], tol * scale));
+            }
+        } else {
+            CHECK(a.arrays[k].data == b.arrays[k].data);
+        }
+    }
+}
 
 /// Builder of a trajectory frame by frame.
 struct TrajBuilder {

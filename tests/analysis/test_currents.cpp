@@ -471,28 +471,6 @@ TEST_CASE(
     }
 }
 
-namespace {
-
-// Every array of `b` within tol × (largest |value| of that array in `a`); attributes equal.
-void require_close_groups(const ResultGroup& a, const ResultGroup& b, double tol) {
-    REQUIRE(a.arrays.size() == b.arrays.size());
-    for (std::size_t k = 0; k < a.arrays.size(); ++k) {
-        INFO(a.arrays[k].name);
-        REQUIRE(a.arrays[k].name == b.arrays[k].name);
-        REQUIRE(a.arrays[k].shape == b.arrays[k].shape);
-        if (const auto* x = std::get_if<std::vector<double>>(&a.arrays[k].data)) {
-            const auto& y = std::get<std::vector<double>>(b.arrays[k].data);
-            double scale = 0;
-            for (double v : *x) scale = std::max(scale, std::abs(v));
-            for (std::size_t i = 0; i < x->size(); ++i) REQUIRE_THAT(y[i], WithinAbs((*x)[i], tol * scale));
-        } else {
-            CHECK(a.arrays[k].data == b.arrays[k].data);
-        }
-    }
-}
-
-}  // namespace
-
 TEST_CASE(
     "currents: the NUFFT and the matrix product give the same results, the NUFFT's alike for any --threads",
     "[unit]") {
@@ -514,7 +492,7 @@ TEST_CASE(
         const auto mat = to_group(compute_currents(src, p), src.meta());
         p.fourier = FourierSums::nufft;
         const auto nu1 = to_group(compute_currents(src, p), src.meta());
-        require_close_groups(mat, nu1, 1e-12);
+        test::require_close_groups(mat, nu1, 1e-12);
         CHECK(mat.attrs == nu1.attrs);
         p.threads = 3;
         const auto nu3 = to_group(compute_currents(src, p), src.meta());

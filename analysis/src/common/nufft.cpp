@@ -161,18 +161,10 @@ void Nufft2d::type1(const cplx* c, Work& w, cplx* out) const {
     }
     fold(w);
     fftw_execute_dft(to_modes_, w.grid->p, w.grid->p);
-    const int ny = 2 * m_max_ + 1;
-    for (int a = -n_max_; a <= n_max_; ++a) {
-        const std::size_t gx = static_cast<std::size_t>((a % mx_ + mx_) % mx_);
-        const double fx = dx_[static_cast<std::size_t>(a + n_max_)];
-        for (int b = -m_max_; b <= m_max_; ++b) {
-            const std::size_t gy = static_cast<std::size_t>((b % my_ + my_) % my_);
-            const fftw_complex& v = w.grid->p[gx * static_cast<std::size_t>(my_) + gy];
-            out[static_cast<std::size_t>(a + n_max_) * static_cast<std::size_t>(ny) +
-                static_cast<std::size_t>(b + m_max_)] =
-                cplx(v[0], v[1]) * (fx * dy_[static_cast<std::size_t>(b + m_max_)]);
-        }
-    }
+    for_each_mode([&](std::size_t mode, std::size_t cell, double factor) {
+        const fftw_complex& v = w.grid->p[cell];
+        out[mode] = cplx(v[0], v[1]) * factor;
+    });
 }
 
 void Nufft2d::type2(const cplx* in, Work& w, cplx* u) const {
@@ -180,19 +172,11 @@ void Nufft2d::type2(const cplx* in, Work& w, cplx* u) const {
                       py = static_cast<std::size_t>(my_ + 2 * s_);
     fftw_complex* g = w.grid->p;
     std::fill_n(&g[0][0], 2 * static_cast<std::size_t>(mx_) * static_cast<std::size_t>(my_), 0.0);
-    const int ny = 2 * m_max_ + 1;
-    for (int a = -n_max_; a <= n_max_; ++a) {
-        const std::size_t gx = static_cast<std::size_t>((a % mx_ + mx_) % mx_);
-        const double fx = dx_[static_cast<std::size_t>(a + n_max_)];
-        for (int b = -m_max_; b <= m_max_; ++b) {
-            const std::size_t gy = static_cast<std::size_t>((b % my_ + my_) % my_);
-            const cplx v = in[static_cast<std::size_t>(a + n_max_) * static_cast<std::size_t>(ny) +
-                              static_cast<std::size_t>(b + m_max_)] *
-                           (fx * dy_[static_cast<std::size_t>(b + m_max_)]);
-            g[gx * static_cast<std::size_t>(my_) + gy][0] = v.real();
-            g[gx * static_cast<std::size_t>(my_) + gy][1] = v.imag();
-        }
-    }
+    for_each_mode([&](std::size_t mode, std::size_t cell, double factor) {
+        const cplx v = in[mode] * factor;
+        g[cell][0] = v.real();
+        g[cell][1] = v.imag();
+    });
     fftw_execute_dft(to_grid_, g, g);
     unfold(w);
     for (std::size_t j = 0; j < n; ++j) {

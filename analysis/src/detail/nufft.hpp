@@ -55,6 +55,21 @@ public:
     static double spread_points(int spread) { return 4.0 * spread * spread; }
 
 private:
+    /// fn(mode index (n + n_max)(2 m_max + 1) + m + m_max, its grid cell, its deconvolution factor)
+    /// for every mode, in mode order.
+    template <class Fn>
+    void for_each_mode(Fn&& fn) const {
+        const auto ny = static_cast<std::size_t>(2 * m_max_ + 1), cols = static_cast<std::size_t>(my_);
+        for (int a = -n_max_; a <= n_max_; ++a) {
+            const auto gx = static_cast<std::size_t>((a % mx_ + mx_) % mx_);
+            const double fx = dx_[static_cast<std::size_t>(a + n_max_)];
+            for (int b = -m_max_; b <= m_max_; ++b) {
+                const auto gy = static_cast<std::size_t>((b % my_ + my_) % my_);
+                fn(static_cast<std::size_t>(a + n_max_) * ny + static_cast<std::size_t>(b + m_max_),
+                   gx * cols + gy, fx * dy_[static_cast<std::size_t>(b + m_max_)]);
+            }
+        }
+    }
     void fold(Work& w) const;    ///< padded grid → periodic grid
     void unfold(Work& w) const;  ///< periodic grid → padded grid (wrapped copies)
     int n_max_, m_max_, s_;
