@@ -55,6 +55,14 @@ InMemorySource gappy_source(bool velocities, std::uint64_t seed = 5) {
     return test::make_source(s, m);
 }
 
+/// The same rows with id i → i · 10^12 + 7: ids too sparse for a table over their span.
+InMemorySource sparse_ids(const InMemorySource& src) {
+    Trajectory t = src.trajectory();
+    for (auto& id : t.rows.particle)
+        if (id >= 0) id = id * 1'000'000'000'000 + 7;
+    return InMemorySource(std::move(t));
+}
+
 bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
     return a.size() == b.size() &&
            (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
@@ -112,7 +120,7 @@ TEST_CASE("track cache: the same tracks as re-reading the frames, in memory and 
     for (bool vel : {false, true})
         for (auto drift : {DriftMode::none, DriftMode::lowpass, DriftMode::com}) {
             INFO("velocities " << vel << ", drift " << to_string(drift));
-            const auto src = gappy_source(vel);
+            const auto src = drift == DriftMode::com ? sparse_ids(gappy_source(vel)) : gappy_source(vel);
             TrackStreamParams p;
             p.drift = drift;
             p.drift_window = 7;
@@ -128,8 +136,8 @@ TEST_CASE("track cache: the same tracks as re-reading the frames, in memory and 
                 fs::temp_directory_path() / ("vibra-test-track-cache-" + std::to_string(::getpid()));
             fs::create_directories(dir);
             TrackCacheParams cp;
-            cp.memory_bytes = 0;  // always a file
-            cp.chunk_bytes = 1;   // the smallest transpose chunks: many of them
+            cp.memory_bytes = 0;  // always a file, written by the scan
+            cp.chunk_bytes = 1;   // the smallest chunks: one per block of frames
             cp.block_rows = 100;
             cp.temp_dir = dir.string();
             TrackCache disk(src, cp);
@@ -160,7 +168,40 @@ TEST_CASE("track cache: the same tracks as re-reading the frames, in memory and 
             CHECK_FALSE(two.on_disk());
             CHECK(two.spill_bytes() == src.n_rows() * (vel ? 48 : 32));  // every row linked here
             CHECK(mem.spill_bytes() == 0);
-            CHECK(disk.spill_bytes() == 0);  // the copy goes to a file: the second pass reads the source
+            CHECK(disk.spill_bytes() == 0);  // the copy goes to a file, written by the scan: one pass
+
+            CHECK(disk.file_bytes() > 0);
+            CHECK(mem.file_bytes() == 0);
+
+            // The copy's rows fit (16 bytes a row) but its gaps do not: chunks made from the spill,
+            // the first ones in memory, the rest in a file.
+            fs::create_directories(dir);
+            TrackCacheParams c4;
+            c4.memory_bytes = src.n_rows() * 16;
+            c4.chunk_bytes = 4096;
+            c4.block_rows = 100;  // chunks of about 64 rows: of a block or two
+            c4.temp_dir = dir.string();
+            REQUIRE(mem.bytes() > c4.memory_bytes);
+            TrackCache gaps(src, c4);
+            p.cache = &gaps;
+            check_same_tracks(old, collect(src, p));
+            CHECK(gaps.on_disk());
+            CHECK(gaps.spill_bytes() == src.n_rows() * (vel ? 48 : 32));
+            CHECK(gaps.file_bytes() > 0);
+            CHECK(gaps.file_bytes() < gaps.bytes());  // the first chunks in memory
+
+            // Not even the rows fit: the scan writes the chunks itself, again partly in memory.
+            TrackCacheParams c5 = c4;
+            c5.memory_bytes = src.n_rows() * 16 - 1;
+            TrackCache direct(src, c5);
+            p.cache = &direct;
+            check_same_tracks(old, collect(src, p));
+            CHECK(direct.on_disk());
+            CHECK(direct.spill_bytes() == 0);
+            CHECK(direct.file_bytes() > 0);
+            CHECK(direct.file_bytes() < direct.bytes());
+            CHECK(fs::is_empty(dir));
+            fs::remove_all(dir);
 
             TrackCacheParams c3 = c2;  // the rows cannot be spilled: the second pass reads the file
             c3.temp_dir = (dir / "absent").string();
@@ -169,6 +210,14 @@ TEST_CASE("track cache: the same tracks as re-reading the frames, in memory and 
             check_same_tracks(old, collect(src, p));
             CHECK(reread.spill_bytes() == 0);
             CHECK_FALSE(reread.on_disk());
+
+            TrackCacheParams c6 = cp;  // the copy needs a file that cannot be made: an error naming it
+            c6.temp_dir = c3.temp_dir;
+            TrackCache nowhere(src, c6);
+            CHECK_THROWS_WITH(
+                nowhere.build(),
+                Catch::Contains("absent/vibra-tracks-") &&
+                    Catch::Contains("cannot create a temporary file for the particle-major copy"));
         }
 }
 

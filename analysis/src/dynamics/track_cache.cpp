@@ -70,22 +70,19 @@ RowSpill::RowSpill(const std::string& dir) {
     }
 }
 
-void RowSpill::append(const std::vector<std::int64_t>& particle, const std::vector<std::int64_t>& frame,
-                      const std::vector<double>& x, const std::vector<double>& y,
-                      const std::vector<double>& vx, const std::vector<double>& vy) {
+void RowSpill::append(const LinkedRows& r) {
     if (!file_) return;
-    const auto n = static_cast<std::int64_t>(particle.size());
-    const bool vel = !vx.empty();
+    const auto n = static_cast<std::int64_t>(r.particle.size());
+    const bool vel = !r.vx.empty();
     try {
         std::int64_t at = end_;
-        const auto put = [&](const void* d, std::size_t bytes) {
-            if (bytes == 0) return;
-            file_->write(at, d, bytes);
-            at += static_cast<std::int64_t>(bytes);
+        const auto put = [&](const auto& v) {
+            if (v.empty()) return;
+            file_->write(at, v.data(), v.size() * 8);
+            at += static_cast<std::int64_t>(v.size() * 8);
         };
-        put(particle.data(), particle.size() * 8), put(frame.data(), frame.size() * 8);
-        put(x.data(), x.size() * 8), put(y.data(), y.size() * 8);
-        if (vel) put(vx.data(), vx.size() * 8), put(vy.data(), vy.size() * 8);
+        put(r.particle), put(r.frame), put(r.x), put(r.y);
+        if (vel) put(r.vx), put(r.vy);
         offset_.push_back(end_), count_.push_back(n), vel_.push_back(vel ? 1 : 0);
         end_ = at;
     } catch (const IoError&) {
@@ -93,7 +90,7 @@ void RowSpill::append(const std::vector<std::int64_t>& particle, const std::vect
     }
 }
 
-void RowSpill::read(std::size_t b, Rows& out) const {
+void RowSpill::read(std::size_t b, LinkedRows& out) const {
     const auto n = static_cast<std::size_t>(count_[b]);
     std::int64_t at = offset_[b];
     const auto get = [&](auto& v) {
@@ -109,9 +106,163 @@ void RowSpill::read(std::size_t b, Rows& out) const {
     }
 }
 
+// ------------------------------------------------------------------ chunked copy
+ChunkedCopy::ChunkedCopy(const std::string& dir, std::int64_t chunk_rows, std::int64_t memory_bytes, int cols)
+    : dir_(dir),
+      chunk_rows_(std::max<std::int64_t>(1, chunk_rows)),
+      memory_budget_(memory_bytes),
+      cols_(cols) {}
+
+void ChunkedCopy::append(const LinkedRows& r) {
+    LinkedRows& to = open_block();
+    const auto add = [](auto& v, const auto& from) { v.insert(v.end(), from.begin(), from.end()); };
+    add(to.particle, r.particle), add(to.frame, r.frame), add(to.x, r.x), add(to.y, r.y);
+    add(to.vx, r.vx), add(to.vy, r.vy);
+    close_block();
+}
+
+LinkedRows& ChunkedCopy::open_block() {
+    open_at_ = pending_.particle.size();
+    return pending_;
+}
+
+/// The block's rows came with velocities or without: the copy's columns are set by the first rows.
+void ChunkedCopy::close_block() {
+    LinkedRows& p = pending_;
+    const std::size_t n = p.particle.size();
+    if (n == open_at_) return;
+    const bool vel = p.vx.size() > open_at_;
+    if (cols_ == 0) cols_ = vel ? 4 : 2;
+    if (vel && cols_ == 2) throw std::logic_error("ChunkedCopy: velocities in a copy without them");
+    if (!vel && cols_ == 4) p.vx.resize(n, kNaN), p.vy.resize(n, kNaN);
+    if (static_cast<std::int64_t>(n) >= chunk_rows_) flush();
+}
+
+void ChunkedCopy::finish() {
+    if (!pending_.particle.empty()) flush();
+    pending_ = LinkedRows{};  // release the buffers
+    slot_ = rank_ = std::vector<std::int64_t>{};
+    cells_ = std::vector<double>{};
+}
+
+/// One pass gives each row the slot of its id (slots in order of first appearance) and each slot its
+/// first and last frame; the ids sorted give the chunk's layout; a second pass scatters the rows.
+void ChunkedCopy::flush() {
+    const LinkedRows& r = pending_;
+    const std::size_t n = r.particle.size();
+    Chunk ch;
+    std::vector<std::int64_t> ids, first, last;  // per slot
+    rank_.resize(n);
+    const auto seen = [&](std::int64_t& slot, std::size_t k) {
+        if (slot < 0) {
+            slot = static_cast<std::int64_t>(ids.size());
+            ids.push_back(r.particle[k]), first.push_back(r.frame[k]), last.push_back(r.frame[k]);
+        }
+        last[static_cast<std::size_t>(slot)] = r.frame[k];  // frames ascend
+        rank_[k] = slot;
+    };
+    const auto [lo_it, hi_it] = std::minmax_element(r.particle.begin(), r.particle.end());
+    const std::int64_t lo = *lo_it, span = *hi_it - lo + 1;
+    if (span <= 8 * static_cast<std::int64_t>(n) + (1 << 20)) {  // dense ids: a table over their span
+        slot_.assign(static_cast<std::size_t>(span), -1);
+        for (std::size_t k = 0; k < n; ++k) seen(slot_[static_cast<std::size_t>(r.particle[k] - lo)], k);
+    } else {
+        std::unordered_map<std::int64_t, std::int64_t> at;
+        for (std::size_t k = 0; k < n; ++k) seen(at.try_emplace(r.particle[k], -1).first->second, k);
+    }
+    const std::size_t m = ids.size();
+    std::vector<std::int64_t> order(m), cell_of_slot(m);  // slots by id; each slot's first cell
+    for (std::size_t i = 0; i < m; ++i) order[i] = static_cast<std::int64_t>(i);
+    std::sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+        return ids[static_cast<std::size_t>(a)] < ids[static_cast<std::size_t>(b)];
+    });
+    ch.ids.resize(m), ch.first.resize(m), ch.cell0.assign(m + 1, 0);
+    for (std::size_t i = 0; i < m; ++i) {
+        const auto q = static_cast<std::size_t>(order[i]);
+        ch.ids[i] = ids[q], ch.first[i] = first[q];
+        ch.cell0[i + 1] = ch.cell0[i] + last[q] - first[q] + 1;
+        cell_of_slot[q] = ch.cell0[i] - first[q];  // + frame: the row's cell
+    }
+    const auto C = static_cast<std::size_t>(cols_);
+    const std::size_t count = static_cast<std::size_t>(ch.cell0[m]) * C;
+    const auto bytes = static_cast<std::int64_t>(count * sizeof(double));
+    in_memory_ += static_cast<std::int64_t>(m * 3 * sizeof(std::int64_t));  // the chunk's index
+    double* cells = in_memory_ + bytes <= memory_budget_ ? hold(count) : nullptr;
+    if (cells) {
+        ch.mem = cells;
+    } else {
+        cells_.resize(count);
+        cells = cells_.data();
+    }
+    std::fill_n(cells, count, kNaN);
+    for (std::size_t k = 0; k < n; ++k) {
+        double* c =
+            cells +
+            static_cast<std::size_t>(cell_of_slot[static_cast<std::size_t>(rank_[k])] + r.frame[k]) * C;
+        c[0] = r.x[k], c[1] = r.y[k];
+        if (C == 4) c[2] = r.vx[k], c[3] = r.vy[k];
+    }
+    if (!ch.mem) {
+        if (!file_)
+            file_ =
+                std::make_unique<TempFile>(dir_, "vibra-tracks", "the particle-major copy of the trajectory");
+        ch.at = end_;
+        file_->write(end_, cells, count * sizeof(double));
+        end_ += bytes;
+    }
+    chunks_.push_back(std::move(ch));
+    pending_.clear();
+}
+
+/// Room for `count` doubles in the memory pieces (64 MiB or a quarter of the budget, at least one
+/// chunk, on huge pages: fresh
+/// memory costs a page fault per 4 KiB otherwise); the tail of a piece too short is left unused.
+/// nullptr when the piece needed would exceed the budget.
+double* ChunkedCopy::hold(std::size_t count) {
+    if (piece_used_ + count > piece_cap_) {
+        const auto quarter = static_cast<std::size_t>(memory_budget_ / 4) / sizeof(double);
+        const std::size_t cap = std::max(count, std::min((std::size_t{64} << 20) / sizeof(double), quarter));
+        if (in_memory_ + static_cast<std::int64_t>(cap * sizeof(double)) > memory_budget_) return nullptr;
+        pieces_.emplace_back(static_cast<double*>(huge_alloc(cap * sizeof(double))));
+        piece_used_ = 0, piece_cap_ = cap;
+        in_memory_ += static_cast<std::int64_t>(cap * sizeof(double));
+    }
+    double* p = pieces_.back().get() + piece_used_;
+    piece_used_ += count;
+    return p;
+}
+
+void ChunkedCopy::read(const TrackScan& s, std::size_t j0, std::size_t j1, std::vector<double>& scratch,
+                       const SliceFn& fn) const {
+    if (j0 >= j1) return;
+    const auto C = static_cast<std::size_t>(cols_);
+    for (const Chunk& ch : chunks_) {
+        const auto a = static_cast<std::size_t>(std::lower_bound(ch.ids.begin(), ch.ids.end(), s.ids[j0]) -
+                                                ch.ids.begin());
+        const auto b = static_cast<std::size_t>(
+            std::upper_bound(ch.ids.begin(), ch.ids.end(), s.ids[j1 - 1]) - ch.ids.begin());
+        if (a == b) continue;
+        const double* cells = nullptr;
+        if (ch.mem) {
+            cells = ch.mem + static_cast<std::size_t>(ch.cell0[a]) * C;
+        } else {
+            scratch.resize(static_cast<std::size_t>(ch.cell0[b] - ch.cell0[a]) * C);
+            file_->read(ch.at + ch.cell0[a] * static_cast<std::int64_t>(C * sizeof(double)), scratch.data(),
+                        scratch.size() * sizeof(double));
+            cells = scratch.data();
+        }
+        std::size_t j = j0;
+        for (std::size_t i = a; i < b; ++i) {
+            while (s.ids[j] < ch.ids[i]) ++j;  // every id of the chunk is one of the scan's
+            fn(j, ch.first[i] - s.first[j], ch.cell0[i + 1] - ch.cell0[i],
+               cells + static_cast<std::size_t>(ch.cell0[i] - ch.cell0[a]) * C);
+        }
+    }
+}
+
 // ------------------------------------------------------------------ scan
 TrackScan scan_tracks(const TrajectorySource& src, std::int64_t block_rows, bool progress, KeptRows* keep,
-                      RowSpill* spill) {
+                      RowSink* sink) {
     const Metadata& meta = src.meta();
     const std::int64_t T = src.n_frames();
     const bool periodic = meta.geometry.periodic();
@@ -130,16 +281,12 @@ TrackScan scan_tracks(const TrajectorySource& src, std::int64_t block_rows, bool
         keep->particle.reserve(n), keep->frame.reserve(n), keep->x.reserve(n), keep->y.reserve(n);
         keep->vx.reserve(n), keep->vy.reserve(n);  // touched (faulted in) only when there are velocities
     }
-    RowSpill::Rows out;  // the block's linked rows for the spill
     Progress prog("tracks: scan", T, progress);
     for (std::int64_t first = 0; first < T; first += fpb) {
         const Trajectory tr = src.read_frames(first, fpb);
         s.has_vel = s.has_vel || tr.rows.has_velocity();
         const auto& r = tr.rows;
-        const bool to_spill = spill && spill->ok();
-        if (to_spill)
-            out.particle.clear(), out.frame.clear(), out.x.clear(), out.y.clear(), out.vx.clear(),
-                out.vy.clear();
+        LinkedRows* out = sink && sink->ok() ? &sink->open_block() : nullptr;  // the block's linked rows
         for (std::int64_t f = tr.index.first_frame; f < tr.index.first_frame + tr.index.n_frames(); ++f) {
             cur_id.clear();
             cur_x.clear();
@@ -158,10 +305,10 @@ TrackScan scan_tracks(const TrajectorySource& src, std::int64_t block_rows, bool
                 cur_id.push_back(id);
                 cur_x.push_back(r.x[k]);
                 cur_y.push_back(r.y[k]);
-                if (to_spill) {
-                    out.particle.push_back(id), out.frame.push_back(f), out.x.push_back(r.x[k]),
-                        out.y.push_back(r.y[k]);
-                    if (r.has_velocity()) out.vx.push_back(r.vx[k]), out.vy.push_back(r.vy[k]);
+                if (out) {
+                    out->particle.push_back(id), out->frame.push_back(f), out->x.push_back(r.x[k]),
+                        out->y.push_back(r.y[k]);
+                    if (r.has_velocity()) out->vx.push_back(r.vx[k]), out->vy.push_back(r.vy[k]);
                 }
                 if (keep) {
                     keep->particle.push_back(id);
@@ -210,7 +357,7 @@ TrackScan scan_tracks(const TrajectorySource& src, std::int64_t block_rows, bool
             std::swap(prev_y, cur_y);
             prev_frame = f;
         }
-        if (to_spill) spill->append(out.particle, out.frame, out.x, out.y, out.vx, out.vy);
+        if (out) sink->close_block();
         prog.update(std::min(T, first + fpb));
     }
     s.ids.reserve(ids.size());
@@ -256,12 +403,11 @@ void detail::BigArray::allocate(std::size_t count) {
 
 detail::BigArray::~BigArray() { std::free(p); }
 
-const double* TrackCache::Impl::view(std::int64_t c0, std::int64_t c1, std::vector<double>& buf) const {
-    if (!file) return mem.p + c0 * cols;
-    const auto n = static_cast<std::size_t>((c1 - c0) * cols);
-    buf.resize(n);
-    file->read(c0 * cols * static_cast<std::int64_t>(sizeof(double)), buf.data(), n * sizeof(double));
-    return buf.data();
+void TrackCache::Impl::slices(std::size_t j0, std::size_t j1, std::vector<double>& scratch,
+                              const detail::SliceFn& fn) const {
+    if (chunks) return chunks->read(scan, j0, j1, scratch, fn);
+    for (std::size_t j = j0; j < j1; ++j)
+        fn(j, 0, scan.offset[j + 1] - scan.offset[j], mem.p + scan.offset[j] * cols);
 }
 
 TrackCache::TrackCache(const TrajectorySource& src, TrackCacheParams p) : impl_(std::make_unique<Impl>()) {
@@ -272,46 +418,114 @@ TrackCache::TrackCache(const TrajectorySource& src, TrackCacheParams p) : impl_(
 TrackCache::~TrackCache() = default;
 const TrajectorySource& TrackCache::source() const { return *impl_->src; }
 bool TrackCache::built() const { return impl_->built; }
-bool TrackCache::on_disk() const { return impl_->file != nullptr; }
+bool TrackCache::on_disk() const { return impl_->chunks && impl_->chunks->file_bytes() > 0; }
 std::int64_t TrackCache::spill_bytes() const { return impl_->spill_bytes; }
+std::int64_t TrackCache::file_bytes() const { return impl_->chunks ? impl_->chunks->file_bytes() : 0; }
 std::int64_t TrackCache::bytes() const {
     return impl_->cells() * impl_->cols * static_cast<std::int64_t>(sizeof(double));
 }
 TrackCache::Impl& TrackCache::impl() { return *impl_; }
 
+namespace {
+/// The linked rows of a block read from the trajectory file.
+void linked_rows(const Trajectory& tr, detail::LinkedRows& out) {
+    const auto& r = tr.rows;
+    const bool vel = r.has_velocity();
+    out.clear();
+    for (std::size_t k = 0; k < r.size(); ++k) {
+        if (r.particle[k] < 0) continue;
+        out.particle.push_back(r.particle[k]), out.frame.push_back(r.frame[k]);
+        out.x.push_back(r.x[k]), out.y.push_back(r.y[k]);
+        if (vel) out.vx.push_back(r.vx[k]), out.vy.push_back(r.vy[k]);
+    }
+}
+}  // namespace
+
+// Three ways, by what fits the budget: rows and copy (≤ 80 bytes a row) → the scan keeps the rows
+// and the copy is made from them; the copy (≥ 16 bytes a row) but not the rows → the scan spills
+// the rows to a temporary file and the copy is made from it; not even the copy → the scan itself
+// writes it, chunk by chunk of frames, to a temporary file. Each reads the trajectory file once.
+// When gaps make the copy larger than its rows foretold, it goes to a file made from the spill (or a
+// second read).
 void TrackCache::build() {
     Impl& m = *impl_;
     if (m.built) return;
     const TrajectorySource& src = *m.src;
-    // One pass when the kept rows (≤ 48 bytes each) and the copy (≥ 16–32 bytes per row) fit the
-    // budget: the scan keeps the rows and the copy is made from them; else a second pass.
+    // A chunk's buffers (a row: 32–48 bytes, its cells 16–32) within chunk_bytes and half the budget,
+    // but no more than ≈ 512 chunks (each keeps an index of its tracks) while a quarter of it allows.
+    const std::int64_t buffers =
+        std::min(m.p.chunk_bytes, std::max<std::int64_t>(m.p.memory_bytes / 2, 1 << 16));
+    const std::int64_t chunk_rows =
+        std::max(buffers / 64, std::min(src.n_rows() / 512, m.p.memory_bytes / 4 / 64));
+    // In memory: the budget less the chunk's buffers and an eighth for the analyses' particle blocks.
+    const std::int64_t held = m.p.memory_bytes - m.p.memory_bytes / 8 - 2 * 64 * chunk_rows;
+    const auto chunked_copy = [&](int cols) {
+        return std::make_unique<detail::ChunkedCopy>(m.p.temp_dir, chunk_rows,
+                                                     std::max<std::int64_t>(0, held), cols);
+    };
     detail::KeptRows kept;
     bool keep = src.n_rows() * 80 <= m.p.memory_bytes;
-    // Else, when the copy itself (≥ 16 bytes a row) fits the budget, the rows go to a temporary file
-    // for the second pass (read back at page-cache speed); when the copy goes to a file too, the
-    // second pass decodes the trajectory file again rather than write twice the copy's size.
+    std::unique_ptr<detail::ChunkedCopy> chunked;
     std::unique_ptr<detail::RowSpill> spill;
-    if (!keep && src.n_rows() * 16 <= m.p.memory_bytes)
+    if (src.n_rows() * 16 > m.p.memory_bytes)
+        chunked = chunked_copy(0);  // columns from the rows
+    else if (!keep)
         spill = std::make_unique<detail::RowSpill>(m.p.temp_dir);
-    m.scan = detail::scan_tracks(src, m.p.block_rows, m.p.progress, keep ? &kept : nullptr, spill.get());
-    if (spill && !spill->ok()) spill.reset();
-    m.spill_bytes = spill ? spill->bytes() : 0;
+    detail::RowSink* sink = chunked ? static_cast<detail::RowSink*>(chunked.get()) : spill.get();
+    m.scan = detail::scan_tracks(src, m.p.block_rows, m.p.progress, keep ? &kept : nullptr, sink);
     const detail::TrackScan& s = m.scan;
     m.cols = s.has_vel ? 4 : 2;
+    if (chunked) {
+        chunked->finish();
+        if (chunked->cols() == m.cols) {
+            m.chunks = std::move(chunked);
+            m.built = true;
+            return;
+        }
+        chunked.reset();  // no rows at all (or blocks that disagree on velocities): the way below
+    }
+    if (spill && !spill->ok()) spill.reset();
+    m.spill_bytes = spill ? spill->bytes() : 0;
     const int C = m.cols;
     const std::int64_t cells = m.cells();
     const std::int64_t total = cells * C * static_cast<std::int64_t>(sizeof(double));
-    const IdLookup lookup(s.ids);
     const std::int64_t T = src.n_frames();
-    // rows → cells; put(j, cell) gives where cell `cell` of track j goes
+    // The linked rows of the scan's block of frames starting at f0: from the spill, else read again.
+    const std::int64_t fpb = std::max<std::int64_t>(1, frames_per_block(src, m.p.block_rows));
+    detail::LinkedRows rows;
+    const auto block_rows = [&](std::int64_t f0) -> const detail::LinkedRows& {
+        if (spill)
+            spill->read(static_cast<std::size_t>(f0 / fpb), rows);
+        else
+            linked_rows(src.read_frames(f0, fpb), rows);
+        return rows;
+    };
+    const std::int64_t kept_bytes = static_cast<std::int64_t>(kept.x.size()) * (keep && s.has_vel ? 48 : 32);
+    if (keep && kept_bytes + total > m.p.memory_bytes)
+        keep = false, kept.clear();  // gaps made the copy larger
+    if (total > m.p.memory_bytes) {  // ---- a file, from the spill or a second read
+        kept.clear();
+        chunked = chunked_copy(C);
+        Progress prog("tracks: transpose", T, m.p.progress);
+        for (std::int64_t f0 = 0; f0 < T; f0 += fpb) {
+            chunked->append(block_rows(f0));
+            prog.update(std::min(T, f0 + fpb));
+        }
+        chunked->finish();
+        m.chunks = std::move(chunked);
+        m.built = true;
+        return;
+    }
+    // ---- in memory: rows scattered straight into the particle-major array
+    m.mem.allocate(static_cast<std::size_t>(cells * C));
+    std::fill(m.mem.p, m.mem.p + m.mem.n, kNaN);
+    const IdLookup lookup(s.ids);
     const auto scatter = [&](std::size_t n, const std::int64_t* pid, const std::int64_t* frame,
-                             const double* x, const double* y, const double* vx, const double* vy,
-                             auto&& put) {
+                             const double* x, const double* y, const double* vx, const double* vy) {
         for (std::size_t k = 0; k < n; ++k) {
             if (pid[k] < 0) continue;
-            const std::int64_t j = lookup(pid[k]);
-            double* c = put(
-                j, s.offset[static_cast<std::size_t>(j)] + frame[k] - s.first[static_cast<std::size_t>(j)]);
+            const auto j = static_cast<std::size_t>(lookup(pid[k]));
+            double* c = m.mem.p + (s.offset[j] + frame[k] - s.first[j]) * C;
             c[0] = x[k];
             c[1] = y[k];
             if (C == 4) {
@@ -320,85 +534,19 @@ void TrackCache::build() {
             }
         }
     };
-    // The rows of the scan's block of frames starting at f0 (fpb frames): from the spill, else
-    // read again from the trajectory file.
-    const std::int64_t fpb = std::max<std::int64_t>(1, frames_per_block(src, m.p.block_rows));
-    detail::RowSpill::Rows sp;
-    const auto scatter_block = [&](std::int64_t f0, auto&& put) {
-        if (spill) {
-            spill->read(static_cast<std::size_t>(f0 / fpb), sp);
-            const bool vel = !sp.vx.empty();
-            scatter(sp.particle.size(), sp.particle.data(), sp.frame.data(), sp.x.data(), sp.y.data(),
-                    vel ? sp.vx.data() : nullptr, vel ? sp.vy.data() : nullptr, put);
-            return;
+    if (keep) {
+        const bool vel = !kept.vx.empty();
+        scatter(kept.x.size(), kept.particle.data(), kept.frame.data(), kept.x.data(), kept.y.data(),
+                vel ? kept.vx.data() : nullptr, vel ? kept.vy.data() : nullptr);
+    } else {
+        Progress prog("tracks: transpose", T, m.p.progress);
+        for (std::int64_t f0 = 0; f0 < T; f0 += fpb) {
+            const detail::LinkedRows& r = block_rows(f0);
+            const bool vel = !r.vx.empty();
+            scatter(r.particle.size(), r.particle.data(), r.frame.data(), r.x.data(), r.y.data(),
+                    vel ? r.vx.data() : nullptr, vel ? r.vy.data() : nullptr);
+            prog.update(std::min(T, f0 + fpb));
         }
-        const Trajectory tr = src.read_frames(f0, fpb);
-        const auto& r = tr.rows;
-        const bool vel = r.has_velocity();
-        scatter(r.size(), r.particle.data(), r.frame.data(), r.x.data(), r.y.data(),
-                vel ? r.vx.data() : nullptr, vel ? r.vy.data() : nullptr, put);
-    };
-    const std::int64_t kept_bytes = static_cast<std::int64_t>(kept.x.size()) * (keep && s.has_vel ? 48 : 32);
-    if (keep && kept_bytes + total > m.p.memory_bytes)
-        keep = false, kept.clear();  // gaps made the copy larger
-    if (total <= m.p.memory_bytes) {
-        // ---- in memory: rows scattered straight into the particle-major array
-        m.mem.allocate(static_cast<std::size_t>(cells * C));
-        std::fill(m.mem.p, m.mem.p + m.mem.n, kNaN);
-        const auto put = [&](std::int64_t, std::int64_t cell) { return m.mem.p + cell * C; };
-        if (keep) {
-            const bool vel = !kept.vx.empty();
-            scatter(kept.x.size(), kept.particle.data(), kept.frame.data(), kept.x.data(), kept.y.data(),
-                    vel ? kept.vx.data() : nullptr, vel ? kept.vy.data() : nullptr, put);
-        } else {
-            Progress prog("tracks: transpose", T, m.p.progress);
-            for (std::int64_t f0 = 0; f0 < T; f0 += fpb) {
-                scatter_block(f0, put);
-                prog.update(std::min(T, f0 + fpb));
-            }
-        }
-        m.built = true;
-        return;
-    }
-    kept.clear();
-    // ---- temporary file: chunks of frames transposed in a buffer, each track's slice written once
-    m.file = std::make_unique<detail::TempFile>(m.p.temp_dir, "vibra-tracks",
-                                                "the particle-major copy of the trajectory");
-    const std::int64_t budget =
-        std::min(m.p.chunk_bytes, std::max<std::int64_t>(m.p.memory_bytes / 2, 1 << 16));
-    const std::int64_t chunk_rows =
-        std::max<std::int64_t>(1, budget / (C * static_cast<std::int64_t>(sizeof(double))));
-    // chunks of whole blocks of the scan (at least one)
-    const std::int64_t fpc = std::max<std::int64_t>(1, frames_per_block(src, chunk_rows) / fpb) * fpb;
-    std::vector<double> buf;
-    std::vector<std::int64_t> alive, boff;  // tracks alive in the chunk, their slice offset in buf
-    std::vector<std::int64_t> slot(s.ids.size(), -1);
-    Progress prog("tracks: transpose", T, m.p.progress);
-    for (std::int64_t f0 = 0; f0 < T; f0 += fpc) {
-        const std::int64_t f1 = std::min(T, f0 + fpc);
-        alive.clear();
-        boff.assign(1, 0);
-        for (std::size_t j = 0; j < s.ids.size(); ++j)
-            if (s.first[j] < f1 && s.last[j] >= f0) {
-                slot[j] = static_cast<std::int64_t>(alive.size());
-                alive.push_back(static_cast<std::int64_t>(j));
-                boff.push_back(boff.back() + std::min(f1 - 1, s.last[j]) - std::max(f0, s.first[j]) + 1);
-            }
-        buf.assign(static_cast<std::size_t>(boff.back() * C), kNaN);
-        for (std::int64_t b0 = f0; b0 < f1; b0 += fpb)
-            scatter_block(b0, [&](std::int64_t j, std::int64_t cell) {
-                const auto ju = static_cast<std::size_t>(j);
-                const std::int64_t lo = s.offset[ju] + std::max(f0, s.first[ju]) - s.first[ju];
-                return buf.data() + (boff[static_cast<std::size_t>(slot[ju])] + cell - lo) * C;
-            });
-        for (std::size_t a = 0; a < alive.size(); ++a) {
-            const auto ju = static_cast<std::size_t>(alive[a]);
-            const std::int64_t lo = s.offset[ju] + std::max(f0, s.first[ju]) - s.first[ju];
-            m.file->write(lo * C * static_cast<std::int64_t>(sizeof(double)), buf.data() + boff[a] * C,
-                          static_cast<std::size_t>((boff[a + 1] - boff[a]) * C) * sizeof(double));
-            slot[ju] = -1;
-        }
-        prog.update(f1);
     }
     m.built = true;
 }

@@ -167,24 +167,24 @@ void fill_by_rescan(const TrajectorySource& src, const detail::TrackScan& sc, st
     }
 }
 
-/// Same, from the particle-major copy: in place when it is in memory, else one read per track
-/// (a buffer of one track, not of the block).
-void fill_from_cache(const TrackCache::Impl& c, std::size_t i0, bool want_given, std::vector<double>& buf,
+/// Same, from the particle-major copy: read in place when it is in memory, else chunk by chunk
+/// (through one buffer of a chunk's part of the block).
+void fill_from_cache(const TrackCache::Impl& c, std::size_t i0, bool want_given, std::vector<double>& scratch,
                      std::vector<Track>& tracks) {
-    const auto& off = c.scan.offset;
     const auto C = static_cast<std::size_t>(c.cols);
-    for (std::size_t j = 0; j < tracks.size(); ++j) {
-        Track& tk = tracks[j];
-        const double* p = c.view(off[i0 + j], off[i0 + j + 1], buf);
-        for (std::size_t s = 0; s < tk.size(); ++s, p += C) {
-            tk.x[s] = p[0];
-            tk.y[s] = p[1];
-            if (want_given && C == 4) {
-                tk.vx[s] = p[2];
-                tk.vy[s] = p[3];
-            }
-        }
-    }
+    c.slices(i0, i0 + tracks.size(), scratch,
+             [&](std::size_t j, std::int64_t at, std::int64_t count, const double* p) {
+                 Track& tk = tracks[j - i0];
+                 for (auto s = static_cast<std::size_t>(at); s < static_cast<std::size_t>(at + count);
+                      ++s, p += C) {
+                     tk.x[s] = p[0];
+                     tk.y[s] = p[1];
+                     if (want_given && C == 4) {
+                         tk.vx[s] = p[2];
+                         tk.vy[s] = p[3];
+                     }
+                 }
+             });
 }
 }  // namespace
 
@@ -388,7 +388,7 @@ TrackStreamInfo stream_track_blocks(const TrajectorySource& src, const TrackStre
     info.n_tracks = static_cast<std::int64_t>(sc.ids.size());
     Progress prog("tracks", info.n_tracks, p.progress);
     std::size_t done = 0;
-    std::vector<double> buf;
+    std::vector<double> scratch;
     const bool want_given = p.velocities && info.scheme == VelocityScheme::given;
     for (std::size_t i0 = 0; i0 < sc.ids.size();) {
         const BlockExtent blk = next_block(sc, i0, p.max_cells, T);
@@ -396,7 +396,7 @@ TrackStreamInfo stream_track_blocks(const TrajectorySource& src, const TrackStre
         info.max_block_cells = std::max(info.max_block_cells, blk.cells);
         std::vector<Track> tracks = empty_tracks(sc, i0, blk.i1, p.velocities);
         if (scan.cache)
-            fill_from_cache(*scan.cache, i0, want_given, buf, tracks);
+            fill_from_cache(*scan.cache, i0, want_given, scratch, tracks);
         else
             fill_by_rescan(src, sc, i0, blk.fmin, blk.fmax, fpb, want_given, tracks);
         detail::parallel_for(tracks.size(), p.threads, [&](std::size_t b, std::size_t e, int) {
