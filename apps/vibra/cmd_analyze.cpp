@@ -137,6 +137,8 @@ RunOutcome analyze_one(const std::string& input, const std::string& output,
     const RowBudgetSource reader(
         in_units, std::max<std::int64_t>(1, (o.memory_mb << 20) / 4 / bytes_per_row(file.columns())));
     const std::string checksum = file_checksum(input);
+    store::check_merge(output,
+                       {input, checksum, "", {}, o.force});  // refused at once, not after the analyses
     std::map<std::string, ResultGroup> done;
     std::vector<ResultGroup> groups;
     // One particle-major copy of the input for every per-track analysis of this run (built by the

@@ -115,6 +115,21 @@ void stamp_old_groups(hid_t f, const std::string& path) {
 
 }  // namespace
 
+void check_merge(const std::string& path, const ResultsProvenance& prov) {
+    if (!fs::exists(path)) return;
+    detail::silence_hdf5();
+    Handle old = open_results(path, H5F_ACC_RDONLY);
+    const std::string old_sum =
+        exists_attr(old, "input_checksum") ? detail::read_attr_string(old, "input_checksum", path) : "";
+    if (prov.force || old_sum.empty() || old_sum == prov.input_checksum) return;
+    const std::string old_in =
+        exists_attr(old, "input_path") ? detail::read_attr_string(old, "input_path", path) : "?";
+    throw ParameterError(path + ": holds results of " + old_in + " (" + old_sum +
+                         "); refusing to merge results of " + prov.input_path + " (" + prov.input_checksum +
+                         ") into it: write to another file, or --force to merge (each group keeps its own "
+                         "input_path)");
+}
+
 void write_results(const std::string& path, const std::vector<ResultGroup>& groups,
                    const ResultsProvenance& prov, const Metadata& input_meta) {
     detail::silence_hdf5();
@@ -125,21 +140,7 @@ void write_results(const std::string& path, const std::vector<ResultGroup>& grou
     const std::string& partial = out.path();
     Handle f;
     if (fs::exists(path)) {
-        {
-            Handle old = open_results(path, H5F_ACC_RDONLY);  // validates the schema before touching anything
-            const std::string old_sum = exists_attr(old, "input_checksum")
-                                            ? detail::read_attr_string(old, "input_checksum", path)
-                                            : "";
-            if (!prov.force && !old_sum.empty() && old_sum != prov.input_checksum) {
-                const std::string old_in =
-                    exists_attr(old, "input_path") ? detail::read_attr_string(old, "input_path", path) : "?";
-                throw ParameterError(path + ": holds results of " + old_in + " (" + old_sum +
-                                     "); refusing to merge results of " + prov.input_path + " (" +
-                                     prov.input_checksum +
-                                     ") into it: write to another file, or --force to merge (each group "
-                                     "keeps its own input_path)");
-            }
-        }
+        check_merge(path, prov);  // validates the schema before touching anything
         std::error_code ec;
         fs::copy_file(path, partial, fs::copy_options::overwrite_existing, ec);
         if (ec) throw IoError(path + ": cannot copy to " + partial + ": " + ec.message());

@@ -34,6 +34,11 @@ struct ResultsProvenance {
 void write_results(const std::string& path, const std::vector<ResultGroup>& groups,
                    const ResultsProvenance& prov, const Metadata& input_meta);
 
+/// The merge check of write_results alone, to run before the analyses: ParameterError if the results
+/// file at `path` holds results of another input and !prov.force (FormatError if it is not a results
+/// file); nothing when `path` does not exist.
+void check_merge(const std::string& path, const ResultsProvenance& prov);
+
 /// Names of the groups under /analysis.
 std::vector<std::string> list_results(const std::string& path);
 /// Read /analysis/<name> back (arrays, attributes, sub-groups).
