@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "vibra/analysis/structure_factor.hpp"
@@ -103,4 +104,31 @@ TEST_CASE("S(k) parameters are validated", "[unit]") {
     StructureFactorParams p;
     p.k_max = 0;
     REQUIRE_THROWS_WITH(p.validate(), Catch::Contains("k_max"));
+}
+
+TEST_CASE("S(k): identical results for 1 and 3 threads", "[unit]") {
+    for (const Geometry& g : {Geometry::periodic(0, 0, 40, 30), Geometry::circle(0, 0, 22)}) {
+        StructureFactorParams p;
+        p.k_max = 8, p.bins = 20, p.max_vectors_per_bin = 60;
+        StructureFactorParams p3 = p;
+        p3.threads = 3;
+        StructureFactor one(p), three(p3);
+        std::mt19937_64 rng(7);
+        for (int f = 0; f < 5; ++f) {
+            const StructureFrame fr = poisson(g, 700, rng);  // blocks of 256 particles: three of them
+            one.accumulate(fr), three.accumulate(fr);
+        }
+        const auto a = one.result(), b = three.result();
+        REQUIRE(a.sk.size() == b.sk.size());
+        for (std::size_t k = 0; k < a.sk.size(); ++k) {
+            INFO("bin " << k);
+            CHECK(std::memcmp(&a.sk[k], &b.sk[k], sizeof(double)) == 0);
+            CHECK(std::memcmp(&a.sk_ss[k], &b.sk_ss[k], sizeof(double)) == 0);
+            CHECK(std::memcmp(&a.sk_sl[k], &b.sk_sl[k], sizeof(double)) == 0);
+            CHECK(std::memcmp(&a.sk_ll[k], &b.sk_ll[k], sizeof(double)) == 0);
+        }
+    }
+    StructureFactorParams bad;
+    bad.threads = 0;
+    CHECK_THROWS_WITH(StructureFactor(bad), Catch::Contains("threads"));
 }

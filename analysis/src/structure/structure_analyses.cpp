@@ -63,6 +63,7 @@ std::vector<ResultGroup> run_sk(const AnalysisContext& ctx) {
     p.sk.bins = positive(ctx, "sk-bins");
     p.sk.max_vectors_per_bin = ctx.integer("sk-max-vectors");
     p.stride = ctx.is_set("sk-stride") ? positive(ctx, "sk-stride") : 0;
+    p.sk.threads = std::max(1, ctx.threads);
     p.progress = ctx.progress;
     return {to_group(compute_sk(ctx.source, p), ctx.source.meta())};
 }

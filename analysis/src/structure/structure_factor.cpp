@@ -2,6 +2,7 @@
 #include "vibra/analysis/structure_factor.hpp"
 
 #include "detail/numeric.hpp"
+#include "detail/parallel.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -35,6 +36,7 @@ void StructureFactorParams::validate() const {
     if (max_vectors_per_bin < 0)
         throw ParameterError("sk: max_vectors_per_bin must be >= 0, got " +
                              std::to_string(max_vectors_per_bin));
+    if (threads < 1) throw ParameterError("sk: threads must be >= 1, got " + std::to_string(threads));
 }
 
 StructureFactor::StructureFactor(const StructureFactorParams& p) : p_(p) {
@@ -92,34 +94,49 @@ void StructureFactor::accumulate(const StructureFrame& fr) {
     const std::size_t nk = kv_.size();
     std::vector<cplx> rho[3];
     for (auto& r : rho) r.assign(nk, cplx(0, 0));
-    std::vector<cplx> ex(static_cast<std::size_t>(nmax) + 1), ey(static_cast<std::size_t>(2 * mmax) + 1);
-    for (std::size_t i = 0; i < fr.size(); ++i) {
-        const double u = fr.x[i] - reg.x0, v = fr.y[i] - reg.y0;
-        if (!periodic && !(u >= 0 && u <= reg.lx() && v >= 0 && v <= reg.ly())) continue;
-        double w = 1;
-        if (!periodic) {
-            const double sx = std::sin(M_PI * u / reg.lx()), sy = std::sin(M_PI * v / reg.ly());
-            w = sx * sx * sy * sy;
+    // Particles in blocks: their phase factors (the window weight in the x factor), stored factor by
+    // particle, then the k-vectors split over the threads, each adding the block's particles in
+    // order: the very sums of one thread, for any thread count.
+    constexpr std::size_t B = 256;
+    const auto nx = static_cast<std::size_t>(nmax) + 1, mm = static_cast<std::size_t>(mmax);
+    std::vector<cplx> ex(nx * B), ey((2 * mm + 1) * B);
+    std::vector<int> species(B);
+    for (std::size_t i0 = 0; i0 < fr.size(); i0 += B) {
+        std::size_t nb = 0;  // the block's particles inside the region
+        for (std::size_t i = i0; i < std::min(fr.size(), i0 + B); ++i) {
+            const double u = fr.x[i] - reg.x0, v = fr.y[i] - reg.y0;
+            if (!periodic && !(u >= 0 && u <= reg.lx() && v >= 0 && v <= reg.ly())) continue;
+            double w = 1;
+            if (!periodic) {
+                const double sx = std::sin(M_PI * u / reg.lx()), sy = std::sin(M_PI * v / reg.ly());
+                w = sx * sx * sy * sy;
+            }
+            const int s = fr.species[i] == kSpeciesSmall ? 0 : fr.species[i] == kSpeciesLarge ? 1 : 2;
+            if (s < 2) w_[s] += w * w;
+            w_[2] += w * w;
+            ns_ += s == 0, nl_ += s == 1;
+            const cplx e1 = std::polar(1.0, -qx * u), f1 = std::polar(1.0, -qy * v);
+            ex[nb] = w;
+            for (std::size_t n = 1; n < nx; ++n)
+                ex[n * B + nb] = (n % 32 == 0) ? w * std::polar(1.0, -qx * u * static_cast<double>(n))
+                                               : ex[(n - 1) * B + nb] * e1;
+            ey[mm * B + nb] = 1;
+            for (std::size_t a = 1; a <= mm; ++a) {
+                ey[(mm + a) * B + nb] = (a % 32 == 0) ? std::polar(1.0, -qy * v * static_cast<double>(a))
+                                                      : ey[(mm + a - 1) * B + nb] * f1;
+                ey[(mm - a) * B + nb] = std::conj(ey[(mm + a) * B + nb]);
+            }
+            species[nb++] = s;
         }
-        const int s = fr.species[i] == kSpeciesSmall ? 0 : fr.species[i] == kSpeciesLarge ? 1 : 2;
-        if (s < 2) w_[s] += w * w;
-        w_[2] += w * w;
-        ns_ += s == 0, nl_ += s == 1;
-        const cplx e1 = std::polar(1.0, -qx * u), f1 = std::polar(1.0, -qy * v);
-        ex[0] = w;
-        for (int n = 1; n <= nmax; ++n)
-            ex[static_cast<std::size_t>(n)] =
-                (n % 32 == 0) ? w * std::polar(1.0, -qx * u * n) : ex[static_cast<std::size_t>(n - 1)] * e1;
-        const auto mm = static_cast<std::size_t>(mmax);
-        ey[mm] = 1;
-        for (int m = 1; m <= mmax; ++m) {
-            const auto a = static_cast<std::size_t>(m);
-            ey[mm + a] = (m % 32 == 0) ? std::polar(1.0, -qy * v * m) : ey[mm + a - 1] * f1;
-            ey[mm - a] = std::conj(ey[mm + a]);
-        }
-        auto& r = rho[s];
-        for (std::size_t k = 0; k < nk; ++k)
-            r[k] += ex[static_cast<std::size_t>(kv_[k].n)] * ey[static_cast<std::size_t>(kv_[k].m + mmax)];
+        detail::parallel_for(nk, p_.threads, [&](std::size_t k0, std::size_t k1, int) {
+            for (std::size_t k = k0; k < k1; ++k) {
+                const cplx* a = ex.data() + static_cast<std::size_t>(kv_[k].n) * B;
+                const cplx* b = ey.data() + static_cast<std::size_t>(kv_[k].m + mmax) * B;
+                cplx acc[3] = {rho[0][k], rho[1][k], rho[2][k]};
+                for (std::size_t j = 0; j < nb; ++j) acc[species[j]] += a[j] * b[j];
+                rho[0][k] = acc[0], rho[1][k] = acc[1], rho[2][k] = acc[2];
+            }
+        });
     }
     for (std::size_t k = 0; k < nk; ++k) {
         const auto b = kv_[k].bin;

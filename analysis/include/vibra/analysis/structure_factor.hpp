@@ -20,6 +20,7 @@ struct StructureFactorParams {
     double k_max = 10;                       ///< largest |k| (rad / length unit)
     std::int64_t bins = 60;                  ///< |k| shells over (0, k_max]
     std::int64_t max_vectors_per_bin = 100;  ///< k-vectors kept per shell (evenly over angle); 0 = all
+    int threads = 1;                         ///< k-vectors split over threads; results identical for any
     void validate() const;                   ///< throws ParameterError naming the field
 };
 
