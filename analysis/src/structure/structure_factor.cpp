@@ -94,12 +94,12 @@ void StructureFactor::accumulate(const StructureFrame& fr) {
     const std::size_t nk = kv_.size();
     std::vector<cplx> rho[3];
     for (auto& r : rho) r.assign(nk, cplx(0, 0));
-    // Particles in blocks: their phase factors (the window weight in the x factor), stored factor by
-    // particle, then the k-vectors split over the threads, each adding the block's particles in
-    // order: the very sums of one thread, for any thread count.
+    // Particles in blocks: their phase factors (the window weight in the x factor), then the
+    // k-vectors split over the threads, each adding the block's particles in order: the very sums
+    // of one thread, for any thread count.
     constexpr std::size_t B = 256;
-    const auto nx = static_cast<std::size_t>(nmax) + 1, mm = static_cast<std::size_t>(mmax);
-    std::vector<cplx> ex(nx * B), ey((2 * mm + 1) * B);
+    const auto nx = static_cast<std::size_t>(nmax) + 1, mm = static_cast<std::size_t>(mmax), ny = 2 * mm + 1;
+    std::vector<cplx> ex(nx * B), ey(ny * B);
     std::vector<int> species(B);
     for (std::size_t i0 = 0; i0 < fr.size(); i0 += B) {
         std::size_t nb = 0;  // the block's particles inside the region
@@ -115,26 +115,29 @@ void StructureFactor::accumulate(const StructureFrame& fr) {
             if (s < 2) w_[s] += w * w;
             w_[2] += w * w;
             ns_ += s == 0, nl_ += s == 1;
+            cplx* exi = ex.data() + nb * nx;
+            cplx* eyi = ey.data() + nb * ny;
             const cplx e1 = std::polar(1.0, -qx * u), f1 = std::polar(1.0, -qy * v);
-            ex[nb] = w;
+            exi[0] = w;
             for (std::size_t n = 1; n < nx; ++n)
-                ex[n * B + nb] = (n % 32 == 0) ? w * std::polar(1.0, -qx * u * static_cast<double>(n))
-                                               : ex[(n - 1) * B + nb] * e1;
-            ey[mm * B + nb] = 1;
+                exi[n] =
+                    (n % 32 == 0) ? w * std::polar(1.0, -qx * u * static_cast<double>(n)) : exi[n - 1] * e1;
+            eyi[mm] = 1;
             for (std::size_t a = 1; a <= mm; ++a) {
-                ey[(mm + a) * B + nb] = (a % 32 == 0) ? std::polar(1.0, -qy * v * static_cast<double>(a))
-                                                      : ey[(mm + a - 1) * B + nb] * f1;
-                ey[(mm - a) * B + nb] = std::conj(ey[(mm + a) * B + nb]);
+                eyi[mm + a] =
+                    (a % 32 == 0) ? std::polar(1.0, -qy * v * static_cast<double>(a)) : eyi[mm + a - 1] * f1;
+                eyi[mm - a] = std::conj(eyi[mm + a]);
             }
             species[nb++] = s;
         }
         detail::parallel_for(nk, p_.threads, [&](std::size_t k0, std::size_t k1, int) {
-            for (std::size_t k = k0; k < k1; ++k) {
-                const cplx* a = ex.data() + static_cast<std::size_t>(kv_[k].n) * B;
-                const cplx* b = ey.data() + static_cast<std::size_t>(kv_[k].m + mmax) * B;
-                cplx acc[3] = {rho[0][k], rho[1][k], rho[2][k]};
-                for (std::size_t j = 0; j < nb; ++j) acc[species[j]] += a[j] * b[j];
-                rho[0][k] = acc[0], rho[1][k] = acc[1], rho[2][k] = acc[2];
+            for (std::size_t j = 0; j < nb; ++j) {
+                const cplx* exj = ex.data() + j * nx;
+                const cplx* eyj = ey.data() + j * ny;
+                cplx* r = rho[species[j]].data();
+                for (std::size_t k = k0; k < k1; ++k)
+                    r[k] += exj[static_cast<std::size_t>(kv_[k].n)] *
+                            eyj[static_cast<std::size_t>(kv_[k].m + mmax)];
             }
         });
     }
