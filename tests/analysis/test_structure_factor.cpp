@@ -115,7 +115,7 @@ TEST_CASE("S(k): identical results for 1 and 3 threads", "[unit]") {
         StructureFactor one(p), three(p3);
         std::mt19937_64 rng(7);
         for (int f = 0; f < 5; ++f) {
-            const StructureFrame fr = poisson(g, 700, rng);  // blocks of 256 particles: three of them
+            const StructureFrame fr = poisson(g, 700, rng);
             one.accumulate(fr), three.accumulate(fr);
         }
         const auto a = one.result(), b = three.result();

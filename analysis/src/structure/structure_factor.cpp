@@ -94,53 +94,48 @@ void StructureFactor::accumulate(const StructureFrame& fr) {
     const std::size_t nk = kv_.size();
     std::vector<cplx> rho[3];
     for (auto& r : rho) r.assign(nk, cplx(0, 0));
-    // Particles in blocks: their phase factors (the window weight in the x factor), then the
-    // k-vectors split over the threads, each adding the block's particles in order: the very sums
-    // of one thread, for any thread count.
-    constexpr std::size_t B = 256;
-    const auto nx = static_cast<std::size_t>(nmax) + 1, mm = static_cast<std::size_t>(mmax), ny = 2 * mm + 1;
-    std::vector<cplx> ex(nx * B), ey(ny * B);
-    std::vector<int> species(B);
-    for (std::size_t i0 = 0; i0 < fr.size(); i0 += B) {
-        std::size_t nb = 0;  // the block's particles inside the region
-        for (std::size_t i = i0; i < std::min(fr.size(), i0 + B); ++i) {
-            const double u = fr.x[i] - reg.x0, v = fr.y[i] - reg.y0;
-            if (!periodic && !(u >= 0 && u <= reg.lx() && v >= 0 && v <= reg.ly())) continue;
-            double w = 1;
-            if (!periodic) {
-                const double sx = std::sin(M_PI * u / reg.lx()), sy = std::sin(M_PI * v / reg.ly());
-                w = sx * sx * sy * sy;
-            }
-            const int s = fr.species[i] == kSpeciesSmall ? 0 : fr.species[i] == kSpeciesLarge ? 1 : 2;
-            if (s < 2) w_[s] += w * w;
-            w_[2] += w * w;
-            ns_ += s == 0, nl_ += s == 1;
-            cplx* exi = ex.data() + nb * nx;
-            cplx* eyi = ey.data() + nb * ny;
-            const cplx e1 = std::polar(1.0, -qx * u), f1 = std::polar(1.0, -qy * v);
-            exi[0] = w;
-            for (std::size_t n = 1; n < nx; ++n)
-                exi[n] =
-                    (n % 32 == 0) ? w * std::polar(1.0, -qx * u * static_cast<double>(n)) : exi[n - 1] * e1;
-            eyi[mm] = 1;
-            for (std::size_t a = 1; a <= mm; ++a) {
-                eyi[mm + a] =
-                    (a % 32 == 0) ? std::polar(1.0, -qy * v * static_cast<double>(a)) : eyi[mm + a - 1] * f1;
-                eyi[mm - a] = std::conj(eyi[mm + a]);
-            }
-            species[nb++] = s;
+    // Weights and species first; then the k-vectors split over the threads, each running the
+    // serial loop over the particles (phase factors by recurrence) for its own k range: the very
+    // sums of one thread, for any thread count, at the price of each thread computing the phase
+    // factors (≈ 15% of the work).
+    std::vector<double> pu, pv, pw;
+    std::vector<int> ps;
+    for (std::size_t i = 0; i < fr.size(); ++i) {
+        const double u = fr.x[i] - reg.x0, v = fr.y[i] - reg.y0;
+        if (!periodic && !(u >= 0 && u <= reg.lx() && v >= 0 && v <= reg.ly())) continue;
+        double w = 1;
+        if (!periodic) {
+            const double sx = std::sin(M_PI * u / reg.lx()), sy = std::sin(M_PI * v / reg.ly());
+            w = sx * sx * sy * sy;
         }
-        detail::parallel_for(nk, p_.threads, [&](std::size_t k0, std::size_t k1, int) {
-            for (std::size_t j = 0; j < nb; ++j) {
-                const cplx* exj = ex.data() + j * nx;
-                const cplx* eyj = ey.data() + j * ny;
-                cplx* r = rho[species[j]].data();
-                for (std::size_t k = k0; k < k1; ++k)
-                    r[k] += exj[static_cast<std::size_t>(kv_[k].n)] *
-                            eyj[static_cast<std::size_t>(kv_[k].m + mmax)];
-            }
-        });
+        const int s = fr.species[i] == kSpeciesSmall ? 0 : fr.species[i] == kSpeciesLarge ? 1 : 2;
+        if (s < 2) w_[s] += w * w;
+        w_[2] += w * w;
+        ns_ += s == 0, nl_ += s == 1;
+        pu.push_back(u), pv.push_back(v), pw.push_back(w), ps.push_back(s);
     }
+    detail::parallel_for(nk, p_.threads, [&](std::size_t k0, std::size_t k1, int) {
+        std::vector<cplx> ex(static_cast<std::size_t>(nmax) + 1), ey(static_cast<std::size_t>(2 * mmax) + 1);
+        const auto mm = static_cast<std::size_t>(mmax);
+        for (std::size_t i = 0; i < pu.size(); ++i) {
+            const double u = pu[i], v = pv[i], w = pw[i];
+            const cplx e1 = std::polar(1.0, -qx * u), f1 = std::polar(1.0, -qy * v);
+            ex[0] = w;
+            for (int n = 1; n <= nmax; ++n)
+                ex[static_cast<std::size_t>(n)] = (n % 32 == 0) ? w * std::polar(1.0, -qx * u * n)
+                                                                : ex[static_cast<std::size_t>(n - 1)] * e1;
+            ey[mm] = 1;
+            for (int m = 1; m <= mmax; ++m) {
+                const auto a = static_cast<std::size_t>(m);
+                ey[mm + a] = (m % 32 == 0) ? std::polar(1.0, -qy * v * m) : ey[mm + a - 1] * f1;
+                ey[mm - a] = std::conj(ey[mm + a]);
+            }
+            cplx* r = rho[ps[i]].data();
+            for (std::size_t k = k0; k < k1; ++k)
+                r[k] +=
+                    ex[static_cast<std::size_t>(kv_[k].n)] * ey[static_cast<std::size_t>(kv_[k].m + mmax)];
+        }
+    });
     for (std::size_t k = 0; k < nk; ++k) {
         const auto b = kv_[k].bin;
         const cplx tot = rho[0][k] + rho[1][k] + rho[2][k];
