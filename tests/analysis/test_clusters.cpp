@@ -7,6 +7,7 @@
 
 #include "vibra/analysis/clusters.hpp"
 #include "vibra/core/error.hpp"
+#include "vibra/core/trajectory_source.hpp"
 
 using namespace vibra;
 using namespace vibra::analysis;
@@ -174,4 +175,42 @@ TEST_CASE("continuum percolation of Poisson disks: wrapping appears around eta_c
     // R_e = 0.690 (Pinson 1994; Newman & Ziff 2000); 40 samples: ± 3 × 0.073
     REQUIRE(mid > 0.69 - 0.22);
     REQUIRE(mid < 0.69 + 0.22);
+}
+
+TEST_CASE("clusters over a source: identical for 1, 2 and 3 threads, and to adding frame by frame",
+          "[unit]") {
+    const auto g = Geometry::periodic(0, 0, 24, 20);
+    std::mt19937_64 rng(5);
+    std::uniform_real_distribution<double> u(0, 1);
+    Trajectory t;
+    t.meta.geometry = g;
+    t.meta.species_diameters = {1.0, 1.4};
+    const std::int64_t T = 23, n = 300;  // 23 frames: batches of 4, 8 and 12 end part-full
+    for (std::int64_t f = 0; f < T; ++f)
+        for (std::int64_t i = 0; i < n - 3 * f; ++i)  // a different count in every frame
+            t.rows.push(f, i, g.lx() * u(rng), g.ly() * u(rng), static_cast<std::int8_t>(i % 2));
+    t.index = build_frame_index(t.rows, 0, T);
+    const InMemorySource src(std::move(t));
+    ClustersParams q;
+    q.stride = 2;
+    ClusterAccumulator serial(q.clusters);
+    for (std::int64_t f = 0; f < T; f += q.stride)
+        serial.accumulate(structure_frame(src.read_frames(f, 1), f));
+    const auto ref = serial.result();
+    REQUIRE(ref.frame.size() == 12);
+    REQUIRE(ref.count.size() > 3);  // clusters of several sizes
+    for (int threads : {1, 2, 3}) {
+        INFO(threads << " threads");
+        q.threads = threads;
+        const auto r = compute_clusters(src, q).r;
+        REQUIRE(r.frame == ref.frame);
+        REQUIRE(r.count == ref.count);
+        REQUIRE(r.count_interior == ref.count_interior);
+        REQUIRE(r.largest == ref.largest);
+        REQUIRE(r.n_clusters == ref.n_clusters);
+        REQUIRE(r.weight_average == ref.weight_average);
+        REQUIRE(r.spanning == ref.spanning);
+        REQUIRE(r.largest_rg == ref.largest_rg);
+        REQUIRE(r.mean_size == ref.mean_size);
+    }
 }

@@ -139,3 +139,51 @@ TEST_CASE("Covariance VDOS does not depend on the frame blocks a memory budget s
         REQUIRE(r.temperature == whole.temperature);
     }
 }
+
+TEST_CASE("Covariance VDOS: identical for 1, 2 and 3 threads, and equal to a direct covariance", "[unit]") {
+    test::TriangularCrystal cr{6, 6};  // 2N = 72 rows of C: two column panels of the update
+    std::vector<double> omega;
+    const std::int64_t T = 800;
+    const auto src = thermal_crystal(cr, static_cast<int>(T), 0.002, omega);
+    std::vector<CovarianceVdosResult> runs;
+    for (int threads : {1, 2, 3}) {
+        CovarianceVdosParams p;
+        p.threads = threads;
+        runs.push_back(compute_covariance_vdos(src, p));
+    }
+    for (const auto& r : {runs[1], runs[2]}) {
+        REQUIRE(r.eigenvalues == runs[0].eigenvalues);
+        REQUIRE(r.participation == runs[0].participation);
+        REQUIRE(r.vdos == runs[0].vdos);
+    }
+    // Reference: C = <d dᵀ> − <d><d>ᵀ of the displacements from frame 0 (centre of mass removed;
+    // one species, so unit masses), by plain Eigen products.
+    const auto N = static_cast<Eigen::Index>(cr.n());
+    Eigen::MatrixXd D(2 * N, T);
+    const auto first = src.read_frames(0, 1);
+    for (std::int64_t f = 0; f < T; ++f) {
+        const auto fr = src.read_frames(f, 1);
+        REQUIRE(fr.rows.size() == static_cast<std::size_t>(N));
+        Eigen::VectorXd d(2 * N);
+        for (std::size_t i = 0; i < fr.rows.size(); ++i) {
+            const auto a = static_cast<Eigen::Index>(fr.rows.particle[i]);
+            const double dx = fr.rows.x[i] - first.rows.x[i], dy = fr.rows.y[i] - first.rows.y[i];
+            d[2 * a] = dx - cr.lx() * std::round(dx / cr.lx());
+            d[2 * a + 1] = dy - cr.ly() * std::round(dy / cr.ly());
+        }
+        const double mx = d(Eigen::seq(0, 2 * N - 1, 2)).mean(), my = d(Eigen::seq(1, 2 * N - 1, 2)).mean();
+        for (Eigen::Index a = 0; a < N; ++a) d[2 * a] -= mx, d[2 * a + 1] -= my;
+        D.col(f) = d;
+    }
+    const Eigen::VectorXd mean = D.rowwise().mean();
+    const Eigen::MatrixXd C = D * D.transpose() / static_cast<double>(T) - mean * mean.transpose();
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(C);
+    std::vector<double> ref(es.eigenvalues().data(), es.eigenvalues().data() + es.eigenvalues().size());
+    std::sort(ref.rbegin(), ref.rend());  // largest λ = lowest ω first
+    const auto& got = runs[0].eigenvalues;
+    REQUIRE(got.size() == 2 * static_cast<std::size_t>(N) - 2);  // the two centre-of-mass modes dropped
+    for (std::size_t j = 0; j < got.size(); ++j) {
+        INFO("mode " << j);
+        REQUIRE_THAT(got[j], WithinRel(ref[j], 1e-9));
+    }
+}

@@ -4,7 +4,9 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <map>
+#include <numeric>
 #include <random>
 
 #include "vibra/analysis/evolution.hpp"
@@ -269,4 +271,82 @@ TEST_CASE("defects: every frame by default, a stride when the tables would not f
     o["defects-stride"] = "1";
     AnalysisContext given{src, o, false, 1, nullptr, nullptr, 1};
     CHECK(std::get<std::int64_t>(spec(all, "defects").run(given).front().attrs.at("stride_frames")) == 1);
+}
+
+namespace {
+/// Bitwise equality of two result groups: every array, attribute and sub-group (NaN equals NaN).
+void require_identical(const ResultGroup& a, const ResultGroup& b) {
+    REQUIRE(a.name == b.name);
+    const auto same_bytes = [](const auto& x, const auto& y) {
+        return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(x[0])) == 0;
+    };
+    REQUIRE(a.arrays.size() == b.arrays.size());
+    for (std::size_t k = 0; k < a.arrays.size(); ++k) {
+        INFO(a.name << "/" << a.arrays[k].name);
+        REQUIRE(a.arrays[k].shape == b.arrays[k].shape);
+        REQUIRE(a.arrays[k].data.index() == b.arrays[k].data.index());
+        std::visit(
+            [&](const auto& x) {
+                REQUIRE(same_bytes(x, std::get<std::decay_t<decltype(x)>>(b.arrays[k].data)));
+            },
+            a.arrays[k].data);
+    }
+    REQUIRE(a.attrs.size() == b.attrs.size());
+    for (const auto& [key, v] : a.attrs) {
+        INFO(a.name << " attribute " << key);
+        REQUIRE(b.attrs.count(key));
+        const auto& w = b.attrs.at(key);
+        if (const auto* d = std::get_if<double>(&v))
+            REQUIRE(std::memcmp(d, &std::get<double>(w), sizeof(double)) == 0);
+        else if (const auto* dv = std::get_if<std::vector<double>>(&v))
+            REQUIRE(same_bytes(*dv, std::get<std::vector<double>>(w)));
+        else
+            REQUIRE(v == w);
+    }
+    REQUIRE(a.groups.size() == b.groups.size());
+    for (std::size_t k = 0; k < a.groups.size(); ++k) require_identical(a.groups[k], b.groups[k]);
+}
+}  // namespace
+
+TEST_CASE("defects: identical for 1, 2 and 3 threads on a random field with many defects, both routes",
+          "[unit]") {
+    // Independent random walkers in a periodic box: the displacement field is noise, full of ±1 defects.
+    const auto g = Geometry::periodic(0, 0, 30, 30);
+    std::mt19937_64 rng(12);
+    std::uniform_real_distribution<double> u(0, 1);
+    std::normal_distribution<double> step(0, 0.3);
+    Trajectory t;
+    t.meta.length_unit = "px";
+    t.meta.time_unit = "frame";
+    t.meta.geometry = g;
+    const int T = 30, n = 600;
+    std::vector<double> x(n), y(n);
+    for (int i = 0; i < n; ++i)
+        x[static_cast<std::size_t>(i)] = 30 * u(rng), y[static_cast<std::size_t>(i)] = 30 * u(rng);
+    for (int f = 0; f < T; ++f)
+        for (int i = 0; i < n; ++i) {
+            auto& xi = x[static_cast<std::size_t>(i)];
+            auto& yi = y[static_cast<std::size_t>(i)];
+            if (f > 0) xi = std::fmod(xi + step(rng) + 30, 30.0), yi = std::fmod(yi + step(rng) + 30, 30.0);
+            t.rows.push(f, i, xi, yi, kSpeciesSmall);
+        }
+    t.index = build_frame_index(t.rows, 0, T);
+    InMemorySource src(std::move(t));
+    const auto all = collective_analyses();
+    for (const char* route : {"grid", "delaunay"}) {
+        INFO("route " << route);
+        auto o = defaults(spec(all, "defects"));
+        o["defects-lags"] = "1,3";
+        o["defects-stride"] = "1";  // 29 + 27 fields: batches of 4, 8 and 12 end part-full
+        o["defects-route"] = route;
+        std::vector<ResultGroup> runs;
+        for (int threads : {1, 2, 3}) {
+            AnalysisContext c{src, o, false, threads, nullptr};
+            runs.push_back(spec(all, "defects").run(c).front());
+        }
+        const auto& counts = data<std::int64_t>(runs[0], "counts");
+        REQUIRE(std::accumulate(counts.begin(), counts.end(), std::int64_t{0}) > 500);
+        require_identical(runs[1], runs[0]);
+        require_identical(runs[2], runs[0]);
+    }
 }

@@ -5,6 +5,7 @@
 
 #include "vibra/analysis/number_fluctuations.hpp"
 #include "vibra/core/error.hpp"
+#include "vibra/core/trajectory_source.hpp"
 
 using namespace vibra;
 using namespace vibra::analysis;
@@ -89,4 +90,41 @@ TEST_CASE("number fluctuations: clustered points fluctuate more, a lattice less"
     NumberFluctuationParams bad;
     bad.sizes = {1, -2};
     REQUIRE_THROWS_AS(bad.validate(), ParameterError);
+}
+
+TEST_CASE("number fluctuations over a source: identical for 1, 2 and 3 threads, and to adding frame by frame",
+          "[unit]") {
+    const auto g = Geometry::rect(0, 0, 30, 20);
+    std::mt19937_64 rng(6);
+    std::uniform_real_distribution<double> u(0, 1);
+    Trajectory t;
+    t.meta.geometry = g;
+    const std::int64_t T = 23, n = 400;
+    for (std::int64_t f = 0; f < T; ++f) {
+        if (f == 1) continue;  // frame 0 has one particle and frame 1 none: the sizes come from frame 2
+        for (std::int64_t i = 0; i < (f == 0 ? 1 : n - 5 * f); ++i)
+            t.rows.push(f, i, g.lx() * u(rng), g.ly() * u(rng),
+                        static_cast<std::int8_t>(u(rng) < 0.4 ? 0 : 1));
+    }
+    t.index = build_frame_index(t.rows, 0, T);
+    const InMemorySource src(std::move(t));
+    NumberFluctuationsParams q;
+    NumberFluctuationAccumulator serial(q.boxes);
+    for (std::int64_t f = 0; f < T; ++f) serial.accumulate(structure_frame(src.read_frames(f, 1), f));
+    const auto ref = serial.result();
+    REQUIRE(ref.frames == T - 2);
+    REQUIRE(ref.ell.size() == 12);
+    for (int threads : {1, 2, 3}) {
+        INFO(threads << " threads");
+        q.threads = threads;
+        const auto r = compute_number_fluctuations(src, q).r;
+        REQUIRE(r.ell == ref.ell);
+        REQUIRE(r.boxes == ref.boxes);
+        REQUIRE(r.frames == ref.frames);
+        REQUIRE(r.mean == ref.mean);
+        REQUIRE(r.var == ref.var);
+        REQUIRE(r.mean_small == ref.mean_small);
+        REQUIRE(r.var_large == ref.var_large);
+        REQUIRE(r.exponent == ref.exponent);
+    }
 }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "detail/parallel.hpp"
 #include "vibra/analysis/displacement_field.hpp"
 #include "vibra/analysis/registry.hpp"
 #include "vibra/core/error.hpp"
@@ -130,12 +131,28 @@ inline void record_field_settings(const FieldSettings& s, Attributes& a) {
 
 /// Calls fn(lag_index, time_index, displacements) for every start frame t_k = k·stride and every
 /// lag with t_k + lag < T, in increasing end frame. Velocity mode divides u by the lag time.
+/// threads > 1: the calls of a batch of 4·threads (lag, start) pairs run in parallel, in no set
+/// order, so fn must write only outputs of its own (lag, start) pair (results then identical for
+/// any thread count).
 inline void stream_displacements(const TrajectorySource& src, const FieldSettings& s,
-                                 const std::function<void(std::size_t, std::int64_t, Displacements&)>& fn) {
+                                 const std::function<void(std::size_t, std::int64_t, Displacements&)>& fn,
+                                 int threads = 1) {
     const std::int64_t T = src.n_frames(), Lmax = s.lags.back();
     const std::int64_t block = frames_per_block(src, 1 << 20);
     std::deque<FrameSnapshot> ring;  // frames [f − Lmax, f]
     const auto& fc = src.frame_columns();
+    struct Job {
+        std::size_t lag;
+        std::int64_t start;
+        Displacements d;
+    };
+    std::vector<Job> batch;
+    const std::size_t batch_size = 4 * static_cast<std::size_t>(std::max(1, threads));
+    const auto run_batch = [&] {
+        parallel_for_each(batch.size(), threads,
+                          [&](std::size_t j, int) { fn(batch[j].lag, batch[j].start, batch[j].d); });
+        batch.clear();
+    };
     for (std::int64_t b0 = 0; b0 < T; b0 += block) {
         const Trajectory tr = src.read_frames(b0, block);
         for (std::int64_t f = b0; f < b0 + tr.index.n_frames(); ++f) {
@@ -153,10 +170,16 @@ inline void stream_displacements(const TrajectorySource& src, const FieldSetting
                                     ": non-increasing frame times");
                     for (std::size_t i = 0; i < d.size(); ++i) d.ux[i] /= dt, d.uy[i] /= dt;
                 }
-                fn(li, t / s.stride, d);
+                if (threads <= 1) {
+                    fn(li, t / s.stride, d);
+                    continue;
+                }
+                batch.push_back({li, t / s.stride, std::move(d)});
+                if (batch.size() == batch_size) run_batch();
             }
         }
     }
+    run_batch();
 }
 
 inline GridField field_of(const FieldSettings& s, const Displacements& d) {

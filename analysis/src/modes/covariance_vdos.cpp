@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "detail/parallel.hpp"
 #include "vibra/analysis/currents.hpp"
 #include "vibra/core/error.hpp"
 #include "vibra/core/periodic.hpp"
@@ -73,7 +74,7 @@ public:
         auto flush = [&] {
             if (filled == 0) return;
             S_ += D.leftCols(filled).rowwise().sum();
-            C_.selfadjointView<Eigen::Lower>().rankUpdate(D.leftCols(filled));
+            rank_update(D.leftCols(filled));
             done_ += filled;
             filled = 0;
         };
@@ -86,6 +87,20 @@ public:
             }
         }
         flush();
+    }
+
+    /// C's lower triangle += D Dᵀ, by column panels of kPanel (fixed, whatever the thread count):
+    /// panel j gets rows j0… of D times the panel's rows of D, as one product computed by one
+    /// thread, so the sums are identical for any count. (The strict upper part of a panel's
+    /// diagonal block is written too; covariance() overwrites it from the lower triangle.)
+    template <class Block>
+    void rank_update(const Block& D) {
+        const Index panels = (n2_ + kPanel - 1) / kPanel;
+        detail::parallel_for_each(static_cast<std::size_t>(panels), p_.threads, [&](std::size_t j, int) {
+            const Index j0 = static_cast<Index>(j) * kPanel, w = std::min(kPanel, n2_ - j0);
+            C_.block(j0, j0, n2_ - j0, w).noalias() +=
+                D.middleRows(j0, n2_ - j0) * D.middleRows(j0, w).transpose();
+        });
     }
 
     Eigen::MatrixXd covariance() {
@@ -171,6 +186,7 @@ private:
     const bool periodic_;
     const double Lx_, Ly_;
     static constexpr std::int64_t kBatch = 256;
+    static constexpr Index kPanel = 64;  ///< columns of C per task of rank_update
     Eigen::MatrixXd C_;
     Eigen::VectorXd S_;
     std::vector<double> ref_;  ///< per slot: the first position

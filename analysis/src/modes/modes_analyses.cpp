@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The collective-mode analyses offered by `vibra analyze` (see registry.hpp and
 // docs/collective-modes.md): currents, kgap, tvdos, covariance_vdos.
+#include <algorithm>
 #include <cmath>
 
 #include "vibra/analysis/covariance_vdos.hpp"
@@ -212,6 +213,7 @@ AnalysisSpec covariance_vdos_spec() {
             p.subtract_com = boolean(ctx, "covariance-vdos-com");
             p.mass_weighted = boolean(ctx, "covariance-vdos-mass");
             p.bins = ctx.integer("covariance-vdos-bins");
+            p.threads = std::max(1, ctx.threads);
             return std::vector<ResultGroup>{
                 to_group(compute_covariance_vdos(ctx.source, p), ctx.source.meta())};
         },

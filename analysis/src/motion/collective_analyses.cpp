@@ -122,6 +122,7 @@ ResultGroup run_defects(const AnalysisContext& ctx) {
     const double h = std::max(s.grid.hx, s.grid.hy);
     p.max_edge = ctx.is_set("defects-max-edge") ? ctx.number("defects-max-edge") : 3 * s.mean_spacing;
     p.smooth = ctx.number("defects-smooth");
+    p.threads = std::max(1, ctx.threads);
     if (!(p.smooth >= 0)) throw ParameterError("--defects-smooth must be ≥ 0");
     p.tracks.max_step = ctx.is_set("defects-max-step") ? ctx.number("defects-max-step") : 3 * h;
     p.tracks.pair_distance =

@@ -631,34 +631,38 @@ DefectAnalysisResult compute_defects(const TrajectorySource& src, const DefectAn
     r.done.assign(nl * nt, 0);
     r.area.assign(nl * nt, std::numeric_limits<double>::quiet_NaN());
     r.threshold_used.assign(nl * nt, std::numeric_limits<double>::quiet_NaN());
-    detail::stream_displacements(src, s, [&](std::size_t li, std::int64_t k, Displacements& d) {
-        const std::size_t at = li * nt + static_cast<std::size_t>(k);
-        DefectParams dp;
-        dp.merge = p.merge;
-        DefectFrame& df = r.frames[li][static_cast<std::size_t>(k)];
-        df.frame = d.frame;
-        if (!p.delaunay) {
-            const auto F = detail::field_of(s, d);
-            dp.min_magnitude = p.threshold >= 0 ? p.threshold : p.threshold_rms * detail::rms_valid(F);
-            if (!std::isfinite(dp.min_magnitude)) dp.min_magnitude = 0;
-            df.defects = defects_on_grid(F, dp);
-            r.area[at] = static_cast<double>(evaluated_plaquettes(F, dp)) * s.grid.hx * s.grid.hy;
-        } else {
-            std::vector<double> vx, vy;
-            if (p.smooth > 0)
-                smooth_at_points(d.x, d.y, d.ux, d.uy, s.geometry, p.smooth, s.cg.cutoff, vx, vy);
-            else
-                vx = d.ux, vy = d.uy;
-            dp.min_magnitude = p.threshold >= 0 ? p.threshold : p.threshold_rms * rms_vectors(vx, vy);
-            if (!std::isfinite(dp.min_magnitude)) dp.min_magnitude = 0;
-            dp.max_edge = p.max_edge;
-            const auto tri = delaunay(d.x, d.y);
-            df.defects = defects_on_triangulation(d.x, d.y, vx, vy, tri, dp);
-            r.area[at] = evaluated_triangle_area(d, vx, vy, tri, dp);
-        }
-        r.threshold_used[at] = dp.min_magnitude;
-        r.done[at] = 1;
-    });
+    // Each (lag, start) pair writes only its own entries: the pairs may run on several threads.
+    detail::stream_displacements(
+        src, s,
+        [&](std::size_t li, std::int64_t k, Displacements& d) {
+            const std::size_t at = li * nt + static_cast<std::size_t>(k);
+            DefectParams dp;
+            dp.merge = p.merge;
+            DefectFrame& df = r.frames[li][static_cast<std::size_t>(k)];
+            df.frame = d.frame;
+            if (!p.delaunay) {
+                const auto F = detail::field_of(s, d);
+                dp.min_magnitude = p.threshold >= 0 ? p.threshold : p.threshold_rms * detail::rms_valid(F);
+                if (!std::isfinite(dp.min_magnitude)) dp.min_magnitude = 0;
+                df.defects = defects_on_grid(F, dp);
+                r.area[at] = static_cast<double>(evaluated_plaquettes(F, dp)) * s.grid.hx * s.grid.hy;
+            } else {
+                std::vector<double> vx, vy;
+                if (p.smooth > 0)
+                    smooth_at_points(d.x, d.y, d.ux, d.uy, s.geometry, p.smooth, s.cg.cutoff, vx, vy);
+                else
+                    vx = d.ux, vy = d.uy;
+                dp.min_magnitude = p.threshold >= 0 ? p.threshold : p.threshold_rms * rms_vectors(vx, vy);
+                if (!std::isfinite(dp.min_magnitude)) dp.min_magnitude = 0;
+                dp.max_edge = p.max_edge;
+                const auto tri = delaunay(d.x, d.y);
+                df.defects = defects_on_triangulation(d.x, d.y, vx, vy, tri, dp);
+                r.area[at] = evaluated_triangle_area(d, vx, vy, tri, dp);
+            }
+            r.threshold_used[at] = dp.min_magnitude;
+            r.done[at] = 1;
+        },
+        p.threads);
     // Reference points for the defect pair correlation: grid nodes inside the region.
     for (std::size_t j = 0; j < s.grid.ny; ++j)
         for (std::size_t i = 0; i < s.grid.nx; ++i)

@@ -177,8 +177,9 @@ ClusterFrame find_clusters(const StructureFrame& fr, const ClusterParams& p) {
 
 ClusterAccumulator::ClusterAccumulator(const ClusterParams& p) : p_(p) { p_.validate(); }
 
-void ClusterAccumulator::accumulate(const StructureFrame& fr) {
-    const auto c = find_clusters(fr, p_);
+void ClusterAccumulator::accumulate(const StructureFrame& fr) { add(fr, find_clusters(fr, p_)); }
+
+void ClusterAccumulator::add(const StructureFrame& fr, const ClusterFrame& c) {
     double s1 = 0, s2 = 0;
     for (std::size_t k = 0; k < c.size.size(); ++k) {
         const auto s = static_cast<std::size_t>(c.size[k]);
@@ -225,8 +226,11 @@ ClustersResult compute_clusters(const TrajectorySource& src, const ClustersParam
     res.stride = q.stride;
     res.r_cut_source = q.r_cut_source;
     ClusterAccumulator acc(q.clusters);
-    for_each_structure_frame(
-        src, q.stride, [&](const StructureFrame& f) { acc.accumulate(f); }, q.progress, "clusters");
+    std::vector<ClusterFrame> found(structure_batch(q.threads));  // one per slot of a batch
+    for_each_structure_frame_batched(
+        src, q.stride, q.threads,
+        [&](const StructureFrame& f, std::size_t s) { found[s] = find_clusters(f, acc.params()); },
+        [&](const StructureFrame& f, std::size_t s) { acc.add(f, found[s]); }, q.progress, "clusters");
     res.r = acc.result();
     return res;
 }

@@ -52,57 +52,78 @@ NumberFluctuationAccumulator::NumberFluctuationAccumulator(const NumberFluctuati
     p_.validate();
 }
 
-void NumberFluctuationAccumulator::accumulate(const StructureFrame& fr) {
-    if (fr.size() < 2) return;  // empty frames (tracker drop-outs; unbounded data has no window then)
+void NumberFluctuationAccumulator::choose_sizes(const StructureFrame& fr) {
     double x0, y0, x1, y1;
     region_of(fr.window, x0, y0, x1, y1);
     const double lx = x1 - x0, ly = y1 - y0;
-    if (ell_.empty()) {
-        if (!p_.sizes.empty()) {
-            ell_ = p_.sizes;
-            std::sort(ell_.begin(), ell_.end());
-        } else {
-            std::size_t nin = 0;
-            for (std::size_t i = 0; i < fr.size(); ++i)
-                nin += fr.x[i] >= x0 && fr.x[i] < x1 && fr.y[i] >= y0 && fr.y[i] < y1;
-            const double spacing = std::sqrt(lx * ly / static_cast<double>(std::max<std::size_t>(nin, 1)));
-            const double lmax = 0.5 * std::min(lx, ly), lmin = std::min(spacing, 0.5 * lmax);
-            const auto m = static_cast<std::size_t>(p_.n_sizes);
-            for (std::size_t k = 0; k < m; ++k)
-                ell_.push_back(lmin *
-                               std::pow(lmax / lmin, static_cast<double>(k) / static_cast<double>(m - 1)));
-        }
-        n_.assign(ell_.size(), 0.0);
-        for (auto& v : s1_) v.assign(ell_.size(), 0.0);
-        for (auto& v : s2_) v.assign(ell_.size(), 0.0);
+    if (!p_.sizes.empty()) {
+        ell_ = p_.sizes;
+        std::sort(ell_.begin(), ell_.end());
+    } else {
+        std::size_t nin = 0;
+        for (std::size_t i = 0; i < fr.size(); ++i)
+            nin += fr.x[i] >= x0 && fr.x[i] < x1 && fr.y[i] >= y0 && fr.y[i] < y1;
+        const double spacing = std::sqrt(lx * ly / static_cast<double>(std::max<std::size_t>(nin, 1)));
+        const double lmax = 0.5 * std::min(lx, ly), lmin = std::min(spacing, 0.5 * lmax);
+        const auto m = static_cast<std::size_t>(p_.n_sizes);
+        for (std::size_t k = 0; k < m; ++k)
+            ell_.push_back(lmin * std::pow(lmax / lmin, static_cast<double>(k) / static_cast<double>(m - 1)));
     }
-    std::vector<double> cnt[3];
+    n_.assign(ell_.size(), 0.0);
+    for (auto& v : s1_) v.assign(ell_.size(), 0.0);
+    for (auto& v : s2_) v.assign(ell_.size(), 0.0);
+}
+
+bool NumberFluctuationAccumulator::box_counts(const StructureFrame& fr, BoxCounts& out) const {
+    if (fr.size() < 2 || ell_.empty()) return false;
+    double x0, y0, x1, y1;
+    region_of(fr.window, x0, y0, x1, y1);
+    const double lx = x1 - x0, ly = y1 - y0;
+    for (auto& c : out.count) c.resize(ell_.size());
+    out.tiles.assign(ell_.size(), 0);
     for (std::size_t k = 0; k < ell_.size(); ++k) {
         const double l = ell_[k];
         const auto nx = static_cast<std::size_t>(std::floor(lx / l)),
                    ny = static_cast<std::size_t>(std::floor(ly / l));
+        for (auto& c : out.count) c[k].clear();
         if (nx == 0 || ny == 0) continue;
+        out.tiles[k] = nx * ny;
         // tiles centred in the region
         const double ox = x0 + 0.5 * (lx - static_cast<double>(nx) * l),
                      oy = y0 + 0.5 * (ly - static_cast<double>(ny) * l);
-        for (auto& c : cnt) c.assign(nx * ny, 0.0);
+        for (auto& c : out.count) c[k].assign(nx * ny, 0.0);
         for (std::size_t i = 0; i < fr.size(); ++i) {
             const double fx = (fr.x[i] - ox) / l, fy = (fr.y[i] - oy) / l;
             if (!(fx >= 0 && fy >= 0)) continue;
             const auto ix = static_cast<std::size_t>(fx), iy = static_cast<std::size_t>(fy);
             if (ix >= nx || iy >= ny) continue;
             const std::size_t b = iy * nx + ix;
-            cnt[2][b] += 1;
+            out.count[2][k][b] += 1;
             if (fr.species[i] == kSpeciesSmall)
-                cnt[0][b] += 1;
+                out.count[0][k][b] += 1;
             else if (fr.species[i] == kSpeciesLarge)
-                cnt[1][b] += 1;
+                out.count[1][k][b] += 1;
         }
-        n_[k] += static_cast<double>(nx * ny);
+    }
+    return true;
+}
+
+void NumberFluctuationAccumulator::add(const BoxCounts& c) {
+    for (std::size_t k = 0; k < ell_.size(); ++k) {
+        if (c.tiles[k] == 0) continue;
+        n_[k] += static_cast<double>(c.tiles[k]);
         for (int s = 0; s < 3; ++s)
-            for (double c : cnt[s]) s1_[s][k] += c, s2_[s][k] += c * c;
+            for (double v : c.count[s][k]) s1_[s][k] += v, s2_[s][k] += v * v;
     }
     ++frames_;
+}
+
+void NumberFluctuationAccumulator::accumulate(const StructureFrame& fr) {
+    if (fr.size() < 2) return;  // empty frames (tracker drop-outs; unbounded data has no window then)
+    if (ell_.empty()) choose_sizes(fr);
+    BoxCounts c;
+    box_counts(fr, c);
+    add(c);
 }
 
 NumberFluctuationResult NumberFluctuationAccumulator::result() const {
@@ -140,9 +161,20 @@ NumberFluctuationsResult compute_number_fluctuations(const TrajectorySource& src
     res.window = structure_defaults(src).window;
     res.stride = q.stride;
     NumberFluctuationAccumulator acc(q.boxes);
-    for_each_structure_frame(
-        src, q.stride, [&](const StructureFrame& f) { acc.accumulate(f); }, q.progress,
-        "number_fluctuations");
+    // Counted on `threads` threads, added in frame order; frames counted before the first
+    // frame fixed the sizes (the first batch) are counted again, in order, by accumulate.
+    std::vector<NumberFluctuationAccumulator::BoxCounts> counts(structure_batch(q.threads));
+    std::vector<char> counted(counts.size(), 0);
+    for_each_structure_frame_batched(
+        src, q.stride, q.threads,
+        [&](const StructureFrame& f, std::size_t s) { counted[s] = acc.box_counts(f, counts[s]); },
+        [&](const StructureFrame& f, std::size_t s) {
+            if (counted[s])
+                acc.add(counts[s]);
+            else
+                acc.accumulate(f);
+        },
+        q.progress, "number_fluctuations");
     res.r = acc.result();
     return res;
 }

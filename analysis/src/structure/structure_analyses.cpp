@@ -132,6 +132,7 @@ std::vector<ResultGroup> run_clusters(const AnalysisContext& ctx) {
         }
     }
     q.stride = positive(ctx, "clusters-stride");
+    q.threads = std::max(1, ctx.threads);
     q.progress = ctx.progress;
     return {to_group(compute_clusters(src, q), src.meta())};
 }
@@ -142,6 +143,7 @@ std::vector<ResultGroup> run_nf(const AnalysisContext& ctx) {
     if (ctx.is_set("number-fluctuations-sizes")) q.boxes.sizes = ctx.numbers("number-fluctuations-sizes");
     q.boxes.n_sizes = positive(ctx, "number-fluctuations-n-sizes");
     q.stride = positive(ctx, "number-fluctuations-stride");
+    q.threads = std::max(1, ctx.threads);
     q.progress = ctx.progress;
     return {to_group(compute_number_fluctuations(ctx.source, q), ctx.source.meta())};
 }

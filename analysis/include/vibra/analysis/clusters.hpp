@@ -56,7 +56,11 @@ struct ClusterResult {
 class ClusterAccumulator {
 public:
     explicit ClusterAccumulator(const ClusterParams& p);
-    void accumulate(const StructureFrame& frame);
+    void accumulate(const StructureFrame& frame);  ///< add(frame, find_clusters(frame, params()))
+    /// Adds a frame whose clusters were found already (on another thread): frames added in the
+    /// same order give the same result whatever thread found their clusters.
+    void add(const StructureFrame& frame, const ClusterFrame& clusters);
+    const ClusterParams& params() const { return p_; }
     ClusterResult result() const;
 
 private:
@@ -69,6 +73,7 @@ struct ClustersParams {
     ClusterParams clusters;
     std::int64_t stride = 1;   ///< every n-th frame
     std::string r_cut_source;  ///< where clusters.r_cut came from, when set (recorded)
+    int threads = 1;           ///< frames clustered in parallel, added in order (identical for any count)
     bool progress = false;
 };
 struct ClustersResult {

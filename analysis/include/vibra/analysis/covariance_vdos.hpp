@@ -22,6 +22,7 @@ struct CovarianceVdosParams {
     bool mass_weighted = true;  ///< masses ∝ d² from the species diameters (1 when unknown)
     double temperature = 0;     ///< k_BT in m0·<L>²/<T>²; 0 = from velocities (1 with a note when none)
     std::int64_t bins = 60;     ///< histogram bins of the VDOS
+    int threads = 1;            ///< threads of the covariance update (results identical for any count)
     void validate() const;      ///< throws ParameterError naming the field and value
 };
 

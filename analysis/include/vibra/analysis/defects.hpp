@@ -158,6 +158,7 @@ struct DefectAnalysisParams {
     DefectTrackParams tracks;    ///< linking, creation/annihilation pairs
     double rmax = 0, dr = 0;     ///< pair correlations: range and bin width, length unit
     std::int64_t msd_lags = 50;  ///< defect MSD up to this many sampled steps
+    int threads = 1;             ///< (lag, start) fields analysed in parallel (identical for any count)
 };
 
 /// Bytes the defect tables may take per grid node, start frame and lag (in memory while the run

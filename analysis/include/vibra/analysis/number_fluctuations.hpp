@@ -41,7 +41,20 @@ public:
     void accumulate(const StructureFrame& frame);
     NumberFluctuationResult result() const;
 
+    /// One frame's box counts: count[species][size][tile] (species 0 small, 1 large, 2 all),
+    /// tiles[size] (0: the box does not fit in the region).
+    struct BoxCounts {
+        std::vector<std::vector<double>> count[3];
+        std::vector<std::size_t> tiles;
+    };
+    /// The counts of `frame` into `out` (false, nothing counted, until a frame fixed the sizes or
+    /// when the frame has fewer than 2 particles); const: safe from several threads.
+    bool box_counts(const StructureFrame& frame, BoxCounts& out) const;
+    /// Adds counts made by box_counts (frames added in the same order give the same result).
+    void add(const BoxCounts& counts);
+
 private:
+    void choose_sizes(const StructureFrame& frame);
     NumberFluctuationParams p_;
     std::vector<double> ell_;
     std::vector<double> n_, s1_[3], s2_[3];
@@ -52,6 +65,7 @@ private:
 struct NumberFluctuationsParams {
     NumberFluctuationParams boxes;
     std::int64_t stride = 1;  ///< every n-th frame
+    int threads = 1;          ///< frames counted in parallel, added in order (identical for any count)
     bool progress = false;
 };
 struct NumberFluctuationsResult {
