@@ -13,6 +13,7 @@
 #include <iostream>
 #include <map>
 #include <new>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -136,9 +137,22 @@ RunOutcome analyze_one(const std::string& input, const std::string& output,
     // the block as read plus the analyses' own per-row arrays stay within the budget.
     const RowBudgetSource reader(
         in_units, std::max<std::int64_t>(1, (o.memory_mb << 20) / 4 / bytes_per_row(file.columns())));
-    const std::string checksum = file_checksum(input);
-    store::check_merge(output,
-                       {input, checksum, "", {}, o.force});  // refused at once, not after the analyses
+    const int threads =
+        o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    // The input's checksum (provenance): needed at once to refuse a merge into results of another
+    // input (before the analyses run, not after); otherwise hashed beside the analyses.
+    std::string checksum;
+    std::optional<BackgroundChecksum> hashing;
+    if (threads > 1 && !fs::exists(output)) {
+        hashing.emplace(input);
+    } else {
+        checksum = file_checksum(input);
+        store::check_merge(output, {input, checksum, "", {}, o.force});
+    }
+    const auto input_checksum = [&]() -> const std::string& {
+        if (hashing) checksum = hashing->get(), hashing.reset();
+        return checksum;
+    };
     std::map<std::string, ResultGroup> done;
     std::vector<ResultGroup> groups;
     // One particle-major copy of the input for every per-track analysis of this run (built by the
@@ -147,8 +161,6 @@ RunOutcome analyze_one(const std::string& input, const std::string& output,
     cache_params.memory_bytes = o.memory_mb << 20;
     cache_params.progress = g.progress();
     analysis::TrackCache tracks(reader, cache_params);
-    const int threads =
-        o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     RunOutcome r;
     std::set<std::string> skipped_names;
     auto skip = [&](const AnalysisSpec& s, const std::string& why) {
@@ -209,7 +221,7 @@ RunOutcome analyze_one(const std::string& input, const std::string& output,
         for (auto& grp : out) {
             // Per-group provenance: a merged results file may hold groups of several runs.
             grp.attrs["input_path"] = input;
-            grp.attrs["input_checksum"] = checksum;
+            grp.attrs["input_checksum"] = input_checksum();
             grp.attrs["parameters"] = g.command_line;
             grp.attrs["options"] = option_values(s, o.values);
             done[grp.name] = grp;
@@ -222,7 +234,7 @@ RunOutcome analyze_one(const std::string& input, const std::string& output,
         throw InsufficientData(input + ": no analysis could be computed (" +
                                std::to_string(reader.n_frames()) + " frame(s)); nothing written:" + why);
     }
-    store::ResultsProvenance prov{input, checksum, g.command_line, r.skipped, o.force};
+    store::ResultsProvenance prov{input, input_checksum(), g.command_line, r.skipped, o.force};
     store::write_results(output, groups, prov, reader.meta());
     r.groups = groups.size();
     return r;

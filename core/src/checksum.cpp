@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "vibra/core/checksum.hpp"
 
+#include <system_error>
+
 #include <cstring>
 #include <fstream>
 #include <vector>
@@ -84,7 +86,7 @@ std::string sha256_hex(std::string_view bytes) {
     return s.hex_digest();
 }
 
-std::string file_checksum(const std::string& path) {
+std::string file_checksum(const std::string& path, const std::atomic<bool>* stop) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw IoError(path + ": cannot open for reading (checksum)");
     Sha256 s;
@@ -92,10 +94,29 @@ std::string file_checksum(const std::string& path) {
     // not a fresh zero-filled mapping per call (the importers checksum every input they read).
     std::vector<char> buf(64 << 10);
     while (in) {
+        if (stop && stop->load(std::memory_order_relaxed)) return "";
         in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
         s.update(buf.data(), static_cast<std::size_t>(in.gcount()));
     }
     return "sha256:" + s.hex_digest();
+}
+
+BackgroundChecksum::BackgroundChecksum(std::string path) {
+    try {
+        result_ = std::async(std::launch::async, [this, path] { return file_checksum(path, &stop_); });
+    } catch (const std::system_error&) {  // no thread to be had (ulimit -u): hash here and now
+        value_ = file_checksum(path);
+    }
+}
+
+BackgroundChecksum::~BackgroundChecksum() {
+    stop_ = true;
+    if (result_.valid()) result_.wait();
+}
+
+const std::string& BackgroundChecksum::get() {
+    if (result_.valid()) value_ = result_.get();
+    return value_;
 }
 
 }  // namespace vibra

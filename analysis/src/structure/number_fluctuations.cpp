@@ -79,31 +79,38 @@ bool NumberFluctuationAccumulator::box_counts(const StructureFrame& fr, BoxCount
     double x0, y0, x1, y1;
     region_of(fr.window, x0, y0, x1, y1);
     const double lx = x1 - x0, ly = y1 - y0;
-    for (auto& c : out.count) c.resize(ell_.size());
+    for (int s = 0; s < 3; ++s) out.sum[s].assign(ell_.size(), 0.0), out.sum2[s].assign(ell_.size(), 0.0);
     out.tiles.assign(ell_.size(), 0);
     for (std::size_t k = 0; k < ell_.size(); ++k) {
         const double l = ell_[k];
         const auto nx = static_cast<std::size_t>(std::floor(lx / l)),
                    ny = static_cast<std::size_t>(std::floor(ly / l));
-        for (auto& c : out.count) c[k].clear();
         if (nx == 0 || ny == 0) continue;
         out.tiles[k] = nx * ny;
         // tiles centred in the region
         const double ox = x0 + 0.5 * (lx - static_cast<double>(nx) * l),
                      oy = y0 + 0.5 * (ly - static_cast<double>(ny) * l);
-        for (auto& c : out.count) c[k].assign(nx * ny, 0.0);
+        auto& cnt = out.scratch;
+        cnt.assign(3 * nx * ny, 0);  // [tile][species]
         for (std::size_t i = 0; i < fr.size(); ++i) {
             const double fx = (fr.x[i] - ox) / l, fy = (fr.y[i] - oy) / l;
             if (!(fx >= 0 && fy >= 0)) continue;
             const auto ix = static_cast<std::size_t>(fx), iy = static_cast<std::size_t>(fy);
             if (ix >= nx || iy >= ny) continue;
-            const std::size_t b = iy * nx + ix;
-            out.count[2][k][b] += 1;
+            const std::size_t b = 3 * (iy * nx + ix);
+            cnt[b + 2] += 1;
             if (fr.species[i] == kSpeciesSmall)
-                out.count[0][k][b] += 1;
+                cnt[b] += 1;
             else if (fr.species[i] == kSpeciesLarge)
-                out.count[1][k][b] += 1;
+                cnt[b + 1] += 1;
         }
+        // Integer counts: these sums are exact, so adding them per frame gives the same bits as
+        // adding every tile's count to the run's totals.
+        for (std::size_t b = 0; b < nx * ny; ++b)
+            for (int s = 0; s < 3; ++s) {
+                const auto c = static_cast<double>(cnt[3 * b + static_cast<std::size_t>(s)]);
+                out.sum[s][k] += c, out.sum2[s][k] += c * c;
+            }
     }
     return true;
 }
@@ -112,8 +119,7 @@ void NumberFluctuationAccumulator::add(const BoxCounts& c) {
     for (std::size_t k = 0; k < ell_.size(); ++k) {
         if (c.tiles[k] == 0) continue;
         n_[k] += static_cast<double>(c.tiles[k]);
-        for (int s = 0; s < 3; ++s)
-            for (double v : c.count[s][k]) s1_[s][k] += v, s2_[s][k] += v * v;
+        for (int s = 0; s < 3; ++s) s1_[s][k] += c.sum[s][k], s2_[s][k] += c.sum2[s][k];
     }
     ++frames_;
 }

@@ -41,11 +41,12 @@ public:
     void accumulate(const StructureFrame& frame);
     NumberFluctuationResult result() const;
 
-    /// One frame's box counts: count[species][size][tile] (species 0 small, 1 large, 2 all),
-    /// tiles[size] (0: the box does not fit in the region).
+    /// One frame's box counts summed over its tiles: sum[species][size] = Σ N, sum2 = Σ N²
+    /// (species 0 small, 1 large, 2 all), tiles[size] (0: the box does not fit in the region).
     struct BoxCounts {
-        std::vector<std::vector<double>> count[3];
+        std::vector<double> sum[3], sum2[3];
         std::vector<std::size_t> tiles;
+        std::vector<std::uint32_t> scratch;  ///< per tile and species, reused
     };
     /// The counts of `frame` into `out` (false, nothing counted, until a frame fixed the sizes or
     /// when the frame has fewer than 2 particles); const: safe from several threads.

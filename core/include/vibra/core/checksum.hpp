@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <atomic>
+#include <future>
 #include <string>
 #include <string_view>
 
@@ -26,7 +28,26 @@ private:
 };
 
 std::string sha256_hex(std::string_view bytes);
-/// "sha256:<hex>" of a file's bytes; throws IoError naming the file.
-std::string file_checksum(const std::string& path);
+/// "sha256:<hex>" of a file's bytes; throws IoError naming the file. With `stop`: returns ""
+/// as soon as *stop is set (checked every 64 KiB).
+std::string file_checksum(const std::string& path, const std::atomic<bool>* stop = nullptr);
+
+/// file_checksum on a thread of its own while the caller goes on (`vibra analyze` hashes its
+/// input beside the analyses: the hash is then no longer a serial step before them). get() waits
+/// for the value (rethrowing the hashing's error); the destructor stops the hashing and waits for
+/// the thread, so an error or a Ctrl-C in the caller never waits for the rest of a large file.
+class BackgroundChecksum {
+public:
+    explicit BackgroundChecksum(std::string path);
+    ~BackgroundChecksum();
+    BackgroundChecksum(const BackgroundChecksum&) = delete;
+    BackgroundChecksum& operator=(const BackgroundChecksum&) = delete;
+    const std::string& get();
+
+private:
+    std::atomic<bool> stop_{false};
+    std::future<std::string> result_;
+    std::string value_;
+};
 
 }  // namespace vibra
