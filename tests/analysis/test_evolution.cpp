@@ -308,7 +308,7 @@ void require_identical(const ResultGroup& a, const ResultGroup& b) {
 }
 }  // namespace
 
-TEST_CASE("defects: identical for 1, 2 and 3 threads on a random field with many defects, both routes",
+TEST_CASE("defects (both routes), field and correlations: identical for 1, 2 and 3 threads on random walkers",
           "[unit]") {
     // Independent random walkers in a periodic box: the displacement field is noise, full of ±1 defects.
     const auto g = Geometry::periodic(0, 0, 30, 30);
@@ -333,20 +333,27 @@ TEST_CASE("defects: identical for 1, 2 and 3 threads on a random field with many
     t.index = build_frame_index(t.rows, 0, T);
     InMemorySource src(std::move(t));
     const auto all = collective_analyses();
-    for (const char* route : {"grid", "delaunay"}) {
-        INFO("route " << route);
-        auto o = defaults(spec(all, "defects"));
-        o["defects-lags"] = "1,3";
-        o["defects-stride"] = "1";  // 29 + 27 fields: batches of 4, 8 and 12 end part-full
-        o["defects-route"] = route;
+    const auto identical_runs = [&](const std::string& name, std::map<std::string, std::string> o) {
+        o[name + "-lags"] = "1,3";
+        o[name + "-stride"] = "1";  // 29 + 27 pairs: batches of 4, 8 and 12 end part-full
         std::vector<ResultGroup> runs;
         for (int threads : {1, 2, 3}) {
             AnalysisContext c{src, o, false, threads, nullptr};
-            runs.push_back(spec(all, "defects").run(c).front());
+            runs.push_back(spec(all, name).run(c).front());
         }
-        const auto& counts = data<std::int64_t>(runs[0], "counts");
-        REQUIRE(std::accumulate(counts.begin(), counts.end(), std::int64_t{0}) > 500);
         require_identical(runs[1], runs[0]);
         require_identical(runs[2], runs[0]);
+        return runs[0];
+    };
+    for (const char* route : {"grid", "delaunay"}) {
+        INFO("route " << route);
+        auto o = defaults(spec(all, "defects"));
+        o["defects-route"] = route;
+        const auto g = identical_runs("defects", o);
+        const auto& counts = data<std::int64_t>(g, "counts");
+        REQUIRE(std::accumulate(counts.begin(), counts.end(), std::int64_t{0}) > 500);
     }
+    // field (snapshots kept in order) and correlations (merged in order) run on the same batches
+    REQUIRE(identical_runs("field", defaults(spec(all, "field"))).groups.size() == 2);
+    REQUIRE(!data<double>(identical_runs("correlations", defaults(spec(all, "correlations"))), "xi").empty());
 }

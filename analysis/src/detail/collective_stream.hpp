@@ -131,26 +131,32 @@ inline void record_field_settings(const FieldSettings& s, Attributes& a) {
 
 /// Calls fn(lag_index, time_index, displacements) for every start frame t_k = k·stride and every
 /// lag with t_k + lag < T, in increasing end frame. Velocity mode divides u by the lag time.
-/// threads > 1: the calls of a batch of 4·threads (lag, start) pairs run in parallel, in no set
-/// order, so fn must write only outputs of its own (lag, start) pair (results then identical for
-/// any thread count).
+///
+/// With threads > 1 the (lag, start) pairs are taken in batches of 4·threads: map(lag, time,
+/// displacements, slot) for each pair of a batch in parallel (slot < 4·threads: the pair's place
+/// in its batch, so map writes only to storage of its own slot or of its own pair), then
+/// reduce(lag, time, displacements, slot) for each, in stream order on the calling thread.
+/// Whatever reduce sums is summed in the same order for any thread count (identical results).
+using DisplacementFn = std::function<void(std::size_t, std::int64_t, Displacements&, std::size_t)>;
 inline void stream_displacements(const TrajectorySource& src, const FieldSettings& s,
-                                 const std::function<void(std::size_t, std::int64_t, Displacements&)>& fn,
-                                 int threads = 1) {
+                                 const DisplacementFn& map, const DisplacementFn& reduce, int threads) {
     const std::int64_t T = src.n_frames(), Lmax = s.lags.back();
     const std::int64_t block = frames_per_block(src, 1 << 20);
     std::deque<FrameSnapshot> ring;  // frames [f − Lmax, f]
     const auto& fc = src.frame_columns();
-    struct Job {
+    struct Pair {
         std::size_t lag;
         std::int64_t start;
         Displacements d;
     };
-    std::vector<Job> batch;
+    std::vector<Pair> batch;
     const std::size_t batch_size = 4 * static_cast<std::size_t>(std::max(1, threads));
     const auto run_batch = [&] {
         parallel_for_each(batch.size(), threads,
-                          [&](std::size_t j, int) { fn(batch[j].lag, batch[j].start, batch[j].d); });
+                          [&](std::size_t j, int) { map(batch[j].lag, batch[j].start, batch[j].d, j); });
+        if (reduce)
+            for (std::size_t j = 0; j < batch.size(); ++j)
+                reduce(batch[j].lag, batch[j].start, batch[j].d, j);
         batch.clear();
     };
     for (std::int64_t b0 = 0; b0 < T; b0 += block) {
@@ -170,16 +176,19 @@ inline void stream_displacements(const TrajectorySource& src, const FieldSetting
                                     ": non-increasing frame times");
                     for (std::size_t i = 0; i < d.size(); ++i) d.ux[i] /= dt, d.uy[i] /= dt;
                 }
-                if (threads <= 1) {
-                    fn(li, t / s.stride, d);
-                    continue;
-                }
                 batch.push_back({li, t / s.stride, std::move(d)});
                 if (batch.size() == batch_size) run_batch();
             }
         }
     }
     run_batch();
+}
+
+/// One thread, fn(lag_index, time_index, displacements) per pair in stream order.
+inline void stream_displacements(const TrajectorySource& src, const FieldSettings& s,
+                                 const std::function<void(std::size_t, std::int64_t, Displacements&)>& fn) {
+    stream_displacements(
+        src, s, [&](std::size_t li, std::int64_t k, Displacements& d, std::size_t) { fn(li, k, d); }, {}, 1);
 }
 
 inline GridField field_of(const FieldSettings& s, const Displacements& d) {

@@ -37,6 +37,7 @@ ResultGroup run_field(const AnalysisContext& ctx) {
     p.field = detail::resolve_field_settings(ctx, "field");
     p.snapshots = ctx.integer("field-snapshots");
     if (p.snapshots < 0) throw ParameterError("--field-snapshots must be ≥ 0");
+    p.threads = std::max(1, ctx.threads);
     return to_group(compute_field(ctx.source, p), p, ctx.source);
 }
 
@@ -175,6 +176,7 @@ ResultGroup run_correlations(const AnalysisContext& ctx) {
     p.fit_floor = ctx.number("correlations-fit-floor");
     if (!(p.fit_floor > 0 && p.fit_floor < 1))
         throw ParameterError("--correlations-fit-floor must be in (0, 1)");
+    p.threads = std::max(1, ctx.threads);
     return to_group(compute_correlations(ctx.source, p), p, ctx.source);
 }
 

@@ -634,7 +634,7 @@ DefectAnalysisResult compute_defects(const TrajectorySource& src, const DefectAn
     // Each (lag, start) pair writes only its own entries: the pairs may run on several threads.
     detail::stream_displacements(
         src, s,
-        [&](std::size_t li, std::int64_t k, Displacements& d) {
+        [&](std::size_t li, std::int64_t k, Displacements& d, std::size_t) {
             const std::size_t at = li * nt + static_cast<std::size_t>(k);
             DefectParams dp;
             dp.merge = p.merge;
@@ -662,7 +662,7 @@ DefectAnalysisResult compute_defects(const TrajectorySource& src, const DefectAn
             r.threshold_used[at] = dp.min_magnitude;
             r.done[at] = 1;
         },
-        p.threads);
+        {}, p.threads);
     // Reference points for the defect pair correlation: grid nodes inside the region.
     for (std::size_t j = 0; j < s.grid.ny; ++j)
         for (std::size_t i = 0; i < s.grid.nx; ++i)

@@ -262,35 +262,51 @@ FieldResult compute_field(const TrajectorySource& src, const FieldParams& p) {
     }
     auto& snaps = r.snapshots;
     snaps.resize(nl);
-    detail::stream_displacements(src, s, [&](std::size_t li, std::int64_t k, Displacements& d) {
+    const auto is_snapshot = [&](std::size_t li, std::int64_t k) {
+        return std::find(snap_k[li].begin(), snap_k[li].end(), k) != snap_k[li].end();
+    };
+    // Per pair on the worker threads; a snapshot's field and triangles go to its batch slot and
+    // are appended in stream order.
+    struct Slot {
+        GridField F;
+        std::vector<std::array<std::int32_t, 3>> triangles;
+    };
+    std::vector<Slot> slots(4 * static_cast<std::size_t>(std::max(1, p.threads)));
+    const auto map = [&](std::size_t li, std::int64_t k, Displacements& d, std::size_t slot) {
         const std::size_t at = li * nt + static_cast<std::size_t>(k);
         double e = 0;
         for (std::size_t i = 0; i < d.size(); ++i) e += d.ux[i] * d.ux[i] + d.uy[i] * d.uy[i];
         ke[at] = d.size() ? 0.5 * e / static_cast<double>(d.size()) : kNaN;
         polar[at] = polar_order(d.ux, d.uy);
         npart[at] = static_cast<double>(d.size());
-        const auto F = detail::field_of(s, d);
+        auto F = detail::field_of(s, d);
         vfrac[at] = static_cast<double>(F.n_valid()) / static_cast<double>(M);
         rms[at] = detail::rms_valid(F);
-        if (std::find(snap_k[li].begin(), snap_k[li].end(), k) != snap_k[li].end()) {
-            auto& sn = snaps[li];
-            for (std::size_t m = 0; m < M; ++m) {
-                sn.ux.push_back(F.valid[m] ? F.ux[m] : kNaN);
-                sn.uy.push_back(F.valid[m] ? F.uy[m] : kNaN);
-            }
-            sn.px.insert(sn.px.end(), d.x.begin(), d.x.end());
-            sn.py.insert(sn.py.end(), d.y.begin(), d.y.end());
-            sn.pux.insert(sn.pux.end(), d.ux.begin(), d.ux.end());
-            sn.puy.insert(sn.puy.end(), d.uy.begin(), d.uy.end());
-            // The Delaunay alternative: the particle vectors on their triangulation (piecewise-linear
-            // field), vertex indices local to the snapshot.
-            for (const auto& t : delaunay(d.x, d.y).triangles)
-                for (auto v : t) sn.tri.push_back(v);
-            sn.tri_offsets.push_back(static_cast<std::int64_t>(sn.tri.size() / 3));
-            sn.offsets.push_back(static_cast<std::int64_t>(sn.px.size()));
-            sn.frames.push_back(d.frame);
+        if (!is_snapshot(li, k)) return;
+        slots[slot].F = std::move(F);
+        // The Delaunay alternative: the particle vectors on their triangulation (piecewise-linear
+        // field), vertex indices local to the snapshot.
+        slots[slot].triangles = delaunay(d.x, d.y).triangles;
+    };
+    const auto reduce = [&](std::size_t li, std::int64_t k, Displacements& d, std::size_t slot) {
+        if (!is_snapshot(li, k)) return;
+        const auto& F = slots[slot].F;
+        auto& sn = snaps[li];
+        for (std::size_t m = 0; m < M; ++m) {
+            sn.ux.push_back(F.valid[m] ? F.ux[m] : kNaN);
+            sn.uy.push_back(F.valid[m] ? F.uy[m] : kNaN);
         }
-    });
+        sn.px.insert(sn.px.end(), d.x.begin(), d.x.end());
+        sn.py.insert(sn.py.end(), d.y.begin(), d.y.end());
+        sn.pux.insert(sn.pux.end(), d.ux.begin(), d.ux.end());
+        sn.puy.insert(sn.puy.end(), d.uy.begin(), d.uy.end());
+        for (const auto& t : slots[slot].triangles)
+            for (auto v : t) sn.tri.push_back(v);
+        sn.tri_offsets.push_back(static_cast<std::int64_t>(sn.tri.size() / 3));
+        sn.offsets.push_back(static_cast<std::int64_t>(sn.px.size()));
+        sn.frames.push_back(d.frame);
+    };
+    detail::stream_displacements(src, s, map, reduce, p.threads);
     return r;
 }
 

@@ -161,13 +161,20 @@ CorrelationsResult compute_correlations(const TrajectorySource& src, const Corre
     auto& polar = res.polar;
     res.r = acc[0].r();
     const auto& r = res.r;
-    detail::stream_displacements(src, s, [&](std::size_t li, std::int64_t k, Displacements& d) {
-        VelocityCorrelation one(p);
-        one.add(d.x, d.y, d.ux, d.uy, s.geometry);
-        xi[li * nt + static_cast<std::size_t>(k)] = correlation_length(r, one.c(), floor);
-        polar[li * nt + static_cast<std::size_t>(k)] = polar_order(d.ux, d.uy);
-        acc[li].merge(one);
-    });
+    // Each pair's correlation on the worker threads (into its batch slot), merged in stream order.
+    std::vector<VelocityCorrelation> ones(4 * static_cast<std::size_t>(std::max(1, q.threads)),
+                                          VelocityCorrelation(p));
+    detail::stream_displacements(
+        src, s,
+        [&](std::size_t li, std::int64_t k, Displacements& d, std::size_t slot) {
+            auto& one = ones[slot];
+            one = VelocityCorrelation(p);
+            one.add(d.x, d.y, d.ux, d.uy, s.geometry);
+            xi[li * nt + static_cast<std::size_t>(k)] = correlation_length(r, one.c(), floor);
+            polar[li * nt + static_cast<std::size_t>(k)] = polar_order(d.ux, d.uy);
+        },
+        [&](std::size_t li, std::int64_t, Displacements&, std::size_t slot) { acc[li].merge(ones[slot]); },
+        q.threads);
     return res;
 }
 

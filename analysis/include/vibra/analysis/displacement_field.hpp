@@ -133,6 +133,7 @@ struct FieldSettings {
 struct FieldParams {
     FieldSettings field;
     std::int64_t snapshots = 3;  ///< start frames (evenly spaced) whose grid and particle vectors are kept
+    int threads = 1;             ///< (lag, start) fields in parallel, kept in order (identical for any count)
 };
 struct FieldSnapshots {
     std::vector<double> ux, uy;            ///< [snapshot][ny][nx], NaN where masked

@@ -68,6 +68,7 @@ struct CorrelationsParams {
     VelocityCorrelationParams corr{std::numeric_limits<double>::quiet_NaN(),
                                    std::numeric_limits<double>::quiet_NaN(), true};
     double fit_floor = 0.1;  ///< ξ: fit of log C(r) while C > fit_floor × C(first bin), in (0, 1)
+    int threads = 1;         ///< (lag, start) pairs in parallel, merged in order (identical for any count)
 };
 struct CorrelationsResult {
     VelocityCorrelationParams corr;        ///< as used
