@@ -74,8 +74,17 @@ Estimate estimate(std::span<const cv::Mat> frames, const cv::Rect& roi, const St
     Estimate e;
     const float s = p.invert ? -1.f : 1.f;
     const int L = std::max(16, static_cast<int>(std::lround(4 * p.r_large)));
-    std::vector<cv::Mat> u(frames.size());
-    for (std::size_t k = 0; k < frames.size(); ++k) frames[k](roi).convertTo(u[k], CV_32F, s);
+    // u = ±v of frame k in the region: sampled in place (passes 1 and κ), or converted into one
+    // reused buffer (pass 2), not one float copy per frame (48 frames of 4 MB each, every page
+    // of them a fresh page fault).
+    const auto u_at = [&](std::size_t k, int j, int i) {
+        return s * sample(frames[k], roi.y + j, roi.x + i);
+    };
+    cv::Mat uk;
+    const auto u = [&](std::size_t k) -> const cv::Mat& {
+        frames[k](roi).convertTo(uk, CV_32F, s);
+        return uk;
+    };
     const cv::Mat good = stuck.empty() ? cv::Mat() : (stuck(roi) == 0);
     // Pass 1: per block the background's quartiles of all samples: level and noise.
     const int H = roi.height, W = roi.width;
@@ -88,11 +97,11 @@ Estimate estimate(std::span<const cv::Mat> frames, const cv::Rect& roi, const St
         for (int by = 0; by < nby; ++by)
             for (int bx = 0; bx < nbx; ++bx) {
                 vals.clear();
-                for (const auto& f : u)  // every other row and column: plenty of samples
-                    for (int j = by * L; j < std::min(H, (by + 1) * L); j += 2) {
-                        const float* r = f.ptr<float>(j);
-                        for (int i = bx * L; i < std::min(W, (bx + 1) * L); i += 2) vals.push_back(r[i]);
-                    }
+                for (std::size_t k = 0; k < frames.size();
+                     ++k)  // every other row and column: plenty of samples
+                    for (int j = by * L; j < std::min(H, (by + 1) * L); j += 2)
+                        for (int i = bx * L; i < std::min(W, (bx + 1) * L); i += 2)
+                            vals.push_back(u_at(k, j, i));
                 const auto ka = static_cast<std::ptrdiff_t>(vals.size() / 8),
                            kb = static_cast<std::ptrdiff_t>(vals.size() / 4);
                 std::nth_element(vals.begin(), vals.begin() + kb, vals.end());
@@ -110,13 +119,14 @@ Estimate estimate(std::span<const cv::Mat> frames, const cv::Rect& roi, const St
     const cv::Mat& level1 = q1;  // u-space background level
     // κ: disk samples (far above the noise) relative to the level.
     std::vector<float> ratio;
-    for (const auto& f : u)
+    for (std::size_t k = 0; k < frames.size(); ++k)
         for (int j = 0; j < H; j += 2) {
-            const float* r = f.ptr<float>(j);
             const float* g = level1.ptr<float>(j);
-            for (int i = 0; i < W; i += 2)
-                if (r[i] - g[i] > 8 * e.noise + 2 && std::abs(g[i]) > 0)
-                    ratio.push_back((r[i] - g[i]) / std::abs(g[i]));
+            for (int i = 0; i < W; i += 2) {
+                const float r = u_at(k, j, i);
+                if (r - g[i] > 8 * e.noise + 2 && std::abs(g[i]) > 0)
+                    ratio.push_back((r - g[i]) / std::abs(g[i]));
+            }
         }
     if (ratio.size() < 100) return e;
     e.kappa_abs = median_of(ratio);
@@ -127,12 +137,15 @@ Estimate estimate(std::span<const cv::Mat> frames, const cv::Rect& roi, const St
     const cv::Mat thr = 0.2 * e.kappa_abs * cv::abs(level1);
     const cv::Mat disk_r = cv::getStructuringElement(cv::MORPH_ELLIPSE, cv::Size(7, 7));
     cv::Mat d, near, free_px;
-    for (std::size_t k = 0; k < u.size(); ++k) {
-        cv::GaussianBlur(u[k] - level1, d, cv::Size(0, 0), 1.0);
+    cv::Mat diff;
+    for (std::size_t k = 0; k < frames.size(); ++k) {
+        const cv::Mat& f = u(k);
+        cv::subtract(f, level1, diff);
+        cv::GaussianBlur(diff, d, cv::Size(0, 0), 1.0);
         cv::compare(d, thr, near, cv::CMP_GT);
         cv::dilate(near, near, disk_r);
         cv::bitwise_not(near, free_px);
-        cv::add(sum[k % 2], u[k], sum[k % 2], free_px);
+        cv::add(sum[k % 2], f, sum[k % 2], free_px);
         cv::add(cnt[k % 2], cv::Scalar(1), cnt[k % 2], free_px);
     }
     cv::Mat ba = sum[0] / cv::max(cnt[0], 1), bb = sum[1] / cv::max(cnt[1], 1);
