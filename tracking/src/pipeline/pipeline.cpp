@@ -11,6 +11,7 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -425,6 +426,9 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
     // Radii: given, or estimated from the first frames; edge thresholds adapted to the first
     // frame (TrackParams::adapt_thresholds). The frames are then processed normally: the source is
     // reopened.
+    // The edge adaptation (a locate() of a crop of the first frame) runs beside the static
+    // background's measurement when more than one thread is allowed: neither needs the other.
+    std::future<std::pair<EdgeAdaptation, DetectParams>> adapting;
     if (p.detect.radii.empty() || p.adapt_thresholds) {
         std::vector<cv::Mat> first;
         Frame fr;
@@ -452,11 +456,23 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
         }
         if (p.adapt_thresholds) {
             p.detect.validate();
-            const auto a = adapt_edge_thresholds(first.front(), p.detect);
-            sum.edge_thresholds = a.summary(p.detect);
-            if (p.note && a.factor < 1) p.note(input + ": " + sum.edge_thresholds);
+            auto adapt = [frame = first.front(), d = p.detect]() mutable {
+                const auto a = adapt_edge_thresholds(frame, d);
+                return std::pair{a, d};
+            };
+            adapting =
+                std::async(p.threads == 1 ? std::launch::deferred : std::launch::async, std::move(adapt));
         }
         src = open_video(input, p.reader);
+    }
+    // Measured from frames spread over the range (never from what a worker sees): a function of
+    // the input, the range, the radii and --invert only.
+    if (p.static_background) plan.background = measure_background(input, p, info);
+    if (adapting.valid()) {
+        const auto [a, adapted] = adapting.get();
+        p.detect = adapted;
+        sum.edge_thresholds = a.summary(p.detect);
+        if (p.note && a.factor < 1) p.note(input + ": " + sum.edge_thresholds);
     }
     p.detect.validate();
     // Automatic step: half the small radius, at least 2 px (spots of a few px still move by pixels).
@@ -498,7 +514,6 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
     plan.n_threads = plan.by_strips ? std::min(n_workers, static_cast<int>(strips.size())) : n_workers;
     plan.seam_zone = 0.5 * p.detect.r_small();
     plan.region = edge_region(info.width, info.height, p.roi, p.detect.r_large());
-    if (p.static_background) plan.background = measure_background(input, p, info);
     sum.background = plan.background.frames_used > 0 ? plan.background.describe() : "";
     plan.meta = initial_metadata(input, plan);
     if (!sum.background.empty()) plan.meta.user["static_background"] = sum.background;
