@@ -10,6 +10,7 @@
 #include "vibra/analysis/fit.hpp"
 #include "vibra/analysis/kgap.hpp"
 #include "vibra/core/error.hpp"
+#include "vibra/core/units.hpp"
 
 using namespace vibra;
 using namespace vibra::analysis;
@@ -130,6 +131,36 @@ TEST_CASE(
     const KgapResult r2 = fit_kgap(kgap_input(to_group(cr, src.meta())), kp);
     REQUIRE_THAT(r2.pole.k_gap, WithinRel(r.pole.k_gap, 1e-12));
     REQUIRE_THAT(r2.peak.c, WithinRel(r.peak.c, 1e-12));
+    // Units: the same run as a tracked file in px (2.5 px per mm, frame times in s) read in mm and s,
+    // as `vibra analyze` does by default: c in mm/s = c / 2.5, τ in s unchanged, k_gap and the fitted
+    // k range in 1/mm = 2.5 × (the k grid scaled with them, so the same shells).
+    {
+        constexpr double px_per_mm = 2.5;
+        Trajectory t2 = src.trajectory();
+        t2.meta.length_unit = "px";
+        t2.meta.time_unit = "s";
+        t2.meta.px_per_mm = px_per_mm;
+        t2.frames.time_s.resize(static_cast<std::size_t>(T));
+        for (int f = 0; f < T; ++f) t2.frames.time_s[static_cast<std::size_t>(f)] = dt * f;
+        const InMemorySource cal(std::move(t2));
+        const UnitSource mm(cal, unit_conversion(cal.meta(), UnitSystem::automatic, "cal"));
+        REQUIRE(mm.meta().length_unit == "mm");
+        CurrentsParams cpm = cp;
+        cpm.k_max *= px_per_mm, cpm.dk *= px_per_mm;
+        const KgapResult rm = fit_kgap(kgap_input(compute_currents(mm, cpm)), kp);
+        for (const auto m : {&KgapResult::pole, &KgapResult::peak}) {
+            const auto &a = r.*m, &b = rm.*m;
+            REQUIRE(std::isfinite(a.c));
+            REQUIRE_THAT(b.c, WithinRel(a.c / px_per_mm, 1e-6));
+            REQUIRE_THAT(b.c_err, WithinRel(a.c_err / px_per_mm, 1e-6));
+            REQUIRE_THAT(b.tau, WithinRel(a.tau, 1e-6));
+            REQUIRE_THAT(b.k_gap, WithinRel(a.k_gap * px_per_mm, 1e-6));
+            REQUIRE_THAT(b.k_min, WithinRel(a.k_min * px_per_mm, 1e-6));
+            REQUIRE_THAT(b.k_max, WithinRel(a.k_max * px_per_mm, 1e-6));
+        }
+        const auto grp_mm = to_group(rm, mm.meta());
+        REQUIRE(std::get<std::string>(grp_mm.groups.front().attrs.at("units")) == "k: 1/mm, c: mm/s, tau: s");
+    }
     // the group carries the attributes the issue asks for
     const ResultGroup grp = to_group(r, src.meta());
     REQUIRE(grp.groups.size() == 2);
