@@ -7,7 +7,7 @@
 
 #include "vibra/analysis/clusters.hpp"
 #include "vibra/core/error.hpp"
-#include "vibra/core/trajectory_source.hpp"
+#include "structure_fixtures.hpp"
 
 using namespace vibra;
 using namespace vibra::analysis;
@@ -179,18 +179,9 @@ TEST_CASE("continuum percolation of Poisson disks: wrapping appears around eta_c
 
 TEST_CASE("clusters over a source: identical for 1, 2 and 3 threads, and to adding frame by frame",
           "[unit]") {
-    const auto g = Geometry::periodic(0, 0, 24, 20);
-    std::mt19937_64 rng(5);
-    std::uniform_real_distribution<double> u(0, 1);
-    Trajectory t;
-    t.meta.geometry = g;
-    t.meta.species_diameters = {1.0, 1.4};
-    const std::int64_t T = 23, n = 300;  // 23 frames: batches of 4, 8 and 12 end part-full
-    for (std::int64_t f = 0; f < T; ++f)
-        for (std::int64_t i = 0; i < n - 3 * f; ++i)  // a different count in every frame
-            t.rows.push(f, i, g.lx() * u(rng), g.ly() * u(rng), static_cast<std::int8_t>(i % 2));
-    t.index = build_frame_index(t.rows, 0, T);
-    const InMemorySource src(std::move(t));
+    const std::int64_t T = 23;  // 23 frames: batches of 4, 8 and 12 end part-full
+    const auto src = test::random_frames(
+        Geometry::periodic(0, 0, 24, 20), T, [](auto f) { return 300 - 3 * f; }, 5);
     ClustersParams q;
     q.stride = 2;
     ClusterAccumulator serial(q.clusters);

@@ -5,7 +5,7 @@
 
 #include "vibra/analysis/number_fluctuations.hpp"
 #include "vibra/core/error.hpp"
-#include "vibra/core/trajectory_source.hpp"
+#include "structure_fixtures.hpp"
 
 using namespace vibra;
 using namespace vibra::analysis;
@@ -94,20 +94,12 @@ TEST_CASE("number fluctuations: clustered points fluctuate more, a lattice less"
 
 TEST_CASE("number fluctuations over a source: identical for 1, 2 and 3 threads, and to adding frame by frame",
           "[unit]") {
-    const auto g = Geometry::rect(0, 0, 30, 20);
-    std::mt19937_64 rng(6);
-    std::uniform_real_distribution<double> u(0, 1);
-    Trajectory t;
-    t.meta.geometry = g;
-    const std::int64_t T = 23, n = 400;
-    for (std::int64_t f = 0; f < T; ++f) {
-        if (f == 1) continue;  // frame 0 has one particle and frame 1 none: the sizes come from frame 2
-        for (std::int64_t i = 0; i < (f == 0 ? 1 : n - 5 * f); ++i)
-            t.rows.push(f, i, g.lx() * u(rng), g.ly() * u(rng),
-                        static_cast<std::int8_t>(u(rng) < 0.4 ? 0 : 1));
-    }
-    t.index = build_frame_index(t.rows, 0, T);
-    const InMemorySource src(std::move(t));
+    // frame 0 has one particle and frame 1 none: the sizes come from frame 2
+    const std::int64_t T = 23;
+    const auto src = test::random_frames(
+        Geometry::rect(0, 0, 30, 20), T, [](auto f) { return f == 0   ? 1
+                                                             : f == 1 ? 0
+                                                                      : 400 - 5 * f; }, 6);
     NumberFluctuationsParams q;
     NumberFluctuationAccumulator serial(q.boxes);
     for (std::int64_t f = 0; f < T; ++f) serial.accumulate(structure_frame(src.read_frames(f, 1), f));

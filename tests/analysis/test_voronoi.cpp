@@ -7,6 +7,7 @@
 
 #include "vibra/analysis/voronoi.hpp"
 #include "vibra/core/error.hpp"
+#include "structure_fixtures.hpp"
 #include "vibra/core/trajectory_source.hpp"
 
 using namespace vibra;
@@ -210,18 +211,10 @@ TEST_CASE("Poisson-Voronoi cells: mean area |W|/N, reduced variance 0.280", "[un
 }
 
 TEST_CASE("voronoi over a source: identical for 1, 2 and 3 threads, frames in order", "[unit]") {
-    const auto g = Geometry::rect(0, 0, 24, 20);  // a window: boundary cells excluded
-    std::mt19937_64 rng(8);
-    std::uniform_real_distribution<double> u(0, 1);
-    Trajectory t;
-    t.meta.geometry = g;
-    t.meta.species_diameters = {1.0, 1.4};
-    const std::int64_t T = 23, n = 300;  // 23 frames: batches of 4, 8 and 12 end part-full
-    for (std::int64_t f = 0; f < T; ++f)
-        for (std::int64_t i = 0; i < n - f; ++i)  // a different count in every frame
-            t.rows.push(f, i, g.lx() * u(rng), g.ly() * u(rng), static_cast<std::int8_t>(i % 2));
-    t.index = build_frame_index(t.rows, 0, T);
-    const InMemorySource src(std::move(t));
+    // a window (boundary cells excluded); 23 frames: batches of 4, 8 and 12 end part-full
+    const std::int64_t T = 23;
+    const auto src = test::random_frames(
+        Geometry::rect(0, 0, 24, 20), T, [](auto f) { return 300 - f; }, 8);
     std::vector<VoronoiAnalysisResult> runs;
     for (int threads : {1, 2, 3}) {
         VoronoiAnalysisParams q;
@@ -253,6 +246,6 @@ TEST_CASE("voronoi over a source: identical for 1, 2 and 3 threads, frames in or
             boundary += v.boundary[i], used += !v.boundary[i] && v.area[i] > 0;
         REQUIRE(r.n_boundary[k] == boundary);
         REQUIRE(r.n_cells[k] == used);
-        REQUIRE(r.n_cells[k] > 0.7 * static_cast<double>(n - f));
+        REQUIRE(r.n_cells[k] > 0.7 * static_cast<double>(300 - f));
     }
 }
