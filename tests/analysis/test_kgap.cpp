@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <complex>
+#include <cstring>
 #include <numbers>
 #include <random>
 
@@ -131,6 +132,25 @@ TEST_CASE(
     const KgapResult r2 = fit_kgap(kgap_input(to_group(cr, src.meta())), kp);
     REQUIRE_THAT(r2.pole.k_gap, WithinRel(r.pole.k_gap, 1e-12));
     REQUIRE_THAT(r2.peak.c, WithinRel(r.peak.c, 1e-12));
+    // The bootstrap replicas fitted on 3 threads: the same bits.
+    {
+        KgapParams kp3 = kp;
+        kp3.threads = 3;
+        const KgapResult r3 = fit_kgap(kgap_input(cr), kp3);
+        const auto same = [](const std::vector<double>& a, const std::vector<double>& b) {
+            return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+        };
+        REQUIRE(same(r3.omega2_pole_err, r.omega2_pole_err));
+        REQUIRE(same(r3.gamma_err, r.gamma_err));
+        REQUIRE(same(r3.omega_peak_err, r.omega_peak_err));
+        for (const auto m : {&KgapResult::pole, &KgapResult::peak}) {
+            REQUIRE(std::memcmp(&(r3.*m).c_err, &(r.*m).c_err, sizeof(double)) == 0);
+            REQUIRE(std::memcmp(&(r3.*m).k_gap_err, &(r.*m).k_gap_err, sizeof(double)) == 0);
+            REQUIRE(std::memcmp(&(r3.*m).tau_err, &(r.*m).tau_err, sizeof(double)) == 0);
+            REQUIRE((r3.*m).n_bootstrap_ok == (r.*m).n_bootstrap_ok);
+        }
+        REQUIRE(std::memcmp(&r3.c_l_err, &r.c_l_err, sizeof(double)) == 0);
+    }
     // Units: the same run as a tracked file in px (2.5 px per mm, frame times in s) read in mm and s,
     // as `vibra analyze` does by default: c in mm/s = c / 2.5, τ in s unchanged, k_gap and the fitted
     // k range in 1/mm = 2.5 × (the k grid scaled with them, so the same shells).

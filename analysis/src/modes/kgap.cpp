@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "vibra/analysis/kgap.hpp"
 
+#include "detail/parallel.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <memory>
 #include <limits>
 #include <numbers>
 #include <random>
@@ -220,6 +223,10 @@ public:
 private:
     /// Fits every shell of C_T (the first call, on the whole run, gives the later fits their start).
     PerShell per_shell(const std::vector<double>& ct, const std::vector<double>& cl, bool first) {
+        return per_shell(ct, cl, first, spec_);
+    }
+    PerShell per_shell(const std::vector<double>& ct, const std::vector<double>& cl, bool first,
+                       Spectrum& spec) {
         PerShell o;
         o.s.resize(NS_);
         o.g.resize(NS_);
@@ -231,30 +238,37 @@ private:
             if (first) start_[sh] = q;
             o.g[sh] = q[1];
             o.s[sh] = q[2];
-            o.peak[sh] = spec_.peak(c);
-            o.lpeak[sh] = spec_.peak(&cl[sh * L_]);
+            o.peak[sh] = spec.peak(c);
+            o.lpeak[sh] = spec.peak(&cl[sh * L_]);
         }
         return o;
     }
 
-    /// p.bootstrap resamples: B blocks drawn with replacement, averaged, fitted.
+    /// p.bootstrap resamples: B blocks drawn with replacement, averaged, fitted. The draws are made
+    /// first, in order from one generator; the replicas are then fitted on p.threads threads (each
+    /// with its own spectrum transform) into their own slots: the same for any thread count.
     void bootstrap() {
         const std::size_t B = in_.n_blocks, NS = NS_, L = L_;
         std::mt19937_64 rng(p_.seed);
         std::uniform_int_distribution<std::size_t> pick(0, B - 1);
-        std::vector<double> ct(NS * L), cl(NS * L);
-        for (int b = 0; b < p_.bootstrap; ++b) {
-            std::fill(ct.begin(), ct.end(), 0.0);
-            std::fill(cl.begin(), cl.end(), 0.0);
+        std::vector<std::size_t> draws(static_cast<std::size_t>(p_.bootstrap) * B);
+        for (auto& d : draws) d = pick(rng);
+        const int nt = std::max(1, std::min(p_.threads, p_.bootstrap));
+        std::vector<std::unique_ptr<Spectrum>> specs(static_cast<std::size_t>(nt));
+        reps_.assign(static_cast<std::size_t>(p_.bootstrap), PerShell{});
+        detail::parallel_for_each(reps_.size(), nt, [&](std::size_t b, int w) {
+            auto& spec = specs[static_cast<std::size_t>(w)];
+            if (!spec) spec = std::make_unique<Spectrum>(L, p_, spec_.dt);
+            std::vector<double> ct(NS * L, 0.0), cl(NS * L, 0.0);
             for (std::size_t j = 0; j < B; ++j) {
-                const std::size_t bb = pick(rng);
+                const std::size_t bb = draws[b * B + j];
                 for (std::size_t i = 0; i < NS * L; ++i) {
                     ct[i] += in_.c_t_blocks[bb * NS * L + i] / static_cast<double>(B);
                     cl[i] += in_.c_l_blocks[bb * NS * L + i] / static_cast<double>(B);
                 }
             }
-            reps_.push_back(per_shell(ct, cl, false));
-        }
+            reps_[b] = per_shell(ct, cl, false, *spec);
+        });
     }
 
     /// Per shell: the standard deviation of member over the bootstrap replicas.

@@ -117,6 +117,7 @@ AnalysisSpec kgap_spec() {
             p.bootstrap = static_cast<int>(ctx.integer("kgap-bootstrap"));
             p.seed = static_cast<std::uint64_t>(ctx.integer("kgap-seed"));
             p.cl_shells = static_cast<int>(ctx.integer("kgap-cl-shells"));
+            p.threads = std::max(1, ctx.threads);
             // `needs` below: vibra analyze runs currents first (with its own flags' values) when
             // kgap is asked for alone, so the input is always the currents group of this run.
             if (!ctx.earlier || !ctx.earlier->count("currents"))

@@ -30,6 +30,7 @@ struct KgapParams {
     std::uint64_t seed = 1;            ///< bootstrap random seed
     int cl_shells = 3;        ///< lowest shells used for c_L (slope of the longitudinal peak through 0)
     double significance = 2;  ///< a shell is propagating when ω² > significance·σ(ω²) (and ω_peak > 0)
+    int threads = 1;          ///< threads fitting the bootstrap replicas (results identical for any count)
     void validate() const;    ///< throws ParameterError naming the field and value
 };
 
