@@ -308,8 +308,10 @@ void require_identical(const ResultGroup& a, const ResultGroup& b) {
 }
 }  // namespace
 
-TEST_CASE("defects (both routes), field and correlations: identical for 1, 2 and 3 threads on random walkers",
-          "[unit]") {
+TEST_CASE(
+    "defects (both routes), field, correlations and spectra: identical for 1, 2 and 3 threads on random "
+    "walkers",
+    "[unit]") {
     // Independent random walkers in a periodic box: the displacement field is noise, full of ±1 defects.
     const auto g = Geometry::periodic(0, 0, 30, 30);
     std::mt19937_64 rng(12);
@@ -356,4 +358,7 @@ TEST_CASE("defects (both routes), field and correlations: identical for 1, 2 and
     // field (snapshots kept in order) and correlations (merged in order) run on the same batches
     REQUIRE(identical_runs("field", defaults(spec(all, "field"))).groups.size() == 2);
     REQUIRE(!data<double>(identical_runs("correlations", defaults(spec(all, "correlations"))), "xi").empty());
+    auto so = defaults(spec(all, "spectra"));
+    so["spectra-fst-scales"] = "2,4";  // the filter-space flux too
+    REQUIRE(!data<double>(identical_runs("spectra", so), "energy").empty());
 }

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <future>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <numbers>
 #include <string>
@@ -485,15 +485,24 @@ SpectraResult compute_spectra(const TrajectorySource& src, const SpectraParams& 
             for (std::size_t n = 0; n < e.size(); ++n)
                 e[n] *= std::exp(k[n] * k[n] * s.cg.sigma * s.cg.sigma);
     };
-    detail::stream_displacements(src, s, [&](std::size_t li, std::int64_t k, Displacements& d) {
+    // Per (lag, start) pair on the worker threads, each with its own estimator (FFT plans and
+    // buffers): the pair's own rows, and its shell spectra into its batch slot; the time sums over
+    // the pairs are added in stream order (the same for any thread count).
+    struct Slot {
+        Spectrum S;
+        Transfer Tr;
+    };
+    const std::size_t batch = 4 * static_cast<std::size_t>(std::max(1, p.threads));
+    std::vector<Slot> slots(batch);
+    std::vector<std::unique_ptr<SpectrumEstimator>> ests(batch);
+    const auto map = [&](std::size_t li, std::int64_t k, Displacements& d, std::size_t slot) {
         const auto F = detail::field_of(s, d);
-        // The filter-space flux is independent of the FFT work: overlap them when threads allow.
-        std::future<std::vector<double>> fst_job;
-        if (ns && p.threads > 1)
-            fst_job = std::async(std::launch::async, [&] { return fst_flux(F, scales); });
-        auto S = est.spectrum(F);
-        const auto Tr = est.transfer(F);
-        if (k_axis.empty()) k_axis = S.k;
+        auto& e = ests[slot];
+        if (!e) e = std::make_unique<SpectrumEstimator>(s.grid, p.spectrum);
+        auto& S = slots[slot].S;
+        S = e->spectrum(F);
+        slots[slot].Tr = e->transfer(F);
+        const auto& Tr = slots[slot].Tr;
         deconv(S.e_iso, S.k);  // fits only: e, e_long, e_trans stay raw (Parseval)
         const std::size_t at = li * nt + static_cast<std::size_t>(k);
         std::copy(S.e.begin(), S.e.end(), E.begin() + static_cast<std::ptrdiff_t>(at * nk));
@@ -501,20 +510,25 @@ SpectraResult compute_spectra(const TrajectorySource& src, const SpectraParams& 
         energy[at] = S.energy;
         mfe[at] = S.mean_flow_energy;
         slope[at] = fit_power_law(S.k, S.e_iso, kmin, kmax).exponent;
-        if (std::isfinite(S.energy)) {
-            for (std::size_t n = 0; n < nk; ++n) {
-                eiso[li * nk + n] += std::isfinite(S.e_iso[n]) ? S.e_iso[n] : 0.0;
-                el[li * nk + n] += S.e_long[n];
-                et[li * nk + n] += S.e_trans[n];
-                tsum[li * nk + n] += Tr.t[n];
-            }
-            nsum[li] += 1;
-        }
         if (ns) {
-            const auto fl = fst_job.valid() ? fst_job.get() : fst_flux(F, scales);
+            const auto fl = fst_flux(F, scales);
             std::copy(fl.begin(), fl.end(), fst.begin() + static_cast<std::ptrdiff_t>(at * ns));
         }
-    });
+    };
+    const auto reduce = [&](std::size_t li, std::int64_t, Displacements&, std::size_t slot) {
+        const auto& S = slots[slot].S;
+        const auto& Tr = slots[slot].Tr;
+        if (k_axis.empty()) k_axis = S.k;
+        if (!std::isfinite(S.energy)) return;
+        for (std::size_t n = 0; n < nk; ++n) {
+            eiso[li * nk + n] += std::isfinite(S.e_iso[n]) ? S.e_iso[n] : 0.0;
+            el[li * nk + n] += S.e_long[n];
+            et[li * nk + n] += S.e_trans[n];
+            tsum[li * nk + n] += Tr.t[n];
+        }
+        nsum[li] += 1;
+    };
+    detail::stream_displacements(src, s, map, reduce, p.threads);
     if (k_axis.empty())
         for (std::size_t n = 0; n < nk; ++n) k_axis.push_back(static_cast<double>(n) * est.dk());
     R.dk = est.dk();

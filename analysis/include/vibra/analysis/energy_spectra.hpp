@@ -110,7 +110,7 @@ struct SpectraParams {
     double k_min = std::numeric_limits<double>::quiet_NaN();  ///< fit band; NaN: 4 Δk
     double k_max = std::numeric_limits<double>::quiet_NaN();  ///< NaN: min(1/σ, π/(2h))
     std::vector<double> fst_scales;  ///< filter-space flux scales; empty: σ·{1,2,4,8} below a quarter side
-    int threads = 1;                 ///< > 1: the filter-space flux overlaps the FFT work
+    int threads = 1;  ///< (lag, start) fields in parallel, sums in order (identical for any count)
 };
 /// Arrays [lag][start][shell] (e, flux, de_dt), [lag][start][scale] (fst_flux), [lag][start]
 /// (energy, mean_flow_energy, slope), [lag][shell] (time means), [lag] (fits of the mean).
