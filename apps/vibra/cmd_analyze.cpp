@@ -140,10 +140,14 @@ RunOutcome analyze_one(const std::string& input, const std::string& output,
     const int threads =
         o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     // The input's checksum (provenance): needed at once to refuse a merge into results of another
-    // input (before the analyses run, not after); otherwise hashed beside the analyses.
+    // input (before the analyses run, not after); otherwise hashed beside the analyses — unless
+    // the address space is limited (ulimit -v), where one more thread's stack and malloc arena
+    // (tens of MB of address space) could be what the analyses then miss.
     std::string checksum;
     std::optional<BackgroundChecksum> hashing;
-    if (threads > 1 && !fs::exists(output)) {
+    rlimit as{};
+    const bool as_limited = getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY;
+    if (threads > 1 && !as_limited && !fs::exists(output)) {
         hashing.emplace(input);
     } else {
         checksum = file_checksum(input);

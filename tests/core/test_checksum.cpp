@@ -19,7 +19,7 @@ TEST_CASE("SHA-256 matches the FIPS 180-4 test vectors", "[unit]") {
             "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
-TEST_CASE("file checksums: in the background equal to in the foreground; a stopped hash ends early",
+TEST_CASE("file checksums: in the background equal to in the foreground, a stopped hash ends early",
           "[unit]") {
     namespace fs = std::filesystem;
     const auto path = fs::temp_directory_path() / ("vibra_test_checksum_" + std::to_string(::getpid()));
