@@ -18,6 +18,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace vibra;
+    if (!fuzz::global_heap_sound(data, size)) return -1;  // HDF5 1.10 loops or overreads: not fuzzed
     const std::string dir = fuzz::scratch();
     const std::string in = dir + "/in.h5";
     bool root_ok = false, list_ok = false;

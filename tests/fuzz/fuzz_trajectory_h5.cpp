@@ -16,7 +16,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace vibra;
-    const std::string in = fuzz::scratch() + "/in.h5";  // a name only: the file is never written
+    if (!fuzz::global_heap_sound(data, size)) return -1;  // HDF5 1.10 loops or overreads: not fuzzed
+    const std::string in = fuzz::scratch() + "/in.h5";    // a name only: the file is never written
     const store::detail::ScopedFileImage image(data, size);
     fuzz::accepts([&] {
         store::TrajectoryReader r(in);
