@@ -61,11 +61,16 @@ public:
     std::vector<std::uint8_t> stuck_mask;  ///< W·H, 1 = stuck
 };
 
-/// Measures from `few` frames (CV_8UC1 or CV_16UC1, same size; 8–16 of them spread over the
-/// video: the quick look and the stuck pixels) and, only when the quick look sees a texture,
-/// from the frames `load_all` returns (up to 48, spread). Deterministic: a function of the
-/// frames and the parameters only.
-StaticBackground measure_static_background(std::span<const cv::Mat> few,
+/// Shows each of a fixed set of frames in turn to its argument: the same frames, in the same
+/// order, on every call (a frame need not outlive the call that shows it).
+using FrameVisitor = std::function<void(const std::function<void(const cv::Mat&)>&)>;
+
+/// Measures from the `few` frames (CV_8UC1 or CV_16UC1, same size; 8–16 of them spread over the
+/// video: the quick look and the stuck pixels; shown once, and a second time only when some pixel
+/// is constant over them, so they are never all held at once) and, only when the quick look sees a
+/// texture, from the frames `load_all` returns (up to 48, spread). Deterministic: a function of
+/// the frames and the parameters only.
+StaticBackground measure_static_background(const FrameVisitor& few,
                                            const std::function<std::vector<cv::Mat>()>& load_all,
                                            const StaticBackgroundParams& p);
 /// The same from one set of frames (`few` = up to 16 of them, evenly spaced).

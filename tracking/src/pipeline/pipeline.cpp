@@ -371,9 +371,10 @@ detail::StaticBackground measure_background(const std::string& input, const Trac
     const int k_mem =
         static_cast<int>(std::min<std::int64_t>(p.background_frames, (256LL << 20) / frame_bytes));
     if (n < 0 || n < 16 || k_mem < 16) return {};
-    // The frames numbered `wanted` (in order): read through when they are dense, else one by one.
-    const auto read = [&](const std::vector<std::int64_t>& wanted) {
-        std::vector<cv::Mat> frames;
+    // The frames numbered `wanted` (in order), each shown to `see` as it is decoded: read through
+    // when they are dense, else one by one.
+    const auto visit = [&](const std::vector<std::int64_t>& wanted,
+                           const std::function<void(const cv::Mat&)>& see) {
         Frame fr;
         if (n <= 2 * static_cast<std::int64_t>(wanted.size())) {
             auto src = open_video(input, p.reader);
@@ -383,7 +384,7 @@ detail::StaticBackground measure_background(const std::string& input, const Trac
                 if (st == ReadStatus::end || st == ReadStatus::truncated) break;
                 if (f != wanted[next]) continue;
                 ++next;
-                if (st == ReadStatus::ok && !fr.image.empty()) frames.push_back(fr.image.clone());
+                if (st == ReadStatus::ok && !fr.image.empty()) see(fr.image);
             }
         } else {
             for (const auto f : wanted) {
@@ -391,18 +392,24 @@ detail::StaticBackground measure_background(const std::string& input, const Trac
                 one.first = f;
                 one.last = f + 1;
                 auto src = open_video(input, one);
-                if (src->next(fr) == ReadStatus::ok && !fr.image.empty()) frames.push_back(fr.image.clone());
+                if (src->next(fr) == ReadStatus::ok && !fr.image.empty()) see(fr.image);
             }
         }
-        return frames;
     };
-    const auto few = read(detail::static_background_frames(p.reader.first, p.reader.first + n, 16));
+    // The quick look's 16 frames are shown (and decoded) again rather than held: 16 fresh frame
+    // buffers cost more than reading them twice (docs/performance.md).
+    const auto few_frames = detail::static_background_frames(p.reader.first, p.reader.first + n, 16);
     detail::StaticBackgroundParams bp;
     bp.invert = p.detect.invert;
     bp.r_large = p.detect.r_large();
     return detail::measure_static_background(
-        few,
-        [&] { return read(detail::static_background_frames(p.reader.first, p.reader.first + n, k_mem)); },
+        [&](const std::function<void(const cv::Mat&)>& see) { visit(few_frames, see); },
+        [&] {
+            std::vector<cv::Mat> frames;
+            visit(detail::static_background_frames(p.reader.first, p.reader.first + n, k_mem),
+                  [&](const cv::Mat& f) { frames.push_back(f.clone()); });
+            return frames;
+        },
         bp);
 }
 

@@ -182,43 +182,39 @@ Estimate estimate(std::span<const cv::Mat> frames, const cv::Rect& roi, const St
     return e;
 }
 
-// Pixels constant over the frames (`few` first, then confirmed over all) while the video's noise
-// is ≥ 2 grey levels, and far from their neighbours' median in at least half of the frames (a disk
-// passing over a hot pixel may hide it).
-std::vector<std::int64_t> find_stuck(std::span<const cv::Mat> frames, std::span<const cv::Mat> few,
-                                     double noise, double stuck_sigma) {
+// Pixels constant over the `n` frames `visit` shows (`mn` / `mx`: their per-pixel minimum and
+// maximum) while the video's noise is ≥ 2 grey levels, and far from their neighbours' median in at
+// least half of the frames (a disk passing over a hot pixel may hide it). The frames are shown a
+// second time only when some pixel is constant.
+std::vector<std::int64_t> find_stuck(const FrameVisitor& visit, std::size_t n, const cv::Mat& mn,
+                                     const cv::Mat& mx, double noise, double stuck_sigma) {
     std::vector<std::int64_t> out;
     // A constant pixel means nothing in a noise-free video (or one whose noise is below a grey level).
-    if (!(noise >= 2) || frames.size() < 8) return out;
-    cv::Mat mn = few[0].clone(), mx = few[0].clone();
-    for (const auto& f : few.subspan(1)) {
-        cv::min(mn, f, mn);
-        cv::max(mx, f, mx);
-    }
+    if (!(noise >= 2) || n < 8) return out;
     const int H = mn.rows, W = mn.cols;
     const float still = std::max(1.0f, float(0.1 * noise));
+    std::vector<std::int64_t> constant;
     for (int j = 0; j < H; ++j)
-        for (int i = 0; i < W; ++i) {
-            if (sample(mx, j, i) - sample(mn, j, i) > still) continue;
-            float lo = sample(mn, j, i), hi = lo;
-            for (const auto& f : frames)
-                lo = std::min(lo, sample(f, j, i)), hi = std::max(hi, sample(f, j, i));
-            if (hi - lo > still) continue;
-            // Far from its neighbours in (almost) every frame.
-            int far = 0;
-            for (const auto& f : frames) {
-                float nb[8];
-                int m = 0;
-                for (int dj = -1; dj <= 1; ++dj)
-                    for (int di = -1; di <= 1; ++di) {
-                        const int jj = j + dj, ii = i + di;
-                        if ((dj || di) && jj >= 0 && jj < H && ii >= 0 && ii < W) nb[m++] = sample(f, jj, ii);
-                    }
-                std::nth_element(nb, nb + m / 2, nb + m);
-                if (std::abs(sample(f, j, i) - nb[m / 2]) > stuck_sigma * noise) ++far;
-            }
-            if (far * 2 >= static_cast<int>(frames.size())) out.push_back(std::int64_t(j) * W + i);
+        for (int i = 0; i < W; ++i)
+            if (sample(mx, j, i) - sample(mn, j, i) <= still) constant.push_back(std::int64_t(j) * W + i);
+    if (constant.empty()) return out;
+    std::vector<int> far(constant.size(), 0);
+    visit([&](const cv::Mat& f) {
+        for (std::size_t c = 0; c < constant.size(); ++c) {
+            const int j = static_cast<int>(constant[c] / W), i = static_cast<int>(constant[c] % W);
+            float nb[8];
+            int m = 0;
+            for (int dj = -1; dj <= 1; ++dj)
+                for (int di = -1; di <= 1; ++di) {
+                    const int jj = j + dj, ii = i + di;
+                    if ((dj || di) && jj >= 0 && jj < H && ii >= 0 && ii < W) nb[m++] = sample(f, jj, ii);
+                }
+            std::nth_element(nb, nb + m / 2, nb + m);
+            if (std::abs(sample(f, j, i) - nb[m / 2]) > stuck_sigma * noise) ++far[c];
         }
+    });
+    for (std::size_t c = 0; c < constant.size(); ++c)
+        if (far[c] * 2 >= static_cast<int>(n)) out.push_back(constant[c]);
     return out;
 }
 
@@ -242,7 +238,10 @@ StaticBackground measure_static_background(std::span<const cv::Mat> frames, cons
     const std::size_t stride = std::max<std::size_t>(1, (frames.size() + 15) / 16);
     for (std::size_t k = 0; k < frames.size(); k += stride) few.push_back(frames[k]);
     return measure_static_background(
-        few, [&] { return std::vector<cv::Mat>(frames.begin(), frames.end()); }, p);
+        [&](const std::function<void(const cv::Mat&)>& see) {
+            for (const auto& f : few) see(f);
+        },
+        [&] { return std::vector<cv::Mat>(frames.begin(), frames.end()); }, p);
 }
 
 namespace {
@@ -256,21 +255,61 @@ bool usable(std::span<const cv::Mat> frames) {
 }
 }  // namespace
 
-StaticBackground measure_static_background(std::span<const cv::Mat> few,
+namespace {
+
+// The quick look's inputs, gathered in one pass over the few frames without keeping them: their
+// per-pixel minimum and maximum (the stuck pixels) and their central 256 × 256 px.
+struct QuickLook {
+    std::size_t n = 0;
+    bool usable = true;  // CV_8UC1 or CV_16UC1, one size and type, at least 8 frames
+    cv::Mat mn, mx;
+    cv::Rect centre;
+    std::vector<cv::Mat> crops;
+};
+
+QuickLook gather_quick_look(const FrameVisitor& few) {
+    QuickLook q;
+    few([&](const cv::Mat& f) {
+        if (!q.usable) return;
+        if (q.n == 0) {
+            if (f.type() != CV_8UC1 && f.type() != CV_16UC1) {
+                q.usable = false;
+                return;
+            }
+            const int cw = std::min(f.cols, 256), ch = std::min(f.rows, 256);
+            q.centre = cv::Rect((f.cols - cw) / 2, (f.rows - ch) / 2, cw, ch);
+            q.mn = f.clone(), q.mx = f.clone();
+        } else if (f.size() != q.mn.size() || f.type() != q.mn.type()) {
+            q.usable = false;
+            return;
+        } else {
+            cv::min(q.mn, f, q.mn);
+            cv::max(q.mx, f, q.mx);
+        }
+        q.crops.push_back(f(q.centre).clone());
+        ++q.n;
+    });
+    q.usable = q.usable && q.n >= 8;
+    return q;
+}
+
+}  // namespace
+
+StaticBackground measure_static_background(const FrameVisitor& few,
                                            const std::function<std::vector<cv::Mat>()>& load_all,
                                            const StaticBackgroundParams& p) {
     StaticBackground bg;
-    if (!usable(few)) return bg;
-    const int H = few[0].rows, W = few[0].cols;
-    bg.frames_used = static_cast<int>(few.size());
+    const QuickLook look = gather_quick_look(few);
+    if (!look.usable) return bg;
+    const int H = look.mn.rows, W = look.mn.cols;
+    bg.frames_used = static_cast<int>(look.n);
     // The quick look: the central 256 × 256 px of the few frames (most videos stop here).
-    const int cw = std::min(W, 256), ch = std::min(H, 256);
-    const cv::Rect centre((W - cw) / 2, (H - ch) / 2, cw, ch);
-    const Estimate quick = estimate(few, centre, p, cv::Mat());
+    const Estimate quick =
+        estimate(look.crops, cv::Rect(0, 0, look.centre.width, look.centre.height), p, cv::Mat());
     bg.noise = quick.noise;
     bg.correlation = quick.correlation;
     bg.texture_rms = std::sqrt(quick.texture_var);
-    bg.stuck = find_stuck(few, few, quick.noise, p.stuck_sigma);
+    bg.stuck = find_stuck(few, look.n, look.mn, look.mx, quick.noise, p.stuck_sigma);
     bg.stuck_mask.assign(static_cast<std::size_t>(W) * static_cast<std::size_t>(H), 0);
     cv::Mat stuck_img = cv::Mat::zeros(H, W, CV_8U);
     for (auto k : bg.stuck) {
@@ -287,7 +326,8 @@ StaticBackground measure_static_background(std::span<const cv::Mat> few,
           bg.texture_rms >= 0.5 * p.min_texture * bg.contrast))
         return bg;
     const std::vector<cv::Mat> frames = load_all();
-    if (!usable(frames) || frames[0].size() != few[0].size() || frames[0].type() != few[0].type()) return bg;
+    if (!usable(frames) || frames[0].size() != look.mn.size() || frames[0].type() != look.mn.type())
+        return bg;
     bg.frames_used = static_cast<int>(frames.size());
     const Estimate full = estimate(frames, cv::Rect(0, 0, W, H), p, stuck_img);
     if (full.level.empty()) return bg;

@@ -244,8 +244,9 @@ struct EdgeAdaptation {
     std::string summary(const DetectParams& adapted) const;
 };
 /// Measures the frame's edge strength with `p` (its radii; joint fit off, no min_edge) and scales
-/// p.edge_threshold and p.min_edge by the factor. Deterministic; one locate() of a central crop
-/// (at least half the frame's side, or 40 large radii; disks cut by the crop's border left out).
+/// p.edge_threshold and p.min_edge by the factor. Deterministic; a locate() of a central crop of a
+/// quarter of the frame's side (or 20 large radii), enough when its disks are clearly sharp, else
+/// of half the side (or 40 large radii) alone; disks cut by the crop's border left out.
 EdgeAdaptation adapt_edge_thresholds(const cv::Mat& frame, DetectParams& p);
 
 /// The radii of estimate_radius_classes (compatibility wrapper).
