@@ -58,7 +58,7 @@ public:
     cv::Mat texture;                       ///< T, CV_32F (0 where unknown)
     float kappa = 0;                       ///< Δ = κ·G
     float level0 = 0;                      ///< G₀
-    std::vector<std::uint8_t> stuck_mask;  ///< W·H, 1 = stuck
+    std::vector<std::uint8_t> stuck_mask;  ///< W·H, 1 = stuck (empty when `stuck` is)
 };
 
 /// Shows each of a fixed set of frames in turn to its argument: the same frames, in the same

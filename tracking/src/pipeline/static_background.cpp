@@ -193,10 +193,21 @@ std::vector<std::int64_t> find_stuck(const FrameVisitor& visit, std::size_t n, c
     if (!(noise >= 2) || n < 8) return out;
     const int H = mn.rows, W = mn.cols;
     const float still = std::max(1.0f, float(0.1 * noise));
+    // max − min ≤ still for integer grey values: ≤ ⌊still⌋, row by row on the typed range image.
+    cv::Mat range;
+    cv::absdiff(mx, mn, range);
+    const int limit = static_cast<int>(std::floor(still));
     std::vector<std::int64_t> constant;
-    for (int j = 0; j < H; ++j)
-        for (int i = 0; i < W; ++i)
-            if (sample(mx, j, i) - sample(mn, j, i) <= still) constant.push_back(std::int64_t(j) * W + i);
+    for (int j = 0; j < H; ++j) {
+        const auto scan = [&](const auto* r) {
+            for (int i = 0; i < W; ++i)
+                if (static_cast<int>(r[i]) <= limit) constant.push_back(std::int64_t(j) * W + i);
+        };
+        if (range.depth() == CV_16U)
+            scan(range.ptr<std::uint16_t>(j));
+        else
+            scan(range.ptr<std::uint8_t>(j));
+    }
     if (constant.empty()) return out;
     std::vector<int> far(constant.size(), 0);
     visit([&](const cv::Mat& f) {
@@ -310,8 +321,12 @@ StaticBackground measure_static_background(const FrameVisitor& few,
     bg.correlation = quick.correlation;
     bg.texture_rms = std::sqrt(quick.texture_var);
     bg.stuck = find_stuck(few, look.n, look.mn, look.mx, quick.noise, p.stuck_sigma);
-    bg.stuck_mask.assign(static_cast<std::size_t>(W) * static_cast<std::size_t>(H), 0);
-    cv::Mat stuck_img = cv::Mat::zeros(H, W, CV_8U);
+    // The masks only when needed: a fresh frame-sized buffer costs page faults (clean footage has none).
+    cv::Mat stuck_img;
+    if (!bg.stuck.empty()) {
+        bg.stuck_mask.assign(static_cast<std::size_t>(W) * static_cast<std::size_t>(H), 0);
+        stuck_img = cv::Mat::zeros(H, W, CV_8U);
+    }
     for (auto k : bg.stuck) {
         bg.stuck_mask[static_cast<std::size_t>(k)] = 1;
         stuck_img.at<std::uint8_t>(static_cast<int>(k / W), static_cast<int>(k % W)) = 1;
