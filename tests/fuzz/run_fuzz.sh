@@ -25,7 +25,8 @@
 # <repo>/../shared) for the real camera-header seeds, FUZZ_TARGETS (a subset, space-separated),
 # FUZZ_TIMEOUT (s per input before an input counts as a hang, default 10; a long run at idle
 # priority beside other work needs more, since a starved process is not a hung one), FUZZ_FORK_TIMEOUT
-# (the limit while a fork-mode long run goes on, default 2 s: kept inputs are replayed with FUZZ_TIMEOUT).
+# (the limit while a fork-mode long run goes on, default 2 s: kept inputs are replayed with FUZZ_TIMEOUT),
+# FUZZ_FORK_JOBS (fork-mode jobs at once, default 1: one core).
 # Long runs: docs/reliability.md ("Fuzzing").
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -137,7 +138,7 @@ long_run() {
     cp -n "$corpus/$t"/* "$dir/"
     case $t in
         fuzz_trajectory_h5|fuzz_results_h5|fuzz_image_sequence)
-            fork="-fork=1 -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1" ;;
+            fork="-fork=${FUZZ_FORK_JOBS:-1} -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1" ;;
     esac
     # In fork mode an input over the time limit is kept and the run goes on, so the limit is short
     # (HDF5 1.10's endless loops on damaged heaps would each cost it); kept inputs are replayed below
