@@ -364,7 +364,10 @@ std::vector<Candidate> select_candidates(std::vector<Candidate> c, const Gradien
     c = suppress(std::move(c), p.min_separation * p.r_small(), [](const Candidate& k) { return k.score; });
     if (f > kPolishFactor) {
         const int flank = std::max(2, static_cast<int>(std::lround(p.r_small() / 8)));
-        const auto ring = polish_candidates(g, c, r_lo - flank, r_hi + flank, f, flank);
+        const double rt = std::min(p.ring_tolerance, p.radius_tolerance);
+        const double ring_lo = std::max(r_lo, p.r_small() * (1 - rt)),
+                     ring_hi = std::min(r_hi, p.r_large() * (1 + rt));
+        const auto ring = polish_candidates(g, c, ring_lo - flank, ring_hi + flank, f, flank);
         const float med = quantile(ring, 0.5);
         std::vector<Candidate> kept;
         kept.reserve(c.size());

@@ -27,6 +27,7 @@ void DetectParams::validate() const {
     if (radii.size() == 2 && radii[1] < radii[0]) bad("radius_large", radii[1], ">= radius_small");
     if (!(radius_tolerance >= 0 && radius_tolerance < 0.9))
         bad("radius_tolerance", radius_tolerance, "in [0, 0.9)");
+    if (!(ring_tolerance >= 0 && ring_tolerance < 0.9)) bad("ring_tolerance", ring_tolerance, "in [0, 0.9)");
     if (!(edge_threshold > 0 && edge_threshold < 1)) bad("edge_threshold", edge_threshold, "in (0, 1)");
     if (!(min_score >= 0 && min_score < 1)) bad("min_score", min_score, "in [0, 1)");
     if (!(min_edge >= 0 && min_edge < 1)) bad("min_edge", min_edge, "in [0, 1)");

@@ -455,6 +455,7 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
             try {
                 const auto est = estimate_radius_classes(first, rp);
                 p.detect.radii = est.radii;
+                p.detect.ring_tolerance = 0.15;  // measured outer radii (DetectParams::ring_tolerance)
                 sum.radii_estimate = est.summary();
             } catch (const FormatError& e) {
                 throw FormatError(input + ": " + e.what());

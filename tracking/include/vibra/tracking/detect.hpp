@@ -44,12 +44,17 @@ struct DetectParams {
     std::vector<double> radii;       ///< nominal radii, px: {r} or {r_small, r_large}; required
     bool invert = false;             ///< dark particles on a bright background
     double radius_tolerance = 0.25;  ///< radii searched: [r_small·(1−tol), r_large·(1+tol)]
-    double edge_threshold = 0.12;    ///< a pixel votes when |∇I| ≥ this × local contrast (per px)
-    double min_score = 0.2;       ///< keep maxima with score ≥ this × 75th-percentile score of the frame
-    double min_edge = 0.35;       ///< keep refined disks with edge strength ≥ this × median strength
-    double min_separation = 0.7;  ///< × r_small: closest two centres may be (NMS and duplicates)
-    int downsample = 0;           ///< vote grid = image / factor; 0 = automatic (r_small / 3)
-    int contrast_block = 0;       ///< px per contrast cell; 0 = automatic (max(32, 6 r_large))
+    /// Large disks (vote cells > 3 px): radii of the ring search that places each candidate,
+    /// [r_small·(1−tol), r_large·(1+tol)], at most radius_tolerance. `vibra track` narrows it to
+    /// 0.15 (the refinement's own range) when it estimated the radii: they are measured outer
+    /// radii, and a wider ring can run through the neighbours' rims (docs/tracking.md).
+    double ring_tolerance = 0.25;
+    double edge_threshold = 0.12;  ///< a pixel votes when |∇I| ≥ this × local contrast (per px)
+    double min_score = 0.2;        ///< keep maxima with score ≥ this × 75th-percentile score of the frame
+    double min_edge = 0.35;        ///< keep refined disks with edge strength ≥ this × median strength
+    double min_separation = 0.7;   ///< × r_small: closest two centres may be (NMS and duplicates)
+    int downsample = 0;            ///< vote grid = image / factor; 0 = automatic (r_small / 3)
+    int contrast_block = 0;        ///< px per contrast cell; 0 = automatic (max(32, 6 r_large))
     /// px: radius spread for the species confidence (at least 5% of r_small is used)
     double radius_sigma = 0.3;
     RefineParams refine;
