@@ -54,6 +54,13 @@ public:
         return st;
     }
 
+    bool seek(std::int64_t index) override {
+        if (index < first_ || index >= last_) return false;
+        pos_ = index;
+        done_ = false;
+        return true;
+    }
+
 protected:
     /// Decodes frame i (0-based in the file) into `frame` (index already set).
     virtual ReadStatus decode(std::int64_t i, Frame& frame) = 0;
@@ -66,7 +73,7 @@ protected:
         if (p.first > n)
             throw ParameterError("--frames: first frame " + std::to_string(p.first) + " is past the end of " +
                                  path_ + " (" + std::to_string(n) + " frames)");
-        pos_ = p.first;
+        pos_ = first_ = p.first;
         last_ = p.last < 0 ? n : std::min(p.last, n);
     }
 
@@ -80,7 +87,7 @@ protected:
     VideoInfo info_;
 
 private:
-    std::int64_t pos_ = 0, last_ = 0;
+    std::int64_t pos_ = 0, first_ = 0, last_ = 0;
     bool done_ = false;
 };
 

@@ -78,7 +78,7 @@ public:
             throw FormatError(input + ": frame range starts at " + std::to_string(p.first) +
                               " but the sequence has " + std::to_string(n) + " frames");
         end_ = p.last < 0 ? n : std::min(n, p.last);
-        next_ = p.first;
+        next_ = first_ = p.first;
         // Size and depth from the first decodable file of the range (the frame itself is kept).
         for (std::int64_t k = next_; k < end_; ++k) {
             cv::Mat img = load(k);
@@ -133,6 +133,12 @@ public:
         return ReadStatus::ok;
     }
 
+    bool seek(std::int64_t index) override {
+        if (index < first_ || index >= end_) return false;
+        next_ = index;
+        return true;
+    }
+
 private:
     // Decoded grey frame k, or an empty Mat when the file cannot be decoded.
     cv::Mat load(std::int64_t k) const {
@@ -150,7 +156,7 @@ private:
     ReaderParams params_;
     VideoInfo info_;
     std::vector<std::string> files_;
-    std::int64_t next_ = 0, end_ = 0;
+    std::int64_t first_ = 0, next_ = 0, end_ = 0;
     int width_ = 0, height_ = 0, type_ = -1;
     cv::Mat pending_;
     std::int64_t pending_index_ = -1;

@@ -361,10 +361,14 @@ struct RunPlan {
     detail::StaticBackground background;  // taken out of every frame by the reader
 };
 
+// Opens the run's input (a video, a camera file, a folder or glob, or TrackParams::input_files)
+// over a frame range.
+using VideoOpener = std::function<std::unique_ptr<FrameSource>(const ReaderParams&)>;
+
 // The static background and stuck pixels, measured from up to p.background_frames frames spread
 // over the range (the same frames for every run of the range, so the same correction whatever
 // the threads, the strips or a resumed checkpoint).
-detail::StaticBackground measure_background(const std::string& input, const TrackParams& p,
+detail::StaticBackground measure_background(const VideoOpener& open, const TrackParams& p,
                                             const VideoInfo& info) {
     const std::int64_t n = frames_in_range(info.n_frames, p.reader);
     const std::int64_t frame_bytes = std::max<std::int64_t>(1, info.width * info.height * 2);
@@ -372,12 +376,13 @@ detail::StaticBackground measure_background(const std::string& input, const Trac
         static_cast<int>(std::min<std::int64_t>(p.background_frames, (256LL << 20) / frame_bytes));
     if (n < 0 || n < 16 || k_mem < 16) return {};
     // The frames numbered `wanted` (in order), each shown to `see` as it is decoded: read through
-    // when they are dense, else one by one.
+    // when they are dense, else one by one (by seeking, or reopening a source that cannot seek).
     const auto visit = [&](const std::vector<std::int64_t>& wanted,
                            const std::function<void(const cv::Mat&)>& see) {
         Frame fr;
+        std::unique_ptr<FrameSource> src;
         if (n <= 2 * static_cast<std::int64_t>(wanted.size())) {
-            auto src = open_video(input, p.reader);
+            src = open(p.reader);
             std::size_t next = 0;
             for (std::int64_t f = p.reader.first; next < wanted.size(); ++f) {
                 const auto st = src->next(fr);
@@ -388,10 +393,11 @@ detail::StaticBackground measure_background(const std::string& input, const Trac
             }
         } else {
             for (const auto f : wanted) {
-                ReaderParams one = p.reader;
-                one.first = f;
-                one.last = f + 1;
-                auto src = open_video(input, one);
+                if (!src || !src->seek(f)) {
+                    ReaderParams from = p.reader;
+                    from.first = f;
+                    src = open(from);
+                }
                 if (src->next(fr) == ReadStatus::ok && !fr.image.empty()) see(fr.image);
             }
         }
@@ -475,7 +481,9 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
     }
     // Measured from frames spread over the range (never from what a worker sees): a function of
     // the input, the range, the radii and --invert only.
-    if (p.static_background) plan.background = measure_background(input, p, info);
+    if (p.static_background)
+        plan.background =
+            measure_background([&](const ReaderParams& rp) { return open_video(input, rp); }, p, info);
     if (adapting.valid()) {
         const auto [a, adapted] = adapting.get();
         p.detect = adapted;

@@ -3,6 +3,8 @@
 // from a fixed set of frames, taken out of every frame. See detail/static_background.hpp.
 #include "detail/static_background.hpp"
 
+#include "detail/detect_util.hpp"
+
 #include <opencv2/imgproc.hpp>
 
 #include <algorithm>
@@ -18,13 +20,6 @@ namespace {
 
 float sample(const cv::Mat& m, int j, int i) {
     return m.depth() == CV_16U ? float(m.ptr<std::uint16_t>(j)[i]) : float(m.ptr<std::uint8_t>(j)[i]);
-}
-
-double median_of(std::vector<float> v) {
-    if (v.empty()) return 0;
-    const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-    std::nth_element(v.begin(), mid, v.end());
-    return *mid;
 }
 
 // Per L×L block the q-quantile of `u` (CV_32F) over the pixels where `valid` (CV_8U, or
@@ -77,8 +72,16 @@ Estimate estimate(std::span<const cv::Mat> frames, const cv::Rect& roi, const St
     // u = ±v of frame k in the region: sampled in place (passes 1 and κ), or converted into one
     // reused buffer (pass 2), not one float copy per frame (48 frames of 4 MB each, every page
     // of them a fresh page fault).
-    const auto u_at = [&](std::size_t k, int j, int i) {
-        return s * sample(frames[k], roi.y + j, roi.x + i);
+    // Row j of the region of frame k, every other pixel from column i0 to i1, each sample ±v as a
+    // float shown to `take` (typed row pointers: this runs over every sample of the quick look).
+    const auto each_other = [&](std::size_t k, int j, int i0, int i1, auto&& take) {
+        const auto row = [&](const auto* r) {
+            for (int i = i0; i < i1; i += 2) take(i, s * float(r[roi.x + i]));
+        };
+        if (frames[k].depth() == CV_16U)
+            row(frames[k].ptr<std::uint16_t>(roi.y + j));
+        else
+            row(frames[k].ptr<std::uint8_t>(roi.y + j));
     };
     cv::Mat uk;
     const auto u = [&](std::size_t k) -> const cv::Mat& {
@@ -100,8 +103,8 @@ Estimate estimate(std::span<const cv::Mat> frames, const cv::Rect& roi, const St
                 for (std::size_t k = 0; k < frames.size();
                      ++k)  // every other row and column: plenty of samples
                     for (int j = by * L; j < std::min(H, (by + 1) * L); j += 2)
-                        for (int i = bx * L; i < std::min(W, (bx + 1) * L); i += 2)
-                            vals.push_back(u_at(k, j, i));
+                        each_other(k, j, bx * L, std::min(W, (bx + 1) * L),
+                                   [&](int, float u) { vals.push_back(u); });
                 const auto ka = static_cast<std::ptrdiff_t>(vals.size() / 8),
                            kb = static_cast<std::ptrdiff_t>(vals.size() / 4);
                 std::nth_element(vals.begin(), vals.begin() + kb, vals.end());
@@ -122,11 +125,10 @@ Estimate estimate(std::span<const cv::Mat> frames, const cv::Rect& roi, const St
     for (std::size_t k = 0; k < frames.size(); ++k)
         for (int j = 0; j < H; j += 2) {
             const float* g = level1.ptr<float>(j);
-            for (int i = 0; i < W; i += 2) {
-                const float r = u_at(k, j, i);
+            each_other(k, j, 0, W, [&](int i, float r) {
                 if (r - g[i] > 8 * e.noise + 2 && std::abs(g[i]) > 0)
                     ratio.push_back((r - g[i]) / std::abs(g[i]));
-            }
+            });
         }
     if (ratio.size() < 100) return e;
     e.kappa_abs = median_of(ratio);
@@ -193,20 +195,20 @@ std::vector<std::int64_t> find_stuck(const FrameVisitor& visit, std::size_t n, c
     if (!(noise >= 2) || n < 8) return out;
     const int H = mn.rows, W = mn.cols;
     const float still = std::max(1.0f, float(0.1 * noise));
-    // max − min ≤ still for integer grey values: ≤ ⌊still⌋, row by row on the typed range image.
-    cv::Mat range;
-    cv::absdiff(mx, mn, range);
+    // max − min ≤ still for integer grey values: ≤ ⌊still⌋, row by row on the typed images (no
+    // range image: a fresh frame-sized buffer costs page faults).
     const int limit = static_cast<int>(std::floor(still));
     std::vector<std::int64_t> constant;
     for (int j = 0; j < H; ++j) {
-        const auto scan = [&](const auto* r) {
+        const auto scan = [&](const auto* lo, const auto* hi) {
             for (int i = 0; i < W; ++i)
-                if (static_cast<int>(r[i]) <= limit) constant.push_back(std::int64_t(j) * W + i);
+                if (static_cast<int>(hi[i]) - static_cast<int>(lo[i]) <= limit)
+                    constant.push_back(std::int64_t(j) * W + i);
         };
-        if (range.depth() == CV_16U)
-            scan(range.ptr<std::uint16_t>(j));
+        if (mn.depth() == CV_16U)
+            scan(mn.ptr<std::uint16_t>(j), mx.ptr<std::uint16_t>(j));
         else
-            scan(range.ptr<std::uint8_t>(j));
+            scan(mn.ptr<std::uint8_t>(j), mx.ptr<std::uint8_t>(j));
     }
     if (constant.empty()) return out;
     std::vector<int> far(constant.size(), 0);
@@ -289,7 +291,10 @@ QuickLook gather_quick_look(const FrameVisitor& few) {
             }
             const int cw = std::min(f.cols, 256), ch = std::min(f.rows, 256);
             q.centre = cv::Rect((f.cols - cw) / 2, (f.rows - ch) / 2, cw, ch);
-            q.mn = f.clone(), q.mx = f.clone();
+            // From the large-buffer cache: the frame-sized buffers it hands back later (frames,
+            // gradients) re-use these pages instead of faulting in fresh ones.
+            q.mn = large_mat(f.rows, f.cols, f.type()), q.mx = large_mat(f.rows, f.cols, f.type());
+            f.copyTo(q.mn), f.copyTo(q.mx);
         } else if (f.size() != q.mn.size() || f.type() != q.mn.type()) {
             q.usable = false;
             return;

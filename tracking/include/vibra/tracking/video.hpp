@@ -57,6 +57,13 @@ public:
     virtual const VideoInfo& info() const = 0;
     /// Reads the next frame of the range into `frame`.
     virtual ReadStatus next(Frame& frame) = 0;
+    /// Moves to frame `index` of the file (inside the range): the next call of next() reads it.
+    /// False when the source cannot move there (the caller reopens it instead): camera files,
+    /// uncompressed AVI and image sequences can; videos decoded by OpenCV cannot.
+    virtual bool seek(std::int64_t index) {
+        (void)index;
+        return false;
+    }
 };
 
 /// Opens INPUT: a video file, a camera file (.cine, .mraw with .cih/.cihx), an image-sequence
