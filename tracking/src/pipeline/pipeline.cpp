@@ -439,9 +439,22 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
     // Radii: given, or estimated from the first frames; edge thresholds adapted to the first
     // frame (TrackParams::adapt_thresholds). The frames are then processed normally: the source is
     // reopened.
-    // The edge adaptation (a locate() of a crop of the first frame) runs beside the static
-    // background's measurement when more than one thread is allowed: neither needs the other.
-    std::future<std::pair<EdgeAdaptation, DetectParams>> adapting;
+    // The static background (measured from frames spread over the range, never from what a worker
+    // sees: a function of the input, the range, the radii and --invert only) is measured beside
+    // all this, from as soon as the radii are known, when more than one thread is allowed.
+    std::future<detail::StaticBackground> background;
+    const auto measure_background_from_now = [&] {
+        if (!p.static_background) return;
+        auto measure = [input, files = p.input_files, bp = p, info] {
+            const auto open = [&](const ReaderParams& rp) {
+                return files.empty() ? tracking::open_video(input, rp) : open_image_files(files, input, rp);
+            };
+            return measure_background(open, bp, info);
+        };
+        background =
+            std::async(p.threads == 1 ? std::launch::deferred : std::launch::async, std::move(measure));
+    };
+    if (!p.detect.radii.empty()) measure_background_from_now();
     if (p.detect.radii.empty() || p.adapt_thresholds) {
         std::vector<cv::Mat> first;
         Frame fr;
@@ -467,29 +480,17 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
                 throw FormatError(input + ": " + e.what());
             }
             if (p.note) p.note(input + ": " + sum.radii_estimate);
+            measure_background_from_now();
         }
         if (p.adapt_thresholds) {
             p.detect.validate();
-            auto adapt = [frame = first.front(), d = p.detect]() mutable {
-                const auto a = adapt_edge_thresholds(frame, d);
-                return std::pair{a, d};
-            };
-            adapting =
-                std::async(p.threads == 1 ? std::launch::deferred : std::launch::async, std::move(adapt));
+            const auto a = adapt_edge_thresholds(first.front(), p.detect);
+            sum.edge_thresholds = a.summary(p.detect);
+            if (p.note && a.factor < 1) p.note(input + ": " + sum.edge_thresholds);
         }
         src = open_video(input, p.reader);
     }
-    // Measured from frames spread over the range (never from what a worker sees): a function of
-    // the input, the range, the radii and --invert only.
-    if (p.static_background)
-        plan.background =
-            measure_background([&](const ReaderParams& rp) { return open_video(input, rp); }, p, info);
-    if (adapting.valid()) {
-        const auto [a, adapted] = adapting.get();
-        p.detect = adapted;
-        sum.edge_thresholds = a.summary(p.detect);
-        if (p.note && a.factor < 1) p.note(input + ": " + sum.edge_thresholds);
-    }
+    if (background.valid()) plan.background = background.get();
     p.detect.validate();
     // Automatic step: half the small radius, at least 2 px (spots of a few px still move by pixels).
     if (p.link.max_step == 0) p.link.max_step = std::max(2.0, 0.5 * p.detect.r_small());
