@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -160,6 +161,39 @@ TEST_CASE(
         REQUIRE(f.front() == 0);
         REQUIRE(f.back() == 999);
     }
+}
+
+TEST_CASE("static background: 8-bit block quantiles from a histogram equal those of a partial sort",
+          "[unit]") {
+    std::mt19937 rng(5);
+    for (const float sign : {1.f, -1.f})
+        for (const int width : {7, 32, 33}) {
+            INFO("sign " << sign << ", row of " << width);
+            std::vector<std::uint8_t> row(static_cast<std::size_t>(width));
+            detail::OrderStatistics8 hist(sign);
+            std::vector<float> u;
+            // a few values repeated (a flat background), the rest spread: ties at every quantile
+            std::uniform_int_distribution<int> level(0, 255), pick(0, 3);
+            for (int r = 0; r < 40; ++r) {
+                for (auto& v : row)
+                    v = static_cast<std::uint8_t>(pick(rng) == 0 ? level(rng) : 100 + pick(rng));
+                for (int i0 : {0, 1}) {
+                    hist.add_every_other(row.data(), i0, width);
+                    for (int i = i0; i < width; i += 2)
+                        u.push_back(sign * float(row[static_cast<std::size_t>(i)]));
+                }
+            }
+            REQUIRE(hist.size() == u.size());
+            for (const std::size_t k :
+                 {std::size_t{0}, u.size() / 8, u.size() / 4, u.size() / 2, u.size() - 1}) {
+                auto sorted = u;
+                std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k),
+                                 sorted.end());
+                CHECK(hist.kth(k) == sorted[k]);
+            }
+            hist.clear();
+            CHECK(hist.size() == 0);
+        }
 }
 
 TEST_CASE(

@@ -261,7 +261,7 @@ TEST_CASE("uncompressed AVI round trip is pixel-exact (8-bit), with frame ranges
     for (std::size_t k = 0; k < 3; ++k) REQUIRE(same(ro.frames[k].image, odd_imgs[k]));
 }
 
-TEST_CASE("seek: the next frame read is the one asked for, inside the range; OpenCV videos cannot",
+TEST_CASE("seek: the next frame read is the one asked for, inside the range (OpenCV videos cannot seek)",
           "[unit]") {
     test::TempDir tmp("video_seek");
     const std::string avi = tmp.file("raw.avi"), seq = tmp.file("seq"), ffv1 = tmp.file("ffv1.avi");

@@ -22,6 +22,7 @@
 
 #include <opencv2/core.hpp>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -29,6 +30,36 @@
 #include <vector>
 
 namespace vibra::tracking::detail {
+
+/// The order statistics of samples u = sign·v of 8-bit grey values v, from their histogram: the
+/// k-th smallest u exactly as a partial sort of the samples gives it, in O(256) per query
+/// instead of a partial sort of a block's thousands of samples (the level's block quantiles).
+class OrderStatistics8 {
+public:
+    explicit OrderStatistics8(float sign) : s_(sign) {}
+    void clear() { counts_.fill(0), n_ = 0; }
+    /// Adds row[i0], row[i0 + 2], … (below i1).
+    void add_every_other(const std::uint8_t* row, int i0, int i1) {
+        for (int i = i0; i < i1; i += 2) ++counts_[row[i]];
+        n_ += static_cast<std::size_t>((i1 - i0 + 1) / 2);
+    }
+    std::size_t size() const { return n_; }
+    /// The k-th smallest u (0-based, k < size()).
+    float kth(std::size_t k) const {
+        const std::size_t rank = s_ > 0 ? k : n_ - 1 - k;  // in the order of v
+        std::size_t below = 0;
+        for (int v = 0; v < 256; ++v) {
+            below += counts_[static_cast<std::size_t>(v)];
+            if (below > rank) return s_ * float(v);
+        }
+        return s_ * 255.f;
+    }
+
+private:
+    float s_;
+    std::array<std::uint32_t, 256> counts_{};
+    std::size_t n_ = 0;
+};
 
 struct StaticBackgroundParams {
     bool invert = false;  ///< dark disks on a bright background

@@ -58,34 +58,6 @@ cv::Mat block_quantile_map(const cv::Mat& u, const cv::Mat& valid, int L, double
     return big(cv::Rect(0, 0, W, H)).clone();
 }
 
-// The order statistics of samples u = s·v of 8-bit grey values v from their histogram: the
-// k-th smallest u exactly as a partial sort of the samples would give it, in O(256) per query
-// instead of a partial sort of a block's thousands of samples.
-class OrderStatistics8 {
-public:
-    explicit OrderStatistics8(float sign) : s_(sign) {}
-    void clear() { counts_.fill(0), n_ = 0; }
-    void add_every_other(const std::uint8_t* row, int i0, int i1) {
-        for (int i = i0; i < i1; i += 2) ++counts_[row[i]];
-        n_ += static_cast<std::size_t>((i1 - i0 + 1) / 2);
-    }
-    std::size_t size() const { return n_; }
-    float kth(std::size_t k) const {                       // 0-based, k < size()
-        const std::size_t rank = s_ > 0 ? k : n_ - 1 - k;  // in the order of v
-        std::size_t below = 0;
-        for (int v = 0; v < 256; ++v) {
-            below += counts_[static_cast<std::size_t>(v)];
-            if (below > rank) return s_ * float(v);
-        }
-        return s_ * 255.f;
-    }
-
-private:
-    float s_;
-    std::array<std::uint32_t, 256> counts_{};
-    std::size_t n_ = 0;
-};
-
 // The measurement on one region of the frames. Signed values u = ±v (+ for bright disks), so
 // that the disks are always brighter than the background.
 struct Estimate {
