@@ -361,14 +361,17 @@ struct RunPlan {
     detail::StaticBackground background;  // taken out of every frame by the reader
 };
 
-// Opens the run's input (a video, a camera file, a folder or glob, or TrackParams::input_files)
-// over a frame range.
-using VideoOpener = std::function<std::unique_ptr<FrameSource>(const ReaderParams&)>;
+// The run's input over a frame range: a video, a camera file, a folder or glob, or the image files
+// of TrackParams::input_files (`input` then only names them).
+std::unique_ptr<FrameSource> open_input(const std::string& input, const TrackParams& p,
+                                        const ReaderParams& rp) {
+    return p.input_files.empty() ? open_video(input, rp) : open_image_files(p.input_files, input, rp);
+}
 
 // The static background and stuck pixels, measured from up to p.background_frames frames spread
 // over the range (the same frames for every run of the range, so the same correction whatever
 // the threads, the strips or a resumed checkpoint).
-detail::StaticBackground measure_background(const VideoOpener& open, const TrackParams& p,
+detail::StaticBackground measure_background(const std::string& input, const TrackParams& p,
                                             const VideoInfo& info) {
     const std::int64_t n = frames_in_range(info.n_frames, p.reader);
     const std::int64_t frame_bytes = std::max<std::int64_t>(1, info.width * info.height * 2);
@@ -382,7 +385,7 @@ detail::StaticBackground measure_background(const VideoOpener& open, const Track
         Frame fr;
         std::unique_ptr<FrameSource> src;
         if (n <= 2 * static_cast<std::int64_t>(wanted.size())) {
-            src = open(p.reader);
+            src = open_input(input, p, p.reader);
             std::size_t next = 0;
             for (std::int64_t f = p.reader.first; next < wanted.size(); ++f) {
                 const auto st = src->next(fr);
@@ -396,7 +399,7 @@ detail::StaticBackground measure_background(const VideoOpener& open, const Track
                 if (!src || !src->seek(f)) {
                     ReaderParams from = p.reader;
                     from.first = f;
-                    src = open(from);
+                    src = open_input(input, p, from);
                 }
                 if (src->next(fr) == ReadStatus::ok && !fr.image.empty()) see(fr.image);
             }
@@ -428,10 +431,7 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
     plan.p = p_in;
     TrackParams& p = plan.p;
     auto& src = plan.src;
-    const auto open_video = [&](const std::string& in, const ReaderParams& rp) {
-        return p.input_files.empty() ? tracking::open_video(in, rp) : open_image_files(p.input_files, in, rp);
-    };
-    src = open_video(input, p.reader);
+    src = open_input(input, p, p.reader);
     plan.info = src->info();
     const VideoInfo& info = plan.info;
     if (info.n_frames == 0) throw FormatError(input + ": the input has no frames");
@@ -445,12 +445,7 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
     std::future<detail::StaticBackground> background;
     const auto measure_background_from_now = [&] {
         if (!p.static_background) return;
-        auto measure = [input, files = p.input_files, bp = p, info] {
-            const auto open = [&](const ReaderParams& rp) {
-                return files.empty() ? tracking::open_video(input, rp) : open_image_files(files, input, rp);
-            };
-            return measure_background(open, bp, info);
-        };
+        auto measure = [input, bp = p, info] { return measure_background(input, bp, info); };
         background =
             std::async(p.threads == 1 ? std::launch::deferred : std::launch::async, std::move(measure));
     };
@@ -488,7 +483,7 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
             sum.edge_thresholds = a.summary(p.detect);
             if (p.note && a.factor < 1) p.note(input + ": " + sum.edge_thresholds);
         }
-        src = open_video(input, p.reader);
+        src = open_input(input, p, p.reader);
     }
     if (background.valid()) plan.background = background.get();
     p.detect.validate();
@@ -508,7 +503,7 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
         if (first_seq > 0) {
             ReaderParams from = p.reader;
             from.first = p.reader.first + first_seq;
-            src = open_video(input, from);
+            src = open_input(input, p, from);
         }
     }
     sum.resumed_frames = first_seq;
