@@ -9,6 +9,7 @@
 #include <string>
 
 #include "detail/detect_util.hpp"
+#include "detail/edge_circle.hpp"
 #include "detail/joint_fitter.hpp"
 #include "vibra/core/cell_list.hpp"
 #include "vibra/core/error.hpp"
@@ -173,19 +174,22 @@ std::vector<Particle> locate_impl(const cv::Mat& image, const DetectParams& p, D
         std::vector<float> rad(parts.size()), conf(parts.size());
         std::vector<std::int8_t> spc(parts.size());
         for (std::size_t i = 0; i < parts.size(); ++i) rad[i] = parts[i].radius;
-        classify_radii_split(rad, p.radii, radius_spread(p), spc, conf);
+        const double split = classify_radii_split(rad, p.radii, radius_spread(p), spc, conf);
         for (std::size_t i = 0; i < parts.size(); ++i) {
             auto& q = parts[i];
             q.quality = med > 0 ? std::min(1.0f, q.strength / med) : 0.0f;
             q.species = spc[i];
             q.species_confidence = conf[i];
         }
+        return split;
     };
-    classify();
+    double split = classify();
+    bool joint_applied = false;
     if (p.joint) {
         // species by the measured template radii (the nominal ones may be off by a few %)
         const auto jf = joint_fit(image, parts, p.radii, p.joint_fit, templates, workspace);
         if (relative_residual) *relative_residual = jf.relative_residual;
+        joint_applied = jf.applied;
         if (jf.applied) {
             std::vector<float> st2;
             for (const auto& q : parts) st2.push_back(q.strength);
@@ -205,9 +209,16 @@ std::vector<Particle> locate_impl(const cv::Mat& image, const DetectParams& p, D
             more.coarse_iterations = std::min(more.coarse_iterations, more.iterations);
             refine_particles(g, parts, p.r_small() * (1 - rt), p.r_large() * (1 + rt), more);
             std::erase_if(parts, [](const Particle& q) { return !(q.strength > 0); });
-            classify();
+            split = classify();
         }
     }
+    // Where the joint fit did not measure the radii (off, or refused), two sizes of large disks:
+    // the size class gets a second opinion from the outline's curvature (detail/edge_circle.hpp; a
+    // locate() with no radius tolerance, the radius estimate's over a range of scales, is left
+    // alone).
+    if (!joint_applied && p.radii.size() == 2 && vote_factor(p) > 3 && rt > 0 &&
+        detail::repair_by_edge_circles(g, parts, p.r_small(), p.r_large(), rt, split, p.refine) > 0)
+        classify();
     std::sort(parts.begin(), parts.end(),
               [](const Particle& a, const Particle& b) { return a.y != b.y ? a.y < b.y : a.x < b.x; });
     return parts;
