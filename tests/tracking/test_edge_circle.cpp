@@ -45,7 +45,8 @@ TEST_CASE("edge circle: an isolated disk from a start 4 px and 10% off", "[unit]
     const double r0 = 44;
     const auto c = fit_edge_circle(g, 103.4, 93.2, r0, 0.75 * r0, 1.12 * r0, {});
     REQUIRE(c.ok);
-    INFO("fit (" << c.x << ", " << c.y << ") r " << c.r << ", rms " << c.rms << " px, " << c.points << " points");
+    INFO("fit (" << c.x << ", " << c.y << ") r " << c.r << ", rms " << c.rms << " px, " << c.points
+                 << " points");
     REQUIRE(c.points >= 28);  // of 32 rays
     REQUIRE(std::hypot(c.x - d.x, c.y - d.y) < 0.2);
     REQUIRE(std::abs(c.r - d.radius) < 0.3);  // the outer edge's steepest fall (blur 0.7 px)
@@ -66,7 +67,8 @@ TEST_CASE("edge circle: a disk behind a bar, where the averaged profile fits a l
     std::vector<Particle> parts(1);
     parts[0].x = sx, parts[0].y = sy;
     refine_particles(g, parts, 0.93 * r0, 1.07 * r0, {});
-    INFO("refinement from the larger circle: (" << parts[0].x << ", " << parts[0].y << ") r " << parts[0].radius);
+    INFO("refinement from the larger circle: (" << parts[0].x << ", " << parts[0].y << ") r "
+                                                << parts[0].radius);
     REQUIRE(parts[0].radius > 1.05 * d.radius);  // the fixture reproduces the failure (measured 44.1 px)
     const auto c = fit_edge_circle(g, sx, sy, r0, 0.75 * r0, 1.12 * r0, {});
     REQUIRE(c.ok);

@@ -23,10 +23,10 @@
 namespace vibra::tracking::detail {
 
 struct EdgeCircleParams {
-    int rays = 32;           ///< rays from the centre (one edge point each at most)
-    double keep = 0.3;       ///< a ray's peak must reach this × the median of the rays' peaks
-    double tukey = 4.0;      ///< px: Tukey biweight scale of the residuals |p − c| − r
-    int min_points = 8;      ///< fewer rays with an edge point (before the `keep` cut): no fit
+    int rays = 32;       ///< rays from the centre (one edge point each at most)
+    double keep = 0.3;   ///< a ray's peak must reach this × the median of the rays' peaks
+    double tukey = 4.0;  ///< px: Tukey biweight scale of the residuals |p − c| − r
+    int min_points = 8;  ///< fewer rays with an edge point (before the `keep` cut): no fit
     int max_iterations = 30;
 };
 
@@ -39,7 +39,7 @@ struct EdgeCircle {
     double x = 0, y = 0, r = 0;  ///< px
     double rms = 0;              ///< px: weighted RMS residual of the edge points kept
     int points = 0;              ///< edge points with weight in the last iteration
-    bool ok = false;             ///< false: too few edge points (< min_points rays, < 6 kept) or a singular fit
+    bool ok = false;  ///< false: too few edge points (< min_points rays, < 6 kept) or a singular fit
 };
 
 /// The circle through the edge points seen from (cx, cy) within [rho_min, rho_max] px; the fit

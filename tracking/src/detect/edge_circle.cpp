@@ -54,9 +54,8 @@ bool ray_edge(const Gradients& g, double cx, double cy, double c, double s, doub
 
 // Solves the 3×3 symmetric system A x = b (Cramer's rule); false when singular.
 bool solve3(const double A[3][3], const double b[3], double x[3]) {
-    auto det3 = [](double a, double b_, double c, double d, double e, double f, double g, double h, double i) {
-        return a * (e * i - f * h) - b_ * (d * i - f * g) + c * (d * h - e * g);
-    };
+    auto det3 = [](double a, double b_, double c, double d, double e, double f, double g, double h,
+                   double i) { return a * (e * i - f * h) - b_ * (d * i - f * g) + c * (d * h - e * g); };
     const double d = det3(A[0][0], A[0][1], A[0][2], A[1][0], A[1][1], A[1][2], A[2][0], A[2][1], A[2][2]);
     const double scale = std::abs(A[0][0]) + std::abs(A[1][1]) + std::abs(A[2][2]);
     if (!(std::abs(d) > 1e-12 * scale * scale * scale)) return false;
@@ -68,7 +67,8 @@ bool solve3(const double A[3][3], const double b[3], double x[3]) {
 
 // Geometric least-squares circle through the points (Gauss–Newton from (x, y, r)), Tukey
 // weights after 5 iterations; stops at the last iterate fitted to at least 6 points.
-EdgeCircle fit_circle(const std::vector<EdgePoint>& pts, double x, double y, double r, const EdgeCircleParams& p) {
+EdgeCircle fit_circle(const std::vector<EdgePoint>& pts, double x, double y, double r,
+                      const EdgeCircleParams& p) {
     EdgeCircle f;
     for (int it = 0; it < p.max_iterations; ++it) {
         double A[3][3] = {}, b[3] = {};
@@ -114,15 +114,16 @@ EdgeCircle fit_edge_circle(const Gradients& g, double cx, double cy, double r, d
         const double th = 2 * std::numbers::pi * (k + 0.5) / p.rays;
         EdgePoint e{};
         if (!ray_edge(g, cx, cy, std::cos(th), std::sin(th), rho_min, rho_max, prof, e)) continue;
-        const bool inside_neighbour = std::any_of(neighbours.begin(), neighbours.end(), [&](const EdgeNeighbour& n) {
-            return std::hypot(e.x - n.x, e.y - n.y) < n.r - 3;
-        });
+        const bool inside_neighbour =
+            std::any_of(neighbours.begin(), neighbours.end(),
+                        [&](const EdgeNeighbour& n) { return std::hypot(e.x - n.x, e.y - n.y) < n.r - 3; });
         if (!inside_neighbour) pts.push_back(e);
     }
     if (static_cast<int>(pts.size()) < p.min_points) return {};
     std::vector<double> peaks;
     for (const auto& e : pts) peaks.push_back(e.peak);
-    std::nth_element(peaks.begin(), peaks.begin() + static_cast<std::ptrdiff_t>(peaks.size() / 2), peaks.end());
+    std::nth_element(peaks.begin(), peaks.begin() + static_cast<std::ptrdiff_t>(peaks.size() / 2),
+                     peaks.end());
     const double floor = p.keep * peaks[peaks.size() / 2];
     std::erase_if(pts, [&](const EdgePoint& e) { return e.peak < floor; });
     return fit_circle(pts, cx, cy, r, p);
@@ -154,7 +155,8 @@ int repair_by_edge_circles(const Gradients& g, std::vector<Particle>& parts, dou
         local[0].x = c.x, local[0].y = c.y;
         refine_particles(g, local, 0.93 * c.r, 1.07 * c.r, rp);
         const Particle& n = local[0];
-        if (n.strength > 0 && std::abs(n.radius - c.r) < 0.05 * c.r && std::hypot(n.x - c.x, n.y - c.y) < 0.2 * r_small) {
+        if (n.strength > 0 && std::abs(n.radius - c.r) < 0.05 * c.r &&
+            std::hypot(n.x - c.x, n.y - c.y) < 0.2 * r_small) {
             out[i].x = n.x, out[i].y = n.y, out[i].radius = n.radius, out[i].strength = n.strength;
             ++repaired;
         }
