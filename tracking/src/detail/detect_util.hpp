@@ -25,6 +25,22 @@ inline int contrast_block(const DetectParams& p) {
                                 : std::max(32, static_cast<int>(std::ceil(6 * p.r_large())));
 }
 
+/// One disk refined again on its own from (x, y), with the disks of `parts` within the cell
+/// list's reach of (near_x, near_y) as its masked neighbours (all but index `self` and disks
+/// without an edge; `cl` holds the centres of `parts`). The second chance of a failed candidate
+/// (detect.cpp) and the edge-circle repair (edge_circle.cpp).
+inline Particle refine_alone(const Gradients& g, double x, double y, double near_x, double near_y,
+                             std::size_t self, const std::vector<Particle>& parts, const CellList& cl,
+                             double radius_min, double radius_max, const RefineParams& rp) {
+    std::vector<Particle> local{Particle{}};
+    local[0].x = x, local[0].y = y;
+    cl.for_each_near(near_x, near_y, [&](std::size_t j, double, double, double) {
+        if (j != self && parts[j].strength > 0) local.push_back(parts[j]);
+    });
+    refine_particles(g, local, radius_min, radius_max, rp);
+    return local[0];
+}
+
 inline float quantile(std::vector<float> v, double q) {
     if (v.empty()) return 0;
     const auto k = static_cast<std::ptrdiff_t>(q * static_cast<double>(v.size() - 1));

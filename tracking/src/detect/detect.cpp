@@ -138,14 +138,11 @@ std::vector<Particle> locate_impl(const cv::Mat& image, const DetectParams& p, D
             const double reach = 2.5 * p.r_large() + 4;
             CellList cl(xs, ys, reach, Geometry{});
             for (std::size_t i : failed) {
-                std::vector<Particle> local{Particle{}};
-                local[0].x = cands[i].x, local[0].y = cands[i].y;
-                cl.for_each_near(cands[i].x, cands[i].y, [&](std::size_t j, double, double, double) {
-                    if (j != i && parts[j].strength > 0) local.push_back(parts[j]);
-                });
-                refine_particles(g, local, p.r_small() * (1 - rt), p.r_large() * (1 + rt), rp);
-                if (local[0].strength > 0 && !drifted(local[0], cands[i]))
-                    parts[i] = local[0];
+                const Particle q =
+                    detail::refine_alone(g, cands[i].x, cands[i].y, cands[i].x, cands[i].y, i, parts, cl,
+                                         p.r_small() * (1 - rt), p.r_large() * (1 + rt), rp);
+                if (q.strength > 0 && !drifted(q, cands[i]))
+                    parts[i] = q;
                 else
                     parts[i].strength = 0;
             }

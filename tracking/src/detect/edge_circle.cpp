@@ -6,6 +6,7 @@
 #include <numbers>
 #include <vector>
 
+#include "detail/detect_util.hpp"
 #include "vibra/core/cell_list.hpp"
 
 namespace vibra::tracking::detail {
@@ -141,20 +142,15 @@ int repair_by_edge_circles(const Gradients& g, std::vector<Particle>& parts, dou
     int repaired = 0;
     for (std::size_t i = 0; i < parts.size(); ++i) {
         const Particle& q = parts[i];
-        std::vector<Particle> local{Particle{}};
         nbs.clear();
         cl.for_each_near(q.x, q.y, [&](std::size_t j, double, double, double) {
-            if (j == i) return;
-            nbs.push_back({parts[j].x, parts[j].y, parts[j].radius});
-            local.push_back(parts[j]);
+            if (j != i) nbs.push_back({parts[j].x, parts[j].y, parts[j].radius});
         });
         const auto c = fit_edge_circle(g, q.x, q.y, q.radius, 0.75 * q.radius, 1.12 * q.radius, nbs);
         if (!c.ok || c.r < r_lo || c.r > r_hi || std::hypot(c.x - q.x, c.y - q.y) >= 0.4 * r_small ||
             std::abs(c.r - q.radius) <= 0.08 * q.radius || (c.r < split) == (q.radius < split))
             continue;
-        local[0].x = c.x, local[0].y = c.y;
-        refine_particles(g, local, 0.93 * c.r, 1.07 * c.r, rp);
-        const Particle& n = local[0];
+        const Particle n = refine_alone(g, c.x, c.y, q.x, q.y, i, parts, cl, 0.93 * c.r, 1.07 * c.r, rp);
         if (n.strength > 0 && std::abs(n.radius - c.r) < 0.05 * c.r &&
             std::hypot(n.x - c.x, n.y - c.y) < 0.2 * r_small) {
             out[i].x = n.x, out[i].y = n.y, out[i].radius = n.radius, out[i].strength = n.strength;
