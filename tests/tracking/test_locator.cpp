@@ -334,3 +334,82 @@ TEST_CASE("DiskLocator: a reset or a frame of another size starts from scratch",
     REQUIRE(p2.size() == ref.size());
     for (std::size_t i = 0; i < ref.size(); ++i) REQUIRE(p2[i].x == ref[i].x);
 }
+
+namespace {
+
+// 3×3 disks of radius 14 px, 150 grey levels above the background, edges blurred by a lens
+// (Gaussian σ 1 px), on a 240² frame; the centre one, at (120, 120) + (dx, dy), blurred by
+// `centre_blur` px instead (a faint edge, as a disk out of focus or seen through a bar), or left
+// out when centre_blur is 0.
+cv::Mat nine_disks(double centre_blur, double dx = 0, double dy = 0) {
+    cv::Mat others(240, 240, CV_32FC1, cv::Scalar(0)), centre = others.clone();
+    constexpr int shift = 4;  // sub-pixel centres for cv::circle
+    auto disk = [](cv::Mat& m, double x, double y) {
+        cv::circle(m, cv::Point(int(std::lround(x * 16)), int(std::lround(y * 16))), 14 * 16, cv::Scalar(150),
+                   cv::FILLED, cv::LINE_AA, shift);
+    };
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j)
+            if (i != 1 || j != 1) disk(others, 50 + 70 * j, 50 + 70 * i);
+    cv::GaussianBlur(others, others, cv::Size(0, 0), 1.0);
+    if (centre_blur > 0) {
+        disk(centre, 120 + dx, 120 + dy);
+        cv::GaussianBlur(centre, centre, cv::Size(0, 0), centre_blur);
+    }
+    cv::Mat img;
+    cv::Mat(others + centre + 40).convertTo(img, CV_8UC1);
+    return img;
+}
+
+bool has_disk_at(const std::vector<Particle>& parts, double x, double y) {
+    return std::any_of(parts.begin(), parts.end(),
+                       [&](const Particle& q) { return std::hypot(q.x - x, q.y - y) < 1.0; });
+}
+
+}  // namespace
+
+TEST_CASE("DiskLocator: a frame from scratch keeps a faint disk that continues one of the last frame's",
+          "[unit]") {
+    DetectParams dp;
+    dp.radii = {14};
+    dp.joint = false;   // every frame from scratch (as when the joint fit refuses the images)
+    dp.min_edge = 0.7;  // the centre disk's edge: ≈ 1 × the median sharp, ≈ 0.57 × blurred by 2 px
+    const cv::Mat strong = nine_disks(1), faint = nine_disks(2), absent = nine_disks(0);
+    // The faint centre disk alone: a circle is found there, but its edge is below min_edge.
+    DetectParams keep_all = dp;
+    keep_all.min_edge = 0;
+    const auto all = locate(faint, keep_all);
+    REQUIRE(has_disk_at(all, 120, 120));
+    REQUIRE(all.size() == 9);
+    const auto alone = locate(faint, dp);
+    REQUIRE(alone.size() == 8);
+    REQUIRE_FALSE(has_disk_at(alone, 120, 120));
+    // Seen strong in the frame before: kept (hysteresis in time), with the same eight others.
+    DiskLocator L(dp);
+    REQUIRE(L.next(strong).size() == 9);
+    const auto kept = L.next(faint);
+    REQUIRE_FALSE(L.last().warm);
+    REQUIRE(kept.size() == 9);
+    REQUIRE(has_disk_at(kept, 120, 120));
+    // ... and in the frames after, while it stays where it was.
+    REQUIRE(has_disk_at(L.next(faint), 120, 120));
+    // Not seen before, or not where it was (moved by more than continue_distance × r), or after
+    // a reset: dropped as locate() drops it.
+    DiskLocator fresh(dp);
+    REQUIRE(fresh.next(absent).size() == 8);
+    REQUIRE_FALSE(has_disk_at(fresh.next(faint), 120, 120));
+    DiskLocator moved(dp);
+    (void)moved.next(nine_disks(1, -3, 0));  // 3 px > 0.1 × 14 px
+    REQUIRE_FALSE(has_disk_at(moved.next(faint), 120, 120));
+    DiskLocator near(dp);
+    (void)near.next(nine_disks(1, -1, 0));  // 1 px: the same disk
+    REQUIRE(has_disk_at(near.next(faint), 120, 120));
+    L.reset();
+    REQUIRE_FALSE(has_disk_at(L.next(faint), 120, 120));
+    // Switched off: as locate().
+    LocatorParams off;
+    off.continue_distance = 0;
+    DiskLocator L0(dp, off);
+    (void)L0.next(strong);
+    REQUIRE(L0.next(faint).size() == 8);
+}

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "detail/detect_util.hpp"
@@ -56,6 +57,10 @@ void LocatorParams::validate() const {
     if (warm_hessian_every < 1) bad("warm_hessian_every", warm_hessian_every, ">= 1");
     if (!(warm_tolerance > 0)) bad("warm_tolerance", warm_tolerance, "> 0");
     if (!(warm_max_residual > 0)) bad("warm_max_residual", warm_max_residual, "> 0");
+    if (!(continue_distance >= 0 && continue_distance <= 1))
+        bad("continue_distance", continue_distance, "in [0, 1]");
+    if (!(continue_radius >= 0 && continue_radius <= 0.5))
+        bad("continue_radius", continue_radius, "in [0, 0.5]");
     if (!(drop_amplitude >= 0 && drop_amplitude < 1)) bad("drop_amplitude", drop_amplitude, "in [0, 1)");
     if (!(new_disk_separation > 0 && new_disk_separation <= 2))
         bad("new_disk_separation", new_disk_separation, "in (0, 2]");
@@ -91,9 +96,35 @@ RefineParams refine_before_fit(const DetectParams& p) {
 // disk whose call flips near the threshold would then break its track at linking).
 double radius_spread(const DetectParams& p) { return std::max(p.radius_sigma, 0.05 * p.r_small()); }
 
+// The previous frame's disks, for the hysteresis in time of a frame located from scratch
+// (LocatorParams::continue_distance): a disk whose edge is below min_edge is kept when it
+// continues one of them. Empty for locate() and for a locator's first frame.
+struct Continuation {
+    std::span<const Particle> previous;
+    double distance = 0, radius = 0;  // px, relative
+};
+
+// 1 for each disk of `parts` that continues a disk of the previous frame: centre within
+// c.distance px of it, radius within c.radius of its radius.
+std::vector<char> continuing_disks(const std::vector<Particle>& parts, const Continuation& c) {
+    std::vector<char> out(parts.size(), 0);
+    if (c.previous.empty() || !(c.distance > 0)) return out;
+    std::vector<double> xs, ys;
+    for (const auto& q : c.previous) xs.push_back(q.x), ys.push_back(q.y);
+    const CellList cl(xs, ys, c.distance, Geometry{});
+    for (std::size_t i = 0; i < parts.size(); ++i)
+        cl.for_each_near(parts[i].x, parts[i].y, [&](std::size_t j, double, double, double r2) {
+            const Particle& prev = c.previous[j];
+            if (r2 <= c.distance * c.distance &&
+                std::abs(parts[i].radius - prev.radius) <= c.radius * prev.radius)
+                out[i] = 1;
+        });
+    return out;
+}
+
 std::vector<Particle> locate_impl(const cv::Mat& image, const DetectParams& p, DiskTemplates* templates,
-                                  JointFitWorkspace* workspace = nullptr,
-                                  double* relative_residual = nullptr) {
+                                  JointFitWorkspace* workspace = nullptr, double* relative_residual = nullptr,
+                                  const Continuation& cont = {}) {
     p.validate();
     const Gradients g = compute_gradients(image, p.invert, contrast_block(p));
     auto cands = find_candidates(g, p);
@@ -162,7 +193,11 @@ std::vector<Particle> locate_impl(const cv::Mat& image, const DetectParams& p, D
     st.reserve(parts.size());
     for (const auto& q : parts) st.push_back(q.strength);
     const float med = quantile(st, 0.5);
-    std::erase_if(parts, [&](const Particle& q) { return q.strength < p.min_edge * med; });
+    // Edge strong enough, or (a frame after another) the continuation of a disk seen there.
+    const auto continuing = continuing_disks(parts, cont);
+    for (std::size_t i = 0; i < parts.size(); ++i)
+        if (parts[i].strength < p.min_edge * med && !continuing[i]) parts[i].strength = 0;
+    std::erase_if(parts, [](const Particle& q) { return !(q.strength > 0); });
     // Species from the measured radii: the frame's own two-group split when it agrees with the
     // nominal ratio (radii given a few % off, or a ridge rather than the outer edge), else the
     // nominal midpoint (species.hpp, classify_radii_split). The joint fit, when it applies,
@@ -503,10 +538,13 @@ void DiskLocator::update_search_cadence(const WarmFrame& f, const std::vector<st
 }
 
 std::vector<Particle> DiskLocator::cold(const cv::Mat& image) {
+    const std::vector<Particle> previous =
+        image.cols == width_ && image.rows == height_ ? std::move(prev_) : std::vector<Particle>{};
     reset();
     stats_ = {};
-    auto parts =
-        locate_impl(image, p_, p_.joint ? &templates_ : nullptr, &workspace_, &stats_.relative_residual);
+    const Continuation cont{previous, lp_.continue_distance * p_.r_small(), lp_.continue_radius};
+    auto parts = locate_impl(image, p_, p_.joint ? &templates_ : nullptr, &workspace_,
+                             &stats_.relative_residual, cont);
     workspace_.hessians
         .clear();  // locate() re-orders and filters its disks: the next frame computes them afresh
     width_ = image.cols, height_ = image.rows;

@@ -115,7 +115,14 @@ struct LocatorParams {
     double warm_max_residual = 0.5;
     /// px; a carried disk predicted farther than this from its candidate starts at the candidate
     double snap_distance = 1.0;
-    void validate() const;  ///< throws ParameterError naming the field
+    /// A frame located from scratch right after another frame (the joint fit refused these images,
+    /// or its warm start ended) keeps a disk whose edge is below DetectParams::min_edge when it
+    /// continues one of the previous frame's disks: centre within this × r_small of it and radius
+    /// within `continue_radius` of its radius (hysteresis in time: a disk seen does not vanish
+    /// from one frame to the next while its edge stays where it was; docs/tracking.md). 0 = off.
+    double continue_distance = 0.1;
+    double continue_radius = 0.05;  ///< relative
+    void validate() const;          ///< throws ParameterError naming the field
 };
 
 /// Candidate centres (px, pixel accuracy) with their vote scores, before refinement.
