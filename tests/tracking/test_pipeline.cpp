@@ -325,13 +325,12 @@ TEST_CASE("real data: particletracker discs with only --roi (radii and edge thre
     // nearest other disc is >= 80 px away). Species after vibra track's trajectory vote.
     // Measured 2026-12-03 (radii estimated 49.3 / 58.9 px, thresholds 0.053 / 0.15; the ring search
     // over ±15% of the estimated radii; the size class checked against the circle through each
-    // disc's edge points, detail/edge_circle.hpp; a faint disc kept when it continues one of the
-    // previous frame's, LocatorParams::continue_distance): 647 of the 648 disc images found,
-    // 1 extra detection (disc 0 in frame 4, 13 px off, linked into disc 0's trajectory), no class
-    // error after the vote, 72 trajectories. Without the hysteresis in time 645 and 73 (discs 51
-    // and 52, whose outer edge is faint, missed in one frame each); before the edge-circle check
-    // 643, 3 extra, 16 class errors. The issue's target (72 found in every frame, no extra) is not
-    // met yet: docs/tracking.md "With only --roi" says where and why.
+    // disc's edge points, detail/edge_circle.hpp; hysteresis in time, detail/continuation.hpp):
+    // all 648 disc images found, no extra detection, no class error after the vote, 72
+    // trajectories — the issue's target. Without undoing one-frame jumps 647 and 1 extra (disc 0
+    // in frame 4, pulled 13 px along the top wall); without keeping faint continuing discs also
+    // 645 and 73 trajectories (discs 51 and 52); without the edge-circle check 643, 3 extra, 16
+    // class errors.
     int found = 0, extra = 0, cls = 0;
     for (std::int64_t f = 0; f < 9; ++f) {
         std::vector<double> x, y;
@@ -347,19 +346,18 @@ TEST_CASE("real data: particletracker discs with only --roi (radii and edge thre
                       << "), " << s.extra << " extra, " << s.outside << " outside, " << s.class_errors
                       << " class errors");
         REQUIRE(s.outside == 0);  // --roi applied
-        REQUIRE(s.in_roi >= 70);
-        REQUIRE(s.in_roi <= 72);
-        REQUIRE(s.found >= 71);  // measured: 72, and 71 in frame 4
-        REQUIRE(s.extra <= 1);
+        REQUIRE(s.in_roi == 72);
+        REQUIRE(s.found == 72);
+        REQUIRE(s.extra == 0);
         REQUIRE(s.class_errors == 0);
         found += s.found, extra += s.extra, cls += s.class_errors;
     }
-    WARN("particletracker discs with only --roi: "
-         << found << "/648 discs found, " << extra << " extra detections in the ROI, " << cls
-         << " class errors after the vote (target 648 / 0 / 0: not met)");
-    REQUIRE(found >= 647);  // measured 647
-    REQUIRE(extra <= 1);    // measured 1
-    REQUIRE(cls == 0);      // measured 0
+    WARN("particletracker discs with only --roi: " << found << "/648 discs found, " << extra
+                                                   << " extra detections in the ROI, " << cls
+                                                   << " class errors after the vote (target 648 / 0 / 0)");
+    REQUIRE(found == 648);
+    REQUIRE(extra == 0);
+    REQUIRE(cls == 0);
     std::set<std::int64_t> ids(a.rows.particle.begin(), a.rows.particle.end());
-    REQUIRE(ids.size() == 72);  // measured 72 (72 discs)
+    REQUIRE(ids.size() == 72);  // one trajectory per disc
 }

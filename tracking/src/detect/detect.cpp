@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
-#include <span>
 #include <string>
 
 #include "detail/detect_util.hpp"
+#include "detail/continuation.hpp"
 #include "detail/edge_circle.hpp"
 #include "detail/joint_fitter.hpp"
 #include "vibra/core/cell_list.hpp"
@@ -66,10 +66,14 @@ void LocatorParams::validate() const {
         bad("new_disk_separation", new_disk_separation, "in (0, 2]");
 }
 
+using detail::Continuation;
+using detail::continues;
+using detail::continuing_disks;
 using detail::contrast_block;
 using detail::cpu_seconds;
 using detail::quantile;
 using detail::suppress;
+using detail::undo_jumps;
 using detail::vote_factor;
 
 namespace {
@@ -95,32 +99,6 @@ RefineParams refine_before_fit(const DetectParams& p) {
 // (large real disks vary by a few px; a 0.3 px spread would make every call "certain", and a
 // disk whose call flips near the threshold would then break its track at linking).
 double radius_spread(const DetectParams& p) { return std::max(p.radius_sigma, 0.05 * p.r_small()); }
-
-// The previous frame's disks, for the hysteresis in time of a frame located from scratch
-// (LocatorParams::continue_distance): a disk whose edge is below min_edge is kept when it
-// continues one of them. Empty for locate() and for a locator's first frame.
-struct Continuation {
-    std::span<const Particle> previous;
-    double distance = 0, radius = 0;  // px, relative
-};
-
-// 1 for each disk of `parts` that continues a disk of the previous frame: centre within
-// c.distance px of it, radius within c.radius of its radius.
-std::vector<char> continuing_disks(const std::vector<Particle>& parts, const Continuation& c) {
-    std::vector<char> out(parts.size(), 0);
-    if (c.previous.empty() || !(c.distance > 0)) return out;
-    std::vector<double> xs, ys;
-    for (const auto& q : c.previous) xs.push_back(q.x), ys.push_back(q.y);
-    const CellList cl(xs, ys, c.distance, Geometry{});
-    for (std::size_t i = 0; i < parts.size(); ++i)
-        cl.for_each_near(parts[i].x, parts[i].y, [&](std::size_t j, double, double, double r2) {
-            const Particle& prev = c.previous[j];
-            if (r2 <= c.distance * c.distance &&
-                std::abs(parts[i].radius - prev.radius) <= c.radius * prev.radius)
-                out[i] = 1;
-        });
-    return out;
-}
 
 std::vector<Particle> locate_impl(const cv::Mat& image, const DetectParams& p, DiskTemplates* templates,
                                   JointFitWorkspace* workspace = nullptr, double* relative_residual = nullptr,
@@ -179,6 +157,7 @@ std::vector<Particle> locate_impl(const cv::Mat& image, const DetectParams& p, D
             }
         }
     }
+    undo_jumps(g, parts, cont, p.min_separation * p.r_small(), p.r_large(), rp);
     // Inside the image, not a duplicate, edge strong enough.
     std::erase_if(parts, [&](const Particle& q) {
         return !(q.x >= -0.5 && q.y >= -0.5 && q.x <= image.cols - 0.5 && q.y <= image.rows - 0.5) ||
@@ -275,6 +254,7 @@ DiskLocator::DiskLocator(DetectParams detect, LocatorParams locator) : p_(std::m
 void DiskLocator::reset() {
     warm_ = false;
     prev_.clear();
+    prev_steady_.clear();
     vx_.clear();
     vy_.clear();
     templates_ = {};
@@ -505,6 +485,7 @@ std::vector<Particle> DiskLocator::carry_over(const WarmFrame& f, const std::vec
         out.push_back(q);
     }
     prev_ = out;
+    prev_steady_.clear();  // the undoing of jumps is for frames from scratch after frames from scratch
     std::vector<detail::DiskHessian> hk;
     hk.reserve(keep.size());
     for (auto i : keep)
@@ -538,11 +519,14 @@ void DiskLocator::update_search_cadence(const WarmFrame& f, const std::vector<st
 }
 
 std::vector<Particle> DiskLocator::cold(const cv::Mat& image) {
-    const std::vector<Particle> previous =
-        image.cols == width_ && image.rows == height_ ? std::move(prev_) : std::vector<Particle>{};
+    const bool same_size = image.cols == width_ && image.rows == height_;
+    const std::vector<Particle> previous = same_size ? std::move(prev_) : std::vector<Particle>{};
+    const std::vector<char> steady = same_size ? std::move(prev_steady_) : std::vector<char>{};
     reset();
     stats_ = {};
-    const Continuation cont{previous, lp_.continue_distance * p_.r_small(), lp_.continue_radius};
+    std::vector<char> restored(previous.size(), 0);
+    const Continuation cont{previous, steady, lp_.continue_distance * p_.r_small(), lp_.continue_radius,
+                            &restored};
     auto parts = locate_impl(image, p_, p_.joint ? &templates_ : nullptr, &workspace_,
                              &stats_.relative_residual, cont);
     workspace_.hessians
@@ -562,6 +546,7 @@ std::vector<Particle> DiskLocator::cold(const cv::Mat& image) {
     for (const auto& q : parts) st.push_back(q.strength);
     median_strength_ = quantile(st, 0.5);
     prev_ = parts;
+    prev_steady_ = lp_.continue_distance > 0 ? detail::steady_disks(parts, cont) : std::vector<char>{};
     vx_.assign(parts.size(), 0.0);
     vy_.assign(parts.size(), 0.0);
     return parts;

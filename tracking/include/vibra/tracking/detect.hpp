@@ -191,9 +191,10 @@ private:
     DetectParams p_;
     LocatorParams lp_;
     DiskTemplates templates_;
-    JointFitWorkspace workspace_;  // frame buffers re-used from frame to frame
-    std::vector<Particle> prev_;   // last frame's disks, in fit order
-    std::vector<double> vx_, vy_;  // their last displacement (px per call)
+    JointFitWorkspace workspace_;    // frame buffers re-used from frame to frame
+    std::vector<Particle> prev_;     // last frame's disks, in fit order
+    std::vector<char> prev_steady_;  // after a frame from scratch: each continued a disk of the frame before
+    std::vector<double> vx_, vy_;    // their last displacement (px per call)
     float median_strength_ = 0;
     int width_ = 0, height_ = 0;
     int since_cold_ = 0;
