@@ -55,56 +55,109 @@ TEST_CASE("continuation: a disk continues a previous one within the distance and
     REQUIRE(detail::continuing_disks(now, Continuation{}) == std::vector<char>{0, 0, 0});
 }
 
+namespace {
+
+// A frame of four disks of radius 20: the one that may jump at (100, 100) and three that stay
+// at (40, 40), (160, 40), (40, 160). The previous frame had all four, steady, at the frame's
+// median edge (quality 1); this frame's refined disks are the three others (edge 0.3, found
+// where they were) plus `at_centre`.
+struct JumpScene {
+    static constexpr double r = 20;
+    std::vector<Particle> prev{disk_at(100.4, 99.7, 20.3), disk_at(40, 40, 20), disk_at(160, 40, 20),
+                               disk_at(40, 160, 20)};
+    std::vector<char> steady{1, 1, 1, 1};
+    std::vector<char> restored = std::vector<char>(4, 0);
+    JumpScene() {
+        for (auto& q : prev) q.quality = 1;
+    }
+    static cv::Mat image(cv::Point2d centre) { return disks({centre, {40, 40}, {160, 40}, {40, 160}}, r); }
+    static std::vector<Particle> refined(std::vector<Particle> at_centre) {
+        std::vector<Particle> v{disk_at(40.2, 40, 20, 0.3f), disk_at(160, 39.9, 20, 0.3f),
+                                disk_at(40, 160.1, 20, 0.3f)};
+        for (auto& q : at_centre) q.strength = 0.3f, v.push_back(q);
+        return v;
+    }
+    Continuation cont() { return Continuation{prev, steady, 2.0, 0.05, &restored}; }
+};
+
+}  // namespace
+
 TEST_CASE("continuation: a one-frame jump of a steady disk is undone, and only that", "[unit]") {
-    const double r = 20;
-    const cv::Mat img = disks({{100, 100}}, r);
-    const auto g = compute_gradients(img, false, 64);
+    const double r = JumpScene::r;
+    const auto g = compute_gradients(JumpScene::image({100, 100}), false, 64);
     const auto rp = refine_params();
-    const std::vector<Particle> prev{disk_at(100.4, 99.7, 20.3)};  // where the disk was, as measured
-    const std::vector<char> steady{1};
     // The frame's refinement put a larger circle 12 px off (> 2 × 2 px; the wrong circle a wall
-    // gives): it continues nothing, so the disk is refined again from where it was.
-    const std::vector<Particle> jumped{disk_at(108, 109, 24.5)};
-    std::vector<char> restored(1, 0);
-    Continuation c{prev, steady, 2.0, 0.05, &restored};
-    auto parts = jumped;
-    detail::undo_jumps(g, parts, c, 14, r, rp);
-    REQUIRE(parts.size() == 1);
-    CHECK(parts[0].x == Approx(100).margin(0.2));
-    CHECK(parts[0].y == Approx(100).margin(0.2));
-    CHECK(parts[0].radius == Approx(r).margin(1.0));  // cv::circle's outline lies ≈ 0.5 px out
-    REQUIRE(restored == std::vector<char>{1});
+    // gives), and a duplicate of it 1 px away: it continues nothing, so the disk is refined again
+    // from where it was and replaces the circle; the duplicate goes too.
+    const Particle jumped = disk_at(108, 109, 24.5);
+    JumpScene s;
+    auto parts = JumpScene::refined({jumped, disk_at(108.6, 109.5, 24.6)});
+    detail::undo_jumps(g, parts, s.cont(), 14, r, rp);
+    REQUIRE(parts.size() == 5);
+    CHECK(parts[3].x == Approx(100).margin(0.2));
+    CHECK(parts[3].y == Approx(100).margin(0.2));
+    CHECK(parts[3].radius == Approx(r).margin(1.0));  // cv::circle's outline lies ≈ 0.5 px out
+    CHECK(parts[4].strength == 0);                    // the duplicate
+    for (int i = 0; i < 3; ++i) CHECK(parts[i].strength == 0.3f);
+    REQUIRE(s.restored == std::vector<char>{1, 0, 0, 0});
     // A restored disk is not steady for the next frame; the disks that continue others are.
-    const std::vector<Particle> next{parts[0], disk_at(170, 30, 20)};
-    REQUIRE(detail::steady_disks(next, c) == std::vector<char>{0, 0});
-    restored[0] = 0;
-    REQUIRE(detail::steady_disks(next, c) == std::vector<char>{1, 0});
-    // Left alone: the disk was not steady; the circle is within 2 × the distance (it did not
-    // jump); no refined disk within the overlap (a disk gone is not put back).
-    const std::vector<char> not_steady{0};
-    parts = jumped;
-    detail::undo_jumps(g, parts, Continuation{prev, not_steady, 2.0, 0.05}, 14, r, rp);
-    REQUIRE(parts[0].x == jumped[0].x);
-    const std::vector<Particle> near{disk_at(103, 101, 24.5)};  // 2.8 px < 4 px
-    parts = near;
-    detail::undo_jumps(g, parts, Continuation{prev, steady, 2.0, 0.05}, 14, r, rp);
-    REQUIRE(parts[0].x == near[0].x);
-    const std::vector<Particle> far{disk_at(130, 100, 20)};  // 30 px: beyond the overlap
-    parts = far;
-    detail::undo_jumps(g, parts, Continuation{prev, steady, 2.0, 0.05}, 14, r, rp);
-    REQUIRE(parts[0].x == far[0].x);
-    // The disk really moved (the image has it 8 px away, where the circle is): refined from where
-    // it was, the result does not continue it, nothing changes.
-    const cv::Mat moved_img = disks({{108, 100}}, r);
-    const auto gm = compute_gradients(moved_img, false, 64);
-    const std::vector<Particle> found{disk_at(108, 100, 20)};
-    parts = found;
-    detail::undo_jumps(gm, parts, Continuation{prev, steady, 2.0, 0.05}, 14, r, rp);
-    REQUIRE(parts[0].x == found[0].x);
-    // The circle continues another previous disk (a disk of its own, which came close): kept.
-    const std::vector<Particle> two_prev{prev[0], disk_at(108.5, 109, 24.5)};
-    const std::vector<char> both_steady{1, 1};
-    parts = jumped;
-    detail::undo_jumps(g, parts, Continuation{two_prev, both_steady, 2.0, 0.05}, 14, r, rp);
-    REQUIRE(parts[0].x == jumped[0].x);
+    const std::vector<Particle> next{parts[3], parts[0], disk_at(170, 100, 20)};
+    REQUIRE(detail::steady_disks(next, s.cont()) == std::vector<char>{0, 1, 0});
+    s.restored[0] = 0;
+    REQUIRE(detail::steady_disks(next, s.cont()) == std::vector<char>{1, 1, 0});
+
+    auto left_alone = [&](const cv::Mat& image, const Particle& at_centre, JumpScene& scene) {
+        const auto gi = compute_gradients(image, false, 64);
+        auto v = JumpScene::refined({at_centre});
+        detail::undo_jumps(gi, v, scene.cont(), 14, r, rp);
+        return v[3].x == at_centre.x && v[3].y == at_centre.y && v[3].strength == 0.3f &&
+               scene.restored == std::vector<char>(4, 0);
+    };
+    const cv::Mat still = JumpScene::image({100, 100});
+    {
+        JumpScene t;  // the disk was not steady
+        t.steady[0] = 0;
+        CHECK(left_alone(still, jumped, t));
+    }
+    {
+        JumpScene t;  // the circle is within 2 × the distance: it did not jump
+        CHECK(left_alone(still, disk_at(103, 101, 24.5), t));
+    }
+    {
+        JumpScene t;  // nothing within the overlap (14 px): a disk gone is not put back
+        CHECK(left_alone(still, disk_at(130, 100, 20), t));
+    }
+    {
+        JumpScene t;  // the disk really moved 8 px, to where the circle is: followed, not put back
+        CHECK(left_alone(JumpScene::image({108, 100}), disk_at(108, 100, 20), t));
+    }
+    {
+        JumpScene t;  // the circle continues another previous disk (a disk of its own)
+        t.prev.push_back(disk_at(108.5, 109, 24.5));
+        t.steady.push_back(1);
+        t.restored.push_back(0);
+        auto v = JumpScene::refined({jumped});
+        detail::undo_jumps(g, v, t.cont(), 14, r, rp);
+        CHECK(v[3].x == jumped.x);
+        CHECK(t.restored == std::vector<char>(5, 0));
+    }
+    {
+        // At its old place the disk has less than half the edge it had: it had the frame's median
+        // edge (quality 1), this frame's median is 0.9 and the disk's own edge ≈ 0.33 < 0.5 × 0.9.
+        JumpScene t;
+        auto v = JumpScene::refined({jumped});
+        for (auto& q : v) q.strength = 0.9f;
+        const auto gi = compute_gradients(still, false, 64);
+        detail::undo_jumps(gi, v, t.cont(), 14, r, rp);
+        CHECK(v[3].x == jumped.x);
+        CHECK(t.restored == std::vector<char>(4, 0));
+    }
+    {
+        JumpScene t;  // most steady disks moved (the frame shook): nothing is undone
+        auto v = JumpScene::refined({jumped});
+        for (int i = 0; i < 3; ++i) v[static_cast<std::size_t>(i)].x += 10;
+        detail::undo_jumps(g, v, t.cont(), 14, r, rp);
+        CHECK(v[3].x == jumped.x);
+        CHECK(t.restored == std::vector<char>(4, 0));
+    }
 }

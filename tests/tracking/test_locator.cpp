@@ -413,3 +413,44 @@ TEST_CASE("DiskLocator: a frame from scratch keeps a faint disk that continues o
     (void)L0.next(strong);
     REQUIRE(L0.next(faint).size() == 8);
 }
+
+TEST_CASE("DiskLocator: a circle that jumps away from a steady disk for one frame is undone", "[unit]") {
+    DetectParams dp;
+    dp.radii = {14};
+    dp.joint = false;  // every frame from scratch
+    const cv::Mat sharp = nine_disks(1);
+    // A bright ring of radius 15.5 px centred 8 px from the centre disk (a reflection), sharper
+    // than the disk's edge: a frame located alone takes the ring instead of the disk.
+    cv::Mat ring = sharp.clone();
+    cv::circle(ring, cv::Point(127 * 16, 124 * 16), int(15.5 * 16), cv::Scalar(255), 2, cv::LINE_AA, 4);
+    auto near = [](const std::vector<Particle>& parts, double x, double y, double tol) {
+        return std::any_of(parts.begin(), parts.end(),
+                           [&](const Particle& q) { return std::hypot(q.x - x, q.y - y) < tol; });
+    };
+    const auto alone = locate(ring, dp);
+    REQUIRE(alone.size() == 9);
+    REQUIRE(near(alone, 127, 124, 1.5));
+    REQUIRE_FALSE(near(alone, 120, 120, 1.5));
+    // After two frames with the disk steady at (120, 120): the disk is put back (the ring's edge
+    // runs through the disk's, so within 0.5 px), the ring is gone.
+    DiskLocator L(dp);
+    (void)L.next(sharp);
+    (void)L.next(sharp);
+    const auto third = L.next(ring);
+    REQUIRE(third.size() == 9);
+    REQUIRE(near(third, 120, 120, 0.5));
+    REQUIRE_FALSE(near(third, 127, 124, 1.5));
+    // A restored disk is not steady: when the ring stays, it is taken in the next frame.
+    const auto fourth = L.next(ring);
+    REQUIRE(near(fourth, 127, 124, 1.5));
+    // After one sharp frame only (not steady yet), or with the hysteresis off: the ring.
+    DiskLocator once(dp);
+    (void)once.next(sharp);
+    REQUIRE(near(once.next(ring), 127, 124, 1.5));
+    LocatorParams off;
+    off.continue_distance = 0;
+    DiskLocator L0(dp, off);
+    (void)L0.next(sharp);
+    (void)L0.next(sharp);
+    REQUIRE(near(L0.next(ring), 127, 124, 1.5));
+}
