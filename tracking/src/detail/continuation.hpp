@@ -14,9 +14,12 @@
 //    continued a disk of the frame before it, and was not itself restored) that nothing continues
 //    now, whose place the nearest refined disk took from more than 2 × distance away while
 //    continuing no previous disk itself, is refined again from where it was (radius within
-//    `radius` of its own, the others masked but not that circle) and replaces that circle when
-//    the result continues it. A restored disk is not steady for the next frame, so a jump that
-//    persists is taken after one frame and a restoration can never walk a disk away step by step.
+//    `radius` of its own, the others masked but not that circle, 2 × distance more iterations so
+//    that a disk that did move is followed away) and replaces that circle — and the circle's
+//    duplicates — when the result continues it with at least half the edge it had (relative to
+//    each frame's median). Nothing is undone when more than half of the steady disks moved (the
+//    frame shook). A restored disk is not steady for the next frame, so a jump that persists is
+//    taken after one frame and a restoration can never walk a disk away step by step.
 // Deterministic: a function of the frame and the previous frame's disks (a locator's first frame
 // and a frame after a reset have none).
 #pragma once

@@ -119,7 +119,9 @@ struct LocatorParams {
     /// or its warm start ended) keeps a disk whose edge is below DetectParams::min_edge when it
     /// continues one of the previous frame's disks: centre within this × r_small of it and radius
     /// within `continue_radius` of its radius (hysteresis in time: a disk seen does not vanish
-    /// from one frame to the next while its edge stays where it was; docs/tracking.md). 0 = off.
+    /// from one frame to the next while its edge stays where it was), and undoes a circle's
+    /// one-frame jump away from a disk steady over the two frames before (detail/continuation.hpp,
+    /// docs/tracking.md "Frame to frame"). 0 = off.
     double continue_distance = 0.1;
     double continue_radius = 0.05;  ///< relative
     void validate() const;          ///< throws ParameterError naming the field
