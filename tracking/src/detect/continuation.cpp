@@ -15,7 +15,11 @@ bool continues(const Particle& q, const Particle& prev, const Continuation& c) {
            std::abs(q.radius - prev.radius) <= c.radius * prev.radius;
 }
 
-std::vector<char> continuing_disks(const std::vector<Particle>& parts, const Continuation& c) {
+namespace {
+
+// 1 for each disk of `parts` that continues a disk of c.previous not marked in `ignore` (when given).
+std::vector<char> continuing_except(const std::vector<Particle>& parts, const Continuation& c,
+                                    const std::vector<char>* ignore) {
     std::vector<char> out(parts.size(), 0);
     if (c.previous.empty() || !(c.distance > 0)) return out;
     std::vector<double> xs, ys;
@@ -23,9 +27,15 @@ std::vector<char> continuing_disks(const std::vector<Particle>& parts, const Con
     const CellList cl(xs, ys, c.distance, Geometry{});
     for (std::size_t i = 0; i < parts.size(); ++i)
         cl.for_each_near(parts[i].x, parts[i].y, [&](std::size_t j, double, double, double) {
-            if (continues(parts[i], c.previous[j], c)) out[i] = 1;
+            if (!(ignore && (*ignore)[j]) && continues(parts[i], c.previous[j], c)) out[i] = 1;
         });
     return out;
+}
+
+}  // namespace
+
+std::vector<char> continuing_disks(const std::vector<Particle>& parts, const Continuation& c) {
+    return continuing_except(parts, c, nullptr);
 }
 
 // A steady previous disk whose place a circle from > 2 × c.distance away took is refined again
@@ -85,17 +95,7 @@ void undo_jumps(const Gradients& g, std::vector<Particle>& parts, const Continua
 }
 
 std::vector<char> steady_disks(const std::vector<Particle>& parts, const Continuation& c) {
-    std::vector<char> out(parts.size(), 0);
-    if (c.previous.empty() || !(c.distance > 0)) return out;
-    std::vector<double> xs, ys;
-    for (const auto& q : c.previous) xs.push_back(q.x), ys.push_back(q.y);
-    const CellList cl(xs, ys, c.distance, Geometry{});
-    for (std::size_t i = 0; i < parts.size(); ++i)
-        cl.for_each_near(parts[i].x, parts[i].y, [&](std::size_t j, double, double, double) {
-            const bool restored = c.restored && (*c.restored)[j];
-            if (!restored && continues(parts[i], c.previous[j], c)) out[i] = 1;
-        });
-    return out;
+    return continuing_except(parts, c, c.restored);
 }
 
 }  // namespace vibra::tracking::detail
