@@ -469,7 +469,8 @@ void add_video_defaults(CLI::App* cmd, const std::shared_ptr<BatchOptions>& o) {
     d->add_option("--radius-small", o->radius_small, "Radius of the small disks (px)");
     d->add_option("--radius-large", o->radius_large, "Radius of the large disks (px)");
     d->add_option("--radii", o->radii, "'auto' (the default when no radius is given)");
-    d->add_option("--roi", o->roi, "Region of interest x0,y0,x1,y1 (px)");
+    d->add_option("--roi", o->roi,
+                  "Region of interest x0,y0,x1,y1 (px), or 'full' (default: the packing's region)");
     d->add_option("--roi-circle", o->roi_circle, "Circular region of interest cx,cy,r (px)");
     d->add_flag("--invert", o->invert, "Dark particles on a bright background");
     d->add_option("--channel", o->channel, "Colour → grey: -1 luma, 0 R, 1 G, 2 B");

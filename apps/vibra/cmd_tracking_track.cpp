@@ -160,7 +160,10 @@ void add_source_options(CLI::App* cmd, const TrackOptsPtr& o) {
     o->opt_fps = cmd->add_option("--fps", o->tp.fps, "Frame rate (frames/s), recorded in the file");
     o->opt_scale = cmd->add_option("--px-per-mm", o->tp.px_per_mm,
                                    "Image calibration (px per mm), recorded in the file");
-    cmd->add_option("--roi", o->roi, "Region of interest x0,y0,x1,y1 (px); detections outside are dropped");
+    cmd->add_option(
+        "--roi", o->roi,
+        "Region of interest x0,y0,x1,y1 (px); detections outside are dropped. Default: the packing's region "
+        "found on the first frame when it leaves part of the image out; 'full' = the whole image");
     cmd->add_option("--roi-circle", o->roi_circle, "Circular region of interest cx,cy,r (px)");
     cmd->add_option("--channel", o->tp.reader.channel, "Colour → grey: -1 luma, 0 R, 1 G, 2 B")
         ->capture_default_str();
@@ -220,7 +223,10 @@ void apply_track_options(TrackOpts& o, const GlobalOptions& g) {
     tp.adapt_thresholds = o.opt_edge->count() == 0 && o.opt_min_edge->count() == 0;
     if (!o.roi.empty() && !o.roi_circle.empty())
         throw ParameterError("--roi and --roi-circle exclude each other");
-    if (!o.roi.empty()) {
+    // No region given: the packing's region on the first frame (TrackParams::packing_region);
+    // `--roi full` keeps the whole image.
+    tp.packing_region = o.roi.empty() && o.roi_circle.empty();
+    if (!o.roi.empty() && o.roi != "full") {
         const auto v = parse_numbers(o.roi, 4, "--roi");
         if (!(v[0] < v[2] && v[1] < v[3]))
             throw ParameterError("--roi is x0,y0,x1,y1 with x0 < x1 and y0 < y1, got '" + o.roi + "'");

@@ -22,6 +22,7 @@
 #include "vibra/core/output_file.hpp"
 #include "vibra/core/progress.hpp"
 #include "vibra/core/version.hpp"
+#include "vibra/tracking/packing_region.hpp"
 #include "vibra/tracking/species.hpp"
 #include "detail/checkpoint.hpp"
 #include "detail/static_background.hpp"
@@ -357,6 +358,7 @@ struct RunPlan {
     int n_pieces = 1, n_threads = 1;
     double seam_zone = 0;
     EdgeRegion region;
+    Geometry packing_window;  // the packing's centres when its region is the ROI, else unbounded
     Metadata meta;
     detail::StaticBackground background;  // taken out of every frame by the reader
 };
@@ -424,6 +426,19 @@ detail::StaticBackground measure_background(const std::string& input, const Trac
 
 Metadata initial_metadata(const std::string& input, const RunPlan& plan);
 
+// No ROI given (TrackParams::packing_region): the packing's region on the first frame becomes the
+// ROI, its centres' box the analysis window, when it leaves part of the image out.
+void find_packing_region(const std::string& input, const cv::Mat& first, RunPlan& plan, TrackSummary& sum) {
+    TrackParams& p = plan.p;
+    p.detect.validate();
+    const auto reg = find_packing_region(locate(first, p.detect), p.detect.r_large(), first.cols, first.rows);
+    sum.packing_region = reg.summary();
+    if (!reg.found) return;
+    p.roi = reg.kept;
+    plan.packing_window = reg.centres;
+    if (p.note) p.note(input + ": " + sum.packing_region);
+}
+
 // Opens the input (radii estimated from the first frames when not given), finds the checkpoint
 // to resume from and plans the strips and threads.
 RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary& sum) {
@@ -450,7 +465,8 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
             std::async(p.threads == 1 ? std::launch::deferred : std::launch::async, std::move(measure));
     };
     if (!p.detect.radii.empty()) measure_background_from_now();
-    if (p.detect.radii.empty() || p.adapt_thresholds) {
+    const bool find_packing = p.packing_region && p.roi.kind == GeometryKind::unbounded;
+    if (p.detect.radii.empty() || p.adapt_thresholds || find_packing) {
         std::vector<cv::Mat> first;
         Frame fr;
         const std::int64_t n_first = p.detect.radii.empty() ? p.auto_radii_frames : 1;
@@ -483,6 +499,7 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
             sum.edge_thresholds = a.summary(p.detect);
             if (p.note && a.factor < 1) p.note(input + ": " + sum.edge_thresholds);
         }
+        if (find_packing) find_packing_region(input, first.front(), plan, sum);
         src = open_input(input, p, p.reader);
     }
     if (background.valid()) plan.background = background.get();
@@ -532,6 +549,7 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
     plan.meta.user["radii_source"] = sum.radii_estimate.empty() ? "given" : "estimated";
     if (!sum.radii_estimate.empty()) plan.meta.user["radii_estimate"] = sum.radii_estimate;
     if (!sum.edge_thresholds.empty()) plan.meta.user["edge_thresholds"] = sum.edge_thresholds;
+    if (!sum.packing_region.empty()) plan.meta.user["packing_region"] = sum.packing_region;
     return plan;
 }
 
@@ -555,6 +573,10 @@ Metadata initial_metadata(const std::string& input, const RunPlan& plan) {
     meta.geometry = plan.region.window(p.detect.r_large());
     meta.user["window"] = std::string(p.roi.kind == GeometryKind::unbounded ? "image" : "ROI") +
                           " inset by the large radius " + std::to_string(p.detect.r_large()) + " px";
+    if (plan.packing_window.kind != GeometryKind::unbounded) {
+        meta.geometry = plan.packing_window;
+        meta.user["window"] = "box of the packing's centres on the first frame (packing region)";
+    }
     for (double r : p.detect.radii) meta.species_diameters.push_back(2 * r);
     if (p.detect.radii.size() == 1) meta.species_names = {"disk"};
     meta.source.file = input;

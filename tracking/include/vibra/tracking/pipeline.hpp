@@ -37,6 +37,11 @@ struct TrackParams {
     /// frame (adapt_edge_thresholds, detect.hpp); `vibra track` sets it unless --edge-threshold or
     /// --min-edge is given.
     bool adapt_thresholds = false;
+    /// When no roi is given: find the packing's region on the first frame (packing_region.hpp)
+    /// and, when it leaves part of the image out, track inside it (the roi) with its centres' box
+    /// as the analysis window — round machine parts around a container are not disks. `vibra
+    /// track` sets it unless --roi, --roi-circle or `--roi full` is given.
+    bool packing_region = false;
     /// max_step 5 px by default (LinkParams); set 0 for automatic (0.5 × small radius, ≥ 2 px), as
     /// `vibra track` does
     LinkParams link;
@@ -112,6 +117,7 @@ struct TrackSummary {
     std::vector<double> radii;    ///< radii used (px)
     std::string radii_estimate;   ///< the estimate's summary when the radii were estimated, else empty
     std::string edge_thresholds;  ///< adapt_thresholds: what was measured and used, else empty
+    std::string packing_region;   ///< TrackParams::packing_region: what was found, else empty
     std::string background;       ///< what the static-background measurement found ("" = not run)
 };
 

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The packing's region (packing_region.hpp): contact groups by union-find over a sweep in x.
+#include "vibra/tracking/packing_region.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+#include "vibra/core/error.hpp"
+
+namespace vibra::tracking {
+
+void PackingRegionParams::validate() const {
+    auto bad = [](const char* f, double v, const char* rule) {
+        throw ParameterError(std::string("packing region: ") + f + " must be " + rule + ", got " +
+                             std::to_string(v));
+    };
+    if (!(contact >= 1)) bad("contact", contact, ">= 1");
+    if (min_disks < 2) bad("min_disks", min_disks, ">= 2");
+    if (!(min_fraction > 0 && min_fraction <= 1)) bad("min_fraction", min_fraction, "in (0, 1]");
+    if (!(margin >= 1)) bad("margin", margin, ">= 1");
+    if (!(wall_band > 0)) bad("wall_band", wall_band, "> 0");
+    if (!(wall_cover > 0 && wall_cover <= 1)) bad("wall_cover", wall_cover, "in (0, 1]");
+}
+
+std::string PackingRegion::summary() const {
+    char buf[256];
+    std::string sides;
+    const char* names[] = {"left", "top", "right", "bottom"};
+    for (int s = 0; s < 4; ++s)
+        if (walls[s]) sides += std::string(sides.empty() ? "" : ", ") + names[s];
+    if (found)
+        std::snprintf(
+            buf, sizeof buf,
+            "packing region: x %.0f-%.0f, y %.0f-%.0f px around %d of %d disks in contact, walls %s; "
+            "%d detection%s outside left out",
+            std::max(0.0, kept.x0), kept.x1, std::max(0.0, kept.y0), kept.y1, in_packing, disks,
+            sides.c_str(), outside, outside == 1 ? "" : "s");
+    else if (packing)
+        std::snprintf(buf, sizeof buf,
+                      "packing region: the whole image (%d of %d disks in contact; walls: %s)", in_packing,
+                      disks, sides.empty() ? "none" : sides.c_str());
+    else
+        std::snprintf(buf, sizeof buf,
+                      "packing region: the whole image (no packing: at most %d of %d disks in contact)",
+                      in_packing, disks);
+    return buf;
+}
+
+namespace {
+
+// Union-find over disk indices; a group is named by its smallest index (order-independent).
+struct Groups {
+    std::vector<int> parent;
+    explicit Groups(int n) : parent(static_cast<std::size_t>(n)) {
+        std::iota(parent.begin(), parent.end(), 0);
+    }
+    int find(int a) {
+        while (parent[a] != a) a = parent[a] = parent[parent[a]];
+        return a;
+    }
+    void join(int a, int b) {
+        a = find(a), b = find(b);
+        if (a != b) parent[std::max(a, b)] = std::min(a, b);
+    }
+};
+
+// Members of the largest contact group (ties: the group with the smallest index).
+std::vector<int> largest_contact_group(const std::vector<Particle>& disks, double r_large, double contact) {
+    const int n = static_cast<int>(disks.size());
+    auto radius = [&](int i) { return disks[i].radius > 0 ? double(disks[i].radius) : r_large; };
+    std::vector<int> by_x(static_cast<std::size_t>(n));
+    std::iota(by_x.begin(), by_x.end(), 0);
+    std::stable_sort(by_x.begin(), by_x.end(), [&](int a, int b) { return disks[a].x < disks[b].x; });
+    double r_max = 0;
+    for (int i = 0; i < n; ++i) r_max = std::max(r_max, radius(i));
+    Groups g(n);
+    for (int a = 0; a < n; ++a)
+        for (int b = a + 1; b < n && disks[by_x[b]].x - disks[by_x[a]].x <= 2 * contact * r_max; ++b) {
+            const int i = by_x[a], j = by_x[b];
+            if (std::hypot(disks[i].x - disks[j].x, disks[i].y - disks[j].y) <=
+                contact * (radius(i) + radius(j)))
+                g.join(i, j);
+        }
+    std::vector<int> size(static_cast<std::size_t>(n), 0);
+    for (int i = 0; i < n; ++i) ++size[g.find(i)];
+    const int best = static_cast<int>(std::max_element(size.begin(), size.end()) - size.begin());
+    std::vector<int> members;
+    for (int i = 0; i < n; ++i)
+        if (g.find(i) == best) members.push_back(i);
+    return members;
+}
+
+// Share of [lo, hi] covered by the intervals [t − r, t + r].
+double covered_share(std::vector<std::pair<double, double>> spans, double lo, double hi) {
+    if (!(hi > lo)) return 1;
+    std::sort(spans.begin(), spans.end());
+    double covered = 0, reached = lo;
+    for (const auto& [a, b] : spans) {
+        const double from = std::max(a, reached), to = std::min(b, hi);
+        if (to > from) covered += to - from, reached = to;
+    }
+    return covered / (hi - lo);
+}
+
+// Which sides of the group's centre box (left, top, right, bottom) are walls: the disks whose
+// centres are within `band` of the side cover at least `cover` of its length.
+std::array<bool, 4> find_walls(const std::vector<Particle>& disks, const std::vector<int>& group,
+                               const Geometry& box, double r_large, double band, double cover) {
+    std::array<std::vector<std::pair<double, double>>, 4> spans;
+    for (int i : group) {
+        const auto& d = disks[i];
+        const double r = d.radius > 0 ? double(d.radius) : r_large;
+        if (d.x - box.x0 <= band) spans[0].emplace_back(d.y - r, d.y + r);
+        if (d.y - box.y0 <= band) spans[1].emplace_back(d.x - r, d.x + r);
+        if (box.x1 - d.x <= band) spans[2].emplace_back(d.y - r, d.y + r);
+        if (box.y1 - d.y <= band) spans[3].emplace_back(d.x - r, d.x + r);
+    }
+    return {
+        covered_share(spans[0], box.y0, box.y1) >= cover, covered_share(spans[1], box.x0, box.x1) >= cover,
+        covered_share(spans[2], box.y0, box.y1) >= cover, covered_share(spans[3], box.x0, box.x1) >= cover};
+}
+
+}  // namespace
+
+PackingRegion find_packing_region(const std::vector<Particle>& disks, double r_large, int width, int height,
+                                  const PackingRegionParams& p) {
+    p.validate();
+    PackingRegion reg;
+    reg.disks = static_cast<int>(disks.size());
+    if (disks.empty()) return reg;
+    const auto group = largest_contact_group(disks, r_large, p.contact);
+    reg.in_packing = static_cast<int>(group.size());
+    reg.packing = reg.in_packing >= p.min_disks && reg.in_packing >= p.min_fraction * reg.disks;
+    if (!reg.packing) return reg;
+    double x0 = disks[group[0]].x, x1 = x0, y0 = disks[group[0]].y, y1 = y0;
+    for (int i : group) {
+        x0 = std::min(x0, disks[i].x), x1 = std::max(x1, disks[i].x);
+        y0 = std::min(y0, disks[i].y), y1 = std::max(y1, disks[i].y);
+    }
+    reg.centres = Geometry::rect(x0, y0, x1, y1);
+    reg.walls = find_walls(disks, group, reg.centres, r_large, p.wall_band * r_large, p.wall_cover);
+    // Cut at the margin beyond a wall only; pixel edges of the image: (0,0) is the centre of
+    // the top-left pixel.
+    const double m = p.margin * r_large, W = width - 0.5, H = height - 0.5;
+    const auto& w = reg.walls;
+    reg.kept = Geometry::rect(w[0] ? std::max(-0.5, x0 - m) : -0.5, w[1] ? std::max(-0.5, y0 - m) : -0.5,
+                              w[2] ? std::min(W, x1 + m) : W, w[3] ? std::min(H, y1 + m) : H);
+    reg.found = reg.kept.x0 > -0.5 || reg.kept.y0 > -0.5 || reg.kept.x1 < W || reg.kept.y1 < H;
+    if (!reg.found) return reg;
+    for (const auto& d : disks) reg.outside += reg.kept.contains(d.x, d.y) ? 0 : 1;
+    return reg;
+}
+
+}  // namespace vibra::tracking
