@@ -302,8 +302,12 @@ DiscScore score_discs(const std::vector<TruthDisc>& truth, const std::vector<dou
 
 }  // namespace
 
-TEST_CASE("real data: particletracker discs with only --roi (radii and edge thresholds from the frames)",
-          "[unit]") {
+// With only --roi, and with no flag at all: the packing's region found on the first frame
+// (packing_region.hpp) then leaves out the round machine parts around the container.
+TEST_CASE(
+    "real data: particletracker discs with only --roi or with nothing (radii, thresholds, region from the "
+    "frames)",
+    "[unit]") {
     const auto shared = test::shared_dir();
     if (shared.empty()) {
         WARN("../shared not found: skipping the discs-with-defaults test");
@@ -312,7 +316,9 @@ TEST_CASE("real data: particletracker discs with only --roi (radii and edge thre
     const auto truth = test::discs_truth();
     test::TempDir dir("track_discs_defaults");
     const auto in = (shared / "data/real/particletracker_discs/discs_luma_*.png").string();
-    const auto r = test::run_vibra("track '" + in + "' -o " + dir.file("d.h5") + " --roi 142,30,1082,846");
+    const std::string flags = GENERATE(std::string(" --roi 142,30,1082,846"), std::string());
+    INFO("flags:" << flags);
+    const auto r = test::run_vibra("track '" + in + "' -o " + dir.file("d.h5") + flags);
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     REQUIRE(r.output.find("radii: small ") != std::string::npos);
@@ -320,6 +326,26 @@ TEST_CASE("real data: particletracker discs with only --roi (radii and edge thre
     store::TrajectoryReader t(dir.file("d.h5"));
     const auto a = t.read_all();
     REQUIRE(a.index.n_frames() == 9);
+    if (flags.empty()) {
+        // The packing, not the knob at (1221, 877) nor the hole and bolt at the left edge: the
+        // region found lies between them, and the analysis window is the box of the discs' centres.
+        REQUIRE(r.output.find("packing region: x ") != std::string::npos);
+        REQUIRE(
+            r.output.find("72 of 73 disks in contact, walls left, top, right, bottom; 1 detection outside "
+                          "left out") != std::string::npos);
+        REQUIRE(t.meta().user.at("packing_region").find("walls left, top, right, bottom") !=
+                std::string::npos);
+        const auto& w = t.meta().geometry;
+        REQUIRE(w.kind == GeometryKind::window_rect);
+        CHECK(w.x0 > 180);
+        CHECK(w.x0 < 200);  // the leftmost centres (discs cut by the left bar)
+        CHECK(w.x1 > 1030);
+        CHECK(w.x1 < 1045);
+        CHECK(w.y0 > 75);
+        CHECK(w.y0 < 95);
+        CHECK(w.y1 > 775);
+        CHECK(w.y1 < 790);
+    }
     // Every detection matched one to one to the hand-checked discs within 10 px (the centre of a
     // rim seen in perspective differs from the truth's by up to ~8 px, docs/tracking.md; the
     // nearest other disc is >= 80 px away). Species after vibra track's trajectory vote.
@@ -345,19 +371,59 @@ TEST_CASE("real data: particletracker discs with only --roi (radii and edge thre
         INFO("frame " << f << ": " << s.in_roi << " in the ROI, " << s.found << "/72 found (missed:" << missed
                       << "), " << s.extra << " extra, " << s.outside << " outside, " << s.class_errors
                       << " class errors");
-        REQUIRE(s.outside == 0);  // --roi applied
+        REQUIRE(s.outside == 0);  // --roi applied, or the packing region
         REQUIRE(s.in_roi == 72);
         REQUIRE(s.found == 72);
         REQUIRE(s.extra == 0);
         REQUIRE(s.class_errors == 0);
         found += s.found, extra += s.extra, cls += s.class_errors;
     }
-    WARN("particletracker discs with only --roi: " << found << "/648 discs found, " << extra
-                                                   << " extra detections in the ROI, " << cls
-                                                   << " class errors after the vote (target 648 / 0 / 0)");
+    WARN("particletracker discs with" << (flags.empty() ? " no flag" : flags) << ": " << found
+                                      << "/648 discs found, " << extra << " extra detections in the ROI, "
+                                      << cls << " class errors after the vote (target 648 / 0 / 0)");
     REQUIRE(found == 648);
     REQUIRE(extra == 0);
     REQUIRE(cls == 0);
     std::set<std::int64_t> ids(a.rows.particle.begin(), a.rows.particle.end());
     REQUIRE(ids.size() == 72);  // one trajectory per disc
+}
+
+TEST_CASE("real data: particletracker discs with --roi full keep the knob the packing region leaves out",
+          "[unit]") {
+    const auto shared = test::shared_dir();
+    if (shared.empty()) {
+        WARN("../shared not found: skipping the discs --roi full test");
+        return;
+    }
+    const auto truth = test::discs_truth();
+    test::TempDir dir("track_discs_roi_full");
+    const auto in = (shared / "data/real/particletracker_discs/discs_luma_00[0-2].png").string();
+    const auto outside = [&](const std::string& flags) {
+        const auto r = test::run_vibra("track '" + in + "' -o " + dir.file("d.h5") + flags);
+        INFO(r.output);
+        REQUIRE(r.exit_code == 0);
+        store::TrajectoryReader t(dir.file("d.h5"));
+        const auto a = t.read_all();
+        int n = 0, found = 0;
+        for (std::int64_t f = 0; f < 3; ++f) {
+            std::vector<double> x, y;
+            std::vector<std::int8_t> sp;
+            for (auto i = a.index.begin(f); i < a.index.end(f); ++i) {
+                const auto k = static_cast<std::size_t>(i);
+                x.push_back(a.rows.x[k]), y.push_back(a.rows.y[k]), sp.push_back(a.rows.species[k]);
+            }
+            const auto s = score_discs(truth[static_cast<std::size_t>(f)], x, y, sp, 10.0);
+            n += s.outside, found += s.found;
+        }
+        REQUIRE(found == 3 * 72);
+        return std::pair{n, t.meta().user.count("packing_region") ? t.meta().user.at("packing_region") : ""};
+    };
+    // Frames 0-2: the knob at (1220, 878) in all three, the hole at (45, 365) in frame 2.
+    const auto [kept, full_note] = outside(" --roi full");
+    REQUIRE(kept == 4);
+    REQUIRE(full_note.empty());
+    const auto [left_out, note] = outside("");
+    REQUIRE(left_out == 0);
+    REQUIRE(note.find("walls left, top, right, bottom") != std::string::npos);
+    REQUIRE(outside(" --roi 142,30,1082,846").first == 0);
 }

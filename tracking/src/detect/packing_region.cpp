@@ -142,12 +142,16 @@ PackingRegion find_packing_region(const std::vector<Particle>& disks, double r_l
     }
     reg.centres = Geometry::rect(x0, y0, x1, y1);
     reg.walls = find_walls(disks, group, reg.centres, r_large, p.wall_band * r_large, p.wall_cover);
-    // Cut at the margin beyond a wall only; pixel edges of the image: (0,0) is the centre of
-    // the top-left pixel.
+    // Cut at the margin beyond a wall, where the image holds at least a large radius more (room
+    // for something of a disk's size); pixel edges of the image: (0,0) is the centre of the
+    // top-left pixel.
     const double m = p.margin * r_large, W = width - 0.5, H = height - 0.5;
     const auto& w = reg.walls;
-    reg.kept = Geometry::rect(w[0] ? std::max(-0.5, x0 - m) : -0.5, w[1] ? std::max(-0.5, y0 - m) : -0.5,
-                              w[2] ? std::min(W, x1 + m) : W, w[3] ? std::min(H, y1 + m) : H);
+    const auto low = [&](bool wall, double c) { return wall && c - m - r_large >= -0.5 ? c - m : -0.5; };
+    const auto high = [&](bool wall, double c, double edge) {
+        return wall && c + m + r_large <= edge ? c + m : edge;
+    };
+    reg.kept = Geometry::rect(low(w[0], x0), low(w[1], y0), high(w[2], x1, W), high(w[3], y1, H));
     reg.found = reg.kept.x0 > -0.5 || reg.kept.y0 > -0.5 || reg.kept.x1 < W || reg.kept.y1 < H;
     if (!reg.found) return reg;
     for (const auto& d : disks) reg.outside += reg.kept.contains(d.x, d.y) ? 0 : 1;

@@ -542,7 +542,9 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
     plan.n_pieces = plan.by_strips ? static_cast<int>(strips.size()) : 1;
     plan.n_threads = plan.by_strips ? std::min(n_workers, static_cast<int>(strips.size())) : n_workers;
     plan.seam_zone = 0.5 * p.detect.r_small();
-    plan.region = edge_region(info.width, info.height, p.roi, p.detect.r_large());
+    // Edges: those of the image and of a given ROI; the packing region's border cuts no disk.
+    const bool packing_roi = plan.packing_window.kind != GeometryKind::unbounded;
+    plan.region = edge_region(info.width, info.height, packing_roi ? Geometry{} : p.roi, p.detect.r_large());
     sum.background = plan.background.frames_used > 0 ? plan.background.describe() : "";
     plan.meta = initial_metadata(input, plan);
     if (!sum.background.empty()) plan.meta.user["static_background"] = sum.background;

@@ -8,9 +8,11 @@
 // disks and `min_fraction` of the frame's. A side of the box of its centres is a *wall* when the
 // disks whose centres are within `wall_band` large radii of it cover at least `wall_cover` of its
 // length (a row of disks pressed against a straight wall; a round cluster or a crystallite's
-// facet covers at most ≈ 0.55). The region kept is the image cut beyond each wall at `margin`
-// large radii from the centres (a disk that could touch the packing is inside; the packing may
-// move by a radius). A gas (no large contact group), a lone object (too few disks), a cluster
+// facet covers at most ≈ 0.55; the band of 1.1 radii takes in both rows of a crystal whose rows
+// meet the wall). The region kept is the image cut beyond each wall at `margin` large radii from
+// the outermost centres (the disks against a wall differ in size by less, and the wall may move
+// by that much; what lies farther out is inside or behind the wall) — where the image extends at
+// least a large radius farther, so that a packing whose walls are the image's keeps it all. A gas (no large contact group), a lone object (too few disks), a cluster
 // without walls (coexisting with a gas, which must stay) or a packing that fills the image give
 // no region: nothing is left out.
 #pragma once
@@ -28,8 +30,8 @@ struct PackingRegionParams {
     double contact = 1.2;       ///< two disks touch when their centres are ≤ contact × (r_i + r_j) apart
     int min_disks = 20;         ///< fewer disks in the largest contact group: not a packing
     double min_fraction = 0.9;  ///< share of the frame's disks the largest contact group must hold
-    double margin = 2;          ///< × the large radius beyond a wall's centres: the region kept
-    double wall_band = 0.75;    ///< × the large radius: disks this close to a side of the box line it
+    double margin = 1;          ///< × the large radius beyond a wall's centres: the region kept
+    double wall_band = 1.1;     ///< × the large radius: disks this close to a side of the box line it
     double wall_cover = 0.7;    ///< share of a side those disks cover for the side to be a wall
     void validate() const;      ///< throws ParameterError naming the field
 };
