@@ -388,6 +388,53 @@ TEST_CASE(
     REQUIRE(ids.size() == 72);  // one trajectory per disc
 }
 
+// A packing in a container whose walls lie 60 px inside the image (vibra synth --margin 60): the
+// packing region cuts beyond the walls it finds and loses no disk; the analysis window is the box
+// of the packing's centres, inside the walls.
+TEST_CASE("track a packing in a container: the packing region keeps every disk and windows their centres",
+          "[unit]") {
+    test::TempDir dir("track_packing_region");
+    const auto video = dir.file("v.avi"), truth_path = dir.file("v.truth.h5");
+    const auto syn =
+        test::run_vibra("synth -o " + video + " --truth " + truth_path +
+                        " --width 400 --height 400 --frames 10 --packing-fraction 0.7 --margin 60 -q");
+    INFO(syn.output);
+    REQUIRE(syn.exit_code == 0);
+    const auto track = [&](const std::string& out, const std::string& flags) {
+        const auto r = test::run_vibra("track " + video + " -o " + dir.file(out) +
+                                       " --radius-small 6 --radius-large 8" + flags);
+        INFO(r.output);
+        REQUIRE(r.exit_code == 0);
+        return r.output;
+    };
+    const auto note = track("d.h5", "");
+    REQUIRE(note.find("packing region: x ") != std::string::npos);
+    REQUIRE(note.find("0 detections outside left out") != std::string::npos);
+    track("f.h5", " --roi full");
+    store::TrajectoryReader d(dir.file("d.h5")), f(dir.file("f.h5")), truth(truth_path);
+    const auto a = d.read_all(), b = f.read_all(), t = truth.read_all();
+    REQUIRE(a.rows.x.size() == t.rows.x.size());  // every disk in every frame
+    REQUIRE(a.rows.x == b.rows.x);
+    REQUIRE(a.rows.y == b.rows.y);
+    REQUIRE(a.rows.particle == b.rows.particle);
+    // The window: the box of the first frame's centres (walls at 59.5 and 339.5 px; a disk's
+    // centre is at least its radius, 6 px, inside them); with --roi full the image inset by 8 px.
+    const auto& w = d.meta().geometry;
+    REQUIRE(w.kind == GeometryKind::window_rect);
+    double x0 = 1e9, x1 = -1e9;
+    for (auto i = a.index.begin(0); i < a.index.end(0); ++i) {
+        x0 = std::min(x0, a.rows.x[static_cast<std::size_t>(i)]);
+        x1 = std::max(x1, a.rows.x[static_cast<std::size_t>(i)]);
+    }
+    REQUIRE(w.x0 == x0);
+    REQUIRE(w.x1 == x1);
+    CHECK(w.x0 > 59.5 + 5.5);
+    CHECK(w.y0 > 59.5 + 5.5);
+    CHECK(w.x1 < 339.5 - 5.5);
+    CHECK(w.y1 < 339.5 - 5.5);
+    REQUIRE(f.meta().geometry == Geometry::rect(7.5, 7.5, 391.5, 391.5));
+}
+
 TEST_CASE("real data: particletracker discs with --roi full keep the knob the packing region leaves out",
           "[unit]") {
     const auto shared = test::shared_dir();

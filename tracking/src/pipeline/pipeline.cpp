@@ -575,9 +575,18 @@ Metadata initial_metadata(const std::string& input, const RunPlan& plan) {
     meta.geometry = plan.region.window(p.detect.r_large());
     meta.user["window"] = std::string(p.roi.kind == GeometryKind::unbounded ? "image" : "ROI") +
                           " inset by the large radius " + std::to_string(p.detect.r_large()) + " px";
-    if (plan.packing_window.kind != GeometryKind::unbounded) {
-        meta.geometry = plan.packing_window;
-        meta.user["window"] = "box of the packing's centres on the first frame (packing region)";
+    // The packing region: the box of the packing's centres on the first frame, within that
+    // window (disks cut by the image edge stay out).
+    const Geometry& c = plan.packing_window;
+    const Geometry& g = meta.geometry;
+    if (c.kind == GeometryKind::window_rect && g.kind == GeometryKind::window_rect &&
+        std::max(c.x0, g.x0) < std::min(c.x1, g.x1) && std::max(c.y0, g.y0) < std::min(c.y1, g.y1)) {
+        meta.geometry = Geometry::rect(std::max(c.x0, g.x0), std::max(c.y0, g.y0), std::min(c.x1, g.x1),
+                                       std::min(c.y1, g.y1));
+        meta.user["window"] =
+            "box of the packing's centres on the first frame (packing region), within the "
+            "image inset by the large radius " +
+            std::to_string(p.detect.r_large()) + " px";
     }
     for (double r : p.detect.radii) meta.species_diameters.push_back(2 * r);
     if (p.detect.radii.size() == 1) meta.species_names = {"disk"};
