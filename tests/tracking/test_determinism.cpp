@@ -205,6 +205,19 @@ TEST_CASE("track: the real samples give the same output, bit for bit, for 1, 2 a
         p.n_strips = 2;  // where 1 and 2 threads once differed by up to 9.9 px
         (void)require_same_for_any_threads(in, p, "discs, two strips");
     }
+    SECTION(
+        "particletracker discs (frames 0-2) with vibra track's defaults: radii, thresholds, packing region") {
+        TrackParams p;
+        p.adapt_thresholds = true;
+        p.packing_region = true;
+        p.link.max_step = 0;
+        p.reader.last = 3;
+        const auto in = (real / "particletracker_discs/discs_luma_*.png").string();
+        const auto run = require_same_for_any_threads(in, p, "discs, defaults");
+        REQUIRE(run.opened.user.at("radii_source") == "estimated");
+        REQUIRE(run.opened.user.at("packing_region").find("walls left, top, right, bottom") !=
+                std::string::npos);
+    }
     SECTION("trackpy bulk water (green channel, dark colloids), strips by the image and two") {
         TrackParams p;
         p.detect.radii = {5};
