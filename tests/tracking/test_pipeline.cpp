@@ -300,6 +300,18 @@ DiscScore score_discs(const std::vector<TruthDisc>& truth, const std::vector<dou
     return s;
 }
 
+// score_discs on frame f of a tracked file read whole (TrajectoryReader::read_all).
+template <class Tracked>
+DiscScore score_tracked_frame(const std::vector<TruthDisc>& truth, const Tracked& a, std::int64_t f) {
+    std::vector<double> x, y;
+    std::vector<std::int8_t> sp;
+    for (auto i = a.index.begin(f); i < a.index.end(f); ++i) {
+        const auto k = static_cast<std::size_t>(i);
+        x.push_back(a.rows.x[k]), y.push_back(a.rows.y[k]), sp.push_back(a.rows.species[k]);
+    }
+    return score_discs(truth, x, y, sp, 10.0);
+}
+
 }  // namespace
 
 // With only --roi, and with no flag at all: the packing's region found on the first frame
@@ -359,13 +371,7 @@ TEST_CASE(
     // class errors.
     int found = 0, extra = 0, cls = 0;
     for (std::int64_t f = 0; f < 9; ++f) {
-        std::vector<double> x, y;
-        std::vector<std::int8_t> sp;
-        for (auto i = a.index.begin(f); i < a.index.end(f); ++i) {
-            const auto k = static_cast<std::size_t>(i);
-            x.push_back(a.rows.x[k]), y.push_back(a.rows.y[k]), sp.push_back(a.rows.species[k]);
-        }
-        const auto s = score_discs(truth[static_cast<std::size_t>(f)], x, y, sp, 10.0);
+        const auto s = score_tracked_frame(truth[static_cast<std::size_t>(f)], a, f);
         std::string missed;
         for (int m : s.missed) missed += " " + std::to_string(m);
         INFO("frame " << f << ": " << s.in_roi << " in the ROI, " << s.found << "/72 found (missed:" << missed
@@ -453,13 +459,7 @@ TEST_CASE("real data: particletracker discs with --roi full keep the knob the pa
         const auto a = t.read_all();
         int n = 0, found = 0;
         for (std::int64_t f = 0; f < 3; ++f) {
-            std::vector<double> x, y;
-            std::vector<std::int8_t> sp;
-            for (auto i = a.index.begin(f); i < a.index.end(f); ++i) {
-                const auto k = static_cast<std::size_t>(i);
-                x.push_back(a.rows.x[k]), y.push_back(a.rows.y[k]), sp.push_back(a.rows.species[k]);
-            }
-            const auto s = score_discs(truth[static_cast<std::size_t>(f)], x, y, sp, 10.0);
+            const auto s = score_tracked_frame(truth[static_cast<std::size_t>(f)], a, f);
             n += s.outside, found += s.found;
         }
         REQUIRE(found == 3 * 72);
