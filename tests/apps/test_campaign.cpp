@@ -175,7 +175,9 @@ TEST_CASE("straggler report: a video over 2x the median time per frame, with the
 }
 
 TEST_CASE(
-    "settings: later flags replace earlier ones, radius flags exclude each other, shards cover the set once",
+    "settings: later flags replace earlier ones, radius flags and region flags exclude each other, shards "
+    "cover "
+    "the set once",
     "[unit]") {
     std::vector<Flag> f;
     set_flag(f, {"--radii", "auto"});
@@ -186,6 +188,12 @@ TEST_CASE(
     set_flag(f, {"--fps", "200"});
     set_flag(f, {"--radius", "7"});
     REQUIRE(f == std::vector<Flag>{{"--fps", "200"}, {"--radius", "7"}});
+    // One region: a video's --roi-circle replaces the batch's --roi full, and the other way round.
+    set_flag(f, {"--roi", "full"});
+    set_flag(f, {"--roi-circle", "50,50,40"});
+    REQUIRE(f == std::vector<Flag>{{"--fps", "200"}, {"--radius", "7"}, {"--roi-circle", "50,50,40"}});
+    set_flag(f, {"--roi", "0,0,90,90"});
+    REQUIRE(f == std::vector<Flag>{{"--fps", "200"}, {"--radius", "7"}, {"--roi", "0,0,90,90"}});
     std::vector<VideoEntry> v(7);
     for (int i = 0; i < 7; ++i) v[static_cast<std::size_t>(i)].name = std::to_string(i);
     std::vector<std::string> seen;

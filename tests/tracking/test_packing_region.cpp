@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The packing's region (packing_region.hpp) on disk lists built in code: a packing pressed into
-// a rectangular container with a knob outside, the same packing filling the image, a round
-// cluster coexisting with a gas (which must stay), a gas, a lone ball, a packing against one wall.
+// a rectangular container with a knob outside, things beyond its walls in later frames, the same
+// packing filling the image, a round cluster coexisting with a gas (which must stay), a gas, a
+// lone ball, a chain, a packing against one wall.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "vibra/core/error.hpp"
@@ -56,20 +58,19 @@ TEST_CASE("packing region: a packing in a container leaves out a knob beyond its
     REQUIRE(reg.disks == n_packing + 1);
     REQUIRE(reg.outside == 1);
     REQUIRE(reg.walls == std::array<bool, 4>{true, true, true, true});
+    REQUIRE(reg.cut ==
+            std::array<bool, 4>{false, false, true, false});  // only the right one has something beyond
     const double x_max =
         std::max_element(d.begin(), d.end() - 1, [](auto& a, auto& b) { return a.x < b.x; })->x;
     REQUIRE(reg.centres.x0 == 100);
     REQUIRE(reg.centres.y0 == 100);
     REQUIRE(reg.centres.x1 == x_max);
-    // kept: the centres' box grown by one large radius beyond each wall
-    REQUIRE(reg.kept.x0 == 90);
-    REQUIRE(reg.kept.y0 == 90);
-    REQUIRE(reg.kept.x1 == x_max + 10);
-    REQUIRE(reg.kept.y1 == reg.centres.y1 + 10);
-    REQUIRE(reg.summary().find("around " + std::to_string(n_packing) + " of " +
-                               std::to_string(n_packing + 1) +
-                               " disks in contact, walls left, top, right, bottom; 1 detection outside") !=
-            std::string::npos);
+    // kept: one large radius beyond the right wall's centres; the image elsewhere
+    REQUIRE(reg.kept == Geometry::rect(-0.5, -0.5, x_max + 10, 799.5));
+    REQUIRE(
+        reg.summary().find("around " + std::to_string(n_packing) + " of " + std::to_string(n_packing + 1) +
+                           " disks in contact, walls left, top, right, bottom, cut beyond right; 1 detection "
+                           "outside in 1 frame") != std::string::npos);
     // The disks' order does not matter.
     std::mt19937 rng(7);
     std::shuffle(d.begin(), d.end(), rng);
@@ -80,6 +81,34 @@ TEST_CASE("packing region: a packing in a container leaves out a knob beyond its
     // A disk with no measured radius counts as a large one.
     d.push_back(disk(321, 100 + 4 * std::sqrt(3.0) * r, 0));  // 21 px right of a row's last disk: in contact
     REQUIRE(find_packing_region(d, r, 1000, 800).in_packing == n_packing + 1);
+}
+
+TEST_CASE("packing region: walls are cut where later frames show something beyond, and only a few things",
+          "[unit]") {
+    const double r = 10;
+    const auto packing = box_packing(100, 100, 300, 250, r);
+    std::vector<std::vector<Particle>> frames(3, packing);
+    frames[1].push_back(disk(40, 180, r));   // a bolt left of the left wall, in the middle frame only
+    frames[2].push_back(disk(200, 320, r));  // a hole below the bottom wall, in the last frame only
+    // Above the top wall: a row of 4 disks in the last frame (a gas, or disks the first frame missed).
+    for (int i = 0; i < 4; ++i) frames[2].push_back(disk(120 + 40 * i, 50, r));
+    const auto reg = find_packing_region(frames, r, 1000, 800);
+    INFO(reg.summary());
+    REQUIRE(reg.frames == 3);
+    REQUIRE(reg.walls == std::array<bool, 4>{true, true, true, true});
+    REQUIRE(reg.cut == std::array<bool, 4>{true, false, false, true});
+    REQUIRE(reg.kept.x0 == 90);
+    REQUIRE(reg.kept.y0 == -0.5);  // 4 beyond the top in one frame: more than max_beyond (3)
+    REQUIRE(reg.kept.y1 == reg.centres.y1 + 10);
+    REQUIRE(reg.outside == 2);
+    PackingRegionParams p;
+    p.max_beyond = 4;
+    REQUIRE(find_packing_region(frames, r, 1000, 800, p).cut == std::array<bool, 4>{true, true, false, true});
+    // From the first frame alone nothing lies beyond: the image stays whole.
+    const auto alone = find_packing_region(std::span(frames).first(1), r, 1000, 800);
+    REQUIRE(alone.packing);
+    REQUIRE_FALSE(alone.found);
+    REQUIRE(alone.summary().find("nothing beyond them to cut in 1 frame") != std::string::npos);
 }
 
 TEST_CASE("packing region: nothing is left out without a packing with walls", "[unit]") {
@@ -121,7 +150,7 @@ TEST_CASE("packing region: nothing is left out without a packing with walls", "[
     }
     SECTION("a lone ball, and an empty frame") {
         REQUIRE_FALSE(find_packing_region({disk(300, 200, 60)}, 60, 640, 480).packing);
-        REQUIRE_FALSE(find_packing_region({}, 60, 640, 480).found);
+        REQUIRE_FALSE(find_packing_region(std::vector<Particle>{}, 60, 640, 480).found);
     }
     SECTION("fewer disks in contact than min_disks or than min_fraction of the frame's") {
         auto d = box_packing(100, 100, 300, 250, r);
@@ -137,22 +166,33 @@ TEST_CASE("packing region: nothing is left out without a packing with walls", "[
 
 TEST_CASE("packing region: a packing against one wall is cut on that side only", "[unit]") {
     const double r = 10;
-    // Pressed against a wall on the left; the other sides ragged (every other row shorter).
+    // Pressed against a wall on the left; the right side ragged (rows of two lengths); the top and
+    // bottom flat rows of the lattice, which line their sides as walls do.
     std::vector<Particle> d;
     int row = 0;
     for (double y = 100; y <= 400; y += std::sqrt(3.0) * r, ++row)
         for (double x = 200 + (row % 2) * r; x <= (row % 4 < 2 ? 420 : 360); x += 2 * r)
             d.push_back(disk(x, y, r));
     d.push_back(disk(120, 250, r));  // behind the wall
-    d.push_back(disk(700, 250, r));  // free side: stays
+    d.push_back(disk(700, 250, r));  // beyond the free side: stays
     const auto reg = find_packing_region(d, r, 1000, 800);
     INFO(reg.summary());
     REQUIRE(reg.found);
-    REQUIRE(reg.walls[0]);
-    REQUIRE_FALSE(reg.walls[2]);
-    REQUIRE(reg.kept.x0 == 190);
-    REQUIRE(reg.kept.x1 == 999.5);  // the image's right edge
+    REQUIRE(reg.walls == std::array<bool, 4>{true, true, false, true});
+    REQUIRE(reg.cut ==
+            std::array<bool, 4>{true, false, false, false});  // nothing beyond the flat top and bottom
+    REQUIRE(reg.kept == Geometry::rect(190, -0.5, 999.5, 799.5));
     REQUIRE(reg.outside == 1);
+}
+
+TEST_CASE("packing region: a chain of disks is not a packing", "[unit]") {
+    std::vector<Particle> chain;
+    for (int i = 0; i < 30; ++i) chain.push_back(disk(100 + 20 * i, 300, 10));  // touching, all at y = 300
+    chain.push_back(disk(100, 500, 10));
+    const auto reg = find_packing_region(chain, 10, 1000, 800);
+    REQUIRE(reg.in_packing == 30);
+    REQUIRE_FALSE(reg.packing);
+    REQUIRE_FALSE(reg.found);
 }
 
 TEST_CASE("packing region: bad parameters name the field", "[unit]") {
@@ -164,5 +204,6 @@ TEST_CASE("packing region: bad parameters name the field", "[unit]") {
     REQUIRE_THROWS_WITH(p.validate(), Catch::Contains("wall_cover"));
     p = {};
     p.margin = 0.5;
-    REQUIRE_THROWS_WITH(find_packing_region({}, 5, 10, 10, p), Catch::Contains("margin"));
+    REQUIRE_THROWS_WITH(find_packing_region(std::vector<Particle>{}, 5, 10, 10, p),
+                        Catch::Contains("margin"));
 }

@@ -340,11 +340,14 @@ TEST_CASE(
     REQUIRE(a.index.n_frames() == 9);
     if (flags.empty()) {
         // The packing, not the knob at (1221, 877) nor the hole and bolt at the left edge: the
-        // region found lies between them, and the analysis window is the box of the discs' centres.
+        // region found lies between them, and the analysis window is bounded by the discs'
+        // outermost centres on the cut sides.
         REQUIRE(r.output.find("packing region: x ") != std::string::npos);
-        REQUIRE(
-            r.output.find("72 of 73 disks in contact, walls left, top, right, bottom; 1 detection outside "
-                          "left out") != std::string::npos);
+        // Frames 0, 4 and 8: the knob (beyond the right and bottom walls) in 0 and 8, the hole
+        // beyond the left wall in 8; nothing above the top wall, which stays uncut.
+        REQUIRE(r.output.find(
+                    "72 of 73 disks in contact, walls left, top, right, bottom, cut beyond left, right, "
+                    "bottom; 3 detections outside in 3 frames left out") != std::string::npos);
         REQUIRE(t.meta().user.at("packing_region").find("walls left, top, right, bottom") !=
                 std::string::npos);
         const auto& w = t.meta().geometry;
@@ -353,8 +356,8 @@ TEST_CASE(
         CHECK(w.x0 < 200);  // the leftmost centres (discs cut by the left bar)
         CHECK(w.x1 > 1030);
         CHECK(w.x1 < 1045);
-        CHECK(w.y0 > 75);
-        CHECK(w.y0 < 95);
+        CHECK(w.y0 > 55);
+        CHECK(w.y0 < 65);  // the image inset by the large radius (≈ 59 px): the top wall is not cut
         CHECK(w.y1 > 775);
         CHECK(w.y1 < 790);
     }
@@ -394,10 +397,10 @@ TEST_CASE(
     REQUIRE(ids.size() == 72);  // one trajectory per disc
 }
 
-// A packing in a container whose walls lie 60 px inside the image (vibra synth --margin 60): the
-// packing region cuts beyond the walls it finds and loses no disk; the analysis window is the box
-// of the packing's centres, inside the walls.
-TEST_CASE("track a packing in a container: the packing region keeps every disk and windows their centres",
+// A packing in a container whose walls lie 60 px inside the image (vibra synth --margin 60), with
+// nothing beyond them: the packing region finds the packing and cuts nothing — every disk kept,
+// the file the same as with --roi full's, window included.
+TEST_CASE("track a packing in a container with nothing beyond its walls: the packing region changes nothing",
           "[unit]") {
     test::TempDir dir("track_packing_region");
     const auto video = dir.file("v.avi"), truth_path = dir.file("v.truth.h5");
@@ -411,34 +414,20 @@ TEST_CASE("track a packing in a container: the packing region keeps every disk a
                                        " --radius-small 6 --radius-large 8" + flags);
         INFO(r.output);
         REQUIRE(r.exit_code == 0);
-        return r.output;
     };
-    const auto note = track("d.h5", "");
-    REQUIRE(note.find("packing region: x ") != std::string::npos);
-    REQUIRE(note.find("0 detections outside left out") != std::string::npos);
+    track("d.h5", "");
     track("f.h5", " --roi full");
     store::TrajectoryReader d(dir.file("d.h5")), f(dir.file("f.h5")), truth(truth_path);
+    REQUIRE(d.meta().user.at("packing_region").find("nothing beyond them to cut in 3 frames") !=
+            std::string::npos);
+    REQUIRE(d.meta().user.at("packing_region").find(" of 349 disks in contact") != std::string::npos);
     const auto a = d.read_all(), b = f.read_all(), t = truth.read_all();
     REQUIRE(a.rows.x.size() == t.rows.x.size());  // every disk in every frame
     REQUIRE(a.rows.x == b.rows.x);
     REQUIRE(a.rows.y == b.rows.y);
     REQUIRE(a.rows.particle == b.rows.particle);
-    // The window: the box of the first frame's centres (walls at 59.5 and 339.5 px; a disk's
-    // centre is at least its radius, 6 px, inside them); with --roi full the image inset by 8 px.
-    const auto& w = d.meta().geometry;
-    REQUIRE(w.kind == GeometryKind::window_rect);
-    double x0 = 1e9, x1 = -1e9;
-    for (auto i = a.index.begin(0); i < a.index.end(0); ++i) {
-        x0 = std::min(x0, a.rows.x[static_cast<std::size_t>(i)]);
-        x1 = std::max(x1, a.rows.x[static_cast<std::size_t>(i)]);
-    }
-    REQUIRE(w.x0 == x0);
-    REQUIRE(w.x1 == x1);
-    CHECK(w.x0 > 59.5 + 5.5);
-    CHECK(w.y0 > 59.5 + 5.5);
-    CHECK(w.x1 < 339.5 - 5.5);
-    CHECK(w.y1 < 339.5 - 5.5);
-    REQUIRE(f.meta().geometry == Geometry::rect(7.5, 7.5, 391.5, 391.5));
+    REQUIRE(d.meta().geometry == f.meta().geometry);
+    REQUIRE(d.meta().geometry == Geometry::rect(7.5, 7.5, 391.5, 391.5));
 }
 
 TEST_CASE("real data: particletracker discs with --roi full keep the knob the packing region leaves out",

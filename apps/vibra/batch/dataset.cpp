@@ -36,8 +36,10 @@ void set_flag(std::vector<Flag>& flags, const Flag& f) {
                                                        "--radii"};
     const bool radius = radius_flags.count(f.name) > 0;
     const bool pair = f.name == "--radius-small" || f.name == "--radius-large";
+    const auto region = [](const std::string& n) { return n == "--roi" || n == "--roi-circle"; };
     std::erase_if(flags, [&](const Flag& g) {
         if (g.name == f.name) return true;
+        if (region(f.name) && region(g.name)) return true;  // one region: --roi (or full) or --roi-circle
         if (!radius || !radius_flags.count(g.name)) return false;
         // --radius-small and --radius-large go together; every other radius flag replaces the rest
         const bool g_pair = g.name == "--radius-small" || g.name == "--radius-large";

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <span>
 
 #include "vibra/core/error.hpp"
 
@@ -23,25 +24,31 @@ void PackingRegionParams::validate() const {
     if (!(margin >= 1)) bad("margin", margin, ">= 1");
     if (!(wall_band > 0)) bad("wall_band", wall_band, "> 0");
     if (!(wall_cover > 0 && wall_cover <= 1)) bad("wall_cover", wall_cover, "in (0, 1]");
+    if (max_beyond < 1) bad("max_beyond", max_beyond, ">= 1");
 }
 
 std::string PackingRegion::summary() const {
-    char buf[256];
-    std::string sides;
     const char* names[] = {"left", "top", "right", "bottom"};
-    for (int s = 0; s < 4; ++s)
-        if (walls[s]) sides += std::string(sides.empty() ? "" : ", ") + names[s];
+    const auto sides = [&](const std::array<bool, 4>& which) {
+        std::string list;
+        for (int s = 0; s < 4; ++s)
+            if (which[s]) list += std::string(list.empty() ? "" : ", ") + names[s];
+        return list.empty() ? std::string("none") : list;
+    };
+    char buf[320];
     if (found)
         std::snprintf(
             buf, sizeof buf,
-            "packing region: x %.0f-%.0f, y %.0f-%.0f px around %d of %d disks in contact, walls %s; "
-            "%d detection%s outside left out",
+            "packing region: x %.0f-%.0f, y %.0f-%.0f px around %d of %d disks in contact, walls %s, "
+            "cut beyond %s; %d detection%s outside in %d frame%s left out",
             std::max(0.0, kept.x0), kept.x1, std::max(0.0, kept.y0), kept.y1, in_packing, disks,
-            sides.c_str(), outside, outside == 1 ? "" : "s");
+            sides(walls).c_str(), sides(cut).c_str(), outside, outside == 1 ? "" : "s", frames,
+            frames == 1 ? "" : "s");
     else if (packing)
         std::snprintf(buf, sizeof buf,
-                      "packing region: the whole image (%d of %d disks in contact; walls: %s)", in_packing,
-                      disks, sides.empty() ? "none" : sides.c_str());
+                      "packing region: the whole image (%d of %d disks in contact; walls: %s; nothing beyond "
+                      "them to cut in %d frame%s)",
+                      in_packing, disks, sides(walls).c_str(), frames, frames == 1 ? "" : "s");
     else
         std::snprintf(buf, sizeof buf,
                       "packing region: the whole image (no packing: at most %d of %d disks in contact)",
@@ -123,39 +130,73 @@ std::array<bool, 4> find_walls(const std::vector<Particle>& disks, const std::ve
         covered_share(spans[2], box.y0, box.y1) >= cover, covered_share(spans[3], box.x0, box.x1) >= cover};
 }
 
+// Detections beyond each candidate cut (left, top, right, bottom) in each frame: the total and
+// the largest count in one frame.
+struct Beyond {
+    std::array<int, 4> total{}, most{};
+};
+Beyond count_beyond(std::span<const std::vector<Particle>> frames, const std::array<double, 4>& cut) {
+    Beyond b;
+    for (const auto& frame : frames) {
+        std::array<int, 4> n{};
+        for (const auto& d : frame) {
+            n[0] += d.x<cut[0], n[1] += d.y<cut[1], n[2] += d.x> cut[2], n[3] += d.y> cut[3];
+        }
+        for (int s = 0; s < 4; ++s) b.total[s] += n[s], b.most[s] = std::max(b.most[s], n[s]);
+    }
+    return b;
+}
+
 }  // namespace
 
-PackingRegion find_packing_region(const std::vector<Particle>& disks, double r_large, int width, int height,
-                                  const PackingRegionParams& p) {
+PackingRegion find_packing_region(std::span<const std::vector<Particle>> frames, double r_large, int width,
+                                  int height, const PackingRegionParams& p) {
     p.validate();
     PackingRegion reg;
+    reg.frames = static_cast<int>(frames.size());
+    if (frames.empty() || frames.front().empty()) return reg;
+    const auto& disks = frames.front();
     reg.disks = static_cast<int>(disks.size());
-    if (disks.empty()) return reg;
     const auto group = largest_contact_group(disks, r_large, p.contact);
     reg.in_packing = static_cast<int>(group.size());
-    reg.packing = reg.in_packing >= p.min_disks && reg.in_packing >= p.min_fraction * reg.disks;
-    if (!reg.packing) return reg;
     double x0 = disks[group[0]].x, x1 = x0, y0 = disks[group[0]].y, y1 = y0;
     for (int i : group) {
         x0 = std::min(x0, disks[i].x), x1 = std::max(x1, disks[i].x);
         y0 = std::min(y0, disks[i].y), y1 = std::max(y1, disks[i].y);
     }
+    // A packing: enough disks, most of the frame's, spread over two large radii each way (a chain
+    // of disks is not a packing).
+    reg.packing = reg.in_packing >= p.min_disks && reg.in_packing >= p.min_fraction * reg.disks &&
+                  x1 - x0 >= 2 * r_large && y1 - y0 >= 2 * r_large;
+    if (!reg.packing) return reg;
     reg.centres = Geometry::rect(x0, y0, x1, y1);
     reg.walls = find_walls(disks, group, reg.centres, r_large, p.wall_band * r_large, p.wall_cover);
-    // Cut at the margin beyond a wall, where the image holds at least a large radius more (room
-    // for something of a disk's size); pixel edges of the image: (0,0) is the centre of the
-    // top-left pixel.
+    // Candidate cuts at the margin beyond each wall, where the image holds at least a large
+    // radius more (room for something of a disk's size); pixel edges of the image: (0,0) is the
+    // centre of the top-left pixel.
     const double m = p.margin * r_large, W = width - 0.5, H = height - 0.5;
     const auto& w = reg.walls;
-    const auto low = [&](bool wall, double c) { return wall && c - m - r_large >= -0.5 ? c - m : -0.5; };
-    const auto high = [&](bool wall, double c, double edge) {
-        return wall && c + m + r_large <= edge ? c + m : edge;
-    };
-    reg.kept = Geometry::rect(low(w[0], x0), low(w[1], y0), high(w[2], x1, W), high(w[3], y1, H));
-    reg.found = reg.kept.x0 > -0.5 || reg.kept.y0 > -0.5 || reg.kept.x1 < W || reg.kept.y1 < H;
-    if (!reg.found) return reg;
-    for (const auto& d : disks) reg.outside += reg.kept.contains(d.x, d.y) ? 0 : 1;
+    const std::array<double, 4> cut{
+        w[0] && x0 - m - r_large >= -0.5 ? x0 - m : -0.5, w[1] && y0 - m - r_large >= -0.5 ? y0 - m : -0.5,
+        w[2] && x1 + m + r_large <= W ? x1 + m : W, w[3] && y1 + m + r_large <= H ? y1 + m : H};
+    const std::array<bool, 4> candidate{cut[0] > -0.5, cut[1] > -0.5, cut[2] < W, cut[3] < H};
+    // Cut where the frames show something beyond, and only a few things in any frame: a free
+    // surface with its gas, or disks the detector missed on the first frame, are not cut.
+    const auto beyond = count_beyond(frames, cut);
+    for (int s = 0; s < 4; ++s)
+        reg.cut[s] = candidate[s] && beyond.total[s] > 0 && beyond.most[s] <= p.max_beyond;
+    const auto& c = reg.cut;
+    reg.kept =
+        Geometry::rect(c[0] ? cut[0] : -0.5, c[1] ? cut[1] : -0.5, c[2] ? cut[2] : W, c[3] ? cut[3] : H);
+    reg.found = c[0] || c[1] || c[2] || c[3];
+    for (const auto& frame : frames)
+        for (const auto& d : frame) reg.outside += reg.kept.contains(d.x, d.y) ? 0 : 1;
     return reg;
+}
+
+PackingRegion find_packing_region(const std::vector<Particle>& disks, double r_large, int width, int height,
+                                  const PackingRegionParams& p) {
+    return find_packing_region(std::span<const std::vector<Particle>>(&disks, 1), r_large, width, height, p);
 }
 
 }  // namespace vibra::tracking

@@ -297,6 +297,14 @@ std::string run_fingerprint(const std::string& input, const TrackParams& p) {
     }
     id += "parameters:" + params + "\nvibra: " + vibra::version() +
           "\nframes: " + std::to_string(p.reader.first) + ":" + std::to_string(p.reader.last) + "\n";
+    // What the run derived from the frames and applies to every frame: the radii and the region
+    // (a packing region found by another build must not be mixed with this one's).
+    char derived[256];
+    std::snprintf(derived, sizeof derived, "roi: %d %.17g %.17g %.17g %.17g %.17g %.17g %.17g\n",
+                  static_cast<int>(p.roi.kind), p.roi.x0, p.roi.y0, p.roi.x1, p.roi.y1, p.roi.cx, p.roi.cy,
+                  p.roi.r);
+    id += derived;
+    for (double r : p.detect.radii) id += "radius: " + std::to_string(r) + "\n";
     return id;
 }
 
@@ -358,7 +366,7 @@ struct RunPlan {
     int n_pieces = 1, n_threads = 1;
     double seam_zone = 0;
     EdgeRegion region;
-    Geometry packing_window;  // the packing's centres when its region is the ROI, else unbounded
+    bool packing_roi = false;  // the ROI is the packing region (TrackParams::packing_region)
     Metadata meta;
     detail::StaticBackground background;  // taken out of every frame by the reader
 };
@@ -426,16 +434,25 @@ detail::StaticBackground measure_background(const std::string& input, const Trac
 
 Metadata initial_metadata(const std::string& input, const RunPlan& plan);
 
-// No ROI given (TrackParams::packing_region): the packing's region on the first frame becomes the
-// ROI, its centres' box the analysis window, when it leaves part of the image out.
-void find_packing_region(const std::string& input, const cv::Mat& first, RunPlan& plan, TrackSummary& sum) {
+// Frames read at the start for the packing region when the radii are given (else those of the
+// radius estimate).
+constexpr std::int64_t kPackingRegionFrames = 3;
+
+// No ROI given (TrackParams::packing_region): the packing's region, from the first, middle and
+// last of the frames read at the start, becomes the ROI when it cuts a wall.
+void find_packing_region(const std::string& input, const std::vector<cv::Mat>& first, RunPlan& plan,
+                         TrackSummary& sum) {
     TrackParams& p = plan.p;
     p.detect.validate();
-    const auto reg = find_packing_region(locate(first, p.detect), p.detect.r_large(), first.cols, first.rows);
+    std::vector<std::size_t> picked{0, first.size() / 2, first.size() - 1};
+    picked.erase(std::unique(picked.begin(), picked.end()), picked.end());
+    std::vector<std::vector<Particle>> frames;
+    for (std::size_t i : picked) frames.push_back(locate(first[i], p.detect));
+    const auto reg = find_packing_region(frames, p.detect.r_large(), first.front().cols, first.front().rows);
     sum.packing_region = reg.summary();
     if (!reg.found) return;
     p.roi = reg.kept;
-    plan.packing_window = reg.centres;
+    plan.packing_roi = true;
     if (p.note) p.note(input + ": " + sum.packing_region);
 }
 
@@ -469,7 +486,8 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
     if (p.detect.radii.empty() || p.adapt_thresholds || find_packing) {
         std::vector<cv::Mat> first;
         Frame fr;
-        const std::int64_t n_first = p.detect.radii.empty() ? p.auto_radii_frames : 1;
+        const std::int64_t n_first =
+            p.detect.radii.empty() ? p.auto_radii_frames : (find_packing ? kPackingRegionFrames : 1);
         while (static_cast<std::int64_t>(first.size()) < n_first) {
             const auto st = src->next(fr);
             if (st == ReadStatus::ok)
@@ -499,7 +517,7 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
             sum.edge_thresholds = a.summary(p.detect);
             if (p.note && a.factor < 1) p.note(input + ": " + sum.edge_thresholds);
         }
-        if (find_packing) find_packing_region(input, first.front(), plan, sum);
+        if (find_packing) find_packing_region(input, first, plan, sum);
         src = open_input(input, p, p.reader);
     }
     if (background.valid()) plan.background = background.get();
@@ -543,8 +561,8 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
     plan.n_threads = plan.by_strips ? std::min(n_workers, static_cast<int>(strips.size())) : n_workers;
     plan.seam_zone = 0.5 * p.detect.r_small();
     // Edges: those of the image and of a given ROI; the packing region's border cuts no disk.
-    const bool packing_roi = plan.packing_window.kind != GeometryKind::unbounded;
-    plan.region = edge_region(info.width, info.height, packing_roi ? Geometry{} : p.roi, p.detect.r_large());
+    plan.region =
+        edge_region(info.width, info.height, plan.packing_roi ? Geometry{} : p.roi, p.detect.r_large());
     sum.background = plan.background.frames_used > 0 ? plan.background.describe() : "";
     plan.meta = initial_metadata(input, plan);
     if (!sum.background.empty()) plan.meta.user["static_background"] = sum.background;
@@ -575,18 +593,12 @@ Metadata initial_metadata(const std::string& input, const RunPlan& plan) {
     meta.geometry = plan.region.window(p.detect.r_large());
     meta.user["window"] = std::string(p.roi.kind == GeometryKind::unbounded ? "image" : "ROI") +
                           " inset by the large radius " + std::to_string(p.detect.r_large()) + " px";
-    // The packing region: the box of the packing's centres on the first frame, within that
-    // window (disks cut by the image edge stay out).
-    const Geometry& c = plan.packing_window;
-    const Geometry& g = meta.geometry;
-    if (c.kind == GeometryKind::window_rect && g.kind == GeometryKind::window_rect &&
-        std::max(c.x0, g.x0) < std::min(c.x1, g.x1) && std::max(c.y0, g.y0) < std::min(c.y1, g.y1)) {
-        meta.geometry = Geometry::rect(std::max(c.x0, g.x0), std::max(c.y0, g.y0), std::min(c.x1, g.x1),
-                                       std::min(c.y1, g.y1));
+    // The packing region: its cut walls bound the window, as a ROI's sides would (its edges flag
+    // no disk: the region above is the image).
+    if (plan.packing_roi) {
+        meta.geometry = edge_region(W, H, p.roi, p.detect.r_large()).window(p.detect.r_large());
         meta.user["window"] =
-            "box of the packing's centres on the first frame (packing region), within the "
-            "image inset by the large radius " +
-            std::to_string(p.detect.r_large()) + " px";
+            "packing region inset by the large radius " + std::to_string(p.detect.r_large()) + " px";
     }
     for (double r : p.detect.radii) meta.species_diameters.push_back(2 * r);
     if (p.detect.radii.size() == 1) meta.species_names = {"disk"};
