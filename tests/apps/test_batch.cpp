@@ -14,6 +14,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <thread>
 
 #include "test_support.hpp"
@@ -581,7 +582,8 @@ TEST_CASE(
                             " --width 384 --height 384 --frames 240 --packing-fraction 0.6 --look dark-ring "
                             "--noise 0.03 --seed 7 -q")
                 .exit_code == 0);
-    const std::string flags = kRadii + "--restart-every 40 ";
+    // A ROI, so that the per-frame count of detections left out (outside_roi) is resumed too.
+    const std::string flags = kRadii + "--roi 20,20,364,364 --restart-every 40 ";
     const auto clean = d.file("clean.h5"), out = d.file("out.h5");
     REQUIRE(test::run_vibra("track " + q(clip) + " -o " + q(clean) + flags + "--threads 2 -q").exit_code ==
             0);
@@ -589,8 +591,8 @@ TEST_CASE(
     REQUIRE(pid >= 0);
     if (pid == 0) {
         execl(VIBRA_CLI, VIBRA_CLI, "track", clip.c_str(), "-o", out.c_str(), "--radius-small", "6",
-              "--radius-large", "8", "--restart-every", "40", "--threads", "2", "--checkpoint", "-q",
-              static_cast<char*>(nullptr));
+              "--radius-large", "8", "--roi", "20,20,364,364", "--restart-every", "40", "--threads", "2",
+              "--checkpoint", "-q", static_cast<char*>(nullptr));
         _exit(127);
     }
     const auto seg = fs::path(out + ".ckpt") / "segment_1.state";
@@ -618,6 +620,10 @@ TEST_CASE(
     require_same_trajectories(clean, out);
     store::TrajectoryReader a(clean), b(out);
     for (const auto& name : a.diagnostics()) REQUIRE(a.read_diagnostic(name) == b.read_diagnostic(name));
+    const auto outside = a.read_diagnostic("outside_roi");
+    REQUIRE(outside.size() == 240);
+    REQUIRE(std::accumulate(outside.begin(), outside.end(), std::int64_t{0}) >
+            240);  // disks within 20 px of the edge
     REQUIRE(a.meta().geometry == b.meta().geometry);
     REQUIRE_FALSE(fs::exists(out + ".ckpt"));
     REQUIRE_FALSE(fs::exists(out + ".partial"));

@@ -395,6 +395,11 @@ TEST_CASE(
     REQUIRE(cls == 0);
     std::set<std::int64_t> ids(a.rows.particle.begin(), a.rows.particle.end());
     REQUIRE(ids.size() == 72);  // one trajectory per disc
+    // Left out, either way: the knob in 8 frames, the hole in 3 and the bolt in 1 (what `--roi full`
+    // adds, checked by eye).
+    const auto outside = t.read_diagnostic("outside_roi");
+    REQUIRE(outside.size() == 9);
+    REQUIRE(std::accumulate(outside.begin(), outside.end(), std::int64_t{0}) == 12);
 }
 
 // A packing in a container whose walls lie 60 px inside the image (vibra synth --margin 60), with

@@ -36,7 +36,8 @@ struct CheckpointRow {
 /// Per-frame columns of a segment, and the linker at its end.
 struct SegmentState {
     std::int64_t first_frame = 0, n_frames = 0, n_rows = 0;
-    std::vector<std::int64_t> detections, links, new_tracks, lost_tracks, decode_errors, image_numbers;
+    std::vector<std::int64_t> detections, links, new_tracks, lost_tracks, decode_errors, outside_roi,
+        image_numbers;
     std::vector<double> time_s;
     Linker::State linker;
 };

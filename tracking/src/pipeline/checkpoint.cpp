@@ -146,6 +146,7 @@ SegmentState CheckpointFolder::read_state(std::int64_t segment) const {
     s.new_tracks = in.get_vec<std::int64_t>(nf);
     s.lost_tracks = in.get_vec<std::int64_t>(nf);
     s.decode_errors = in.get_vec<std::int64_t>(nf);
+    s.outside_roi = in.get_vec<std::int64_t>(nf);
     s.image_numbers = in.get_vec<std::int64_t>(nf);
     s.time_s = in.get_vec<double>(nf);
     s.linker.next_id = in.get<std::int64_t>();
@@ -207,7 +208,7 @@ void CheckpointFolder::finish_segment(std::int64_t segment, const SegmentState& 
         o.put(kMagic);
         o.put(s.first_frame), o.put(s.n_frames), o.put(s.n_rows);
         o.put_vec(s.detections), o.put_vec(s.links), o.put_vec(s.new_tracks), o.put_vec(s.lost_tracks);
-        o.put_vec(s.decode_errors), o.put_vec(s.image_numbers), o.put_vec(s.time_s);
+        o.put_vec(s.decode_errors), o.put_vec(s.outside_roi), o.put_vec(s.image_numbers), o.put_vec(s.time_s);
         o.put(s.linker.next_id), o.put(s.linker.frame), o.put_vec(s.linker.active);
         o.put(kMagic);
         o.close_synced();

@@ -692,7 +692,7 @@ private:
     std::int64_t block_frames = 0;
     Linker linker;
     SpeciesVote vote;
-    std::vector<std::int64_t> d_det, d_links, d_new, d_lost, d_err;
+    std::vector<std::int64_t> d_det, d_links, d_new, d_lost, d_err, d_out;
     std::vector<double> time_s;
     std::vector<std::int64_t> image_numbers;
     bool any_time = false;
@@ -732,6 +732,7 @@ void FrameConsumer::save_checkpoint(std::int64_t seq) {
     const auto slice = [&](const auto& v) { return std::vector(v.begin() + from, v.begin() + to); };
     st.detections = slice(d_det), st.links = slice(d_links), st.new_tracks = slice(d_new);
     st.lost_tracks = slice(d_lost), st.decode_errors = slice(d_err), st.image_numbers = slice(image_numbers);
+    st.outside_roi = slice(d_out);
     st.time_s = slice(time_s);
     for (auto v : st.detections) st.n_rows += v;
     st.linker = linker.state();
@@ -749,8 +750,10 @@ void FrameConsumer::consume(std::int64_t seq, Item& it, std::vector<std::vector<
     else
         it.parts = std::move(pieces.front());
     std::vector<Particle> parts = std::move(it.parts);
+    const auto n_located = parts.size();
     if (p.roi.kind != GeometryKind::unbounded)
         std::erase_if(parts, [&](const Particle& q) { return !inside_roi(p.roi, q.x, q.y); });
+    d_out.push_back(static_cast<std::int64_t>(n_located - parts.size()));
     xs.resize(parts.size());
     ys.resize(parts.size());
     sp.resize(parts.size());
@@ -825,6 +828,7 @@ void FrameConsumer::replay_checkpoint() {
             d_det.push_back(st.detections[k]), d_links.push_back(st.links[k]),
                 d_new.push_back(st.new_tracks[k]);
             d_lost.push_back(st.lost_tracks[k]), d_err.push_back(st.decode_errors[k]);
+            d_out.push_back(st.outside_roi[k]);
             sum.decode_errors += st.decode_errors[k];
             sum.detections += st.detections[k];
             time_s.push_back(st.time_s[k]);
@@ -941,6 +945,9 @@ void FrameConsumer::commit(Metadata meta, bool truncated) {
     writer.set_diagnostic("new_tracks", d_new, "1");
     writer.set_diagnostic("lost_tracks", d_lost, "1");
     writer.set_diagnostic("decode_errors", d_err, "1");
+    // Detections left out by the ROI or the packing region: a count that grows along the run
+    // says the packing moved out of a region fixed at the start.
+    if (p.roi.kind != GeometryKind::unbounded) writer.set_diagnostic("outside_roi", d_out, "1");
     const auto t_commit = std::chrono::steady_clock::now();
     writer.commit(meta, fc);
     ns_write += since(t_commit);
