@@ -163,7 +163,7 @@ void add_source_options(CLI::App* cmd, const TrackOptsPtr& o) {
     cmd->add_option(
         "--roi", o->roi,
         "Region of interest x0,y0,x1,y1 (px); detections outside are dropped. Default: the packing's region "
-        "found on the first frame when it leaves part of the image out; 'full' = the whole image");
+        "found on the first frames (beyond its walls, machine parts are left out); 'full' = the whole image");
     cmd->add_option("--roi-circle", o->roi_circle, "Circular region of interest cx,cy,r (px)");
     cmd->add_option("--channel", o->tp.reader.channel, "Colour → grey: -1 luma, 0 R, 1 G, 2 B")
         ->capture_default_str();
@@ -223,7 +223,7 @@ void apply_track_options(TrackOpts& o, const GlobalOptions& g) {
     tp.adapt_thresholds = o.opt_edge->count() == 0 && o.opt_min_edge->count() == 0;
     if (!o.roi.empty() && !o.roi_circle.empty())
         throw ParameterError("--roi and --roi-circle exclude each other");
-    // No region given: the packing's region on the first frame (TrackParams::packing_region);
+    // No region given: the packing's region on the first frames (TrackParams::packing_region);
     // `--roi full` keeps the whole image.
     tp.packing_region = o.roi.empty() && o.roi_circle.empty();
     if (!o.roi.empty() && o.roi != "full") {

@@ -435,16 +435,18 @@ detail::StaticBackground measure_background(const std::string& input, const Trac
 Metadata initial_metadata(const std::string& input, const RunPlan& plan);
 
 // Frames read at the start for the packing region when the radii are given (else those of the
-// radius estimate).
-constexpr std::int64_t kPackingRegionFrames = 3;
+// radius estimate, as many).
+constexpr std::int64_t kPackingRegionFrames = 9;
 
-// No ROI given (TrackParams::packing_region): the packing's region, from the first, middle and
-// last of the frames read at the start, becomes the ROI when it cuts a wall.
+// No ROI given (TrackParams::packing_region): the packing's region, from 5 frames spread over
+// those read at the start, becomes the ROI when it cuts a wall (machine parts beyond a wall may
+// show in some frames only: the hole and bolt at the discs' left edge in 3 of 9).
 void find_packing_region(const std::string& input, const std::vector<cv::Mat>& first, RunPlan& plan,
                          TrackSummary& sum) {
     TrackParams& p = plan.p;
     p.detect.validate();
-    std::vector<std::size_t> picked{0, first.size() / 2, first.size() - 1};
+    std::vector<std::size_t> picked;  // 5 spread over them, first and last included
+    for (std::size_t i = 0; i < 5; ++i) picked.push_back((i * (first.size() - 1) + 2) / 4);
     picked.erase(std::unique(picked.begin(), picked.end()), picked.end());
     std::vector<std::vector<Particle>> frames;
     for (std::size_t i : picked) frames.push_back(locate(first[i], p.detect));

@@ -52,8 +52,8 @@ struct PackingRegion {
     int in_packing = 0;           ///< of which in the largest contact group
     int outside = 0;              ///< detections outside `kept`, summed over the frames
     /// One line for the user, e.g. "packing region: x 132-1097, y 0-841 px around 72 of 73 disks
-    /// in contact, walls left, top, right, bottom, cut beyond left, right, bottom; 2 detections
-    /// outside in 3 frames left out"; says why when no region was found.
+    /// in contact, walls left, top, right, bottom, cut beyond left, right, bottom; 6 detections
+    /// outside in 5 frames left out"; says why when no region was found.
     std::string summary() const;
 };
 

@@ -37,10 +37,10 @@ struct TrackParams {
     /// frame (adapt_edge_thresholds, detect.hpp); `vibra track` sets it unless --edge-threshold or
     /// --min-edge is given.
     bool adapt_thresholds = false;
-    /// When no roi is given: find the packing's region on the first frame (packing_region.hpp)
-    /// and, when it leaves part of the image out, track inside it (the roi) with its centres' box
-    /// as the analysis window — round machine parts around a container are not disks. `vibra
-    /// track` sets it unless --roi, --roi-circle or `--roi full` is given.
+    /// When no roi is given: find the packing's region on the first frames (packing_region.hpp)
+    /// and, when it cuts a wall, track inside it (the roi; the window is it inset by the large
+    /// radius) — round machine parts beyond a container's walls are not disks. `vibra track`
+    /// sets it unless --roi, --roi-circle or `--roi full` is given.
     bool packing_region = false;
     /// max_step 5 px by default (LinkParams); set 0 for automatic (0.5 × small radius, ≥ 2 px), as
     /// `vibra track` does
