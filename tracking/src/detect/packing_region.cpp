@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// The packing's region (packing_region.hpp): contact groups by union-find over a sweep in x.
+// The packing's region (packing_region.hpp): contact groups by union-find over a cell list.
 #include "vibra/tracking/packing_region.hpp"
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include <numeric>
 #include <span>
 
+#include "vibra/core/cell_list.hpp"
 #include "vibra/core/error.hpp"
 
 namespace vibra::tracking {
@@ -74,23 +75,23 @@ struct Groups {
     }
 };
 
+// A disk's measured radius, or the large radius when it has none.
+double disk_radius(const Particle& d, double r_large) { return d.radius > 0 ? double(d.radius) : r_large; }
+
 // Members of the largest contact group (ties: the group with the smallest index).
 std::vector<int> largest_contact_group(const std::vector<Particle>& disks, double r_large, double contact) {
     const int n = static_cast<int>(disks.size());
-    auto radius = [&](int i) { return disks[i].radius > 0 ? double(disks[i].radius) : r_large; };
-    std::vector<int> by_x(static_cast<std::size_t>(n));
-    std::iota(by_x.begin(), by_x.end(), 0);
-    std::stable_sort(by_x.begin(), by_x.end(), [&](int a, int b) { return disks[a].x < disks[b].x; });
+    std::vector<double> xs, ys;
     double r_max = 0;
-    for (int i = 0; i < n; ++i) r_max = std::max(r_max, radius(i));
+    for (const auto& d : disks)
+        xs.push_back(d.x), ys.push_back(d.y), r_max = std::max(r_max, disk_radius(d, r_large));
+    // Pairs closer than the widest contact (a hair more: the contact test is ≤, the cell list's <).
+    const CellList cells(xs, ys, 2 * contact * r_max * (1 + 1e-9), Geometry{});
     Groups g(n);
-    for (int a = 0; a < n; ++a)
-        for (int b = a + 1; b < n && disks[by_x[b]].x - disks[by_x[a]].x <= 2 * contact * r_max; ++b) {
-            const int i = by_x[a], j = by_x[b];
-            if (std::hypot(disks[i].x - disks[j].x, disks[i].y - disks[j].y) <=
-                contact * (radius(i) + radius(j)))
-                g.join(i, j);
-        }
+    cells.for_each_pair([&](std::size_t i, std::size_t j, double, double, double r2) {
+        const double reach = contact * (disk_radius(disks[i], r_large) + disk_radius(disks[j], r_large));
+        if (r2 <= reach * reach) g.join(static_cast<int>(i), static_cast<int>(j));
+    });
     std::vector<int> size(static_cast<std::size_t>(n), 0);
     for (int i = 0; i < n; ++i) ++size[g.find(i)];
     const int best = static_cast<int>(std::max_element(size.begin(), size.end()) - size.begin());
@@ -119,7 +120,7 @@ std::array<bool, 4> find_walls(const std::vector<Particle>& disks, const std::ve
     std::array<std::vector<std::pair<double, double>>, 4> spans;
     for (int i : group) {
         const auto& d = disks[i];
-        const double r = d.radius > 0 ? double(d.radius) : r_large;
+        const double r = disk_radius(d, r_large);
         if (d.x - box.x0 <= band) spans[0].emplace_back(d.y - r, d.y + r);
         if (d.y - box.y0 <= band) spans[1].emplace_back(d.x - r, d.x + r);
         if (box.x1 - d.x <= band) spans[2].emplace_back(d.y - r, d.y + r);
@@ -140,7 +141,10 @@ Beyond count_beyond(std::span<const std::vector<Particle>> frames, const std::ar
     for (const auto& frame : frames) {
         std::array<int, 4> n{};
         for (const auto& d : frame) {
-            n[0] += d.x<cut[0], n[1] += d.y<cut[1], n[2] += d.x> cut[2], n[3] += d.y> cut[3];
+            if (d.x < cut[0]) ++n[0];
+            if (d.y < cut[1]) ++n[1];
+            if (d.x > cut[2]) ++n[2];
+            if (d.y > cut[3]) ++n[3];
         }
         for (int s = 0; s < 4; ++s) b.total[s] += n[s], b.most[s] = std::max(b.most[s], n[s]);
     }
