@@ -122,7 +122,14 @@ TEST_CASE("packing region: nothing is left out without a packing with walls", "[
         INFO(reg.summary());
         REQUIRE(reg.packing);
         REQUIRE_FALSE(reg.found);
+        REQUIRE(reg.walls == std::array<bool, 4>{true, true, true, true});
+        REQUIRE(reg.room == std::array<bool, 4>{});  // the first frame decides: no later frame is located
         REQUIRE(reg.summary().find("the whole image") != std::string::npos);
+        REQUIRE(reg.summary().find("no room for a disk beyond them") != std::string::npos);
+        // 40 px more on the right: room for a disk beyond that wall (margin + radius = 20 px).
+        const auto wider = find_packing_region(d, r, 540, static_cast<int>(std::ceil(y_max + r + 4)));
+        REQUIRE(wider.room == std::array<bool, 4>{false, false, true, false});
+        REQUIRE(wider.summary().find("nothing beyond them to cut in 1 frame") != std::string::npos);
     }
     SECTION("a round cluster coexisting with a gas: no side is a wall") {
         auto d = round_cluster(500, 400, 120, r);

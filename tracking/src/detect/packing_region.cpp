@@ -45,6 +45,11 @@ std::string PackingRegion::summary() const {
             std::max(0.0, kept.x0), kept.x1, std::max(0.0, kept.y0), kept.y1, in_packing, disks,
             sides(walls).c_str(), sides(cut).c_str(), outside, outside == 1 ? "" : "s", frames,
             frames == 1 ? "" : "s");
+    else if (packing && room == std::array<bool, 4>{})
+        std::snprintf(buf, sizeof buf,
+                      "packing region: the whole image (%d of %d disks in contact; walls: %s; no room for a "
+                      "disk beyond them)",
+                      in_packing, disks, sides(walls).c_str());
     else if (packing)
         std::snprintf(buf, sizeof buf,
                       "packing region: the whole image (%d of %d disks in contact; walls: %s; nothing beyond "
@@ -183,12 +188,12 @@ PackingRegion find_packing_region(std::span<const std::vector<Particle>> frames,
     const std::array<double, 4> cut{
         w[0] && x0 - m - r_large >= -0.5 ? x0 - m : -0.5, w[1] && y0 - m - r_large >= -0.5 ? y0 - m : -0.5,
         w[2] && x1 + m + r_large <= W ? x1 + m : W, w[3] && y1 + m + r_large <= H ? y1 + m : H};
-    const std::array<bool, 4> candidate{cut[0] > -0.5, cut[1] > -0.5, cut[2] < W, cut[3] < H};
+    reg.room = {cut[0] > -0.5, cut[1] > -0.5, cut[2] < W, cut[3] < H};
     // Cut where the frames show something beyond, and only a few things in any frame: a free
     // surface with its gas, or disks the detector missed on the first frame, are not cut.
     const auto beyond = count_beyond(frames, cut);
     for (int s = 0; s < 4; ++s)
-        reg.cut[s] = candidate[s] && beyond.total[s] > 0 && beyond.most[s] <= p.max_beyond;
+        reg.cut[s] = reg.room[s] && beyond.total[s] > 0 && beyond.most[s] <= p.max_beyond;
     const auto& c = reg.cut;
     reg.kept =
         Geometry::rect(c[0] ? cut[0] : -0.5, c[1] ? cut[1] : -0.5, c[2] ? cut[2] : W, c[3] ? cut[3] : H);

@@ -440,17 +440,24 @@ constexpr std::int64_t kPackingRegionFrames = 9;
 
 // No ROI given (TrackParams::packing_region): the packing's region, from 5 frames spread over
 // those read at the start, becomes the ROI when it cuts a wall (machine parts beyond a wall may
-// show in some frames only: the hole and bolt at the discs' left edge in 3 of 9).
+// show in some frames only: the hole and bolt at the discs' left edge in 3 of 9). The first frame
+// alone decides when no wall has room beyond it (a packing that fills the image, a gas): the
+// other 4 are located only when some wall has.
 void find_packing_region(const std::string& input, const std::vector<cv::Mat>& first, RunPlan& plan,
                          TrackSummary& sum) {
     TrackParams& p = plan.p;
     p.detect.validate();
-    std::vector<std::size_t> picked;  // 5 spread over them, first and last included
-    for (std::size_t i = 0; i < 5; ++i) picked.push_back((i * (first.size() - 1) + 2) / 4);
-    picked.erase(std::unique(picked.begin(), picked.end()), picked.end());
-    std::vector<std::vector<Particle>> frames;
-    for (std::size_t i : picked) frames.push_back(locate(first[i], p.detect));
-    const auto reg = find_packing_region(frames, p.detect.r_large(), first.front().cols, first.front().rows);
+    const int width = first.front().cols, height = first.front().rows;
+    std::vector<std::vector<Particle>> frames{locate(first.front(), p.detect)};
+    auto reg = find_packing_region(frames.front(), p.detect.r_large(), width, height);
+    if (reg.room != std::array<bool, 4>{}) {
+        std::vector<std::size_t> picked;  // 5 spread over them, first and last included
+        for (std::size_t i = 1; i < 5; ++i) picked.push_back((i * (first.size() - 1) + 2) / 4);
+        picked.erase(std::unique(picked.begin(), picked.end()), picked.end());
+        for (std::size_t i : picked)
+            if (i > 0) frames.push_back(locate(first[i], p.detect));
+        reg = find_packing_region(frames, p.detect.r_large(), width, height);
+    }
     sum.packing_region = reg.summary();
     if (!reg.found) return;
     p.roi = reg.kept;

@@ -45,6 +45,7 @@ struct PackingRegion {
     bool found = false;           ///< some wall is cut: `kept` applies
     Geometry centres;             ///< bounding box of the packing's centres on the first frame (px)
     std::array<bool, 4> walls{};  ///< which sides of `centres` are walls: left, top, right, bottom
+    std::array<bool, 4> room{};   ///< which walls have room in the image for a disk beyond the margin
     std::array<bool, 4> cut{};    ///< which walls are cut (the same order)
     Geometry kept;                ///< the image cut beyond the cut walls (px): detections outside are dropped
     int frames = 0;               ///< frames looked at
@@ -62,7 +63,8 @@ struct PackingRegion {
 /// them from all.
 PackingRegion find_packing_region(std::span<const std::vector<Particle>> frames, double r_large, int width,
                                   int height, const PackingRegionParams& p = {});
-/// The same from one frame.
+/// The same from one frame. When no wall has `room`, later frames cannot change the answer: the
+/// pipeline locates them only when some wall has.
 PackingRegion find_packing_region(const std::vector<Particle>& disks, double r_large, int width, int height,
                                   const PackingRegionParams& p = {});
 
