@@ -22,6 +22,7 @@
 #include "vibra/core/output_file.hpp"
 #include "vibra/core/progress.hpp"
 #include "vibra/core/version.hpp"
+#include "vibra/core/workers.hpp"
 #include "vibra/tracking/packing_region.hpp"
 #include "vibra/tracking/species.hpp"
 #include "detail/checkpoint.hpp"
@@ -451,11 +452,23 @@ void find_packing_region(const std::string& input, const std::vector<cv::Mat>& f
     std::vector<std::vector<Particle>> frames{locate(first.front(), p.detect)};
     auto reg = find_packing_region(frames.front(), p.detect.r_large(), width, height);
     if (reg.room != std::array<bool, 4>{}) {
-        std::vector<std::size_t> picked;  // 5 spread over them, first and last included
+        std::vector<std::size_t> picked;  // 4 more spread over them, the last included
         for (std::size_t i = 1; i < 5; ++i) picked.push_back((i * (first.size() - 1) + 2) / 4);
         picked.erase(std::unique(picked.begin(), picked.end()), picked.end());
-        for (std::size_t i : picked)
-            if (i > 0) frames.push_back(locate(first[i], p.detect));
+        std::erase(picked, std::size_t{0});
+        // Located side by side on up to --threads threads (each frame's own disks: the same for
+        // any thread count).
+        frames.resize(1 + picked.size());
+        std::atomic<std::size_t> next{0};
+        const int n_threads =
+            p.threads > 0 ? p.threads : static_cast<int>(std::thread::hardware_concurrency());
+        run_workers(
+            std::clamp(n_threads, 1, static_cast<int>(picked.size())),
+            [&](int) {
+                for (std::size_t k; (k = next++) < picked.size();)
+                    frames[1 + k] = locate(first[picked[k]], p.detect);
+            },
+            WorkerStart::at_least_caller);
         reg = find_packing_region(frames, p.detect.r_large(), width, height);
     }
     sum.packing_region = reg.summary();
