@@ -431,6 +431,10 @@ TEST_CASE("track a packing in a container with nothing beyond its walls: the pac
     if (margin == 60) {
         REQUIRE(note.find("nothing beyond them to cut in 5 frames") != std::string::npos);
         REQUIRE(note.find(" of 349 disks in contact") != std::string::npos);
+        track("one.h5", " --frames 0:1");  // walls with room, and no later frame to look at
+        store::TrajectoryReader one(dir.file("one.h5"));
+        REQUIRE(one.meta().user.at("packing_region").find("nothing beyond them to cut in 1 frame") !=
+                std::string::npos);
     } else {
         REQUIRE(note.find("walls: left, top, right, bottom; no room for a disk beyond them") !=
                 std::string::npos);

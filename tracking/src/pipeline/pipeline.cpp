@@ -468,7 +468,7 @@ void find_packing_region(const std::string& input, const std::vector<cv::Mat>& f
         const int n_threads =
             p.threads > 0 ? p.threads : static_cast<int>(std::thread::hardware_concurrency());
         run_workers(
-            std::clamp(n_threads, 1, static_cast<int>(picked.size())),
+            std::min(std::max(n_threads, 1), static_cast<int>(picked.size())),  // 0 items: inline, nothing
             [&](int) {
                 for (std::size_t k; (k = next++) < picked.size();)
                     frames[1 + k] = locate(first[picked[k]], dp);
