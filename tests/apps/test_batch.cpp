@@ -604,6 +604,24 @@ TEST_CASE(
     waitpid(pid, &status, 0);
     REQUIRE(WIFSIGNALED(status));
     REQUIRE_FALSE(fs::exists(out));  // never a partial file under the final name
+    // The same folder as a build writing another state layout left it (its run.id without this
+    // build's layout line, a state file of another shape): started afresh, never misread.
+    {
+        const auto old_out = d.file("old_layout.h5");
+        fs::copy(out + ".ckpt", old_out + ".ckpt", fs::copy_options::recursive);
+        auto id = test::read_text(old_out + ".ckpt/run.id");
+        REQUIRE(id.rfind("checkpoint layout: 2\n", 0) == 0);
+        std::ofstream(old_out + ".ckpt/run.id", std::ios::binary | std::ios::trunc) << id.substr(21);
+        std::ofstream(old_out + ".ckpt/segment_0.state", std::ios::binary | std::ios::trunc)
+            << "VBRACKT1 other";
+        const auto r =
+            test::run_vibra("track " + q(clip) + " -o " + q(old_out) + flags + "--threads 2 --checkpoint");
+        INFO(r.output);
+        REQUIRE(r.exit_code == 0);
+        REQUIRE_THAT(r.output, !Catch::Contains("resumed from the checkpoint"));
+        require_same_trajectories(clean, old_out);
+        REQUIRE_FALSE(fs::exists(old_out + ".ckpt"));
+    }
     // the same settings (another thread count, a summary file: neither changes the output)
     const auto r = test::run_vibra("track " + q(clip) + " -o " + q(out) + flags +
                                    "--threads 1 --checkpoint --report " + q(d.file("rep.txt")));

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # How vibra's writers behave when the machine or the user misbehaves (docs/reliability.md):
-#   kills CMD      20 kill points (fixed seed; up to 20 more when fewer than 3 caught it at work) in
-#                  a real run of one command: SIGINT / SIGTERM → exit
-#                  130 / 143, one line "interrupted … kept: …", no temporaries, the output absent or
-#                  complete; kill -9 → the output absent or complete, and the same command run again
-#                  cleans the dead run's temporaries and succeeds.
+#   kills CMD      20 kill points (fixed seed; up to 20 more when fewer than 3 caught it at work)
+#                  in a real run of one command: SIGINT / SIGTERM → exit 130 / 143, one line
+#                  "interrupted … kept: …", no temporaries, the output absent or complete;
+#                  kill -9 → the output absent or complete, and the same command run again cleans
+#                  the dead run's temporaries and succeeds.
 #   diskfull       every writer on a full tmpfs (mounted here; root needed, else exit 77 = skip):
 #                  exit 1, "no space left on <folder>", nothing left behind, a results file being
 #                  merged into left intact.

@@ -99,7 +99,10 @@ CheckpointFolder::CheckpointFolder(std::string dir, const std::string& fingerpri
                                    std::int64_t frames_per_segment)
     : dir_(std::move(dir)) {
     std::error_code ec;
-    const std::string id = fingerprint + "\nframes per segment: " + std::to_string(frames_per_segment) + "\n";
+    // The state files' layout is part of the id: a folder left by a build that wrote another
+    // layout (before the outside_roi column: layout 1) is started afresh, never misread.
+    const std::string id = std::string("checkpoint layout: 2\n") + fingerprint +
+                           "\nframes per segment: " + std::to_string(frames_per_segment) + "\n";
     const auto id_path = (fs::path(dir_) / "run.id").string();
     std::string old;
     if (fs::exists(id_path)) {

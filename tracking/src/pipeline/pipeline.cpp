@@ -435,6 +435,11 @@ detail::StaticBackground measure_background(const std::string& input, const Trac
 
 Metadata initial_metadata(const std::string& input, const RunPlan& plan);
 
+// Threads the run may use: --threads, or all cores (0).
+int threads_of(const TrackParams& p) {
+    return p.threads > 0 ? p.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 // Frames read at the start for the packing region when the radii are given (else those of the
 // radius estimate, as many).
 constexpr std::int64_t kPackingRegionFrames = 9;
@@ -465,10 +470,8 @@ void find_packing_region(const std::string& input, const std::vector<cv::Mat>& f
         // any thread count).
         frames.resize(1 + picked.size());
         std::atomic<std::size_t> next{0};
-        const int n_threads =
-            p.threads > 0 ? p.threads : static_cast<int>(std::thread::hardware_concurrency());
         run_workers(
-            std::min(std::max(n_threads, 1), static_cast<int>(picked.size())),  // 0 items: inline, nothing
+            std::min(threads_of(p), static_cast<int>(picked.size())),  // 0 items: inline, nothing
             [&](int) {
                 for (std::size_t k; (k = next++) < picked.size();)
                     frames[1 + k] = locate(first[picked[k]], dp);
@@ -570,7 +573,7 @@ RunPlan plan_run(const std::string& input, const TrackParams& p_in, TrackSummary
     }
     sum.resumed_frames = first_seq;
     const std::int64_t H = info.height;
-    const int n_workers = p.threads > 0 ? p.threads : std::max(1u, std::thread::hardware_concurrency());
+    const int n_workers = threads_of(p);
     // Warm start: every frame is cut into the same strips whatever the number of workers (their
     // count is a function of the image and the radii, or --strips: never of --threads), each
     // strip has its own locator that sees every frame in order, and the (strip, frame) tasks go
